@@ -1,0 +1,60 @@
+"""The `iowitness` command: one module per subcommand in collector/commands/.
+
+Each command module has a docstring (its help, ending with an example), `add_arguments(parser)`
+and `execute(args) -> int`. Errors are IowitnessError subclasses, turned into one line on
+stderr and an exit code here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from iowitness import __version__
+from iowitness.errors import EXIT_USAGE, IowitnessError
+
+COMMANDS = ["run", "attach", "show", "export", "doctor"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="iowitness",
+        description="Watch a file-system benchmark from the kernel and check the numbers it prints.",
+        epilog="Example: sudo iowitness run -- iozone -i0 -i1 -s 64m -r 4k -f /tmp/w/iozone.tmp",
+    )
+    parser.add_argument("--version", action="version", version=f"iowitness {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"iowitness.collector.commands.{name}")
+        doc = (module.__doc__ or "").strip()
+        summary = doc.splitlines()[0] if doc else name
+        command = sub.add_parser(
+            name, help=summary, description=doc,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(command)
+        command.set_defaults(execute=module.execute)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "execute", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.execute(args)
+    except IowitnessError as exc:
+        print(f"iowitness: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("iowitness: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

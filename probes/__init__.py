@@ -1,0 +1,11 @@
+"""The kernel side of iowitness: the BPF program, its one record header and its build.
+
+`OBJECT` is the compiled CO-RE object built from iowitness.bpf.c by the package build
+(`make -C probes`); `HEADER` is events.h, which probes/layout.py parses.
+"""
+
+from pathlib import Path
+
+HERE = Path(__file__).parent
+HEADER = HERE / "events.h"
+OBJECT = HERE / "build" / "iowitness.bpf.o"

@@ -1,0 +1,125 @@
+/* events.h — the one definition of what the iowitness probe sends to user space.
+ *
+ * Read by two compilers: clang (probes/iowitness.bpf.c) and iowitness's Python reader
+ * (iowitness/layout.py parses this file; tests/kernel/test_layout.py checks the parse
+ * against the BTF of the compiled object). Keep the style the reader understands:
+ * fixed-width __u64/__s64/__u32/__s32/__u16/__u8 fields, arrays only of __u8/char,
+ * explicit padding, one `#define IOW_NAME value` per constant, enums with explicit values.
+ */
+#ifndef IOWITNESS_EVENTS_H
+#define IOWITNESS_EVENTS_H
+
+#define IOW_LAYOUT_VERSION 1
+
+/* What a record in the event ring describes: one completed syscall on a target file. */
+enum iow_op {
+	IOW_OP_OPEN = 1,
+	IOW_OP_OPENAT = 2,
+	IOW_OP_OPENAT2 = 3,
+	IOW_OP_CREAT = 4,
+	IOW_OP_READ = 5,
+	IOW_OP_WRITE = 6,
+	IOW_OP_PREAD64 = 7,
+	IOW_OP_PWRITE64 = 8,
+	IOW_OP_READV = 9,
+	IOW_OP_WRITEV = 10,
+	IOW_OP_PREADV = 11,
+	IOW_OP_PWRITEV = 12,
+	IOW_OP_PREADV2 = 13,
+	IOW_OP_PWRITEV2 = 14,
+	IOW_OP_LSEEK = 15,
+	IOW_OP_FSYNC = 16,
+	IOW_OP_FDATASYNC = 17,
+	IOW_OP_CLOSE = 18,
+	IOW_OP_DUP = 19,
+	IOW_OP_DUP2 = 20,
+	IOW_OP_DUP3 = 21,
+	IOW_OP_FCNTL = 22,
+	IOW_OP_FTRUNCATE = 23,
+	IOW_OP_FALLOCATE = 24,
+};
+
+/* One completed syscall. Field meaning per op is in docs/trace-format.md. */
+struct iow_event {
+	__u64 start_ns;    /* syscall entry, CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u64 latency_ns;  /* exit - entry */
+	__u64 ino;         /* file identity: inode number ... */
+	__s64 offset;      /* file offset where the I/O began; -1 when the op has none */
+	__u64 requested;   /* bytes asked for; lseek: offset argument; ftruncate/fallocate: length; fcntl: arg */
+	__s64 ret;         /* syscall return value: bytes done, new fd, new offset, or -errno */
+	__u32 tgid;        /* process id */
+	__u32 tid;         /* thread id */
+	__u32 dev;         /* ... and its super block's device, kernel encoding (major << 20 | minor) */
+	__s32 fd;          /* fd the call used (opens: the fd returned, -1 on failure) */
+	__u32 flags;       /* opens: open flags; lseek: whence; fcntl: cmd; fallocate: mode; p*v2: RWF flags */
+	__u16 op;          /* enum iow_op */
+	__u16 pad0;
+};
+
+/* What a record in the side ring describes: rare facts that give events their context. */
+enum iow_meta_kind {
+	IOW_META_FILE = 1,      /* a file became a target when it was opened */
+	IOW_META_FORK = 2,      /* a traced process created another process */
+	IOW_META_EXEC = 3,      /* a traced process called exec */
+};
+
+#define IOW_PATH_MAX 256
+#define IOW_COMM_MAX 16
+
+struct iow_meta {
+	__u64 ts_ns;       /* CLOCK_MONOTONIC */
+	__u64 ino;         /* FILE: inode */
+	__u32 kind;        /* enum iow_meta_kind */
+	__u32 tgid;        /* process the fact is about (FORK: the child) */
+	__u32 parent_tgid; /* FORK: the parent; EXIT: exit code */
+	__u32 dev;         /* FILE: super block device, kernel encoding */
+	__s32 fd;          /* FILE: fd returned by the open */
+	__s32 dirfd;       /* FILE: dirfd the path is relative to (-100 = current directory) */
+	__u32 s_magic;     /* FILE: file system magic number */
+	__u32 pad0;
+	__u8 comm[IOW_COMM_MAX];   /* process name */
+	__u8 path[IOW_PATH_MAX];   /* FILE: path as the process passed it; EXEC: file executed */
+};
+
+/* Settings fixed at load time (const volatile in the BPF program). */
+#define IOW_MODE_ALL_FILES 0   /* every regular file of the process set, minus exclusions */
+#define IOW_MODE_FILE_SET 1    /* only files matched by name at open or by inode */
+
+/* Why an event or fact could not be delivered: slots of the per-CPU `lost` counters. */
+#define IOW_LOST_EVENTS 0
+#define IOW_LOST_META 1
+#define IOW_LOST_SLOTS 2
+
+/* A name rule: a file called `name` in the directory (dev, ino); empty name = any file in it. */
+#define IOW_NAME_MAX 128
+struct iow_name_key {
+	__u64 dir_ino;
+	__u32 dir_dev;
+	__u32 pad0;
+	__u8 name[IOW_NAME_MAX];
+};
+
+/* A file already known to be a target. */
+struct iow_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad0;
+};
+
+/* Settings fixed between open and load (`const volatile` in section .rodata.settings). */
+struct iow_settings {
+	__u64 wakeup_bytes;   /* wake the reader once this many bytes wait in the event ring */
+	__u32 mode;           /* IOW_MODE_* */
+	__u32 all_processes;  /* 1: any process (attach --file); 0: the process set only */
+	__u32 collector_tgid; /* never traced: the collector itself */
+	__u32 pad0;
+};
+
+/* Path prefixes that keep a file out of the target set in IOW_MODE_ALL_FILES. */
+#define IOW_EXCLUDE_MAX 12
+#define IOW_EXCLUDE_LEN 24
+struct iow_exclude {
+	__u8 prefix[IOW_EXCLUDE_LEN];
+};
+
+#endif

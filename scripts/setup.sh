@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# setup.sh — make this Debian 12 machine ready to build, run and test iowitness.
+# Idempotent: a second run only checks and returns in seconds.
+#   apt: clang, llvm, libbpf-dev, bpftool, libelf-dev, zlib1g-dev, fio, strace,
+#        iozone3 (Debian non-free, added to the apt sources when missing)
+#   venv: .venv with iowitness installed (the install builds the BPF probe)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 python3-venv)
+
+need_root() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: installing system packages needs root; run: sudo $0" >&2
+        exit 3
+    fi
+}
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    need_root
+    # iozone3 lives in Debian's non-free component, which a stock machine does not enable.
+    if ! grep -rqsE '^(Components:.*non-free([[:space:]]|$)|deb .* non-free)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        echo "setup: adding Debian non-free component (for iozone3)" >&2
+        cat > /etc/apt/sources.list.d/iowitness-non-free.sources <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    fi
+    echo "setup: apt-get install ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv" >&2
+    "$python" -m venv .venv
+fi
+stamp=.venv/.iowitness-installed
+# reinstall when the package sources or the probe changed since the last install
+if [ ! -f "$stamp" ] || [ -n "$(find pyproject.toml setup.py probes -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+    echo "setup: installing iowitness into .venv (builds the BPF probe)" >&2
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q -e '.[test]'
+    touch "$stamp"
+fi
