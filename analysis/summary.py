@@ -1,0 +1,101 @@
+"""What a trace holds, at a glance: processes, files, and per-syscall counts, bytes, latency.
+
+This is the view `iowitness show` prints. It needs only a loaded trace, never the kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import units
+
+PERCENTILES = (50, 90, 99, 99.9)
+DATA_SYSCALLS = {"read", "write", "pread64", "pwrite64", "readv", "writev",
+                 "preadv", "pwritev", "preadv2", "pwritev2"}
+
+
+def syscall_table(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per syscall name: calls, errors, bytes done, latency percentiles in µs."""
+    rows = []
+    for name, group in events.groupby("syscall", observed=True, sort=False):
+        latency_us = group["latency_ns"].to_numpy(dtype=np.float64) / 1e3
+        ret = group["ret"].to_numpy()
+        is_data = name in DATA_SYSCALLS
+        row = {
+            "syscall": name,
+            "calls": len(group),
+            "errors": int((ret < 0).sum()),
+            "bytes": int(ret[ret > 0].sum()) if is_data else 0,
+            "short": int(((ret >= 0) & (ret < group["requested"].to_numpy().astype(np.int64))).sum())
+            if is_data else 0,
+            "min_us": latency_us.min(),
+            "mean_us": latency_us.mean(),
+        }
+        for p in PERCENTILES:
+            row[f"p{p:g}_us"] = np.percentile(latency_us, p)
+        row["max_us"] = latency_us.max()
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    return table.sort_values("calls", ascending=False, kind="stable").reset_index(drop=True) if rows else table
+
+
+def file_table(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per target file: calls, bytes read and written."""
+    if events.empty:
+        return pd.DataFrame(columns=["path", "calls", "read_bytes", "written_bytes"])
+    name = events["syscall"].astype(str)
+    ret = events["ret"].clip(lower=0)
+    reads = name.isin({n for n in DATA_SYSCALLS if "read" in n})
+    writes = name.isin({n for n in DATA_SYSCALLS if "write" in n})
+    frame = pd.DataFrame({"path": events["path"].astype(str), "read_bytes": ret.where(reads, 0),
+                          "written_bytes": ret.where(writes, 0)})
+    table = frame.groupby("path", sort=False).agg(calls=("path", "size"), read_bytes=("read_bytes", "sum"),
+                                                  written_bytes=("written_bytes", "sum"))
+    return table.reset_index()
+
+
+def process_table(events: pd.DataFrame, processes: pd.DataFrame) -> pd.DataFrame:
+    """One row per process seen in events: threads, calls, and its name where known."""
+    if events.empty:
+        return pd.DataFrame(columns=["tgid", "threads", "calls", "comm"])
+    table = events.groupby("tgid").agg(threads=("tid", "nunique"), calls=("tid", "size")).reset_index()
+    names = {}
+    if not processes.empty:
+        for row in processes.itertuples():
+            names[int(row.tgid)] = row.comm
+    table["comm"] = [names.get(int(t), "") for t in table["tgid"]]
+    return table
+
+
+def render(trace) -> str:
+    meta, events = trace.meta, trace.events
+    lines = []
+    command = " ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})"
+    duration = (meta.get("clock_end", {}).get("monotonic_ns", 0) - meta["clock_start"]["monotonic_ns"]) / 1e9 \
+        if meta.get("clock_end") else None
+    lines.append(f"trace     {meta.get('path')}")
+    lines.append(f"command   {command}")
+    lines.append(f"host      {meta.get('host')}  kernel {meta.get('kernel')}")
+    status = "complete" if meta.get("complete") else "INCOMPLETE (collector stopped before the end)"
+    lines.append(f"recorded  {units.seconds(duration) if duration is not None else '?'}  {status}"
+                 + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")
+                 + (f", stopped: {meta['stop_reason']}" if meta.get("stop_reason") else ""))
+    lost = trace.lost
+    lines.append(f"events    {len(events):,}   lost {lost:,}" + ("" if not lost else
+                 "   (the trace misses calls: re-run with a larger --ring-buffer-mb)"))
+    lines.append("")
+    lines.append(units.table(process_table(events, trace.processes), {"tgid": "pid"}, title="processes"))
+    lines.append("")
+    files = file_table(events)
+    files["read_bytes"] = files["read_bytes"].map(units.bytes_)
+    files["written_bytes"] = files["written_bytes"].map(units.bytes_)
+    lines.append(units.table(files, {"read_bytes": "read", "written_bytes": "written"}, title="files"))
+    lines.append("")
+    calls = syscall_table(events)
+    if not calls.empty:
+        calls["bytes"] = calls["bytes"].map(units.bytes_)
+        for col in [c for c in calls.columns if c.endswith("_us")]:
+            calls[col] = calls[col].map(units.micros)
+    lines.append(units.table(calls, {c: c.replace("_us", " µs") for c in calls.columns}, title="syscalls"))
+    return "\n".join(lines)

@@ -1,0 +1,49 @@
+"""Units and number formats for people: the one place they are defined."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+KIB = 1024
+
+
+def bytes_(n) -> str:
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < KIB or unit == "TiB":
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= KIB
+    return str(n)
+
+
+def micros(us: float) -> str:
+    if us != us:  # NaN
+        return "-"
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e4:
+        return f"{us / 1e3:.1f} ms"
+    return f"{us:.1f}" if us >= 10 else f"{us:.2f}"
+
+
+def seconds(s: float) -> str:
+    return f"{s:.3f} s" if s < 100 else f"{s:.0f} s"
+
+
+def table(frame: pd.DataFrame, headers: dict | None = None, title: str = "") -> str:
+    """A plain aligned text table: text left, numbers right."""
+    headers = headers or {}
+    if frame.empty:
+        return f"{title}: none"
+    cols = list(frame.columns)
+    cells = [[str(headers.get(c, c)) for c in cols]]
+    identifiers = {"tgid", "tid", "pid", "fd", "dev", "ino"}
+    for row in frame.itertuples(index=False):
+        cells.append([f"{v:,}" if isinstance(v, int) and c not in identifiers else str(v)
+                      for c, v in zip(cols, row)])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
+    numeric = [pd.api.types.is_numeric_dtype(frame[c]) or c.endswith("_us") or "bytes" in c for c in cols]
+    out = [title] if title else []
+    for r in cells:
+        out.append("  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(r, widths, numeric)).rstrip())
+    return "\n".join(out)

@@ -1,0 +1,66 @@
+"""What `run` and `attach` share: their options, and the life of one recording."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from iowitness.collector.probe import DEFAULT_RING_BYTES, Probe, ProbeConfig
+from iowitness.collector.session import Recorder, base_metadata
+from iowitness.collector.targets import FileSet
+from iowitness.collector.trace import TraceWriter
+from iowitness.errors import OutputError, UsageError
+
+
+def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> None:
+    parser.add_argument("-o", "--output", metavar="TRACE",
+                        help="where to save the trace (default: ./iowitness-NAME-DATE-TIME.iwt)")
+    parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH", help=file_help)
+    parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no live status line on stderr")
+    parser.add_argument("--ring-buffer-mb", type=float, default=DEFAULT_RING_BYTES / 2**20, metavar="MB",
+                        help="size of the kernel-to-collector event ring (default %(default)g; "
+                             "rounded up to a power of two)")
+
+
+def output_path(args, name: str) -> str:
+    if args.output:
+        return args.output
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"iowitness-{os.path.basename(name) or 'trace'}-{stamp}.iwt"
+
+
+def check_output_is_not_a_target(path: str, file_set: FileSet) -> None:
+    full = os.path.abspath(path)
+    for rule in file_set.rules:
+        if full == rule.path or (not rule.name and os.path.dirname(full) == rule.path):
+            raise UsageError(f"the trace {full} would be written among the traced files; "
+                             "choose another place with -o")
+    parent = os.path.dirname(full)
+    if not os.path.isdir(parent):
+        raise OutputError(f"cannot write trace {full}: directory {parent} does not exist; "
+                          "create it or choose another place with -o")
+    if not os.access(parent, os.W_OK):
+        raise OutputError(f"cannot write trace {full}: directory {parent} is not writable; "
+                          "choose another place with -o")
+
+
+def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
+    if args.ring_buffer_mb <= 0:
+        raise UsageError("--ring-buffer-mb must be positive")
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration must be positive")
+    return ProbeConfig(file_set=file_set, all_processes=all_processes,
+                       ring_bytes=int(args.ring_buffer_mb * 2**20))
+
+
+def open_recording(args, probe: Probe, path: str, mode: str, command) -> Recorder:
+    writer = TraceWriter(path, base_metadata(mode, command, probe, path))
+    return Recorder(probe, writer, quiet=args.quiet)
+
+
+def say(args, message: str) -> None:
+    if not args.quiet:
+        print(f"iowitness: {message}", file=sys.stderr)

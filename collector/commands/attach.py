@@ -1,0 +1,90 @@
+"""Trace a benchmark that is already running: by PID, or every process touching a file.
+
+--pid follows the process, its existing children and everything they start from now on;
+files it already has open are traced from their next call. --file alone traces any process
+on the machine that opens or uses that file (or any file directly in that directory); a
+file that does not exist yet is traced from its creation, its directory must exist.
+Both together trace only those files of those processes. Stops when every traced process
+has exited (--pid), after --duration, or on Ctrl-C.
+
+Example:
+  sudo iowitness attach --pid 4242 -o fio.iwt
+  sudo iowitness attach --file /mnt/test/fio.0.0 --duration 60
+"""
+
+from __future__ import annotations
+
+import os
+
+from iowitness.collector import targets
+from iowitness.collector.commands import _recording
+from iowitness.collector.probe import Probe
+from iowitness.collector.session import processes_gone
+from iowitness.errors import NotFound, UsageError
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--pid", dest="pids", action="append", type=int, default=[], metavar="PID",
+                        help="a running process to follow, with its children; repeatable")
+    _recording.add_recording_options(
+        parser, "a file (or directory) to watch; without --pid, any process that uses it; repeatable")
+
+
+def _children(pids: set[int]) -> set[int]:
+    """Every existing descendant of pids (later forks are followed by the probe)."""
+    parent_of = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent_of[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = set(pids), set(pids)
+    while frontier:
+        frontier = {pid for pid, ppid in parent_of.items() if ppid in frontier and pid not in found}
+        found |= frontier
+    return found
+
+
+def execute(args) -> int:
+    if not args.pids and not args.files:
+        raise UsageError("say what to attach to: --pid PID or --file PATH")
+    for pid in args.pids:
+        if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
+            raise NotFound(f"no process with PID {pid}; check it with: ps -p {pid}")
+    file_set = targets.file_set(args.files)
+    label = f"pid{args.pids[0]}" if args.pids else os.path.basename(os.path.abspath(args.files[0]))
+    path = _recording.output_path(args, label)
+    _recording.check_output_is_not_a_target(path, file_set)
+    all_processes = not args.pids
+    probe = Probe(_recording.probe_config(args, file_set, all_processes=all_processes))
+    try:
+        recorder = _recording.open_recording(args, probe, path, "attach", None)
+        pids = _children(set(args.pids))
+        for pid in pids:
+            probe.add_process(pid)
+        # files opened before the attach: registered before attaching (no later call is missed)
+        # and once more after (a file opened in between is not missed either)
+        for _ in range(2):
+            for pid in pids:
+                probe.register_files(targets.open_files_of(pid, file_set))
+            if not probe.attached:
+                probe.attach()
+        recorder.install_signal_handlers()
+        if args.files and not args.pids:
+            missing = [p for p in args.files if not os.path.exists(p)]
+            for p in missing:
+                _recording.say(args, f"{p} does not exist yet; waiting for it to be created")
+            finished = (lambda: None)
+        else:
+            finished = processes_gone(probe)
+        _recording.say(args, f"attached; recording to {path} (Ctrl-C to stop)")
+        reason = recorder.loop(finished, args.duration)
+        end = recorder.finish({"pids": sorted(pids)})
+    finally:
+        probe.close()
+    c = end["counters"]
+    _recording.say(args, f"{reason}; saved {path}: {c['events']:,} events, "
+                         f"{c['lost_events'] + c['lost_meta']:,} lost")
+    return 0

@@ -1,0 +1,27 @@
+"""Export a trace's events to Parquet, for DuckDB, Polars, Spark or pandas.
+
+The trace metadata is kept in the Parquet file's key-value metadata under "iowitness".
+
+Example:
+  iowitness export iozone.iwt --parquet iozone.parquet
+  duckdb -c "select syscall, count(*), sum(ret) from 'iozone.parquet' group by 1"
+"""
+
+from __future__ import annotations
+
+from iowitness.collector.trace import export_parquet, load
+from iowitness.errors import UsageError
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+    parser.add_argument("--parquet", metavar="OUT", help="write the events to this Parquet file")
+
+
+def execute(args) -> int:
+    if not args.parquet:
+        raise UsageError("say where to export: --parquet OUT")
+    trace = load(args.trace)
+    export_parquet(trace, args.parquet)
+    print(f"wrote {args.parquet}: {len(trace.events):,} events")
+    return 0

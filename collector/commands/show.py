@@ -1,0 +1,19 @@
+"""Print what a trace recorded: processes, files, per-syscall counts, bytes, latency, lost events.
+
+Example:
+  iowitness show iozone.iwt
+"""
+
+from __future__ import annotations
+
+from iowitness.analysis import summary
+from iowitness.collector.trace import load
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+
+
+def execute(args) -> int:
+    print(summary.render(load(args.trace)))
+    return 0

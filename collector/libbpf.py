@@ -1,0 +1,186 @@
+"""libbpf through ctypes: open → set settings → load → attach, each step named when it fails.
+
+Only the handful of libbpf calls iowitness needs are declared here. The fixed load order
+follows libbpf-bootstrap: settings are `const volatile` globals written between open and
+load, so the verifier sees them as constants and prunes the branches they switch off.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+from pathlib import Path
+
+from iowitness.errors import CannotTrace
+
+_c = ctypes
+_vp = _c.c_void_p
+
+
+def _load_library():
+    for name in ("libbpf.so.1", ctypes.util.find_library("bpf")):
+        if not name:
+            continue
+        try:
+            return _c.CDLL(name, use_errno=True)
+        except OSError:
+            continue
+    raise CannotTrace("libbpf is not installed; install it with: apt-get install libbpf1 (scripts/setup.sh does)")
+
+
+_PRINT_FN = _c.CFUNCTYPE(_c.c_int, _c.c_int, _c.c_char_p, _vp)
+_lib = None
+_libc = _c.CDLL(None, use_errno=True)
+_libc.vsnprintf.argtypes = [_c.c_char_p, _c.c_size_t, _c.c_char_p, _vp]
+_log: list[str] = []
+
+
+@_PRINT_FN
+def _collect_log(level, fmt, va_list):
+    # libbpf hands a printf format and a va_list; let libc format it
+    buf = _c.create_string_buffer(1024)
+    _libc.vsnprintf(buf, len(buf), fmt, va_list)
+    _log.append(buf.value.decode(errors="replace"))
+    del _log[:-200]
+    return 0
+
+
+def lib():
+    global _lib
+    if _lib is None:
+        _lib = _load_library()
+        sig = {
+            "libbpf_set_print": (_vp, [_PRINT_FN]),
+            "bpf_object__open_file": (_vp, [_c.c_char_p, _vp]),
+            "bpf_object__load": (_c.c_int, [_vp]),
+            "bpf_object__close": (None, [_vp]),
+            "bpf_object__find_map_by_name": (_vp, [_vp, _c.c_char_p]),
+            "bpf_object__next_program": (_vp, [_vp, _vp]),
+            "bpf_program__name": (_c.c_char_p, [_vp]),
+            "bpf_program__attach": (_vp, [_vp]),
+            "bpf_link__destroy": (_c.c_int, [_vp]),
+            "bpf_map__set_max_entries": (_c.c_int, [_vp, _c.c_uint32]),
+            "bpf_map__set_initial_value": (_c.c_int, [_vp, _c.c_char_p, _c.c_size_t]),
+            "bpf_map__fd": (_c.c_int, [_vp]),
+            "bpf_map_update_elem": (_c.c_int, [_c.c_int, _c.c_char_p, _c.c_char_p, _c.c_uint64]),
+            "bpf_map_lookup_elem": (_c.c_int, [_c.c_int, _c.c_char_p, _c.c_char_p]),
+            "bpf_map_delete_elem": (_c.c_int, [_c.c_int, _c.c_char_p]),
+            "bpf_map_get_next_key": (_c.c_int, [_c.c_int, _c.c_char_p, _c.c_char_p]),
+            "libbpf_num_possible_cpus": (_c.c_int, []),
+        }
+        for name, (restype, argtypes) in sig.items():
+            fn = getattr(_lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _lib.libbpf_set_print(_collect_log)
+    return _lib
+
+
+def _why(err: int) -> str:
+    return os.strerror(abs(err)) if err else "unknown error"
+
+
+def _log_tail(lines: int = 6) -> str:
+    text = " | ".join(line.strip() for line in _log[-lines:] if line.strip())
+    return f" (libbpf: {text})" if text else ""
+
+
+class Map:
+    """A loaded BPF map, addressed by its fd; keys and values are bytes."""
+
+    def __init__(self, name: str, fd: int):
+        self.name, self.fd = name, fd
+
+    def update(self, key: bytes, value: bytes) -> None:
+        if lib().bpf_map_update_elem(self.fd, key, value, 0) != 0:
+            err = _c.get_errno()
+            raise CannotTrace(f"cannot fill BPF map {self.name}: {_why(err)}"
+                              + ("; the map is full" if err == errno.E2BIG else ""))
+
+    def lookup(self, key: bytes, value_size: int) -> bytes | None:
+        buf = _c.create_string_buffer(value_size)
+        if lib().bpf_map_lookup_elem(self.fd, key, buf) != 0:
+            return None
+        return buf.raw
+
+    def delete(self, key: bytes) -> None:
+        lib().bpf_map_delete_elem(self.fd, key)
+
+    def keys(self, key_size: int) -> list[bytes]:
+        found, prev, nxt = [], None, _c.create_string_buffer(key_size)
+        while lib().bpf_map_get_next_key(self.fd, prev, nxt) == 0:
+            found.append(nxt.raw)
+            prev = nxt.raw
+        return found
+
+
+class BpfObject:
+    """One BPF object file through its whole life: open, configure, load, attach, close."""
+
+    def __init__(self, path: Path):
+        if not Path(path).exists():
+            raise CannotTrace(f"BPF probe {path} is missing; rebuild it with: make -C probes "
+                              "(or reinstall iowitness: pip install .)")
+        _log.clear()
+        self._obj = lib().bpf_object__open_file(str(path).encode(), None)
+        if not self._obj:
+            raise CannotTrace(f"opening BPF probe {path} failed: {_why(_c.get_errno())}{_log_tail()}")
+        self._links: list[int] = []
+        self._loaded = False
+
+    def _map_ptr(self, name: str):
+        ptr = lib().bpf_object__find_map_by_name(self._obj, name.encode())
+        if not ptr:
+            raise CannotTrace(f"BPF probe has no map {name}; the probe and iowitness do not match, reinstall")
+        return ptr
+
+    def set_max_entries(self, name: str, entries: int) -> None:
+        if lib().bpf_map__set_max_entries(self._map_ptr(name), entries) != 0:
+            raise CannotTrace(f"cannot size BPF map {name} to {entries}: {_why(_c.get_errno())}")
+
+    def set_initial_value(self, name: str, data: bytes) -> None:
+        if lib().bpf_map__set_initial_value(self._map_ptr(name), data, len(data)) != 0:
+            raise CannotTrace(f"cannot set BPF settings in {name}: {_why(_c.get_errno())}; "
+                              "the probe and iowitness do not match, reinstall")
+
+    def load(self) -> None:
+        err = lib().bpf_object__load(self._obj)
+        if err:
+            hint = ""
+            if abs(err) in (errno.EPERM, errno.EACCES):
+                hint = "; run as root (BPF needs CAP_BPF and CAP_PERFMON)"
+            raise CannotTrace(f"loading the BPF probe into the kernel failed: {_why(err)}{hint}{_log_tail()}")
+        self._loaded = True
+
+    def map(self, name: str) -> Map:
+        fd = lib().bpf_map__fd(self._map_ptr(name))
+        if fd < 0:
+            raise CannotTrace(f"BPF map {name} has no fd: {_why(fd)}")
+        return Map(name, fd)
+
+    def attach_all(self) -> list[str]:
+        names, prog = [], None
+        while True:
+            prog = lib().bpf_object__next_program(self._obj, prog)
+            if not prog:
+                return names
+            name = lib().bpf_program__name(prog).decode()
+            link = lib().bpf_program__attach(prog)
+            if not link:
+                raise CannotTrace(f"attaching BPF program {name} failed: {_why(_c.get_errno())}"
+                                  f"{_log_tail()}; run `iowitness doctor`")
+            self._links.append(link)
+            names.append(name)
+
+    def close(self) -> None:
+        for link in self._links:
+            lib().bpf_link__destroy(link)
+        self._links.clear()
+        if self._obj:
+            lib().bpf_object__close(self._obj)
+            self._obj = None
+
+
+def possible_cpus() -> int:
+    return lib().libbpf_num_possible_cpus()

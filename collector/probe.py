@@ -1,0 +1,103 @@
+"""The iowitness probe, configured and running: the one place that knows its maps by name."""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from iowitness import probes
+from iowitness.collector import preflight
+from iowitness.collector.libbpf import BpfObject, possible_cpus
+from iowitness.collector.ringbuf import RingReader
+from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, name_key
+from iowitness.probes.layout import layout
+
+DEFAULT_RING_BYTES = 64 << 20
+META_RING_BYTES = 1 << 20
+
+
+@dataclass
+class ProbeConfig:
+    file_set: FileSet
+    all_processes: bool = False
+    ring_bytes: int = DEFAULT_RING_BYTES
+    # wake the reader when this share of the ring is waiting; it also polls on a timer
+    wakeup_fraction: float = 1 / 8
+
+
+def _ring_size(requested: int) -> int:
+    page = os.sysconf("SC_PAGE_SIZE")
+    size = max(page, requested)
+    return 1 << (size - 1).bit_length()  # the kernel wants a power of two
+
+
+class Probe:
+    def __init__(self, config: ProbeConfig):
+        preflight.require_tracing()
+        L = layout()
+        self.config = config
+        self.ring_bytes = _ring_size(config.ring_bytes)
+        settings = np.zeros(1, dtype=L.structs["iow_settings"])
+        settings["wakeup_bytes"] = max(L.event.itemsize, int(self.ring_bytes * config.wakeup_fraction))
+        settings["mode"] = (L.constants["IOW_MODE_ALL_FILES"] if config.file_set.all_files
+                            else L.constants["IOW_MODE_FILE_SET"])
+        settings["all_processes"] = int(config.all_processes)
+        settings["collector_tgid"] = os.getpid()
+
+        self._obj = BpfObject(probes.OBJECT)
+        try:
+            self._obj.set_initial_value(".rodata.settings", settings.tobytes())
+            self._obj.set_max_entries("events", self.ring_bytes)
+            self._obj.set_max_entries("meta_events", META_RING_BYTES)
+            self._obj.load()
+            self._procs = self._obj.map("procs")
+            self._files = self._obj.map("files")
+            self._lost = self._obj.map("lost")
+            names = self._obj.map("names")
+            for rule in config.file_set.rules:
+                names.update(name_key(rule), b"\x01")
+            self.register_files(config.file_set.known)
+            excludes = self._obj.map("excludes")
+            for slot, entry in enumerate(exclude_entries()):
+                excludes.update(struct.pack("<I", slot), entry)
+            self.events = RingReader(self._obj.map("events").fd, self.ring_bytes, L.event)
+            self.facts = RingReader(self._obj.map("meta_events").fd, META_RING_BYTES, L.meta)
+        except BaseException:
+            self._obj.close()
+            raise
+        self._cpus = possible_cpus()
+        self.attached = False
+
+    def add_process(self, tgid: int) -> None:
+        self._procs.update(struct.pack("<I", tgid), b"\x01")
+
+    def processes(self) -> list[int]:
+        return [struct.unpack("<I", k)[0] for k in self._procs.keys(4)]
+
+    def forget_process(self, tgid: int) -> None:
+        self._procs.delete(struct.pack("<I", tgid))
+
+    def register_files(self, known: list[KnownFile]) -> None:
+        for f in known:
+            self._files.update(file_key(f.kdev, f.ino), b"\x01")
+
+    def attach(self) -> list[str]:
+        programs = self._obj.attach_all()
+        self.attached = True
+        return programs
+
+    def lost(self) -> dict[str, int]:
+        counts = {}
+        for name, slot in (("lost_events", "IOW_LOST_EVENTS"), ("lost_meta", "IOW_LOST_META")):
+            raw = self._lost.lookup(struct.pack("<I", layout().constants[slot]), 8 * self._cpus)
+            counts[name] = sum(struct.unpack(f"<{self._cpus}Q", raw)) if raw else 0
+        return counts
+
+    def close(self) -> None:
+        for reader in (getattr(self, "events", None), getattr(self, "facts", None)):
+            if reader:
+                reader.close()
+        self._obj.close()

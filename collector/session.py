@@ -1,0 +1,218 @@
+"""One recording: drain the probe's rings into the trace until a stop condition, then close it.
+
+The loop sleeps on the event ring (the probe wakes it only when a batch is waiting) with a
+short timeout, so records reach the trace file within a second even when the benchmark is
+slow, and a SIGKILLed collector leaves a trace readable up to its last flush.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from iowitness import __version__
+from iowitness.collector import mounts
+from iowitness.collector.probe import Probe
+from iowitness.collector.trace import TraceWriter
+from iowitness.probes.layout import layout
+
+POLL_SECONDS = 0.1
+FLUSH_SECONDS = 0.5
+PROCESS_CHECK_SECONDS = 0.25
+STATUS_AFTER_SECONDS = 3.0
+
+
+def clock_pair() -> dict:
+    """CLOCK_MONOTONIC (the probe's clock) and wall time, read back to back."""
+    mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    wall = time.time_ns()
+    return {"monotonic_ns": mono, "realtime_ns": wall, "offset_ns": wall - mono}
+
+
+def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path: str) -> dict:
+    uname = platform.uname()
+    out_mount = mounts.mount_of(os.path.dirname(os.path.abspath(trace_path)))
+    return {
+        "iowitness_version": __version__,
+        "mode": mode,
+        "command": command,
+        "collector_argv": sys.argv,
+        "host": socket.gethostname(),
+        "kernel": f"{uname.system} {uname.release} {uname.version} {uname.machine}",
+        "clock_start": clock_pair(),
+        "file_rules": [{"path": r.path, "directory": not r.name} for r in probe.config.file_set.rules],
+        "all_files": probe.config.file_set.all_files,
+        "all_processes": probe.config.all_processes,
+        "targets": [{"dev": f.kdev, "ino": f.ino, "path": f.path} for f in probe.config.file_set.known],
+        "ring_buffer_bytes": probe.ring_bytes,
+        "trace_file": {"path": os.path.abspath(trace_path),
+                       "mount": out_mount.describe() if out_mount else None},
+    }
+
+
+def _process_alive(tgid: int) -> bool:
+    try:
+        with open(f"/proc/{tgid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n} B"
+
+
+@dataclass
+class Stats:
+    events: int = 0
+    data_bytes: int = 0
+    facts: int = 0
+    files: dict = field(default_factory=dict)   # (dev, ino) -> description
+
+
+class Recorder:
+    def __init__(self, probe: Probe, writer: TraceWriter, quiet: bool = False):
+        self.probe, self.writer, self.quiet = probe, writer, quiet
+        self.stats = Stats()
+        self._stop_reason: str | None = None
+        self._data_ops = np.array([v for k, v in layout().enums["iow_op"].items()
+                                   if any(w in k for w in ("READ", "WRITE"))])
+        self._started = time.monotonic()
+        self._status_shown = False
+
+    def request_stop(self, reason: str) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+
+    def install_signal_handlers(self) -> None:
+        def handler(signum, _frame):
+            self.request_stop("interrupted" if signum == signal.SIGINT else "terminated")
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, handler)
+
+    def drain(self) -> int:
+        events = self.probe.events.read()
+        if events.size:
+            self.writer.write_events(events)
+            self.stats.events += events.size
+            data = np.isin(events["op"], self._data_ops) & (events["ret"] > 0)
+            self.stats.data_bytes += int(events["ret"][data].sum())
+        facts = self.probe.facts.read()
+        if facts.size:
+            self.writer.write_facts(facts)
+            self.stats.facts += facts.size
+            self._describe_files(facts)
+        return events.size + facts.size
+
+    def _describe_files(self, facts: np.ndarray) -> None:
+        file_kind = layout().enums["iow_meta_kind"]["IOW_META_FILE"]
+        table = None
+        for fact in facts[facts["kind"] == file_kind]:
+            key = (int(fact["dev"]), int(fact["ino"]))
+            if key in self.stats.files:
+                continue
+            path = bytes(fact["path"]).split(b"\0", 1)[0].decode(errors="replace")
+            resolved = path
+            if not path.startswith("/"):
+                # relative to the process's directory; readable while the process lives
+                base = (f"/proc/{fact['tgid']}/cwd" if fact["dirfd"] == -100
+                        else f"/proc/{fact['tgid']}/fd/{fact['dirfd']}")
+                try:
+                    resolved = os.path.join(os.readlink(base), path)
+                except OSError:
+                    resolved = path
+            table = table or mounts.mounts()
+            mount = next((m for m in table if m.kdev == key[0]), None)
+            self.stats.files[key] = {"dev": key[0], "ino": key[1], "path": path, "resolved_path": resolved,
+                                     **(mount.describe() if mount else {"device": mounts.dev_name(key[0])})}
+
+    def counters(self) -> dict:
+        return {"events": self.stats.events, "facts": self.stats.facts, **self.probe.lost()}
+
+    def _status(self, force_line: bool = False) -> None:
+        elapsed = time.monotonic() - self._started
+        if self.quiet or elapsed < STATUS_AFTER_SECONDS:
+            return
+        c = self.counters()
+        line = (f"[iowitness] {elapsed:6.1f} s  events {c['events']:,} "
+                f"({c['events'] / elapsed:,.0f}/s)  bytes {_human_bytes(self.stats.data_bytes)}  "
+                f"lost {c['lost_events'] + c['lost_meta']:,}")
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[K" + line)
+            self._status_shown = True
+        elif force_line:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def clear_status(self) -> None:
+        if self._status_shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self._status_shown = False
+
+    def loop(self, is_finished, duration: float | None = None, on_tick=None) -> str:
+        """Drain until is_finished() names a reason, a stop is requested, or duration passes."""
+        last_flush = last_check = last_status = last_line = time.monotonic()
+        deadline = None if duration is None else time.monotonic() + duration
+        while self._stop_reason is None:
+            self.probe.events.wait(POLL_SECONDS)
+            self.drain()
+            if on_tick:
+                on_tick()
+            now = time.monotonic()
+            if now - last_check >= PROCESS_CHECK_SECONDS:
+                last_check = now
+                reason = is_finished()
+                if reason:
+                    self.request_stop(reason)
+            if deadline is not None and now >= deadline:
+                self.request_stop(f"--duration {duration:g} s reached")
+            if now - last_flush >= FLUSH_SECONDS:
+                self.writer.write_counters(self.counters())
+                self.writer.flush()
+                last_flush = now
+            if now - last_status >= 1.0:
+                last_status = now
+                force = now - last_line >= 10.0
+                if force:
+                    last_line = now
+                self._status(force_line=force)
+        return self._stop_reason
+
+    def finish(self, end_meta: dict) -> dict:
+        """Drain what is left, write the last counters and the end record, close the trace."""
+        while self.drain():
+            pass
+        self.clear_status()
+        counters = self.counters()
+        self.writer.write_counters(counters)
+        end = {"clock_end": clock_pair(), "stop_reason": self._stop_reason, "counters": counters,
+               "files": list(self.stats.files.values()), **end_meta}
+        end["trace_file_bytes"] = self.writer.bytes_written
+        self.writer.close(end)
+        return end
+
+
+def processes_gone(probe: Probe):
+    """A stop condition: every process of the set has exited."""
+    def check() -> str | None:
+        alive = 0
+        for tgid in probe.processes():
+            if _process_alive(tgid):
+                alive += 1
+            else:
+                probe.forget_process(tgid)
+        return None if alive else "every traced process exited"
+    return check
