@@ -116,6 +116,23 @@ class Recorder:
             self._describe_files(facts)
         return events.size + facts.size
 
+    def note_known_files(self, known) -> None:
+        """Files registered from user space (open before tracing): stored as file facts too."""
+        if not known:
+            return
+        facts = np.zeros(len(known), dtype=layout().meta)
+        facts["kind"] = layout().enums["iow_meta_kind"]["IOW_META_FILE"]
+        facts["ts_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        facts["fd"] = facts["dirfd"] = -1
+        limit = facts["path"].shape[1] - 1
+        for i, f in enumerate(known):
+            facts[i]["dev"], facts[i]["ino"], facts[i]["tgid"] = f.kdev, f.ino, f.tgid
+            raw = f.path.encode()[:limit]
+            facts[i]["path"][:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        self.writer.write_facts(facts)
+        self.stats.facts += len(known)
+        self._describe_files(facts)
+
     def _describe_files(self, facts: np.ndarray) -> None:
         file_kind = layout().enums["iow_meta_kind"]["IOW_META_FILE"]
         table = None

@@ -43,6 +43,7 @@ class KnownFile:
     kdev: int
     ino: int
     path: str
+    tgid: int = 0   # the process that had it open, when found through /proc/PID/fd
 
 
 @dataclass
@@ -110,7 +111,7 @@ def open_files_of(pid: int, fs: FileSet) -> list[KnownFile]:
                 continue
             if parent not in wanted_dirs:
                 continue
-        found.append(KnownFile(kdev, ino, target))
+        found.append(KnownFile(kdev, ino, target, pid))
     return found
 
 

@@ -42,11 +42,10 @@ _META_NEEDS = ("ts_ns", "kind", "tgid", "parent_tgid", "dev", "ino", "fd", "dirf
 def describe_layout(lay: Layout) -> dict:
     """The JSON form of the record layout that START carries."""
     def struct_of(dtype: np.dtype) -> dict:
-        fields = []
-        for name in dtype.names:
-            sub, offset = dtype.fields[name][:2]
-            fields.append([name, sub.base.str, offset, list(sub.shape)])
-        return {"itemsize": dtype.itemsize, "fields": fields}
+        fields = [(name, *dtype.fields[name][:2]) for name in dtype.names]
+        return {"itemsize": dtype.itemsize,
+                "fields": [[name, sub.base.str, offset, list(sub.shape)]
+                           for name, sub, offset in fields]}
 
     return {
         "version": lay.version,
@@ -94,6 +93,8 @@ class TraceWriter:
             raise self._cannot_write(exc) from None
         self._write(HEADER.pack(MAGIC, FORMAT_VERSION, 0))
         self._chunk(START, _json({**start_meta, "layout": describe_layout(lay)}))
+        # a trace killed in its first second still names what it traced
+        self.flush()
 
     def write_events(self, records) -> None:
         """One EVENTS chunk: an array of layout().event, or the raw bytes of such records."""
@@ -120,8 +121,10 @@ class TraceWriter:
     def close(self, end_meta: dict) -> None:
         """Write END, the mark of a complete trace, and close."""
         if not self._closed:
-            self._chunk(END, _json(end_meta))
-            self.abort()
+            try:
+                self._chunk(END, _json(end_meta))
+            finally:
+                self.abort()
 
     def abort(self) -> None:
         """Close without END: the trace will read as incomplete, with all it holds so far."""
@@ -179,11 +182,8 @@ class TraceWriter:
 class Trace:
     """A loaded trace: meta, events, files, processes, output, counters, lost."""
 
-    def __init__(self, meta, raw, facts, ops, meta_kinds, output, counters):
-        self.meta = meta
-        self.output = output
-        self.counters = counters
-        self.lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0))
+    def __init__(self, meta, raw, facts, ops, meta_kinds, output, counters, lost):
+        self.meta, self.output, self.counters, self.lost = meta, output, counters, lost
         self._ops, self._meta_kinds, self._facts = ops, meta_kinds, facts
         # several CPUs fill the ring at once: record order is only roughly time order
         starts = raw["start_ns"]
@@ -212,8 +212,8 @@ class Trace:
 
     @cached_property
     def files(self) -> pd.DataFrame:
-        rows = [{"dev": t["dev"], "ino": t["ino"], "path": t["path"], "source": "target"}
-                for t in self.meta.get("targets", [])]
+        rows = [{"dev": int(t["dev"]), "ino": int(t["ino"]), "path": str(t["path"]),
+                 "source": "target"} for t in self.meta.get("targets", [])]
         opened = self._facts_of("file")
         for f in opened[np.argsort(opened["ts_ns"], kind="stable")]:
             rows.append({"dev": int(f["dev"]), "ino": int(f["ino"]), "path": _text(f["path"]),
@@ -255,7 +255,7 @@ class Trace:
         categories = sorted({n for n in names if n is not None})
         position = {n: k for k, n in enumerate(categories)}
         to_code = np.array([position.get(n, -1) for n in names], dtype=np.int64)
-        return pd.Categorical.from_codes(to_code[pair_codes], categories=categories)
+        return pd.Categorical.from_codes(to_code[pair_codes], categories=_names(categories))
 
 
 def _text(raw: np.ndarray) -> str:
@@ -274,7 +274,12 @@ def _categorical(values: np.ndarray, name_of) -> pd.Categorical:
     names = [name_of(int(u)) for u in uniques]
     categories = list(dict.fromkeys(names))
     to_code = np.array([categories.index(n) for n in names], dtype=np.int64)
-    return pd.Categorical.from_codes(to_code[codes], categories=categories)
+    return pd.Categorical.from_codes(to_code[codes], categories=_names(categories))
+
+
+def _names(categories: list) -> pd.Index:
+    # typed even when empty, so that Parquet gets a string column, not a null one
+    return pd.Index(categories, dtype="str")
 
 
 def load(path) -> Trace:
@@ -289,12 +294,14 @@ def load(path) -> Trace:
     if len(data) < HEADER.size and MAGIC.startswith(bytes(data[:len(MAGIC)])):
         raise BadTrace(f"{path} ends before its header: the tracer stopped at once; trace again")
     if bytes(data[:len(MAGIC)]) != MAGIC:
-        raise BadTrace(f"{path} is not an iowitness trace (it does not start with {MAGIC.decode()})")
+        raise BadTrace(f"{path} is not an iowitness trace (it does not start with IOWTRACE); "
+                       "give the file that `iowitness run -o` wrote")
     _, version, _ = HEADER.unpack_from(data)
     if version != FORMAT_VERSION:
         from iowitness import __version__
         raise BadTrace(f"{path} is trace format version {version}, but iowitness {__version__} "
-                       f"reads version {FORMAT_VERSION} only; read it with the iowitness that wrote it")
+                       f"reads version {FORMAT_VERSION} only; open it with the iowitness that "
+                       "wrote it")
 
     chunks, good_end = _good_chunks(data)
     try:
@@ -306,12 +313,12 @@ def load(path) -> Trace:
         meta_dtype = dtype_from(lay["meta"], _META_NEEDS)
         ops = {int(k): str(v) for k, v in lay["ops"].items()}
         meta_kinds = {int(k): str(v) for k, v in lay["meta_kinds"].items()}
-        start["targets"] = [{"dev": int(t["dev"]), "ino": int(t["ino"]), "path": str(t["path"])}
-                            for t in start.get("targets", [])]
+        for target in start.get("targets", []):
+            int(target["dev"]), int(target["ino"]), str(target["path"])   # checked here, used later
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BadTrace(f"{path} has a broken START chunk ({exc}); it cannot be read") from None
 
-    events, facts, end, counters = [], [], None, {}
+    events, facts, end, counters, lost = [], [], None, {}, 0
     output = {name: [] for name in STREAMS}
     stream_of = {number: name for name, number in STREAMS.items()}
     for at, kind, payload in chunks[1:]:
@@ -325,6 +332,7 @@ def load(path) -> Trace:
                 output[stream_of[payload[0]]].append(bytes(payload[1:]))
             elif kind == COUNTERS:
                 counters = dict(json.loads(bytes(payload)))
+                lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0))
             elif kind == END:
                 end = dict(json.loads(bytes(payload)))
             # any other kind comes from a newer writer of the same format: skipped on purpose
@@ -334,10 +342,11 @@ def load(path) -> Trace:
 
     meta = {**start, **(end or {}), "complete": end is not None,
             "truncated_bytes": len(data) - good_end, "path": str(path)}
-    text = {name: b"".join(parts).decode("utf-8", errors="replace") for name, parts in output.items()}
+    text = {name: b"".join(parts).decode("utf-8", errors="replace")
+            for name, parts in output.items()}
     raw = np.concatenate(events) if events else np.empty(0, event_dtype)
     fact_records = np.concatenate(facts) if facts else np.empty(0, meta_dtype)
-    return Trace(meta, raw, fact_records, ops, meta_kinds, text, counters)
+    return Trace(meta, raw, fact_records, ops, meta_kinds, text, counters, lost)
 
 
 def _good_chunks(data: memoryview) -> tuple[list, int]:
@@ -365,4 +374,5 @@ def export_parquet(trace: Trace, out_path) -> None:
         pq.write_table(table.replace_schema_metadata(metadata), str(out_path))
     except OSError as exc:
         reason = exc.strerror or str(exc).splitlines()[0]
-        raise OutputError(f"cannot write {out_path}: {reason}; choose another output path") from None
+        message = f"cannot write {out_path}: {reason}; choose another output path"
+        raise OutputError(message) from None

@@ -66,11 +66,15 @@ def execute(args) -> int:
             probe.add_process(pid)
         # files opened before the attach: registered before attaching (no later call is missed)
         # and once more after (a file opened in between is not missed either)
+        known = {}
         for _ in range(2):
             for pid in pids:
-                probe.register_files(targets.open_files_of(pid, file_set))
+                for f in targets.open_files_of(pid, file_set):
+                    known[(f.kdev, f.ino)] = f
+            probe.register_files(list(known.values()))
             if not probe.attached:
                 probe.attach()
+        recorder.note_known_files(list(known.values()))
         recorder.install_signal_handlers()
         if args.files and not args.pids:
             missing = [p for p in args.files if not os.path.exists(p)]

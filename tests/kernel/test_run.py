@@ -1,0 +1,107 @@
+"""`iowitness run` on real IOzone and dd: every child's file, exit codes, output, lost events."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+from iowitness.collector.trace import load
+from tests.conftest import require_tool
+from tests.support.cli import IOWITNESS
+
+KIB = 1024
+
+
+def _data(trace, syscall):
+    ev = trace.events
+    return ev[ev["syscall"] == syscall]
+
+
+def test_iozone_throughput_mode_with_processes_traces_every_child(traced, workdir):
+    # GIVEN IOzone in throughput mode with two processes, each on its own file (-x: no
+    # stonewalling, so every child does all its work and the totals are exact)
+    iozone = require_tool("iozone")
+    files = [workdir / "f1", workdir / "f2"]
+    # WHEN it runs under iowitness with no file filter
+    trace, proc = traced([iozone, "-x", "-t", "2", "-i", "0", "-s", "256k", "-r", "4k", "-F", *map(str, files)])
+    # THEN each file got 256 KiB twice (initial write and rewrite), each pass from a child
+    # process of its own (IOzone forks new children per test), never from the parent
+    writes = _data(trace, "write")
+    per_file = writes.groupby(writes["path"].astype(str))["ret"].sum()
+    assert {str(f): int(per_file[str(f)]) for f in files} == {str(f): 2 * 256 * KIB for f in files}
+    writers = writes.groupby(writes["path"].astype(str))["tgid"].nunique()
+    assert writers.to_dict() == {str(f): 2 for f in files}
+    assert trace.meta["pid"] not in set(writes["tgid"])
+    assert "Children see throughput" in trace.output["stdout"]
+
+
+def test_iozone_throughput_mode_with_threads_traces_every_thread(traced, workdir):
+    # GIVEN IOzone throughput mode with two threads (-T)
+    iozone = require_tool("iozone")
+    files = [workdir / "t1", workdir / "t2"]
+    trace, _ = traced([iozone, "-x", "-t", "2", "-T", "-i", "0", "-s", "128k", "-r", "4k", "-F", *map(str, files)])
+    # THEN both files are complete, written by threads of one process: a thread per file
+    # and per pass (IOzone starts new threads for each test)
+    writes = _data(trace, "write")
+    per_file = writes.groupby(writes["path"].astype(str))["ret"].sum()
+    assert {str(f): int(per_file[str(f)]) for f in files} == {str(f): 2 * 128 * KIB for f in files}
+    assert writes["tgid"].nunique() == 1
+    threads = writes.groupby(writes["path"].astype(str))["tid"].nunique()
+    assert threads.to_dict() == {str(f): 2 for f in files}
+    assert writes["tid"].nunique() == 4
+
+
+def test_run_passes_exit_code_and_output_through(traced, workdir):
+    # GIVEN a command that prints and fails with a known code
+    out = workdir / "exit.iwt"
+    proc = subprocess.run([*IOWITNESS, "run", "-q", "-o", str(out), "--", "/bin/sh", "-c",
+                           "echo to-out; echo to-err >&2; exit 7"], capture_output=True, text=True, timeout=60)
+    # THEN iowitness exits 7, the output passed through and is kept in the trace
+    assert proc.returncode == 7
+    assert "to-out" in proc.stdout and "to-err" in proc.stderr
+    trace = load(out)
+    assert trace.meta["exit_code"] == 7
+    assert trace.output["stdout"] == "to-out\n" and trace.output["stderr"] == "to-err\n"
+
+
+def test_a_tiny_ring_buffer_counts_lost_events(tmp_path, workdir):
+    # GIVEN a ring of one page (about 50 records) and a flood of small writes
+    out = tmp_path / "tiny.iwt"
+    target = workdir / "flood.bin"
+    proc = subprocess.run([*IOWITNESS, "run", "-q", "-o", str(out), "--ring-buffer-mb", "0.004", "--",
+                           "dd", "if=/dev/zero", f"of={target}", "bs=512", "count=200000"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    # THEN what could not be delivered is counted, and delivered + lost = what dd did
+    trace = load(out)
+    writes = len(_data(trace, "write"))
+    assert trace.counters["lost_events"] > 0
+    assert writes + trace.counters["lost_events"] >= 200000
+    # AND `show` says so
+    shown = subprocess.run([*IOWITNESS, "show", str(out)], capture_output=True, text=True, timeout=60)
+    assert f"lost {trace.lost:,}" in shown.stdout
+
+
+def test_a_killed_collector_leaves_a_readable_trace(tmp_path, workdir):
+    # GIVEN a collector recording a benchmark that writes steadily
+    out = tmp_path / "killed.iwt"
+    target = workdir / "slow.bin"
+    script = f"for i in $(seq 1 400); do echo line$i >> {target}; sleep 0.01; done"
+    collector = subprocess.Popen([*IOWITNESS, "run", "-q", "-o", str(out), "--", "/bin/sh", "-c", script],
+                                 start_new_session=True)
+    try:
+        time.sleep(3)
+        # WHEN it is killed without warning
+        os.kill(collector.pid, signal.SIGKILL)
+        collector.wait(10)
+    finally:
+        os.killpg(collector.pid, signal.SIGKILL) if collector.poll() is None else None
+        subprocess.run(["pkill", "-f", f"line\\$i >> {target}"], check=False)
+    # THEN the trace loads, says it is incomplete, and holds what was flushed
+    trace = load(out)
+    assert trace.meta["complete"] is False
+    writes = _data(trace, "write")
+    assert len(writes) >= 50
+    assert (writes["ret"] > 0).all()

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: ground-truth workloads and strace as an independent witness."""

@@ -1,0 +1,369 @@
+"""The .iwt trace format: round trip, crash safety, refusals, and export (collector/trace.py)."""
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import zlib
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from iowitness.collector.trace import TraceWriter, export_parquet, load
+from iowitness.errors import BadTrace, OutputError
+from iowitness.probes.layout import layout
+
+OP = {name: number for number, name in layout().names("iow_op", "IOW_OP_").items()}
+KIND = {name: number for number, name in layout().names("iow_meta_kind", "IOW_META_").items()}
+SDA1 = (8 << 20) | 1          # kernel encoding of device 8:1
+NVME = (259 << 20) | 3        # and of 259:3
+
+
+def events(*rows):
+    """Event records from dicts of field values; `op` may be a syscall name; the rest is 0."""
+    records = np.zeros(len(rows), layout().event)
+    for record, row in zip(records, rows):
+        for field, value in row.items():
+            record[field] = OP[value] if field == "op" and isinstance(value, str) else value
+    return records
+
+
+def fact(kind, **fields):
+    """One meta record; text fields are given as str and stored NUL-terminated."""
+    record = np.zeros(1, layout().meta)
+    record["kind"] = KIND[kind]
+    for field, value in fields.items():
+        if isinstance(value, str):
+            encoded = np.frombuffer(value.encode(), np.uint8)
+            record[field][0, :len(encoded)] = encoded
+        else:
+            record[field] = value
+    return record
+
+
+READS = [
+    {"start_ns": 300, "latency_ns": 7, "op": "pread64", "dev": SDA1, "ino": 12, "offset": 4096,
+     "requested": 4096, "ret": 4096, "tgid": 41, "tid": 42, "fd": 3},
+    {"start_ns": 100, "latency_ns": 5, "op": "openat", "dev": SDA1, "ino": 12, "offset": -1,
+     "ret": 3, "tgid": 41, "tid": 41, "fd": 3, "flags": 0o2},
+    {"start_ns": 300, "latency_ns": 9, "op": "write", "dev": NVME, "ino": 77, "offset": 0,
+     "requested": 512, "ret": -28, "tgid": 41, "tid": 43, "fd": 4},
+]
+
+
+def write_trace(path, *event_batches, facts=(), start=None, end=None, counters=(), output=()):
+    writer = TraceWriter(path, start if start is not None else {"command": ["bench"]})
+    for batch in event_batches:
+        writer.write_events(events(*batch))
+    for record in facts:
+        writer.write_facts(record)
+    for stream, data in output:
+        writer.write_output(stream, data)
+    for counter in counters:
+        writer.write_counters(counter)
+    if end is None:
+        writer.abort()
+    else:
+        writer.close(end)
+    return writer
+
+
+def test_round_trip_keeps_events_facts_output_and_counters(tmp_path):
+    # GIVEN a trace with two event batches, a file fact, output on both streams (one character
+    # split across two chunks) and counters
+    path = tmp_path / "run.iwt"
+    said = "débit: 12 MB/s\n".encode()
+    write_trace(path, READS[:2], READS[2:],
+                facts=[fact("file", dev=SDA1, ino=12, path="/data/f", tgid=41, fd=3, dirfd=-100,
+                            s_magic=0xEF53, comm="bench", ts_ns=99)],
+                output=[("stdout", said[:2]), ("stdout", said[2:]), ("stderr", b"warn\n")],
+                counters=[{"lost_events": 9, "lost_meta": 9, "events": 1},
+                          {"lost_events": 2, "lost_meta": 1, "events": len(READS)}],
+                start={"command": ["bench", "-x"]}, end={"exit_code": 0})
+
+    # WHEN it is loaded
+    trace = load(path)
+
+    # THEN every record comes back, sorted by start time, ties kept in written order
+    expected = sorted(READS, key=lambda row: row["start_ns"])
+    got = trace.events
+    assert list(got["start_ns"]) == [row["start_ns"] for row in expected]
+    assert list(got["syscall"]) == [row["op"] for row in expected]
+    assert list(got["ret"]) == [row["ret"] for row in expected]
+    assert list(got["offset"]) == [row["offset"] for row in expected]
+    assert list(got["end_ns"]) == [row["start_ns"] + row["latency_ns"] for row in expected]
+    assert "pad0" not in got.columns
+    assert len(trace.raw_events()) == len(READS)
+    # AND the output, the last counters, and the metadata of START and END are all there
+    assert trace.output == {"stdout": said.decode(), "stderr": "warn\n"}
+    assert trace.counters == {"lost_events": 2, "lost_meta": 1, "events": len(READS)}
+    assert trace.lost == 2 + 1
+    assert trace.meta["command"] == ["bench", "-x"] and trace.meta["exit_code"] == 0
+    assert trace.meta["complete"] is True and trace.meta["truncated_bytes"] == 0
+    assert trace.meta["path"] == str(path)
+    assert trace.files.loc[0, "comm"] == "bench" and trace.files.loc[0, "s_magic"] == 0xEF53
+
+
+def test_device_is_shown_as_major_minor_of_the_kernel_encoding(tmp_path):
+    # GIVEN events on two devices
+    path = tmp_path / "run.iwt"
+    write_trace(path, READS, end={})
+
+    # WHEN loaded
+    got = load(path).events
+
+    # THEN each reads as MAJOR:MINOR, major = dev >> 20
+    assert dict(zip(got["dev"], got["device"])) == {SDA1: "8:1", NVME: "259:3"}
+
+
+def test_paths_come_from_file_facts_and_start_targets_first_path_wins(tmp_path):
+    # GIVEN a target registered before tracing, and file facts that name the same file twice
+    path = tmp_path / "run.iwt"
+    targets = [{"dev": NVME, "ino": 77, "path": "/mnt/nvme/out"}]
+    facts = [fact("file", dev=SDA1, ino=12, path="/data/f", ts_ns=1),
+             fact("file", dev=SDA1, ino=12, path="/data/hardlink-to-f", ts_ns=2),
+             fact("file", dev=NVME, ino=77, path="out", ts_ns=3)]
+    write_trace(path, READS, [{"start_ns": 1, "op": "read", "dev": SDA1, "ino": 999}],
+                facts=facts, start={"targets": targets}, end={})
+
+    # WHEN loaded
+    trace = load(path)
+
+    # THEN each (dev, ino) takes its first known path; an unknown file has none
+    paths = {(row.dev, row.ino): row.path for row in trace.events.itertuples()}
+    assert paths[(SDA1, 12)] == "/data/f"
+    assert paths[(NVME, 77)] == "/mnt/nvme/out"
+    assert paths[(SDA1, 999)] != paths[(SDA1, 999)]   # NaN
+    assert list(trace.files["source"]) == ["target", "open", "open", "open"]
+
+
+def test_processes_come_from_fork_and_exec_facts(tmp_path):
+    # GIVEN a fork then an exec of the child, written out of time order
+    path = tmp_path / "run.iwt"
+    write_trace(path, facts=[fact("exec", tgid=51, comm="dd", path="/usr/bin/dd", ts_ns=20),
+                             fact("fork", tgid=51, parent_tgid=50, comm="sh", ts_ns=10)], end={})
+
+    # WHEN loaded
+    processes = load(path).processes
+
+    # THEN both are listed in time order, with their kind
+    assert list(processes["kind"]) == ["fork", "exec"]
+    assert list(processes["parent_tgid"]) == [50, 0]
+    assert list(processes["path"]) == ["", "/usr/bin/dd"]
+
+
+def test_write_events_takes_raw_record_bytes_as_the_ring_buffer_gives_them(tmp_path):
+    # GIVEN records handed over as bytes
+    path = tmp_path / "run.iwt"
+    writer = TraceWriter(path, {})
+    writer.write_events(events(*READS).tobytes())
+    writer.close({})
+
+    # WHEN loaded THEN they are the same records
+    assert sorted(load(path).events["start_ns"]) == sorted(row["start_ns"] for row in READS)
+
+
+def test_cut_inside_the_last_chunk_keeps_every_earlier_chunk(tmp_path):
+    # GIVEN a trace whose last chunk is cut in the middle, as a crash mid-write leaves it
+    path = tmp_path / "run.iwt"
+    writer = TraceWriter(path, {})
+    writer.write_events(events(*READS[:2]))
+    good = writer.bytes_written
+    writer.write_events(events(*READS[2:]))
+    writer.close({"exit_code": 0})
+    cut = good + (writer.bytes_written - good) // 2
+    path.write_bytes(path.read_bytes()[:cut])
+
+    # WHEN loaded
+    trace = load(path)
+
+    # THEN the first batch is all there, and the damage is reported, not raised
+    assert sorted(trace.events["start_ns"]) == sorted(row["start_ns"] for row in READS[:2])
+    assert trace.meta["complete"] is False
+    assert trace.meta["truncated_bytes"] == cut - good
+
+
+def test_crc_failure_mid_file_stops_reading_there(tmp_path):
+    # GIVEN three event chunks, the second one with a flipped byte
+    path = tmp_path / "run.iwt"
+    writer = TraceWriter(path, {})
+    writer.write_events(events(READS[0]))
+    first_end = writer.bytes_written
+    writer.write_events(events(READS[1]))
+    writer.write_events(events(READS[2]))
+    writer.close({})
+    data = bytearray(path.read_bytes())
+    data[first_end + 16 + 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+    # WHEN loaded
+    trace = load(path)
+
+    # THEN only what came before the bad chunk is kept, and the rest is reported
+    assert list(trace.events["start_ns"]) == [READS[0]["start_ns"]]
+    assert trace.meta["complete"] is False
+    assert trace.meta["truncated_bytes"] == len(data) - first_end
+
+
+KILLED_WRITER = """
+import sys, time
+import numpy as np
+from iowitness.collector.trace import TraceWriter
+from iowitness.probes.layout import layout
+writer = TraceWriter(sys.argv[1], {"command": ["killed"]})
+flushed = np.zeros(3, layout().event)
+flushed["start_ns"] = [10, 20, 30]
+writer.write_events(flushed)
+writer.flush()
+buffered = np.zeros(2, layout().event)
+buffered["start_ns"] = [40, 50]
+writer.write_events(buffered)
+print("flushed", flush=True)
+time.sleep(60)
+"""
+
+
+def test_writer_killed_with_sigkill_leaves_exactly_the_flushed_events(tmp_path):
+    # GIVEN a writer process that flushed three events and holds two more in its buffer
+    path = tmp_path / "run.iwt"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(path)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "flushed"
+    finally:
+        # WHEN it is killed without a chance to clean up
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+
+    # THEN the trace holds exactly the flushed events and says it is incomplete
+    trace = load(path)
+    assert list(trace.events["start_ns"]) == [10, 20, 30]
+    assert trace.meta["command"] == ["killed"]
+    assert trace.meta["complete"] is False
+
+
+def test_missing_file_is_refused_by_name(tmp_path):
+    # GIVEN a path where nothing is
+    path = tmp_path / "nothing.iwt"
+    # WHEN loaded THEN BadTrace names it
+    with pytest.raises(BadTrace, match=f"^no such trace: {path}$"):
+        load(path)
+
+
+def test_file_with_wrong_magic_is_refused(tmp_path):
+    # GIVEN a file that is not a trace
+    path = tmp_path / "notes.iwt"
+    path.write_bytes(b"just some text, long enough for a header\n")
+    # WHEN loaded THEN BadTrace says what is wrong
+    with pytest.raises(BadTrace, match="is not an iowitness trace"):
+        load(path)
+
+
+def test_unknown_format_version_is_refused_naming_both_versions(tmp_path):
+    # GIVEN a trace whose header claims a format version from the future
+    path = tmp_path / "run.iwt"
+    write_trace(path, READS, end={})
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<I", data, 8, 7)
+    path.write_bytes(bytes(data))
+    # WHEN loaded THEN BadTrace names the file's version and the one this iowitness reads
+    with pytest.raises(BadTrace, match="format version 7, but iowitness .* reads version 1 only"):
+        load(path)
+
+
+def test_broken_start_chunk_is_refused(tmp_path):
+    # GIVEN a trace whose START chunk has a good CRC but no layout
+    path = tmp_path / "run.iwt"
+    payload = json.dumps({"command": ["x"]}).encode()
+    header = struct.pack("<8sII", b"IOWTRACE", 1, 0)
+    path.write_bytes(header + struct.pack("<IIQ", 1, zlib.crc32(payload), len(payload)) + payload)
+    # WHEN loaded THEN BadTrace says START is broken
+    with pytest.raises(BadTrace, match="broken START chunk"):
+        load(path)
+
+
+def test_trace_cut_before_its_start_chunk_is_refused(tmp_path):
+    # GIVEN a trace that ends inside its START chunk
+    path = tmp_path / "run.iwt"
+    write_trace(path, READS, end={})
+    path.write_bytes(path.read_bytes()[:40])
+    # WHEN loaded THEN BadTrace says START is missing
+    with pytest.raises(BadTrace, match="no readable START chunk"):
+        load(path)
+
+
+def test_a_trace_is_read_with_the_layout_it_describes_not_the_current_one(tmp_path):
+    # GIVEN a trace written by hand, as docs/trace-format.md describes, by an older writer
+    # whose event record is smaller and has a field today's layout lacks
+    old_event = np.dtype({"names": ["start_ns", "latency_ns", "ino", "dev", "op", "pad0", "old"],
+                          "formats": ["<u8", "<u8", "<u8", "<u4", "<u2", "<u2", "<u4"],
+                          "offsets": [0, 8, 16, 24, 28, 30, 32], "itemsize": 40})
+    def describe(dtype):
+        return {"itemsize": dtype.itemsize, "fields": [
+            [name, sub.base.str, offset, list(sub.shape)]
+            for name, (sub, offset) in ((n, dtype.fields[n][:2]) for n in dtype.names)]}
+
+    start = {"layout": {"version": 0, "event": describe(old_event), "meta": describe(layout().meta),
+                        "ops": {"1": "read"}, "meta_kinds": {"1": "file"}}}
+    records = np.zeros(2, old_event)
+    records["start_ns"], records["op"], records["old"], records["dev"] = [5, 6], 1, [70, 71], SDA1
+    chunks = [(1, json.dumps(start).encode()), (2, records.tobytes()), (6, b"{}")]
+    data = struct.pack("<8sII", b"IOWTRACE", 1, 0) + b"".join(
+        struct.pack("<IIQ", kind, zlib.crc32(payload), len(payload)) + payload
+        for kind, payload in chunks)
+    path = tmp_path / "old.iwt"
+    path.write_bytes(data)
+
+    # WHEN loaded
+    trace = load(path)
+
+    # THEN the columns are those of the trace's own layout
+    assert list(trace.events["old"]) == [70, 71]
+    assert list(trace.events["syscall"]) == ["read", "read"]
+    assert "requested" not in trace.events.columns
+    assert trace.meta["complete"] is True
+
+
+def test_parquet_export_is_read_by_duckdb_as_is(tmp_path):
+    # GIVEN a trace of a few syscalls
+    path, out = tmp_path / "run.iwt", tmp_path / "run.parquet"
+    rows = READS + [{"start_ns": 400 + k, "op": "read", "dev": SDA1, "ino": 12,
+                     "requested": 100 * k} for k in range(5)]
+    write_trace(path, rows, facts=[fact("file", dev=SDA1, ino=12, path="/data/f")],
+                start={"command": ["bench"]}, end={"exit_code": 3})
+
+    # WHEN it is exported to Parquet and queried with DuckDB
+    export_parquet(load(path), out)
+    duckdb = pytest.importorskip("duckdb")
+    per_syscall = duckdb.sql(
+        f"select syscall, count(*), sum(requested) from '{out}' group by 1").fetchall()
+    per_path = duckdb.sql(f"select path, count(*) from '{out}' group by 1").fetchall()
+
+    # THEN counts and sums match the records, paths included
+    calls, asked = Counter(), Counter()
+    for row in rows:
+        calls[row["op"]] += 1
+        asked[row["op"]] += row.get("requested", 0)
+    assert {name: (n, int(total)) for name, n, total in per_syscall} == \
+        {name: (calls[name], asked[name]) for name in calls}
+    assert dict(per_path) == {"/data/f": sum(1 for row in rows if row["ino"] == 12), None: 1}
+    # AND the trace metadata travels in the file's key-value metadata
+    import pyarrow.parquet as pq
+    meta = json.loads(pq.read_schema(out).metadata[b"iowitness"])
+    assert meta["exit_code"] == 3 and meta["command"] == ["bench"]
+
+
+def test_unwritable_places_raise_output_error_with_advice(tmp_path):
+    # GIVEN a directory that does not exist
+    missing = tmp_path / "no" / "such" / "dir"
+    # WHEN a trace or an export is written there THEN OutputError says what to do
+    with pytest.raises(OutputError, match=r"cannot write trace .*; choose another place with -o$"):
+        TraceWriter(missing / "run.iwt", {})
+    path = tmp_path / "run.iwt"
+    write_trace(path, READS, end={})
+    with pytest.raises(OutputError, match=r"^cannot write .*run\.parquet"):
+        export_parquet(load(path), missing / "run.parquet")
