@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from iowitness.collector import targets
+from iowitness.collector import preflight, targets
 from iowitness.collector.commands import _recording
 from iowitness.collector.probe import Probe
 from iowitness.collector.session import processes_gone
@@ -50,6 +50,7 @@ def _children(pids: set[int]) -> set[int]:
 def execute(args) -> int:
     if not args.pids and not args.files:
         raise UsageError("say what to attach to: --pid PID or --file PATH")
+    preflight.require_tracing()
     for pid in args.pids:
         if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
             raise NotFound(f"no process with PID {pid}; check it with: ps -p {pid}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from iowitness.collector import targets
+from iowitness.collector import preflight, targets
 from iowitness.collector.commands import _recording
 from iowitness.collector.launch import Launched, resolve_command
 from iowitness.collector.probe import Probe
@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    preflight.require_tracing()
     resolve_command(command)
     file_set = targets.file_set(args.files)
     path = _recording.output_path(args, command[0])
