@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import signal
 import socket
 import sys
@@ -217,6 +218,8 @@ class Recorder:
         self.writer.write_counters(counters)
         end = {"clock_end": clock_pair(), "stop_reason": self._stop_reason, "counters": counters,
                "files": list(self.stats.files.values()), **end_meta}
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        end["collector_cpu_s"] = {"user": usage.ru_utime, "system": usage.ru_stime}
         end["trace_file_bytes"] = self.writer.bytes_written
         self.writer.close(end)
         return end

@@ -18,11 +18,14 @@ import threading
 import zlib
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from iowitness.errors import BadTrace, OutputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 from iowitness.probes.layout import Layout, layout
 
 MAGIC = b"IOWTRACE"
@@ -197,6 +200,7 @@ class Trace:
 
     @cached_property
     def events(self) -> pd.DataFrame:
+        import pandas as pd  # lazily: the collector never needs it
         raw = self._raw
         columns = {}
         for name in raw.dtype.names:
@@ -212,6 +216,7 @@ class Trace:
 
     @cached_property
     def files(self) -> pd.DataFrame:
+        import pandas as pd  # lazily: the collector never needs it
         rows = [{"dev": int(t["dev"]), "ino": int(t["ino"]), "path": str(t["path"]),
                  "source": "target"} for t in self.meta.get("targets", [])]
         opened = self._facts_of("file")
@@ -231,6 +236,7 @@ class Trace:
 
     @cached_property
     def processes(self) -> pd.DataFrame:
+        import pandas as pd  # lazily: the collector never needs it
         facts = self._facts_of("fork", "exec")
         rows = [{"kind": self._meta_kinds[int(f["kind"])], "tgid": int(f["tgid"]),
                  "parent_tgid": int(f["parent_tgid"]), "comm": _text(f["comm"]),
@@ -244,6 +250,7 @@ class Trace:
         return self._facts[np.isin(self._facts["kind"], wanted)]
 
     def _paths(self, dev: np.ndarray, ino: np.ndarray) -> pd.Categorical:
+        import pandas as pd  # lazily: the collector never needs it
         first = {}
         for d, i, p in zip(self.files["dev"], self.files["ino"], self.files["path"]):
             first.setdefault((int(d), int(i)), p)
@@ -270,6 +277,7 @@ def _device(dev: int) -> str:
 
 def _categorical(values: np.ndarray, name_of) -> pd.Categorical:
     """Few distinct values over many rows: name each distinct value once, not each row."""
+    import pandas as pd  # lazily: the collector never needs it
     codes, uniques = pd.factorize(values, sort=True)
     names = [name_of(int(u)) for u in uniques]
     categories = list(dict.fromkeys(names))
@@ -278,6 +286,7 @@ def _categorical(values: np.ndarray, name_of) -> pd.Categorical:
 
 
 def _names(categories: list) -> pd.Index:
+    import pandas as pd  # lazily: the collector never needs it
     # typed even when empty, so that Parquet gets a string column, not a null one
     return pd.Index(categories, dtype="str")
 

@@ -6,7 +6,6 @@ Example:
 
 from __future__ import annotations
 
-from iowitness.analysis import summary
 from iowitness.collector.trace import load
 
 
@@ -15,5 +14,7 @@ def add_arguments(parser) -> None:
 
 
 def execute(args) -> int:
+    from iowitness.analysis import summary  # pandas: only commands that analyse pay for it
+
     print(summary.render(load(args.trace)))
     return 0

@@ -44,14 +44,14 @@ SYSCALLS = (
     "preadv", "pwritev", "preadv2", "pwritev2",
     "lseek", "fsync", "fdatasync", "close",
     "dup", "dup2", "dup3", "fcntl", "ftruncate", "fallocate",
-)  # fmt: skip
+)
 OPENS = frozenset({"open", "openat", "openat2", "creat"})
 # The calls whose positive return is a number of bytes moved.
 DATA_CALLS = frozenset(
     {"read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2"}
 )
 
-PathFilter = Union[str, Callable[[str], bool]]
+PathFilter = Union[str, "os.PathLike[str]", Callable[[str], bool]]
 
 # With -f and -o, strace starts each line with the pid; on a terminal it writes "[pid N] ".
 _PID = re.compile(r"^(?:\[pid\s+(\d+)\]|(\d+))\s+")
@@ -96,7 +96,8 @@ def _unescape(text: str) -> str:
 def _matcher(path: PathFilter) -> Callable[[str], bool]:
     if callable(path):
         return path
-    return lambda candidate: candidate == path
+    exact = os.fspath(path)
+    return lambda candidate: candidate == exact
 
 
 def _complete_calls(text: str):
@@ -167,8 +168,9 @@ def parse_strace(text: str, path: PathFilter) -> dict:
 def strace_file_calls(cmd: list[str], path: PathFilter, workdir, *, out=None, timeout: float = 600) -> dict:
     """Run cmd under strace in workdir and count its calls on path, as parse_strace() does.
 
-    A str path is resolved (os.path.realpath) first, since strace names files as the kernel
-    does. The strace output is kept in `out` (default workdir/strace.txt) for inspection.
+    A path (not a predicate) is resolved with os.path.realpath first, since strace names
+    files as the kernel does. The strace output is kept in `out` (default workdir/strace.txt)
+    for inspection.
     Skips when strace is missing or not allowed to trace; fails when cmd fails.
     """
     strace = shutil.which("strace")
@@ -183,6 +185,6 @@ def strace_file_calls(cmd: list[str], path: PathFilter, workdir, *, out=None, ti
         if "ptrace" in run.stderr.lower() and "operation not permitted" in run.stderr.lower():
             pytest.skip(f"strace may not trace here: {run.stderr.strip().splitlines()[0]}")
         raise AssertionError(f"{cmd} under strace exited with {run.returncode}:\n{run.stderr}")
-    if isinstance(path, str):
+    if not callable(path):
         path = os.path.realpath(path)
     return parse_strace(out.read_text(encoding="utf-8", errors="surrogateescape"), path)

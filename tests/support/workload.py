@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.strace import DATA_CALLS
+from .strace import DATA_CALLS
 
 KNOWN_IO_SOURCE = Path(__file__).resolve().parents[1] / "workloads" / "known_io.c"
+
 
 def build_known_io(tmp_dir) -> Path:
     """Compile known_io.c into tmp_dir and return the executable; skip when gcc is missing."""

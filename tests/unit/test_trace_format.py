@@ -45,7 +45,7 @@ def fact(kind, **fields):
     return record
 
 
-READS = [
+CALLS = [
     {"start_ns": 300, "latency_ns": 7, "op": "pread64", "dev": SDA1, "ino": 12, "offset": 4096,
      "requested": 4096, "ret": 4096, "tgid": 41, "tid": 42, "fd": 3},
     {"start_ns": 100, "latency_ns": 5, "op": "openat", "dev": SDA1, "ino": 12, "offset": -1,
@@ -56,6 +56,7 @@ READS = [
 
 
 def write_trace(path, *event_batches, facts=(), start=None, end=None, counters=(), output=()):
+    """A trace of these chunks; with end=None it is closed without END, as after a crash."""
     writer = TraceWriter(path, start if start is not None else {"command": ["bench"]})
     for batch in event_batches:
         writer.write_events(events(*batch))
@@ -77,19 +78,19 @@ def test_round_trip_keeps_events_facts_output_and_counters(tmp_path):
     # split across two chunks) and counters
     path = tmp_path / "run.iwt"
     said = "débit: 12 MB/s\n".encode()
-    write_trace(path, READS[:2], READS[2:],
+    write_trace(path, CALLS[:2], CALLS[2:],
                 facts=[fact("file", dev=SDA1, ino=12, path="/data/f", tgid=41, fd=3, dirfd=-100,
                             s_magic=0xEF53, comm="bench", ts_ns=99)],
                 output=[("stdout", said[:2]), ("stdout", said[2:]), ("stderr", b"warn\n")],
                 counters=[{"lost_events": 9, "lost_meta": 9, "events": 1},
-                          {"lost_events": 2, "lost_meta": 1, "events": len(READS)}],
+                          {"lost_events": 2, "lost_meta": 1, "events": len(CALLS)}],
                 start={"command": ["bench", "-x"]}, end={"exit_code": 0})
 
     # WHEN it is loaded
     trace = load(path)
 
     # THEN every record comes back, sorted by start time, ties kept in written order
-    expected = sorted(READS, key=lambda row: row["start_ns"])
+    expected = sorted(CALLS, key=lambda row: row["start_ns"])
     got = trace.events
     assert list(got["start_ns"]) == [row["start_ns"] for row in expected]
     assert list(got["syscall"]) == [row["op"] for row in expected]
@@ -97,10 +98,10 @@ def test_round_trip_keeps_events_facts_output_and_counters(tmp_path):
     assert list(got["offset"]) == [row["offset"] for row in expected]
     assert list(got["end_ns"]) == [row["start_ns"] + row["latency_ns"] for row in expected]
     assert "pad0" not in got.columns
-    assert len(trace.raw_events()) == len(READS)
+    assert len(trace.raw_events()) == len(CALLS)
     # AND the output, the last counters, and the metadata of START and END are all there
     assert trace.output == {"stdout": said.decode(), "stderr": "warn\n"}
-    assert trace.counters == {"lost_events": 2, "lost_meta": 1, "events": len(READS)}
+    assert trace.counters == {"lost_events": 2, "lost_meta": 1, "events": len(CALLS)}
     assert trace.lost == 2 + 1
     assert trace.meta["command"] == ["bench", "-x"] and trace.meta["exit_code"] == 0
     assert trace.meta["complete"] is True and trace.meta["truncated_bytes"] == 0
@@ -111,7 +112,7 @@ def test_round_trip_keeps_events_facts_output_and_counters(tmp_path):
 def test_device_is_shown_as_major_minor_of_the_kernel_encoding(tmp_path):
     # GIVEN events on two devices
     path = tmp_path / "run.iwt"
-    write_trace(path, READS, end={})
+    write_trace(path, CALLS, end={})
 
     # WHEN loaded
     got = load(path).events
@@ -127,7 +128,7 @@ def test_paths_come_from_file_facts_and_start_targets_first_path_wins(tmp_path):
     facts = [fact("file", dev=SDA1, ino=12, path="/data/f", ts_ns=1),
              fact("file", dev=SDA1, ino=12, path="/data/hardlink-to-f", ts_ns=2),
              fact("file", dev=NVME, ino=77, path="out", ts_ns=3)]
-    write_trace(path, READS, [{"start_ns": 1, "op": "read", "dev": SDA1, "ino": 999}],
+    write_trace(path, CALLS, [{"start_ns": 1, "op": "read", "dev": SDA1, "ino": 999}],
                 facts=facts, start={"targets": targets}, end={})
 
     # WHEN loaded
@@ -160,20 +161,20 @@ def test_write_events_takes_raw_record_bytes_as_the_ring_buffer_gives_them(tmp_p
     # GIVEN records handed over as bytes
     path = tmp_path / "run.iwt"
     writer = TraceWriter(path, {})
-    writer.write_events(events(*READS).tobytes())
+    writer.write_events(events(*CALLS).tobytes())
     writer.close({})
 
     # WHEN loaded THEN they are the same records
-    assert sorted(load(path).events["start_ns"]) == sorted(row["start_ns"] for row in READS)
+    assert sorted(load(path).events["start_ns"]) == sorted(row["start_ns"] for row in CALLS)
 
 
 def test_cut_inside_the_last_chunk_keeps_every_earlier_chunk(tmp_path):
     # GIVEN a trace whose last chunk is cut in the middle, as a crash mid-write leaves it
     path = tmp_path / "run.iwt"
     writer = TraceWriter(path, {})
-    writer.write_events(events(*READS[:2]))
+    writer.write_events(events(*CALLS[:2]))
     good = writer.bytes_written
-    writer.write_events(events(*READS[2:]))
+    writer.write_events(events(*CALLS[2:]))
     writer.close({"exit_code": 0})
     cut = good + (writer.bytes_written - good) // 2
     path.write_bytes(path.read_bytes()[:cut])
@@ -182,7 +183,7 @@ def test_cut_inside_the_last_chunk_keeps_every_earlier_chunk(tmp_path):
     trace = load(path)
 
     # THEN the first batch is all there, and the damage is reported, not raised
-    assert sorted(trace.events["start_ns"]) == sorted(row["start_ns"] for row in READS[:2])
+    assert sorted(trace.events["start_ns"]) == sorted(row["start_ns"] for row in CALLS[:2])
     assert trace.meta["complete"] is False
     assert trace.meta["truncated_bytes"] == cut - good
 
@@ -191,10 +192,10 @@ def test_crc_failure_mid_file_stops_reading_there(tmp_path):
     # GIVEN three event chunks, the second one with a flipped byte
     path = tmp_path / "run.iwt"
     writer = TraceWriter(path, {})
-    writer.write_events(events(READS[0]))
+    writer.write_events(events(CALLS[0]))
     first_end = writer.bytes_written
-    writer.write_events(events(READS[1]))
-    writer.write_events(events(READS[2]))
+    writer.write_events(events(CALLS[1]))
+    writer.write_events(events(CALLS[2]))
     writer.close({})
     data = bytearray(path.read_bytes())
     data[first_end + 16 + 3] ^= 0xFF
@@ -204,7 +205,7 @@ def test_crc_failure_mid_file_stops_reading_there(tmp_path):
     trace = load(path)
 
     # THEN only what came before the bad chunk is kept, and the rest is reported
-    assert list(trace.events["start_ns"]) == [READS[0]["start_ns"]]
+    assert list(trace.events["start_ns"]) == [CALLS[0]["start_ns"]]
     assert trace.meta["complete"] is False
     assert trace.meta["truncated_bytes"] == len(data) - first_end
 
@@ -267,7 +268,7 @@ def test_file_with_wrong_magic_is_refused(tmp_path):
 def test_unknown_format_version_is_refused_naming_both_versions(tmp_path):
     # GIVEN a trace whose header claims a format version from the future
     path = tmp_path / "run.iwt"
-    write_trace(path, READS, end={})
+    write_trace(path, CALLS, end={})
     data = bytearray(path.read_bytes())
     struct.pack_into("<I", data, 8, 7)
     path.write_bytes(bytes(data))
@@ -290,7 +291,7 @@ def test_broken_start_chunk_is_refused(tmp_path):
 def test_trace_cut_before_its_start_chunk_is_refused(tmp_path):
     # GIVEN a trace that ends inside its START chunk
     path = tmp_path / "run.iwt"
-    write_trace(path, READS, end={})
+    write_trace(path, CALLS, end={})
     path.write_bytes(path.read_bytes()[:40])
     # WHEN loaded THEN BadTrace says START is missing
     with pytest.raises(BadTrace, match="no readable START chunk"):
@@ -332,7 +333,7 @@ def test_a_trace_is_read_with_the_layout_it_describes_not_the_current_one(tmp_pa
 def test_parquet_export_is_read_by_duckdb_as_is(tmp_path):
     # GIVEN a trace of a few syscalls
     path, out = tmp_path / "run.iwt", tmp_path / "run.parquet"
-    rows = READS + [{"start_ns": 400 + k, "op": "read", "dev": SDA1, "ino": 12,
+    rows = CALLS + [{"start_ns": 400 + k, "op": "read", "dev": SDA1, "ino": 12,
                      "requested": 100 * k} for k in range(5)]
     write_trace(path, rows, facts=[fact("file", dev=SDA1, ino=12, path="/data/f")],
                 start={"command": ["bench"]}, end={"exit_code": 3})
@@ -365,7 +366,7 @@ def test_unwritable_places_raise_output_error_with_advice(tmp_path):
     with pytest.raises(OutputError, match=r"cannot write trace .*; choose another place with -o$"):
         TraceWriter(missing / "run.iwt", {})
     path = tmp_path / "run.iwt"
-    write_trace(path, READS, end={})
+    write_trace(path, CALLS, end={})
     with pytest.raises(OutputError, match=r"^cannot write .*run\.parquet"):
         export_parquet(load(path), missing / "run.parquet")
 
