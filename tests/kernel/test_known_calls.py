@@ -1,0 +1,92 @@
+"""The probe against ground truth: every call known_io makes on its target, field by field,
+and IOzone's per-syscall counts and bytes against strace on an identical run."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.conftest import require_tool
+from tests.support.strace import path_prefix, strace_file_calls
+from tests.support.workload import build_known_io, read_truth
+
+FIELDS = ("op", "pid", "tid", "fd", "offset", "requested", "ret", "flags")
+
+
+def _as_truth_rows(events):
+    """Trace events in the known_io log's vocabulary (requested and offset as signed numbers)."""
+    rows = []
+    for e in events.itertuples():
+        rows.append({"op": e.syscall, "pid": int(e.tgid), "tid": int(e.tid), "fd": int(e.fd),
+                     "offset": int(e.offset), "requested": int(e.requested) - (1 << 64)
+                     if int(e.requested) >= 1 << 63 else int(e.requested),
+                     "ret": int(e.ret), "flags": int(e.flags)})
+    return rows
+
+
+@pytest.mark.parametrize("filter_by_file", [True, False], ids=["file-set", "all-files"])
+def test_every_call_on_the_target_is_recorded_exactly(traced, tmp_path, filter_by_file):
+    # GIVEN the known_io workload: a main thread, a second thread and a forked child doing
+    # every covered syscall on target.dat, plus I/O on a file that is not a target
+    exe = build_known_io(tmp_path)
+    bench = tmp_path / "bench"
+    (bench / "other").mkdir(parents=True)
+    log = tmp_path / "truth.jsonl"
+    target = bench / "target.dat"
+    # WHEN it runs under iowitness, watching target.dat (or every file it opens)
+    options = ("--file", str(target)) if filter_by_file else ()
+    trace, _ = traced([str(exe), str(bench), str(log)], *options)
+    truth = read_truth(log)
+    events = trace.events
+    if not filter_by_file:
+        # the unfiltered trace also holds the log and the non-target file; compare target.dat only
+        nontarget = events[events["path"].astype(str).str.endswith("nontarget.dat")]
+        assert len(nontarget) > 0
+        events = events[events["path"].astype(str) == str(target)]
+    else:
+        # THEN nothing from the non-target file or the log is in the trace
+        assert set(events["path"].astype(str)) == {str(target)}
+    recorded = _as_truth_rows(events)
+    # THEN every logged call is in the trace once, with the same fields, and nothing else is
+    key = lambda r: tuple(r[f] for f in FIELDS)  # noqa: E731
+    assert Counter(map(key, recorded)) == Counter(map(key, truth))
+    # AND every call took time
+    assert (events["latency_ns"] > 0).all()
+    assert len(truth) == 59
+
+
+def test_iozone_counts_and_bytes_equal_strace(traced, tmp_path):
+    # GIVEN an IOzone run of write, read, random, backward and stride tests on a small file
+    iozone = require_tool("iozone")
+    require_tool("strace")
+    work = tmp_path / "w"
+    work.mkdir()
+    target = work / "iozone.tmp"
+    command = [iozone, "-i0", "-i1", "-i2", "-i3", "-i5", "-s", "512k", "-r", "4k", "-f", str(target)]
+    # WHEN the same run is made under strace -f and under iowitness
+    truth = strace_file_calls(command, str(target), work, out=tmp_path / "strace.txt")
+    trace, _ = traced(command)
+    # THEN per-syscall counts and byte totals on the target are equal
+    events = trace.events[trace.events["path"].astype(str) == str(target)]
+    counts = events["syscall"].astype(str).value_counts().to_dict()
+    data = events[events["ret"] > 0]
+    byte_totals = {op: int(v) for op, v in data.groupby(data["syscall"].astype(str))["ret"].sum().items()
+                   if op in truth["bytes"]}
+    assert counts == truth["counts"]
+    assert byte_totals == truth["bytes"]
+    assert truth["counts"]["write"] >= 2 * 128
+
+
+def test_iozone_throughput_files_equal_strace(traced, tmp_path):
+    # GIVEN IOzone throughput mode with threads: calls of several threads interleave
+    iozone = require_tool("iozone")
+    require_tool("strace")
+    work = tmp_path / "w"
+    work.mkdir()
+    command = [iozone, "-x", "-t", "2", "-T", "-i0", "-i1", "-s", "256k", "-r", "4k",
+               "-F", str(work / "a"), str(work / "b")]
+    truth = strace_file_calls(command, path_prefix(str(work) + "/"), work, out=tmp_path / "strace.txt")
+    trace, _ = traced(command)
+    events = trace.events[trace.events["path"].astype(str).str.startswith(str(work) + "/")]
+    assert events["syscall"].astype(str).value_counts().to_dict() == truth["counts"]
