@@ -12,7 +12,7 @@ from iowitness import probes
 from iowitness.collector import preflight
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
-from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, name_key
+from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
 from iowitness.probes.layout import layout
 
 DEFAULT_RING_BYTES = 64 << 20
@@ -82,7 +82,7 @@ class Probe:
 
     def register_files(self, known: list[KnownFile]) -> None:
         for f in known:
-            self._files.update(file_key(f.kdev, f.ino), b"\x01")
+            self._files.update(file_key(f.kdev, f.ino), file_state(f.generation))
 
     def attach(self) -> list[str]:
         programs = self._obj.attach_all()

@@ -12,7 +12,9 @@ File set rules (the probe applies them in the kernel):
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +46,25 @@ class KnownFile:
     ino: int
     path: str
     tgid: int = 0   # the process that had it open, when found through /proc/PID/fd
+    generation: int | None = None
+
+
+FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long)
+
+
+def inode_generation(path: str | Path) -> int | None:
+    """The inode's generation number, where the file system tells it (ext4, btrfs)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        buf = fcntl.ioctl(fd, FS_IOC_GETVERSION, b"\0" * 8)
+        return struct.unpack("<Q", buf)[0] & 0xFFFFFFFF
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -77,7 +98,7 @@ def file_set(paths: list[str]) -> FileSet:
         fs.rules.append(FileRule(kdev, ino, name, path))
         if os.path.exists(path):
             fkdev, fino = mounts.kernel_identity(path, table)
-            fs.known.append(KnownFile(fkdev, fino, path))
+            fs.known.append(KnownFile(fkdev, fino, path, generation=inode_generation(path)))
     return fs
 
 
@@ -111,7 +132,7 @@ def open_files_of(pid: int, fs: FileSet) -> list[KnownFile]:
                 continue
             if parent not in wanted_dirs:
                 continue
-        found.append(KnownFile(kdev, ino, target, pid))
+        found.append(KnownFile(kdev, ino, target, pid, inode_generation(entry)))
     return found
 
 
@@ -127,6 +148,13 @@ def file_key(kdev: int, ino: int) -> bytes:
     key = np.zeros(1, dtype=layout().structs["iow_file_key"])
     key["ino"], key["dev"] = ino, kdev
     return key.tobytes()
+
+
+def file_state(generation: int | None) -> bytes:
+    value = np.zeros(1, dtype=layout().structs["iow_file_state"])
+    if generation is not None:
+        value["generation"], value["generation_known"] = generation, 1
+    return value.tobytes()
 
 
 def exclude_entries(prefixes=DEFAULT_EXCLUDES) -> list[bytes]:

@@ -115,6 +115,13 @@ struct iow_settings {
 	__u32 pad0;
 };
 
+/* What the probe remembers of a target file. The generation tells a file from a later one
+ * that got the same inode number after the first was deleted (ext4 reuses numbers at once). */
+struct iow_file_state {
+	__u32 generation;
+	__u32 generation_known;  /* 0: registered from user space without it; any generation matches */
+};
+
 /* Path prefixes that keep a file out of the target set in IOW_MODE_ALL_FILES. */
 #define IOW_EXCLUDE_MAX 12
 #define IOW_EXCLUDE_LEN 24

@@ -79,7 +79,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct iow_file_key);
-	__type(value, __u8);
+	__type(value, struct iow_file_state);
 } files SEC(".maps");
 
 struct {
@@ -95,6 +95,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct iow_exclude);
 } excludes SEC(".maps");
+
+/* never used at run time: keeps struct iow_event in the object's BTF, which is what
+ * tests/unit/test_layout.py compares with the Python reader's layout */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_event);
+} event_layout SEC(".maps");
 
 /* scratch space too large for the 512-byte BPF stack */
 struct scratch {
@@ -190,13 +199,22 @@ static __always_inline struct file *file_of_fd(struct task_struct *task, long fd
 	return file;
 }
 
-static __always_inline void file_key_of(struct file *file, struct iow_file_key *key)
+static __always_inline __u32 file_key_of(struct file *file, struct iow_file_key *key)
 {
 	struct inode *inode = BPF_CORE_READ(file, f_inode);
 
 	key->ino = BPF_CORE_READ(inode, i_ino);
 	key->dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	key->pad0 = 0;
+	return BPF_CORE_READ(inode, i_generation);
+}
+
+/* Is this (already opened) file a target? Its inode is in the set, and is the same file. */
+static __always_inline bool is_target(struct iow_file_key *key, __u32 generation)
+{
+	struct iow_file_state *state = bpf_map_lookup_elem(&files, key);
+
+	return state && (!state->generation_known || state->generation == generation);
 }
 
 static __always_inline bool is_pseudo_fs(__u32 magic)
@@ -271,14 +289,14 @@ static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct file *file = file_of_fd(task, fd);
+	struct iow_file_state state = { .generation_known = 1 };
 	const char *user_path;
 	struct scratch *s;
 	__u32 zero = 0;
-	__u8 yes = 1;
 
 	if (!file)
 		return false;
-	file_key_of(file, key);
+	state.generation = file_key_of(file, key);
 
 	switch (op) {
 	case IOW_OP_OPEN:
@@ -303,7 +321,7 @@ static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 		*flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	}
 
-	if (bpf_map_lookup_elem(&files, key))
+	if (is_target(key, state.generation))
 		return true;
 
 	s = bpf_map_lookup_elem(&scratch_space, &zero);
@@ -326,7 +344,7 @@ static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 
 	if (!opened_file_is_target(file, &s->meta, &s->name))
 		return false;
-	bpf_map_update_elem(&files, key, &yes, BPF_ANY);
+	bpf_map_update_elem(&files, key, &state, BPF_ANY);
 	if (bpf_ringbuf_output(&meta_events, &s->meta, sizeof(s->meta), 0))
 		count_lost(IOW_LOST_META);
 	return true;
@@ -367,12 +385,13 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 		/* the fd is gone at exit: resolve the file now */
 		struct file *file = file_of_fd(task, PT_REGS_PARM1_CORE_SYSCALL(regs));
 		struct iow_file_key key;
+		__u32 generation;
 
 		start->ts = 0;
 		if (!file)
 			return 0;
-		file_key_of(file, &key);
-		if (!bpf_map_lookup_elem(&files, &key))
+		generation = file_key_of(file, &key);
+		if (!is_target(&key, generation))
 			return 0;
 		start->ino = key.ino;
 		start->dev = key.dev;
@@ -419,8 +438,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		file = file_of_fd(task, fd);
 		if (!file)
 			return 0;
-		file_key_of(file, &key);
-		if (!bpf_map_lookup_elem(&files, &key))
+		if (!is_target(&key, file_key_of(file, &key)))
 			return 0;
 	}
 

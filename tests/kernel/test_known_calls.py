@@ -90,3 +90,53 @@ def test_iozone_throughput_files_equal_strace(traced, tmp_path):
     trace, _ = traced(command)
     events = trace.events[trace.events["path"].astype(str).str.startswith(str(work) + "/")]
     assert events["syscall"].astype(str).value_counts().to_dict() == truth["counts"]
+
+
+def test_a_file_deleted_and_recreated_stays_a_target(traced, tmp_path):
+    # GIVEN an IOzone -a sweep, which deletes and re-creates its file for every
+    # (file size, record size) pair, traced with --file on that one name
+    iozone = require_tool("iozone")
+    require_tool("strace")
+    work = tmp_path / "w"
+    work.mkdir()
+    target = work / "sweep.tmp"
+    command = [iozone, "-a", "-n", "64k", "-g", "128k", "-y", "4k", "-q", "16k", "-i0", "-i1", "-f", str(target)]
+    truth = strace_file_calls(command, str(target), work, out=tmp_path / "strace.txt")
+    trace, _ = traced(command, "--file", str(target))
+    # THEN every incarnation of the file is traced: counts equal strace's
+    events = trace.events
+    assert events["syscall"].astype(str).value_counts().to_dict() == truth["counts"]
+    assert set(events["path"].astype(str)) == {str(target)}
+
+
+def test_a_recreated_file_with_a_new_inode_is_matched_by_name(traced, tmp_path):
+    # GIVEN a file written, deleted, its inode number taken by another file, then re-created
+    # (ext4 hands a freed inode number to the next file, so the new T gets a new one)
+    work = tmp_path / "w"
+    work.mkdir()
+    target, spacer = work / "T", work / "S"
+    script = f"printf a > {target}; rm {target}; printf bb > {spacer}; printf ccc > {target}"
+    trace, _ = traced(["/bin/sh", "-c", script], "--file", str(target))
+    events = trace.events
+    writes = events[events["syscall"] == "write"]
+    # THEN both incarnations are traced, by their two inodes, and the other file is not
+    assert writes["ret"].tolist() == [1, 3]
+    assert writes["ino"].nunique() == 2
+    assert writes["ino"].iloc[1] == target.stat().st_ino
+    assert spacer.stat().st_ino not in set(events["ino"]) or spacer.stat().st_ino == writes["ino"].iloc[0]
+    assert set(events["path"].astype(str)) == {str(target)}
+
+
+def test_export_to_parquet_reads_in_duckdb(traced, tmp_path):
+    # GIVEN a real trace of dd writing 64 blocks of 4 KiB
+    duckdb = __import__("pytest").importorskip("duckdb")
+    target = tmp_path / "dd.out"
+    trace, _ = traced(["dd", "if=/dev/zero", f"of={target}", "bs=4k", "count=64"])
+    out = tmp_path / "dd.parquet"
+    from tests.support.cli import iowitness
+    # WHEN exported through the command line
+    iowitness("export", str(trace.meta["path"]), "--parquet", str(out))
+    # THEN DuckDB reads the file as it is: 64 writes, 256 KiB, on dd's output file
+    rows = duckdb.sql(f"select count(*), sum(ret) from '{out}' "
+                      f"where syscall = 'write' and path = '{target}'").fetchall()
+    assert rows == [(64, 64 * 4096)]

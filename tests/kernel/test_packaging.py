@@ -1,0 +1,38 @@
+"""`pip install .` (a regular, non-editable install) ships a working probe inside the package."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
+    # GIVEN a wheel built from this checkout the way `pip install .` builds it
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+                   check=True, capture_output=True, timeout=600)
+    wheel = next(wheels.glob("iowitness-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    # THEN the compiled probe and its record header are package data, under one namespace
+    assert "iowitness/probes/build/iowitness.bpf.o" in names
+    assert "iowitness/probes/events.h" in names
+    assert not any(n.split("/")[0] in ("collector", "analysis", "probes") for n in names)
+    # WHEN it is installed apart from the checkout
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    where = subprocess.run([sys.executable, "-c", "import iowitness.probes as p; print(p.OBJECT)"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+    assert where.stdout.strip().startswith(str(site))
+    # THEN doctor loads and attaches that installed probe
+    doctor = subprocess.run([sys.executable, "-m", "iowitness.collector.cli", "doctor"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "this machine can trace" in doctor.stdout
+    assert str(site) in doctor.stdout
