@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import mmap
 import select
-import struct
 
 import numpy as np
 
@@ -40,6 +39,11 @@ class RingReader:
         self._consumer = mmap.mmap(map_fd, _PAGE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=0)
         self._producer = mmap.mmap(map_fd, _PAGE + 2 * size, mmap.MAP_SHARED, mmap.PROT_READ, offset=_PAGE)
         self._data = np.frombuffer(self._producer, dtype=np.uint8, offset=_PAGE)
+        # positions are read and written as whole aligned 64-bit words: struct.pack_into
+        # stores byte by byte, and the kernel then sees a torn consumer position that can
+        # look 16 MiB or more behind, refuses reservations, and events are lost
+        self._consumer_word = np.frombuffer(self._consumer, dtype=np.uint64, count=1)
+        self._producer_word = np.frombuffer(self._producer, dtype=np.uint64, count=1)
         self._epoll = select.epoll()
         self._epoll.register(map_fd, select.EPOLLIN)
 
@@ -51,10 +55,10 @@ class RingReader:
         return self._producer_pos() - self._consumer_pos()
 
     def _consumer_pos(self) -> int:
-        return struct.unpack_from("<Q", self._consumer, 0)[0]
+        return int(self._consumer_word[0])
 
     def _producer_pos(self) -> int:
-        return struct.unpack_from("<Q", self._producer, 0)[0]
+        return int(self._producer_word[0])
 
     def read(self, limit_bytes: int | None = None) -> np.ndarray:
         """Copy out every committed record waiting now (or up to limit_bytes of them)."""
@@ -78,10 +82,11 @@ class RingReader:
         keep = (lengths & _DISCARD) == 0
         records = slots["record"][keep] if not keep.all() else slots["record"].copy()
         # hand the slots back to the kernel only after the copy above
-        struct.pack_into("<Q", self._consumer, 0, cons + count * self.slot)
+        self._consumer_word[0] = cons + count * self.slot
         return records
 
     def close(self) -> None:
         self._epoll.close()
         # the maps are unmapped when the last numpy view of them is gone
         self._data = self._producer = self._consumer = None
+        self._consumer_word = self._producer_word = None

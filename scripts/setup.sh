@@ -48,7 +48,11 @@ stamp=.venv/.iowitness-installed
 # reinstall when the package sources or the probe changed since the last install
 if [ ! -f "$stamp" ] || [ -n "$(find pyproject.toml setup.py probes -newer "$stamp" -print -quit 2>/dev/null)" ]; then
     echo "setup: installing iowitness into .venv (builds the BPF probe)" >&2
-    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-    .venv/bin/python -m pip install -q -e '.[test]'
+    log=.venv/install.log
+    if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test]'; } >"$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        echo "setup: installing iowitness failed; the whole log is in $log" >&2
+        exit 1
+    fi
     touch "$stamp"
 fi
