@@ -105,3 +105,30 @@ def test_a_killed_collector_leaves_a_readable_trace(tmp_path, workdir):
     writes = _data(trace, "write")
     assert len(writes) >= 50
     assert (writes["ret"] > 0).all()
+
+
+def test_iozone_4k_records_on_a_cached_file_lose_nothing(traced, workdir):
+    # GIVEN IOzone write/rewrite/read/reread with 4 KiB records on a 64 MiB file (page cache)
+    iozone = require_tool("iozone")
+    target = workdir / "iozone.tmp"
+    trace, _ = traced([iozone, "-i0", "-i1", "-s", "64m", "-r", "4k", "-f", str(target)], "--file", str(target))
+    # THEN the observer kept up: nothing lost, every write of both passes is there
+    assert trace.lost == 0
+    writes = _data(trace, "write")
+    assert len(writes) == 2 * 16384
+    assert int(writes["ret"].sum()) == 2 * 64 * 2**20
+    reads = _data(trace, "read")
+    assert int(reads["ret"].sum()) >= 2 * 64 * 2**20
+
+
+def test_the_trace_names_each_target_file_system(traced, workdir):
+    # GIVEN a traced dd run, WHEN its metadata is read
+    target = workdir / "dd.out"
+    trace, _ = traced(["dd", "if=/dev/zero", f"of={target}", "bs=4k", "count=8"], "--file", str(target))
+    described = [f for f in trace.meta["files"] if f["resolved_path"] == str(target)]
+    # THEN the file system and mount agree with findmnt, an independent reader of the mount table
+    found = subprocess.run(["findmnt", "-n", "-o", "FSTYPE,TARGET", "--target", str(target)],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert len(described) == 1
+    assert [described[0]["fs_type"], described[0]["mount_point"]] == found
+    assert trace.meta["clock_start"]["offset_ns"] > 0
