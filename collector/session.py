@@ -112,9 +112,9 @@ class Recorder:
             self.stats.data_bytes += int(events["ret"][data].sum())
         facts = self.probe.facts.read()
         if facts.size:
+            self._describe_files(facts)
             self.writer.write_facts(facts)
             self.stats.facts += facts.size
-            self._describe_files(facts)
         return events.size + facts.size
 
     def note_known_files(self, known) -> None:
@@ -130,30 +130,34 @@ class Recorder:
             facts[i]["dev"], facts[i]["ino"], facts[i]["tgid"] = f.kdev, f.ino, f.tgid
             raw = f.path.encode()[:limit]
             facts[i]["path"][:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        self._describe_files(facts)
         self.writer.write_facts(facts)
         self.stats.facts += len(known)
-        self._describe_files(facts)
 
     def _describe_files(self, facts: np.ndarray) -> None:
+        """Make relative paths absolute (in place, before the facts are written) and note each file."""
         file_kind = layout().enums["iow_meta_kind"]["IOW_META_FILE"]
         table = None
-        for fact in facts[facts["kind"] == file_kind]:
-            key = (int(fact["dev"]), int(fact["ino"]))
-            if key in self.stats.files:
-                continue
+        for i in np.flatnonzero(facts["kind"] == file_kind):
+            fact = facts[i]
             path = bytes(fact["path"]).split(b"\0", 1)[0].decode(errors="replace")
-            resolved = path
-            if not path.startswith("/"):
-                # relative to the process's directory; readable while the process lives
+            if path and not path.startswith("/"):
+                # relative to the process's directory, readable while the process lives
                 base = (f"/proc/{fact['tgid']}/cwd" if fact["dirfd"] == -100
                         else f"/proc/{fact['tgid']}/fd/{fact['dirfd']}")
                 try:
-                    resolved = os.path.join(os.readlink(base), path)
+                    path = os.path.normpath(os.path.join(os.readlink(base), path))
                 except OSError:
-                    resolved = path
+                    pass
+                raw = path.encode()[:facts["path"].shape[1] - 1]
+                facts["path"][i] = 0
+                facts["path"][i, :len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+            key = (int(fact["dev"]), int(fact["ino"]), path)
+            if key in self.stats.files:
+                continue
             table = table or mounts.mounts()
             mount = next((m for m in table if m.kdev == key[0]), None)
-            self.stats.files[key] = {"dev": key[0], "ino": key[1], "path": path, "resolved_path": resolved,
+            self.stats.files[key] = {"dev": key[0], "ino": key[1], "path": path,
                                      **(mount.describe() if mount else {"device": mounts.dev_name(key[0])})}
 
     def counters(self) -> dict:

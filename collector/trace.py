@@ -211,7 +211,10 @@ class Trace:
         frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"))
         frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]
         frame["device"] = _categorical(raw["dev"], _device)
-        frame["path"] = self._paths(raw["dev"], raw["ino"])
+        frame["path"] = self._paths(raw["dev"], raw["ino"], raw["start_ns"])
+        if "requested" in frame:
+            # a size_t for I/O, but an off_t for lseek: signed shows lseek(fd, -4096, SEEK_CUR) as it was
+            frame["requested"] = frame["requested"].to_numpy().view(np.int64)
         return frame
 
     @cached_property
@@ -249,20 +252,34 @@ class Trace:
         wanted = [k for k, name in self._meta_kinds.items() if name in kinds]
         return self._facts[np.isin(self._facts["kind"], wanted)]
 
-    def _paths(self, dev: np.ndarray, ino: np.ndarray) -> pd.Categorical:
+    def _paths(self, dev: np.ndarray, ino: np.ndarray, start: np.ndarray) -> pd.Categorical:
+        """The path of each event's file: the last one it was opened under before the event.
+
+        An inode number can name several files over a run (ext4 gives a deleted file's number
+        to the next new file), so the mapping is by time when a (dev, ino) had several paths.
+        """
         import pandas as pd  # lazily: the collector never needs it
-        first = {}
-        for d, i, p in zip(self.files["dev"], self.files["ino"], self.files["path"]):
-            first.setdefault((int(d), int(i)), p)
-        # factorize each column, then the pairs of codes: hashing (dev, ino) tuples is 20x slower
-        dev_codes, devs = pd.factorize(dev)
-        ino_codes, inos = pd.factorize(ino)
-        pair_codes, pairs = pd.factorize(dev_codes.astype(np.int64) * len(inos) + ino_codes)
-        names = [first.get((int(devs[k // len(inos)]), int(inos[k % len(inos)]))) for k in pairs]
-        categories = sorted({n for n in names if n is not None})
-        position = {n: k for k, n in enumerate(categories)}
-        to_code = np.array([position.get(n, -1) for n in names], dtype=np.int64)
-        return pd.Categorical.from_codes(to_code[pair_codes], categories=_names(categories))
+        files = self.files
+        categories = sorted(set(files["path"]))
+        code_of = {p: k for k, p in enumerate(categories)}
+        key = dev.astype(np.uint64) << np.uint64(44) ^ ino.astype(np.uint64)
+        file_key = files["dev"].to_numpy(np.uint64) << np.uint64(44) ^ files["ino"].to_numpy(np.uint64)
+        file_code = np.array([code_of[p] for p in files["path"]], dtype=np.int64)
+        ambiguous = pd.Series(file_code).groupby(file_key).nunique()
+        codes = np.full(len(key), -1, dtype=np.int64)
+        if len(files):
+            # first path of each file: enough unless a file had several
+            first = pd.Series(file_code).groupby(file_key).first()
+            codes = first.reindex(key).fillna(-1).to_numpy(np.int64, copy=True)
+        if (ambiguous > 1).any():
+            when = files["ts_ns"].fillna(0).to_numpy(np.int64)
+            table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code}).sort_values("ts")
+            probe = pd.DataFrame({"key": key, "ts": start.astype(np.int64), "row": np.arange(len(key))})
+            mixed = probe[np.isin(key, ambiguous.index[ambiguous > 1].to_numpy())].sort_values("ts")
+            found = pd.merge_asof(mixed, table, on="ts", by="key", direction="backward")
+            hit = found["code"].notna().to_numpy()
+            codes[found["row"].to_numpy()[hit]] = found["code"].to_numpy()[hit].astype(np.int64)
+        return pd.Categorical.from_codes(codes, categories=_names(categories))
 
 
 def _text(raw: np.ndarray) -> str:

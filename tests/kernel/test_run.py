@@ -125,7 +125,7 @@ def test_the_trace_names_each_target_file_system(traced, workdir):
     # GIVEN a traced dd run, WHEN its metadata is read
     target = workdir / "dd.out"
     trace, _ = traced(["dd", "if=/dev/zero", f"of={target}", "bs=4k", "count=8"], "--file", str(target))
-    described = [f for f in trace.meta["files"] if f["resolved_path"] == str(target)]
+    described = [f for f in trace.meta["files"] if f["path"] == str(target)]
     # THEN the file system and mount agree with findmnt, an independent reader of the mount table
     found = subprocess.run(["findmnt", "-n", "-o", "FSTYPE,TARGET", "--target", str(target)],
                            capture_output=True, text=True, check=True).stdout.split()

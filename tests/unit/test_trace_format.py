@@ -121,25 +121,38 @@ def test_device_is_shown_as_major_minor_of_the_kernel_encoding(tmp_path):
     assert dict(zip(got["dev"], got["device"])) == {SDA1: "8:1", NVME: "259:3"}
 
 
-def test_paths_come_from_file_facts_and_start_targets_first_path_wins(tmp_path):
+def test_paths_come_from_file_facts_and_start_targets(tmp_path):
     # GIVEN a target registered before tracing, and file facts that name the same file twice
     path = tmp_path / "run.iwt"
     targets = [{"dev": NVME, "ino": 77, "path": "/mnt/nvme/out"}]
     facts = [fact("file", dev=SDA1, ino=12, path="/data/f", ts_ns=1),
              fact("file", dev=SDA1, ino=12, path="/data/hardlink-to-f", ts_ns=2),
-             fact("file", dev=NVME, ino=77, path="out", ts_ns=3)]
+             fact("file", dev=NVME, ino=77, path="/mnt/nvme/out", ts_ns=3)]
     write_trace(path, CALLS, [{"start_ns": 1, "op": "read", "dev": SDA1, "ino": 999}],
                 facts=facts, start={"targets": targets}, end={})
 
     # WHEN loaded
     trace = load(path)
 
-    # THEN each (dev, ino) takes its first known path; an unknown file has none
+    # THEN a file with one name has it; an unknown file has none
     paths = {(row.dev, row.ino): row.path for row in trace.events.itertuples()}
-    assert paths[(SDA1, 12)] == "/data/f"
     assert paths[(NVME, 77)] == "/mnt/nvme/out"
     assert paths[(SDA1, 999)] != paths[(SDA1, 999)]   # NaN
+    # AND a (dev, ino) opened under several names takes the last name before each event
+    # (an inode number reused by a new file, or a hard link)
+    assert paths[(SDA1, 12)] == "/data/hardlink-to-f"
     assert list(trace.files["source"]) == ["target", "open", "open", "open"]
+
+
+def test_an_inode_number_reused_by_another_file_is_named_by_time(tmp_path):
+    # GIVEN inode 12 opened as /a at t=10, then (after /a was deleted) as /b at t=20
+    path = tmp_path / "run.iwt"
+    facts = [fact("file", dev=SDA1, ino=12, path="/a", ts_ns=10),
+             fact("file", dev=SDA1, ino=12, path="/b", ts_ns=20)]
+    calls = [{"start_ns": t, "op": "write", "dev": SDA1, "ino": 12, "ret": 1} for t in (11, 15, 21, 30)]
+    write_trace(path, calls, facts=facts, end={})
+    # WHEN loaded, THEN each write is named after the file open at its time
+    assert list(load(path).events["path"].astype(str)) == ["/a", "/a", "/b", "/b"]
 
 
 def test_processes_come_from_fork_and_exec_facts(tmp_path):
