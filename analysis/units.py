@@ -27,6 +27,12 @@ def micros(us: float) -> str:
 
 
 def seconds(s: float) -> str:
+    if s != s:
+        return "-"
+    if s < 0.001:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.1f} ms"
     return f"{s:.3f} s" if s < 100 else f"{s:.0f} s"
 
 
@@ -47,3 +53,9 @@ def table(frame: pd.DataFrame, headers: dict | None = None, title: str = "") -> 
     for r in cells:
         out.append("  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(r, widths, numeric)).rstrip())
     return "\n".join(out)
+
+
+def rate(bytes_per_second) -> str:
+    if bytes_per_second is None or bytes_per_second != bytes_per_second:
+        return "-"
+    return bytes_(bytes_per_second) + "/s"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import struct
 import threading
+import weakref
 import zlib
 from functools import cached_property
 from pathlib import Path
@@ -207,7 +208,8 @@ class Trace:
             if not name.startswith("pad"):
                 column = raw[name]
                 columns[name] = [_text(v) for v in column] if column.ndim > 1 else column
-        frame = pd.DataFrame(columns, index=pd.RangeIndex(len(raw)))
+        frame = _event_table_class()(columns, index=pd.RangeIndex(len(raw)))
+        object.__setattr__(frame, "_trace", weakref.ref(self))
         frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"))
         frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]
         frame["device"] = _categorical(raw["dev"], _device)
@@ -216,6 +218,17 @@ class Trace:
             # a size_t for I/O, but an off_t for lseek: signed shows lseek(fd, -4096, SEEK_CUR) as it was
             frame["requested"] = frame["requested"].to_numpy().view(np.int64)
         return frame
+
+    def report(self):
+        """Phases, groups and outliers (iowitness.analysis.report.Report), computed once."""
+        if getattr(self, "_report", None) is None:
+            from iowitness.analysis.report import build
+            self._report = build(self)
+        return self._report
+
+    def phases(self) -> pd.DataFrame:
+        """One row per phase of the benchmark, rebuilt from the events (see analysis/phases.py)."""
+        return self.report().phases
 
     @cached_property
     def files(self) -> pd.DataFrame:
@@ -280,6 +293,32 @@ class Trace:
             hit = found["code"].notna().to_numpy()
             codes[found["row"].to_numpy()[hit]] = found["code"].to_numpy()[hit].astype(np.int64)
         return pd.Categorical.from_codes(codes, categories=_names(categories))
+
+
+_EVENT_TABLE = None
+
+
+def _event_table_class():
+    """A DataFrame that can also be called: trace.events(phase=3) gives one phase's events."""
+    global _EVENT_TABLE
+    if _EVENT_TABLE is None:
+        import pandas as pd
+
+        class EventTable(pd.DataFrame):
+            _metadata = ["_trace"]
+
+            @property
+            def _constructor(self):
+                return pd.DataFrame
+
+            def __call__(self, phase: int | None = None) -> pd.DataFrame:
+                if phase is None:
+                    return pd.DataFrame(self)
+                assigned = self._trace().report().assigned
+                return pd.DataFrame(self[assigned["phase"].to_numpy() == phase])
+
+        _EVENT_TABLE = EventTable
+    return _EVENT_TABLE
 
 
 def _text(raw: np.ndarray) -> str:

@@ -1,0 +1,60 @@
+"""The phase report for machines: JSON (everything) and CSV (the phase table)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # 1 µs .. 16 s, log2
+
+
+def _plain(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if value != value else float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def histograms(report, events: pd.DataFrame) -> dict[int, list[int]]:
+    data = report.assigned["phase"].to_numpy()
+    direction = np.isin(events["syscall"].astype(str).to_numpy(),
+                        ("read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
+                         "preadv2", "pwritev2")) & ~report.assigned["warmup"].to_numpy()
+    us = events["latency_ns"].to_numpy() / 1e3
+    out = {}
+    for phase in report.phases["phase"]:
+        mask = (data == phase) & direction
+        out[int(phase)] = np.histogram(us[mask], bins=LATENCY_BINS_US)[0].tolist()
+    return out
+
+
+def to_json(report, trace) -> str:
+    phases = _records(report.phases)
+    hist = histograms(report, trace.events)
+    outliers = report.outliers.groupby("phase")
+    for p in phases:
+        p["latency_histogram_us"] = {"bins": LATENCY_BINS_US, "counts": hist[p["phase"]]}
+        p["outliers"] = _records(outliers.get_group(p["phase"])) if p["phase"] in outliers.groups else []
+    doc = {
+        "trace": trace.meta.get("path"), "command": trace.meta.get("command"), "benchmark": report.benchmark,
+        "lost_events": int(trace.lost), "complete": trace.meta.get("complete"),
+        "phases": phases, "groups": _records(report.groups),
+    }
+    return json.dumps(doc, indent=2)
+
+
+def to_csv(report) -> str:
+    return report.phases.to_csv(index=False)
