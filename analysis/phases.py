@@ -183,6 +183,9 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     work["data_latency"] = np.where(work["data"], latency, 0)
     work["sync_latency"] = np.where(work["sync"], latency, 0)
     work["openclose_latency"] = np.where(work["openclose"], latency, 0)
+    work["read_bytes"] = np.where(work["read"], work["bytes"], 0)
+    work["sync_end"] = np.where(work["sync"], work["end_ns"], 0)
+    work["close_end"] = np.where(name.to_numpy() == "close", work["end_ns"], 0)
     work["data_start"] = np.where(work["data"], work["start_ns"], np.iinfo(np.int64).max)
     work["data_end"] = np.where(work["data"], work["end_ns"], 0)
     work["read_ops"] = work["data"] & work["read"]
@@ -193,7 +196,10 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
                  data_ns=("data_latency", "sum"), openclose_ns=("openclose_latency", "sum"),
                  all_calls_ns=("latency", "sum"), first_ns=("start_ns", "min"), last_ns=("end_ns", "max"),
                  data_first_ns=("data_start", "min"), data_last_ns=("data_end", "max"),
-                 threads=("tid", "nunique"), warmup_ops=("warmup", "sum"))
+                 threads=("tid", "nunique"), warmup_ops=("warmup", "sum"),
+                 read_bytes=("read_bytes", "sum"), sync_end_ns=("sync_end", "max"),
+                 close_end_ns=("close_end", "max"))
+    rows["write_bytes"] = rows["bytes"] - rows["read_bytes"]
 
     first = ev.sort_values("start_ns", kind="stable").groupby("phase").first()
     rows["tgid"] = first["tgid"]
