@@ -132,13 +132,15 @@ def _pattern(frame: pd.DataFrame) -> pd.DataFrame:
     offset = frame["offset"].to_numpy(np.int64)
     size = frame["size"].to_numpy(np.int64)
     same_stream = ~_new_group(frame["phase"].to_numpy(), frame["tid"].to_numpy())
-    step = np.r_[0, offset[1:] - offset[:-1]]
-    prev_size = np.r_[0, size[:-1]]
+    step = np.r_[0, offset[1:] - offset[:-1]][:len(offset)]
+    prev_size = np.r_[0, size[:-1]][:len(size)]
     steps = pd.DataFrame({"phase": frame["phase"].to_numpy(), "step": step,
                           "sequential": step == prev_size, "same": step == 0,
                           "backward": step == -size})[same_stream]
     counts = steps.groupby("phase").agg(steps=("step", "size"), sequential=("sequential", "sum"),
                                         same=("same", "sum"), backward=("backward", "sum"))
+    # a phase of one call has no step at all
+    counts = counts.reindex(np.unique(frame["phase"].to_numpy()), fill_value=0)
     # the two most common steps: a stride that runs past the end of the file wraps around
     # (IOzone's stride read does), which alternates a forward step with a backward jump
     top = steps.groupby(["phase", "step"]).size().reset_index(name="n")
@@ -146,7 +148,7 @@ def _pattern(frame: pd.DataFrame) -> pd.DataFrame:
     top["rank"] = top.groupby("phase").cumcount()
     first = top[top["rank"] == 0].set_index("phase")
     second = top[top["rank"] == 1].set_index("phase").reindex(first.index)
-    counts = counts.join(first[["step", "n"]]).join(second[["step", "n"]], rsuffix="2")
+    counts = counts.join(first[["step", "n"]]).join(second[["step", "n"]].rename(columns={"step": "step2", "n": "n2"}))
     need = counts["steps"] * PATTERN_SHARE
     stride = counts[["step", "step2"]].max(axis=1).fillna(0)
     wrapped = ((counts["n"] + counts["n2"].fillna(0)) >= need) & (counts["step"] * counts["step2"].fillna(0) < 0)
@@ -163,7 +165,7 @@ def _pattern(frame: pd.DataFrame) -> pd.DataFrame:
 def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per phase: who, what, how much, how fast, and how the time was spent."""
     assigned = assign(events) if assigned is None else assigned
-    ev = events.join(assigned[["phase", "operation", "warmup"]], rsuffix="_phase")
+    ev = events.join(assigned[["phase", "operation", "warmup"]])
     ev = ev[ev["phase"] >= 0]
     name = ev["syscall"].astype(str)
     direction = np.where(ev["warmup"].to_numpy(), 0, _direction(ev["syscall"]))
@@ -213,8 +215,8 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     pattern_input = pd.DataFrame({
         "phase": data_rows["phase"].to_numpy(), "tid": data_rows["tid"].to_numpy(),
         "start_ns": data_rows["start_ns"].to_numpy(), "offset": data_rows["offset"].to_numpy(),
-        "size": np.where(data_rows["ret"].to_numpy() > 0, data_rows["ret"].to_numpy(),
-                         data_rows["requested"].to_numpy())})
+        # a failed call moved nothing: the next call starts where the one before it ended
+        "size": np.clip(data_rows["ret"].to_numpy(), 0, None)})
     rows = rows.join(_pattern(pattern_input))
 
     lat = pd.DataFrame({"phase": data_rows["phase"].to_numpy(), "us": data_rows["latency_ns"].to_numpy() / 1e3})
@@ -242,7 +244,20 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["name"] = [_generic_name(op, pat) for op, pat in zip(rows["operation"], rows["pattern"])]
     rows = rows.reset_index().rename(columns={"index": "phase"})
     rows[["reread", "rewrite"]] = _repeats(rows, ev)
-    return rows
+    return rows[COLUMNS]
+
+
+# the phase table's columns, in the order people read them
+COLUMNS = [
+    "phase", "name", "operation", "pattern", "stride", "record_size", "path", "tgid", "tid", "threads",
+    "bytes", "read_bytes", "write_bytes", "ops", "read_ops", "read_fraction", "warmup_ops",
+    "duration_s", "wall_Bps", "busy_Bps", "iops",
+    "lat_min_us", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us", "lat_max_us",
+    "data_ns", "fsyncs", "fsync_ns", "openclose_ns", "other_calls_ns", "user_ns",
+    "errors", "short", "too_short", "reread", "rewrite",
+    "open_flags", "O_DIRECT", "O_SYNC", "O_DSYNC", "O_APPEND",
+    "first_ns", "last_ns", "data_first_ns", "data_last_ns", "sync_end_ns", "close_end_ns",
+]
 
 
 def _generic_name(operation: str, pattern: str) -> str:

@@ -51,12 +51,12 @@ def build(trace) -> Report:
                          "end_ns": events["end_ns"].to_numpy(), "start_ns": events["start_ns"].to_numpy(),
                          "latency_ns": events["latency_ns"].to_numpy(), "tid": events["tid"].to_numpy(),
                          "offset": events["offset"].to_numpy(), "ret": ret, "syscall": events["syscall"]})
-    table["group"] = groups.assign(table) if len(table) else pd.Series(dtype=np.int64)
+    table.insert(1, "group", groups.assign(table) if len(table) else pd.Series(dtype=np.int64))
     group_table = groups.table(table, flat)
 
     command = trace.meta.get("command") or []
     benchmark = trace.meta.get("benchmark") or benchmarks.recognise(command)
-    table["benchmark_name"] = None
+    table.insert(2, "benchmark_name", None)
     if benchmark == "iozone" and len(table):
         units = table.sort_values("data_first_ns").groupby("group", sort=False).agg(
             operation=("operation", lambda ops: ops.iloc[0] if len(set(ops)) == 1 else "mixed"))

@@ -41,7 +41,16 @@ def histograms(report, events: pd.DataFrame) -> dict[int, list[int]]:
     return out
 
 
-def to_json(report, trace) -> str:
+def verdict_records(verdicts) -> list[dict]:
+    from dataclasses import asdict
+
+    return [{"claim": {k: _plain(v) for k, v in asdict(v.claim).items()}, "phases": v.phases,
+             "verdict": v.verdict, "window": v.window, "ratio": _plain(v.ratio),
+             "figures": {k: _plain(x) for k, x in v.figures.items()}, "reasons": v.reasons}
+            for v in verdicts or []]
+
+
+def to_json(report, trace, verdicts=None) -> str:
     phases = _records(report.phases)
     hist = histograms(report, trace.events)
     outliers = report.outliers.groupby("phase")
@@ -52,6 +61,7 @@ def to_json(report, trace) -> str:
         "trace": trace.meta.get("path"), "command": trace.meta.get("command"), "benchmark": report.benchmark,
         "lost_events": int(trace.lost), "complete": trace.meta.get("complete"),
         "phases": phases, "groups": _records(report.groups),
+        "verdicts": verdict_records(verdicts),
     }
     return json.dumps(doc, indent=2)
 

@@ -88,3 +88,49 @@ def render(report, trace) -> str:
         parts += ["", groups]
     parts += ["", outlier_lines(report.outliers)]
     return "\n".join(parts)
+
+
+def _describe_claim(claim) -> str:
+    where = []
+    if claim.scope != "phase":
+        where.append(claim.scope)
+    if claim.record_size:
+        where.append(f"{units.bytes_(claim.record_size)} records")
+    if claim.file_size:
+        where.append(f"{units.bytes_(claim.file_size)} file")
+    label = claim.test + (f" ({', '.join(where)})" if where else "")
+    return f"{label}: claims {claim.value:g} {claim.unit}"
+
+
+def _figure(value: float, claim) -> str:
+    if claim.seconds_per_op is not None:
+        return f"{value * 1e6:.2f} µs/op"
+    if claim.ops_per_s is not None and claim.bytes_per_s is None:
+        return f"{value:,.0f} ops/s"
+    return units.rate(value)
+
+
+def verdict_line(v) -> str:
+    head = f"{v.verdict.upper():12} {_describe_claim(v.claim)}"
+    if v.figures and v.window in v.figures:
+        head += f"; active {_figure(v.figures[v.window], v.claim)} ({v.window})"
+    if v.ratio is not None:
+        head += f", ratio {v.ratio:.3f}"
+    if v.phases:
+        head += f"; phase {', '.join(map(str, v.phases))}"
+    if v.reasons:
+        head += f" — {v.reasons[0]}"
+    return head
+
+
+def verdict_section(verdicts, note: str | None) -> str:
+    if verdicts is None:
+        return f"claims: none read ({note})"
+    if not verdicts:
+        return "claims: the output holds none"
+    lines = ["claims vs active (window = what the benchmark timed; busy = time inside the calls only)"]
+    for v in verdicts:
+        lines.append("  " + verdict_line(v))
+        for reason in v.reasons[1:]:
+            lines.append(f"  {'':12} · {reason}")
+    return "\n".join(lines)

@@ -3,13 +3,20 @@
 Each phase is a stretch of one file in one thread with one operation and access pattern.
 IOzone, fio and dd runs get the benchmark's own names for their phases. Needs no root.
 
+When the benchmark's output is known (captured by `run`, or given with --claims), each
+number it printed is matched to its phase and judged: agrees, explained (the trace shows
+why it differs), disagrees, or cannot judge.
+
 Example:
   iowitness report iozone.iwt
   iowitness report iozone.iwt --json > phases.json
+  iowitness report fio.iwt --claims fio.json
+  iowitness report mybench.iwt --spec mybench.toml
 """
 
 from __future__ import annotations
 
+from iowitness.collector.commands import _claims
 from iowitness.collector.trace import load
 
 
@@ -18,6 +25,7 @@ def add_arguments(parser) -> None:
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="everything, as JSON, on stdout")
     form.add_argument("--csv", action="store_true", help="the phase table, as CSV, on stdout")
+    _claims.add_claim_options(parser)
 
 
 def execute(args) -> int:
@@ -25,10 +33,14 @@ def execute(args) -> int:
 
     trace = load(args.trace)
     report = trace.report()
+    explicit = bool(args.claims or args.spec or args.format)
+    verdicts, note = _claims.verdicts_for(trace, args, required=explicit)
     if args.json:
-        print(machine.to_json(report, trace))
+        print(machine.to_json(report, trace, verdicts))
     elif args.csv:
         print(machine.to_csv(report), end="")
     else:
         print(text.render(report, trace))
+        print()
+        print(text.verdict_section(verdicts, note))
     return 0

@@ -1,0 +1,34 @@
+"""Check every claim the benchmark printed against the trace; exit 1 if one is unexplained.
+
+One line per claim, fit for CI logs: the verdict, the claim, the active figure of the
+window the benchmark timed, their ratio, and the main reason. Exit codes: 0 every claim
+agrees or is explained by the trace, 1 at least one disagrees or cannot be judged,
+2 usage error (no claims found, bad tolerance).
+
+Example:
+  iowitness check iozone.iwt --tolerance 5%
+  iowitness check fio.iwt --claims fio.json
+"""
+
+from __future__ import annotations
+
+from iowitness.collector.commands import _claims
+from iowitness.collector.trace import load
+from iowitness.errors import UsageError
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+    _claims.add_claim_options(parser)
+
+
+def execute(args) -> int:
+    from iowitness.analysis.reporters import text
+
+    trace = load(args.trace)
+    verdicts, _ = _claims.verdicts_for(trace, args, required=True)
+    if not verdicts:
+        raise UsageError("the benchmark's output holds no claims to check")
+    for v in verdicts:
+        print(text.verdict_line(v))
+    return 0 if all(v.ok for v in verdicts) else 1
