@@ -99,7 +99,8 @@ def _describe_claim(claim) -> str:
     if claim.file_size:
         where.append(f"{units.bytes_(claim.file_size)} file")
     label = claim.test + (f" ({', '.join(where)})" if where else "")
-    return f"{label}: claims {claim.value:g} {claim.unit}"
+    value = f"{claim.value:,.0f}" if abs(claim.value) >= 1000 else f"{claim.value:g}"
+    return f"{label}: claims {value} {claim.unit}"
 
 
 def _figure(value: float, claim) -> str:
