@@ -58,8 +58,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     seen: dict[tuple, int] = defaultdict(int)
     out = []
     for claim in claims:
-        if claim.extra.get("from") == "report":
-            continue  # IOzone's -R tables repeat the main table
+        if claim.extra.get("from") == "report" or claim.scope == "child":
+            continue  # IOzone's -R tables repeat the main table; per-child lines add nothing to judge
         group = None
         if source == "iozone" and claim.scope in GROUP_SCOPES:
             named = _iozone_rows(claim, phases)
@@ -103,14 +103,16 @@ def _spec_rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
     how = claim.extra.get("match", "order")
     ordered = phases.sort_values("data_first_ns")
     if how == "name":
-        rows = ordered[(ordered["benchmark_name"].astype(object) == claim.test) | (ordered["name"] == claim.test)]
+        phase_name = claim.extra.get("phase", claim.test)
+        rows = ordered[(ordered["benchmark_name"].astype(object) == phase_name) | (ordered["name"] == phase_name)]
     elif how == "operation":
-        rows = ordered[ordered["operation"] == claim.direction]
+        rows = ordered[ordered["operation"] == claim.extra.get("operation", claim.direction)]
         if claim.extra.get("pattern"):
             rows = rows[rows["pattern"] == claim.extra["pattern"]]
     else:
         rows = ordered
-    key = ("spec", how, claim.test if how == "name" else claim.direction if how == "operation" else "")
+    key = ("spec", how, claim.extra.get("phase", claim.test) if how == "name"
+           else claim.extra.get("operation", claim.direction) if how == "operation" else "")
     k = seen[key]
     seen[key] += 1
     return rows.iloc[k:k + 1]
