@@ -84,6 +84,12 @@ def render(trace) -> str:
     lost = trace.lost
     lines.append(f"events    {len(events):,}   lost {lost:,}" + ("" if not lost else
                  "   (the trace misses calls: re-run with a larger --ring-buffer-mb)"))
+    cpu = meta.get("collector_cpu_s")
+    if cpu:
+        size = meta.get("trace_file_bytes") or 0
+        per_event = f", {size / len(events):.0f} B per event" if len(events) else ""
+        lines.append(f"observer  collector CPU {units.seconds(cpu['user'] + cpu['system'])}, "
+                     f"trace file {units.bytes_(size)}{per_event}")
     lines.append("")
     lines.append(units.table(process_table(events, trace.processes), {"tgid": "pid"}, title="processes"))
     lines.append("")
