@@ -66,6 +66,16 @@ def iozone_tests(argv: list[str]) -> list[int]:
     return sorted(tests)
 
 
+def iozone_children(argv: list[str]) -> int | None:
+    """N of IOzone's throughput mode (-t N), or None for a single-process run."""
+    for i, arg in enumerate(argv):
+        if arg == "-t" and i + 1 < len(argv) and argv[i + 1].isdigit():
+            return int(argv[i + 1])
+        if re.fullmatch(r"-t\d+", arg):
+            return int(arg[2:])
+    return None
+
+
 def _direction_matches(expected: str, operation: str) -> bool:
     return expected == "mixed" or expected == operation
 
@@ -114,10 +124,16 @@ def fio_jobs(argv: list[str], cwd: str | None = None) -> dict[str, dict]:
     return jobs
 
 
-def name_fio(phases: pd.DataFrame, argv: list[str]) -> list[str | None]:
+def name_fio(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None) -> list[str | None]:
+    """'job direction' per phase. fio's own process lays out missing files before the jobs
+    start: those phases are 'fio layout', not the job (fio counts them nowhere)."""
     jobs = fio_jobs(argv)
     names = []
-    for path, operation in zip(phases["path"], phases["operation"]):
+    # the main thread of fio's first process (jobs run as other processes, or with --thread as other threads)
+    for path, operation, tid in zip(phases["path"], phases["operation"], phases["tid"]):
+        if root_pid is not None and int(tid) == int(root_pid):
+            names.append("fio layout")
+            continue
         base = os.path.basename(str(path))
         job = None
         match = re.fullmatch(r"(.+)\.(\d+)\.(\d+)", base)

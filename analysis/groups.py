@@ -15,49 +15,74 @@ import pandas as pd
 OVERLAP_SHARE = 0.5
 
 
-def assign(phases: pd.DataFrame) -> pd.Series:
-    """Group number per phase (from 1, in time order); a phase alone is a group of one."""
+def assign(phases: pd.DataFrame, members: int | None = None) -> pd.Series:
+    """Group number per phase (from 1, in time order); a phase alone is a group of one.
+
+    With `members` (IOzone -t N), the next N phases of the same operation from different
+    threads form a group even when they do not overlap: a short test's children can finish
+    one after the other. Otherwise phases that overlap in time form a group.
+    """
     order = phases.sort_values("data_first_ns", kind="stable")
-    group_of, group, members = {}, 0, []
+    group_of, group, current = {}, 0, []
     for row in order.itertuples():
-        start, end = row.data_first_ns, row.data_last_ns
-        joined = False
         if members:
-            g_end = max(m.data_last_ns for m in members)
-            shorter = [min(end - start, m.data_last_ns - m.data_first_ns) for m in members]
-            overlap = [min(end, m.data_last_ns) - max(start, m.data_first_ns) for m in members]
-            joined = start < g_end and row.tid not in {m.tid for m in members} and any(
-                o > 0 and o >= OVERLAP_SHARE * s for o, s in zip(overlap, shorter))
+            joined = bool(current) and len(current) < members and row.operation == current[0].operation \
+                and row.tid not in {m.tid for m in current}
+        else:
+            joined = bool(current) and _overlaps(row, current)
         if not joined:
             group += 1
-            members = []
-        members.append(row)
+            current = []
+        current.append(row)
         group_of[row.phase] = group
     return phases["phase"].map(group_of).astype(np.int64)
 
 
+def _overlaps(row, current) -> bool:
+    start, end = row.data_first_ns, row.data_last_ns
+    if start >= max(m.data_last_ns for m in current) or row.tid in {m.tid for m in current}:
+        return False
+    for m in current:
+        overlap = min(end, m.data_last_ns) - max(start, m.data_first_ns)
+        shorter = min(end - start, m.data_last_ns - m.data_first_ns)
+        if overlap > 0 and overlap >= OVERLAP_SHARE * shorter:
+            return True
+    return False
+
+
 def table(phases: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """One row per group of two or more phases: children and parent rates, stonewall point."""
+    """One row per group of two or more phases: children and parent rates, stonewall point.
+
+    The stonewall is when the first member to do all its work finished (a member the
+    benchmark stopped early may end sooner, having done less).
+    """
+    columns = ["group", "phases", "members", "operation", "bytes", "children_Bps", "parent_Bps", "first_ns",
+               "last_ns", "stonewall_ns", "bytes_at_stonewall", "share_at_stonewall"]
+    multi = phases.groupby("group").filter(lambda g: len(g) > 1)
+    if multi.empty:
+        return pd.DataFrame(columns=columns)
+    stonewall = {}
+    for group, members in multi.groupby("group"):
+        complete = members[members["bytes"] == members["bytes"].max()]
+        stonewall[group] = int(complete["data_last_ns"].min())
+    # bytes each member had done by its group's stonewall, in one pass over the data calls
+    group_of_phase = multi.set_index("phase")["group"]
+    data = events[events["data"].to_numpy() & events["phase"].isin(group_of_phase.index).to_numpy()]
+    limit = group_of_phase.reindex(data["phase"]).map(stonewall).to_numpy()
+    done = data[data["end_ns"].to_numpy() <= limit].groupby("phase")["bytes"].sum()
     rows = []
-    data = events[events["data"]]
-    for group, members in phases.groupby("group"):
-        if len(members) < 2:
-            continue
+    for group, members in multi.groupby("group"):
         first, last = members["data_first_ns"].min(), members["data_last_ns"].max()
-        stonewall = members["data_last_ns"].min()
-        done = data[data["phase"].isin(members["phase"]) & (data["end_ns"] <= stonewall)]
-        at_stonewall = done.groupby("phase")["bytes"].sum().reindex(members["phase"]).fillna(0)
+        at_stonewall = done.reindex(members["phase"]).fillna(0)
         operations = set(members["operation"])
+        total = members["bytes"].sum()
         rows.append({
             "group": group, "phases": list(members["phase"]), "members": len(members),
-            "operation": operations.pop() if len(operations) == 1 else "mixed",
-            "bytes": int(members["bytes"].sum()),
+            "operation": operations.pop() if len(operations) == 1 else "mixed", "bytes": int(total),
             "children_Bps": float(members["wall_Bps"].sum()),
-            "parent_Bps": float(members["bytes"].sum() / ((last - first) / 1e9)) if last > first else np.nan,
-            "first_ns": int(first), "last_ns": int(last), "stonewall_ns": int(stonewall),
+            "parent_Bps": float(total / ((last - first) / 1e9)) if last > first else np.nan,
+            "first_ns": int(first), "last_ns": int(last), "stonewall_ns": stonewall[group],
             "bytes_at_stonewall": [int(b) for b in at_stonewall],
-            "share_at_stonewall": float(at_stonewall.sum() / members["bytes"].sum()) if members["bytes"].sum() else np.nan,
+            "share_at_stonewall": float(at_stonewall.sum() / total) if total else np.nan,
         })
-    return pd.DataFrame(rows, columns=["group", "phases", "members", "operation", "bytes", "children_Bps",
-                                       "parent_Bps", "first_ns", "last_ns", "stonewall_ns",
-                                       "bytes_at_stonewall", "share_at_stonewall"])
+    return pd.DataFrame(rows, columns=columns)

@@ -5,10 +5,10 @@ starts a span at its first call). Within a span, the data calls of each thread a
 the direction changes (read ↔ write); a thread that alternates all the time (fio randrw) is
 one "mixed" phase instead of hundreds of tiny ones. Every other call of the span (lseek,
 fsync, open, close, ...) belongs to the phase of the data call before it in the same thread,
-or to the first phase when it comes before any data call.
+or to the next one when it comes before any data call.
 
-Everything is vectorised over the event table: a 10-million-event trace is a few passes of
-numpy and pandas, with Python loops only over phases.
+Everything is vectorised over the event table: syscall names are looked up once per
+category, never per row, and the only Python loops run over phases.
 """
 
 from __future__ import annotations
@@ -21,6 +21,11 @@ WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
 OPENS = ("open", "openat", "openat2", "creat")
 SYNCS = ("fsync", "fdatasync")
 
+# what a call is, as a small integer per event
+OTHER, READ, WRITE, OPEN, CLOSE, SYNC, CREAT, FTRUNCATE = range(8)
+_KIND_OF = {**{n: READ for n in READS}, **{n: WRITE for n in WRITES}, **{n: OPEN for n in OPENS},
+            "creat": CREAT, "close": CLOSE, **{n: SYNC for n in SYNCS}, "ftruncate": FTRUNCATE}
+
 # an alternating thread is "mixed" when its direction runs average fewer calls than this
 MIXED_RUN_LENGTH = 8
 # a pattern names a phase when this share of its steps follows it
@@ -29,13 +34,18 @@ PATTERN_SHARE = 0.75
 SHORT_SECONDS = 0.010
 SHORT_OPS = 100
 
-O_APPEND, O_SYNC, O_DSYNC, O_DIRECT, O_TRUNC, O_CREAT = 0o2000, 0o4010000, 0o10000, 0o40000, 0o1000, 0o100
+O_APPEND, O_SYNC, O_DSYNC, O_DIRECT, O_TRUNC = 0o2000, 0o4010000, 0o10000, 0o40000, 0o1000
 
 
-def _direction(syscall: pd.Series) -> np.ndarray:
-    """+1 read, -1 write, 0 anything else."""
-    name = syscall.astype(str).to_numpy()
-    return np.where(np.isin(name, READS), 1, np.where(np.isin(name, WRITES), -1, 0)).astype(np.int8)
+def call_kinds(syscall: pd.Series) -> np.ndarray:
+    """OTHER/READ/WRITE/OPEN/CREAT/CLOSE/SYNC/FTRUNCATE per event, looked up per category."""
+    cat = syscall if isinstance(syscall.dtype, pd.CategoricalDtype) else syscall.astype("category")
+    table = np.array([_KIND_OF.get(str(c), OTHER) for c in cat.cat.categories] + [OTHER], dtype=np.int8)
+    return table[cat.cat.codes.to_numpy()]
+
+
+def _is_data(kind: np.ndarray) -> np.ndarray:
+    return (kind == READ) | (kind == WRITE)
 
 
 def _new_group(*keys: np.ndarray) -> np.ndarray:
@@ -48,185 +58,203 @@ def _new_group(*keys: np.ndarray) -> np.ndarray:
     return change
 
 
+def _codes(values: np.ndarray) -> np.ndarray:
+    return pd.factorize(values)[0].astype(np.int64)
+
+
+def _path_codes(events: pd.DataFrame) -> np.ndarray:
+    path = events["path"]
+    if isinstance(path.dtype, pd.CategoricalDtype):
+        return path.cat.codes.to_numpy(np.int64)
+    return _codes(path.astype(str).to_numpy())
+
+
+def _fill_from_data(start, key, data_rows, data_phase, other_rows) -> np.ndarray:
+    """For each row of other_rows: the phase of the last data call before it with the same key,
+    else of the first one after it; NaN when its key has no data call."""
+    right = pd.DataFrame({"t": start[data_rows], "key": key[data_rows], "phase": data_phase.astype(float)})
+    right = right.sort_values("t", kind="stable")
+    left = pd.DataFrame({"t": start[other_rows], "key": key[other_rows]})
+    back = pd.merge_asof(left, right, on="t", by="key", direction="backward")["phase"].to_numpy()
+    ahead = pd.merge_asof(left, right, on="t", by="key", direction="forward")["phase"].to_numpy()
+    return np.where(np.isnan(back), ahead, back)
+
+
 def assign(events: pd.DataFrame) -> pd.DataFrame:
-    """Per event: span, phase (-1 = none) and operation; phases numbered from 1 in time order."""
+    """Per event: span, phase (-1 = none), operation and warm-up; phases numbered from 1 in time order.
+
+    `events` must be in time order (iowitness.load gives them so).
+    """
     n = len(events)
-    name = events["syscall"].astype(str).to_numpy()
-    direction = _direction(events["syscall"])
+    kind = call_kinds(events["syscall"])
     ok = events["ret"].to_numpy() >= 0
-    tgid = events["tgid"].to_numpy(np.int64)
     tid = events["tid"].to_numpy(np.int64)
-    file_key = (events["dev"].to_numpy(np.uint64) << np.uint64(44)) ^ events["ino"].to_numpy(np.uint64)
-    path_code = events["path"].cat.codes.to_numpy(np.int64) if hasattr(events["path"], "cat") else 0
     start = events["start_ns"].to_numpy(np.int64)
+    file_key = (events["dev"].to_numpy(np.uint64) << np.uint64(44)) ^ events["ino"].to_numpy(np.uint64)
 
     # spans: per (process, file), a new span at an open made while no fd of it was open
-    by_file = np.lexsort((np.arange(n), start, np.broadcast_to(path_code, n), file_key, tgid))
-    first_of_file = _new_group(tgid[by_file], file_key[by_file], np.broadcast_to(path_code, n)[by_file])
-    f_name, f_ok = name[by_file], ok[by_file]
-    delta = np.where(np.isin(f_name, OPENS) & f_ok, 1, np.where((f_name == "close") & f_ok, -1, 0))
+    tgid_code, file_code, path_code = _codes(events["tgid"].to_numpy()), _codes(file_key), _path_codes(events) + 1
+    file_group = (tgid_code * (file_code.max(initial=0) + 1) + file_code) * (path_code.max(initial=0) + 1) + path_code
+    by_file = np.argsort(file_group, kind="stable")
+    first_of_file = _new_group(file_group[by_file])
+    f_kind, f_ok = kind[by_file], ok[by_file]
+    delta = np.where(((f_kind == OPEN) | (f_kind == CREAT)) & f_ok, 1, np.where((f_kind == CLOSE) & f_ok, -1, 0))
     running = np.cumsum(delta) - delta
     group_starts = np.flatnonzero(first_of_file)
     open_before = running - np.repeat(running[group_starts], np.diff(np.r_[group_starts, n]))
-    opens_span = (delta == 1) & (open_before <= 0)
     span = np.empty(n, dtype=np.int64)
-    span[by_file] = np.cumsum(first_of_file | opens_span) - 1
+    span[by_file] = np.cumsum(first_of_file | ((delta == 1) & (open_before <= 0))) - 1
 
     # data calls per (span, thread), in time order: runs of one direction
-    data = direction != 0
-    idx = np.flatnonzero(data)
-    order = idx[np.lexsort((start[idx], tid[idx], span[idx]))]
-    d_span, d_tid, d_dir = span[order], tid[order], direction[order]
-    first_of_stream = _new_group(d_span, d_tid)
-    run_start = first_of_stream | _new_group(d_dir)
-    stream = np.cumsum(first_of_stream) - 1
-    run = np.cumsum(run_start) - 1
-    runs_per_stream = np.bincount(stream, weights=run_start) if len(stream) else np.empty(0)
-    calls_per_stream = np.bincount(stream) if len(stream) else np.empty(0)
-    mixed_stream = (runs_per_stream > 2) & (calls_per_stream < MIXED_RUN_LENGTH * runs_per_stream)
-    mixed = mixed_stream[stream] if len(stream) else np.empty(0, bool)
-    # a mixed stream is one phase: its runs merge
-    cut = np.where(mixed, first_of_stream, run_start)
+    stream = (span << 32) | tid
+    idx = np.flatnonzero(_is_data(kind))
+    order = idx[np.argsort(stream[idx], kind="stable")]
+    d_stream, d_kind = stream[order], kind[order]
+    first_of_stream = _new_group(d_stream)
+    run_start = first_of_stream | _new_group(d_kind)
+    stream_no = np.cumsum(first_of_stream) - 1
+    runs = np.bincount(stream_no, weights=run_start) if len(order) else np.empty(0)
+    calls = np.bincount(stream_no) if len(order) else np.empty(0)
+    mixed_stream = (runs > 2) & (calls < MIXED_RUN_LENGTH * runs)
+    mixed = mixed_stream[stream_no] if len(order) else np.empty(0, bool)
+    cut = np.where(mixed, first_of_stream, run_start)  # a mixed stream is one phase
     local_phase = np.cumsum(cut) - 1
 
-    # number phases by the time of their first call
-    phase_of_data = np.full(n, -1, dtype=np.int64)
+    phase = np.full(n, -1, dtype=np.int64)
+    operation = np.full(n, "", dtype=object)
+    warmup = np.zeros(n, dtype=bool)
     if len(order):
+        # number phases by the time of their first call
         first_time = np.full(local_phase[-1] + 1, np.iinfo(np.int64).max)
         np.minimum.at(first_time, local_phase, start[order])
         rank = np.empty_like(first_time)
         rank[np.argsort(first_time, kind="stable")] = np.arange(1, len(first_time) + 1)
-        phase_of_data[order] = rank[local_phase]
-    operation = np.full(n, "", dtype=object)
-    operation[order] = np.where(mixed, "mixed", np.where(d_dir > 0, "read", "write"))
+        phase[order] = rank[local_phase]
+        operation[order] = np.where(mixed, "mixed", np.where(d_kind == READ, "read", "write"))
 
-    # a warm-up call: the first call of a phase whose next call goes back to the same offset
-    # (IOzone's read test primes the cache with one record, then seeks back to 0). It stays
-    # in its phase but out of the phase's bytes, counts and timing.
-    warmup = np.zeros(n, dtype=bool)
-    if len(order) > 2:
+        # a warm-up call: the first call of a phase whose next call goes back to the same offset
+        # (IOzone's read test primes the cache with one record, then seeks back to 0). It stays
+        # in its phase but out of the phase's bytes, counts and timing.
         d_offset = events["offset"].to_numpy(np.int64)[order]
         d_size = events["requested"].to_numpy(np.int64)[order]
         head = np.flatnonzero(cut)
-        head = head[(head + 2 < len(order))]
+        head = head[head + 2 < len(order)]
         head = head[~cut[head + 1] & ~cut[head + 2] & ~mixed[head]]
         primes = head[(d_offset[head + 1] == d_offset[head]) & (d_size[head + 1] == d_size[head])
                       & (d_offset[head + 2] == d_offset[head + 1] + d_size[head + 1])]
         warmup[order[primes]] = True
 
-    # other calls: the phase before them in their thread and span, else the next one, else the span's
-    frame = pd.DataFrame({"span": span, "tid": tid, "start": start, "phase": phase_of_data})
-    frame["phase"] = frame["phase"].where(frame["phase"] >= 0)
-    frame = frame.sort_values(["span", "tid", "start"], kind="stable")
-    for keys in (["span", "tid"], ["span"]):
-        frame["phase"] = frame.groupby(keys, sort=False)["phase"].ffill()
-        frame["phase"] = frame.groupby(keys, sort=False)["phase"].bfill()
-    phase = frame["phase"].reindex(events.index).fillna(-1).to_numpy(np.int64)
+        # other calls: the phase before them in their thread and span, else the next one;
+        # then the same within the span, for calls of a thread that did no I/O there
+        other = np.flatnonzero(phase < 0)
+        if len(other):
+            filled = _fill_from_data(start, stream, order, phase[order], other)
+            missing = np.isnan(filled)
+            if missing.any():
+                filled[missing] = _fill_from_data(start, span, order, phase[order], other[missing])
+            phase[other] = np.where(np.isnan(filled), -1, filled).astype(np.int64)
     return pd.DataFrame({"span": span, "phase": phase, "operation": operation, "warmup": warmup},
                         index=events.index)
 
 
-def _pattern(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per phase: access pattern and stride, from the steps between consecutive data calls of a thread."""
-    frame = frame.sort_values(["phase", "tid", "start_ns"], kind="stable")
-    offset = frame["offset"].to_numpy(np.int64)
-    size = frame["size"].to_numpy(np.int64)
-    same_stream = ~_new_group(frame["phase"].to_numpy(), frame["tid"].to_numpy())
+def _pattern(phase, tid, offset, size) -> pd.DataFrame:
+    """Per phase: access pattern and stride, from the steps between consecutive data calls of a thread.
+
+    Input rows are the phase's data calls in time order; `size` is what each call moved.
+    """
+    order = np.lexsort((tid, phase))  # stable: time order kept within (phase, thread)
+    phase, tid, offset, size = phase[order], tid[order], offset[order], size[order]
+    same_stream = ~_new_group(phase, tid)
     step = np.r_[0, offset[1:] - offset[:-1]][:len(offset)]
     prev_size = np.r_[0, size[:-1]][:len(size)]
-    steps = pd.DataFrame({"phase": frame["phase"].to_numpy(), "step": step,
-                          "sequential": step == prev_size, "same": step == 0,
+    steps = pd.DataFrame({"phase": phase, "step": step, "sequential": step == prev_size, "same": step == 0,
                           "backward": step == -size})[same_stream]
     counts = steps.groupby("phase").agg(steps=("step", "size"), sequential=("sequential", "sum"),
                                         same=("same", "sum"), backward=("backward", "sum"))
     # a phase of one call has no step at all
-    counts = counts.reindex(np.unique(frame["phase"].to_numpy()), fill_value=0)
+    counts = counts.reindex(np.unique(phase), fill_value=0)
     # the two most common steps: a stride that runs past the end of the file wraps around
     # (IOzone's stride read does), which alternates a forward step with a backward jump
     top = steps.groupby(["phase", "step"]).size().reset_index(name="n")
-    top = top.sort_values(["phase", "n"], ascending=[True, False])
+    top = top.sort_values(["phase", "n"], ascending=[True, False], kind="stable")
     top["rank"] = top.groupby("phase").cumcount()
-    first = top[top["rank"] == 0].set_index("phase")
-    second = top[top["rank"] == 1].set_index("phase").reindex(first.index)
-    counts = counts.join(first[["step", "n"]]).join(second[["step", "n"]].rename(columns={"step": "step2", "n": "n2"}))
+    first = top[top["rank"] == 0].set_index("phase")[["step", "n"]]
+    second = top[top["rank"] == 1].set_index("phase")[["step", "n"]].rename(columns={"step": "step2", "n": "n2"})
+    counts = counts.join(first).join(second)
     need = counts["steps"] * PATTERN_SHARE
-    stride = counts[["step", "step2"]].max(axis=1).fillna(0)
-    wrapped = ((counts["n"] + counts["n2"].fillna(0)) >= need) & (counts["step"] * counts["step2"].fillna(0) < 0)
-    strided = ((counts["n"] >= need) & (counts["step"] != 0)) | wrapped
+    step1, step2 = counts["step"].fillna(0), counts["step2"].fillna(0)
+    wrapped = ((counts["n"].fillna(0) + counts["n2"].fillna(0)) >= need) & (step1 * step2 < 0)
+    strided = ((counts["n"].fillna(0) >= need) & (step1 != 0)) | wrapped
     pattern = np.select(
         [counts["steps"] == 0, counts["sequential"] >= need, counts["same"] >= need,
          counts["backward"] >= need, strided],
         ["single call", "sequential", "same record", "backward", "strided"], "random")
-    return pd.DataFrame({"pattern": pattern,
-                         "stride": np.where(pattern == "strided", np.where(wrapped, stride, counts["step"]), 0).astype(np.int64)},
-                        index=counts.index)
+    stride = np.where(pattern == "strided", np.where(wrapped, np.maximum(step1, step2), step1), 0)
+    return pd.DataFrame({"pattern": pattern, "stride": stride.astype(np.int64)}, index=counts.index)
 
 
 def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per phase: who, what, how much, how fast, and how the time was spent."""
     assigned = assign(events) if assigned is None else assigned
-    ev = events.join(assigned[["phase", "operation", "warmup"]])
-    ev = ev[ev["phase"] >= 0]
-    name = ev["syscall"].astype(str)
-    direction = np.where(ev["warmup"].to_numpy(), 0, _direction(ev["syscall"]))
-    latency = ev["latency_ns"].to_numpy(np.int64)
-    ret = ev["ret"].to_numpy(np.int64)
-    is_data = direction != 0
+    all_kinds = call_kinds(events["syscall"])
+    rows_in = np.flatnonzero(assigned["phase"].to_numpy() >= 0)
+    if not len(rows_in):
+        return pd.DataFrame(columns=COLUMNS)
+
+    def col(name, dtype=np.int64):
+        return events[name].to_numpy(dtype)[rows_in]
+
+    phase = assigned["phase"].to_numpy()[rows_in]
+    warm = assigned["warmup"].to_numpy()[rows_in]
+    kind = all_kinds[rows_in]
+    data = _is_data(kind) & ~warm
+    is_read = data & (kind == READ)
+    start, end, latency, ret = col("start_ns"), col("end_ns"), col("latency_ns"), col("ret")
+    sync, close = kind == SYNC, kind == CLOSE
+    openclose = (kind == OPEN) | (kind == CREAT) | close
+    moved = np.where(data & (ret > 0), ret, 0)
     work = pd.DataFrame({
-        "phase": ev["phase"].to_numpy(), "tid": ev["tid"].to_numpy(), "start_ns": ev["start_ns"].to_numpy(np.int64),
-        "end_ns": ev["end_ns"].to_numpy(np.int64), "latency": latency,
-        "data": is_data, "read": direction > 0,
-        "bytes": np.where(is_data & (ret > 0), ret, 0),
-        "error": ret < 0,
-        "short": is_data & (ret >= 0) & (ret < ev["requested"].to_numpy(np.int64)),
-        "sync": name.isin(SYNCS).to_numpy(), "openclose": name.isin(OPENS + ("close",)).to_numpy(),
-        "warmup": ev["warmup"].to_numpy(),
+        "phase": phase, "ops": data, "read_ops": is_read, "bytes": moved, "read_bytes": np.where(is_read, moved, 0),
+        "errors": ret < 0, "short": data & (ret >= 0) & (ret < col("requested")),
+        "fsyncs": sync, "fsync_ns": np.where(sync, latency, 0), "data_ns": np.where(data, latency, 0),
+        "openclose_ns": np.where(openclose, latency, 0), "all_calls_ns": latency,
+        "first_ns": start, "last_ns": end,
+        "data_first_ns": np.where(data, start, np.iinfo(np.int64).max), "data_last_ns": np.where(data, end, 0),
+        "sync_end_ns": np.where(sync, end, 0), "close_end_ns": np.where(close, end, 0), "warmup_ops": warm,
     })
-    work["data_latency"] = np.where(work["data"], latency, 0)
-    work["sync_latency"] = np.where(work["sync"], latency, 0)
-    work["openclose_latency"] = np.where(work["openclose"], latency, 0)
-    work["read_bytes"] = np.where(work["read"], work["bytes"], 0)
-    work["sync_end"] = np.where(work["sync"], work["end_ns"], 0)
-    work["close_end"] = np.where(name.to_numpy() == "close", work["end_ns"], 0)
-    work["data_start"] = np.where(work["data"], work["start_ns"], np.iinfo(np.int64).max)
-    work["data_end"] = np.where(work["data"], work["end_ns"], 0)
-    work["read_ops"] = work["data"] & work["read"]
     g = work.groupby("phase")
-    rows = g.agg(ops=("data", "sum"), read_ops=("read_ops", "sum"), bytes=("bytes", "sum"),
-                 errors=("error", "sum"), short=("short", "sum"),
-                 fsyncs=("sync", "sum"), fsync_ns=("sync_latency", "sum"),
-                 data_ns=("data_latency", "sum"), openclose_ns=("openclose_latency", "sum"),
-                 all_calls_ns=("latency", "sum"), first_ns=("start_ns", "min"), last_ns=("end_ns", "max"),
-                 data_first_ns=("data_start", "min"), data_last_ns=("data_end", "max"),
-                 threads=("tid", "nunique"), warmup_ops=("warmup", "sum"),
-                 read_bytes=("read_bytes", "sum"), sync_end_ns=("sync_end", "max"),
-                 close_end_ns=("close_end", "max"))
+    rows = g[["ops", "read_ops", "bytes", "read_bytes", "errors", "short", "fsyncs", "fsync_ns", "data_ns",
+              "openclose_ns", "all_calls_ns", "warmup_ops"]].sum()
+    rows = rows.join(g[["first_ns", "data_first_ns"]].min()).join(
+        g[["last_ns", "data_last_ns", "sync_end_ns", "close_end_ns"]].max())
     rows["write_bytes"] = rows["bytes"] - rows["read_bytes"]
 
-    first = ev.sort_values("start_ns", kind="stable").groupby("phase").first()
-    rows["tgid"] = first["tgid"]
-    rows["tid"] = first["tid"]
-    rows["path"] = first["path"].astype(str)
-    rows["operation"] = ev[is_data].groupby("phase")["operation"].first()
+    # who: the first call of the phase (rows are in time order)
+    firsts = pd.DataFrame({"phase": phase, "tgid": col("tgid"), "tid": col("tid"),
+                           "path": _path_codes(events)[rows_in]}).groupby("phase").first()
+    rows["tgid"], rows["tid"] = firsts["tgid"], firsts["tid"]
+    categories = events["path"].cat.categories if isinstance(events["path"].dtype, pd.CategoricalDtype) else \
+        pd.Index(pd.unique(events["path"].astype(str)))
+    rows["path"] = [str(categories[c]) if c >= 0 else "" for c in firsts["path"]]
+    rows["threads"] = pd.DataFrame({"phase": phase, "tid": col("tid")}).groupby("phase")["tid"].nunique()
 
-    data_rows = ev[is_data]
-    sizes = pd.DataFrame({"phase": data_rows["phase"].to_numpy(), "size": data_rows["requested"].to_numpy()})
-    rows["record_size"] = sizes.groupby("phase")["size"].agg(lambda s: s.mode().iloc[0])
-    pattern_input = pd.DataFrame({
-        "phase": data_rows["phase"].to_numpy(), "tid": data_rows["tid"].to_numpy(),
-        "start_ns": data_rows["start_ns"].to_numpy(), "offset": data_rows["offset"].to_numpy(),
-        # a failed call moved nothing: the next call starts where the one before it ended
-        "size": np.clip(data_rows["ret"].to_numpy(), 0, None)})
-    rows = rows.join(_pattern(pattern_input))
+    d = np.flatnonzero(data)
+    d_phase, d_ret = phase[d], ret[d]
+    rows["operation"] = pd.Series(assigned["operation"].to_numpy()[rows_in][d], index=d_phase).groupby(level=0).first()
+    sizes = pd.DataFrame({"phase": d_phase, "size": col("requested")[d]}).value_counts().reset_index(name="n")
+    rows["record_size"] = sizes.sort_values(["phase", "n"], ascending=[True, False], kind="stable") \
+        .drop_duplicates("phase").set_index("phase")["size"]
+    # a failed call moved nothing: the next call starts where the one before it ended
+    rows = rows.join(_pattern(d_phase, col("tid")[d], col("offset")[d], np.clip(d_ret, 0, None)))
 
-    lat = pd.DataFrame({"phase": data_rows["phase"].to_numpy(), "us": data_rows["latency_ns"].to_numpy() / 1e3})
-    lg = lat.groupby("phase")["us"]
-    rows["lat_min_us"], rows["lat_mean_us"], rows["lat_max_us"] = lg.min(), lg.mean(), lg.max()
-    for q in (50, 90, 99, 99.9):
-        rows[f"lat_p{q:g}_us"] = lg.quantile(q / 100)
+    lat = pd.Series(latency[d] / 1e3, index=d_phase).groupby(level=0)
+    rows["lat_min_us"], rows["lat_mean_us"], rows["lat_max_us"] = lat.min(), lat.mean(), lat.max()
+    quantiles = lat.quantile([0.5, 0.9, 0.99, 0.999]).unstack()
+    for q, name in zip(quantiles.columns, ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us")):
+        rows[name] = quantiles[q]
 
-    flags = ev[name.isin(OPENS).to_numpy() & (ev["ret"] >= 0).to_numpy()].groupby("phase")["flags"].agg(
-        lambda f: int(np.bitwise_or.reduce(f.to_numpy(np.int64))) if len(f) else 0)
+    opened = np.flatnonzero(((kind == OPEN) | (kind == CREAT)) & (ret >= 0))
+    flags = pd.Series(col("flags")[opened], index=phase[opened]).groupby(level=0).agg(np.bitwise_or.reduce)
     rows["open_flags"] = flags.reindex(rows.index).fillna(0).astype(np.int64)
     for label, bit in (("O_DIRECT", O_DIRECT), ("O_SYNC", O_SYNC), ("O_DSYNC", O_DSYNC), ("O_APPEND", O_APPEND)):
         rows[label] = (rows["open_flags"] & bit) == bit
@@ -242,8 +270,10 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["read_fraction"] = rows["read_ops"] / rows["ops"].where(rows["ops"] > 0)
     rows["too_short"] = (rows["duration_s"] < SHORT_SECONDS) | (rows["ops"] < SHORT_OPS)
     rows["name"] = [_generic_name(op, pat) for op, pat in zip(rows["operation"], rows["pattern"])]
+    extents = pd.DataFrame({"phase": d_phase, "lo": col("offset")[d], "hi": col("offset")[d] + np.clip(d_ret, 0, None)})
+    extents = extents.groupby("phase").agg(lo=("lo", "min"), hi=("hi", "max"))
     rows = rows.reset_index().rename(columns={"index": "phase"})
-    rows[["reread", "rewrite"]] = _repeats(rows, ev)
+    rows[["reread", "rewrite"]] = _repeats(rows, extents, _truncations(events, all_kinds))
     return rows[COLUMNS]
 
 
@@ -270,30 +300,38 @@ def _generic_name(operation: str, pattern: str) -> str:
     return f"{pattern} {operation}"
 
 
-def _repeats(rows: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
+def _truncations(events: pd.DataFrame, kind: np.ndarray) -> dict[str, list[int]]:
+    """When each file was emptied: creat, an open with O_TRUNC, ftruncate to 0. Looked for in
+    every event, not only phases' (IOzone -a re-creates its file in a span with no I/O)."""
+    ok = events["ret"].to_numpy() >= 0
+    flags = events["flags"].to_numpy(np.int64)
+    emptied = ok & ((kind == CREAT) | ((kind == OPEN) & ((flags & O_TRUNC) != 0))
+                    | ((kind == FTRUNCATE) & (events["requested"].to_numpy(np.int64) == 0)))
+    rows = np.flatnonzero(emptied)
+    cuts: dict[str, list[int]] = {}
+    for path, t in zip(events["path"].to_numpy()[rows], events["start_ns"].to_numpy(np.int64)[rows]):
+        cuts.setdefault(str(path), []).append(int(t))
+    return cuts
+
+
+def _repeats(rows: pd.DataFrame, extents: pd.DataFrame, cuts: dict[str, list[int]]) -> pd.DataFrame:
     """Whether each phase covers a range of its file already read (re-read) or written (re-write)
-    earlier in the run. A truncating open (O_TRUNC, creat) starts the file's history again."""
-    marks = np.zeros((len(rows), 2), dtype=bool)
+    earlier in the run; emptying the file starts its history again."""
+    marks = pd.DataFrame(False, index=rows.index, columns=["reread", "rewrite"])
     history: dict[str, dict[str, list]] = {}
-    truncations = ev[ev["syscall"].astype(str).isin(OPENS).to_numpy() & (ev["ret"] >= 0).to_numpy()
-                     & (((ev["flags"].to_numpy(np.int64) & O_TRUNC) != 0) | (ev["syscall"].astype(str) == "creat").to_numpy())]
-    cuts = truncations.groupby(truncations["path"].astype(str))["start_ns"].apply(list).to_dict()
-    extent = ev[(_direction(ev["syscall"]) != 0) & ~ev["warmup"].to_numpy()].assign(end=lambda f: f["offset"] + f["ret"].clip(lower=0))
-    spans = extent.groupby("phase").agg(lo=("offset", "min"), hi=("end", "max"))
-    for i, row in enumerate(rows.sort_values("data_first_ns").itertuples()):
-        if row.phase not in spans.index:
+    for i, row in rows.sort_values("data_first_ns", kind="stable").iterrows():
+        if row["phase"] not in extents.index:
             continue
-        lo, hi = spans.loc[row.phase, "lo"], spans.loc[row.phase, "hi"]
-        seen = history.setdefault(row.path, {"read": [], "write": []})
-        last_cut = max([t for t in cuts.get(row.path, []) if t <= row.first_ns], default=None)
+        lo, hi = extents.at[row["phase"], "lo"], extents.at[row["phase"], "hi"]
+        seen = history.setdefault(row["path"], {"read": [], "write": []})
+        last_cut = max((t for t in cuts.get(row["path"], []) if t <= row["data_first_ns"]), default=None)
         if last_cut is not None:
-            for kind in seen:
-                seen[kind] = [r for r in seen[kind] if r[2] > last_cut]
-        for col, kind in ((0, "read"), (1, "write")):
-            if row.operation in (kind, "mixed"):
-                marks[rows.index.get_loc(rows.index[rows["phase"] == row.phase][0]), col] = any(
-                    a < hi and lo < b for a, b, _ in seen[kind])
-        for kind in ("read", "write"):
-            if row.operation in (kind, "mixed"):
-                seen[kind].append((lo, hi, row.data_last_ns))
-    return pd.DataFrame(marks, columns=["reread", "rewrite"], index=rows.index)
+            for direction in seen:
+                seen[direction] = [r for r in seen[direction] if r[2] > last_cut]
+        for column, direction in (("reread", "read"), ("rewrite", "write")):
+            if row["operation"] in (direction, "mixed"):
+                marks.at[i, column] = any(a < hi and lo < b for a, b, _ in seen[direction])
+        for direction in ("read", "write"):
+            if row["operation"] in (direction, "mixed"):
+                seen[direction].append((lo, hi, row["data_last_ns"]))
+    return marks

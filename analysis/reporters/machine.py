@@ -29,16 +29,18 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def histograms(report, events: pd.DataFrame) -> dict[int, list[int]]:
-    data = report.assigned["phase"].to_numpy()
-    direction = np.isin(events["syscall"].astype(str).to_numpy(),
-                        ("read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
-                         "preadv2", "pwritev2")) & ~report.assigned["warmup"].to_numpy()
-    us = events["latency_ns"].to_numpy() / 1e3
-    out = {}
-    for phase in report.phases["phase"]:
-        mask = (data == phase) & direction
-        out[int(phase)] = np.histogram(us[mask], bins=LATENCY_BINS_US)[0].tolist()
-    return out
+    """Per phase, counts of its data calls' latencies in log2 µs bins, in one pass."""
+    from iowitness.analysis.report import data_calls
+
+    calls = data_calls(events, report.assigned)
+    calls = calls[calls["data"].to_numpy() & (calls["phase"].to_numpy() > 0)]
+    phases = report.phases["phase"].to_numpy()
+    position = pd.Series(np.arange(len(phases)), index=phases).reindex(calls["phase"]).to_numpy()
+    nbins = len(LATENCY_BINS_US) - 1
+    which = np.clip(np.searchsorted(LATENCY_BINS_US, calls["latency_ns"].to_numpy() / 1e3, side="right") - 1,
+                    0, nbins - 1)
+    counts = np.bincount(position * nbins + which, minlength=len(phases) * nbins).reshape(len(phases), nbins)
+    return {int(p): counts[i].tolist() for i, p in enumerate(phases)}
 
 
 def verdict_records(verdicts) -> list[dict]:

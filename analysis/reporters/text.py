@@ -79,6 +79,9 @@ def render(report, trace) -> str:
              f"lost events: {trace.lost}"]
     if trace.lost:
         parts.append(f"WARNING: {trace.lost} events were lost; phases may miss calls")
+    if not trace.meta.get("complete", True):
+        parts.append("WARNING: the trace is INCOMPLETE (the collector stopped before the end); "
+                     "the last phases may be cut short")
     if report.phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")
         return "\n".join(parts)

@@ -277,8 +277,10 @@ def test_iozone_stonewall_point_agrees_with_iozones_per_child_counts(traced, wor
     # WHEN the groups are rebuilt
     phases = trace.phases().set_index("phase")
     groups = trace.report().groups
-    assert groups["members"].tolist() == [2, 2]
-    for group, test in zip(groups.itertuples(), printed):
+    # a child IOzone stopped before its first write has no phase (IOzone then prints 0 kB for it)
+    working = [sum(x > 0 for x in test["xfer"]) for test in printed]
+    assert groups["members"].tolist() == [w for w in working if w > 1]
+    for group, test in zip(groups.itertuples(), [t for t, w in zip(printed, working) if w > 1]):
         path_of = phases.loc[group.phases, "path"].astype(str).tolist()
         at_stonewall = dict(zip(path_of, group.bytes_at_stonewall))
         iozone_says = dict(zip(files, test["xfer"]))
