@@ -2,32 +2,41 @@
 
 IOzone claims name a test, a record size and a file size; in throughput mode they are about
 all children together (or the slowest, fastest, average one). fio claims name a job and a
-direction. A dd claim is about its one copy. Spec claims say how they map (by order, by
-name, or by operation).
+direction (with --group_reporting, a group named after its first job). A dd claim is about
+its one copy. Spec claims say how they map (by order, by name, or by operation).
+
+Example: `match(trace.report(), claims, "iozone", trace.meta["command"], trace=trace)` gives
+one Verdict per claim, in the claims' order (IOzone's -R report copies and per-child lines
+are left out: they repeat numbers judged once already).
 """
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 
-import numpy as np
 import pandas as pd
 
-from iowitness.analysis import verdicts
-from iowitness.analysis.claims import Claim
+from iowitness.analysis import units, verdicts
+from iowitness.analysis.benchmarks import fio_jobs
+from iowitness.analysis.claims import Claim, iozone
 
-GROUP_SCOPES = {"children", "parent", "min process", "max process", "avg process"}
+GROUP_SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer"}
+PER_PROCESS = {"min process", "max process", "avg process"}
+# fio's rw values and the directions each one moves data in (fio HOWTO, "rw")
+FIO_DIRECTIONS = {
+    "read": {"read"}, "randread": {"read"}, "write": {"write"}, "randwrite": {"write"},
+    "rw": {"read", "write"}, "readwrite": {"read", "write"}, "randrw": {"read", "write"},
+    "trim": set(), "randtrim": set(), "trimwrite": {"write"},
+}
 
 
 def iozone_window(argv: list[str]) -> str:
     """IOzone's timed window: -e adds the fsync after the last write, -c adds the close."""
-    letters = set()
-    for arg in argv[1:]:
-        if arg.startswith("-") and not arg.startswith("-+") and arg[1:].isalpha():
-            letters |= set(arg[1:])
-    if "c" in letters:
+    options = iozone.parse_command(argv) if argv else {}
+    if options.get("close_in_timing"):
         return "+close"
-    return "+fsync" if "e" in letters else "calls"
+    return "+fsync" if options.get("fsync_in_timing") else "calls"
 
 
 def dd_window(argv: list[str]) -> str:
@@ -51,16 +60,26 @@ def _iozone_rows(claim: Claim, phases: pd.DataFrame) -> pd.DataFrame:
 
 def match(report, claims: list[Claim], source: str, command: list[str] | None,
           tolerance: float = verdicts.DEFAULT_TOLERANCE, lost: int = 0,
-          spec_window: str = "calls") -> list[verdicts.Verdict]:
+          spec_window: str = "calls", trace=None) -> list[verdicts.Verdict]:
+    """One verdict per claim. `trace` (the trace the report was built from) adds what only its
+    events show: a buffered stream's final flush, and fio's layout process."""
     phases, groups = report.phases, report.groups.set_index("group") if len(report.groups) else report.groups
     argv = command or []
     window = {"iozone": iozone_window(argv), "dd": dd_window(argv)}.get(source, spec_window)
+    options = iozone.parse_command(argv) if source == "iozone" and argv else {}
+    flushes = verdicts.late_flushes(trace.events, report.assigned, phases) if trace is not None else {}
+    root = trace.meta.get("pid") if trace is not None else None
     seen: dict[tuple, int] = defaultdict(int)
+    lines: dict[tuple, tuple[str, int]] = {}
+    # fio prints one entry per clone of a job (numjobs=N), all under the job's name
+    entries = defaultdict(int)
+    for c in claims:
+        entries[(c.job, c.direction)] += source == "fio"
     out = []
     for claim in claims:
         if claim.extra.get("from") == "report" or claim.scope == "child":
             continue  # IOzone's -R tables repeat the main table; per-child lines add nothing to judge
-        group = None
+        group, stonewall, notes, combine, last_ns = None, None, [], "sum", None
         if source == "iozone" and claim.scope in GROUP_SCOPES:
             named = _iozone_rows(claim, phases)
             numbers = list(dict.fromkeys(named.sort_values("data_first_ns")["group"]))
@@ -70,11 +89,15 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             rows = named[named["group"] == numbers[k]] if k < len(numbers) else named.iloc[0:0]
             if k < len(numbers) and numbers[k] in groups.index:
                 group = groups.loc[numbers[k]]
-            if claim.scope in ("min process", "max process", "avg process") and len(rows):
-                out.append(_per_process(claim, rows, window, tolerance, lost))
+            notes += _missing_members(claim, rows)
+            if trace is not None and len(rows):
+                last_ns = _last_call_on(trace.events, options.get("files") or [], rows, phases)
+            stonewall = verdicts.stonewall_of(rows, group, trace.events if trace is not None else None,
+                                              report.assigned, claim.file_size, claim.processes) \
+                if options.get("stonewall", True) else None
+            if claim.scope in PER_PROCESS | {"min xfer"} and len(rows):
+                out.append(_per_process(claim, rows, stonewall, window, tolerance, lost, options, notes))
                 continue
-            if claim.scope == "children" and group is None and len(rows) == 1:
-                pass  # one child: its group is the phase itself
         elif source == "iozone":
             candidates = _iozone_rows(claim, phases).sort_values("data_first_ns")
             key = (claim.test, claim.record_size, claim.file_size)
@@ -82,24 +105,69 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             seen[key] += 1
             rows = candidates.iloc[k:k + 1]
         elif source == "fio":
-            names = {f"{claim.job} {claim.direction}", f"{claim.job} mixed"}
-            rows = phases[phases["benchmark_name"].astype(object).isin(names)]
+            rows, combine = _fio_rows(claim, phases, argv, root)
+            if entries[(claim.job, claim.direction)] > 1 and combine == "sum":
+                clones = list(dict.fromkeys(rows.sort_values("data_first_ns")["tid"]))
+                k = seen[("fio", claim.job, claim.direction)]
+                seen[("fio", claim.job, claim.direction)] += 1
+                rows = rows[rows["tid"] == clones[k]] if k < len(clones) else rows.iloc[0:0]
         elif source == "dd":
             rows = phases[phases["benchmark_name"].astype(object).isin(["dd write", "dd read"])]
             rows = rows.sort_values("bytes", ascending=False).iloc[:1]
         else:
-            rows = _spec_rows(claim, phases, seen)
-        if claim.scope == "min xfer":
-            out.append(verdicts.Verdict(claim, [int(p) for p in rows["phase"]], "cannot judge",
-                                        reasons=["a transfer size, not a rate"]))
-            continue
-        verdict = verdicts.judge(claim, rows, window, tolerance, lost, group)
+            rows = _spec_rows(claim, phases, seen, lines)
+        notes += [verdicts.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
+        verdict = verdicts.judge(claim, rows, window, tolerance, lost, group,
+                                 stonewall=stonewall, combine=combine, notes=tuple(notes), last_ns=last_ns)
         _bytes_reason(claim, rows, verdict)
         out.append(verdict)
     return out
 
 
-def _spec_rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
+def _last_call_on(events: pd.DataFrame, files: list[str], rows: pd.DataFrame, phases: pd.DataFrame) -> int | None:
+    """The end of the last call on the benchmark's files (IOzone's -F) during a group's test:
+    from its first data call to the next phase's first call. A child that moved no data
+    still opened and closed its file, and the parent waited for it."""
+    if not files:
+        return None
+    start = int(rows["data_first_ns"].min())
+    later = phases.loc[phases["first_ns"] > int(rows["last_ns"].max()), "first_ns"]
+    end = int(later.min()) if len(later) else None
+    paths = events["path"].astype(str)
+    mine = paths.isin([os.path.abspath(f) for f in files]).to_numpy() & (events["start_ns"].to_numpy() >= start)
+    if end is not None:
+        mine &= events["start_ns"].to_numpy() < end
+    return int(events.loc[mine, "end_ns"].max()) if mine.any() else None
+
+
+def _fio_rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root) -> tuple[pd.DataFrame, str]:
+    """A job's phases in the claim's direction; with --group_reporting, those of every job of
+    the group that moves data in that direction, as one figure over the group's runtime."""
+    names = phases["benchmark_name"].astype(object)
+    jobs = fio_jobs(argv)
+    members = [claim.job]
+    if claim.extra.get("group_reporting") or "--group_reporting" in argv:
+        order = list(jobs)
+        if claim.job in order:
+            members = [claim.job]
+            for job in order[order.index(claim.job) + 1:]:
+                if "new_group" in jobs[job] or "stonewall" in jobs[job] or "wait_for_previous" in jobs[job]:
+                    break
+                members.append(job)
+    wanted = set()
+    for job in members:
+        rw = jobs.get(job, {}).get("rw", jobs.get(job, {}).get("readwrite", "read"))
+        moves = FIO_DIRECTIONS.get(rw.split(":")[0], {"read", "write"})
+        if claim.direction in moves or job == claim.job and len(members) == 1:
+            wanted |= {f"{job} {claim.direction}", f"{job} mixed"}
+    rows = phases[names.isin(wanted)]
+    # fio lays files out in its main process before the jobs start: not a job's I/O
+    if root is not None and (rows["tgid"] != root).any():
+        rows = rows[rows["tgid"] != root]
+    return rows, "span" if len(members) > 1 else "sum"
+
+
+def _spec_rows(claim: Claim, phases: pd.DataFrame, seen, lines) -> pd.DataFrame:
     how = claim.extra.get("match", "order")
     ordered = phases.sort_values("data_first_ns")
     if how == "name":
@@ -112,24 +180,119 @@ def _spec_rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
     else:
         rows = ordered
     key = ("spec", how, claim.extra.get("phase", claim.test) if how == "name"
-           else claim.extra.get("operation", claim.direction) if how == "operation" else "")
-    k = seen[key]
-    seen[key] += 1
+           else (claim.extra.get("operation", claim.direction), claim.extra.get("pattern")) if how == "operation"
+           else "")
+    # several numbers on one printed line (ops/s and µs/op) are about the same phase
+    previous = lines.get(key)
+    if previous is not None and previous[0] == claim.printed:
+        k = previous[1]
+    else:
+        k = seen[key]
+        seen[key] += 1
+    lines[key] = (claim.printed, k)
     return rows.iloc[k:k + 1]
 
 
-def _per_process(claim, rows, window, tolerance, lost) -> verdicts.Verdict:
-    """IOzone's min/max/avg throughput per process: the same statistic over the members."""
-    per_member = [verdicts.figures_of(rows.iloc[[i]], claim.direction, "bytes") for i in range(len(rows))]
-    reduce = {"min process": np.nanmin, "max process": np.nanmax, "avg process": np.nanmean}[claim.scope]
-    figures = {name: float(reduce([m[name] for m in per_member])) for name in per_member[0]}
-    value = claim.bytes_per_s
+def _missing_members(claim: Claim, rows: pd.DataFrame) -> list[str]:
+    if not claim.processes or len(rows) >= claim.processes:
+        return []
+    idle = claim.processes - len(rows)
+    return [f"{idle} of the {claim.processes} processes moved no data in this test (the trace has "
+            f"{len(rows)} phase{'s' if len(rows) != 1 else ''}): they count as 0 in the benchmark's figures"]
+
+
+def iozone_min(values) -> float:
+    """IOzone's "Min throughput" and "Min xfer": a minimum that restarts after a child at 0.
+
+    iozone.c: `if(!min_throughput) min_throughput=child_stat->throughput; if(child_stat->throughput
+    < min_throughput) min_throughput=...` over the children in order: a 0 is taken, then
+    replaced by the next child's value.
+    """
+    low = 0.0
+    for v in values:
+        if not low:
+            low = v
+        if v < low:
+            low = v
+    return low
+
+
+def _children(members: pd.DataFrame, processes: int, files: list[str]) -> pd.DataFrame:
+    """The members in IOzone's child order (child i works on the i-th -F file), with a row of
+    zeros for every child that moved no data."""
+    slots = {os.path.abspath(f): i for i, f in enumerate(files)}
+    members = members.assign(slot=[slots.get(os.path.abspath(str(p)), len(files) + i)
+                                   for i, p in enumerate(members["path"])])
+    members = members.sort_values("slot", kind="stable").reset_index(drop=True)
+    if processes > len(members):
+        taken = set(members["slot"])
+        free = [i for i in range(processes + len(members)) if i not in taken][:processes - len(members)]
+        idle = pd.DataFrame({"phase": -1, "path": "", "own": 0.0, "stonewall": 0.0, "own from go": 0.0,
+                             "stonewall from go": 0.0, "amount": 0.0, "counted": 0.0, "slot": free})
+        members = pd.concat([members, idle]).sort_values("slot", kind="stable").reset_index(drop=True)
+    return members
+
+
+def _per_process(claim, rows, stonewall, window, tolerance, lost, options, notes) -> verdicts.Verdict:
+    """IOzone's min/max/avg throughput per process and its min xfer: the same statistic over
+    the children, each as IOzone counts it (to the stonewall unless -x)."""
+    end_col = dict(verdicts.WINDOWS).get(window)
+    members = verdicts.member_rates(rows, stonewall, claim.direction, "bytes", end_col)
+    processes = max(claim.processes or 0, len(members))
+    children = _children(members, processes, options.get("files") or [])
+    if claim.scope == "min xfer":
+        kind, value = "amount", claim.extra.get("bytes")
+        columns = {window: "amount", "stonewall": "counted"}
+    else:
+        kind, value = "bytes", claim.bytes_per_s
+        columns = {window: "own", "stonewall": "stonewall", f"{window} from go": "own from go",
+                   "stonewall from go": "stonewall from go"}
+    statistic = {"min process": iozone_min, "min xfer": iozone_min, "max process": max,
+                 "avg process": lambda v: sum(v) / processes}[claim.scope]
+    figures = {name: float(statistic(list(children[col]))) for name, col in columns.items()
+               if stonewall is not None or not name.startswith("stonewall")}
+    reasons = [f"the observer lost {lost} events: active figures may miss calls"] if lost else []
+    if bool(rows["too_short"].any()):
+        reasons.append(f"phase too short to time: {units.seconds(float(rows['duration_s'].max()))}")
+    if stonewall is not None and stonewall.share < 0.999:
+        reasons.append(verdicts.stonewall_reason(stonewall, rows))
+    if claim.scope in ("min process", "min xfer"):
+        col = columns["stonewall" if stonewall is not None else window]
+        if iozone_min(list(children[col])) != min(children[col]):
+            reasons.append(f"IOzone's minimum restarts after a child at 0 (iozone.c: if(!min) min=next): the "
+                           f"lowest child is {verdicts.fmt(float(min(children[col])), kind)}, IOzone's rule gives "
+                           f"{verdicts.fmt(figures.get('stonewall', figures[window]), kind)}")
+    reasons += list(notes)
     active = figures[window]
-    ratio = value / active if active else None
-    verdict = verdicts.Verdict(claim, [int(p) for p in rows["phase"]], "agrees", figures, window, ratio)
-    if ratio is None or abs(ratio - 1) > tolerance:
+    ratio = None if value is None else float(value / active) if active else 1.0 if value == 0 else None
+    verdict = verdicts.Verdict(claim, [int(p) for p in rows["phase"]], "agrees", figures, window, ratio, reasons,
+                               kind=kind)
+    if value is None:
+        verdict.verdict = "cannot judge"
+        reasons.insert(0, "the claim is not a rate or an amount")
+        return verdict
+    # a count of records: one record more or less at the stonewall is IOzone's own rounding
+    slack = (rows["record_size"].max() / value if kind == "amount" and value else 0) + tolerance
+    if ratio is not None and abs(ratio - 1) <= slack:
+        return verdict
+    other = figures.get("stonewall")
+    between = verdicts.bracketed(value, figures, tolerance) if kind != "amount" else None
+    if window != "stonewall" and other is not None and (abs(value / other - 1) <= slack if other else value == 0):
+        verdict.verdict = "explained"
+        reasons.insert(0, f"stonewalling: counted up to the moment the first child finished, as IOzone does, "
+                          f"the {claim.scope} is {verdicts.fmt(other, kind)}, within "
+                          f"{abs(value / other - 1) if other else 0:.1%} of the claim")
+    elif between:
+        verdict.verdict = "explained"
+        reasons.insert(0, verdicts.bracket_reason(between, value, figures, kind))
+    elif bool(rows["too_short"].any()):
+        verdict.verdict = "cannot judge"
+        reasons.insert(0, f"{claim.scope}: claim {verdicts.fmt(value, kind)}, {window} "
+                          f"{verdicts.fmt(active, kind)}, and the phases are too short to tell why")
+    else:
         verdict.verdict = "disagrees"
-        verdict.reasons.append(f"{claim.scope}: claim {value:,.0f} B/s vs {window} {active:,.0f} B/s")
+        reasons.insert(0, f"{claim.scope}: claim {verdicts.fmt(value, kind)} vs {window} "
+                          f"{verdicts.fmt(active, kind)}" + (f" ({ratio:.2f}×)" if ratio else ""))
     return verdict
 
 
@@ -143,3 +306,4 @@ def _bytes_reason(claim: Claim, rows: pd.DataFrame, verdict: verdicts.Verdict) -
     if moved != said:
         verdict.reasons.append(f"the benchmark counts {said:,} bytes, the kernel moved {moved:,} "
                                f"({moved / said:.2f}×): buffering or read-ahead between them")
+

@@ -47,7 +47,7 @@ def verdict_records(verdicts) -> list[dict]:
     from dataclasses import asdict
 
     return [{"claim": {k: _plain(v) for k, v in asdict(v.claim).items()}, "phases": v.phases,
-             "verdict": v.verdict, "window": v.window, "ratio": _plain(v.ratio),
+             "verdict": v.verdict, "kind": v.kind, "window": v.window, "ratio": _plain(v.ratio),
              "figures": {k: _plain(x) for k, x in v.figures.items()}, "reasons": v.reasons}
             for v in verdicts or []]
 

@@ -6,7 +6,7 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import units
+from iowitness.analysis import units, verdicts
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10
@@ -106,18 +106,10 @@ def _describe_claim(claim) -> str:
     return f"{label}: claims {value} {claim.unit}"
 
 
-def _figure(value: float, claim) -> str:
-    if claim.seconds_per_op is not None:
-        return f"{value * 1e6:.2f} µs/op"
-    if claim.ops_per_s is not None and claim.bytes_per_s is None:
-        return f"{value:,.0f} ops/s"
-    return units.rate(value)
-
-
 def verdict_line(v) -> str:
     head = f"{v.verdict.upper():12} {_describe_claim(v.claim)}"
     if v.figures and v.window in v.figures:
-        head += f"; active {_figure(v.figures[v.window], v.claim)} ({v.window})"
+        head += f"; active {verdicts.fmt(v.figures[v.window], v.kind)} ({v.window})"
     if v.ratio is not None:
         head += f", ratio {v.ratio:.3f}"
     if v.phases:

@@ -59,4 +59,4 @@ def verdicts_for(trace, args, required: bool):
     except spec.SpecError as exc:
         raise UsageError(str(exc)) from None
     report = trace.report()
-    return matching.match(report, claims, source, command, tol, trace.lost), None
+    return matching.match(report, claims, source, command, tol, trace.lost, trace=trace), None
