@@ -50,7 +50,7 @@ def _overlaps(row, current) -> bool:
     return False
 
 
-def table(phases: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+def table(phases: pd.DataFrame, calls) -> pd.DataFrame:
     """One row per group of two or more phases: children and parent rates, stonewall point.
 
     The stonewall is when the first member to do all its work finished (a member the
@@ -66,10 +66,12 @@ def table(phases: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         complete = members[members["bytes"] == members["bytes"].max()]
         stonewall[group] = int(complete["data_last_ns"].min())
     # bytes each member had done by its group's stonewall, in one pass over the data calls
-    group_of_phase = multi.set_index("phase")["group"]
-    data = events[events["data"].to_numpy() & events["phase"].isin(group_of_phase.index).to_numpy()]
-    limit = group_of_phase.reindex(data["phase"]).map(stonewall).to_numpy()
-    done = data[data["end_ns"].to_numpy() <= limit].groupby("phase")["bytes"].sum()
+    limit_of_phase = multi.set_index("phase")["group"].map(stonewall)
+    limit = np.full(int(max(calls.phase.max(), limit_of_phase.index.max())) + 1, -1, dtype=np.int64)
+    limit[limit_of_phase.index.to_numpy()] = limit_of_phase.to_numpy()
+    inside = calls.data & (calls.phase > 0)
+    inside &= calls.end_ns <= limit[np.where(calls.phase > 0, calls.phase, 0)]
+    done = pd.Series(np.bincount(calls.phase[inside], weights=calls.bytes[inside], minlength=len(limit)))
     rows = []
     for group, members in multi.groupby("group"):
         first, last = members["data_first_ns"].min(), members["data_last_ns"].max()

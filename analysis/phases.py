@@ -35,6 +35,9 @@ SHORT_SECONDS = 0.010
 SHORT_OPS = 100
 
 O_APPEND, O_SYNC, O_DSYNC, O_DIRECT, O_TRUNC = 0o2000, 0o4010000, 0o10000, 0o40000, 0o1000
+OPERATIONS = ["", "read", "write", "mixed"]
+# stride detection looks at this many steps of a phase at most: a stride repeats
+PATTERN_SAMPLE = 20000
 
 
 def call_kinds(syscall: pd.Series) -> np.ndarray:
@@ -58,6 +61,13 @@ def _new_group(*keys: np.ndarray) -> np.ndarray:
     return change
 
 
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """Stable argsort; numpy sorts 16-bit keys by radix in linear time, so small key ranges go there."""
+    if len(keys) and keys.min() >= 0 and keys.max() < 2 ** 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
+
+
 def _codes(values: np.ndarray) -> np.ndarray:
     return pd.factorize(values)[0].astype(np.int64)
 
@@ -69,15 +79,26 @@ def _path_codes(events: pd.DataFrame) -> np.ndarray:
     return _codes(path.astype(str).to_numpy())
 
 
-def _fill_from_data(start, key, data_rows, data_phase, other_rows) -> np.ndarray:
-    """For each row of other_rows: the phase of the last data call before it with the same key,
-    else of the first one after it; NaN when its key has no data call."""
-    right = pd.DataFrame({"t": start[data_rows], "key": key[data_rows], "phase": data_phase.astype(float)})
-    right = right.sort_values("t", kind="stable")
-    left = pd.DataFrame({"t": start[other_rows], "key": key[other_rows]})
-    back = pd.merge_asof(left, right, on="t", by="key", direction="backward")["phase"].to_numpy()
-    ahead = pd.merge_asof(left, right, on="t", by="key", direction="forward")["phase"].to_numpy()
-    return np.where(np.isnan(back), ahead, back)
+def _fill_within(keys: np.ndarray, phase: np.ndarray) -> np.ndarray:
+    """Rows without a phase (-1) take the last phase before them with the same key, else the
+    next one after; rows whose key has none stay -1. Rows must be in time order."""
+    order = _stable_order(_codes(keys))
+    ph = phase[order]
+    n = len(ph)
+    first = _new_group(keys[order])
+    positions = np.arange(n)
+    group_start = np.maximum.accumulate(np.where(first, positions, 0))
+    last_valid = np.maximum.accumulate(np.where(ph >= 0, positions, -1))
+    filled = np.where(last_valid >= group_start, ph[np.maximum(last_valid, 0)], -1)
+    # and from the other side, for rows before their key's first phase
+    last = np.r_[first[1:], True]
+    group_end = np.minimum.accumulate(np.where(last, positions, n)[::-1])[::-1]
+    next_valid = np.minimum.accumulate(np.where(ph >= 0, positions, n)[::-1])[::-1]
+    ahead = np.where(next_valid <= group_end, ph[np.minimum(next_valid, n - 1)], -1)
+    filled = np.where(filled >= 0, filled, ahead)
+    out = np.empty(n, dtype=np.int64)
+    out[order] = filled
+    return out
 
 
 def assign(events: pd.DataFrame) -> pd.DataFrame:
@@ -95,7 +116,7 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     # spans: per (process, file), a new span at an open made while no fd of it was open
     tgid_code, file_code, path_code = _codes(events["tgid"].to_numpy()), _codes(file_key), _path_codes(events) + 1
     file_group = (tgid_code * (file_code.max(initial=0) + 1) + file_code) * (path_code.max(initial=0) + 1) + path_code
-    by_file = np.argsort(file_group, kind="stable")
+    by_file = _stable_order(_codes(file_group))
     first_of_file = _new_group(file_group[by_file])
     f_kind, f_ok = kind[by_file], ok[by_file]
     delta = np.where(((f_kind == OPEN) | (f_kind == CREAT)) & f_ok, 1, np.where((f_kind == CLOSE) & f_ok, -1, 0))
@@ -108,7 +129,7 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     # data calls per (span, thread), in time order: runs of one direction
     stream = (span << 32) | tid
     idx = np.flatnonzero(_is_data(kind))
-    order = idx[np.argsort(stream[idx], kind="stable")]
+    order = idx[_stable_order(_codes(stream[idx]))] if len(idx) else idx
     d_stream, d_kind = stream[order], kind[order]
     first_of_stream = _new_group(d_stream)
     run_start = first_of_stream | _new_group(d_kind)
@@ -121,16 +142,15 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     local_phase = np.cumsum(cut) - 1
 
     phase = np.full(n, -1, dtype=np.int64)
-    operation = np.full(n, "", dtype=object)
+    operation = np.zeros(n, dtype=np.int8)
     warmup = np.zeros(n, dtype=bool)
     if len(order):
-        # number phases by the time of their first call
-        first_time = np.full(local_phase[-1] + 1, np.iinfo(np.int64).max)
-        np.minimum.at(first_time, local_phase, start[order])
+        # number phases by the time of their first call (a phase's calls are in time order)
+        first_time = start[order][cut]
         rank = np.empty_like(first_time)
         rank[np.argsort(first_time, kind="stable")] = np.arange(1, len(first_time) + 1)
         phase[order] = rank[local_phase]
-        operation[order] = np.where(mixed, "mixed", np.where(d_kind == READ, "read", "write"))
+        operation[order] = np.where(mixed, 3, np.where(d_kind == READ, 1, 2))
 
         # a warm-up call: the first call of a phase whose next call goes back to the same offset
         # (IOzone's read test primes the cache with one record, then seeks back to 0). It stays
@@ -146,51 +166,83 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
 
         # other calls: the phase before them in their thread and span, else the next one;
         # then the same within the span, for calls of a thread that did no I/O there
-        other = np.flatnonzero(phase < 0)
-        if len(other):
-            filled = _fill_from_data(start, stream, order, phase[order], other)
-            missing = np.isnan(filled)
-            if missing.any():
-                filled[missing] = _fill_from_data(start, span, order, phase[order], other[missing])
-            phase[other] = np.where(np.isnan(filled), -1, filled).astype(np.int64)
-    return pd.DataFrame({"span": span, "phase": phase, "operation": operation, "warmup": warmup},
+        if (phase < 0).any():
+            phase = _fill_within(stream, phase)
+        if (phase < 0).any():
+            phase = _fill_within(span, phase)
+    return pd.DataFrame({"span": span, "phase": phase,
+                         "operation": pd.Categorical.from_codes(operation, OPERATIONS), "warmup": warmup},
                         index=events.index)
 
 
-def _pattern(phase, tid, offset, size) -> pd.DataFrame:
-    """Per phase: access pattern and stride, from the steps between consecutive data calls of a thread.
-
-    Input rows are the phase's data calls in time order; `size` is what each call moved.
-    """
-    order = np.lexsort((tid, phase))  # stable: time order kept within (phase, thread)
+def _pattern(phase, tid, offset, size, by: _ByPhase) -> pd.DataFrame:
+    """Per phase: access pattern and stride, from the steps between consecutive data calls of a
+    thread. Input rows are the phases' data calls in time order; `size` is what each call moved."""
+    order = by.perm
+    if (by.min(tid) != by.max(tid)).any():   # several threads: steps within each thread
+        order = np.lexsort((tid, phase))
     phase, tid, offset, size = phase[order], tid[order], offset[order], size[order]
     same_stream = ~_new_group(phase, tid)
     step = np.r_[0, offset[1:] - offset[:-1]][:len(offset)]
     prev_size = np.r_[0, size[:-1]][:len(size)]
-    steps = pd.DataFrame({"phase": phase, "step": step, "sequential": step == prev_size, "same": step == 0,
-                          "backward": step == -size})[same_stream]
-    counts = steps.groupby("phase").agg(steps=("step", "size"), sequential=("sequential", "sum"),
-                                        same=("same", "sum"), backward=("backward", "sum"))
-    # a phase of one call has no step at all
-    counts = counts.reindex(np.unique(phase), fill_value=0)
-    # the two most common steps: a stride that runs past the end of the file wraps around
-    # (IOzone's stride read does), which alternates a forward step with a backward jump
-    top = steps.groupby(["phase", "step"]).size().reset_index(name="n")
+    counts = pd.DataFrame({"steps": same_stream, "sequential": same_stream & (step == prev_size),
+                           "same": same_stream & (step == 0), "backward": same_stream & (step == -size)},
+                          index=pd.Index(phase, name="phase")).groupby(level=0).sum()
+    # the two most common steps, over the first steps of each phase: a stride that runs past
+    # the end of the file wraps around (IOzone's stride read does), alternating a forward
+    # step with a backward jump
+    rank = np.arange(len(phase)) - np.repeat(np.flatnonzero(_new_group(phase)),
+                                             np.diff(np.r_[np.flatnonzero(_new_group(phase)), len(phase)]))
+    sample = same_stream & (rank <= PATTERN_SAMPLE)
+    top = pd.DataFrame({"phase": phase[sample], "step": step[sample]}).value_counts().reset_index(name="n")
     top = top.sort_values(["phase", "n"], ascending=[True, False], kind="stable")
     top["rank"] = top.groupby("phase").cumcount()
+    sampled = pd.Series(sample, index=phase).groupby(level=0).sum()
     first = top[top["rank"] == 0].set_index("phase")[["step", "n"]]
     second = top[top["rank"] == 1].set_index("phase")[["step", "n"]].rename(columns={"step": "step2", "n": "n2"})
     counts = counts.join(first).join(second)
     need = counts["steps"] * PATTERN_SHARE
+    need_sampled = sampled.reindex(counts.index).fillna(0) * PATTERN_SHARE
     step1, step2 = counts["step"].fillna(0), counts["step2"].fillna(0)
-    wrapped = ((counts["n"].fillna(0) + counts["n2"].fillna(0)) >= need) & (step1 * step2 < 0)
-    strided = ((counts["n"].fillna(0) >= need) & (step1 != 0)) | wrapped
+    n1, n2 = counts["n"].fillna(0), counts["n2"].fillna(0)
+    wrapped = ((n1 + n2) >= need_sampled) & (step1 * step2 < 0) & (n1 > 0)
+    strided = ((n1 >= need_sampled) & (n1 > 0) & (step1 != 0)) | wrapped
     pattern = np.select(
         [counts["steps"] == 0, counts["sequential"] >= need, counts["same"] >= need,
          counts["backward"] >= need, strided],
         ["single call", "sequential", "same record", "backward", "strided"], "random")
     stride = np.where(pattern == "strided", np.where(wrapped, np.maximum(step1, step2), step1), 0)
     return pd.DataFrame({"pattern": pattern, "stride": stride.astype(np.int64)}, index=counts.index)
+
+
+class _ByPhase:
+    """Rows sorted by phase (time order kept within a phase), with per-phase reductions."""
+
+    def __init__(self, phase: np.ndarray):
+        ordered = len(phase) < 2 or bool(np.all(phase[1:] >= phase[:-1]))
+        self.perm = np.arange(len(phase)) if ordered else _stable_order(phase)
+        self._gather = not ordered
+        self.bounds = np.flatnonzero(_new_group(phase[self.perm]))
+        self.phases = phase[self.perm][self.bounds]
+
+    def _sorted(self, x):
+        return np.asarray(x)[self.perm] if self._gather else np.asarray(x)
+
+    def sum(self, x):
+        return np.add.reduceat(self._sorted(x), self.bounds) if len(self.bounds) else np.empty(0)
+
+    def min(self, x):
+        return np.minimum.reduceat(self._sorted(x), self.bounds)
+
+    def max(self, x):
+        return np.maximum.reduceat(self._sorted(x), self.bounds)
+
+    def first(self, x):
+        return np.asarray(x)[self.perm[self.bounds]]
+
+    def slices(self):
+        ends = np.r_[self.bounds[1:], len(self.perm)]
+        return zip(self.phases, self.bounds, ends)
 
 
 def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -200,6 +252,8 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows_in = np.flatnonzero(assigned["phase"].to_numpy() >= 0)
     if not len(rows_in):
         return pd.DataFrame(columns=COLUMNS)
+    # every per-event array below is taken in phase order (time order within a phase), once
+    rows_in = rows_in[_stable_order(assigned["phase"].to_numpy()[rows_in])]
 
     def col(name, dtype=np.int64):
         return events[name].to_numpy(dtype)[rows_in]
@@ -213,45 +267,65 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     sync, close = kind == SYNC, kind == CLOSE
     openclose = (kind == OPEN) | (kind == CREAT) | close
     moved = np.where(data & (ret > 0), ret, 0)
-    work = pd.DataFrame({
-        "phase": phase, "ops": data, "read_ops": is_read, "bytes": moved, "read_bytes": np.where(is_read, moved, 0),
-        "errors": ret < 0, "short": data & (ret >= 0) & (ret < col("requested")),
-        "fsyncs": sync, "fsync_ns": np.where(sync, latency, 0), "data_ns": np.where(data, latency, 0),
-        "openclose_ns": np.where(openclose, latency, 0), "all_calls_ns": latency,
-        "first_ns": start, "last_ns": end,
-        "data_first_ns": np.where(data, start, np.iinfo(np.int64).max), "data_last_ns": np.where(data, end, 0),
-        "sync_end_ns": np.where(sync, end, 0), "close_end_ns": np.where(close, end, 0), "warmup_ops": warm,
-    })
-    g = work.groupby("phase")
-    rows = g[["ops", "read_ops", "bytes", "read_bytes", "errors", "short", "fsyncs", "fsync_ns", "data_ns",
-              "openclose_ns", "all_calls_ns", "warmup_ops"]].sum()
-    rows = rows.join(g[["first_ns", "data_first_ns"]].min()).join(
-        g[["last_ns", "data_last_ns", "sync_end_ns", "close_end_ns"]].max())
+    by = _ByPhase(phase)
+    big = np.iinfo(np.int64).max
+    rows = pd.DataFrame({
+        "ops": by.sum(data.astype(np.int64)), "read_ops": by.sum(is_read.astype(np.int64)),
+        "bytes": by.sum(moved), "read_bytes": by.sum(np.where(is_read, moved, 0)),
+        "errors": by.sum((ret < 0).astype(np.int64)),
+        "short": by.sum((data & (ret >= 0) & (ret < col("requested"))).astype(np.int64)),
+        "fsyncs": by.sum(sync.astype(np.int64)), "fsync_ns": by.sum(np.where(sync, latency, 0)),
+        "data_ns": by.sum(np.where(data, latency, 0)), "openclose_ns": by.sum(np.where(openclose, latency, 0)),
+        "all_calls_ns": by.sum(latency), "warmup_ops": by.sum(warm.astype(np.int64)),
+        "first_ns": by.min(start), "data_first_ns": by.min(np.where(data, start, big)),
+        "last_ns": by.max(end), "data_last_ns": by.max(np.where(data, end, 0)),
+        "sync_end_ns": by.max(np.where(sync, end, 0)), "close_end_ns": by.max(np.where(close, end, 0)),
+    }, index=pd.Index(by.phases, name="phase"))
     rows["write_bytes"] = rows["bytes"] - rows["read_bytes"]
 
-    # who: the first call of the phase (rows are in time order)
-    firsts = pd.DataFrame({"phase": phase, "tgid": col("tgid"), "tid": col("tid"),
-                           "path": _path_codes(events)[rows_in]}).groupby("phase").first()
-    rows["tgid"], rows["tid"] = firsts["tgid"], firsts["tid"]
+    # who: the first call of the phase
+    tid = col("tid")
+    rows["tgid"], rows["tid"] = by.first(col("tgid")), by.first(tid)
     categories = events["path"].cat.categories if isinstance(events["path"].dtype, pd.CategoricalDtype) else \
         pd.Index(pd.unique(events["path"].astype(str)))
-    rows["path"] = [str(categories[c]) if c >= 0 else "" for c in firsts["path"]]
-    rows["threads"] = pd.DataFrame({"phase": phase, "tid": col("tid")}).groupby("phase")["tid"].nunique()
+    rows["path"] = [str(categories[c]) if c >= 0 else "" for c in by.first(_path_codes(events)[rows_in])]
+    one_thread = by.min(tid) == by.max(tid)
+    rows["threads"] = 1
+    if not one_thread.all():
+        for i in np.flatnonzero(~one_thread):
+            lo, hi = by.bounds[i], (by.bounds[i + 1] if i + 1 < len(by.bounds) else len(by.perm))
+            rows.iloc[i, rows.columns.get_loc("threads")] = len(np.unique(tid[by.perm[lo:hi]]))
 
+    # the data calls, by phase
     d = np.flatnonzero(data)
-    d_phase, d_ret = phase[d], ret[d]
-    rows["operation"] = pd.Series(assigned["operation"].to_numpy()[rows_in][d], index=d_phase).groupby(level=0).first()
-    sizes = pd.DataFrame({"phase": d_phase, "size": col("requested")[d]}).value_counts().reset_index(name="n")
-    rows["record_size"] = sizes.sort_values(["phase", "n"], ascending=[True, False], kind="stable") \
-        .drop_duplicates("phase").set_index("phase")["size"]
+    dby = _ByPhase(phase[d])
+    op_codes = assigned["operation"].cat.codes.to_numpy()[rows_in][d]
+    rows["operation"] = pd.Series(np.asarray(OPERATIONS, dtype=object)[dby.first(op_codes)],
+                                  index=dby.phases).reindex(rows.index)
+    size = col("requested")[d]
+    record = pd.Series(dby.first(size), index=dby.phases)
+    for i in np.flatnonzero(dby.min(size) != dby.max(size)):   # several sizes: the most common one
+        lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d))
+        values, counts = np.unique(size[dby.perm[lo:hi]], return_counts=True)
+        record.iloc[i] = values[np.argmax(counts)]
+    rows["record_size"] = record
     # a failed call moved nothing: the next call starts where the one before it ended
-    rows = rows.join(_pattern(d_phase, col("tid")[d], col("offset")[d], np.clip(d_ret, 0, None)))
+    done = np.clip(ret[d], 0, None)
+    rows = rows.join(_pattern(phase[d], tid[d], col("offset")[d], done, dby))
 
-    lat = pd.Series(latency[d] / 1e3, index=d_phase).groupby(level=0)
-    rows["lat_min_us"], rows["lat_mean_us"], rows["lat_max_us"] = lat.min(), lat.mean(), lat.max()
-    quantiles = lat.quantile([0.5, 0.9, 0.99, 0.999]).unstack()
-    for q, name in zip(quantiles.columns, ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us")):
-        rows[name] = quantiles[q]
+    lat_us = latency[d] / 1e3
+    rows["lat_min_us"] = pd.Series(dby.min(lat_us), index=dby.phases)
+    rows["lat_max_us"] = pd.Series(dby.max(lat_us), index=dby.phases)
+    rows["lat_mean_us"] = pd.Series(dby.sum(lat_us) / np.diff(np.r_[dby.bounds, len(d)]), index=dby.phases)
+    names = ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us")
+    quantiles = {name: {} for name in names}
+    sorted_lat = lat_us[dby.perm]
+    for p, lo, hi in dby.slices():
+        values = np.percentile(sorted_lat[lo:hi], [50, 90, 99, 99.9])
+        for name, v in zip(names, values):
+            quantiles[name][p] = v
+    for name in names:
+        rows[name] = pd.Series(quantiles[name])
 
     opened = np.flatnonzero(((kind == OPEN) | (kind == CREAT)) & (ret >= 0))
     flags = pd.Series(col("flags")[opened], index=phase[opened]).groupby(level=0).agg(np.bitwise_or.reduce)
@@ -270,9 +344,9 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["read_fraction"] = rows["read_ops"] / rows["ops"].where(rows["ops"] > 0)
     rows["too_short"] = (rows["duration_s"] < SHORT_SECONDS) | (rows["ops"] < SHORT_OPS)
     rows["name"] = [_generic_name(op, pat) for op, pat in zip(rows["operation"], rows["pattern"])]
-    extents = pd.DataFrame({"phase": d_phase, "lo": col("offset")[d], "hi": col("offset")[d] + np.clip(d_ret, 0, None)})
-    extents = extents.groupby("phase").agg(lo=("lo", "min"), hi=("hi", "max"))
-    rows = rows.reset_index().rename(columns={"index": "phase"})
+    offset = col("offset")[d]
+    extents = pd.DataFrame({"lo": dby.min(offset), "hi": dby.max(offset + done)}, index=dby.phases)
+    rows = rows.reset_index()
     rows[["reread", "rewrite"]] = _repeats(rows, extents, _truncations(events, all_kinds))
     return rows[COLUMNS]
 
@@ -309,7 +383,7 @@ def _truncations(events: pd.DataFrame, kind: np.ndarray) -> dict[str, list[int]]
                     | ((kind == FTRUNCATE) & (events["requested"].to_numpy(np.int64) == 0)))
     rows = np.flatnonzero(emptied)
     cuts: dict[str, list[int]] = {}
-    for path, t in zip(events["path"].to_numpy()[rows], events["start_ns"].to_numpy(np.int64)[rows]):
+    for path, t in zip(events["path"].iloc[rows].astype(str), events["start_ns"].to_numpy(np.int64)[rows]):
         cuts.setdefault(str(path), []).append(int(t))
     return cuts
 

@@ -21,41 +21,53 @@ class Report:
     benchmark: str | None
 
 
-def outliers(events: pd.DataFrame, table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:
+def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:
     """The slowest data calls of each phase, and the share of the phase's time each took."""
-    data = events[events["data"].to_numpy()]
+    by_phase = table.set_index("phase")
+    counted = np.flatnonzero(calls.data & (calls.phase > 0))
+    phase = calls.phase[counted]
     # only calls at or above their phase's 99th percentile can be among its slowest few
     # (all calls of a phase too small for that to leave enough)
-    by_phase = table.set_index("phase")
-    p99_ns = by_phase["lat_p99_us"].reindex(data["phase"]).to_numpy() * 1e3
-    small = by_phase["ops"].reindex(data["phase"]).to_numpy() < 100 * per_phase
-    candidates = data[(data["latency_ns"].to_numpy() >= np.floor(p99_ns)) | small]
-    top = candidates.sort_values(["phase", "latency_ns"], ascending=[True, False], kind="stable")
-    top = top[top.groupby("phase").cumcount() < per_phase]
-    duration_ns = by_phase["duration_s"] * 1e9
-    first = by_phase["data_first_ns"]
+    p99_ns = by_phase["lat_p99_us"].reindex(phase).to_numpy() * 1e3
+    small = by_phase["ops"].reindex(phase).to_numpy() < 100 * per_phase
+    rows = counted[(calls.latency_ns[counted] >= np.floor(p99_ns)) | small]
+    top = pd.DataFrame({"phase": calls.phase[rows], "latency_ns": calls.latency_ns[rows], "row": rows})
+    top = top.sort_values(["phase", "latency_ns"], ascending=[True, False], kind="stable")
+    rows = top["row"].to_numpy()[top.groupby("phase").cumcount().to_numpy() < per_phase]
+    phase = calls.phase[rows]
+    duration_ns = (by_phase["duration_s"] * 1e9).reindex(phase).to_numpy()
     return pd.DataFrame({
-        "phase": top["phase"].to_numpy(),
-        "syscall": top["syscall"].astype(str).to_numpy(),
-        "tid": top["tid"].to_numpy(),
-        "at_s": (top["start_ns"].to_numpy() - first.reindex(top["phase"]).to_numpy()) / 1e9,
-        "offset": top["offset"].to_numpy(),
-        "bytes": top["ret"].to_numpy(),
-        "latency_us": top["latency_ns"].to_numpy() / 1e3,
-        "share": top["latency_ns"].to_numpy() / duration_ns.reindex(top["phase"]).where(lambda d: d > 0).to_numpy(),
+        "phase": phase,
+        "syscall": calls.syscall.iloc[rows].astype(str).to_numpy(),
+        "tid": calls.tid[rows],
+        "at_s": (calls.start_ns[rows] - by_phase["data_first_ns"].reindex(phase).to_numpy()) / 1e9,
+        "offset": calls.offset[rows],
+        "bytes": calls.ret[rows],
+        "latency_us": calls.latency_ns[rows] / 1e3,
+        "share": calls.latency_ns[rows] / np.where(duration_ns > 0, duration_ns, np.nan),
     })
 
 
-def data_calls(events: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFrame:
-    """The columns later stages need, per event, with `data` true for counted reads and writes."""
-    kind = phase_module.call_kinds(events["syscall"])
-    data = ((kind == phase_module.READ) | (kind == phase_module.WRITE)) & ~assigned["warmup"].to_numpy()
-    ret = events["ret"].to_numpy()
-    return pd.DataFrame({"phase": assigned["phase"].to_numpy(), "data": data,
-                         "bytes": np.where(data & (ret > 0), ret, 0),
-                         "end_ns": events["end_ns"].to_numpy(), "start_ns": events["start_ns"].to_numpy(),
-                         "latency_ns": events["latency_ns"].to_numpy(), "tid": events["tid"].to_numpy(),
-                         "offset": events["offset"].to_numpy(), "ret": ret, "syscall": events["syscall"]})
+class Calls:
+    """Per-event arrays the later stages share; `data` is true for counted reads and writes
+    (not warm-ups). Plain numpy arrays: no 10-million-row DataFrame copies."""
+
+    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame):
+        kind = phase_module.call_kinds(events["syscall"])
+        self.phase = assigned["phase"].to_numpy()
+        self.data = ((kind == phase_module.READ) | (kind == phase_module.WRITE)) & ~assigned["warmup"].to_numpy()
+        self.ret = events["ret"].to_numpy()
+        self.bytes = np.where(self.data & (self.ret > 0), self.ret, 0)
+        self.start_ns = events["start_ns"].to_numpy(np.int64)
+        self.end_ns = events["end_ns"].to_numpy(np.int64)
+        self.latency_ns = events["latency_ns"].to_numpy(np.int64)
+        self.tid = events["tid"].to_numpy()
+        self.offset = events["offset"].to_numpy()
+        self.syscall = events["syscall"]
+
+
+def data_calls(events: pd.DataFrame, assigned: pd.DataFrame) -> Calls:
+    return Calls(events, assigned)
 
 
 def build(trace) -> Report:

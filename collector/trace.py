@@ -208,7 +208,8 @@ class Trace:
             if not name.startswith("pad"):
                 column = raw[name]
                 columns[name] = [_text(v) for v in column] if column.ndim > 1 else column
-        frame = _event_table_class()(columns, index=pd.RangeIndex(len(raw)))
+        # copy=False: each column stays its own block instead of being copied into 2-D blocks
+        frame = _event_table_class()(columns, index=pd.RangeIndex(len(raw)), copy=False)
         object.__setattr__(frame, "_trace", weakref.ref(self))
         frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"))
         frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]

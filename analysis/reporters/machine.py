@@ -33,11 +33,11 @@ def histograms(report, events: pd.DataFrame) -> dict[int, list[int]]:
     from iowitness.analysis.report import data_calls
 
     calls = data_calls(events, report.assigned)
-    calls = calls[calls["data"].to_numpy() & (calls["phase"].to_numpy() > 0)]
+    counted = calls.data & (calls.phase > 0)
     phases = report.phases["phase"].to_numpy()
-    position = pd.Series(np.arange(len(phases)), index=phases).reindex(calls["phase"]).to_numpy()
+    position = pd.Series(np.arange(len(phases)), index=phases).reindex(calls.phase[counted]).to_numpy()
     nbins = len(LATENCY_BINS_US) - 1
-    which = np.clip(np.searchsorted(LATENCY_BINS_US, calls["latency_ns"].to_numpy() / 1e3, side="right") - 1,
+    which = np.clip(np.searchsorted(LATENCY_BINS_US, calls.latency_ns[counted] / 1e3, side="right") - 1,
                     0, nbins - 1)
     counts = np.bincount(position * nbins + which, minlength=len(phases) * nbins).reshape(len(phases), nbins)
     return {int(p): counts[i].tolist() for i, p in enumerate(phases)}
