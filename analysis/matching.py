@@ -17,7 +17,9 @@ from collections import defaultdict
 
 import pandas as pd
 
-from iowitness.analysis import units, verdicts
+from iowitness.analysis import buffering, units, verdicts
+from iowitness.analysis import figures as active_figures
+from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis.benchmarks import fio_jobs
 from iowitness.analysis.claims import Claim, iozone
 
@@ -67,7 +69,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     argv = command or []
     window = {"iozone": iozone_window(argv), "dd": dd_window(argv)}.get(source, spec_window)
     options = iozone.parse_command(argv) if source == "iozone" and argv else {}
-    flushes = verdicts.late_flushes(trace.events, report.assigned, phases) if trace is not None else {}
+    flushes = buffering.late_flushes(trace.events, report.assigned, phases) if trace is not None else {}
     root = trace.meta.get("pid") if trace is not None else None
     seen: dict[tuple, int] = defaultdict(int)
     lines: dict[tuple, tuple[str, int]] = {}
@@ -92,7 +94,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             notes += _missing_members(claim, rows)
             if trace is not None and len(rows):
                 last_ns = _last_call_on(trace.events, options.get("files") or [], rows, phases)
-            stonewall = verdicts.stonewall_of(rows, group, trace.events if trace is not None else None,
+            stonewall = stonewalling.stonewall_of(rows, group, trace.events if trace is not None else None,
                                               report.assigned, claim.file_size, claim.processes) \
                 if options.get("stonewall", True) else None
             if claim.scope in PER_PROCESS | {"min xfer"} and len(rows):
@@ -116,7 +118,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             rows = rows.sort_values("bytes", ascending=False).iloc[:1]
         else:
             rows = _spec_rows(claim, phases, seen, lines)
-        notes += [verdicts.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
+        notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
         verdict = verdicts.judge(claim, rows, window, tolerance, lost, group,
                                  stonewall=stonewall, combine=combine, notes=tuple(notes), last_ns=last_ns)
         _bytes_reason(claim, rows, verdict)
@@ -236,8 +238,8 @@ def _children(members: pd.DataFrame, processes: int, files: list[str]) -> pd.Dat
 def _per_process(claim, rows, stonewall, window, tolerance, lost, options, notes) -> verdicts.Verdict:
     """IOzone's min/max/avg throughput per process and its min xfer: the same statistic over
     the children, each as IOzone counts it (to the stonewall unless -x)."""
-    end_col = dict(verdicts.WINDOWS).get(window)
-    members = verdicts.member_rates(rows, stonewall, claim.direction, "bytes", end_col)
+    end_col = dict(active_figures.WINDOWS).get(window)
+    members = stonewalling.member_rates(rows, stonewall, claim.direction, "bytes", end_col)
     processes = max(claim.processes or 0, len(members))
     children = _children(members, processes, options.get("files") or [])
     if claim.scope == "min xfer":
@@ -255,13 +257,13 @@ def _per_process(claim, rows, stonewall, window, tolerance, lost, options, notes
     if bool(rows["too_short"].any()):
         reasons.append(f"phase too short to time: {units.seconds(float(rows['duration_s'].max()))}")
     if stonewall is not None and stonewall.share < 0.999:
-        reasons.append(verdicts.stonewall_reason(stonewall, rows))
+        reasons.append(stonewalling.stonewall_reason(stonewall, rows))
     if claim.scope in ("min process", "min xfer"):
         col = columns["stonewall" if stonewall is not None else window]
         if iozone_min(list(children[col])) != min(children[col]):
             reasons.append(f"IOzone's minimum restarts after a child at 0 (iozone.c: if(!min) min=next): the "
-                           f"lowest child is {verdicts.fmt(float(min(children[col])), kind)}, IOzone's rule gives "
-                           f"{verdicts.fmt(figures.get('stonewall', figures[window]), kind)}")
+                           f"lowest child is {active_figures.fmt(float(min(children[col])), kind)}, IOzone's rule gives "
+                           f"{active_figures.fmt(figures.get('stonewall', figures[window]), kind)}")
     reasons += list(notes)
     active = figures[window]
     ratio = None if value is None else float(value / active) if active else 1.0 if value == 0 else None
@@ -276,23 +278,23 @@ def _per_process(claim, rows, stonewall, window, tolerance, lost, options, notes
     if ratio is not None and abs(ratio - 1) <= slack:
         return verdict
     other = figures.get("stonewall")
-    between = verdicts.bracketed(value, figures, tolerance) if kind != "amount" else None
+    between = stonewalling.bracketed(value, figures, tolerance) if kind != "amount" else None
     if window != "stonewall" and other is not None and (abs(value / other - 1) <= slack if other else value == 0):
         verdict.verdict = "explained"
         reasons.insert(0, f"stonewalling: counted up to the moment the first child finished, as IOzone does, "
-                          f"the {claim.scope} is {verdicts.fmt(other, kind)}, within "
+                          f"the {claim.scope} is {active_figures.fmt(other, kind)}, within "
                           f"{abs(value / other - 1) if other else 0:.1%} of the claim")
     elif between:
         verdict.verdict = "explained"
-        reasons.insert(0, verdicts.bracket_reason(between, value, figures, kind))
+        reasons.insert(0, stonewalling.bracket_reason(between, value, figures, kind))
     elif bool(rows["too_short"].any()):
         verdict.verdict = "cannot judge"
-        reasons.insert(0, f"{claim.scope}: claim {verdicts.fmt(value, kind)}, {window} "
-                          f"{verdicts.fmt(active, kind)}, and the phases are too short to tell why")
+        reasons.insert(0, f"{claim.scope}: claim {active_figures.fmt(value, kind)}, {window} "
+                          f"{active_figures.fmt(active, kind)}, and the phases are too short to tell why")
     else:
         verdict.verdict = "disagrees"
-        reasons.insert(0, f"{claim.scope}: claim {verdicts.fmt(value, kind)} vs {window} "
-                          f"{verdicts.fmt(active, kind)}" + (f" ({ratio:.2f}×)" if ratio else ""))
+        reasons.insert(0, f"{claim.scope}: claim {active_figures.fmt(value, kind)} vs {window} "
+                          f"{active_figures.fmt(active, kind)}" + (f" ({ratio:.2f}×)" if ratio else ""))
     return verdict
 
 

@@ -6,7 +6,7 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import units, verdicts
+from iowitness.analysis import figures, units
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10
@@ -109,7 +109,7 @@ def _describe_claim(claim) -> str:
 def verdict_line(v) -> str:
     head = f"{v.verdict.upper():12} {_describe_claim(v.claim)}"
     if v.figures and v.window in v.figures:
-        head += f"; active {verdicts.fmt(v.figures[v.window], v.kind)} ({v.window})"
+        head += f"; active {figures.fmt(v.figures[v.window], v.kind)} ({v.window})"
     if v.ratio is not None:
         head += f", ratio {v.ratio:.3f}"
     if v.phases:

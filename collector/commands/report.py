@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="everything, as JSON, on stdout")
-    form.add_argument("--csv", action="store_true", help="the phase table, as CSV, on stdout")
+    form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
     _claims.add_claim_options(parser)
 
 
@@ -33,12 +33,13 @@ def execute(args) -> int:
 
     trace = load(args.trace)
     report = trace.report()
+    if args.csv:  # the phase table only
+        print(machine.to_csv(report), end="")
+        return 0
     explicit = bool(args.claims or args.spec or args.format)
     verdicts, note = _claims.verdicts_for(trace, args, required=explicit)
     if args.json:
         print(machine.to_json(report, trace, verdicts))
-    elif args.csv:
-        print(machine.to_csv(report), end="")
     else:
         print(text.render(report, trace))
         print()

@@ -13,7 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import matching, report, verdicts
+from iowitness.analysis import buffering, matching, report, verdicts
+from iowitness.analysis import figures as active_figures
+from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis.claims import Claim
 from tests.support.synthetic import O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY, START_NS, Calls
 
@@ -61,7 +63,7 @@ def one_phase():
 def test_figures_of_one_phase_by_hand(one_phase):
     # GIVEN one write phase whose every call time is known
     # WHEN its active figures are computed
-    figures = verdicts.figures_of(one_phase, "write", "bytes")
+    figures = active_figures.figures_of(one_phase, "write", "bytes")
     # THEN each is the bytes over its window, as computed by hand
     assert figures == pytest.approx({"calls": CALLS_BPS, "+fsync": FSYNC_BPS, "+close": CLOSE_BPS,
                                      "busy": BUSY_BPS}, rel=1e-12)
@@ -166,18 +168,18 @@ def test_stonewall_figures_by_hand(two_children):
     rows = rep.phases
     assert list(rep.groups["members"]) == [2]
     # WHEN the stonewall is found from the events
-    stonewall = verdicts.stonewall_of(rows, None, trace.events, rep.assigned, FILE, 2)
+    stonewall = stonewalling.stonewall_of(rows, None, trace.events, rep.assigned, FILE, 2)
     # THEN it is A's end; B had done three records, and stops at its next call
     a, b = (int(rows.loc[rows["path"] == p, "phase"].iloc[0]) for p in ("/data/f1", "/data/f2"))
     assert (stonewall.at_ns, stonewall.finisher) == (A_LAST, a)
     assert stonewall.counted == {a: FILE, b: B_COUNTED} and stonewall.stop_ns[b] == B_STOP
     assert stonewall.share == pytest.approx((FILE + B_COUNTED) / (2 * FILE))
     # AND the children's figures are the sums of the members' rates, by hand
-    figures = verdicts.group_figures(rows, stonewall, "write", "bytes", "calls")
+    figures = stonewalling.group_figures(rows, stonewall, "write", "bytes", "calls")
     assert figures["stonewall"] == pytest.approx(A_RATE + B_AT_STONEWALL)
     assert figures["calls from go"] == pytest.approx(A_RATE + _rate(FILE, A_FIRST, B_LAST))
     assert figures["stonewall from go"] == pytest.approx(A_RATE + _rate(B_COUNTED, A_FIRST, B_STOP))
-    assert verdicts.figures_of(rows, "write", "bytes")["calls"] == pytest.approx(A_RATE + B_RATE)
+    assert active_figures.figures_of(rows, "write", "bytes")["calls"] == pytest.approx(A_RATE + B_RATE)
 
 
 def test_children_claim_counted_to_the_stonewall_is_explained_by_it(two_children):
@@ -225,7 +227,7 @@ def _late_flush(*tail_calls):
     for call in tail_calls:
         call(calls)
     rep, trace = built(calls, ["./bench"])
-    return verdicts.late_flushes(trace.events, rep.assigned, rep.phases)
+    return buffering.late_flushes(trace.events, rep.assigned, rep.phases)
 
 
 def test_a_short_write_just_before_close_is_a_late_flush():
@@ -233,7 +235,7 @@ def test_a_short_write_just_before_close_is_a_late_flush():
     flushes = _late_flush(lambda c: c.write(18, latency=2000), lambda c: c.close())
     # THEN the 18 bytes are a final flush, and the reason says so
     assert flushes == {1: {"bytes": 18, "calls": 1, "record": 4096, "after_full_ns": 0, "close_after_ns": 0}}
-    assert verdicts.late_flush_reason(flushes[1]).startswith(
+    assert buffering.late_flush_reason(flushes[1]).startswith(
         "18 bytes written by a final flush just before close (a buffered stream)")
 
 

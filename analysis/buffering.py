@@ -1,0 +1,117 @@
+"""What a buffered stream (C stdio) does to a benchmark's calls, as the trace shows it: calls of
+one buffer's size instead of the program's records, whole blocks read per seek, and the
+final flush at close, after the program may have stopped its clock.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import phases as phase_module, units
+from iowitness.analysis.claims import Claim
+
+# the sizes of a C stdio buffer: glibc takes the file's st_blksize (4096 on ext4 and xfs),
+# BUFSIZ is 8192 (glibc's stdio.h)
+STDIO_BUFFERS = (4096, 8192)
+
+
+def buffered(claim: Claim, rows: pd.DataFrame) -> bool:
+    """A home-made benchmark whose calls all move one stdio buffer's size: the program's own
+    records (unknown to the trace) went through a buffered stream."""
+    if claim.source != "spec" or claim.record_size is not None or len(rows) != 1:
+        return False
+    r = rows.iloc[0]
+    return int(r["record_size"]) in STDIO_BUFFERS and r["ops"] > 0
+
+
+def _implied(value: float, kind: str, rows: pd.DataFrame) -> float | None:
+    """Bytes the claim implies were moved in the phase's calls window."""
+    return value * float(rows["duration_s"].max()) if kind == "bytes" else None
+
+
+def note_records(claim, rows, value, kind, tolerance, reasons) -> None:
+    """The kernel's call sizes against what the claim implies, for a buffered stream."""
+    if not buffered(claim, rows) or kind != "bytes":
+        return
+    r = rows.iloc[0]
+    implied = _implied(value, kind, rows)
+    calls = "writes" if r["operation"] == "write" else "reads" if r["operation"] == "read" else "calls"
+    text = (f"the kernel saw {int(r['ops']):,} {calls} of {int(r['record_size']):,} bytes (a stdio buffer's size), "
+            f"not the program's own records")
+    moved = float(r["bytes"])
+    if implied and abs(implied / moved - 1) > tolerance:
+        text += (f"; the claim implies {implied:,.0f} bytes in the phase's {units.seconds(float(r['duration_s']))}, "
+                 f"the kernel moved {moved:,.0f} ({moved / implied:.2f}×)")
+    else:
+        text += "; the claim counts bytes, so they agree, but a rate of calls would count these blocks"
+    reasons.append(text)
+
+
+def read_amplification(claim, rows, value, kind, tolerance) -> str | None:
+    """A buffered stream reading at random reads a whole block per seek and hands the program
+    part of it: the kernel moves more bytes than the program counts."""
+    if kind != "bytes" or not buffered(claim, rows):
+        return None
+    r = rows.iloc[0]
+    if r["operation"] != "read" or r["pattern"] in ("sequential", "single call"):
+        return None
+    implied, moved, block = _implied(value, kind, rows), float(r["bytes"]), int(r["record_size"])
+    if not implied or implied >= moved * (1 - tolerance) or abs(moved / r["ops"] / block - 1) > 0.01:
+        return None
+    return (f"a buffered stream reads whole blocks: the kernel read {moved:,.0f} bytes in {int(r['ops']):,} "
+            f"{r['pattern']} reads of {block:,} bytes, the claim implies {implied:,.0f} bytes in the phase's "
+            f"{units.seconds(float(r['duration_s']))} ({implied / r['ops']:,.0f} bytes per read): the program used "
+            f"{implied / moved:.1%} of what the kernel read for it")
+
+
+def late_flushes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFrame) -> dict[int, dict]:
+    """Per write phase: the writes of a buffered stream's final flush, when there is one.
+
+    They are the last writes of the phase after its last full-record write, each shorter than
+    the phase's record size, followed at once in their thread by the close of their fd: what
+    fclose does with the bytes still in its buffer. A benchmark that stops its clock before
+    fclose leaves them out of its window, though it counted them. Only phases with a short
+    write are looked at, so a long trace costs one pass.
+    """
+    if events is None or phases.empty:
+        return {}
+    kind = phase_module.call_kinds(events["syscall"])
+    phase = assigned["phase"].to_numpy()
+    writes = (kind == phase_module.WRITE) & (phase >= 0) & ~assigned["warmup"].to_numpy()
+    table = phases.set_index("phase")
+    write_phases = table.index[table["operation"] == "write"]
+    record_of = pd.Series(table["record_size"], index=table.index)
+    requested = events["requested"].to_numpy(np.int64)
+    record = record_of.reindex(np.where(writes, phase, 0)).fillna(0).to_numpy(np.int64)
+    short = writes & (requested < record)
+    tid, fd = events["tid"].to_numpy(), events["fd"].to_numpy()
+    start, end, ret = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64), events["ret"].to_numpy()
+    out = {}
+    for p in np.intersect1d(np.unique(phase[short]), write_phases.to_numpy()):
+        rows = np.flatnonzero(writes & (phase == p))
+        full = np.flatnonzero(requested[rows] == record_of[p])
+        if len(rows) < 2 or not len(full) or full[-1] == len(rows) - 1:
+            continue
+        tail = rows[full[-1] + 1:]
+        if (requested[tail] >= record_of[p]).any():
+            continue
+        last = tail[-1]
+        after = np.flatnonzero(tid[last + 1:] == tid[last])
+        if not len(after):
+            continue
+        following = last + 1 + after[0]
+        if kind[following] != phase_module.CLOSE or fd[following] != fd[last]:
+            continue
+        out[int(p)] = {"bytes": int(np.clip(ret[tail], 0, None).sum()), "calls": len(tail),
+                       "record": int(record_of[p]), "after_full_ns": int(start[tail[0]] - end[rows[full[-1]]]),
+                       "close_after_ns": int(start[following] - end[last])}
+    return out
+
+
+def late_flush_reason(flush: dict) -> str:
+    calls = "a final flush" if flush["calls"] == 1 else f"{flush['calls']} final writes"
+    return (f"{flush['bytes']:,} bytes written by {calls} just before close (a buffered stream): the phase's "
+            f"last full {flush['record']:,}-byte write ended {units.seconds(flush['after_full_ns'] / 1e9)} earlier, "
+            f"the close came {units.seconds(flush['close_after_ns'] / 1e9)} after; if the benchmark stopped its "
+            f"clock before closing, they are outside its window")

@@ -1,0 +1,73 @@
+"""Active figures of a phase or of a group of phases, and how they are written for people.
+
+  calls     first data call's start to last data call's end
+  +fsync    the same, up to the end of the phase's last fsync/fdatasync
+  +close    the same, up to the end of its close
+  busy      bytes over the time spent inside the data calls only (what the seed study's
+            DTrace script summed, and why its figures came out higher than IOzone's)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import units
+
+WINDOWS = (("calls", None), ("+fsync", "sync_end_ns"), ("+close", "close_end_ns"))
+
+
+def rate(amount: float, start_ns: float, end_ns: float) -> float:
+    seconds = (end_ns - start_ns) / 1e9
+    return amount / seconds if seconds > 0 else float("nan")
+
+
+def amount_of(r, direction: str | None, kind: str) -> float:
+    """Bytes (or calls) of one phase row in the claim's direction: a mixed phase splits."""
+    mixed = r.operation == "mixed"
+    if kind == "ops":
+        return r.read_ops if mixed and direction == "read" else \
+            r.ops - r.read_ops if mixed and direction == "write" else r.ops
+    return r.read_bytes if mixed and direction == "read" else \
+        r.write_bytes if mixed and direction == "write" else r.bytes
+
+
+def window_end(r, end_col: str | None) -> float:
+    return r.data_last_ns if end_col is None else max(r.data_last_ns, getattr(r, end_col))
+
+
+def figures_of(rows: pd.DataFrame, direction: str | None, kind: str, combine: str = "sum") -> dict[str, float]:
+    """Active figures for one phase or a group of phases.
+
+    combine "sum" adds the members' own rates (IOzone's children); "span" is all of them
+    over the longest member's time (fio's group_reporting: bytes over the group's runtime).
+    """
+    if kind == "latency":
+        return {"mean latency": float((rows["lat_mean_us"] * rows["ops"]).sum() / rows["ops"].sum() / 1e6)}
+    out: dict[str, float] = {}
+    amounts = [amount_of(r, direction, kind) for r in rows.itertuples()]
+    for name, end_col in WINDOWS:
+        if combine == "span":
+            longest = max((window_end(r, end_col) - r.data_first_ns for r in rows.itertuples()), default=0)
+            out[name] = rate(sum(amounts), 0, longest)
+        else:
+            rates = [rate(a, r.data_first_ns, window_end(r, end_col)) for a, r in zip(amounts, rows.itertuples())]
+            out[name] = float(np.nansum(rates)) if rates else float("nan")
+    busy = [a / (r.data_ns / 1e9) if r.data_ns else float("nan") for a, r in zip(amounts, rows.itertuples())]
+    if combine == "span":
+        longest = rows["data_ns"].max() / 1e9 if len(rows) else 0
+        out["busy"] = sum(amounts) / longest if longest else float("nan")
+    else:
+        out["busy"] = float(np.nansum(busy)) if busy and not all(b != b for b in busy) else float("nan")
+    return out
+
+
+def fmt(value: float, kind: str) -> str:
+    """A figure as people read it, by what it counts."""
+    if kind == "ops":
+        return f"{value:,.0f} ops/s"
+    if kind == "latency":
+        return f"{value * 1e6:.2f} µs/op"
+    if kind == "amount":
+        return f"{value:,.0f} B"
+    return units.rate(value)
