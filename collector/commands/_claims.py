@@ -46,6 +46,12 @@ def verdicts_for(trace, args, required: bool):
             raise NotFound(f"cannot read {args.claims}: {exc.strerror}") from None
     else:
         text = trace.output.get("stdout", "") + trace.output.get("stderr", "")
+        if not text.strip():
+            message = ("this trace holds no benchmark output (attach does not capture it); "
+                       "give the saved output with --claims FILE")
+            if required:
+                raise UsageError(message)
+            return None, message
     command = trace.meta.get("command") or []
     try:
         if args.spec:

@@ -95,3 +95,16 @@ def test_not_a_trace(tmp_path):
     missing = iowitness("show", str(tmp_path / "none.iwt"), check=False)
     assert missing.returncode == EXIT_BAD_TRACE
     assert "no such trace" in _one_clean_line(missing)
+
+
+def test_check_on_a_trace_without_benchmark_output(tmp_path):
+    # GIVEN an attach trace (attach never sees the benchmark's output)
+    out = tmp_path / "attached.iwt"
+    iowitness("attach", "--file", str(tmp_path / "quiet.dat"), "--duration", "1", "-q", "-o", str(out))
+    # WHEN its claims are checked, THEN one line says where the claims must come from, exit 2
+    proc = iowitness("check", str(out), check=False)
+    assert proc.returncode == EXIT_USAGE
+    assert "--claims FILE" in _one_clean_line(proc)
+    # AND report still shows the (empty) phases and says why no claims were read
+    shown = iowitness("report", str(out))
+    assert "no benchmark output" in shown.stdout
