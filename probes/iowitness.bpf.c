@@ -6,11 +6,12 @@
  * pread/pwrite/readv/writev/preadv/pwritev(2)/lseek/fsync/fdatasync/close/dup/dup2/dup3/fcntl/
  * ftruncate/fallocate calls on target files, with latency, offset and size, to user space.
  *
- * Example (what `iowitness show` prints from the records of `iozone -i0 -s 1m -r 4k`):
+ * Example (from `iowitness show` of scripts/demo.sh: iozone -i0 -i1 -i2 -s 64m -r 64k):
  *
- *     syscall      calls      bytes   p50 µs   p99 µs   max µs
- *     write          512    2097152     3.1      9.8     41.0
- *     fsync            2          0   812.0   1730.5   1730.5
+ *     syscall    calls  errors      bytes  short  min µs  mean µs  p50 µs   p90 µs   p99 µs
+ *     read       3,074       0  192.1 MiB      0    2.60     14.0    9.48     11.0     47.2
+ *     write      3,072       0  192.0 MiB      0    7.67     15.7    11.3     18.2     31.1
+ *     fsync         10       0        0 B      0    46.8  13.6 ms   820.7  42.5 ms  48.0 ms
  *
  * How to read it: each row sums struct iow_event records (probes/events.h); latency is
  * sys_exit minus sys_enter of the same thread, so it includes time blocked in the kernel.
