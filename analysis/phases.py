@@ -82,7 +82,7 @@ def _path_codes(events: pd.DataFrame) -> np.ndarray:
 def _fill_within(keys: np.ndarray, phase: np.ndarray) -> np.ndarray:
     """Rows without a phase (-1) take the last phase before them with the same key, else the
     next one after; rows whose key has none stay -1. Rows must be in time order."""
-    order = _stable_order(_codes(keys))
+    order = _stable_order(keys)
     ph = phase[order]
     n = len(ph)
     first = _new_group(keys[order])
@@ -113,10 +113,16 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     start = events["start_ns"].to_numpy(np.int64)
     file_key = (events["dev"].to_numpy(np.uint64) << np.uint64(44)) ^ events["ino"].to_numpy(np.uint64)
 
-    # spans: per (process, file), a new span at an open made while no fd of it was open
-    tgid_code, file_code, path_code = _codes(events["tgid"].to_numpy()), _codes(file_key), _path_codes(events) + 1
-    file_group = (tgid_code * (file_code.max(initial=0) + 1) + file_code) * (path_code.max(initial=0) + 1) + path_code
-    by_file = _stable_order(_codes(file_group))
+    # spans: per (process, file), a new span at an open made while no fd of it was open.
+    # (process, file, path) is mixed into one 64-bit key and factorized once; the odd
+    # multipliers make two different triples share a key with odds of about 2^-64
+    path_code = _path_codes(events).astype(np.uint64) + np.uint64(1)
+    with np.errstate(over="ignore"):
+        triple = (file_key * np.uint64(0x9E3779B97F4A7C15)
+                  ^ events["tgid"].to_numpy(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+                  ^ path_code * np.uint64(0x165667B19E3779F9))
+    file_group = _codes(triple)
+    by_file = _stable_order(file_group)
     first_of_file = _new_group(file_group[by_file])
     f_kind, f_ok = kind[by_file], ok[by_file]
     delta = np.where(((f_kind == OPEN) | (f_kind == CREAT)) & f_ok, 1, np.where((f_kind == CLOSE) & f_ok, -1, 0))
@@ -127,9 +133,9 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     span[by_file] = np.cumsum(first_of_file | ((delta == 1) & (open_before <= 0))) - 1
 
     # data calls per (span, thread), in time order: runs of one direction
-    stream = (span << 32) | tid
+    stream = _codes((span << 32) | tid)
     idx = np.flatnonzero(_is_data(kind))
-    order = idx[_stable_order(_codes(stream[idx]))] if len(idx) else idx
+    order = idx[_stable_order(stream[idx])] if len(idx) else idx
     d_stream, d_kind = stream[order], kind[order]
     first_of_stream = _new_group(d_stream)
     run_start = first_of_stream | _new_group(d_kind)
@@ -169,7 +175,7 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
         if (phase < 0).any():
             phase = _fill_within(stream, phase)
         if (phase < 0).any():
-            phase = _fill_within(span, phase)
+            phase = _fill_within(_codes(span), phase)
     return pd.DataFrame({"span": span, "phase": phase,
                          "operation": pd.Categorical.from_codes(operation, OPERATIONS), "warmup": warmup},
                         index=events.index)
@@ -256,7 +262,7 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows_in = rows_in[_stable_order(assigned["phase"].to_numpy()[rows_in])]
 
     def col(name, dtype=np.int64):
-        return events[name].to_numpy(dtype)[rows_in]
+        return events[name].to_numpy()[rows_in].astype(dtype, copy=False)
 
     phase = assigned["phase"].to_numpy()[rows_in]
     warm = assigned["warmup"].to_numpy()[rows_in]
