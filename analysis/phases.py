@@ -37,7 +37,7 @@ SHORT_OPS = 100
 O_APPEND, O_SYNC, O_DSYNC, O_DIRECT, O_TRUNC = 0o2000, 0o4010000, 0o10000, 0o40000, 0o1000
 OPERATIONS = ["", "read", "write", "mixed"]
 # stride detection looks at this many steps of a phase at most: a stride repeats
-PATTERN_SAMPLE = 20000
+PATTERN_SAMPLE = 2000
 
 
 def call_kinds(syscall: pd.Series) -> np.ndarray:
@@ -191,19 +191,25 @@ def _pattern(phase, tid, offset, size, by: _ByPhase) -> pd.DataFrame:
     same_stream = ~_new_group(phase, tid)
     step = np.r_[0, offset[1:] - offset[:-1]][:len(offset)]
     prev_size = np.r_[0, size[:-1]][:len(size)]
-    counts = pd.DataFrame({"steps": same_stream, "sequential": same_stream & (step == prev_size),
-                           "same": same_stream & (step == 0), "backward": same_stream & (step == -size)},
-                          index=pd.Index(phase, name="phase")).groupby(level=0).sum()
+    # rows are grouped by phase now: per-phase counts are sums over contiguous runs
+    starts = np.flatnonzero(_new_group(phase))
+
+    def per_phase(flags):
+        return np.add.reduceat(flags.astype(np.int64), starts) if len(starts) else np.empty(0, np.int64)
+
+    counts = pd.DataFrame({"steps": per_phase(same_stream), "sequential": per_phase(same_stream & (step == prev_size)),
+                           "same": per_phase(same_stream & (step == 0)),
+                           "backward": per_phase(same_stream & (step == -size))},
+                          index=pd.Index(phase[starts], name="phase"))
     # the two most common steps, over the first steps of each phase: a stride that runs past
     # the end of the file wraps around (IOzone's stride read does), alternating a forward
     # step with a backward jump
-    rank = np.arange(len(phase)) - np.repeat(np.flatnonzero(_new_group(phase)),
-                                             np.diff(np.r_[np.flatnonzero(_new_group(phase)), len(phase)]))
+    rank = np.arange(len(phase)) - np.repeat(starts, np.diff(np.r_[starts, len(phase)]))
     sample = same_stream & (rank <= PATTERN_SAMPLE)
     top = pd.DataFrame({"phase": phase[sample], "step": step[sample]}).value_counts().reset_index(name="n")
     top = top.sort_values(["phase", "n"], ascending=[True, False], kind="stable")
     top["rank"] = top.groupby("phase").cumcount()
-    sampled = pd.Series(sample, index=phase).groupby(level=0).sum()
+    sampled = pd.Series(per_phase(sample), index=phase[starts])
     first = top[top["rank"] == 0].set_index("phase")[["step", "n"]]
     second = top[top["rank"] == 1].set_index("phase")[["step", "n"]].rename(columns={"step": "step2", "n": "n2"})
     counts = counts.join(first).join(second)
