@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 import textwrap
@@ -34,14 +35,24 @@ def _start_writer(path, size, count):
 
 
 def _start_attach(*args):
-    return subprocess.Popen([*IOWITNESS, "attach", "-q", *args],
+    return subprocess.Popen([*IOWITNESS, "attach", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_attached(collector):
-    # the collector prints "attached" on stderr once the probe is live; -q silences it, so poll the trace
-    time.sleep(1.5)
-    assert collector.poll() is None, collector.stderr.read()
+def _wait_attached(collector, timeout=60):
+    """Until the collector says on stderr that its probe is live (it does, without -q)."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([collector.stderr], [], [], 0.5)
+        if ready:
+            line = collector.stderr.readline()
+            seen.append(line)
+            if "attached; recording" in line:
+                return
+            if not line:
+                break
+    raise AssertionError(f"the collector did not attach: {''.join(seen)}")
 
 
 def test_attach_pid_captures_calls_on_a_file_opened_before(tmp_path):

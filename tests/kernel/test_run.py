@@ -92,7 +92,12 @@ def test_a_killed_collector_leaves_a_readable_trace(tmp_path, workdir):
     collector = subprocess.Popen([*IOWITNESS, "run", "-q", "-o", str(out), "--", "/bin/sh", "-c", script],
                                  start_new_session=True)
     try:
-        time.sleep(3)
+        # (wait until some flushed writes are on disk: the reader takes a torn tail in its stride)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            if out.exists() and len(_data(load(out), "write")) >= 50:
+                break
         # WHEN it is killed without warning
         os.kill(collector.pid, signal.SIGKILL)
         collector.wait(10)
