@@ -8,6 +8,7 @@ import subprocess
 import time
 
 from iowitness.collector.trace import load
+from iowitness.errors import BadTrace
 from tests.conftest import require_tool
 from tests.support.cli import IOWITNESS
 
@@ -96,8 +97,11 @@ def test_a_killed_collector_leaves_a_readable_trace(tmp_path, workdir):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             time.sleep(0.5)
-            if out.exists() and len(_data(load(out), "write")) >= 50:
-                break
+            try:
+                if len(_data(load(out), "write")) >= 50:
+                    break
+            except BadTrace:  # not written yet, or its start is still on the way
+                continue
         # WHEN it is killed without warning
         os.kill(collector.pid, signal.SIGKILL)
         collector.wait(10)
