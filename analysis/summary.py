@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis import units
+from iowitness.analysis.phases import READS, WRITES
 
 PERCENTILES = (50, 90, 99, 99.9)
-DATA_SYSCALLS = {"read", "write", "pread64", "pwrite64", "readv", "writev",
-                 "preadv", "pwritev", "preadv2", "pwritev2"}
+DATA_SYSCALLS = set(READS) | set(WRITES)
 
 
 def syscall_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -46,8 +46,8 @@ def file_table(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["path", "calls", "read_bytes", "written_bytes"])
     name = events["syscall"].astype(str)
     ret = events["ret"].clip(lower=0)
-    reads = name.isin({n for n in DATA_SYSCALLS if "read" in n})
-    writes = name.isin({n for n in DATA_SYSCALLS if "write" in n})
+    reads = name.isin(READS)
+    writes = name.isin(WRITES)
     frame = pd.DataFrame({"path": events["path"].astype(str), "read_bytes": ret.where(reads, 0),
                           "written_bytes": ret.where(writes, 0)})
     table = frame.groupby("path", sort=False).agg(calls=("path", "size"), read_bytes=("read_bytes", "sum"),

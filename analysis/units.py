@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KIB = 1024
 
@@ -48,7 +51,9 @@ def table(frame: pd.DataFrame, headers: dict | None = None, title: str = "") -> 
         cells.append([f"{v:,}" if isinstance(v, int) and c not in identifiers else str(v)
                       for c, v in zip(cols, row)])
     widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) or c.endswith("_us") or "bytes" in c for c in cols]
+    from pandas.api.types import is_numeric_dtype  # here: the collector imports this module without pandas
+
+    numeric = [is_numeric_dtype(frame[c]) or c.endswith("_us") or "bytes" in c for c in cols]
     out = [title] if title else []
     for r in cells:
         out.append("  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(r, widths, numeric)).rstrip())

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iowitness import __version__
+from iowitness.analysis import units
 from iowitness.collector import mounts
 from iowitness.collector.probe import Probe
 from iowitness.collector.trace import TraceWriter
@@ -65,14 +66,6 @@ def _process_alive(tgid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n} B"
 
 
 @dataclass
@@ -169,7 +162,7 @@ class Recorder:
             return
         c = self.counters()
         line = (f"[iowitness] {elapsed:6.1f} s  events {c['events']:,} "
-                f"({c['events'] / elapsed:,.0f}/s)  bytes {_human_bytes(self.stats.data_bytes)}  "
+                f"({c['events'] / elapsed:,.0f}/s)  bytes {units.bytes_(self.stats.data_bytes)}  "
                 f"lost {c['lost_events'] + c['lost_meta']:,}")
         if sys.stderr.isatty():
             sys.stderr.write("\r\x1b[K" + line)

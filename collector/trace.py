@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iowitness.collector.mounts import dev_name
 from iowitness.errors import BadTrace, OutputError
 
 if TYPE_CHECKING:
@@ -213,7 +214,7 @@ class Trace:
         object.__setattr__(frame, "_trace", weakref.ref(self))
         frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"))
         frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]
-        frame["device"] = _categorical(raw["dev"], _device)
+        frame["device"] = _categorical(raw["dev"], dev_name)
         frame["path"] = self._paths(raw["dev"], raw["ino"], raw["start_ns"])
         if "requested" in frame:
             # a size_t for I/O, but an off_t for lseek: signed shows lseek(fd, -4096, SEEK_CUR) as it was
@@ -248,7 +249,7 @@ class Trace:
         # targets registered before tracing know only dev, ino and path: the rest is <NA>
         frame = frame.astype({"dev": "uint32", "ino": "uint64", "tgid": "UInt32", "fd": "Int32",
                               "dirfd": "Int32", "s_magic": "UInt32", "ts_ns": "UInt64"})
-        frame["device"] = [_device(int(d)) for d in frame["dev"]]
+        frame["device"] = [dev_name(int(d)) for d in frame["dev"]]
         return frame
 
     @cached_property
@@ -325,11 +326,6 @@ def _event_table_class():
 def _text(raw: np.ndarray) -> str:
     """A NUL-terminated byte array as text."""
     return raw.tobytes().split(b"\0", 1)[0].decode("utf-8", errors="replace")
-
-
-def _device(dev: int) -> str:
-    # the kernel's encoding of dev_t (MINORBITS = 20), not the userspace one of stat(2)
-    return f"{dev >> 20}:{dev & 0xFFFFF}"
 
 
 def _categorical(values: np.ndarray, name_of) -> pd.Categorical:
