@@ -83,7 +83,7 @@ def late_flushes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFr
     write_phases = table.index[table["operation"] == "write"]
     record_of = pd.Series(table["record_size"], index=table.index)
     requested = events["requested"].to_numpy(np.int64)
-    record = record_of.reindex(np.where(writes, phase, 0)).fillna(0).to_numpy(np.int64)
+    record = np.nan_to_num(phase_module.lookup(record_of, np.where(writes, phase, 0))).astype(np.int64)
     short = writes & (requested < record)
     tid, fd = events["tid"].to_numpy(), events["fd"].to_numpy()
     start, end, ret = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64), events["ret"].to_numpy()

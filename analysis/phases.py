@@ -47,6 +47,15 @@ def call_kinds(syscall: pd.Series) -> np.ndarray:
     return table[cat.cat.codes.to_numpy()]
 
 
+def lookup(per_phase: pd.Series, phase: np.ndarray) -> np.ndarray:
+    """A per-phase figure (indexed by phase number) for each row's phase, NaN where a phase has
+    none: an array indexed by phase, not a pandas reindex of millions of rows."""
+    size = max(int(phase.max(initial=0)), int(per_phase.index.max()) if len(per_phase) else 0) + 1
+    table = np.full(size, np.nan)
+    table[per_phase.index.to_numpy(np.int64)] = per_phase.to_numpy(np.float64)
+    return table[np.maximum(phase, 0)] if len(phase) else np.empty(0)
+
+
 def _is_data(kind: np.ndarray) -> np.ndarray:
     return (kind == READ) | (kind == WRITE)
 
@@ -79,6 +88,34 @@ def _path_codes(events: pd.DataFrame) -> np.ndarray:
     return _codes(path.astype(str).to_numpy())
 
 
+def _streams(span: np.ndarray, by_span: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Stream key per row (one per span and thread) and the rows in stream order (time order
+    within a stream). `by_span` is the rows in span order already, which is the answer when
+    every span has one thread: the common case, saving a factorize and a sort."""
+    spans = int(span.max()) + 1 if len(span) else 0
+    lowest, highest = np.full(spans, np.iinfo(np.int64).max), np.full(spans, -1, dtype=np.int64)
+    np.minimum.at(lowest, span, tid)
+    np.maximum.at(highest, span, tid)
+    if np.array_equal(lowest, highest):
+        return span, by_span
+    stream = _codes((span << 32) | tid)
+    return stream, _stable_order(stream)
+
+
+def _phase_nearby(o_stream, others, d_stream, d_phase, at) -> np.ndarray:
+    """Phase of each non-data call: that of the data call before it in its stream, else of the
+    one after it, else -1. `at` is each non-data call's position in stream order (increasing)
+    and `d_stream`/`d_phase` describe the data calls in that same order, so the data calls
+    before the i-th non-data call number at[i] - i."""
+    if not len(others) or not len(d_phase):
+        return np.full(len(others), -1, dtype=np.int64)
+    before = at - np.arange(len(at)) - 1
+    after = np.minimum(before + 1, len(d_phase) - 1)
+    has_before = (before >= 0) & (d_stream[np.maximum(before, 0)] == o_stream)
+    has_after = (before + 1 < len(d_phase)) & (d_stream[after] == o_stream)
+    return np.where(has_before, d_phase[np.maximum(before, 0)], np.where(has_after, d_phase[after], -1))
+
+
 def _fill_within(keys: np.ndarray, phase: np.ndarray) -> np.ndarray:
     """Rows without a phase (-1) take the last phase before them with the same key, else the
     next one after; rows whose key has none stay -1. Rows must be in time order."""
@@ -109,33 +146,37 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     n = len(events)
     kind = call_kinds(events["syscall"])
     ok = events["ret"].to_numpy() >= 0
-    tid = events["tid"].to_numpy(np.int64)
-    start = events["start_ns"].to_numpy(np.int64)
-    file_key = (events["dev"].to_numpy(np.uint64) << np.uint64(44)) ^ events["ino"].to_numpy(np.uint64)
+    start = events["start_ns"].to_numpy()
 
     # spans: per (process, file), a new span at an open made while no fd of it was open.
     # (process, file, path) is mixed into one 64-bit key and factorized once; the odd
     # multipliers make two different triples share a key with odds of about 2^-64
-    path_code = _path_codes(events).astype(np.uint64) + np.uint64(1)
     with np.errstate(over="ignore"):
-        triple = (file_key * np.uint64(0x9E3779B97F4A7C15)
-                  ^ events["tgid"].to_numpy(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
-                  ^ path_code * np.uint64(0x165667B19E3779F9))
+        triple = (events["dev"].to_numpy(np.uint64) << np.uint64(44)) ^ events["ino"].to_numpy(np.uint64)
+        triple *= np.uint64(0x9E3779B97F4A7C15)
+        triple ^= events["tgid"].to_numpy(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+        triple ^= (_path_codes(events).astype(np.uint64) + np.uint64(1)) * np.uint64(0x165667B19E3779F9)
     file_group = _codes(triple)
+    del triple
     by_file = _stable_order(file_group)
     first_of_file = _new_group(file_group[by_file])
+    del file_group
     f_kind, f_ok = kind[by_file], ok[by_file]
     delta = np.where(((f_kind == OPEN) | (f_kind == CREAT)) & f_ok, 1, np.where((f_kind == CLOSE) & f_ok, -1, 0))
+    del f_kind, f_ok
     running = np.cumsum(delta) - delta
     group_starts = np.flatnonzero(first_of_file)
-    open_before = running - np.repeat(running[group_starts], np.diff(np.r_[group_starts, n]))
+    running -= np.repeat(running[group_starts], np.diff(np.r_[group_starts, n]))   # fds open before each call
     span = np.empty(n, dtype=np.int64)
-    span[by_file] = np.cumsum(first_of_file | ((delta == 1) & (open_before <= 0))) - 1
+    span[by_file] = np.cumsum(first_of_file | ((delta == 1) & (running <= 0))) - 1
+    del first_of_file, delta, running
 
-    # data calls per (span, thread), in time order: runs of one direction
-    stream = _codes((span << 32) | tid)
-    idx = np.flatnonzero(_is_data(kind))
-    order = idx[_stable_order(stream[idx])] if len(idx) else idx
+    # streams: the calls of one thread in one span, in time order. One sort serves both the
+    # data calls' phases and the fill of the other calls.
+    stream, by_stream = _streams(span, by_file, events["tid"].to_numpy(np.int64))
+    del by_file
+    data_at = _is_data(kind[by_stream])
+    order = by_stream[data_at]   # data calls per stream, in time order
     d_stream, d_kind = stream[order], kind[order]
     first_of_stream = _new_group(d_stream)
     run_start = first_of_stream | _new_group(d_kind)
@@ -146,6 +187,7 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     mixed = mixed_stream[stream_no] if len(order) else np.empty(0, bool)
     cut = np.where(mixed, first_of_stream, run_start)  # a mixed stream is one phase
     local_phase = np.cumsum(cut) - 1
+    del first_of_stream, run_start, stream_no
 
     phase = np.full(n, -1, dtype=np.int64)
     operation = np.zeros(n, dtype=np.int8)
@@ -153,29 +195,36 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     if len(order):
         # number phases by the time of their first call (a phase's calls are in time order)
         first_time = start[order][cut]
-        rank = np.empty_like(first_time)
+        rank = np.empty(len(first_time), dtype=np.int64)
         rank[np.argsort(first_time, kind="stable")] = np.arange(1, len(first_time) + 1)
-        phase[order] = rank[local_phase]
+        d_phase = rank[local_phase]
+        phase[order] = d_phase
         operation[order] = np.where(mixed, 3, np.where(d_kind == READ, 1, 2))
+        del local_phase
 
         # a warm-up call: the first call of a phase whose next call goes back to the same offset
         # (IOzone's read test primes the cache with one record, then seeks back to 0). It stays
         # in its phase but out of the phase's bytes, counts and timing.
-        d_offset = events["offset"].to_numpy(np.int64)[order]
-        d_size = events["requested"].to_numpy(np.int64)[order]
         head = np.flatnonzero(cut)
         head = head[head + 2 < len(order)]
         head = head[~cut[head + 1] & ~cut[head + 2] & ~mixed[head]]
-        primes = head[(d_offset[head + 1] == d_offset[head]) & (d_size[head + 1] == d_size[head])
-                      & (d_offset[head + 2] == d_offset[head + 1] + d_size[head + 1])]
-        warmup[order[primes]] = True
+        rows = order[np.stack([head, head + 1, head + 2])]
+        d_offset = events["offset"].to_numpy(np.int64)[rows]
+        d_size = events["requested"].to_numpy(np.int64)[rows]
+        primes = ((d_offset[1] == d_offset[0]) & (d_size[1] == d_size[0])
+                  & (d_offset[2] == d_offset[1] + d_size[1]))
+        warmup[rows[0][primes]] = True
 
         # other calls: the phase before them in their thread and span, else the next one;
         # then the same within the span, for calls of a thread that did no I/O there
-        if (phase < 0).any():
-            phase = _fill_within(stream, phase)
-        if (phase < 0).any():
-            phase = _fill_within(_codes(span), phase)
+        others = by_stream[~data_at]
+        phase[others] = _phase_nearby(stream[others], others, d_stream, d_phase, np.flatnonzero(~data_at))
+        lacking = phase < 0
+        if lacking.any():
+            in_phased_span = np.zeros(int(span.max()) + 1, dtype=bool)
+            in_phased_span[span[order]] = True
+            if in_phased_span[span[lacking]].any():
+                phase = _fill_within(_codes(span), phase)
     return pd.DataFrame({"span": span, "phase": phase,
                          "operation": pd.Categorical.from_codes(operation, OPERATIONS), "warmup": warmup},
                         index=events.index)
@@ -184,10 +233,11 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
 def _pattern(phase, tid, offset, size, by: _ByPhase) -> pd.DataFrame:
     """Per phase: access pattern and stride, from the steps between consecutive data calls of a
     thread. Input rows are the phases' data calls in time order; `size` is what each call moved."""
-    order = by.perm
+    order = by.perm if by.gathers else None
     if (by.min(tid) != by.max(tid)).any():   # several threads: steps within each thread
         order = np.lexsort((tid, phase))
-    phase, tid, offset, size = phase[order], tid[order], offset[order], size[order]
+    if order is not None:
+        phase, tid, offset, size = phase[order], tid[order], offset[order], size[order]
     same_stream = ~_new_group(phase, tid)
     step = np.r_[0, offset[1:] - offset[:-1]][:len(offset)]
     prev_size = np.r_[0, size[:-1]][:len(size)]
@@ -233,12 +283,12 @@ class _ByPhase:
     def __init__(self, phase: np.ndarray):
         ordered = len(phase) < 2 or bool(np.all(phase[1:] >= phase[:-1]))
         self.perm = np.arange(len(phase)) if ordered else _stable_order(phase)
-        self._gather = not ordered
+        self.gathers = not ordered
         self.bounds = np.flatnonzero(_new_group(phase[self.perm]))
         self.phases = phase[self.perm][self.bounds]
 
     def _sorted(self, x):
-        return np.asarray(x)[self.perm] if self._gather else np.asarray(x)
+        return np.asarray(x)[self.perm] if self.gathers else np.asarray(x)
 
     def sum(self, x):
         return np.add.reduceat(self._sorted(x), self.bounds) if len(self.bounds) else np.empty(0)
@@ -261,74 +311,111 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     """One row per phase: who, what, how much, how fast, and how the time was spent."""
     assigned = assign(events) if assigned is None else assigned
     all_kinds = call_kinds(events["syscall"])
-    rows_in = np.flatnonzero(assigned["phase"].to_numpy() >= 0)
-    if not len(rows_in):
+    all_phase = assigned["phase"].to_numpy()
+    if not len(all_phase) or all_phase.max() < 1:
         return pd.DataFrame(columns=COLUMNS)
-    # every per-event array below is taken in phase order (time order within a phase), once
-    rows_in = rows_in[_stable_order(assigned["phase"].to_numpy()[rows_in])]
+    # Figures over every call of a phase are accumulated straight into arrays indexed by phase
+    # number (slot 0 collects the calls of no phase); only the data calls are put in phase order.
+    slot = np.maximum(all_phase, 0)
+    slots = int(slot.max()) + 1
 
-    def col(name, dtype=np.int64):
-        return events[name].to_numpy()[rows_in].astype(dtype, copy=False)
+    def per_slot(ufunc, values, start_value, rows=None):
+        acc = np.full(slots, start_value, dtype=np.int64)
+        values = np.asarray(values)
+        # the probe's u64 times and sizes, read as the int64 the table keeps (as astype would)
+        ufunc.at(acc, slot if rows is None else slot[rows], values.view(np.int64) if values.dtype == np.uint64 else values)
+        return acc
 
-    phase = assigned["phase"].to_numpy()[rows_in]
-    warm = assigned["warmup"].to_numpy()[rows_in]
-    kind = all_kinds[rows_in]
-    data = _is_data(kind) & ~warm
-    is_read = data & (kind == READ)
-    start, end, latency, ret = col("start_ns"), col("end_ns"), col("latency_ns"), col("ret")
-    sync, close = kind == SYNC, kind == CLOSE
-    openclose = (kind == OPEN) | (kind == CREAT) | close
-    moved = np.where(data & (ret > 0), ret, 0)
-    by = _ByPhase(phase)
-    big = np.iinfo(np.int64).max
+    def col(name, rows, dtype=np.int64):
+        return events[name].to_numpy()[rows].astype(dtype, copy=False)
+
+    n = len(all_phase)
+    calls_in = np.bincount(slot, minlength=slots)
+    present = np.flatnonzero(calls_in)
+    present = present[present > 0]
+    first_row = per_slot(np.minimum, np.arange(n), n)[present]
+    latency = events["latency_ns"].to_numpy()
+    ret = events["ret"].to_numpy()
+    warm = assigned["warmup"].to_numpy()
+    sync_rows = np.flatnonzero(all_kinds == SYNC)
+    close_rows = np.flatnonzero(all_kinds == CLOSE)
+    open_rows = np.flatnonzero((all_kinds == OPEN) | (all_kinds == CREAT))
+    openclose_rows = np.union1d(open_rows, close_rows)
+    error_rows = np.flatnonzero(ret < 0)
+    warm_rows = np.flatnonzero(warm)
+
+    # the data calls (not warm-ups), in phase order: time order within a phase
+    d_rows = np.flatnonzero(_is_data(all_kinds) & ~warm & (all_phase > 0))
+    d_rows = d_rows[_stable_order(all_phase[d_rows])]
+    phase_d = all_phase[d_rows]
+    dby = _ByPhase(phase_d)
+    kind_d = all_kinds[d_rows]
+    ret_d, lat_d = col("ret", d_rows), col("latency_ns", d_rows)
+    start_d, end_d = col("start_ns", d_rows), col("end_ns", d_rows)
+    moved = np.maximum(ret_d, 0)
+    is_read = kind_d == READ
+
+    def data_sum(values):
+        return pd.Series(dby.sum(values), index=dby.phases)
+
     rows = pd.DataFrame({
-        "ops": by.sum(data.astype(np.int64)), "read_ops": by.sum(is_read.astype(np.int64)),
-        "bytes": by.sum(moved), "read_bytes": by.sum(np.where(is_read, moved, 0)),
-        "errors": by.sum((ret < 0).astype(np.int64)),
-        "short": by.sum((data & (ret >= 0) & (ret < col("requested"))).astype(np.int64)),
-        "fsyncs": by.sum(sync.astype(np.int64)), "fsync_ns": by.sum(np.where(sync, latency, 0)),
-        "data_ns": by.sum(np.where(data, latency, 0)), "openclose_ns": by.sum(np.where(openclose, latency, 0)),
-        "all_calls_ns": by.sum(latency), "warmup_ops": by.sum(warm.astype(np.int64)),
-        "first_ns": by.min(start), "data_first_ns": by.min(np.where(data, start, big)),
-        "last_ns": by.max(end), "data_last_ns": by.max(np.where(data, end, 0)),
-        "sync_end_ns": by.max(np.where(sync, end, 0)), "close_end_ns": by.max(np.where(close, end, 0)),
-    }, index=pd.Index(by.phases, name="phase"))
+        "errors": np.bincount(slot[error_rows], minlength=slots)[present],
+        "fsyncs": np.bincount(slot[sync_rows], minlength=slots)[present],
+        "fsync_ns": per_slot(np.add, latency[sync_rows], 0, sync_rows)[present],
+        "openclose_ns": per_slot(np.add, latency[openclose_rows], 0, openclose_rows)[present],
+        "all_calls_ns": per_slot(np.add, latency, 0)[present],
+        "warmup_ops": np.bincount(slot[warm_rows], minlength=slots)[present],
+        "first_ns": per_slot(np.minimum, events["start_ns"].to_numpy(), np.iinfo(np.int64).max)[present],
+        "last_ns": per_slot(np.maximum, events["end_ns"].to_numpy(), 0)[present],
+        "sync_end_ns": per_slot(np.maximum, events["end_ns"].to_numpy()[sync_rows], 0, sync_rows)[present],
+        "close_end_ns": per_slot(np.maximum, events["end_ns"].to_numpy()[close_rows], 0, close_rows)[present],
+    }, index=pd.Index(present, name="phase"))
+    rows["ops"] = data_sum(np.ones(len(d_rows), dtype=np.int64))
+    rows["read_ops"] = data_sum(is_read.astype(np.int64))
+    rows["bytes"] = data_sum(moved)
+    rows["read_bytes"] = data_sum(np.where(is_read, moved, 0))
+    rows["data_ns"] = data_sum(lat_d)
+    rows["data_first_ns"] = pd.Series(dby.min(start_d), index=dby.phases)
+    rows["data_last_ns"] = pd.Series(dby.max(end_d), index=dby.phases)
     rows["write_bytes"] = rows["bytes"] - rows["read_bytes"]
 
     # who: the first call of the phase
-    tid = col("tid")
-    rows["tgid"], rows["tid"] = by.first(col("tgid")), by.first(tid)
+    rows["tgid"], rows["tid"] = col("tgid", first_row), col("tid", first_row)
     categories = events["path"].cat.categories if isinstance(events["path"].dtype, pd.CategoricalDtype) else \
         pd.Index(pd.unique(events["path"].astype(str)))
-    rows["path"] = [str(categories[c]) if c >= 0 else "" for c in by.first(_path_codes(events)[rows_in])]
-    one_thread = by.min(tid) == by.max(tid)
+    rows["path"] = [str(categories[c]) if c >= 0 else "" for c in _path_codes(events)[first_row]]
+    all_tid = events["tid"].to_numpy(np.int64)
+    several = per_slot(np.minimum, all_tid, np.iinfo(np.int64).max) != per_slot(np.maximum, all_tid, -1)
+    several[0] = False
     rows["threads"] = 1
-    if not one_thread.all():
-        for i in np.flatnonzero(~one_thread):
-            lo, hi = by.bounds[i], (by.bounds[i + 1] if i + 1 < len(by.bounds) else len(by.perm))
-            rows.iloc[i, rows.columns.get_loc("threads")] = len(np.unique(tid[by.perm[lo:hi]]))
+    if several.any():
+        among = np.flatnonzero(several[slot])
+        pairs = np.unique(np.stack([slot[among], all_tid[among]]), axis=1)
+        threads = np.bincount(pairs[0], minlength=slots)
+        rows.loc[several[present], "threads"] = threads[present][several[present]]
 
     # the data calls, by phase
-    d = np.flatnonzero(data)
-    dby = _ByPhase(phase[d])
-    op_codes = assigned["operation"].cat.codes.to_numpy()[rows_in][d]
+    tid = all_tid[d_rows]
+    op_codes = assigned["operation"].cat.codes.to_numpy()[d_rows]
     rows["operation"] = pd.Series(np.asarray(OPERATIONS, dtype=object)[dby.first(op_codes)],
                                   index=dby.phases).reindex(rows.index)
-    size = col("requested")[d]
+    size = col("requested", d_rows)
+    rows["short"] = data_sum(((ret_d >= 0) & (ret_d < size)).astype(np.int64))
     record = pd.Series(dby.first(size), index=dby.phases)
     for i in np.flatnonzero(dby.min(size) != dby.max(size)):   # several sizes: the most common one
-        lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d))
+        lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d_rows))
         values, counts = np.unique(size[dby.perm[lo:hi]], return_counts=True)
         record.iloc[i] = values[np.argmax(counts)]
     rows["record_size"] = record
     # a failed call moved nothing: the next call starts where the one before it ended
-    done = np.clip(ret[d], 0, None)
-    rows = rows.join(_pattern(phase[d], tid[d], col("offset")[d], done, dby))
+    done = moved
+    offset = col("offset", d_rows)
+    rows = rows.join(_pattern(phase_d, tid, offset, done, dby))
 
-    lat_us = latency[d] / 1e3
+    lat_us = lat_d / 1e3
     rows["lat_min_us"] = pd.Series(dby.min(lat_us), index=dby.phases)
     rows["lat_max_us"] = pd.Series(dby.max(lat_us), index=dby.phases)
-    rows["lat_mean_us"] = pd.Series(dby.sum(lat_us) / np.diff(np.r_[dby.bounds, len(d)]), index=dby.phases)
+    rows["lat_mean_us"] = pd.Series(dby.sum(lat_us) / np.diff(np.r_[dby.bounds, len(d_rows)]), index=dby.phases)
     names = ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us")
     quantiles = {name: {} for name in names}
     sorted_lat = lat_us[dby.perm]
@@ -339,9 +426,8 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     for name in names:
         rows[name] = pd.Series(quantiles[name])
 
-    opened = np.flatnonzero(((kind == OPEN) | (kind == CREAT)) & (ret >= 0))
-    flags = pd.Series(col("flags")[opened], index=phase[opened]).groupby(level=0).agg(np.bitwise_or.reduce)
-    rows["open_flags"] = flags.reindex(rows.index).fillna(0).astype(np.int64)
+    opened = open_rows[ret[open_rows] >= 0]
+    rows["open_flags"] = per_slot(np.bitwise_or, col("flags", opened), 0, opened)[present]
     for label, bit in (("O_DIRECT", O_DIRECT), ("O_SYNC", O_SYNC), ("O_DSYNC", O_DSYNC), ("O_APPEND", O_APPEND)):
         rows[label] = (rows["open_flags"] & bit) == bit
 
@@ -356,7 +442,6 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["read_fraction"] = rows["read_ops"] / rows["ops"].where(rows["ops"] > 0)
     rows["too_short"] = (rows["duration_s"] < SHORT_SECONDS) | (rows["ops"] < SHORT_OPS)
     rows["name"] = [_generic_name(op, pat) for op, pat in zip(rows["operation"], rows["pattern"])]
-    offset = col("offset")[d]
     extents = pd.DataFrame({"lo": dby.min(offset), "hi": dby.max(offset + done)}, index=dby.phases)
     rows = rows.reset_index()
     rows[["reread", "rewrite"]] = _repeats(rows, extents, _truncations(events, all_kinds))
@@ -389,11 +474,13 @@ def _generic_name(operation: str, pattern: str) -> str:
 def _truncations(events: pd.DataFrame, kind: np.ndarray) -> dict[str, list[int]]:
     """When each file was emptied: creat, an open with O_TRUNC, ftruncate to 0. Looked for in
     every event, not only phases' (IOzone -a re-creates its file in a span with no I/O)."""
-    ok = events["ret"].to_numpy() >= 0
-    flags = events["flags"].to_numpy(np.int64)
-    emptied = ok & ((kind == CREAT) | ((kind == OPEN) & ((flags & O_TRUNC) != 0))
-                    | ((kind == FTRUNCATE) & (events["requested"].to_numpy(np.int64) == 0)))
-    rows = np.flatnonzero(emptied)
+    rows = np.flatnonzero((kind == CREAT) | (kind == OPEN) | (kind == FTRUNCATE))
+    ok = events["ret"].to_numpy()[rows] >= 0
+    flags = events["flags"].to_numpy(np.int64)[rows]
+    k = kind[rows]
+    emptied = ok & ((k == CREAT) | ((k == OPEN) & ((flags & O_TRUNC) != 0))
+                    | ((k == FTRUNCATE) & (events["requested"].to_numpy(np.int64)[rows] == 0)))
+    rows = rows[emptied]
     cuts: dict[str, list[int]] = {}
     for path, t in zip(events["path"].iloc[rows].astype(str), events["start_ns"].to_numpy(np.int64)[rows]):
         cuts.setdefault(str(path), []).append(int(t))

@@ -28,19 +28,19 @@ def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_
     phase = calls.phase[counted]
     # only calls at or above their phase's 99th percentile can be among its slowest few
     # (all calls of a phase too small for that to leave enough)
-    p99_ns = by_phase["lat_p99_us"].reindex(phase).to_numpy() * 1e3
-    small = by_phase["ops"].reindex(phase).to_numpy() < 100 * per_phase
+    p99_ns = phase_module.lookup(by_phase["lat_p99_us"], phase) * 1e3
+    small = phase_module.lookup(by_phase["ops"], phase) < 100 * per_phase
     rows = counted[(calls.latency_ns[counted] >= np.floor(p99_ns)) | small]
     top = pd.DataFrame({"phase": calls.phase[rows], "latency_ns": calls.latency_ns[rows], "row": rows})
     top = top.sort_values(["phase", "latency_ns"], ascending=[True, False], kind="stable")
     rows = top["row"].to_numpy()[top.groupby("phase").cumcount().to_numpy() < per_phase]
     phase = calls.phase[rows]
-    duration_ns = (by_phase["duration_s"] * 1e9).reindex(phase).to_numpy()
+    duration_ns = phase_module.lookup(by_phase["duration_s"], phase) * 1e9
     return pd.DataFrame({
         "phase": phase,
         "syscall": calls.syscall.iloc[rows].astype(str).to_numpy(),
         "tid": calls.tid[rows],
-        "at_s": (calls.start_ns[rows] - by_phase["data_first_ns"].reindex(phase).to_numpy()) / 1e9,
+        "at_s": (calls.start_ns[rows] - phase_module.lookup(by_phase["data_first_ns"], phase)) / 1e9,
         "offset": calls.offset[rows],
         "bytes": calls.ret[rows],
         "latency_us": calls.latency_ns[rows] / 1e3,

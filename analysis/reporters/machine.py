@@ -30,12 +30,13 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 def histograms(report, events: pd.DataFrame) -> dict[int, list[int]]:
     """Per phase, counts of its data calls' latencies in log2 µs bins, in one pass."""
+    from iowitness.analysis.phases import lookup as phase_lookup
     from iowitness.analysis.report import data_calls
 
     calls = data_calls(events, report.assigned)
     counted = calls.data & (calls.phase > 0)
     phases = report.phases["phase"].to_numpy()
-    position = pd.Series(np.arange(len(phases)), index=phases).reindex(calls.phase[counted]).to_numpy()
+    position = phase_lookup(pd.Series(np.arange(len(phases)), index=phases), calls.phase[counted]).astype(np.int64)
     nbins = len(LATENCY_BINS_US) - 1
     which = np.clip(np.searchsorted(LATENCY_BINS_US, calls.latency_ns[counted] / 1e3, side="right") - 1,
                     0, nbins - 1)
