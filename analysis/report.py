@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -50,20 +51,51 @@ def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_
 
 class Calls:
     """Per-event arrays the later stages share; `data` is true for counted reads and writes
-    (not warm-ups). Plain numpy arrays: no 10-million-row DataFrame copies."""
+    (not warm-ups). Plain numpy arrays, made when first asked for: no 10-million-row DataFrame
+    copies, and no array a stage does not use."""
 
     def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame):
-        kind = phase_module.call_kinds(events["syscall"])
+        self._events, self._assigned = events, assigned
         self.phase = assigned["phase"].to_numpy()
-        self.data = ((kind == phase_module.READ) | (kind == phase_module.WRITE)) & ~assigned["warmup"].to_numpy()
-        self.ret = events["ret"].to_numpy()
-        self.bytes = np.where(self.data & (self.ret > 0), self.ret, 0)
-        self.start_ns = events["start_ns"].to_numpy(np.int64)
-        self.end_ns = events["end_ns"].to_numpy(np.int64)
-        self.latency_ns = events["latency_ns"].to_numpy(np.int64)
-        self.tid = events["tid"].to_numpy()
-        self.offset = events["offset"].to_numpy()
         self.syscall = events["syscall"]
+
+    def _column(self, name: str) -> np.ndarray:
+        values = self._events[name].to_numpy()
+        # the probe's u64 times read as int64 without a copy (they are far below 2^63)
+        return values.view(np.int64) if values.dtype == np.uint64 else values
+
+    @cached_property
+    def data(self) -> np.ndarray:
+        kind = phase_module.call_kinds(self.syscall)
+        return ((kind == phase_module.READ) | (kind == phase_module.WRITE)) & ~self._assigned["warmup"].to_numpy()
+
+    @cached_property
+    def ret(self) -> np.ndarray:
+        return self._column("ret")
+
+    @cached_property
+    def bytes(self) -> np.ndarray:
+        return np.where(self.data & (self.ret > 0), self.ret, 0)
+
+    @cached_property
+    def start_ns(self) -> np.ndarray:
+        return self._column("start_ns")
+
+    @cached_property
+    def end_ns(self) -> np.ndarray:
+        return self._column("end_ns")
+
+    @cached_property
+    def latency_ns(self) -> np.ndarray:
+        return self._column("latency_ns")
+
+    @cached_property
+    def tid(self) -> np.ndarray:
+        return self._column("tid")
+
+    @cached_property
+    def offset(self) -> np.ndarray:
+        return self._column("offset")
 
 
 def data_calls(events: pd.DataFrame, assigned: pd.DataFrame) -> Calls:

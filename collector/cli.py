@@ -8,6 +8,8 @@ stderr and an exit code here and nowhere else.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import importlib
 import sys
 
@@ -38,7 +40,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reuse_freed_memory() -> None:
+    """Keep freed memory in the process for the next array instead of handing it back.
+
+    Analysing a big trace makes hundreds of short-lived arrays of tens of MiB. By default glibc
+    maps each one afresh and unmaps it when freed, so every page of every array is faulted in
+    again: a third of `report`'s time on 10 million events went to the kernel doing that. A
+    command is one short process, so it keeps what it freed (the peak is unchanged)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):   # not glibc: keep its defaults
+        return
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+    mallopt(M_MMAP_MAX, 0)
+    mallopt(M_TRIM_THRESHOLD, 2**30)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _reuse_freed_memory()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "execute", None):
