@@ -69,9 +69,11 @@ def table(phases: pd.DataFrame, calls) -> pd.DataFrame:
     limit_of_phase = multi.set_index("phase")["group"].map(stonewall)
     limit = np.full(int(max(calls.phase.max(), limit_of_phase.index.max())) + 1, -1, dtype=np.int64)
     limit[limit_of_phase.index.to_numpy()] = limit_of_phase.to_numpy()
-    inside = calls.data & (calls.phase > 0)
-    inside &= calls.end_ns <= limit[np.where(calls.phase > 0, calls.phase, 0)]
-    done = pd.Series(np.bincount(calls.phase[inside], weights=calls.bytes[inside], minlength=len(limit)))
+    # the data calls of group members, each up to its group's stonewall
+    member_calls = np.flatnonzero(calls.data & (limit[np.maximum(calls.phase, 0)] >= 0))
+    inside = member_calls[calls.end_ns[member_calls] <= limit[calls.phase[member_calls]]]
+    moved = np.maximum(calls.ret[inside], 0)
+    done = pd.Series(np.bincount(calls.phase[inside], weights=moved, minlength=len(limit)))
     rows = []
     for group, members in multi.groupby("group"):
         first, last = members["data_first_ns"].min(), members["data_last_ns"].max()

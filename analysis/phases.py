@@ -238,28 +238,34 @@ def _pattern(phase, tid, offset, size, by: _ByPhase) -> pd.DataFrame:
         order = np.lexsort((tid, phase))
     if order is not None:
         phase, tid, offset, size = phase[order], tid[order], offset[order], size[order]
+    n = len(phase)
+    starts = np.flatnonzero(_new_group(phase))   # rows are grouped by phase now
     same_stream = ~_new_group(phase, tid)
-    step = np.r_[0, offset[1:] - offset[:-1]][:len(offset)]
-    prev_size = np.r_[0, size[:-1]][:len(size)]
-    # rows are grouped by phase now: per-phase counts are sums over contiguous runs
-    starts = np.flatnonzero(_new_group(phase))
+    step = np.zeros(n, dtype=np.int64)
+    np.subtract(offset[1:], offset[:-1], out=step[1:])
+    ends = offset + size
+    sequential = np.zeros(n, dtype=bool)
+    np.equal(offset[1:], ends[:-1], out=sequential[1:])
+    del ends
 
     def per_phase(flags):
-        return np.add.reduceat(flags.astype(np.int64), starts) if len(starts) else np.empty(0, np.int64)
+        return np.add.reduceat(flags, starts, dtype=np.int64) if len(starts) else np.empty(0, np.int64)
 
-    counts = pd.DataFrame({"steps": per_phase(same_stream), "sequential": per_phase(same_stream & (step == prev_size)),
+    counts = pd.DataFrame({"steps": per_phase(same_stream), "sequential": per_phase(same_stream & sequential),
                            "same": per_phase(same_stream & (step == 0)),
                            "backward": per_phase(same_stream & (step == -size))},
                           index=pd.Index(phase[starts], name="phase"))
     # the two most common steps, over the first steps of each phase: a stride that runs past
     # the end of the file wraps around (IOzone's stride read does), alternating a forward
     # step with a backward jump
-    rank = np.arange(len(phase)) - np.repeat(starts, np.diff(np.r_[starts, len(phase)]))
-    sample = same_stream & (rank <= PATTERN_SAMPLE)
-    top = pd.DataFrame({"phase": phase[sample], "step": step[sample]}).value_counts().reset_index(name="n")
+    lengths = np.minimum(np.diff(np.r_[starts, n]), PATTERN_SAMPLE + 1)
+    first_rows = np.repeat(starts, lengths) + (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+    first_rows = first_rows[same_stream[first_rows]]
+    top = pd.DataFrame({"phase": phase[first_rows], "step": step[first_rows]}).value_counts().reset_index(name="n")
     top = top.sort_values(["phase", "n"], ascending=[True, False], kind="stable")
     top["rank"] = top.groupby("phase").cumcount()
-    sampled = pd.Series(per_phase(sample), index=phase[starts])
+    sampled = pd.Series(np.bincount(np.searchsorted(starts, first_rows, side="right") - 1, minlength=len(starts)),
+                        index=phase[starts])
     first = top[top["rank"] == 0].set_index("phase")[["step", "n"]]
     second = top[top["rank"] == 1].set_index("phase")[["step", "n"]].rename(columns={"step": "step2", "n": "n2"})
     counts = counts.join(first).join(second)
