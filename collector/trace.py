@@ -283,9 +283,11 @@ class Trace:
         ambiguous = pd.Series(file_code).groupby(file_key).nunique()
         codes = np.full(len(key), -1, dtype=np.int64)
         if len(files):
-            # first path of each file: enough unless a file had several
+            # first path of each file: enough unless a file had several. Looked up once per
+            # distinct file, then spread to the events by the file's code
             first = pd.Series(file_code).groupby(file_key).first()
-            codes = first.reindex(key).fillna(-1).to_numpy(np.int64, copy=True)
+            key_codes, distinct = pd.factorize(key)
+            codes = first.reindex(distinct).fillna(-1).to_numpy(np.int64)[key_codes]
         if (ambiguous > 1).any():
             when = files["ts_ns"].fillna(0).to_numpy(np.int64)
             table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code}).sort_values("ts")
@@ -331,7 +333,14 @@ def _text(raw: np.ndarray) -> str:
 def _categorical(values: np.ndarray, name_of) -> pd.Categorical:
     """Few distinct values over many rows: name each distinct value once, not each row."""
     import pandas as pd  # lazily: the collector never needs it
-    codes, uniques = pd.factorize(values, sort=True)
+    if len(values) and values.dtype.kind == "u" and values.max() < 2**16:
+        # small codes (syscall numbers): a counting pass instead of hashing every row
+        uniques = np.flatnonzero(np.bincount(values))
+        lookup = np.zeros(int(uniques[-1]) + 1, dtype=np.int64)
+        lookup[uniques] = np.arange(len(uniques))
+        codes = lookup[values]
+    else:
+        codes, uniques = pd.factorize(values, sort=True)
     names = [name_of(int(u)) for u in uniques]
     categories = list(dict.fromkeys(names))
     to_code = np.array([categories.index(n) for n in names], dtype=np.int64)
