@@ -373,3 +373,51 @@ def no_device_lines(trace) -> list[str]:
 
 def pct(share) -> str:
     return "-" if share is None or share != share else f"{share * 100:.0f} %"
+
+
+def claim_reasons(claim, rows: pd.DataFrame, table: pd.DataFrame | None, ceiling: dict | None = None) -> list[str]:
+    """What the device view proves about a claim: page cache or device, and the device's ceiling."""
+    reasons = []
+    if table is not None and not table.empty and len(rows):
+        mine = table[table["phase"].isin(rows["phase"]) & table["device"].notna()]
+        if len(mine):
+            reasons += _source_reasons(rows, mine)
+    value = claim.bytes_per_s
+    limit = (ceiling or {}).get(claim.direction) if claim.direction in ("read", "write") else None
+    if value and limit:
+        how = (ceiling or {}).get("source", "given with --device-ceiling")
+        if value > limit * (1 + DEVICE_BOUND_SHARE):
+            reasons.append(f"claim exceeds the device's measured ceiling: claim {units.rate(value)}, ceiling "
+                           f"{units.rate(limit)} ({how}): {pct(value / limit)} of what the device can do")
+        elif abs(value / limit - 1) <= DEVICE_BOUND_SHARE:
+            reasons.append(f"device-bound: claim within {abs(value / limit - 1) * 100:.1f} % of the ceiling "
+                           f"({units.rate(value)} vs {units.rate(limit)}, {how})")
+    return reasons
+
+
+def _source_reasons(rows: pd.DataFrame, mine: pd.DataFrame) -> list[str]:
+    syscall, moved = int(mine["syscall_bytes"].sum()), int(mine["device_bytes"].sum())
+    if not syscall:
+        return []
+    share = moved / syscall
+    operations = set(rows["operation"])
+    if operations == {"read"}:
+        if share <= CACHE_SHARE:
+            return [f"the page cache answered: {syscall:,} bytes read, {moved:,} from the device"]
+        if share >= DEVICE_SHARE:
+            return [f"the device answered: {syscall:,} bytes read, {moved:,} from the device ({share:.2f}×)"]
+        return [f"partly from the page cache: {syscall:,} bytes read, {moved:,} from the device ({pct(share)})"]
+    if operations != {"write"}:
+        return []
+    later, after = int(mine["writeback_bytes"].sum()), float(mine["writeback_s"].max())
+    flushed = (f"{later:,} written back in the {units.seconds(after)} after it" if later
+               else "none written back while traced")
+    if share <= CACHE_SHARE:
+        head = "writes absorbed by the page cache, flushed after the phase" if later else \
+            "writes absorbed by the page cache"
+        return [f"{head}: {syscall:,} bytes written, {moved:,} reached the device inside the phase, {flushed}"]
+    if share >= DEVICE_SHARE:
+        return [f"the writes reached the device inside the phase: {syscall:,} bytes written, {moved:,} device "
+                f"bytes ({share:.2f}×)"]
+    return [f"writes partly absorbed by the page cache: {syscall:,} bytes written, {moved:,} reached the device "
+            f"inside the phase ({pct(share)}), {flushed}"]
