@@ -86,7 +86,7 @@ class Recorder:
                                    if any(w in k for w in ("READ", "WRITE"))])
         self._started = time.monotonic()
         self._status_shown = False
-        self.sample_device_counters()
+        self._watched = 0
 
     def request_stop(self, reason: str) -> None:
         if self._stop_reason is None:
@@ -110,10 +110,19 @@ class Recorder:
             self._describe_files(facts)
             self.writer.write_facts(facts)
             self.stats.facts += facts.size
+            self._note_new_devices()
         block, offcpu = self.probe.block.read(), self.probe.offcpu.read()
         self.writer.write_device(block, offcpu)
         self.stats.block += block.size
         return events.size + facts.size + block.size + offcpu.size
+
+    def _note_new_devices(self) -> None:
+        """A device the probe just started watching (a target opened on it) gets its counters read
+        at once, so that the diskstats cross-check can start there."""
+        watched = len(self.probe.watched_devices())
+        if watched != self._watched:
+            self._watched = watched
+            self.sample_device_counters()
 
     def sample_device_counters(self) -> None:
         """/proc/diskstats and /proc/stat now: the device view's independent cross-check."""
@@ -192,6 +201,8 @@ class Recorder:
 
     def loop(self, is_finished, duration: float | None = None, on_tick=None) -> str:
         """Drain until is_finished() names a reason, a stop is requested, or duration passes."""
+        # the first counters once the probe is attached: the cross-check compares from here
+        self.sample_device_counters()
         last_flush = last_check = last_status = last_line = time.monotonic()
         deadline = None if duration is None else time.monotonic() + duration
         while self._stop_reason is None:
