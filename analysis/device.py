@@ -152,7 +152,7 @@ def _syscall_bytes(r) -> int:
 
 def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFrame:
     """One row per phase (COLUMNS); empty when the trace has no device view."""
-    if trace.block is None or phases.empty:
+    if getattr(trace, "block", None) is None or phases.empty:
         return pd.DataFrame(columns=COLUMNS)
     events = trace.events
     devices = _phase_devices(trace, events, assigned, phases)
@@ -225,7 +225,7 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
     user code count there too).
     """
     off = trace.offcpu
-    have = off is not None and (trace.meta.get("device_view") or {}).get("offcpu", True) and off is not None
+    have = off is not None and (trace.meta.get("device_view") or {}).get("offcpu", True)
     table["cpu_source"] = "sched_switch" if have else None
     if not have:
         return
@@ -348,7 +348,7 @@ def cross_check(trace) -> pd.DataFrame:
     fields = view.get("diskstats_fields") or []
     samples = [s for s in trace.samples if s.get("diskstats") is not None]
     rows = []
-    if trace.block is None or len(samples) < 2 or not fields:
+    if getattr(trace, "block", None) is None or len(samples) < 2 or not fields:
         return pd.DataFrame(rows)
     opened = trace.files["ts_ns"].dropna()
     if len(opened):
