@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import struct
+from pathlib import Path
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,13 @@ class ProbeConfig:
     ring_bytes: int = DEFAULT_RING_BYTES
     # wake the reader when this share of the ring is waiting; it also polls on a timer
     wakeup_fraction: float = 1 / 8
+
+
+def _kernel_has_tracepoint(name: str) -> bool:
+    try:
+        return f"btf_trace_{name}".encode() in Path("/sys/kernel/btf/vmlinux").read_bytes()
+    except OSError:
+        return True   # let the load say what is wrong
 
 
 def _ring_size(requested: int) -> int:
@@ -53,6 +61,10 @@ class Probe:
             self._obj.set_initial_value(".rodata.settings", settings.tobytes())
             self._obj.set_max_entries("events", self.ring_bytes)
             self._obj.set_max_entries("meta_events", META_RING_BYTES)
+            # block_io_start (Linux 6.5) only names who submitted a request; without it the
+            # device view still has every request, with the submitter unknown
+            if not _kernel_has_tracepoint("block_io_start"):
+                self._obj.skip_program("on_block_io_start")
             self._obj.load()
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")

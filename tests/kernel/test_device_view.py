@@ -89,7 +89,7 @@ def test_direct_writes_reach_the_device_at_the_throttled_rate(disk, tmp_path):
     # and the collector's own cross-check agrees too
     assert all(c["agree"] for c in doc["device"]["cross_check"])
     assert dev["limiter"] == "device"
-    assert any(r.startswith("the writes reached the device inside the phase") for r in _reasons(doc))
+    assert any(r.startswith("the writes reached the device while its calls ran") for r in _reasons(doc))
     assert any(r.startswith("device-bound: claim within") for r in _reasons(doc))
 
 
