@@ -53,7 +53,7 @@ LIMITERS = {
 
 COLUMNS = ["phase", "device", "window_s", "read_bytes", "write_bytes", "reads", "writes", "read_Bps", "write_Bps",
            "areq_bytes", "r_await_ms", "w_await_ms", "aqu_sz", "util", "syscall_bytes", "device_bytes",
-           "device_ratio", "calls_device_bytes", "dirty_bytes", "writeback_bytes", "writeback_s", "user_s", "kernel_s", "blocked_s",
+           "device_ratio", "calls_device_bytes", "other_bytes", "dirty_bytes", "writeback_bytes", "writeback_s", "user_s", "kernel_s", "blocked_s",
            "fsync_s", "runnable_s", "iowait", "limiter", "limiter_share", "cpu_source"]
 
 
@@ -64,7 +64,7 @@ def is_write(op: np.ndarray) -> np.ndarray:
 class Requests:
     """The block records of one device, as arrays sorted by completion."""
 
-    def __init__(self, block: np.ndarray):
+    def __init__(self, block: np.ndarray, traced: np.ndarray | None = None):
         order = np.argsort(block["complete_ns"], kind="stable")
         b = block[order]
         self.complete = b["complete_ns"].astype(np.int64)
@@ -77,6 +77,9 @@ class Requests:
         self.read = b["op"] == READ_OP
         self.write = is_write(b["op"])
         self.longest = int((self.complete - self.start).max()) if len(b) else 0
+        # the benchmark's own requests: submitted by a traced process, by a kernel thread
+        # (write-back, the journal) or by nobody known; not those of other programs on the device
+        self.own = np.ones(len(b), dtype=bool) if traced is None else own_requests(b, traced)
 
     def window(self, a: int, b: int) -> dict:
         """iostat -x figures over [a, b]."""
@@ -91,13 +94,37 @@ class Requests:
         keep = s < b
         s, c = np.clip(s[keep], a, b), np.clip(c[keep], a, b)
         reads, writes = int(rd.sum()), int(wr.sum())
-        return {
+        own = self.own[done]
+        return {"own_read_bytes": int(size[rd & own].sum()), "own_write_bytes": int(size[wr & own].sum()),
+                "other_bytes": int(size[(rd | wr) & ~own].sum()),
             "read_bytes": int(size[rd].sum()), "write_bytes": int(size[wr].sum()), "reads": reads, "writes": writes,
             "read_Bps": size[rd].sum() / seconds, "write_Bps": size[wr].sum() / seconds,
             "areq_bytes": size[rd | wr].sum() / (reads + writes) if reads + writes else np.nan,
             "r_await_ms": wait[rd].mean() if reads else np.nan, "w_await_ms": wait[wr].mean() if writes else np.nan,
             "aqu_sz": (c - s).sum() / 1e9 / seconds, "util": _union(s, c) / 1e9 / seconds,
         }
+
+
+KERNEL_THREADS = (b"kworker", b"jbd2", b"flush-", b"kswapd", b"ksoftirqd", b"loop", b"xfsaild", b"btrfs")
+
+
+def own_requests(block: np.ndarray, traced: np.ndarray) -> np.ndarray:
+    """True for requests of the traced processes, of kernel threads, or of no known submitter."""
+    comm = block["comm"]
+    kernel = np.zeros(len(block), dtype=bool)
+    for prefix in KERNEL_THREADS:
+        kernel |= np.all(comm[:, :len(prefix)] == np.frombuffer(prefix, dtype=np.uint8), axis=1)
+    return (block["tgid"] == 0) | np.isin(block["tgid"], traced) | kernel
+
+
+def traced_processes(trace) -> np.ndarray:
+    tgids = set(np.unique(trace.raw_events()["tgid"]).tolist()) if hasattr(trace, "raw_events") else set()
+    procs = getattr(trace, "processes", None)
+    if procs is not None and len(procs):
+        tgids |= set(procs["tgid"].tolist())
+    if trace.meta.get("pid"):
+        tgids.add(int(trace.meta["pid"]))
+    return np.array(sorted(tgids), dtype=np.uint32)
 
 
 def _union(start: np.ndarray, end: np.ndarray) -> int:
@@ -157,7 +184,8 @@ def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFra
     events = trace.events
     devices = _phase_devices(trace, events, assigned, phases)
     names = block_dev_names(trace)
-    requests = {d: Requests(trace.block[trace.block["dev"] == d]) for d in set(devices.values())}
+    traced = traced_processes(trace)
+    requests = {d: Requests(trace.block[trace.block["dev"] == d], traced) for d in set(devices.values())}
     a, b = _window(phases)
     rows = []
     for i, r in enumerate(phases.itertuples()):
@@ -166,13 +194,13 @@ def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFra
                "window_s": (b[i] - a[i]) / 1e9, "syscall_bytes": _syscall_bytes(r)}
         if dev is not None:
             row.update(requests[dev].window(int(a[i]), int(b[i])))
-            moved = row["read_bytes"] if r.operation == "read" else row["write_bytes"] if r.operation == "write" \
-                else row["read_bytes"] + row["write_bytes"]
+            moved = row["own_read_bytes"] if r.operation == "read" else row["own_write_bytes"] \
+                if r.operation == "write" else row["own_read_bytes"] + row["own_write_bytes"]
             row["device_bytes"] = moved
             # the same over the data calls alone: what a benchmark that times only its calls timed
             calls = requests[dev].window(int(r.data_first_ns), int(max(r.data_last_ns, r.data_first_ns)))
-            row["calls_device_bytes"] = calls["read_bytes"] if r.operation == "read" else \
-                calls["write_bytes"] if r.operation == "write" else calls["read_bytes"] + calls["write_bytes"]
+            row["calls_device_bytes"] = calls["own_read_bytes"] if r.operation == "read" else \
+                calls["own_write_bytes"] if r.operation == "write" else calls["own_read_bytes"] + calls["own_write_bytes"]
             row["device_ratio"] = moved / row["syscall_bytes"] if row["syscall_bytes"] else np.nan
         rows.append(row)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
@@ -198,12 +226,12 @@ def _writeback(table, phases, devices, requests, a, b) -> None:
         for i in np.flatnonzero((phases["operation"] == "write").to_numpy()):
             lo, hi = np.searchsorted(req.complete, [a[i], b[i]])
             inside[lo:hi] = True
-        free = req.write & ~inside
+        free = req.write & req.own & ~inside
         t, amount = req.complete[free], req.bytes[free]
         total = np.cumsum(amount)
         consumed = 0
         for i in mine[np.argsort(b[mine], kind="stable")]:
-            dirty = max(0, int(table.at[i, "syscall_bytes"]) - int(table.at[i, "write_bytes"]))
+            dirty = max(0, int(table.at[i, "syscall_bytes"]) - int(table.at[i, "device_bytes"]))
             table.at[i, "dirty_bytes"] = dirty
             before = int(total[np.searchsorted(t, b[i], side="right") - 1]) if len(t) and t[0] <= b[i] else 0
             start = max(consumed, before)

@@ -118,11 +118,14 @@ def device_section(report, trace) -> str:
                      "areq-sz": units.bytes_(r.areq_bytes) if r.areq_bytes == r.areq_bytes else "-",
                      "aqu-sz": f"{r.aqu_sz:.2f}", "%util": f"{r.util * 100:.1f}",
                      "dev/syscall": f"{r.device_ratio:.2f}" if r.device_ratio == r.device_ratio else "-",
+                     "other progs": units.bytes_(r.other_bytes) if r.other_bytes else "",
                      "write-back after": (f"{units.bytes_(r.writeback_bytes)} in {units.seconds(r.writeback_s)}"
                                           if r.writeback_bytes else ""),
                      "iowait": device.pct(r.iowait)})
     out = [units.table(pd.DataFrame(rows), title="device (block layer over each phase's window, as iostat -x; "
-                                                  "await in ms, MB = 10^6 bytes)")]
+                                                  "await in ms, MB = 10^6 bytes; dev/syscall: the benchmark's "
+                                                  "own device bytes over its syscall bytes; other progs: bytes "
+                                                  "other programs moved on the device meanwhile)")]
     out.append("limiter (where each phase's time went)")
     for r in table.itertuples():
         name = names.loc[r.phase]

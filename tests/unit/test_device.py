@@ -156,7 +156,7 @@ def test_write_back_is_paid_first_in_first_out_and_only_after_the_phase():
     phases = pd.DataFrame({"phase": [1, 2], "operation": ["write", "write"], "O_DIRECT": [False, False],
                            "data_first_ns": [T0, T0 + 100 * MS], "data_last_ns": [T0 + 10 * MS, T0 + 110 * MS],
                            "sync_end_ns": [0, 0], "close_end_ns": [0, 0]})
-    table = pd.DataFrame({"phase": [1, 2], "syscall_bytes": [4 << 20, 4 << 20], "write_bytes": [0, 0]})
+    table = pd.DataFrame({"phase": [1, 2], "syscall_bytes": [4 << 20, 4 << 20], "device_bytes": [0, 0]})
     req = device.Requests(_requests([(45, 50, 1 << 20, 1), (200, 210, 2 << 20, 1), (210, 220, 2 << 20, 1),
                                      (220, 230, 2 << 20, 1)]))
     a, b = device._window(phases)
@@ -165,3 +165,14 @@ def test_write_back_is_paid_first_in_first_out_and_only_after_the_phase():
     # THEN the first phase gets 1 + 3 MiB (ending at 220 ms), the second the 3 MiB left
     assert list(table["writeback_bytes"]) == [4 << 20, 3 << 20]
     assert table.at[0, "writeback_s"] == pytest.approx(0.210)
+
+
+def test_requests_of_other_programs_on_the_device_are_not_the_benchmarks():
+    # GIVEN reads by the benchmark (tgid 10), by a kworker (write-back) and by another program (tgid 99)
+    block = _requests([(0, 1, 4096, 0), (0, 1, 8192, 1), (0, 1, 65536, 0)])
+    block["tgid"] = [10, 7, 99]
+    block["comm"][1, :7] = np.frombuffer(b"kworker", dtype=np.uint8)
+    # WHEN figures are taken with the benchmark as the traced set
+    w = device.Requests(block, np.array([10], dtype=np.uint32)).window(T0, T0 + 2 * MS)
+    # THEN iostat's totals hold all three, the benchmark's own exclude the other program's
+    assert (w["read_bytes"], w["own_read_bytes"], w["own_write_bytes"], w["other_bytes"]) == (69632, 4096, 8192, 65536)
