@@ -75,6 +75,14 @@ def test_direct_writes_reach_the_device_at_the_throttled_rate(disk, tmp_path):
         trace = _record(tmp_path, ["dd", "if=/dev/zero", f"of={mnt}/direct.bin", "bs=1M", f"count={SIZE // MIB}",
                                    "oflag=direct"], "direct", group)
         after = diskstats(name)
+        # and the ceiling measured on request from the same cgroup: O_DIRECT writes next to the file
+        import subprocess
+        measured = subprocess.run(in_cgroup(group, [*IOWITNESS, "report", str(trace), "--json",
+                                                    "--device-ceiling", "measure"]),
+                                  capture_output=True, text=True, timeout=120)
+    assert measured.returncode == 0, measured.stderr
+    assert any(r.startswith("device-bound: claim within") and "measured with O_DIRECT" in r
+               for r in _reasons(json.loads(measured.stdout)))
     doc = _report(trace, "--device-ceiling", "8MiB/s")
     phase, dev = _phase(doc, "write")
     # THEN every byte written reached the device inside the phase, at the throttle's rate
@@ -89,6 +97,8 @@ def test_direct_writes_reach_the_device_at_the_throttled_rate(disk, tmp_path):
     # and the collector's own cross-check agrees too
     assert all(c["agree"] for c in doc["device"]["cross_check"])
     assert dev["limiter"] == "device"
+    # (the throttle holds the bios and a kworker submits them later: the submitter is not dd here;
+    # test_a_partition_maps_to_its_own_diskstats_line checks the submitter of unthrottled I/O)
     assert any(r.startswith("the writes reached the device while its calls ran") for r in _reasons(doc))
     assert any(r.startswith("device-bound: claim within") for r in _reasons(doc))
 
@@ -148,6 +158,11 @@ def test_a_partition_maps_to_its_own_diskstats_line(tmp_path):
         t = load(trace)
     # THEN the block records carry the partition's device number, not the whole disk's
     assert len(t.block) and set(np.unique(t.block["dev"])) == {major << 20 | minor}
+    # and, unthrottled, direct I/O is submitted in dd's own context: the records name dd
+    dd = np.unique(t.raw_events()["tgid"])
+    data = t.block[(t.block["bytes"] > 0) & (t.block["op"] == 1)]
+    assert int(data["bytes"][np.isin(data["tgid"], dd)].sum()) >= 0.99 * 8 * MIB
+    assert {bytes(c).split(b"\0")[0] for c in data["comm"][np.isin(data["tgid"], dd)]} == {b"dd"}
     doc = _report(trace)
     _, dev = _phase(doc, "write")
     assert dev["device"] == name
