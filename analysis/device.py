@@ -379,13 +379,14 @@ def cross_check(trace) -> pd.DataFrame:
     if getattr(trace, "block", None) is None or len(samples) < 2 or not fields:
         return pd.DataFrame(rows)
     opened = trace.files["ts_ns"].dropna()
-    if len(opened):
-        later = [s for s in samples if s["ts_ns"] >= int(opened.min())]
-        samples = later if len(later) >= 2 else samples
-    first, last = samples[0], samples[-1]
+    # a device seen only when a target on it was opened is compared from the next sample
+    later = [s for s in samples if len(opened) and s["ts_ns"] >= int(opened.min())]
+    from_start = set(view.get("watched_from_start", []))
     sector = int(view.get("sector_bytes", 512))
     for d in view.get("devices", []):
         key = d["device"]
+        span = samples if int(d["dev"]) in from_start or len(later) < 2 else later
+        first, last = span[0], span[-1]
         if key not in last["diskstats"]:
             continue
         before = dict(zip(fields, first["diskstats"].get(key, [0] * len(fields))))

@@ -92,10 +92,12 @@ class Probe:
         self.offcpu = RingReader(self._obj.map("offcpu_events").fd, DEVICE_RING_BYTES, L.structs["iow_offcpu"])
         table = mounts.mounts()
         paths = [r.path for r in self.config.file_set.rules] + [f.path for f in self.config.file_set.known]
+        self.devices_from_start: set[int] = set()
         for path in paths:
             kdev, _ = blockdev.device_of(path, table)
             if kdev is not None:
                 self.watch_device(kdev)
+                self.devices_from_start.add(kdev)
 
     def watch_device(self, kdev: int) -> None:
         self._block_devs.update(struct.pack("<I", kdev), b"\x01")

@@ -261,7 +261,8 @@ class Recorder:
                 none[f["path"]] = (f"{f.get('mount_point') or 'its mount'} is {f.get('fs_type') or 'a file system'}, "
                                    "which has no block device: its I/O never reaches a disk")
         return {**blockdev.header(), "devices": [blockdev.describe(d) for d in sorted(watched)],
-                "no_block_device": none, "offcpu": not self.probe.config.all_processes}
+                "no_block_device": none, "offcpu": not self.probe.config.all_processes,
+                "watched_from_start": sorted(self.probe.devices_from_start)}
 
 
 def processes_gone(probe: Probe):

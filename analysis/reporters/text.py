@@ -132,6 +132,11 @@ def device_section(report, trace) -> str:
         out.append(f"  phase {r.phase} {name['benchmark_name'] or name['name']}: {device.limiter_line(r)}")
     check = device.cross_check(trace)
     for c in check.itertuples():
+        if not (c.probe_read_bytes or c.probe_write_bytes or c.diskstats_read_bytes or c.diskstats_write_bytes):
+            out.append(f"cross-check {c.device}: nothing to compare: the device did no I/O between the samples "
+                       f"that bracket its watched time ({units.seconds(c.seconds)}); trace with --file for a "
+                       "device watched from the start")
+            continue
         verdict = "agree" if c.agree else "DISAGREE"
         out.append(f"cross-check {c.device} over {units.seconds(c.seconds)}: block probe vs /proc/diskstats {verdict}: "
                    f"read {units.bytes_(c.probe_read_bytes)} vs {units.bytes_(c.diskstats_read_bytes)} "

@@ -39,9 +39,9 @@ def disk():
         yield device, mnt
 
 
-def _record(tmp_path: Path, argv: list[str], name: str, group=None):
+def _record(tmp_path: Path, argv: list[str], name: str, group=None, options=()):
     out = tmp_path / f"{name}.iwt"
-    command = [*IOWITNESS, "run", "-q", "-o", str(out), "--", *argv]
+    command = [*IOWITNESS, "run", "-q", "-o", str(out), *options, "--", *argv]
     if group is not None:
         command = in_cgroup(group, command)
     import subprocess
@@ -153,7 +153,8 @@ def test_a_partition_maps_to_its_own_diskstats_line(tmp_path):
         major, minor = dev_numbers(device)
         before = diskstats(name)
         # GIVEN ext4 on the first partition of a loop device, WHEN dd writes there with O_DIRECT
-        trace = _record(tmp_path, ["dd", "if=/dev/zero", f"of={mnt}/p.bin", "bs=1M", "count=8", "oflag=direct"], "part")
+        trace = _record(tmp_path, ["dd", "if=/dev/zero", f"of={mnt}/p.bin", "bs=1M", "count=8", "oflag=direct"], "part",
+                        options=("--file", str(mnt)))
         after = diskstats(name)
         t = load(trace)
     # THEN the block records carry the partition's device number, not the whole disk's
@@ -168,6 +169,10 @@ def test_a_partition_maps_to_its_own_diskstats_line(tmp_path):
     assert dev["device"] == name
     assert abs(dev["write_bytes"] - 8 * MIB) <= 0.01 * 8 * MIB
     assert abs(dev["write_bytes"] / (after["write_bytes"] - before["write_bytes"]) - 1) <= 0.05
+    # and with --file the device is watched from the start: the collector's own cross-check covers the run
+    check = doc["device"]["cross_check"]
+    assert [c["device"] for c in check] == [name] and check[0]["agree"]
+    assert check[0]["probe_write_bytes"] >= 8 * MIB
 
 
 def test_tmpfs_target_has_an_empty_device_view_and_says_why(tmp_path):
