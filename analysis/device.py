@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis import units
-from iowitness.analysis.phases import CLOSE, READ, SYNC, WRITE, call_kinds
+from iowitness.analysis.phases import SYNC, call_kinds
+from iowitness.collector.mounts import dev_name
 
 READ_OP = 0
 DISCARD_OPS = (3, 5)
@@ -141,7 +142,10 @@ def _union(start: np.ndarray, end: np.ndarray) -> int:
 
 
 def block_dev_names(trace) -> dict[int, str]:
-    view = trace.meta.get("device_view") or {}
+    view = trace.meta.get("device_view")
+    if view is None:
+        # a trace cut short (no END): the devices are those the records name
+        return {int(d): dev_name(int(d)) for d in np.unique(trace.block["dev"])} if trace.block is not None else {}
     return {int(d["dev"]): d.get("name") or d["device"] for d in view.get("devices", [])}
 
 
@@ -414,6 +418,8 @@ def _close(a: int, b: int, slack: int) -> bool:
 
 def no_device_lines(trace) -> list[str]:
     view = trace.meta.get("device_view")
+    if view is None and getattr(trace, "block", None) is not None:
+        return ["device view from an incomplete trace: devices by number only, files without a device not named"]
     if view is None:
         return ["no device view: this trace was recorded without the block probe"]
     return [f"no device view for {path}: {why}" for path, why in (view.get("no_block_device") or {}).items()]
