@@ -84,6 +84,8 @@ class Probe:
             raise
         self._cpus = possible_cpus()
         self.attached = False
+        # called right after the programs are attached, before the benchmark is let go
+        self.on_attached: list = []
 
     def _open_device_view(self, L) -> None:
         """The block-request and off-CPU rings, and the device filter seeded from the file set."""
@@ -121,6 +123,8 @@ class Probe:
     def attach(self) -> list[str]:
         programs = self._obj.attach_all()
         self.attached = True
+        for hook in self.on_attached:
+            hook()
         return programs
 
     def lost(self) -> dict[str, int]:

@@ -87,6 +87,11 @@ class Recorder:
         self._started = time.monotonic()
         self._status_shown = False
         self._watched = 0
+        # the first counters once the probe is attached: the diskstats cross-check starts there
+        if probe.attached:
+            self.sample_device_counters()
+        else:
+            probe.on_attached.append(self.sample_device_counters)
 
     def request_stop(self, reason: str) -> None:
         if self._stop_reason is None:
@@ -201,8 +206,6 @@ class Recorder:
 
     def loop(self, is_finished, duration: float | None = None, on_tick=None) -> str:
         """Drain until is_finished() names a reason, a stop is requested, or duration passes."""
-        # the first counters once the probe is attached: the cross-check compares from here
-        self.sample_device_counters()
         last_flush = last_check = last_status = last_line = time.monotonic()
         deadline = None if duration is None else time.monotonic() + duration
         while self._stop_reason is None:

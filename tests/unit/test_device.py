@@ -176,3 +176,14 @@ def test_requests_of_other_programs_on_the_device_are_not_the_benchmarks():
     w = device.Requests(block, np.array([10], dtype=np.uint32)).window(T0, T0 + 2 * MS)
     # THEN iostat's totals hold all three, the benchmark's own exclude the other program's
     assert (w["read_bytes"], w["own_read_bytes"], w["own_write_bytes"], w["other_bytes"]) == (69632, 4096, 8192, 65536)
+
+
+def test_a_trace_cut_short_names_its_devices_by_number():
+    from types import SimpleNamespace
+
+    block = _requests([(0, 1, 4096, 1)])
+    block["dev"] = 7 << 20 | 3
+    # GIVEN BLOCK records but no END (no device_view), THEN the devices are named by number
+    cut = SimpleNamespace(meta={}, block=block)
+    assert device.block_dev_names(cut) == {7 << 20 | 3: "7:3"}
+    assert device.no_device_lines(cut)[0].startswith("device view from an incomplete trace")
