@@ -96,7 +96,7 @@ def test_direct_writes_reach_the_device_at_the_throttled_rate(disk, tmp_path):
     assert abs(dev["writes"] / (after["writes"] - before["writes"]) - 1) <= 0.05
     # and the collector's own cross-check agrees too
     assert all(c["agree"] for c in doc["device"]["cross_check"])
-    assert dev["limiter"] == "device"
+    assert dev["limiter"] == "device" and "ahead of the device" in dev["limiter_text"]
     # (the throttle holds the bios and a kworker submits them later: the submitter is not dd here;
     # test_a_partition_maps_to_its_own_diskstats_line checks the submitter of unthrottled I/O)
     assert any(r.startswith("the writes reached the device while its calls ran") for r in _reasons(doc))
@@ -186,3 +186,21 @@ def test_tmpfs_target_has_an_empty_device_view_and_says_why(tmp_path):
     assert all(p["device"] is None for p in doc["device"]["phases"])
     assert f"{where}/t.bin" in doc["device"]["no_block_device"]
     assert "is tmpfs, which has no block device" in text
+
+
+def test_a_benchmark_busy_in_user_space_is_limited_by_its_own_cpu(tmp_path):
+    # GIVEN a program that spins 2 ms in user space before each 4 KiB write (the ground truth)
+    program = ("import os, time\n"
+               f"fd = os.open({str(tmp_path / 'spin.bin')!r}, os.O_WRONLY | os.O_CREAT, 0o600)\n"
+               "for _ in range(150):\n"
+               "    end = time.perf_counter() + 0.002\n"
+               "    while time.perf_counter() < end:\n"
+               "        pass\n"
+               "    os.write(fd, bytes(4096))\n"
+               "os.close(fd)\n")
+    trace = _record(tmp_path, ["python3", "-c", program], "spin")
+    _, dev = _phase(_report(trace), "write")
+    # THEN the phase's time is user CPU (or waiting for a CPU on a busy machine), not the kernel or a device
+    assert dev["limiter"] in ("user", "cpu")
+    assert (dev["user_s"] + dev["runnable_s"]) >= 0.8 * dev["window_s"]
+    assert dev["kernel_s"] + dev["blocked_s"] <= 0.2 * dev["window_s"]
