@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import pandas as pd
 
-from iowitness.analysis import buffering, device, units, verdicts
+from iowitness.analysis import buffering, device_checks, units, verdicts
 from iowitness.analysis import figures as active_figures
 from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis.benchmarks import fio_jobs
@@ -119,7 +119,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         else:
             rows = _spec_rows(claim, phases, seen, lines)
         notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
-        notes += device.claim_reasons(claim, rows, getattr(report, "device", None), ceiling, window)
+        notes += device_checks.claim_reasons(claim, rows, getattr(report, "device", None), ceiling, window)
         verdict = verdicts.judge(claim, rows, window, tolerance, lost, group,
                                  stonewall=stonewall, combine=combine, notes=tuple(notes), last_ns=last_ns)
         _bytes_reason(claim, rows, verdict)

@@ -54,7 +54,7 @@ def verdict_records(verdicts) -> list[dict]:
 
 def device_json(report, trace) -> dict:
     """The device view: per phase figures and limiter, the diskstats cross-check, devices, gaps."""
-    from iowitness.analysis import device
+    from iowitness.analysis import device, device_checks
 
     table = report.device if report.device is not None else pd.DataFrame()
     phases = _records(table)
@@ -62,7 +62,7 @@ def device_json(report, trace) -> dict:
         p["limiter_text"] = device.limiter_line(r)
     view = trace.meta.get("device_view") or {}
     return {"devices": view.get("devices", []), "no_block_device": view.get("no_block_device", {}),
-            "phases": phases, "cross_check": _records(device.cross_check(trace)),
+            "phases": phases, "cross_check": _records(device_checks.cross_check(trace)),
             "lost_block": int(trace.counters.get("lost_block", 0)), "notes": device.no_device_lines(trace)}
 
 

@@ -6,7 +6,7 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import device, figures, units
+from iowitness.analysis import device, device_checks, figures, units
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10
@@ -130,7 +130,7 @@ def device_section(report, trace) -> str:
     for r in table.itertuples():
         name = names.loc[r.phase]
         out.append(f"  phase {r.phase} {name['benchmark_name'] or name['name']}: {device.limiter_line(r)}")
-    check = device.cross_check(trace)
+    check = device_checks.cross_check(trace)
     for c in check.itertuples():
         if not (c.probe_read_bytes or c.probe_write_bytes or c.diskstats_read_bytes or c.diskstats_write_bytes):
             out.append(f"cross-check {c.device}: nothing to compare: the device did no I/O between the samples "

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import device
+from iowitness.analysis import device, device_checks
 from iowitness.analysis.claims import Claim
 from iowitness.collector import blockdev
 from iowitness.collector.commands import _claims
@@ -74,13 +74,13 @@ def _table(**figures) -> pd.DataFrame:
 
 
 def test_a_read_without_device_bytes_was_answered_by_the_page_cache():
-    reasons = device.claim_reasons(_claim("read", 1e9), _rows("read"), _table())
+    reasons = device_checks.claim_reasons(_claim("read", 1e9), _rows("read"), _table())
     assert reasons == [f"the page cache answered: {16 << 20:,} bytes read, 0 from the device"]
 
 
 def test_buffered_writes_flushed_later_are_named():
     table = _table(device_bytes=4096, writeback_bytes=16 << 20, writeback_s=1.5)
-    reasons = device.claim_reasons(_claim("write", 1e9), _rows("write"), table)
+    reasons = device_checks.claim_reasons(_claim("write", 1e9), _rows("write"), table)
     assert reasons[0].startswith("writes absorbed by the page cache, flushed after the phase: ")
     assert "written back in the 1.500 s after the phase" in reasons[0]
 
@@ -89,8 +89,8 @@ def test_writes_flushed_by_the_phases_own_fsync_after_the_timed_calls_are_not_th
     # GIVEN 16 MiB written in 10 ms of calls, all on the device only during the fsync after them
     table = _table(device_bytes=16 << 20, calls_device_bytes=0)
     # WHEN the benchmark timed the calls alone, THEN the page cache absorbed them; with the fsync, the device
-    calls = device.claim_reasons(_claim("write", 1e9), _rows("write"), table, window="calls")
-    synced = device.claim_reasons(_claim("write", 1e9), _rows("write"), table, window="+fsync")
+    calls = device_checks.claim_reasons(_claim("write", 1e9), _rows("write"), table, window="calls")
+    synced = device_checks.claim_reasons(_claim("write", 1e9), _rows("write"), table, window="+fsync")
     assert calls[0].startswith("writes absorbed by the page cache, flushed after the phase")
     assert "by the phase's own fsync/close after its calls" in calls[0]
     assert synced[0].startswith("the writes reached the device inside the phase")
@@ -98,11 +98,11 @@ def test_writes_flushed_by_the_phases_own_fsync_after_the_timed_calls_are_not_th
 
 def test_ceiling_reasons():
     ceiling = {"read": 100e6, "write": 100e6, "source": "given"}
-    over = device.claim_reasons(_claim("write", 598e6), _rows("write"), None, ceiling)
-    near = device.claim_reasons(_claim("write", 97e6), _rows("write"), None, ceiling)
+    over = device_checks.claim_reasons(_claim("write", 598e6), _rows("write"), None, ceiling)
+    near = device_checks.claim_reasons(_claim("write", 97e6), _rows("write"), None, ceiling)
     assert over[0].startswith("claim exceeds the device's measured ceiling") and "598 %" in over[0]
     assert near[0].startswith("device-bound: claim within 3.0 % of the ceiling")
-    assert device.claim_reasons(_claim("write", 50e6), _rows("write"), None, ceiling) == []
+    assert device_checks.claim_reasons(_claim("write", 50e6), _rows("write"), None, ceiling) == []
 
 
 def test_union_of_intervals():
