@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import pandas as pd
 
-from iowitness.analysis import buffering, units, verdicts
+from iowitness.analysis import buffering, device_checks, units, verdicts
 from iowitness.analysis import figures as active_figures
 from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis.benchmarks import fio_jobs
@@ -62,7 +62,7 @@ def _iozone_rows(claim: Claim, phases: pd.DataFrame) -> pd.DataFrame:
 
 def match(report, claims: list[Claim], source: str, command: list[str] | None,
           tolerance: float = verdicts.DEFAULT_TOLERANCE, lost: int = 0,
-          spec_window: str = "calls", trace=None) -> list[verdicts.Verdict]:
+          spec_window: str = "calls", trace=None, ceiling: dict | None = None) -> list[verdicts.Verdict]:
     """One verdict per claim. `trace` (the trace the report was built from) adds what only its
     events show: a buffered stream's final flush, and fio's layout process."""
     phases, groups = report.phases, report.groups.set_index("group") if len(report.groups) else report.groups
@@ -119,6 +119,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         else:
             rows = _spec_rows(claim, phases, seen, lines)
         notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
+        notes += device_checks.claim_reasons(claim, rows, getattr(report, "device", None), ceiling, window)
         verdict = verdicts.judge(claim, rows, window, tolerance, lost, group,
                                  stonewall=stonewall, combine=combine, notes=tuple(notes), last_ns=last_ns)
         _bytes_reason(claim, rows, verdict)

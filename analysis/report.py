@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import benchmarks, groups, phases as phase_module
+from iowitness.analysis import benchmarks, device, groups, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
 
@@ -20,6 +20,7 @@ class Report:
     outliers: pd.DataFrame   # the slowest calls of each phase
     assigned: pd.DataFrame   # per event: span, phase (-1: none), operation
     benchmark: str | None
+    device: pd.DataFrame | None = None   # per phase: the device view (analysis/device.py), plain data
 
 
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:
@@ -124,4 +125,5 @@ def build(trace) -> Report:
         table["benchmark_name"] = benchmarks.name_fio(table, command, trace.meta.get("pid"))
     elif benchmark == "dd":
         table["benchmark_name"] = benchmarks.name_dd(table, command)
-    return Report(table, group_table, outliers(flat, table), assigned, benchmark)
+    return Report(table, group_table, outliers(flat, table), assigned, benchmark,
+                  device.per_phase(trace, table, assigned))

@@ -60,6 +60,9 @@ def lib():
             "bpf_object__next_program": (_vp, [_vp, _vp]),
             "bpf_program__name": (_c.c_char_p, [_vp]),
             "bpf_program__attach": (_vp, [_vp]),
+            "bpf_object__find_program_by_name": (_vp, [_vp, _c.c_char_p]),
+            "bpf_program__set_autoload": (_c.c_int, [_vp, _c.c_bool]),
+            "bpf_program__autoload": (_c.c_bool, [_vp]),
             "bpf_link__destroy": (_c.c_int, [_vp]),
             "bpf_map__set_max_entries": (_c.c_int, [_vp, _c.c_uint32]),
             "bpf_map__set_initial_value": (_c.c_int, [_vp, _c.c_char_p, _c.c_size_t]),
@@ -144,6 +147,12 @@ class BpfObject:
             raise CannotTrace(f"cannot set BPF settings in {name}: {_why(_c.get_errno())}; "
                               "the probe and iowitness do not match, reinstall")
 
+    def skip_program(self, name: str) -> None:
+        """Neither load nor attach this program (before load): its tracepoint is missing here."""
+        prog = lib().bpf_object__find_program_by_name(self._obj, name.encode())
+        if prog:
+            lib().bpf_program__set_autoload(prog, False)
+
     def load(self) -> None:
         err = lib().bpf_object__load(self._obj)
         if err:
@@ -166,6 +175,8 @@ class BpfObject:
             if not prog:
                 return names
             name = lib().bpf_program__name(prog).decode()
+            if not lib().bpf_program__autoload(prog):
+                continue
             link = lib().bpf_program__attach(prog)
             if not link:
                 raise CannotTrace(f"attaching BPF program {name} failed: {_why(_c.get_errno())}"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import struct
+from pathlib import Path
 from dataclasses import dataclass
 
 import numpy as np
 
 from iowitness import probes
-from iowitness.collector import preflight
+from iowitness.collector import blockdev, mounts, preflight
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
@@ -17,6 +18,7 @@ from iowitness.probes.layout import layout
 
 DEFAULT_RING_BYTES = 64 << 20
 META_RING_BYTES = 1 << 20
+DEVICE_RING_BYTES = 4 << 20   # block requests and off-CPU stretches: each its own ring of this size
 
 
 @dataclass
@@ -26,6 +28,13 @@ class ProbeConfig:
     ring_bytes: int = DEFAULT_RING_BYTES
     # wake the reader when this share of the ring is waiting; it also polls on a timer
     wakeup_fraction: float = 1 / 8
+
+
+def _kernel_has_tracepoint(name: str) -> bool:
+    try:
+        return f"btf_trace_{name}".encode() in Path("/sys/kernel/btf/vmlinux").read_bytes()
+    except OSError:
+        return True   # let the load say what is wrong
 
 
 def _ring_size(requested: int) -> int:
@@ -52,6 +61,10 @@ class Probe:
             self._obj.set_initial_value(".rodata.settings", settings.tobytes())
             self._obj.set_max_entries("events", self.ring_bytes)
             self._obj.set_max_entries("meta_events", META_RING_BYTES)
+            # block_io_start (Linux 6.5) only names who submitted a request; without it the
+            # device view still has every request, with the submitter unknown
+            if not _kernel_has_tracepoint("block_io_start"):
+                self._obj.skip_program("on_block_io_start")
             self._obj.load()
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")
@@ -65,11 +78,34 @@ class Probe:
                 excludes.update(struct.pack("<I", slot), entry)
             self.events = RingReader(self._obj.map("events").fd, self.ring_bytes, L.event)
             self.facts = RingReader(self._obj.map("meta_events").fd, META_RING_BYTES, L.meta)
+            self._open_device_view(L)
         except BaseException:
             self._obj.close()
             raise
         self._cpus = possible_cpus()
         self.attached = False
+        # called right after the programs are attached, before the benchmark is let go
+        self.on_attached: list = []
+
+    def _open_device_view(self, L) -> None:
+        """The block-request and off-CPU rings, and the device filter seeded from the file set."""
+        self._block_devs = self._obj.map("block_devs")
+        self.block = RingReader(self._obj.map("block_events").fd, DEVICE_RING_BYTES, L.structs["iow_block"])
+        self.offcpu = RingReader(self._obj.map("offcpu_events").fd, DEVICE_RING_BYTES, L.structs["iow_offcpu"])
+        table = mounts.mounts()
+        paths = [r.path for r in self.config.file_set.rules] + [f.path for f in self.config.file_set.known]
+        self.devices_from_start: set[int] = set()
+        for path in paths:
+            kdev, _ = blockdev.device_of(path, table)
+            if kdev is not None:
+                self.watch_device(kdev)
+                self.devices_from_start.add(kdev)
+
+    def watch_device(self, kdev: int) -> None:
+        self._block_devs.update(struct.pack("<I", kdev), b"\x01")
+
+    def watched_devices(self) -> list[int]:
+        return [struct.unpack("<I", k)[0] for k in self._block_devs.keys(4)]
 
     def add_process(self, tgid: int) -> None:
         self._procs.update(struct.pack("<I", tgid), b"\x01")
@@ -87,17 +123,21 @@ class Probe:
     def attach(self) -> list[str]:
         programs = self._obj.attach_all()
         self.attached = True
+        for hook in self.on_attached:
+            hook()
         return programs
 
     def lost(self) -> dict[str, int]:
         counts = {}
-        for name, slot in (("lost_events", "IOW_LOST_EVENTS"), ("lost_meta", "IOW_LOST_META")):
+        for name, slot in (("lost_events", "IOW_LOST_EVENTS"), ("lost_meta", "IOW_LOST_META"),
+                           ("lost_block", "IOW_LOST_BLOCK"), ("lost_offcpu", "IOW_LOST_OFFCPU")):
             raw = self._lost.lookup(struct.pack("<I", layout().constants[slot]), 8 * self._cpus)
             counts[name] = sum(struct.unpack(f"<{self._cpus}Q", raw)) if raw else 0
         return counts
 
     def close(self) -> None:
-        for reader in (getattr(self, "events", None), getattr(self, "facts", None)):
+        for reader in (getattr(self, "events", None), getattr(self, "facts", None),
+                       getattr(self, "block", None), getattr(self, "offcpu", None)):
             if reader:
                 reader.close()
         self._obj.close()

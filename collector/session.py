@@ -20,7 +20,7 @@ import numpy as np
 
 from iowitness import __version__
 from iowitness.analysis import units
-from iowitness.collector import mounts
+from iowitness.collector import blockdev, mounts
 from iowitness.collector.probe import Probe
 from iowitness.collector.trace import TraceWriter
 from iowitness.probes.layout import layout
@@ -73,6 +73,7 @@ class Stats:
     events: int = 0
     data_bytes: int = 0
     facts: int = 0
+    block: int = 0
     files: dict = field(default_factory=dict)   # (dev, ino) -> description
 
 
@@ -85,6 +86,12 @@ class Recorder:
                                    if any(w in k for w in ("READ", "WRITE"))])
         self._started = time.monotonic()
         self._status_shown = False
+        self._watched = 0
+        # the first counters once the probe is attached: the diskstats cross-check starts there
+        if probe.attached:
+            self.sample_device_counters()
+        else:
+            probe.on_attached.append(self.sample_device_counters)
 
     def request_stop(self, reason: str) -> None:
         if self._stop_reason is None:
@@ -108,7 +115,26 @@ class Recorder:
             self._describe_files(facts)
             self.writer.write_facts(facts)
             self.stats.facts += facts.size
-        return events.size + facts.size
+            self._note_new_devices()
+        block, offcpu = self.probe.block.read(), self.probe.offcpu.read()
+        self.writer.write_device(block, offcpu)
+        self.stats.block += block.size
+        return events.size + facts.size + block.size + offcpu.size
+
+    def _note_new_devices(self) -> None:
+        """A device the probe just started watching (a target opened on it) gets its counters read
+        at once, so that the diskstats cross-check can start there."""
+        watched = len(self.probe.watched_devices())
+        if watched != self._watched:
+            self._watched = watched
+            self.sample_device_counters()
+
+    def sample_device_counters(self) -> None:
+        """/proc/diskstats and /proc/stat now: the device view's independent cross-check."""
+        try:
+            self.writer.write_sample(blockdev.sample())
+        except OSError:
+            pass  # a machine without /proc/diskstats: the view then rests on the probe alone
 
     def note_known_files(self, known) -> None:
         """Files registered from user space (open before tracing): stored as file facts too."""
@@ -154,7 +180,8 @@ class Recorder:
                                      **(mount.describe() if mount else {"device": mounts.dev_name(key[0])})}
 
     def counters(self) -> dict:
-        return {"events": self.stats.events, "facts": self.stats.facts, **self.probe.lost()}
+        return {"events": self.stats.events, "facts": self.stats.facts, "block_requests": self.stats.block,
+                **self.probe.lost()}
 
     def _status(self, force_line: bool = False) -> None:
         elapsed = time.monotonic() - self._started
@@ -195,6 +222,7 @@ class Recorder:
             if deadline is not None and now >= deadline:
                 self.request_stop(f"--duration {duration:g} s reached")
             if now - last_flush >= FLUSH_SECONDS:
+                self.sample_device_counters()
                 self.writer.write_counters(self.counters())
                 self.writer.flush()
                 last_flush = now
@@ -208,6 +236,9 @@ class Recorder:
 
     def finish(self, end_meta: dict) -> dict:
         """Drain what is left, write the last counters and the end record, close the trace."""
+        # write-back of the benchmark's last writes may still be under way: the kernel's
+        # periodic flusher runs every dirty_writeback_centisecs; the samples say what followed
+        self.sample_device_counters()
         while self.drain():
             pass
         self.clear_status()
@@ -215,11 +246,26 @@ class Recorder:
         self.writer.write_counters(counters)
         end = {"clock_end": clock_pair(), "stop_reason": self._stop_reason, "counters": counters,
                "files": list(self.stats.files.values()), **end_meta}
+        end["device_view"] = self.device_view()
         usage = resource.getrusage(resource.RUSAGE_SELF)
         end["collector_cpu_s"] = {"user": usage.ru_utime, "system": usage.ru_stime}
         end["trace_file_bytes"] = self.writer.bytes_written
         self.writer.close(end)
         return end
+
+
+    def device_view(self) -> dict:
+        """The devices the block probe watched, and for files without one, why not."""
+        watched = self.probe.watched_devices()
+        none = {}
+        for f in self.stats.files.values():
+            source = f.get("block_device")
+            if blockdev.sysfs_dir(f["dev"]) is None and not (source and os.path.exists(source)):
+                none[f["path"]] = (f"{f.get('mount_point') or 'its mount'} is {f.get('fs_type') or 'a file system'}, "
+                                   "which has no block device: its I/O never reaches a disk")
+        return {**blockdev.header(), "devices": [blockdev.describe(d) for d in sorted(watched)],
+                "no_block_device": none, "offcpu": not self.probe.config.all_processes,
+                "watched_from_start": sorted(self.probe.devices_from_start)}
 
 
 def processes_gone(probe: Probe):

@@ -36,6 +36,8 @@ HEADER = struct.Struct("<8sII")        # magic, format version, reserved (0)
 CHUNK = struct.Struct("<IIQ")          # kind, crc32 of payload, payload length
 
 START, EVENTS, FACTS, OUTPUT, COUNTERS, END = 1, 2, 3, 4, 5, 6
+# the device view (docs/trace-format.md): block requests, off-CPU stretches, kernel counters
+BLOCK, OFFCPU, SAMPLES = 7, 8, 9
 STREAMS = {"stdout": 1, "stderr": 2}
 
 # fields the reader derives columns and tables from; a layout without them is not readable
@@ -58,6 +60,8 @@ def describe_layout(lay: Layout) -> dict:
         "meta": struct_of(lay.meta),
         "ops": {str(k): v for k, v in lay.names("iow_op", "IOW_OP_").items()},
         "meta_kinds": {str(k): v for k, v in lay.names("iow_meta_kind", "IOW_META_").items()},
+        "block": struct_of(lay.structs["iow_block"]),
+        "offcpu": struct_of(lay.structs["iow_offcpu"]),
     }
 
 
@@ -108,6 +112,18 @@ class TraceWriter:
     def write_facts(self, records) -> None:
         """One FACTS chunk: an array of layout().meta, or the raw bytes of such records."""
         self._chunk(FACTS, self._bytes_of(records, self._meta))
+
+    def write_device(self, block, offcpu) -> None:
+        """BLOCK and OFFCPU chunks: arrays of iow_block and iow_offcpu records (empty ones are skipped)."""
+        lay = layout()
+        if len(block):
+            self._chunk(BLOCK, self._bytes_of(block, lay.structs["iow_block"]))
+        if len(offcpu):
+            self._chunk(OFFCPU, self._bytes_of(offcpu, lay.structs["iow_offcpu"]))
+
+    def write_sample(self, sample: dict) -> None:
+        """One SAMPLES chunk: /proc/diskstats and /proc/stat read at one moment."""
+        self._chunk(SAMPLES, _json(sample))
 
     def write_output(self, stream: str, data: bytes) -> None:
         if stream not in STREAMS:
@@ -186,6 +202,11 @@ class TraceWriter:
 
 class Trace:
     """A loaded trace: meta, events, files, processes, output, counters, lost."""
+
+    # the device view (BLOCK, OFFCPU, SAMPLES chunks): empty in traces that have none
+    block: np.ndarray | None = None
+    offcpu: np.ndarray | None = None
+    samples: tuple = ()
 
     def __init__(self, meta, raw, facts, ops, meta_kinds, output, counters, lost):
         self.meta, self.output, self.counters, self.lost = meta, output, counters, lost
@@ -389,7 +410,7 @@ def load(path) -> Trace:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BadTrace(f"{path} has a broken START chunk ({exc}); it cannot be read") from None
 
-    events, facts, end, counters, lost = [], [], None, {}, 0
+    events, facts, end, counters, lost, device = [], [], None, {}, 0, []
     output = {name: [] for name in STREAMS}
     stream_of = {number: name for name, number in STREAMS.items()}
     for at, kind, payload in chunks[1:]:
@@ -406,6 +427,8 @@ def load(path) -> Trace:
                 lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0))
             elif kind == END:
                 end = dict(json.loads(bytes(payload)))
+            elif kind in (BLOCK, OFFCPU, SAMPLES):
+                device.append((kind, _device_chunk(kind, payload, lay)))
             # any other kind comes from a newer writer of the same format: skipped on purpose
         except (ValueError, TypeError):
             good_end = at
@@ -417,7 +440,31 @@ def load(path) -> Trace:
             for name, parts in output.items()}
     raw = np.concatenate(events) if events else np.empty(0, event_dtype)
     fact_records = np.concatenate(facts) if facts else np.empty(0, meta_dtype)
-    return Trace(meta, raw, fact_records, ops, meta_kinds, text, counters, lost)
+    trace = Trace(meta, raw, fact_records, ops, meta_kinds, text, counters, lost)
+    _attach_device_view(trace, lay, device)
+    return trace
+
+
+def _device_chunk(kind: int, payload, lay: dict):
+    """A BLOCK/OFFCPU chunk as records, a SAMPLES chunk as its dict; ValueError when it does not parse."""
+    if kind == SAMPLES:
+        sample = json.loads(bytes(payload))
+        if not isinstance(sample, dict):
+            raise ValueError("a SAMPLES chunk is not a JSON object")
+        return sample
+    name = "block" if kind == BLOCK else "offcpu"
+    if name not in lay:
+        raise ValueError(f"{name} records without their layout")
+    return np.frombuffer(payload, dtype_from(lay[name], ()))
+
+
+def _attach_device_view(trace: Trace, lay: dict, chunks: list) -> None:
+    for kind, name, key in ((BLOCK, "block", "complete_ns"), (OFFCPU, "offcpu", "off_ns")):
+        parts = [records for k, records in chunks if k == kind]
+        if parts or name in lay:
+            records = np.concatenate(parts) if parts else np.empty(0, dtype_from(lay[name], ()))
+            setattr(trace, name, records[np.argsort(records[key], kind="stable")])
+    trace.samples = tuple(sample for k, sample in chunks if k == SAMPLES)
 
 
 def _good_chunks(data: memoryview) -> tuple[list, int]:

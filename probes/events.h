@@ -81,6 +81,33 @@ struct iow_meta {
 	__u8 path[IOW_PATH_MAX];   /* FILE: path as the process passed it; EXEC: file executed */
 };
 
+/* What a record in the block ring describes: one block request on a device under a target
+ * file, completed. The device is the one the kernel accounts the request to in /proc/diskstats
+ * (a partition's own line for a file system on a partition, the whole disk's otherwise). */
+struct iow_block {
+	__u64 start_ns;    /* accounted as started (rq->start_time_ns: what diskstats times from); 0 unknown */
+	__u64 issue_ns;    /* handed to the driver (block_rq_issue); 0 unknown */
+	__u64 complete_ns; /* completed (block_rq_complete), CLOCK_MONOTONIC */
+	__u64 sector;      /* first 512-byte sector, counted from the start of the whole disk */
+	__u32 bytes;       /* bytes this completion finished */
+	__u32 dev;         /* device, kernel encoding (major << 20 | minor) */
+	__u32 tgid;        /* process that submitted the request; 0 unknown */
+	__u32 tid;         /* its thread */
+	__u32 op;          /* REQ_OP_*: 0 read, 1 write, 2 flush, 3 discard, 5 secure erase, 9 write zeroes */
+	__s32 error;       /* blk_status_t of the completion; 0 = success */
+	__u8 comm[IOW_COMM_MAX];   /* the submitter's name (a kworker for write-back) */
+};
+
+/* What a record in the off-CPU ring describes: one stretch a traced thread spent off the CPU. */
+struct iow_offcpu {
+	__u64 off_ns;      /* switched out, CLOCK_MONOTONIC */
+	__u64 on_ns;       /* switched back in */
+	__u32 tgid;
+	__u32 tid;
+	__u32 state;       /* at switch-out: 0 preempted (still runnable), 1 sleeping, 2 uninterruptible (D: waiting on I/O) */
+	__u32 pad0;
+};
+
 /* Settings fixed at load time (const volatile in the BPF program). */
 #define IOW_MODE_ALL_FILES 0   /* every regular file of the process set, minus exclusions */
 #define IOW_MODE_FILE_SET 1    /* only files matched by name at open or by inode */
@@ -88,7 +115,9 @@ struct iow_meta {
 /* Why an event or fact could not be delivered: slots of the per-CPU `lost` counters. */
 #define IOW_LOST_EVENTS 0
 #define IOW_LOST_META 1
-#define IOW_LOST_SLOTS 2
+#define IOW_LOST_BLOCK 2
+#define IOW_LOST_OFFCPU 3
+#define IOW_LOST_SLOTS 4
 
 /* A name rule: a file called `name` in the directory (dev, ino); empty name = any file in it. */
 #define IOW_NAME_MAX 128

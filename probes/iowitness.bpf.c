@@ -106,6 +106,20 @@ struct {
 	__type(value, struct iow_event);
 } event_layout SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_block);
+} block_layout SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_offcpu);
+} offcpu_layout SEC(".maps");
+
 /* scratch space too large for the 512-byte BPF stack */
 struct scratch {
 	struct iow_meta meta;
@@ -284,6 +298,28 @@ static __always_inline bool opened_file_is_target(struct file *file, struct iow_
 	return bpf_map_lookup_elem(&names, name) != NULL;
 }
 
+/* The device view's filter (maps after `starts`), declared here for handle_open. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} block_devs SEC(".maps");
+
+/* A new target file's block device (none on tmpfs, NFS, ...) joins the device filter. */
+static __always_inline void watch_block_device(struct file *file)
+{
+	struct block_device *bdev = BPF_CORE_READ(file, f_inode, i_sb, s_bdev);
+	__u32 dev;
+	__u8 yes = 1;
+
+	if (!bdev)
+		return;
+	dev = BPF_CORE_READ(bdev, bd_dev);
+	if (!bpf_map_lookup_elem(&block_devs, &dev))
+		bpf_map_update_elem(&block_devs, &dev, &yes, BPF_ANY);
+}
+
 /* An open succeeded: decide whether the new fd's file is a target, and describe it if so. */
 static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 					struct iow_file_key *key, __u32 *flags)
@@ -346,6 +382,7 @@ static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 	if (!opened_file_is_target(file, &s->meta, &s->name))
 		return false;
 	bpf_map_update_elem(&files, key, &state, BPF_ANY);
+	watch_block_device(file);
 	if (bpf_ringbuf_output(&meta_events, &s->meta, sizeof(s->meta), 0))
 		count_lost(IOW_LOST_META);
 	return true;
@@ -567,5 +604,194 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (settings.all_processes || !bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
 	send_process_fact(IOW_META_EXEC, task, 0, BPF_CORE_READ(bprm, filename));
+	return 0;
+}
+
+/* ---- device view: block requests on the devices under target files ---------------------
+ *
+ * block_io_start fires where a request is accounted as started, in the submitter's context
+ * (the benchmark for direct I/O and fsync, a kworker for write-back); block_rq_issue when the
+ * driver gets it; block_rq_complete when (part of) it is done. One record per completion,
+ * filtered in the kernel to the devices in `block_devs`. The device is the one diskstats
+ * accounts the request to: rq->part (a partition, or the whole disk's part0).
+ */
+
+struct block_start {
+	__u64 issue_ns;
+	__u32 tgid;
+	__u32 tid;
+	__u8 comm[IOW_COMM_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} block_events SEC(".maps");
+
+/* requests in flight on watched devices, by address */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct block_start);
+} block_inflight SEC(".maps");
+
+static __always_inline __u32 request_dev(struct request *rq)
+{
+	struct block_device *part = BPF_CORE_READ(rq, part);
+
+	if (!part)
+		part = BPF_CORE_READ(rq, bio, bi_bdev);
+	if (!part)
+		part = BPF_CORE_READ(rq, q, disk, part0);
+	return part ? BPF_CORE_READ(part, bd_dev) : 0;
+}
+
+static __always_inline struct block_start *note_submitter(struct request *rq, bool known)
+{
+	__u64 key = (__u64)rq;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct block_start s = {};
+
+	/* only a task context knows who submitted; an interrupt context does not */
+	if (known) {
+		s.tgid = pid_tgid >> 32;
+		s.tid = (__u32)pid_tgid;
+		bpf_get_current_comm(s.comm, sizeof(s.comm));
+	}
+	bpf_map_update_elem(&block_inflight, &key, &s, BPF_ANY);
+	return bpf_map_lookup_elem(&block_inflight, &key);
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(on_block_io_start, struct request *rq)
+{
+	__u32 dev = request_dev(rq);
+
+	if (!bpf_map_lookup_elem(&block_devs, &dev))
+		return 0;
+	note_submitter(rq, true);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(on_block_rq_issue, struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	__u32 dev = request_dev(rq);
+	struct block_start *s;
+
+	if (!bpf_map_lookup_elem(&block_devs, &dev))
+		return 0;
+	s = bpf_map_lookup_elem(&block_inflight, &key);
+	/* not seen starting (a flush, or a kernel without block_io_start): the issuer may be anyone */
+	if (!s)
+		s = note_submitter(rq, false);
+	if (s)
+		s->issue_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(on_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	__u32 dev = request_dev(rq);
+	struct block_start *s;
+	struct iow_block *b;
+
+	if (!bpf_map_lookup_elem(&block_devs, &dev))
+		return 0;
+	s = bpf_map_lookup_elem(&block_inflight, &key);
+	b = bpf_ringbuf_reserve(&block_events, sizeof(*b), 0);
+	if (!b) {
+		count_lost(IOW_LOST_BLOCK);
+	} else {
+		b->start_ns = BPF_CORE_READ(rq, start_time_ns);
+		b->issue_ns = s ? s->issue_ns : 0;
+		b->complete_ns = bpf_ktime_get_ns();
+		b->sector = BPF_CORE_READ(rq, __sector);
+		b->bytes = nr_bytes;
+		b->dev = dev;
+		b->tgid = s ? s->tgid : 0;
+		b->tid = s ? s->tid : 0;
+		b->op = BPF_CORE_READ(rq, cmd_flags) & 0xff;   /* REQ_OP_MASK: the low REQ_OP_BITS (8) */
+		b->error = error;
+		if (s)
+			__builtin_memcpy(b->comm, s->comm, sizeof(b->comm));
+		else
+			__builtin_memset(b->comm, 0, sizeof(b->comm));
+		bpf_ringbuf_submit(b, 0);
+	}
+	/* a partial completion leaves the rest in flight: __data_len still counts it here */
+	if (nr_bytes >= BPF_CORE_READ(rq, __data_len))
+		bpf_map_delete_elem(&block_inflight, &key);
+	return 0;
+}
+
+/* ---- per-phase CPU: when a traced thread is off the CPU, and why ------------------------
+ *
+ * One record each time a thread of the process set comes back on the CPU: when it left, and
+ * whether it was preempted or blocked. With the syscall events this splits a phase's time into
+ * user CPU, kernel CPU, blocked in a call (the device, fsync) and waiting for a CPU. Costs two
+ * hash lookups per context switch on the machine and nothing on the syscall path. Not with
+ * attach --file alone (every process is traced, every switch would be a record).
+ */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} offcpu_events SEC(".maps");
+
+struct offcpu_since {
+	__u64 ts;
+	__u32 state;
+	__u32 pad0;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct offcpu_since);
+} offcpu_start SEC(".maps");
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 tgid, tid;
+	struct offcpu_since *since;
+	struct iow_offcpu *o;
+
+	if (settings.all_processes)
+		return 0;
+	tgid = BPF_CORE_READ(prev, tgid);
+	if (bpf_map_lookup_elem(&procs, &tgid)) {
+		struct offcpu_since now = { .ts = bpf_ktime_get_ns(), .state = preempt ? 0 : prev_state & 0xff };
+
+		tid = BPF_CORE_READ(prev, pid);
+		bpf_map_update_elem(&offcpu_start, &tid, &now, BPF_ANY);
+	}
+	tgid = BPF_CORE_READ(next, tgid);
+	if (!bpf_map_lookup_elem(&procs, &tgid))
+		return 0;
+	tid = BPF_CORE_READ(next, pid);
+	since = bpf_map_lookup_elem(&offcpu_start, &tid);
+	if (!since || !since->ts)
+		return 0;
+	o = bpf_ringbuf_reserve(&offcpu_events, sizeof(*o), 0);
+	if (!o) {
+		count_lost(IOW_LOST_OFFCPU);
+	} else {
+		o->off_ns = since->ts;
+		o->on_ns = bpf_ktime_get_ns();
+		o->tgid = tgid;
+		o->tid = tid;
+		o->state = since->state;
+		o->pad0 = 0;
+		bpf_ringbuf_submit(o, 0);
+	}
+	since->ts = 0;
 	return 0;
 }

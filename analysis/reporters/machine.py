@@ -53,6 +53,20 @@ def verdict_records(verdicts) -> list[dict]:
             for v in verdicts or []]
 
 
+def device_json(report, trace) -> dict:
+    """The device view: per phase figures and limiter, the diskstats cross-check, devices, gaps."""
+    from iowitness.analysis import device, device_checks
+
+    table = report.device if report.device is not None else pd.DataFrame()
+    phases = _records(table)
+    for p, r in zip(phases, table.itertuples()):
+        p["limiter_text"] = device.limiter_line(r)
+    view = trace.meta.get("device_view") or {}
+    return {"devices": view.get("devices", []), "no_block_device": view.get("no_block_device", {}),
+            "phases": phases, "cross_check": _records(device_checks.cross_check(trace)),
+            "lost_block": int(trace.counters.get("lost_block", 0)), "notes": device.no_device_lines(trace)}
+
+
 def to_json(report, trace, verdicts=None) -> str:
     phases = _records(report.phases)
     hist = histograms(report, trace.events)
@@ -65,6 +79,7 @@ def to_json(report, trace, verdicts=None) -> str:
         "lost_events": int(trace.lost), "complete": trace.meta.get("complete"),
         "phases": phases, "groups": _records(report.groups),
         "verdicts": verdict_records(verdicts),
+        "device": device_json(report, trace),
     }
     return json.dumps(doc, indent=2)
 

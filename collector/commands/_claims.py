@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 from pathlib import Path
 
 from iowitness.errors import NotFound, UsageError
@@ -19,6 +21,10 @@ def add_claim_options(parser: argparse.ArgumentParser) -> None:
                         help="which benchmark printed the output, when it cannot be recognised")
     parser.add_argument("--tolerance", default=DEFAULT_TOLERANCE, metavar="PCT",
                         help="how far a claim may be from the active figure and still agree (default %(default)s)")
+    parser.add_argument("--device-ceiling", metavar="RATE",
+                        help="what the device can do, to judge claims against: a rate for both directions "
+                             "(200MB/s, 8MiB/s), read=RATE,write=RATE, or 'measure' (O_DIRECT writes and reads "
+                             "of a scratch file next to the trace's target files, now, from this process)")
 
 
 def tolerance(text: str) -> float:
@@ -29,6 +35,46 @@ def tolerance(text: str) -> float:
     if not 0 <= value < 10:
         raise UsageError(f"--tolerance {text!r}: give a percentage such as 5%")
     return value
+
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*?)(?:/s)?\s*$")
+
+
+def rate(text: str) -> float:
+    """'200MB/s', '8MiB/s', '1.5GB', '4096' -> bytes per second."""
+    from iowitness.analysis.claims.dd import BYTE_UNITS
+
+    m = _RATE.match(text)
+    factor = BYTE_UNITS.get(m.group(2) or "B") if m else None
+    if factor is None:
+        raise UsageError(f"--device-ceiling {text!r}: give a rate such as 200MB/s or 8MiB/s")
+    return float(m.group(1)) * factor
+
+
+def device_ceiling(trace, text: str | None) -> dict | None:
+    """--device-ceiling as {"read": B/s, "write": B/s, "source": ...}, measuring it when asked."""
+    if not text:
+        return None
+    if text.strip() == "measure":
+        from iowitness.collector import ceiling
+
+        dirs = [os.path.dirname(f["path"]) for f in trace.meta.get("files", []) if f.get("path")]
+        dirs += [os.path.dirname(t["path"]) for t in trace.meta.get("targets", [])]
+        existing = [d for d in dict.fromkeys(dirs) if os.path.isdir(d)]
+        if not existing:
+            raise NotFound("--device-ceiling measure: no directory of this trace's target files exists on this "
+                           "machine; give the rate instead, e.g. --device-ceiling 200MB/s")
+        return ceiling.measure(existing[0])
+    if "=" not in text:
+        both = rate(text)
+        return {"read": both, "write": both, "source": "given with --device-ceiling"}
+    out = {"read": None, "write": None, "source": "given with --device-ceiling"}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        if key.strip() not in ("read", "write"):
+            raise UsageError(f"--device-ceiling {text!r}: use read=RATE,write=RATE")
+        out[key.strip()] = rate(value)
+    return out
 
 
 def verdicts_for(trace, args, required: bool):
@@ -65,4 +111,5 @@ def verdicts_for(trace, args, required: bool):
     except spec.SpecError as exc:
         raise UsageError(str(exc)) from None
     report = trace.report()
-    return matching.match(report, claims, source, command, tol, trace.lost, trace=trace), None
+    ceiling = device_ceiling(trace, getattr(args, "device_ceiling", None))
+    return matching.match(report, claims, source, command, tol, trace.lost, trace=trace, ceiling=ceiling), None

@@ -1,0 +1,379 @@
+"""The device view: what reached the disk in each phase, in iostat -x terms, and what limited it.
+
+Inputs are the trace's block requests (BLOCK: one record per completion, from the kernel's
+block tracepoints, on the devices under the target files), its off-CPU stretches (OFFCPU:
+from sched_switch, for the traced threads) and its /proc/diskstats and /proc/stat samples.
+
+Per phase, over its window (first data call to the end of its last call, fsync and close
+included), the figures iostat -x would show for the same interval:
+
+  r/s w/s, rkB/s wkB/s   requests and bytes completed in the window (diskstats counts at completion)
+  areq-sz                average request size
+  r_await w_await        mean time from a request's start (as diskstats times it) to its completion
+  aqu-sz                 time-weighted requests in flight: their summed time in the window / window
+  %util                  share of the window with at least one request in flight
+
+and beyond iostat: the ratio of device bytes to the phase's syscall bytes (its direction),
+write-back after the phase that belongs to it, the time split of its threads (user CPU,
+kernel CPU, blocked in calls, in fsync, waiting for a CPU) and the machine's iowait.
+
+Write-back is attributed first in, first out: a buffered write phase leaves `dirty` bytes
+(its syscall bytes minus the device writes in its window); device writes on the same device
+after its window and outside any later write phase's window pay them off, oldest phase first,
+as the kernel's flusher writes the oldest dirty inodes first. Journal and metadata writes are
+device writes too, so the figure is an upper bound of the file's own write-back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis.phases import SYNC, call_kinds
+from iowitness.collector.mounts import dev_name
+
+READ_OP = 0
+DISCARD_OPS = (3, 5)
+# device bytes below this share of the syscall bytes: the page cache answered
+CACHE_SHARE = 0.05
+# at or above this share: the device did the work
+DEVICE_SHARE = 0.90
+# a claim this close to the device's ceiling is device-bound
+DEVICE_BOUND_SHARE = 0.10
+# /proc/diskstats and the probe agree when within this share (or a few requests in flight)
+AGREEMENT = 0.05
+
+LIMITERS = {
+    "device": "waiting on the device",
+    "kernel": "CPU in the kernel (memory copies from the page cache)",
+    "user": "CPU in user space (the benchmark itself)",
+    "fsync": "waiting on fsync",
+    "cpu": "waiting for a CPU (runnable, preempted by other work)",
+}
+
+COLUMNS = ["phase", "device", "window_s", "read_bytes", "write_bytes", "reads", "writes", "read_Bps", "write_Bps",
+           "areq_bytes", "r_await_ms", "w_await_ms", "aqu_sz", "util", "syscall_bytes", "device_bytes",
+           "device_ratio", "calls_device_bytes", "other_bytes", "dirty_bytes", "writeback_bytes", "writeback_s", "user_s", "kernel_s", "blocked_s",
+           "fsync_s", "runnable_s", "iowait", "limiter", "limiter_share", "cpu_source"]
+
+
+def is_write(op: np.ndarray) -> np.ndarray:
+    return ((op & 1) == 1) & ~np.isin(op, DISCARD_OPS)
+
+
+class Requests:
+    """The block records of one device, as arrays sorted by completion."""
+
+    def __init__(self, block: np.ndarray, traced: np.ndarray | None = None):
+        order = np.argsort(block["complete_ns"], kind="stable")
+        b = block[order]
+        self.complete = b["complete_ns"].astype(np.int64)
+        start = b["start_ns"].astype(np.int64)
+        issue = b["issue_ns"].astype(np.int64)
+        # a request the kernel did not time from its start (I/O statistics off) counts from its issue
+        start = np.where(start > 0, start, np.where(issue > 0, issue, self.complete))
+        self.start = np.minimum(start, self.complete)
+        self.bytes = b["bytes"].astype(np.int64)
+        self.read = b["op"] == READ_OP
+        self.write = is_write(b["op"])
+        self.longest = int((self.complete - self.start).max()) if len(b) else 0
+        # the benchmark's own requests: submitted by a traced process, by a kernel thread
+        # (write-back, the journal) or by nobody known; not those of other programs on the device
+        self.own = np.ones(len(b), dtype=bool) if traced is None else own_requests(b, traced)
+
+    def window(self, a: int, b: int) -> dict:
+        """iostat -x figures over [a, b]."""
+        seconds = max(b - a, 1) / 1e9
+        lo, hi = np.searchsorted(self.complete, [a, b], side="left")
+        done = slice(lo, hi)
+        rd, wr = self.read[done], self.write[done]
+        size, wait = self.bytes[done], (self.complete[done] - self.start[done]) / 1e6
+        # in flight during the window: completed after a, started before b
+        far = np.searchsorted(self.complete, b + self.longest, side="right")
+        s, c = self.start[lo:far], self.complete[lo:far]
+        keep = s < b
+        s, c = np.clip(s[keep], a, b), np.clip(c[keep], a, b)
+        reads, writes = int(rd.sum()), int(wr.sum())
+        own = self.own[done]
+        return {"own_read_bytes": int(size[rd & own].sum()), "own_write_bytes": int(size[wr & own].sum()),
+                "other_bytes": int(size[(rd | wr) & ~own].sum()),
+            "read_bytes": int(size[rd].sum()), "write_bytes": int(size[wr].sum()), "reads": reads, "writes": writes,
+            "read_Bps": size[rd].sum() / seconds, "write_Bps": size[wr].sum() / seconds,
+            "areq_bytes": size[rd | wr].sum() / (reads + writes) if reads + writes else np.nan,
+            "r_await_ms": wait[rd].mean() if reads else np.nan, "w_await_ms": wait[wr].mean() if writes else np.nan,
+            "aqu_sz": (c - s).sum() / 1e9 / seconds, "util": _union(s, c) / 1e9 / seconds,
+        }
+
+
+KERNEL_THREADS = (b"kworker", b"jbd2", b"flush-", b"kswapd", b"ksoftirqd", b"loop", b"xfsaild", b"btrfs")
+
+
+def own_requests(block: np.ndarray, traced: np.ndarray) -> np.ndarray:
+    """True for requests of the traced processes, of kernel threads, or of no known submitter."""
+    comm = block["comm"]
+    kernel = np.zeros(len(block), dtype=bool)
+    for prefix in KERNEL_THREADS:
+        kernel |= np.all(comm[:, :len(prefix)] == np.frombuffer(prefix, dtype=np.uint8), axis=1)
+    return (block["tgid"] == 0) | np.isin(block["tgid"], traced) | kernel
+
+
+def traced_processes(trace) -> np.ndarray:
+    tgids = set(np.unique(trace.raw_events()["tgid"]).tolist()) if hasattr(trace, "raw_events") else set()
+    procs = getattr(trace, "processes", None)
+    if procs is not None and len(procs):
+        tgids |= set(procs["tgid"].tolist())
+    if trace.meta.get("pid"):
+        tgids.add(int(trace.meta["pid"]))
+    return np.array(sorted(tgids), dtype=np.uint32)
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> int:
+    """Nanoseconds covered by at least one of the intervals."""
+    if not len(start):
+        return 0
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], np.maximum.accumulate(end[order])
+    # a new run starts where an interval begins after everything before it ended
+    new = np.r_[True, s[1:] > e[:-1]]
+    run_start = s[new]
+    run_end = np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1]]
+    return int((run_end - run_start).sum())
+
+
+def block_dev_names(trace) -> dict[int, str]:
+    view = trace.meta.get("device_view")
+    if view is None:
+        # a trace cut short (no END): the devices are those the records name
+        return {int(d): dev_name(int(d)) for d in np.unique(trace.block["dev"])} if trace.block is not None else {}
+    return {int(d["dev"]): d.get("name") or d["device"] for d in view.get("devices", [])}
+
+
+def _phase_devices(trace, events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFrame) -> dict[int, int]:
+    """phase -> the block device under its file (the file system's device, or its source's)."""
+    names = block_dev_names(trace)
+    if not names:
+        return {}
+    phase = assigned["phase"].to_numpy()
+    first = pd.Series(events["dev"].to_numpy()).groupby(phase).first()
+    by_name = {}
+    for f in trace.meta.get("files", []):
+        source = f.get("block_device") or ""
+        match = [d for d, n in names.items() if source == f"/dev/{n}"]
+        if match:
+            by_name[int(f["dev"])] = match[0]
+    out = {}
+    for p in phases["phase"]:
+        fs_dev = int(first.get(p, -1))
+        dev = fs_dev if fs_dev in names else by_name.get(fs_dev, next(iter(names)) if len(names) == 1 else None)
+        if dev is not None:
+            out[int(p)] = dev
+    return out
+
+
+def _window(phases: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    a = phases["data_first_ns"].to_numpy(np.int64)
+    b = np.maximum.reduce([phases[c].to_numpy(np.int64) for c in ("data_last_ns", "sync_end_ns", "close_end_ns")])
+    return a, b
+
+
+def _syscall_bytes(r) -> int:
+    return int(r.read_bytes if r.operation == "read" else r.write_bytes if r.operation == "write" else r.bytes)
+
+
+def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFrame:
+    """One row per phase (COLUMNS); empty when the trace has no device view."""
+    if getattr(trace, "block", None) is None or phases.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    events = trace.events
+    devices = _phase_devices(trace, events, assigned, phases)
+    names = block_dev_names(trace)
+    traced = traced_processes(trace)
+    requests = {d: Requests(trace.block[trace.block["dev"] == d], traced) for d in set(devices.values())}
+    a, b = _window(phases)
+    rows = []
+    for i, r in enumerate(phases.itertuples()):
+        dev = devices.get(int(r.phase))
+        row = {"phase": int(r.phase), "device": names.get(dev) if dev is not None else None,
+               "window_s": (b[i] - a[i]) / 1e9, "syscall_bytes": _syscall_bytes(r)}
+        if dev is not None:
+            row.update(requests[dev].window(int(a[i]), int(b[i])))
+            moved = row["own_read_bytes"] if r.operation == "read" else row["own_write_bytes"] \
+                if r.operation == "write" else row["own_read_bytes"] + row["own_write_bytes"]
+            row["device_bytes"] = moved
+            # the same over the data calls alone: what a benchmark that times only its calls timed
+            calls = requests[dev].window(int(r.data_first_ns), int(max(r.data_last_ns, r.data_first_ns)))
+            row["calls_device_bytes"] = calls["own_read_bytes"] if r.operation == "read" else \
+                calls["own_write_bytes"] if r.operation == "write" else calls["own_read_bytes"] + calls["own_write_bytes"]
+            row["device_ratio"] = moved / row["syscall_bytes"] if row["syscall_bytes"] else np.nan
+        rows.append(row)
+    table = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    _writeback(table, phases, devices, requests, a, b)
+    _cpu(trace, table, phases, assigned, events, a, b)
+    _iowait(trace, table, a, b)
+    _limiters(table, phases)
+    return table
+
+
+def _writeback(table, phases, devices, requests, a, b) -> None:
+    """Device writes after a buffered write phase's window, first in first out (module docstring)."""
+    table["dirty_bytes"] = 0
+    table["writeback_bytes"] = 0
+    table["writeback_s"] = np.nan
+    is_write_phase = (phases["operation"] == "write").to_numpy() & ~phases["O_DIRECT"].to_numpy(bool)
+    for dev, req in requests.items():
+        mine = np.flatnonzero(is_write_phase & np.array([devices.get(int(p)) == dev for p in phases["phase"]]))
+        if not len(mine):
+            continue
+        # device writes outside every write phase's window of this device
+        inside = np.zeros(len(req.complete), dtype=bool)
+        for i in np.flatnonzero((phases["operation"] == "write").to_numpy()):
+            lo, hi = np.searchsorted(req.complete, [a[i], b[i]])
+            inside[lo:hi] = True
+        free = req.write & req.own & ~inside
+        t, amount = req.complete[free], req.bytes[free]
+        total = np.cumsum(amount)
+        consumed = 0
+        for i in mine[np.argsort(b[mine], kind="stable")]:
+            dirty = max(0, int(table.at[i, "syscall_bytes"]) - int(table.at[i, "device_bytes"]))
+            table.at[i, "dirty_bytes"] = dirty
+            before = int(total[np.searchsorted(t, b[i], side="right") - 1]) if len(t) and t[0] <= b[i] else 0
+            start = max(consumed, before)
+            take = min(dirty, int(total[-1]) - start if len(total) else 0)
+            if take <= 0:
+                continue
+            consumed = start + take
+            table.at[i, "writeback_bytes"] = take
+            last = int(np.searchsorted(total, consumed, side="left"))
+            table.at[i, "writeback_s"] = (t[min(last, len(t) - 1)] - b[i]) / 1e9
+
+
+def _cpu(trace, table, phases, assigned, events, a, b) -> None:
+    """User CPU, kernel CPU, blocked and runnable time of each phase's threads over its window.
+
+    Off-CPU stretches (sched_switch) inside a call of the phase are time blocked in that call
+    (or waiting for a CPU, when the thread was preempted); the rest of the call is kernel CPU.
+    Outside calls, the window's time on the CPU is user CPU (page faults and interrupts in
+    user code count there too).
+    """
+    off = trace.offcpu
+    have = off is not None and (trace.meta.get("device_view") or {}).get("offcpu", True)
+    table["cpu_source"] = "sched_switch" if have else None
+    if not have:
+        return
+    phase = assigned["phase"].to_numpy()
+    kind = call_kinds(events["syscall"])
+    start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
+    tid = events["tid"].to_numpy()
+    order = np.argsort(phase, kind="stable")
+    bounds = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="left")
+    ends = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="right")
+    o_tid, o_off, o_on, o_state = off["tid"], off["off_ns"].astype(np.int64), off["on_ns"].astype(np.int64), off["state"]
+    for i in range(len(phases)):
+        rows = order[bounds[i]:ends[i]]
+        lo, hi = a[i], b[i]
+        window = hi - lo
+        threads = np.unique(tid[rows])
+        sel = np.isin(o_tid, threads) & (o_on > lo) & (o_off < hi)
+        s, e, st, ot = np.clip(o_off[sel], lo, hi), np.clip(o_on[sel], lo, hi), o_state[sel], o_tid[sel]
+        dur = e - s
+        # which call of the phase (same thread) each off-CPU stretch falls in, by its midpoint
+        mid = (s + e) // 2
+        in_call = np.full(len(mid), -1)
+        for t in threads:
+            calls = rows[tid[rows] == t]
+            calls = calls[np.argsort(start[calls], kind="stable")]
+            mine = np.flatnonzero(ot == t)
+            k = np.searchsorted(start[calls], mid[mine], side="right") - 1
+            ok = (k >= 0) & (end[calls[np.clip(k, 0, None)]] >= mid[mine])
+            in_call[mine[ok]] = calls[k[ok]]
+        inside = in_call >= 0
+        call_kind = np.where(inside, kind[np.clip(in_call, 0, None)], -1)
+        sync_call = call_kind == SYNC
+        preempted = st == 0
+        calls_ns = np.clip(np.minimum(end[rows], hi) - np.maximum(start[rows], lo), 0, None)
+        sync_ns = calls_ns[kind[rows] == SYNC].sum()
+        in_calls_ns = calls_ns.sum()
+        off_in_calls = dur[inside].sum()
+        blocked = dur[inside & ~preempted & ~sync_call].sum()
+        runnable = dur[preempted].sum()
+        sync_off = dur[inside & sync_call].sum()
+        table.at[i, "fsync_s"] = sync_ns / 1e9
+        table.at[i, "blocked_s"] = blocked / 1e9
+        table.at[i, "runnable_s"] = runnable / 1e9
+        table.at[i, "kernel_s"] = max(0, in_calls_ns - sync_ns - (off_in_calls - sync_off)) / 1e9
+        # on-CPU time outside calls: threads x window, minus calls, minus off-CPU outside calls
+        table.at[i, "user_s"] = max(0, len(threads) * window - in_calls_ns - dur[~inside].sum()) / 1e9
+
+
+def _iowait(trace, table, a, b) -> None:
+    """The machine's iowait share between the samples that bracket each phase."""
+    samples = [s for s in trace.samples if s.get("cpu")]
+    table["iowait"] = np.nan
+    if len(samples) < 2:
+        return
+    fields = (trace.meta.get("device_view") or {}).get("cpu_fields") or []
+    if "iowait" not in fields:
+        return
+    k = fields.index("iowait")
+    ts = np.array([s["ts_ns"] for s in samples], dtype=np.int64)
+    cpu = np.array([s["cpu"] for s in samples], dtype=np.int64)
+    for i in range(len(table)):
+        lo = np.searchsorted(ts, a[i], side="right") - 1
+        hi = np.searchsorted(ts, b[i], side="left")
+        if lo < 0 or hi >= len(ts):
+            continue
+        delta = cpu[hi] - cpu[lo]
+        table.at[i, "iowait"] = delta[k] / delta.sum() if delta.sum() else np.nan
+
+
+def _limiters(table, phases) -> None:
+    """The largest share of the window: device, kernel CPU, user CPU, fsync, a CPU."""
+    limiter, share = [], []
+    for i, r in enumerate(table.itertuples()):
+        window = r.window_s if r.window_s and r.window_s > 0 else np.nan
+        parts = {"device": r.blocked_s, "kernel": r.kernel_s, "user": r.user_s, "fsync": r.fsync_s,
+                 "cpu": r.runnable_s}
+        if all(v != v for v in parts.values()):
+            # no scheduler data: the device is the limiter when it was busy and moved the bytes
+            estimate = "device" if (r.util == r.util and r.util >= 0.5 and r.device_ratio == r.device_ratio
+                                    and r.device_ratio >= 0.5) else None
+            limiter.append(estimate)
+            share.append(r.util if estimate else np.nan)
+            continue
+        best = max(parts, key=lambda k: parts[k] if parts[k] == parts[k] else -1)
+        threads = int(phases.iloc[i]["threads"]) or 1
+        limiter.append(best)
+        share.append(parts[best] / (window * threads))
+    table["limiter"] = limiter
+    table["limiter_share"] = share
+
+
+def limiter_line(r) -> str:
+    """'waiting on the device (81 % of the window; user 2 %, kernel 9 %, ...)'."""
+    if r.limiter is None or r.limiter != r.limiter:
+        return "limiter unknown: no scheduler data and no busy device"
+    text = LIMITERS[r.limiter]
+    if r.cpu_source is None:
+        return f"{text} (estimated from the device: {pct(r.util)} busy; no scheduler data)"
+    total = r.window_s or np.nan
+    parts = [f"{name} {pct(value / total)}" for name, value in
+             (("blocked", r.blocked_s), ("kernel", r.kernel_s), ("user", r.user_s), ("fsync", r.fsync_s),
+              ("runnable", r.runnable_s)) if value == value]
+    line = f"{text} ({pct(r.limiter_share)} of the window; {', '.join(parts)})"
+    if r.limiter == "device" and r.util == r.util and r.util < 0.5 * (r.limiter_share or 0):
+        line += (f"; the device itself was busy {pct(r.util)} of it: the wait is ahead of the device "
+                 "(an I/O throttle such as a cgroup limit, or a queue in a layer above)")
+    return line
+
+
+def no_device_lines(trace) -> list[str]:
+    view = trace.meta.get("device_view")
+    if view is None and getattr(trace, "block", None) is not None:
+        return ["device view from an incomplete trace: devices by number only, files without a device not named"]
+    if view is None:
+        return ["no device view: this trace was recorded without the block probe"]
+    return [f"no device view for {path}: {why}" for path, why in (view.get("no_block_device") or {}).items()]
+
+
+def pct(share) -> str:
+    return "-" if share is None or share != share else f"{share * 100:.0f} %"
