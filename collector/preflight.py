@@ -80,7 +80,13 @@ def check_probe_object() -> Check:
 
 def check_tracefs() -> Check:
     # tp_btf programs attach by BTF id and never touch tracefs; it only matters for other tools
-    mounted = (TRACEFS / "trace_pipe").exists() or Path("/sys/kernel/debug/tracing/trace_pipe").exists()
+    def present(path: Path) -> bool:
+        try:
+            return path.exists()
+        except OSError:     # mounted, but not for this user (only root may look inside)
+            return True
+
+    mounted = present(TRACEFS / "trace_pipe") or present(Path("/sys/kernel/debug/tracing/trace_pipe"))
     detail = "mounted" if mounted else "not mounted (not needed: iowitness attaches by BTF, not through tracefs)"
     return Check("tracefs", True, detail, blocking=False)
 
