@@ -88,7 +88,10 @@ def _bytes_axis(ax, largest: float, what: str, axis: str = "y") -> float:
 
 
 def _time_axis(ax, span_s: float, what: str) -> float:
-    """Seconds, or ms when the span is short; returns the multiplier from seconds."""
+    """Seconds, or ms or µs when the span is short; returns the multiplier from seconds."""
+    if span_s < 0.002:
+        ax.set_xlabel(f"{what} (µs)")
+        return 1e6
     if span_s < 0.5:
         ax.set_xlabel(f"{what} (ms)")
         return 1e3
@@ -100,10 +103,19 @@ def _latency_ticks(ax, axis: str = "x") -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_locator(LogLocator(base=10, numticks=8))
-    target.set_major_formatter(FuncFormatter(lambda v, _: units.latency(v)))
+    lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    narrow = hi / max(lo, 1e-9) < 1000   # under three decades: 1-2-5 ticks, else one label a decade
+    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,), numticks=8))
+    target.set_major_formatter(FuncFormatter(lambda v, _: _decade(v)))
     # no minor ticks: each tick is an object to lay out, and decades read well enough
     target.set_minor_locator(NullLocator())
+
+
+def _decade(us: float) -> str:
+    """A tick of a log latency axis: 1 µs, 100 µs, 10 ms, 1 s."""
+    if us < 1000:
+        return f"{us:g} µs"
+    return f"{us / 1e3:g} ms" if us < 1e6 else f"{us / 1e6:g} s"
 
 
 def _count_ticks(ax) -> None:
@@ -153,9 +165,10 @@ def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, flo
 def claim_vs_active(claim_Bps: float, claim_label: str, figures: dict[str, float], window: str,
                     kind: str, fmt) -> str:
     """Horizontal bars: the claim, then each active figure; the window's figure is hatched."""
-    names = [claim_label] + list(figures)
+    names = ["claim"] + list(figures)
     values = [claim_Bps] + [figures[n] for n in figures]
-    fig, ax = _figure(height=0.45 + 0.28 * len(names))
+    longest = max(len(n) for n in names) + len(" (window)")
+    fig, ax = _figure(height=0.95 + 0.24 * len(names), left=0.2 + 0.062 * longest, top=0.45, bottom=0.5)
     finite = [v for v in values if v == v and v is not None]
     largest = max(finite) if finite else 0
     if kind == "bytes":
@@ -174,7 +187,8 @@ def claim_vs_active(claim_Bps: float, claim_label: str, figures: dict[str, float
     ax.set_yticks(y, [f"{n} (window)" if n == window else n for n in names])
     ax.set_xlim(0, largest / divisor * 1.25 if largest else 1)
     ax.grid(axis="y", visible=False)
-    ax.set_title("claim vs active figures (hatched: the window the benchmark timed)")
+    ax.set_title(f"{claim_label}\nclaim vs active figures (hatched: the window the benchmark timed)",
+                 fontsize=8.5)
     return _svg(fig)
 
 
@@ -211,7 +225,7 @@ def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title:
     if len(t_s) <= MAX_MARKERS:
         for mask, name, marker, colour in ((~is_read, "write", "s", COLOURS[4]), (is_read, "read", "o", COLOURS[2])):
             if mask.any():
-                ax.plot(x[mask], y[mask], ls="", marker=marker, ms=2.4, mew=0, color=colour, label=name)
+                ax.plot(x[mask], y[mask], ls="", marker=marker, ms=3.2, mew=0, color=colour, label=name)
         if is_read.any() and (~is_read).any():
             ax.legend(loc="upper left")
         _note(ax, f"every one of the {len(t_s):,} data calls drawn")
@@ -298,7 +312,9 @@ def overlaid_timelines(runs: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
 
 def grouped_bars(names: list[str], runs: list[str], values: list[list[float]], title: str) -> str:
     """One group of bars per phase name, one bar per run (hatched differently)."""
-    fig, ax = _figure(height=0.8 + 0.22 * len(names) * max(1, len(runs)) ** 0.6)
+    longest = max((len(n) for n in names), default=4)
+    fig, ax = _figure(height=1.3 + 0.22 * len(names) * max(1, len(runs)) ** 0.6, left=0.2 + 0.062 * longest,
+                      top=0.6, bottom=0.5)
     finite = [v for row in values for v in row if v == v]
     divisor = _rate_axis(ax, max(finite, default=0), axis="x")
     height = 0.8 / max(1, len(runs))
@@ -309,8 +325,8 @@ def grouped_bars(names: list[str], runs: list[str], values: list[list[float]], t
                 edgecolor="#000000", lw=0.5, label=run)
     ax.set_yticks(y, names)
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="lower right")
-    ax.set_title(title)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=min(len(runs), 3), fontsize=7)
+    ax.set_title(title, loc="right")
     return _svg(fig)
 
 

@@ -1,8 +1,10 @@
 """Several runs side by side: per phase name, claim, active, ratio and latency p99, one column per run.
 
-A phase is matched across runs by its name as the terminal report prints it, its record size,
-and its rank among phases with that name and record size (IOzone -t's children, an -a sweep's
-file sizes): "write, 4.0 KiB records" in one run is "write, 4.0 KiB records" in the other.
+A phase is matched across runs by its name as the terminal report prints it and its rank
+among the phases of that name (IOzone -t's children, an -a sweep's file and record sizes, in
+the order the benchmark ran them): the first "write" of one run is the first "write" of the
+other, whatever their record sizes (comparing two record sizes is a use of compare; each
+column shows its record size).
 The same tables feed the terminal, Markdown and HTML forms.
 """
 
@@ -18,7 +20,7 @@ from iowitness.analysis.reporters import tables
 
 MAX_BAR_PHASES = 40      # phase names in the throughput bar chart
 MAX_CDF_PHASES = 12      # phase names that get an overlaid latency chart
-METRICS = ("claim", "active", "ratio", "verdict", "latency p99", "wall")
+METRICS = ("record", "claim", "active", "ratio", "verdict", "latency p99", "wall")
 
 
 @dataclass
@@ -32,18 +34,18 @@ class Run:
     def __post_init__(self):
         seen: dict[tuple, int] = {}
         for r in self.report.phases.sort_values("data_first_ns", kind="stable").itertuples():
-            base = (tables.phase_label(r), int(r.record_size))
-            k = seen.get(base, 0)
-            seen[base] = k + 1
-            self.keys[(*base, k)] = int(r.phase)
+            name = tables.phase_label(r)
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            self.keys[(name, k)] = int(r.phase)
 
     def verdict_of(self, phase: int):
         return next((v for v in self.verdicts or [] if v.phases and v.phases[0] == phase), None)
 
 
 def key_label(key: tuple, repeated: bool) -> str:
-    name, record, k = key
-    return f"{name}, {units.bytes_(record)} records" + (f" #{k + 1}" if repeated else "")
+    name, k = key
+    return name + (f" #{k + 1}" if repeated else "")
 
 
 def ordered_keys(runs: list[Run]) -> list[tuple]:
@@ -56,8 +58,8 @@ def ordered_keys(runs: list[Run]) -> list[tuple]:
 
 def labels(runs: list[Run]) -> dict[tuple, str]:
     keys = ordered_keys(runs)
-    repeated = {(n, r) for n, r, k in keys if k > 0}
-    return {key: key_label(key, key[:2] in repeated) for key in keys}
+    repeated = {n for n, k in keys if k > 0}
+    return {key: key_label(key, key[0] in repeated) for key in keys}
 
 
 def cells(run: Run, key: tuple) -> dict[str, str]:
@@ -68,6 +70,7 @@ def cells(run: Run, key: tuple) -> dict[str, str]:
     row = run.report.phases.set_index("phase").loc[phase]
     v = run.verdict_of(phase)
     return {
+        "record": units.bytes_(row["record_size"]),
         "claim": tables.claimed_value(v.claim) if v else "no claim",
         "active": tables.active_value(v) + (f" ({v.window})" if v and v.figures else "") if v
         else units.rate(row["wall_Bps"]) + " (wall)",

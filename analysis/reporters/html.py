@@ -47,7 +47,7 @@ def table(frame: pd.DataFrame, css: str = "", row_class=None, html_columns: tupl
     for i, row in enumerate(frame.itertuples(index=False)):
         cells = []
         for c, v in zip(cols, row):
-            text = v if c in html_columns else esc(f"{v:,}" if isinstance(v, (int, np.integer)) else v)
+            text = v if c in html_columns else esc(tables.number(c, v) if isinstance(v, (int, np.integer)) else v)
             cls = ' class="num"' if c in numeric else ' class="reasons"' if c == "reasons" else ""
             cells.append(f"<td{cls}>{text}</td>")
         klass = f' class="{row_class(i)}"' if row_class else ""
@@ -56,9 +56,9 @@ def table(frame: pd.DataFrame, css: str = "", row_class=None, html_columns: tupl
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
-def figure(svg: str, name: str) -> str:
+def figure(svg: str, name: str, wide: bool = False) -> str:
     if svg.startswith("<svg"):
-        return f'<figure class="chart" data-chart="{esc(name)}">{svg}</figure>'
+        return f'<figure class="chart{" wide" if wide else ""}" data-chart="{esc(name)}">{svg}</figure>'
     return svg   # a "no chart" note
 
 
@@ -141,8 +141,8 @@ def run_timeline(report, pc: PhaseCalls) -> str:
 
 
 def sweep_points(report, verdicts) -> dict[str, list[tuple[int, int, float]]]:
-    """IOzone -a: per test, (file size, record size, active bytes/s) of each phase; the file size
-    is the claim's where a claim matched the phase, else the bytes the phase moved."""
+    """IOzone -a: per test, (file size, record size, active bytes/s) of each phase a claim names
+    (the claim's file size, the figure in its window); without claims, each phase's bytes and wall rate."""
     phases = report.phases
     if report.benchmark != "iozone" or phases.empty:
         return {}
@@ -155,6 +155,8 @@ def sweep_points(report, verdicts) -> dict[str, list[tuple[int, int, float]]]:
     for r in phases.itertuples():
         if not r.benchmark_name or "not reported" in r.benchmark_name:
             continue
+        if file_size and r.phase not in file_size:
+            continue   # with claims, only the phases they name: a phase's bytes need not be its file size
         rate = active.get(r.phase) or r.wall_Bps
         if rate == rate and rate:
             out.setdefault(r.benchmark_name, []).append((int(file_size.get(r.phase, r.bytes)), int(r.record_size),
@@ -172,7 +174,7 @@ def sweep_section(report, verdicts) -> str:
            '<p class="lead">Active throughput of each test in the window IOzone timed (the wall rate where '
            'no claim matched), against file size and record size: the charts IOzone users build from -R.</p>']
     for test, pts in points.items():
-        out.append(figure(charts.sweep(test, pts), f"sweep {test}"))
+        out.append(figure(charts.sweep(test, pts), f"sweep {test}", wide=True))
     return "\n".join(out)
 
 
@@ -284,7 +286,7 @@ def render_compare(runs) -> str:
 
     names = [r.label for r in runs]
     body = [f"<h1>iowitness compare: {esc(' vs '.join(names))}</h1>",
-            '<p class="lead">Phases are matched by name, record size and rank. active = the claim\'s window '
+            '<p class="lead">Phases are matched by name and rank (the first write with the first write). active = the claim\'s window '
             "where a claim matched the phase, else the wall rate.</p>",
             "".join(f"<h4>{esc(r.label)}</h4>{warnings(r.trace)}" for r in runs if warnings(r.trace)),
             '<h2 id="runs">Runs</h2>', table(compare.run_table(runs), "runs")]

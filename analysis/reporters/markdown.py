@@ -3,13 +3,15 @@ without its charts (tables.py builds both)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from iowitness.analysis.reporters import tables
 
 
-def _cell(value) -> str:
-    text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+def _cell(value, column: str = "") -> str:
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    text = tables.number(column, value) if is_int else str(value)
     # a pipe would end the cell, a newline the row
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
@@ -23,7 +25,7 @@ def table(frame: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(_cell(c) for c in cols) + " |",
              "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+        lines.append("| " + " | ".join(_cell(v, c) for c, v in zip(cols, row)) + " |")
     return "\n".join(lines)
 
 
@@ -71,7 +73,7 @@ def render_compare(runs) -> str:
     for run in runs:
         parts += [f"{_cell(run.label)}: {w}\n" for w in warnings(run.trace)]
     parts += ["## Runs", "", table(compare.run_table(runs)), "", "## Each phase", "",
-              "Phases are matched by name, record size and rank. active = the claim's window where a claim "
+              "Phases are matched by name and rank (the first write with the first write). active = the claim's window where a claim "
               "matched the phase, else the wall rate.", ""]
     for label, frame in compare.phase_tables(runs):
         parts += [f"### {_cell(label)}", "", table(frame), ""]

@@ -14,6 +14,15 @@ import pandas as pd
 from iowitness.analysis import figures, units
 
 
+# integer columns that name something (no thousands separators)
+IDENTIFIERS = {"#", "pid", "tid", "phase", "group", "members", "phases"}
+
+
+def number(column: str, value) -> str:
+    """An integer for people (1,024), unless it is an identifier (pid 17379)."""
+    return str(value) if column in IDENTIFIERS else f"{value:,}"
+
+
 def phase_label(row) -> str:
     """A phase's name as the terminal report prints it: the benchmark's name, else the generic one."""
     return row.benchmark_name or row.name
