@@ -34,9 +34,7 @@ def chromium() -> str | None:
 @dataclass
 class Page:
     errors: list[str] = field(default_factory=list)     # console errors, exceptions, failed loads
-    screenshot: bytes = b""                              # PNG of the whole page
-    scale: float = 1.0                                   # screenshot pixels per CSS pixel
-    found: object = None                                 # what the page script returned
+    found: object = None       # what the page script returned; each of its "charts" gains "png"
 
 
 class Browser:
@@ -128,7 +126,7 @@ class Browser:
 
     def open(self, path: Path, script: str) -> Page:
         """Load a local file offline, wait for it to load, run `script` (an expression whose value
-        is returned as JSON), and take a full-page screenshot."""
+        is returned as JSON), and take a screenshot of each box it names."""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
@@ -139,16 +137,18 @@ class Browser:
         self.wait_for("Page.loadEventFired", session)
         found = self.send("Runtime.evaluate", {"expression": f"JSON.stringify({script})", "returnByValue": True},
                           session=session)["result"].get("value")
-        metrics = self.send("Page.getLayoutMetrics", session=session)
-        size = metrics.get("cssContentSize") or metrics["contentSize"]
-        shot = self.send("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}},
-            session=session)
-        page = Page(found=json.loads(found) if found else None, screenshot=base64.b64decode(shot["data"]))
-        from PIL import Image
-
-        page.scale = Image.open(io.BytesIO(page.screenshot)).width / size["width"]
+        page = Page(found=json.loads(found) if found else None)
+        # each box the script named (its "charts" and "controls": x, y, width, height in CSS
+        # pixels), shot alone:
+        # a whole tall page would be one huge image
+        boxes = [b for key in ("charts", "controls") for b in page.found.get(key, [])] \
+            if isinstance(page.found, dict) else []
+        for box in boxes:
+            shot = self.send("Page.captureScreenshot", {
+                "format": "png", "captureBeyondViewport": True,
+                "clip": {"x": box["x"], "y": box["y"], "width": max(1, box["width"]),
+                         "height": max(1, box["height"]), "scale": 1}}, session=session)
+            box["png"] = base64.b64decode(shot["data"])
         for event in self.events:
             if event.get("sessionId") != session:
                 continue
@@ -168,13 +168,33 @@ class Browser:
         return page
 
 
-def ink(png: bytes, box: dict, scale: float) -> float:
-    """The share of pixels in a CSS-pixel box of a screenshot that are not near-white."""
+def ink(png: bytes) -> float:
+    """The share of a screenshot's pixels that are not near-white: 0 for a blank box."""
     from PIL import Image
 
-    image = Image.open(io.BytesIO(png)).convert("L")
-    left, top = int(box["x"] * scale), int(box["y"] * scale)
-    crop = image.crop((left, top, left + max(1, int(box["width"] * scale)), top + max(1, int(box["height"] * scale))))
-    histogram = crop.histogram()
-    dark = sum(histogram[:235])
-    return dark / max(1, sum(histogram))
+    histogram = Image.open(io.BytesIO(png)).convert("L").histogram()
+    return sum(histogram[:235]) / max(1, sum(histogram))
+
+
+def cannot_run() -> str | None:
+    """Why headless Chromium cannot run here, or None when it answers over its pipe."""
+    if chromium() is None:
+        return "chromium is not installed (scripts/setup.sh installs Debian's chromium)"
+    try:
+        with Browser() as b:
+            b.send("Browser.getVersion")
+    except (OSError, ConnectionError, TimeoutError) as exc:
+        return f"chromium cannot be run here: {exc}"
+    return None
+
+
+def open_page(path: Path, script: str) -> Page:
+    """The page as Chromium shows it; the calling test is skipped (with the reason) only when
+    Chromium cannot run at all."""
+    import pytest
+
+    reason = cannot_run()
+    if reason:
+        pytest.skip(reason)
+    with Browser() as b:
+        return b.open(path, script)
