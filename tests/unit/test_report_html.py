@@ -100,3 +100,15 @@ def test_the_big_report_renders_in_chromium(big_report):
     for chart in page.found["charts"]:
         assert browser.ink(chart["png"]) > 0.01, chart["name"]
 
+
+
+def test_an_unwritable_html_path_and_a_lone_trace_are_one_line_errors(big_trace, tmp_path):
+    # GIVEN a report asked into a directory that does not exist
+    bad = iowitness("report", str(big_trace), "--html", str(tmp_path / "missing" / "r.html"), check=False)
+    # THEN it fails at once with one line and the output-error code, and writes nothing
+    assert bad.returncode == 5 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().splitlines() == [f"iowitness: cannot write {tmp_path / 'missing' / 'r.html'}: "
+                                               f"no such directory {tmp_path / 'missing'}"]
+    # AND compare with a single trace is a usage error
+    lone = iowitness("compare", str(big_trace), check=False)
+    assert lone.returncode == 2 and lone.stderr.strip() == "iowitness: compare needs two or more traces"
