@@ -230,16 +230,19 @@ def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title:
             ax.legend(loc="upper left")
         _note(ax, f"every one of the {len(t_s):,} data calls drawn")
     else:
-        from matplotlib.colors import LogNorm
+        from matplotlib.colors import LinearSegmentedColormap, LogNorm
+
+        # one call is a clear mid grey (a random pattern is mostly cells of one call), the busiest black
+        calls = LinearSegmentedColormap.from_list("calls", ["#8a8a8a", "#000000"])
 
         counts, xe, ye = np.histogram2d(x, y, bins=DENSITY_BINS)
         masked = np.ma.masked_equal(counts.T, 0)
         # an image, not a mesh of cells: one small PNG inside the SVG, drawn fast
         ax.imshow(masked, origin="lower", extent=(xe[0], xe[-1], ye[0], ye[-1]), aspect="auto",
-                  interpolation="nearest", cmap="Greys", norm=LogNorm(vmin=1, vmax=max(2, counts.max())))
+                  interpolation="nearest", cmap=calls, norm=LogNorm(vmin=1, vmax=max(2, counts.max())))
         ax.grid(False)
         _note(ax, f"all {len(t_s):,} data calls, binned into {DENSITY_BINS[0]} × {DENSITY_BINS[1]} cells "
-                  f"(darker: more calls, log scale) to keep the page small")
+                  f"(grey: one call, black: the most, log scale) to keep the page small")
     ax.set_ylim(bottom=0)
     ax.set_title(title)
     return _svg(fig)

@@ -225,7 +225,7 @@ def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
            f"{esc(units.seconds(r.duration_s))}; wall {esc(units.rate(r.wall_Bps))}, busy {esc(units.rate(r.busy_Bps))}; "
            f"latency p50 {esc(units.latency(r.lat_p50_us))}, p99 {esc(units.latency(r.lat_p99_us))}, "
            f"max {esc(units.latency(r.lat_max_us))}"
-           + (f"; {esc(tables._flags(r))}" if tables._flags(r) else "") + "</p>"]
+           + (f"; {esc(tables.flags(r))}" if tables.flags(r) else "") + "</p>"]
     claims = _claim_charts(int(r.phase), verdicts)
     others = [v for v in verdicts or [] if int(r.phase) in v.phases[1:]]
     if claims:

@@ -28,7 +28,7 @@ def phase_label(row) -> str:
     return row.benchmark_name or row.name
 
 
-def _flags(row) -> str:
+def flags(row) -> str:
     marks = [f for f in ("O_DIRECT", "O_SYNC", "O_DSYNC", "O_APPEND") if getattr(row, f)]
     if row.reread:
         marks.append("re-read")
@@ -56,7 +56,7 @@ def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
             "p50 µs": units.micros(r.lat_p50_us), "p99 µs": units.micros(r.lat_p99_us),
             "max µs": units.micros(r.lat_max_us),
             "fsync": f"{int(r.fsyncs)} / {units.seconds(r.fsync_ns / 1e9)}" if r.fsyncs else "",
-            "user": units.seconds(r.user_ns / 1e9), "notes": _flags(r),
+            "user": units.seconds(r.user_ns / 1e9), "notes": flags(r),
         })
     return pd.DataFrame(rows)
 
