@@ -134,12 +134,16 @@ def empty(message: str) -> str:
 
 # ---- one run ------------------------------------------------------------------------------
 
-def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, float, str]], title: str) -> str:
-    """Throughput over time, from each call's bytes counted at its end, with the phases as bands.
+def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, float, str, float]],
+             title: str) -> str:
+    """Throughput over time, from each call's bytes counted at its end, with the phases as bands
+    and each phase's own average (its bytes over its span) as a dashed level: a phase shorter
+    than a bin is diluted in the binned line, never in its level.
 
-    end_s: seconds since the run's first data call; bands: (start_s, end_s, label).
+    end_s: seconds since the run's first data call; bands: (start_s, end_s, label, bytes/s).
     """
-    fig, ax = _figure()
+    labelled, rotated = len(bands) <= 24, 8 < len(bands) <= 24
+    fig, ax = _figure(height=HEIGHT + (1.0 if rotated else 0), top=1.45 if rotated else 0.55)
     span = float(end_s.max()) if len(end_s) else 1.0
     span = span if span > 0 else 1e-3
     nbins = int(min(TIMELINE_BINS, max(10, len(end_s) // 4)))
@@ -147,18 +151,31 @@ def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, flo
     counts, edges = np.histogram(end_s, bins=nbins, range=(0, span), weights=nbytes)
     rate = counts / width
     scale = _time_axis(ax, span, "time since the first data call")
-    for i, (lo, hi, label) in enumerate(bands):
+    levels = [b[3] for b in bands if b[3] == b[3]]
+    divisor = _rate_axis(ax, max([float(rate.max()) if len(rate) else 0] + levels))
+    for i, (lo, hi, label, level) in enumerate(bands):
         ax.axvspan(lo * scale, max(hi, lo + width / 2) * scale, color=BAND_GREYS[i % 2], zorder=0, lw=0)
-        if len(bands) <= 24:
+        if level == level:
+            # a marker too: a phase far shorter than the run is a dot, not an invisible dash
+            ax.plot([lo * scale, hi * scale], [level / divisor] * 2, color=COLOURS[4], lw=2, ls="--")
+            ax.plot([(lo + hi) / 2 * scale], [level / divisor], color=COLOURS[4], marker="D", ms=3.5, ls="",
+                    label="phase average (its bytes / its span)" if i == 0 else None)
+        if labelled:
             ax.annotate(label, xy=((lo + hi) / 2 * scale, 1.0), xycoords=("data", "axes fraction"),
-                        ha="center", va="bottom", fontsize=6.5, rotation=90 if len(bands) > 8 else 0)
-    divisor = _rate_axis(ax, float(rate.max()) if len(rate) else 0)
-    ax.step(edges[:-1] * scale, rate / divisor, where="post", color=COLOURS[0], lw=1)
+                        ha="center" if not rotated else "left", va="bottom", fontsize=6.5,
+                        rotation=60 if rotated else 0, rotation_mode="anchor")
+    ax.step(edges[:-1] * scale, rate / divisor, where="post", color=COLOURS[0], lw=1, label="binned")
     ax.set_ylim(bottom=0)
     ax.set_xlim(0, span * scale)
-    ax.set_title(title, pad=40 if len(bands) > 8 and len(bands) <= 24 else 14 if len(bands) <= 24 else 6)
-    _note(ax, f"each call's bytes counted at its end, in {nbins} bins of {units.seconds(width)}; "
-              f"grey bands: phases{' (labelled)' if len(bands) <= 24 else f' ({len(bands)}, unlabelled)'}")
+    if len(bands) > 1:
+        ax.legend(loc="upper right", fontsize=7, framealpha=0.8, frameon=True)
+        ax.set_title(title, pad=(60 if rotated else 14) if labelled else 6)
+    else:   # one phase: no labels above the plot, so the legend goes there, clear of the data
+        ax.legend(loc="lower right", bbox_to_anchor=(1, 1.0), ncol=2, fontsize=7)
+        ax.set_title(title, loc="left")
+    _note(ax, f"binned: each call's bytes counted at its end, in {nbins} bins of {units.seconds(width)}"
+              + (f"; grey bands: phases{' (labelled)' if labelled else f' ({len(bands)}, unlabelled)'}"
+                 if len(bands) > 1 else ""))
     return _svg(fig)
 
 
