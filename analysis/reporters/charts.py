@@ -265,18 +265,21 @@ def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title:
     return _svg(fig)
 
 
-def device_vs_syscall(labels: list[str], syscall_bytes: list[float], device_bytes: list[float]) -> str:
-    """Bytes the calls moved vs bytes the device moved, per phase."""
-    fig, ax = _figure(height=0.6 + 0.3 * len(labels))
-    divisor = _bytes_axis(ax, max(syscall_bytes + device_bytes + [0]), "bytes", axis="x")
-    y = np.arange(len(labels))[::-1]
-    ax.barh(y + 0.18, np.asarray(syscall_bytes) / divisor, 0.36, color="#c8c8c8", edgecolor="#000", lw=0.6,
-            label="syscalls")
-    ax.barh(y - 0.18, np.asarray(device_bytes) / divisor, 0.36, color="#5a5a5a", hatch="///", edgecolor="#000",
-            lw=0.6, label="device")
-    ax.set_yticks(y, labels)
-    ax.legend(loc="lower right")
-    ax.set_title("bytes moved: syscalls vs the block device")
+def device_vs_syscall(bars: list[tuple[str, float]], title: str) -> str:
+    """Bytes the calls moved vs bytes the device moved: one bar each, told apart by hatching."""
+    longest = max(len(name) for name, _ in bars)
+    fig, ax = _figure(height=1.1 + 0.3 * len(bars), left=0.2 + 0.062 * longest, top=0.4, bottom=0.5)
+    divisor = _bytes_axis(ax, max(v for _, v in bars), "bytes", axis="x")
+    y = np.arange(len(bars))[::-1]
+    for i, (name, value) in enumerate(bars):
+        ax.barh(y[i], value / divisor, 0.6, color=("#c8c8c8", "#5a5a5a", "#9a9a9a")[i % 3],
+                hatch=("", "///", "...")[i % 3], edgecolor="#000000", lw=0.6)
+        ax.annotate(units.bytes_(value), xy=(value / divisor, y[i]), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=7)
+    ax.set_yticks(y, [name for name, _ in bars])
+    ax.set_xlim(0, max(v for _, v in bars) / divisor * 1.25 or 1)
+    ax.grid(axis="y", visible=False)
+    ax.set_title(title)
     return _svg(fig)
 
 

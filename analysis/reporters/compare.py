@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import figures, units
+from iowitness.analysis import units
 from iowitness.analysis.reporters import tables
 
 MAX_BAR_PHASES = 40      # phase names in the throughput bar chart
@@ -134,6 +134,3 @@ def latencies(run: Run, key: tuple, cache: dict) -> np.ndarray:
     pc = cache[run.label]
     return pc.calls.latency_ns[pc.of(phase)] / 1e3
 
-
-def fmt_rate(value: float) -> str:
-    return figures.fmt(value, "bytes")

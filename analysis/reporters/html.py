@@ -207,14 +207,20 @@ def _claim_charts(phase: int, verdicts) -> list[str]:
     return out
 
 
-def device_chart(report, rows: pd.DataFrame) -> str:
-    """Device vs syscall bytes, where the report carries device bytes per phase (issue 6's Device view)."""
-    column = next((c for c in ("device_bytes",) if c in rows.columns), None)
-    if column is None or rows[column].isna().all():
+def device_chart(report, r) -> str:
+    """Bytes the phase's calls moved vs bytes its device moved, where the report has a device
+    view (Report.device: one row per phase with syscall_bytes, device_bytes, writeback_bytes)."""
+    view = getattr(report, "device", None)
+    rows = view[view["phase"] == r.phase] if isinstance(view, pd.DataFrame) and "device_bytes" in view else None
+    if rows is None or rows.empty or rows["device_bytes"].isna().all():
         return charts.empty("Device vs syscall bytes: no device data in this trace.")
-    labels = [f"{r.phase} {tables.phase_label(r)}" for r in rows.itertuples()]
-    return figure(charts.device_vs_syscall(labels, rows["bytes"].astype(float).tolist(),
-                                           rows[column].fillna(0).astype(float).tolist()), "device")
+    row = rows.iloc[0]
+    bars = [("syscalls", float(row.get("syscall_bytes", r.bytes))), ("device, in the phase", float(row["device_bytes"]))]
+    if "writeback_bytes" in row and row["writeback_bytes"] == row["writeback_bytes"] and row["writeback_bytes"]:
+        bars.append(("device, write-back after it", float(row["writeback_bytes"])))
+    where = f" ({row['device']})" if isinstance(row.get("device"), str) else ""
+    return figure(charts.device_vs_syscall(bars, f"bytes moved: the calls vs the block device{where}"),
+                  f"device {int(r.phase)}")
 
 
 def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
@@ -249,7 +255,7 @@ def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
         out.append(figure(charts.offset_time(t, pc.calls.offset[rows].astype(float), pc.is_read[rows],
                                              f"offset vs time (access pattern: {pattern})"),
                           f"offset {int(r.phase)}"))
-    out.append(device_chart(report, report.phases[report.phases["phase"] == r.phase]))
+    out.append(device_chart(report, r))
     slow = report.outliers[report.outliers["phase"] == r.phase]
     out.append("<h4>Slowest calls</h4>" + table(tables.outlier_rows(slow).drop(columns="phase"), "outliers"))
     out.append("</section>")

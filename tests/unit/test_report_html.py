@@ -73,6 +73,8 @@ def test_a_million_event_report_stays_under_5_mb_and_keeps_every_phase(big_repor
     assert text.count('data-chart="offset ') == int(charted.group(1))
     # AND big phases' per-call charts say they were binned, not sampled
     assert "data calls, binned into" in text
+    # AND a trace without a device view says so where the device chart would be
+    assert text.count("Device vs syscall bytes: no device data in this trace.") == int(charted.group(1))
 
 
 def test_markdown_holds_the_same_tables_as_the_html(big_trace, big_report):
