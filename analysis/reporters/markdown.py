@@ -46,7 +46,7 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
     parts += [w + "\n" for w in warnings(trace)]
     parts += ["## Claims vs active", ""]
     if verdicts is None:
-        parts.append(f"No claims read ({_cell(note or 'no benchmark output')}).")
+        parts.append(f"No claims read: {_cell(note or 'no benchmark output')}.")
     elif not verdicts:
         parts.append("The benchmark's output holds no claims.")
     else:
