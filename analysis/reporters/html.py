@@ -72,15 +72,21 @@ def warnings(trace) -> str:
     return "".join(f'<p class="warning">{esc(w)}</p>' for w in out)
 
 
-def verdict_table(verdicts) -> str:
+def _phase_link(phase, chosen) -> str:
+    """A phase number, linked to its section when it has one."""
+    return f'<a href="#phase-{int(phase)}">{int(phase)}</a>' if int(phase) in chosen else str(int(phase))
+
+
+def verdict_table(verdicts, chosen=()) -> str:
     rows = tables.verdict_rows(verdicts)
+    rows["phases"] = [", ".join(_phase_link(p, chosen) for p in v.phases) for v in verdicts]
     rows["reasons"] = ["<br>".join(f"· {esc(r)}" for r in reasons.split(" · ")) if reasons else ""
                        for reasons in rows["reasons"]]
     kinds = [v.verdict.replace(" ", "-") for v in verdicts]
-    return table(rows, "verdicts", row_class=lambda i: f"verdict-{kinds[i]}", html_columns=("reasons",))
+    return table(rows, "verdicts", row_class=lambda i: f"verdict-{kinds[i]}", html_columns=("reasons", "phases"))
 
 
-def verdict_section(verdicts, note: str | None) -> str:
+def verdict_section(verdicts, note: str | None, chosen=()) -> str:
     out = ['<h2 id="verdicts">Claims vs active</h2>']
     if verdicts is None:
         out.append(f'<p class="note">No claims read: {esc(note or "no benchmark output")}.</p>')
@@ -89,7 +95,7 @@ def verdict_section(verdicts, note: str | None) -> str:
     else:
         out.append('<p class="lead">window = what the benchmark timed; busy = time inside the calls only; '
                    'ratio = claim / active in the window.</p>')
-        out.append(verdict_table(verdicts))
+        out.append(verdict_table(verdicts, chosen))
     return "\n".join(out)
 
 
@@ -263,22 +269,23 @@ def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
 
 
 def render(report, trace, verdicts=None, note: str | None = None) -> str:
+    chosen = chosen_phases(report, verdicts) if len(report.phases) else []
     path = trace.meta.get("path") or "trace"
     body = [f"<h1>iowitness report: {esc(os.path.basename(path))}</h1>",
             f'<p class="lead">{esc(" ".join(trace.meta.get("command") or []))}<br>benchmark: '
             f"{esc(report.benchmark or 'not recognised')}; {len(report.phases):,} phases; "
-            f"lost events: {trace.lost:,}</p>", warnings(trace), verdict_section(verdicts, note)]
+            f"lost events: {trace.lost:,}</p>", warnings(trace), verdict_section(verdicts, note, set(chosen))]
     if report.phases.empty:
         body.append('<h2>Phases</h2><p class="note">No phases: the trace holds no read or write calls on '
                     "target files.</p>")
     else:
         pc = PhaseCalls(report, trace.events)
-        body += ['<h2 id="phases">Phases</h2>', run_timeline(report, pc),
-                 table(tables.phase_rows(report.phases), "phases")]
+        rows = tables.phase_rows(report.phases)
+        rows["#"] = [_phase_link(p, chosen) for p in rows["#"]]
+        body += ['<h2 id="phases">Phases</h2>', run_timeline(report, pc), table(rows, "phases", html_columns=("#",))]
         if not report.groups.empty:
             body += [f"<h3>{esc(tables.GROUPS_TITLE)}</h3>", table(tables.group_rows(report.groups, report.phases))]
         body.append(sweep_section(report, verdicts))
-        chosen = chosen_phases(report, verdicts)
         body.append('<h2 id="each-phase">Each phase</h2>')
         if len(chosen) < len(report.phases):
             body.append(f'<p class="note">Charts for {len(chosen)} of {len(report.phases):,} phases: those with a '
