@@ -10,6 +10,7 @@ IOzone printed, with that number.
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
@@ -112,9 +113,14 @@ def test_compare_puts_two_real_runs_side_by_side(iozone_runs, tmp_path):
     for t in tables:
         assert t["header"] == ["", "4k records", "64k records"]
         assert {"claim", "active", "ratio", "latency p99"} <= set(t["rows"])
-    # AND the record size each run used is the one its command line gave
+    # AND without --label each run is named by its file system (as findmnt sees the directory)
+    # and its trace file, and the record size each run used is the one its command line gave
+    fstype = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", str(iozone_runs["4k"].parent)],
+                            capture_output=True, text=True, check=True).stdout.strip()
     md = markdown_tables(iowitness("compare", str(iozone_runs["4k"]), str(iozone_runs["64k"]), "--markdown").stdout)
     write = md[1]
+    assert [h.split()[0] for h in write[0][1:]] == [fstype, fstype]
+    assert write[0][1].endswith("(r4k)") and write[0][2].endswith("(r64k)")
     assert write[1][1:] == ["4.0 KiB", "64.0 KiB"] and write[1][0] == "record"
 
 

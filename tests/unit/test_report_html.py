@@ -114,3 +114,16 @@ def test_an_unwritable_html_path_and_a_lone_trace_are_one_line_errors(big_trace,
     # AND compare with a single trace is a usage error
     lone = iowitness("compare", str(big_trace), check=False)
     assert lone.returncode == 2 and lone.stderr.strip() == "iowitness: compare needs two or more traces"
+
+
+def test_markdown_cells_keep_pipes_and_backslashes():
+    # GIVEN cells a Markdown table would break on: a pipe, a backslash, a newline
+    import pandas as pd
+
+    from iowitness.analysis.reporters import markdown
+
+    frame = pd.DataFrame({"path": ["/data/a|b", "C:\\dir"], "note": ["two\nlines", "plain"], "ops": [1024, 7]})
+    # WHEN it is written as Markdown and read back
+    tables = markdown_tables(markdown.table(frame))
+    # THEN every cell reads as it was (the newline as a space), numbers with thousands separators
+    assert tables == [[["path", "note", "ops"], ["/data/a|b", "two lines", "1,024"], ["C:\\dir", "plain", "7"]]]
