@@ -11,6 +11,7 @@ Every function takes plain numbers and returns the <svg> element as a string.
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 
@@ -41,10 +42,8 @@ _rc = {
 def _figure(height: float = HEIGHT, width: float = WIDTH, cols: int = 1, left: float = 0.75,
             top: float = 0.35, bottom: float = 0.62):
     """A figure with fixed margins in inches (an automatic layout costs more than the drawing)."""
-    import matplotlib
     from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
 
-    matplotlib.rcParams.update(_rc)
     fig = Figure(figsize=(width, height))
     fig.subplots_adjust(left=left / width, right=1 - 0.2 / width, top=1 - top / height, bottom=bottom / height,
                         wspace=0.3)
@@ -53,6 +52,17 @@ def _figure(height: float = HEIGHT, width: float = WIDTH, cols: int = 1, left: f
 
 
 _serial = itertools.count(1)
+
+
+def _styled(chart):
+    """Draw `chart` with the report's style, leaving the caller's matplotlib settings as they were."""
+    @functools.wraps(chart)
+    def draw(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context(_rc):
+            return chart(*args, **kwargs)
+    return draw
 
 
 def _svg(fig) -> str:
@@ -134,6 +144,7 @@ def empty(message: str) -> str:
 
 # ---- one run ------------------------------------------------------------------------------
 
+@_styled
 def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, float, str, float]],
              title: str) -> str:
     """Throughput over time, from each call's bytes counted at its end, with the phases as bands
@@ -179,6 +190,7 @@ def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, flo
     return _svg(fig)
 
 
+@_styled
 def claim_vs_active(claim_Bps: float, claim_label: str, figures: dict[str, float], window: str,
                     kind: str, fmt) -> str:
     """Horizontal bars: the claim, then each active figure; the window's figure is hatched."""
@@ -209,6 +221,7 @@ def claim_vs_active(claim_Bps: float, claim_label: str, figures: dict[str, float
     return _svg(fig)
 
 
+@_styled
 def latency_histogram(latency_us: np.ndarray, p50: float, p99: float, top: float) -> str:
     """Calls per latency bin (4 bins per doubling, log axes), with p50, p99 and max marked."""
     fig, ax = _figure()
@@ -232,6 +245,7 @@ def latency_histogram(latency_us: np.ndarray, p50: float, p99: float, top: float
     return _svg(fig)
 
 
+@_styled
 def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title: str) -> str:
     """Where in the file each call went, over time: the access pattern."""
     fig, ax = _figure()
@@ -265,6 +279,7 @@ def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title:
     return _svg(fig)
 
 
+@_styled
 def device_vs_syscall(bars: list[tuple[str, float]], title: str) -> str:
     """Bytes the calls moved vs bytes the device moved: one bar each, told apart by hatching."""
     longest = max(len(name) for name, _ in bars)
@@ -283,6 +298,7 @@ def device_vs_syscall(bars: list[tuple[str, float]], title: str) -> str:
     return _svg(fig)
 
 
+@_styled
 def sweep(test: str, points: list[tuple[int, int, float]]) -> str:
     """IOzone -a: throughput against file size (one line per record size) and against record
     size (one line per file size). points: (file_size, record_size, bytes/s)."""
@@ -312,6 +328,7 @@ def sweep(test: str, points: list[tuple[int, int, float]]) -> str:
 
 # ---- several runs -------------------------------------------------------------------------
 
+@_styled
 def overlaid_timelines(runs: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
     """Throughput over time of several runs on one axis. runs: (label, end_s, bytes)."""
     fig, ax = _figure()
@@ -334,6 +351,7 @@ def overlaid_timelines(runs: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
     return _svg(fig)
 
 
+@_styled
 def grouped_bars(names: list[str], runs: list[str], values: list[list[float]], title: str) -> str:
     """One group of bars per phase name, one bar per run (hatched differently)."""
     longest = max((len(n) for n in names), default=4)
@@ -354,6 +372,7 @@ def grouped_bars(names: list[str], runs: list[str], values: list[list[float]], t
     return _svg(fig)
 
 
+@_styled
 def overlaid_cdfs(title: str, runs: list[tuple[str, np.ndarray]]) -> str:
     """Latency CDFs of the same phase in several runs, p99 marked on each."""
     fig, ax = _figure()
