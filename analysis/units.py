@@ -64,3 +64,19 @@ def rate(bytes_per_second) -> str:
     if bytes_per_second is None or bytes_per_second != bytes_per_second:
         return "-"
     return bytes_(bytes_per_second) + "/s"
+
+
+def scale_of(largest: float) -> tuple[float, str]:
+    """The binary unit an axis of byte amounts up to `largest` reads best in: (divisor, name)."""
+    divisor, name = 1.0, "B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        if abs(largest) < KIB * divisor:
+            break
+        divisor, name = divisor * KIB, unit
+    return divisor, name
+
+
+def latency(us: float) -> str:
+    """A latency with its unit, for axis ticks and labels: 850 µs, 12.0 ms, 1.20 s."""
+    text = micros(us)
+    return text if text.endswith("s") or text == "-" else f"{text} µs"

@@ -16,7 +16,7 @@ import sys
 from iowitness import __version__
 from iowitness.errors import EXIT_USAGE, IowitnessError
 
-COMMANDS = ["run", "attach", "show", "report", "check", "export", "doctor"]
+COMMANDS = ["run", "attach", "show", "report", "compare", "check", "export", "doctor"]
 
 
 def build_parser() -> argparse.ArgumentParser:

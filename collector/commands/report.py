@@ -7,8 +7,15 @@ When the benchmark's output is known (captured by `run`, or given with --claims)
 number it printed is matched to its phase and judged: agrees, explained (the trace shows
 why it differs), disagrees, or cannot judge.
 
+--html writes one self-contained page (no network needed to view it) with the tables and
+charts: claim vs active, latency distribution, throughput over time, offset vs time, and
+for an IOzone -a sweep throughput against file and record size. --markdown prints the same
+tables without the charts, for an issue or a wiki.
+
 Example:
   iowitness report iozone.iwt
+  iowitness report iozone.iwt --html report.html
+  iowitness report iozone.iwt --markdown > report.md
   iowitness report iozone.iwt --json > phases.json
   iowitness report fio.iwt --claims fio.json
   iowitness report mybench.iwt --spec mybench.toml
@@ -16,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from iowitness.collector.commands import _claims
+from iowitness.collector.commands import _claims, _output
 from iowitness.collector.trace import load
 
 
@@ -25,12 +32,16 @@ def add_arguments(parser) -> None:
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="everything, as JSON, on stdout")
     form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
+    form.add_argument("--markdown", action="store_true", help="the report's tables as Markdown, on stdout")
+    form.add_argument("--html", metavar="FILE", help="write the report with its charts to FILE (one self-contained page)")
     _claims.add_claim_options(parser)
 
 
 def execute(args) -> int:
     from iowitness.analysis.reporters import machine, text  # pandas: only analysis pays for it
 
+    if args.html:
+        _output.check_writable(args.html)
     trace = load(args.trace)
     report = trace.report()
     if args.csv:  # the phase table only
@@ -40,6 +51,14 @@ def execute(args) -> int:
     verdicts, note = _claims.verdicts_for(trace, args, required=explicit)
     if args.json:
         print(machine.to_json(report, trace, verdicts))
+    elif args.markdown:
+        from iowitness.analysis.reporters import markdown
+
+        print(markdown.render(report, trace, verdicts, note), end="")
+    elif args.html:
+        from iowitness.analysis.reporters import html
+
+        _output.write_text(args.html, html.render(report, trace, verdicts, note))
     else:
         print(text.render(report, trace))
         print()

@@ -48,4 +48,11 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
     assert report.returncode in (0, 1), report.stdout + report.stderr
     assert report.stdout.split()[0] in ("AGREES", "EXPLAINED", "DISAGREES", "CANNOT")
     assert "dd write" in report.stdout
+    # AND its HTML report finds the page template shipped as package data
+    page = tmp_path / "dd.html"
+    html = subprocess.run([sys.executable, "-m", "iowitness.collector.cli", "report", str(trace), "--html", str(page)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert html.returncode == 0, html.stderr
+    assert "iowitness/analysis/reporters/templates/report.html" in names
+    assert "<svg" in page.read_text() and "dd write" in page.read_text()
 

@@ -1,0 +1,136 @@
+"""Several runs side by side: per phase name, claim, active, ratio and latency p99, one column per run.
+
+A phase is matched across runs by its name as the terminal report prints it and its rank
+among the phases of that name (IOzone -t's children, an -a sweep's file and record sizes, in
+the order the benchmark ran them): the first "write" of one run is the first "write" of the
+other, whatever their record sizes (comparing two record sizes is a use of compare; each
+column shows its record size).
+The same tables feed the terminal, Markdown and HTML forms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import units
+from iowitness.analysis.reporters import tables
+
+MAX_BAR_PHASES = 40      # phase names in the throughput bar chart
+MAX_CDF_PHASES = 12      # phase names that get an overlaid latency chart
+METRICS = ("record", "claim", "active", "ratio", "verdict", "latency p99", "wall")
+
+
+@dataclass
+class Run:
+    label: str
+    trace: object
+    report: object
+    verdicts: list | None
+    keys: dict = field(default_factory=dict)     # phase key -> phase number
+
+    def __post_init__(self):
+        seen: dict[tuple, int] = {}
+        for r in self.report.phases.sort_values("data_first_ns", kind="stable").itertuples():
+            name = tables.phase_label(r)
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            self.keys[(name, k)] = int(r.phase)
+
+    def verdict_of(self, phase: int):
+        return next((v for v in self.verdicts or [] if v.phases and v.phases[0] == phase), None)
+
+
+def key_label(key: tuple, repeated: bool) -> str:
+    name, k = key
+    return name + (f" #{k + 1}" if repeated else "")
+
+
+def ordered_keys(runs: list[Run]) -> list[tuple]:
+    """Phase keys in the first run's time order, then those only later runs have."""
+    keys: dict[tuple, None] = {}
+    for run in runs:
+        keys.update(dict.fromkeys(run.keys))
+    return list(keys)
+
+
+def labels(runs: list[Run]) -> dict[tuple, str]:
+    keys = ordered_keys(runs)
+    repeated = {n for n, k in keys if k > 0}
+    return {key: key_label(key, key[0] in repeated) for key in keys}
+
+
+def cells(run: Run, key: tuple) -> dict[str, str]:
+    """The metrics of one phase of one run, as people read them."""
+    phase = run.keys.get(key)
+    if phase is None:
+        return {m: "—" for m in METRICS} | {"verdict": "no such phase"}
+    row = run.report.phases.set_index("phase").loc[phase]
+    v = run.verdict_of(phase)
+    return {
+        "record": units.bytes_(row["record_size"]),
+        "claim": tables.claimed_value(v.claim) if v else "no claim",
+        "active": tables.active_value(v) + (f" ({v.window})" if v and v.figures else "") if v
+        else units.rate(row["wall_Bps"]) + " (wall)",
+        "ratio": f"{v.ratio:.3f}" if v and v.ratio is not None else "-",
+        "verdict": v.verdict if v else "-",
+        "latency p99": units.latency(row["lat_p99_us"]),
+        "wall": units.rate(row["wall_Bps"]),
+    }
+
+
+def phase_tables(runs: list[Run]) -> list[tuple[str, pd.DataFrame]]:
+    """One table per phase name: a row per metric, a column per run."""
+    out = []
+    for key, label in labels(runs).items():
+        columns = {run.label: cells(run, key) for run in runs}
+        frame = pd.DataFrame({"": list(METRICS), **{name: [c[m] for m in METRICS] for name, c in columns.items()}})
+        out.append((label, frame))
+    return out
+
+
+def run_table(runs: list[Run]) -> pd.DataFrame:
+    """What each run was: command, file system, device, events, lost events."""
+    rows = []
+    for run in runs:
+        meta = dict(zip(*tables.run_metadata(run.trace).T.to_numpy()))
+        rows.append({"run": run.label, "trace": run.trace.meta.get("path") or "", "command": meta["command"],
+                     "file system": meta["file system"], "device": meta["device"], "phases": len(run.report.phases),
+                     "events": meta["events"], "lost events": meta["lost events"]})
+    return pd.DataFrame(rows)
+
+
+def unique_labels(given: list[str] | None, traces: list) -> list[str]:
+    """--label values in order, else each trace's file system and file name; made distinct."""
+    names = list(given or []) + [tables.label_of(t) for t in traces[len(given or []):]]
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out
+
+
+def active_rate(run: Run, key: tuple) -> float:
+    phase = run.keys.get(key)
+    if phase is None:
+        return float("nan")
+    v = run.verdict_of(phase)
+    if v and v.figures and v.kind == "bytes" and v.window in v.figures:
+        return float(v.figures[v.window])
+    return float(run.report.phases.set_index("phase").at[phase, "wall_Bps"])
+
+
+def latencies(run: Run, key: tuple, cache: dict) -> np.ndarray:
+    phase = run.keys.get(key)
+    if phase is None:
+        return np.empty(0)
+    if run.label not in cache:
+        from iowitness.analysis.reporters.html import PhaseCalls
+
+        cache[run.label] = PhaseCalls(run.report, run.trace.events)
+    pc = cache[run.label]
+    return pc.calls.latency_ns[pc.of(phase)] / 1e3
+

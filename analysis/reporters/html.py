@@ -1,0 +1,345 @@
+"""The report as one self-contained HTML file: tables (tables.py) and SVG charts (charts.py).
+
+Order on the page: the verdict table, the run's throughput over time with its phases, the
+phase table (and groups), IOzone -a sweep charts, one section per phase (claim vs active,
+latency distribution, throughput over time, offset vs time, device vs syscall bytes, slowest
+calls), then the run's metadata. A trace with hundreds of phases gets per-phase charts for the
+ones that matter most (a claim that is not simply agreed with, then the longest) and says so:
+every phase is in the tables, and the page stays small and quick to write (MAX_PHASE_SECTIONS).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import string
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import figures as active_figures
+from iowitness.analysis import units
+from iowitness.analysis.reporters import charts, tables
+
+MAX_PHASE_SECTIONS = 12
+
+
+def esc(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def page(title: str, body: str) -> str:
+    from iowitness import __version__
+
+    template = resources.files("iowitness.analysis.reporters").joinpath("templates/report.html").read_text()
+    return string.Template(template).substitute(title=esc(title), body=body, version=esc(__version__))
+
+
+def table(frame: pd.DataFrame, css: str = "", row_class=None, html_columns: tuple = ()) -> str:
+    """An HTML table of display values; numbers right-aligned. `html_columns` hold markup already."""
+    if frame.empty:
+        return '<p class="note">none</p>'
+    cols = list(frame.columns)
+    numeric = {c for c in cols if pd.api.types.is_numeric_dtype(frame[c])}
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    body = []
+    for i, row in enumerate(frame.itertuples(index=False)):
+        cells = []
+        for c, v in zip(cols, row):
+            text = v if c in html_columns else esc(tables.number(c, v) if isinstance(v, (int, np.integer)) else v)
+            cls = ' class="num"' if c in numeric else ' class="reasons"' if c == "reasons" else ""
+            cells.append(f"<td{cls}>{text}</td>")
+        klass = f' class="{row_class(i)}"' if row_class else ""
+        body.append(f"<tr{klass}>{''.join(cells)}</tr>")
+    return (f'<div class="scroll"><table class="{css}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def figure(svg: str, name: str, wide: bool = False) -> str:
+    if svg.startswith("<svg"):
+        return f'<figure class="chart{" wide" if wide else ""}" data-chart="{esc(name)}">{svg}</figure>'
+    return svg   # a "no chart" note
+
+
+def warnings(trace) -> str:
+    out = []
+    if trace.lost:
+        out.append(f"WARNING: {trace.lost:,} events were lost; phases may miss calls.")
+    if not trace.meta.get("complete", True):
+        out.append("WARNING: the trace is INCOMPLETE (the collector stopped before the end); "
+                   "the last phases may be cut short.")
+    return "".join(f'<p class="warning">{esc(w)}</p>' for w in out)
+
+
+def _phase_link(phase, chosen) -> str:
+    """A phase number, linked to its section when it has one."""
+    return f'<a href="#phase-{int(phase)}">{int(phase)}</a>' if int(phase) in chosen else str(int(phase))
+
+
+def verdict_table(verdicts, chosen=()) -> str:
+    rows = tables.verdict_rows(verdicts)
+    rows["phases"] = [", ".join(_phase_link(p, chosen) for p in v.phases) for v in verdicts]
+    rows["reasons"] = ["<br>".join(f"· {esc(r)}" for r in reasons.split(" · ")) if reasons else ""
+                       for reasons in rows["reasons"]]
+    kinds = [v.verdict.replace(" ", "-") for v in verdicts]
+    return table(rows, "verdicts", row_class=lambda i: f"verdict-{kinds[i]}", html_columns=("reasons", "phases"))
+
+
+def verdict_section(verdicts, note: str | None, chosen=()) -> str:
+    out = ['<h2 id="verdicts">Claims vs active</h2>']
+    if verdicts is None:
+        out.append(f'<p class="note">No claims read: {esc(note or "no benchmark output")}.</p>')
+    elif not verdicts:
+        out.append('<p class="note">The benchmark\'s output holds no claims.</p>')
+    else:
+        out.append('<p class="lead">window = what the benchmark timed; busy = time inside the calls only; '
+                   'ratio = claim / active in the window.</p>')
+        out.append(verdict_table(verdicts, chosen))
+    return "\n".join(out)
+
+
+class PhaseCalls:
+    """Each phase's counted data calls (no warm-ups), found once for every chart."""
+
+    def __init__(self, report, events: pd.DataFrame):
+        from iowitness.analysis.phases import READS
+        from iowitness.analysis.report import data_calls
+
+        calls = data_calls(events, report.assigned)
+        counted = np.flatnonzero(calls.data & (calls.phase > 0))
+        order = counted[np.argsort(calls.phase[counted], kind="stable")]
+        self.calls = calls
+        self.order = order
+        phases = calls.phase[order]
+        bounds = np.flatnonzero(np.r_[True, phases[1:] != phases[:-1]]) if len(phases) else np.empty(0, int)
+        ends = np.r_[bounds[1:], len(phases)]
+        self.slices = {int(phases[b]): (b, e) for b, e in zip(bounds, ends)}
+        cats = calls.syscall.cat.categories if isinstance(calls.syscall.dtype, pd.CategoricalDtype) else None
+        if cats is not None:
+            read_codes = np.array([c in READS for c in cats] + [False])
+            self.is_read = read_codes[calls.syscall.cat.codes.to_numpy()]
+        else:
+            self.is_read = calls.syscall.astype(str).isin(READS).to_numpy()
+        self.counted = counted
+
+    def of(self, phase: int) -> np.ndarray:
+        b, e = self.slices.get(int(phase), (0, 0))
+        return self.order[b:e]
+
+
+def run_timeline(report, pc: PhaseCalls) -> str:
+    phases = report.phases
+    if phases.empty:
+        return ""
+    rows = pc.counted
+    t0 = int(phases["data_first_ns"].min())
+    end_s = (pc.calls.end_ns[rows] - t0) / 1e9
+    bands = []
+    for _, members in phases.groupby("group", sort=False):
+        first = members.sort_values("data_first_ns").iloc[0]
+        label = tables.phase_label(first) if len(members) == 1 else f"{tables.phase_label(first)} ×{len(members)}"
+        lo, hi = members["data_first_ns"].min(), members["data_last_ns"].max()
+        level = members["bytes"].sum() / ((hi - lo) / 1e9) if hi > lo else float("nan")
+        bands.append(((lo - t0) / 1e9, (hi - t0) / 1e9,
+                      f"{int(first['phase'])} {label}" if len(members) == 1 else label, float(level)))
+    bands.sort()
+    return figure(charts.timeline(end_s, pc.calls.bytes[rows].astype(float), bands,
+                                  "throughput over time, with the phases"), "timeline")
+
+
+def sweep_points(report, verdicts) -> dict[str, list[tuple[int, int, float]]]:
+    """IOzone -a: per test, (file size, record size, active bytes/s) of each phase a claim names
+    (the claim's file size, the figure in its window); without claims, each phase's bytes and wall rate."""
+    phases = report.phases
+    if report.benchmark != "iozone" or phases.empty:
+        return {}
+    file_size, active = {}, {}
+    for v in verdicts or []:
+        if len(v.phases) == 1 and v.claim.file_size and v.kind == "bytes":
+            file_size[v.phases[0]] = v.claim.file_size
+            active[v.phases[0]] = v.figures.get(v.window)
+    out: dict[str, list] = {}
+    for r in phases.itertuples():
+        if not r.benchmark_name or "not reported" in r.benchmark_name:
+            continue
+        if file_size and r.phase not in file_size:
+            continue   # with claims, only the phases they name: a phase's bytes need not be its file size
+        rate = active.get(r.phase) or r.wall_Bps
+        if rate == rate and rate:
+            out.setdefault(r.benchmark_name, []).append((int(file_size.get(r.phase, r.bytes)), int(r.record_size),
+                                                         float(rate)))
+    # a sweep varies the record or the file size of at least one test
+    swept = any(len({p[0] for p in pts}) > 1 or len({p[1] for p in pts}) > 1 for pts in out.values())
+    return out if swept else {}
+
+
+def sweep_section(report, verdicts) -> str:
+    points = sweep_points(report, verdicts)
+    if not points:
+        return ""
+    out = ['<h2 id="sweep">Across the sweep (IOzone -a)</h2>',
+           '<p class="lead">Active throughput of each test in the window IOzone timed (the wall rate where '
+           'no claim matched), against file size and record size: the charts IOzone users build from -R.</p>']
+    for test, pts in points.items():
+        out.append(figure(charts.sweep(test, pts), f"sweep {test}", wide=True))
+    return "\n".join(out)
+
+
+def chosen_phases(report, verdicts, limit: int = MAX_PHASE_SECTIONS) -> list[int]:
+    """The phases that get a section with charts: disputed claims first, then claimed, then longest."""
+    phases = report.phases
+    rank = {}
+    for v in verdicts or []:
+        for p in v.phases[:1]:
+            rank[p] = min(rank.get(p, 2), 0 if v.verdict != "agrees" else 1)
+    order = phases.assign(rank=phases["phase"].map(rank).fillna(2)).sort_values(
+        ["rank", "duration_s"], ascending=[True, False], kind="stable")
+    return sorted(int(p) for p in order["phase"].head(limit))
+
+
+def _claim_charts(phase: int, verdicts) -> list[str]:
+    out = []
+    for v in verdicts or []:
+        if not v.phases or v.phases[0] != phase or not v.figures:
+            continue
+        value = {"bytes": v.claim.bytes_per_s, "ops": v.claim.ops_per_s,
+                 "latency": v.claim.seconds_per_op}.get(v.kind, v.claim.bytes_per_s)
+        if value is None:
+            continue
+        label = f"claim: {tables.describe_claim(v.claim)}"
+        out.append(figure(charts.claim_vs_active(value, label, v.figures, v.window, v.kind, active_figures.fmt),
+                          f"claim {phase} {v.claim.test}"))
+    return out
+
+
+def device_chart(report, r) -> str:
+    """Bytes the phase's calls moved vs bytes its device moved, where the report has a device
+    view (Report.device: one row per phase with syscall_bytes, device_bytes, writeback_bytes)."""
+    view = getattr(report, "device", None)
+    rows = view[view["phase"] == r.phase] if isinstance(view, pd.DataFrame) and "device_bytes" in view else None
+    if rows is None or rows.empty or rows["device_bytes"].isna().all():
+        return charts.empty("Device vs syscall bytes: no device data in this trace.")
+    row = rows.iloc[0]
+    bars = [("syscalls", float(row.get("syscall_bytes", r.bytes))), ("device, in the phase", float(row["device_bytes"]))]
+    if "writeback_bytes" in row and row["writeback_bytes"] == row["writeback_bytes"] and row["writeback_bytes"]:
+        bars.append(("device, write-back after it", float(row["writeback_bytes"])))
+    where = f" ({row['device']})" if isinstance(row.get("device"), str) else ""
+    return figure(charts.device_vs_syscall(bars, f"bytes moved: the calls vs the block device{where}"),
+                  f"device {int(r.phase)}")
+
+
+def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
+    name = tables.phase_label(r)
+    pattern = r.pattern + (f" {units.bytes_(r.stride)}" if r.stride else "")
+    out = [f'<section class="phase" id="phase-{int(r.phase)}">',
+           f"<h3>Phase {int(r.phase)}: {esc(name)} — {esc(pattern)}, {esc(units.bytes_(r.record_size))} records, "
+           f"{esc(os.path.basename(r.path))}</h3>",
+           f'<p class="facts">{esc(units.bytes_(r.bytes))} in {int(r.ops):,} calls over '
+           f"{esc(units.seconds(r.duration_s))}; wall {esc(units.rate(r.wall_Bps))}, busy {esc(units.rate(r.busy_Bps))}; "
+           f"latency p50 {esc(units.latency(r.lat_p50_us))}, p99 {esc(units.latency(r.lat_p99_us))}, "
+           f"max {esc(units.latency(r.lat_max_us))}"
+           + (f"; {esc(tables.flags(r))}" if tables.flags(r) else "") + "</p>"]
+    claims = _claim_charts(int(r.phase), verdicts)
+    others = [v for v in verdicts or [] if int(r.phase) in v.phases[1:]]
+    if claims:
+        out += claims
+    elif others:
+        out.append(charts.empty(f"The claims about this phase's group are charted under phase {others[0].phases[0]}."))
+    else:
+        out.append(charts.empty("No claim of the benchmark is about this phase."))
+    rows = pc.of(r.phase)
+    if len(rows):
+        latency_us = pc.calls.latency_ns[rows] / 1e3
+        out.append(figure(charts.latency_histogram(latency_us, r.lat_p50_us, r.lat_p99_us, r.lat_max_us),
+                          f"latency {int(r.phase)}"))
+        end_s = (pc.calls.end_ns[rows] - int(r.data_first_ns)) / 1e9
+        out.append(figure(charts.timeline(end_s, pc.calls.bytes[rows].astype(float),
+                                          [(0.0, r.duration_s, "", float(r.wall_Bps))],
+                                          "throughput over time in this phase"), f"throughput {int(r.phase)}"))
+        t = (pc.calls.start_ns[rows] - int(r.data_first_ns)) / 1e9
+        out.append(figure(charts.offset_time(t, pc.calls.offset[rows].astype(float), pc.is_read[rows],
+                                             f"offset vs time (access pattern: {pattern})"),
+                          f"offset {int(r.phase)}"))
+    out.append(device_chart(report, r))
+    slow = report.outliers[report.outliers["phase"] == r.phase]
+    out.append("<h4>Slowest calls</h4>" + table(tables.outlier_rows(slow).drop(columns="phase"), "outliers"))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def render(report, trace, verdicts=None, note: str | None = None) -> str:
+    chosen = chosen_phases(report, verdicts) if len(report.phases) else []
+    path = trace.meta.get("path") or "trace"
+    body = [f"<h1>iowitness report: {esc(os.path.basename(path))}</h1>",
+            f'<p class="lead">{esc(" ".join(trace.meta.get("command") or []))}<br>benchmark: '
+            f"{esc(report.benchmark or 'not recognised')}; {len(report.phases):,} phases; "
+            f"lost events: {trace.lost:,}</p>", warnings(trace), verdict_section(verdicts, note, set(chosen))]
+    if report.phases.empty:
+        body.append('<h2>Phases</h2><p class="note">No phases: the trace holds no read or write calls on '
+                    "target files.</p>")
+    else:
+        pc = PhaseCalls(report, trace.events)
+        rows = tables.phase_rows(report.phases)
+        rows["#"] = [_phase_link(p, chosen) for p in rows["#"]]
+        body += ['<h2 id="phases">Phases</h2>', run_timeline(report, pc), table(rows, "phases", html_columns=("#",))]
+        if not report.groups.empty:
+            body += [f"<h3>{esc(tables.GROUPS_TITLE)}</h3>", table(tables.group_rows(report.groups, report.phases))]
+        body.append(sweep_section(report, verdicts))
+        body.append('<h2 id="each-phase">Each phase</h2>')
+        if len(chosen) < len(report.phases):
+            body.append(f'<p class="note">Charts for {len(chosen)} of {len(report.phases):,} phases: those with a '
+                        "claim that does not simply agree, then claimed ones, then the longest. Every phase is in "
+                        "the table above.</p>")
+        wanted = set(chosen)
+        for r in report.phases.itertuples():
+            if int(r.phase) in wanted:
+                body.append(phase_section(r, pc, report, verdicts))
+    body += ['<h2 id="run">Run</h2>', table(tables.run_metadata(trace), "metadata")]
+    return page(f"iowitness report: {os.path.basename(path)}", "\n".join(body))
+
+
+def render_compare(runs) -> str:
+    """Several runs side by side: a table per phase name, one column per run, and overlaid charts."""
+    from iowitness.analysis.reporters import compare
+
+    names = [r.label for r in runs]
+    body = [f"<h1>iowitness compare: {esc(' vs '.join(names))}</h1>",
+            '<p class="lead">Phases are matched by name and rank (the first write with the first write). active = the claim\'s window '
+            "where a claim matched the phase, else the wall rate.</p>",
+            "".join(f"<h4>{esc(r.label)}</h4>{warnings(r.trace)}" for r in runs if warnings(r.trace)),
+            '<h2 id="runs">Runs</h2>', table(compare.run_table(runs), "runs")]
+    cache: dict = {}
+    timelines = []
+    for run in runs:
+        phases = run.report.phases
+        if phases.empty:
+            continue
+        pc = cache.setdefault(run.label, PhaseCalls(run.report, run.trace.events))
+        rows = pc.counted
+        t0 = int(phases["data_first_ns"].min())
+        timelines.append((run.label, (pc.calls.end_ns[rows] - t0) / 1e9, pc.calls.bytes[rows].astype(float)))
+    if timelines:
+        body.append(figure(charts.overlaid_timelines(timelines), "timelines"))
+    keys = compare.labels(runs)
+    shown = list(keys.items())[:compare.MAX_BAR_PHASES]
+    if shown:
+        values = [[compare.active_rate(run, key) for run in runs] for key, _ in shown]
+        body.append(figure(charts.grouped_bars([label for _, label in shown], names, values,
+                                               "active throughput per phase"), "bars"))
+        if len(keys) > len(shown):
+            body.append(f'<p class="note">The chart shows the first {len(shown)} of {len(keys)} phase names; '
+                        "the tables below have all of them.</p>")
+    body.append('<h2 id="phases">Each phase</h2>')
+    for i, (label, frame) in enumerate(compare.phase_tables(runs)):
+        key = list(keys)[i]
+        body.append(f'<section class="phase compare"><h3>{esc(label)}</h3>{table(frame, "compare")}')
+        if i < compare.MAX_CDF_PHASES:
+            lat = [(run.label, compare.latencies(run, key, cache)) for run in runs]
+            if sum(len(x) for _, x in lat):
+                body.append(figure(charts.overlaid_cdfs(f"latency distribution: {label}", lat), f"cdf {label}"))
+        body.append("</section>")
+    if len(keys) > compare.MAX_CDF_PHASES:
+        body.append(f'<p class="note">Latency charts for the first {compare.MAX_CDF_PHASES} of {len(keys)} phase '
+                    "names.</p>")
+    return page(f"iowitness compare: {' vs '.join(names)}", "\n".join(body))

@@ -1,0 +1,80 @@
+"""The report as Markdown, for pasting into an issue or a wiki: the HTML report's tables,
+without its charts (tables.py builds both)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis.reporters import tables
+
+
+def _cell(value, column: str = "") -> str:
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    text = tables.number(column, value) if is_int else str(value)
+    # a pipe would end the cell, a newline the row
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def table(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table; numbers (and their columns) right-aligned."""
+    if frame.empty:
+        return "_none_"
+    cols = list(frame.columns)
+    numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in cols]
+    lines = ["| " + " | ".join(_cell(c) for c in cols) + " |",
+             "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v, c) for c, v in zip(cols, row)) + " |")
+    return "\n".join(lines)
+
+
+def warnings(trace) -> list[str]:
+    out = []
+    if trace.lost:
+        out.append(f"**WARNING:** {trace.lost:,} events were lost; phases may miss calls.")
+    if not trace.meta.get("complete", True):
+        out.append("**WARNING:** the trace is INCOMPLETE (the collector stopped before the end); "
+                   "the last phases may be cut short.")
+    return out
+
+
+def render(report, trace, verdicts=None, note: str | None = None) -> str:
+    name = trace.meta.get("path") or "trace"
+    parts = [f"# iowitness report: {_cell(name)}", "",
+             f"Benchmark: {report.benchmark or 'not recognised'}. Lost events: {trace.lost:,}.", ""]
+    parts += [w + "\n" for w in warnings(trace)]
+    parts += ["## Claims vs active", ""]
+    if verdicts is None:
+        parts.append(f"No claims read: {_cell(note or 'no benchmark output')}.")
+    elif not verdicts:
+        parts.append("The benchmark's output holds no claims.")
+    else:
+        parts += ["Window = what the benchmark timed; busy = time inside the calls only.", "",
+                  table(tables.verdict_rows(verdicts))]
+    parts += ["", "## Phases", ""]
+    if report.phases.empty:
+        parts.append("No phases: the trace holds no read or write calls on target files.")
+    else:
+        parts.append(table(tables.phase_rows(report.phases)))
+        if not report.groups.empty:
+            parts += ["", f"### {tables.GROUPS_TITLE[0].upper()}{tables.GROUPS_TITLE[1:]}", "",
+                      table(tables.group_rows(report.groups, report.phases))]
+        parts += ["", "### Slowest calls of each phase", "", table(tables.outlier_rows(report.outliers))]
+    parts += ["", "## Run", "", table(tables.run_metadata(trace)), ""]
+    return "\n".join(parts)
+
+
+def render_compare(runs) -> str:
+    """The comparison's tables: the runs, then one table per phase name with a column per run."""
+    from iowitness.analysis.reporters import compare
+
+    parts = [f"# iowitness compare: {_cell(' vs '.join(r.label for r in runs))}", ""]
+    for run in runs:
+        parts += [f"{_cell(run.label)}: {w}\n" for w in warnings(run.trace)]
+    parts += ["## Runs", "", table(compare.run_table(runs)), "", "## Each phase", "",
+              "Phases are matched by name and rank (the first write with the first write). active = the claim's window where a claim "
+              "matched the phase, else the wall rate.", ""]
+    for label, frame in compare.phase_tables(runs):
+        parts += [f"### {_cell(label)}", "", table(frame), ""]
+    return "\n".join(parts)

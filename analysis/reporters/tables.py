@@ -1,0 +1,167 @@
+"""The tables every report shows, as rows of text for people: one source for the terminal,
+Markdown and HTML reports, so that the three say the same thing in the same words.
+
+Each function returns a DataFrame of display strings (or plain ints, which renderers print
+with thousands separators); the renderers only lay them out.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from iowitness.analysis import figures, units
+
+
+# integer columns that name something (no thousands separators)
+IDENTIFIERS = {"#", "pid", "tid", "phase", "group", "members", "phases"}
+
+
+def number(column: str, value) -> str:
+    """An integer for people (1,024), unless it is an identifier (pid 17379)."""
+    return str(value) if column in IDENTIFIERS else f"{value:,}"
+
+
+def phase_label(row) -> str:
+    """A phase's name as the terminal report prints it: the benchmark's name, else the generic one."""
+    return row.benchmark_name or row.name
+
+
+def flags(row) -> str:
+    marks = [f for f in ("O_DIRECT", "O_SYNC", "O_DSYNC", "O_APPEND") if getattr(row, f)]
+    if row.reread:
+        marks.append("re-read")
+    if row.rewrite:
+        marks.append("re-write")
+    if row.errors:
+        marks.append(f"{row.errors} failed call" + ("s" if row.errors > 1 else ""))
+    if row.short:
+        marks.append(f"{row.short} short")
+    if row.too_short:
+        marks.append("TOO SHORT TO TIME")
+    return ", ".join(marks)
+
+
+def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for r in phases.itertuples():
+        rows.append({
+            "#": r.phase, "name": phase_label(r),
+            "pattern": r.pattern + (f" {units.bytes_(r.stride)}" if r.stride else "")
+            if r.benchmark_name else "",
+            "file": os.path.basename(r.path), "pid": r.tgid, "tid": r.tid if r.threads == 1 else f"{r.threads} thr",
+            "record": units.bytes_(r.record_size), "bytes": units.bytes_(r.bytes), "ops": int(r.ops),
+            "time": units.seconds(r.duration_s), "wall": units.rate(r.wall_Bps), "busy": units.rate(r.busy_Bps),
+            "p50 µs": units.micros(r.lat_p50_us), "p99 µs": units.micros(r.lat_p99_us),
+            "max µs": units.micros(r.lat_max_us),
+            "fsync": f"{int(r.fsyncs)} / {units.seconds(r.fsync_ns / 1e9)}" if r.fsyncs else "",
+            "user": units.seconds(r.user_ns / 1e9), "notes": flags(r),
+        })
+    return pd.DataFrame(rows)
+
+
+GROUPS_TITLE = ("groups (concurrent phases: children = sum of member rates, "
+                "parent = all bytes / group wall time)")
+
+
+def group_rows(groups: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
+    names = phases.set_index("phase")
+    rows = []
+    for g in groups.itertuples():
+        first = names.loc[g.phases[0]]
+        rows.append({"group": g.group, "name": first["benchmark_name"] or first["name"], "members": g.members,
+                     "phases": " ".join(map(str, g.phases)), "bytes": units.bytes_(g.bytes),
+                     "children": units.rate(g.children_Bps), "parent": units.rate(g.parent_Bps),
+                     "at stonewall": f"{g.share_at_stonewall:.0%} done"})
+    return pd.DataFrame(rows)
+
+
+def describe_claim(claim) -> str:
+    """What a claim is about: its test, scope, record and file size."""
+    where = []
+    if claim.scope != "phase":
+        where.append(claim.scope)
+    if claim.record_size:
+        where.append(f"{units.bytes_(claim.record_size)} records")
+    if claim.file_size:
+        where.append(f"{units.bytes_(claim.file_size)} file")
+    return claim.test + (f" ({', '.join(where)})" if where else "")
+
+
+def claimed_value(claim) -> str:
+    """The number as the benchmark printed it, with its own unit."""
+    value = f"{claim.value:,.0f}" if abs(claim.value) >= 1000 else f"{claim.value:g}"
+    return f"{value} {claim.unit}"
+
+
+def active_value(v) -> str:
+    """The active figure in the window the benchmark timed, as people read it."""
+    if v.figures and v.window in v.figures:
+        return figures.fmt(v.figures[v.window], v.kind)
+    return "-"
+
+
+def verdict_rows(verdicts) -> pd.DataFrame:
+    """One row per claim: claim vs active, verdict, and every reason (joined by ' · ')."""
+    rows = []
+    for v in verdicts or []:
+        rows.append({"verdict": v.verdict.upper(), "claim": describe_claim(v.claim), "claimed": claimed_value(v.claim),
+                     "active": active_value(v), "window": v.window if v.figures else "",
+                     "ratio": f"{v.ratio:.3f}" if v.ratio is not None else "-",
+                     "phases": ", ".join(map(str, v.phases)), "reasons": " · ".join(v.reasons)})
+    return pd.DataFrame(rows, columns=["verdict", "claim", "claimed", "active", "window", "ratio", "phases",
+                                       "reasons"])
+
+
+def outlier_rows(outliers: pd.DataFrame) -> pd.DataFrame:
+    """The slowest calls of one phase (or several), each with its share of its phase's time."""
+    rows = [{"phase": int(c.phase), "syscall": c.syscall, "tid": int(c.tid), "at": "+" + units.seconds(c.at_s),
+             "offset": units.bytes_(c.offset), "bytes": units.bytes_(c.bytes), "latency": units.latency(c.latency_us),
+             "share of phase time": f"{c.share:.1%}" if c.share == c.share else "-"}
+            for c in outliers.itertuples()]
+    return pd.DataFrame(rows, columns=["phase", "syscall", "tid", "at", "offset", "bytes", "latency",
+                                       "share of phase time"])
+
+
+def _files_where(meta: dict) -> tuple[str, str]:
+    """File systems and devices of the traced files, from what the collector noted of each."""
+    files = [f for f in meta.get("files") or [] if isinstance(f, dict)]
+    fs = sorted({f"{f['fs_type']} on {f.get('mount_point', '?')}" for f in files if f.get("fs_type")})
+    devices = sorted({f"{f.get('block_device') or f.get('source') or ''} ({f['device']})".replace(" ()", "")
+                      .strip() for f in files if f.get("device")})
+    return ", ".join(fs) or "not recorded", ", ".join(d for d in devices if d) or "not recorded"
+
+
+def run_metadata(trace) -> pd.DataFrame:
+    """What was run, where, and how complete its trace is."""
+    meta = trace.meta
+    start, end = meta.get("clock_start") or {}, meta.get("clock_end") or {}
+    duration = (end.get("monotonic_ns", 0) - start.get("monotonic_ns", 0)) / 1e9 if end and start else None
+    fs, devices = _files_where(meta)
+    status = "complete" if meta.get("complete") else "INCOMPLETE (the collector stopped before the end)"
+    rows = [
+        ("trace", meta.get("path") or ""),
+        ("command", " ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})"),
+        ("host", str(meta.get("host") or "")),
+        ("kernel", str(meta.get("kernel") or "")),
+        ("file system", fs),
+        ("device", devices),
+        ("recorded", (units.seconds(duration) if duration is not None else "?") + f", {status}"
+         + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")),
+        ("events", f"{len(trace.events):,}"),
+        ("lost events", f"{trace.lost:,}" + (" (phases may miss calls)" if trace.lost else "")),
+        ("iowitness", str(meta.get("iowitness_version") or "")),
+    ]
+    return pd.DataFrame(rows, columns=["", "value"])
+
+
+def label_of(trace) -> str:
+    """A short name for a run in a comparison: its file system and device, else its file name."""
+    files = [f for f in trace.meta.get("files") or [] if isinstance(f, dict) and f.get("fs_type")]
+    stem = os.path.splitext(os.path.basename(trace.meta.get("path") or "trace"))[0]
+    if files:
+        first = files[0]
+        where = first.get("block_device") or first.get("device") or ""
+        return f"{first['fs_type']} {os.path.basename(where)}".strip() + f" ({stem})"
+    return stem
