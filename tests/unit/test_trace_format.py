@@ -286,7 +286,7 @@ def test_unknown_format_version_is_refused_naming_both_versions(tmp_path):
     struct.pack_into("<I", data, 8, 7)
     path.write_bytes(bytes(data))
     # WHEN loaded THEN BadTrace names the file's version and the one this iowitness reads
-    with pytest.raises(BadTrace, match="format version 7, but iowitness .* reads version 1 only"):
+    with pytest.raises(BadTrace, match="format version 7, but iowitness .* reads versions 1 and 2 only"):
         load(path)
 
 
