@@ -463,16 +463,23 @@ def _decode_all(batches: list, dtype: np.dtype, version: int) -> tuple[np.ndarra
     """Every batch of one record kind into one array, allocated once; and the offset of the
     first chunk that did not decode (None when all did)."""
     out = np.empty(sum(rows for _, _, rows in batches), dtype)
-    row = 0
-    for at, payload, rows in batches:
+    firsts = np.cumsum([0] + [rows for _, _, rows in batches])
+
+    def decode(k: int) -> bool:
+        _, payload, rows = batches[k]
+        part = out[firsts[k]:firsts[k] + rows]
         try:
             if version == 1:
-                out[row:row + rows] = np.frombuffer(payload, dtype)
+                part[...] = np.frombuffer(payload, dtype)
             else:
-                codec.decode_into(payload, out[row:row + rows])
+                codec.decode_into(payload, part)
         except (ValueError, TypeError):
-            return out[:row], at
-        row += rows
+            return False
+        return True
+
+    for k in range(len(batches)):
+        if not decode(k):
+            return out[:firsts[k]], batches[k][0]
     return out, None
 
 
