@@ -51,11 +51,11 @@ class CodecError(ValueError):
 
 
 class _Column:
-    __slots__ = ("index", "name", "offset", "size", "number", "signed", "word")
+    __slots__ = ("index", "name", "offset", "size", "number", "signed", "words")
 
-    def __init__(self, index, name, offset, size, number, signed, word):
+    def __init__(self, index, name, offset, size, number, signed, words):
         self.index, self.name, self.offset, self.size = index, name, offset, size
-        self.number, self.signed, self.word = number, signed, word
+        self.number, self.signed, self.words = number, signed, words
 
     @property
     def key(self) -> str:
@@ -80,14 +80,13 @@ class _Plan:
             at = offset + sub.itemsize
         if at < dtype.itemsize:
             spans.append((f"gap@{at}", at, dtype.itemsize - at, None))
-        # the widest word that divides the record and holds each number whole: constant
-        # columns are found with one min/max over the records seen as rows of such words
-        self.word = next(w for w in (8, 4, 2, 1) if dtype.itemsize % w == 0 and all(
-            sub is None or not _is_number(sub) or offset // w == (offset + size - 1) // w
-            for _, offset, size, sub in spans))
+        # records seen as rows of the widest words that divide them: one min/max per word
+        # finds the constant columns (a column is constant when every word it touches is)
+        self.word = next(w for w in (8, 4, 2, 1) if dtype.itemsize % w == 0)
         self.columns = tuple(
             _Column(k, name, offset, size, sub is not None and _is_number(sub),
-                    sub is not None and _is_number(sub) and sub.kind == "i", offset // self.word)
+                    sub is not None and _is_number(sub) and sub.kind == "i",
+                    slice(offset // self.word, (offset + size - 1) // self.word + 1))
             for k, (name, offset, size, sub) in enumerate(spans))
         self.itemsize = dtype.itemsize
         self.view = np.dtype({
@@ -204,7 +203,7 @@ def encode(records, dtype: np.dtype | None = None, level: int = LEVEL) -> bytes:
             heads.append(COLUMN.pack(ZERO, 0, 0))
             continue
         first = int(values[0]) & ((1 << 8 * column.size) - 1)
-        if steady[column.word]:
+        if steady[column.words].all():
             heads.append(COLUMN.pack(CONST, 0, first) if first else COLUMN.pack(ZERO, 0, 0))
             continue
         values = np.ascontiguousarray(values)
