@@ -14,8 +14,12 @@ padding included: decode(encode(a)).tobytes() == a.tobytes() for any array of an
 Byte layout of a block (all integers little-endian; docs/trace-format.md has the tables):
 
     head     u32 rows, u32 itemsize, u16 columns, u8 compressor (1 = zstd), u8 reserved (0)
-    columns  per column, in offset order: u8 transform, u8 width, u64 first
-    body     one zstd frame: the stored bytes of each column, one after the other
+    frame    one zstd frame holding
+               the column table: per column, in offset order, u8 transform, u8 width, u64 first
+               the stored bytes of each column, one after the other
+
+The column table is compressed too: it is mostly zeros, and a slow benchmark's batches of a
+few events would otherwise pay 130 bytes each for it.
 
 Columns are the dtype's fields in offset order, plus one byte column per gap between them.
 Integer fields of 1, 2, 4 or 8 bytes are numbers; anything else (byte arrays, floats) is bytes.
@@ -187,10 +191,11 @@ def encode(records, dtype: np.dtype | None = None, level: int = LEVEL) -> bytes:
         lo, hi = _column_range(plan.words(records))
         steady = lo == hi
     heads = []
-    # the stored bytes of every column, one after the other; no column stores more than its
-    # own size per row, so the record array's size is enough
-    stored = np.empty(rows * plan.itemsize, np.uint8)
-    at = 0
+    # the column table, then the stored bytes of every column, one after the other; no
+    # column stores more than its own size per row, so the record array's size is enough
+    table = COLUMN.size * len(plan.columns)
+    stored = np.empty(table + rows * plan.itemsize, np.uint8)
+    at = table
     for column in plan.columns:
         values = view[column.key]
         if not column.number:
@@ -226,8 +231,9 @@ def encode(records, dtype: np.dtype | None = None, level: int = LEVEL) -> bytes:
                 continue
         heads.append(COLUMN.pack(PLAIN, plain, 0))
         at += _planes(values, plain, column.signed, stored[at:])
+    stored[:table] = np.frombuffer(b"".join(heads), np.uint8)
     body = zstandard.ZstdCompressor(level=level).compress(stored[:at])
-    return b"".join([HEAD.pack(rows, plan.itemsize, len(plan.columns), ZSTD, 0), *heads, body])
+    return HEAD.pack(rows, plan.itemsize, len(plan.columns), ZSTD, 0) + body
 
 
 def rows_of(block) -> int:
@@ -256,7 +262,7 @@ def decode_into(block, out: np.ndarray) -> None:
             template[column.key] = np.array(first, f"<u{column.size}").view(template[column.key].dtype)
     if rows:
         _fill(plan.words(out), plan.words(template)[0])
-    at = 0
+    at = COLUMN.size * len(heads)
     for (transform, width, first), column in zip(heads, plan.columns):
         target = view[column.key]
         if transform == BYTES:
@@ -276,7 +282,7 @@ def decode_into(block, out: np.ndarray) -> None:
 
 
 def _parse(block, plan: _Plan, rows_wanted: int) -> tuple[int, list, bytes]:
-    """Check a block's head and column table against the plan; decompress its body."""
+    """Check a block's head against the plan, decompress its frame, check the column table."""
     if len(block) < HEAD.size:
         raise CodecError("block shorter than its head")
     rows, itemsize, count, compressor, _ = HEAD.unpack_from(block)
@@ -287,11 +293,16 @@ def _parse(block, plan: _Plan, rows_wanted: int) -> tuple[int, list, bytes]:
         raise CodecError(f"block holds {rows} records, not {rows_wanted}")
     if compressor != ZSTD:
         raise CodecError(f"unknown compressor {compressor}")
-    start = HEAD.size + COLUMN.size * count
-    if len(block) < start:
-        raise CodecError("block shorter than its column table")
-    heads = [COLUMN.unpack_from(block, HEAD.size + COLUMN.size * k) for k in range(count)]
-    expected = 0
+    table = COLUMN.size * count
+    try:
+        body = zstandard.ZstdDecompressor().decompress(
+            block[HEAD.size:], max_output_size=table + rows * plan.itemsize)
+    except zstandard.ZstdError as exc:
+        raise CodecError(f"compressed frame does not decode: {exc}") from None
+    if len(body) < table:
+        raise CodecError("compressed frame shorter than its column table")
+    heads = [COLUMN.unpack_from(body, COLUMN.size * k) for k in range(count)]
+    expected = table
     for (transform, width, first), column in zip(heads, plan.columns):
         if transform == BYTES and not column.number:
             expected += rows * column.size
@@ -301,10 +312,6 @@ def _parse(block, plan: _Plan, rows_wanted: int) -> tuple[int, list, bytes]:
             expected += max(rows - 1, 0) * width
         elif not (transform == ZERO or (transform == CONST and column.number and first >> 8 * column.size == 0)):
             raise CodecError(f"column {column.name}: transform {transform} (width {width}) is not valid")
-    try:
-        body = zstandard.ZstdDecompressor().decompress(block[start:], max_output_size=expected)
-    except zstandard.ZstdError as exc:
-        raise CodecError(f"compressed body does not decode: {exc}") from None
     if len(body) != expected:
-        raise CodecError(f"compressed body holds {len(body)} bytes, not {expected}")
+        raise CodecError(f"compressed frame holds {len(body)} bytes, not {expected}")
     return rows, heads, body

@@ -3,6 +3,7 @@ values; a damaged block is refused, never decoded into wrong records."""
 
 import numpy as np
 import pytest
+import zstandard
 
 from iowitness.collector import codec
 from iowitness.probes.layout import layout
@@ -153,8 +154,10 @@ def test_a_damaged_block_is_refused_not_misread(damage):
     block = bytearray(codec.encode(records))
     if damage == "body":
         block[-6:] = b"\xff" * 6
-    elif damage == "column":
-        block[codec.HEAD.size] = 9          # no such transform
+    elif damage == "column":                # no such transform, in a frame that decompresses
+        inside = bytearray(zstandard.ZstdDecompressor().decompress(bytes(block[codec.HEAD.size:])))
+        inside[0] = 9
+        block = block[:codec.HEAD.size] + zstandard.ZstdCompressor().compress(bytes(inside))
     elif damage == "rows":
         block[0] ^= 0x01                    # one record more or less than the body holds
     else:

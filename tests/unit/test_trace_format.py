@@ -575,8 +575,8 @@ def test_a_format_2_trace_written_by_hand_from_the_docs(tmp_path):
             columns.append(struct.pack("<BBQ", CONST, 0, OP["pwrite64"]))
         else:
             columns.append(struct.pack("<BBQ", ZERO, 0, 0))
-    block = (struct.pack("<IIHBB", 2, event.itemsize, len(names), 1, 0) + b"".join(columns)
-             + zstandard.ZstdCompressor().compress(body))
+    block = (struct.pack("<IIHBB", 2, event.itemsize, len(names), 1, 0)
+             + zstandard.ZstdCompressor().compress(b"".join(columns) + body))
     start = {"layout": describe_layout(layout())}
     path = tmp_path / "by-hand.iwt"
     path.write_bytes(hand_written(2, [(1, json.dumps(start).encode()), (2, block), (6, b"{}")]))
