@@ -216,6 +216,7 @@ class Recorder:
         self.clear_status()
         counters = self.counters()
         self.writer.write_counters(counters)
+        self.writer.flush()   # the records still gathered in the writer count in trace_file_bytes
         end = {"clock_end": clock_pair(), "stop_reason": self._stop_reason, "counters": counters,
                "files": list(self.stats.files.values()), **end_meta}
         usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -47,6 +47,9 @@ STREAMS = {"stdout": 1, "stderr": 2}
 # chunk kinds that hold a batch of records, and the key of their dtype in START's "layout";
 # a new kind of record gets a number here and a description in describe_layout, nothing else
 RECORD_KINDS = {EVENTS: "event", FACTS: "meta"}
+# record batches smaller than this wait in memory for the next flush and go out as one chunk:
+# a slow benchmark's drains of a few events would each pay a block's fixed cost (60 bytes)
+GATHER_ROWS = 8192
 KIND_NAMES = {START: "start", EVENTS: "events", FACTS: "facts", OUTPUT: "output",
               COUNTERS: "counters", END: "end"}
 
@@ -103,6 +106,7 @@ class TraceWriter:
         # the collector's ring-buffer reader and its output pumps share one writer
         self._lock = threading.Lock()
         self._closed = False
+        self._waiting: dict[int, list[np.ndarray]] = {}   # kind -> small batches not yet written
         self.bytes_written = 0
         try:
             self._file = open(self.path, "wb")
@@ -122,11 +126,35 @@ class TraceWriter:
         self.write_records(FACTS, records, self._meta)
 
     def write_records(self, kind: int, records, dtype: np.dtype) -> None:
-        """One record chunk of `kind`: an array of `dtype`, or the raw bytes of such records,
-        stored as one codec block. Nothing is written for an empty batch."""
+        """Records of `kind` (an array of `dtype`, or the raw bytes of such records), stored as
+        codec blocks in chunks of that kind. A batch of GATHER_ROWS or more is written at once;
+        smaller ones are gathered and written together by the next flush (or sooner, once they
+        add up to GATHER_ROWS). Nothing is written for an empty batch."""
         records = self._records_of(records, dtype)
-        if len(records):
-            self._chunk(kind, codec.encode(records))
+        if not len(records):
+            return
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"trace {self.path} is closed")
+            waiting = self._waiting.setdefault(kind, [])
+            if not waiting and len(records) >= GATHER_ROWS:
+                batch = records
+            else:
+                # a copy: raw bytes may be a buffer the caller reuses
+                waiting.append(np.array(records, copy=True))
+                if sum(len(w) for w in waiting) < GATHER_ROWS:
+                    return
+                batch = np.concatenate(waiting)
+                waiting.clear()
+        # encoded outside the lock: the output pumps need not wait for the compression
+        self._chunk(kind, codec.encode(batch))
+
+    def _write_waiting(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, {}
+        for kind, batches in waiting.items():
+            if batches:
+                self._chunk(kind, codec.encode(np.concatenate(batches)))
 
     def write_output(self, stream: str, data: bytes) -> None:
         if stream not in STREAMS:
@@ -138,28 +166,35 @@ class TraceWriter:
         self._chunk(COUNTERS, _json(counters))
 
     def flush(self) -> None:
-        """Hand buffered chunks to the kernel: from then on they survive a SIGKILL."""
+        """Write the records waiting and hand every chunk to the kernel: from then on they
+        survive a SIGKILL."""
+        self._write_waiting()
         with self._lock:
             self._guard(self._file.flush)
 
     def close(self, end_meta: dict) -> None:
-        """Write END, the mark of a complete trace, and close."""
+        """Write what is waiting, then END, the mark of a complete trace, and close."""
         if not self._closed:
             try:
+                self._write_waiting()
                 self._chunk(END, _json(end_meta))
             finally:
                 self.abort()
 
     def abort(self) -> None:
         """Close without END: the trace will read as incomplete, with all it holds so far."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            try:
-                self._guard(self._file.flush)
-            finally:
-                self._file.close()
+        if self._closed:
+            return
+        try:
+            self._write_waiting()
+        finally:
+            with self._lock:
+                if not self._closed:
+                    self._closed = True
+                    try:
+                        self._guard(self._file.flush)
+                    finally:
+                        self._file.close()
 
     def __enter__(self):
         return self

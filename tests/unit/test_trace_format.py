@@ -189,6 +189,7 @@ def test_cut_inside_the_last_chunk_keeps_every_earlier_chunk(tmp_path):
     path = tmp_path / "run.iwt"
     writer = TraceWriter(path, {})
     writer.write_events(events(*CALLS[:2]))
+    writer.flush()
     good = writer.bytes_written
     writer.write_events(events(*CALLS[2:]))
     writer.close({"exit_code": 0})
@@ -209,8 +210,10 @@ def test_crc_failure_mid_file_stops_reading_there(tmp_path):
     path = tmp_path / "run.iwt"
     writer = TraceWriter(path, {})
     writer.write_events(events(CALLS[0]))
+    writer.flush()
     first_end = writer.bytes_written
     writer.write_events(events(CALLS[1]))
+    writer.flush()
     writer.write_events(events(CALLS[2]))
     writer.close({})
     data = bytearray(path.read_bytes())
@@ -513,6 +516,7 @@ def test_a_trace_cut_in_its_second_event_chunk_keeps_the_first_in_both_formats(t
     else:
         writer = TraceWriter(path, {})
         writer.write_events(first)
+        writer.flush()                  # small batches wait for a flush: one chunk each
         writer.write_events(second)
         writer.abort()
     data = path.read_bytes()
@@ -536,6 +540,7 @@ def test_a_format_2_chunk_with_a_good_crc_that_does_not_decode_ends_the_reading(
     writer = TraceWriter(path, {})
     for batch in batches:
         writer.write_events(batch)
+        writer.flush()                  # small batches wait for a flush: one chunk each
     writer.write_output("stdout", b"written after the damage\n")
     writer.close({"exit_code": 0})
     data = bytearray(path.read_bytes())
@@ -610,3 +615,23 @@ def test_a_new_record_chunk_kind_uses_the_same_codec_and_old_readers_skip_it(tmp
     data = path.read_bytes()
     at, _, length = [c for c in chunk_offsets(data) if c[1] == 99][0]
     assert codec.decode(data[at + 16:at + 16 + length], request).tobytes() == rows.tobytes()
+
+
+def test_small_batches_wait_for_the_flush_and_go_out_as_one_chunk(tmp_path):
+    # GIVEN a slow benchmark's drains: 60 batches of 5 events, then a flush, then 2 more
+    path = tmp_path / "run.iwt"
+    records = fio_like(310)
+    writer = TraceWriter(path, {})
+    for at in range(0, 300, 5):
+        writer.write_events(records[at:at + 5])
+    writer.flush()
+    flushed = writer.bytes_written
+    writer.write_events(records[300:305])
+    writer.write_events(records[305:])
+    # WHEN the writer is closed
+    writer.close({})
+
+    # THEN the 60 batches made one chunk, the 2 after the flush another, and nothing is lost
+    kinds = [kind for _, kind, _ in chunk_offsets(path.read_bytes())]
+    assert kinds.count(2) == 2 and flushed > 0
+    assert load(path).raw_events().tobytes() == records.tobytes()
