@@ -82,8 +82,10 @@ class Recorder:
         self.probe, self.writer, self.quiet = probe, writer, quiet
         self.stats = Stats()
         self._stop_reason: str | None = None
-        self._data_ops = np.array([v for k, v in layout().enums["iow_op"].items()
-                                   if any(w in k for w in ("READ", "WRITE"))])
+        # op -> "moves data", as a table: np.isin over each batch cost 40 ns per event
+        self._moves_data = np.zeros(1 << 16, dtype=bool)
+        self._moves_data[[v for k, v in layout().enums["iow_op"].items()
+                          if any(w in k for w in ("READ", "WRITE"))]] = True
         self._started = time.monotonic()
         self._status_shown = False
         self._watched = 0
@@ -108,8 +110,9 @@ class Recorder:
         if events.size:
             self.writer.write_events(events)
             self.stats.events += events.size
-            data = np.isin(events["op"], self._data_ops) & (events["ret"] > 0)
-            self.stats.data_bytes += int(events["ret"][data].sum())
+            ret = events["ret"]
+            data = self._moves_data[events["op"]] & (ret > 0)
+            self.stats.data_bytes += int(np.sum(ret, where=data))
         facts = self.probe.facts.read()
         if facts.size:
             self._describe_files(facts)
@@ -244,6 +247,7 @@ class Recorder:
         self.clear_status()
         counters = self.counters()
         self.writer.write_counters(counters)
+        self.writer.flush()   # the records still gathered in the writer count in trace_file_bytes
         end = {"clock_end": clock_pair(), "stop_reason": self._stop_reason, "counters": counters,
                "files": list(self.stats.files.values()), **end_meta}
         end["device_view"] = self.device_view()

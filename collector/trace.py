@@ -5,6 +5,11 @@ version) and then chunks, each `kind, crc32, length, payload`. The writer only e
 whole chunks, so whatever a SIGKILL leaves behind is a run of good chunks plus at most one
 torn one; the reader keeps the good run and reports the rest as `truncated_bytes`.
 
+Record chunks (EVENTS, FACTS, and any kind listed in RECORD_KINDS) hold a batch of records of
+one dtype. Format 2 stores each batch as a block of collector/codec.py (columnar, lossless,
+zstd: about 3 to 7 bytes per event instead of 72); format 1 stored the records as they were.
+The reader reads both.
+
 The START chunk describes the record dtypes it was written with, and the reader builds its
 dtypes from that description, never from events.h: a trace stays readable after the probe's
 layout changes.
@@ -23,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iowitness.collector import codec
 from iowitness.collector.mounts import dev_name
 from iowitness.errors import BadTrace, OutputError
 
@@ -31,7 +37,8 @@ if TYPE_CHECKING:
 from iowitness.probes.layout import Layout, layout
 
 MAGIC = b"IOWTRACE"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2               # what the writer writes
+READABLE_VERSIONS = (1, 2)       # what the reader reads: 1 = raw record chunks, 2 = codec blocks
 HEADER = struct.Struct("<8sII")        # magic, format version, reserved (0)
 CHUNK = struct.Struct("<IIQ")          # kind, crc32 of payload, payload length
 
@@ -39,6 +46,14 @@ START, EVENTS, FACTS, OUTPUT, COUNTERS, END = 1, 2, 3, 4, 5, 6
 # the device view (docs/trace-format.md): block requests, off-CPU stretches, kernel counters
 BLOCK, OFFCPU, SAMPLES = 7, 8, 9
 STREAMS = {"stdout": 1, "stderr": 2}
+# chunk kinds that hold a batch of records, and the key of their dtype in START's "layout";
+# a new kind of record gets a number here and a description in describe_layout, nothing else
+RECORD_KINDS = {EVENTS: "event", FACTS: "meta", BLOCK: "block", OFFCPU: "offcpu"}
+# record batches smaller than this wait in memory for the next flush and go out as one chunk:
+# a slow benchmark's drains of a few events would each pay a block's fixed cost (60 bytes)
+GATHER_ROWS = 8192
+KIND_NAMES = {START: "start", EVENTS: "events", FACTS: "facts", OUTPUT: "output",
+              COUNTERS: "counters", END: "end", BLOCK: "block", OFFCPU: "offcpu", SAMPLES: "samples"}
 
 # fields the reader derives columns and tables from; a layout without them is not readable
 _EVENT_NEEDS = ("start_ns", "latency_ns", "op", "dev", "ino")
@@ -95,6 +110,7 @@ class TraceWriter:
         # the collector's ring-buffer reader and its output pumps share one writer
         self._lock = threading.Lock()
         self._closed = False
+        self._waiting: dict[int, list[np.ndarray]] = {}   # kind -> small batches not yet written
         self.bytes_written = 0
         try:
             self._file = open(self.path, "wb")
@@ -107,19 +123,48 @@ class TraceWriter:
 
     def write_events(self, records) -> None:
         """One EVENTS chunk: an array of layout().event, or the raw bytes of such records."""
-        self._chunk(EVENTS, self._bytes_of(records, self._event))
+        self.write_records(EVENTS, records, self._event)
 
     def write_facts(self, records) -> None:
         """One FACTS chunk: an array of layout().meta, or the raw bytes of such records."""
-        self._chunk(FACTS, self._bytes_of(records, self._meta))
+        self.write_records(FACTS, records, self._meta)
+
+    def write_records(self, kind: int, records, dtype: np.dtype) -> None:
+        """Records of `kind` (an array of `dtype`, or the raw bytes of such records), stored as
+        codec blocks in chunks of that kind. A batch of GATHER_ROWS or more is written at once;
+        smaller ones are gathered and written together by the next flush (or sooner, once they
+        add up to GATHER_ROWS). Nothing is written for an empty batch."""
+        records = self._records_of(records, dtype)
+        if not len(records):
+            return
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"trace {self.path} is closed")
+            waiting = self._waiting.setdefault(kind, [])
+            if not waiting and len(records) >= GATHER_ROWS:
+                batch = records
+            else:
+                # a copy: raw bytes may be a buffer the caller reuses
+                waiting.append(np.array(records, copy=True))
+                if sum(len(w) for w in waiting) < GATHER_ROWS:
+                    return
+                batch = np.concatenate(waiting)
+                waiting.clear()
+        # encoded outside the lock: the output pumps need not wait for the compression
+        self._chunk(kind, codec.encode(batch))
+
+    def _write_waiting(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, {}
+        for kind, batches in waiting.items():
+            if batches:
+                self._chunk(kind, codec.encode(np.concatenate(batches)))
 
     def write_device(self, block, offcpu) -> None:
         """BLOCK and OFFCPU chunks: arrays of iow_block and iow_offcpu records (empty ones are skipped)."""
         lay = layout()
-        if len(block):
-            self._chunk(BLOCK, self._bytes_of(block, lay.structs["iow_block"]))
-        if len(offcpu):
-            self._chunk(OFFCPU, self._bytes_of(offcpu, lay.structs["iow_offcpu"]))
+        self.write_records(BLOCK, block, lay.structs["iow_block"])
+        self.write_records(OFFCPU, offcpu, lay.structs["iow_offcpu"])
 
     def write_sample(self, sample: dict) -> None:
         """One SAMPLES chunk: /proc/diskstats and /proc/stat read at one moment."""
@@ -135,28 +180,35 @@ class TraceWriter:
         self._chunk(COUNTERS, _json(counters))
 
     def flush(self) -> None:
-        """Hand buffered chunks to the kernel: from then on they survive a SIGKILL."""
+        """Write the records waiting and hand every chunk to the kernel: from then on they
+        survive a SIGKILL."""
+        self._write_waiting()
         with self._lock:
             self._guard(self._file.flush)
 
     def close(self, end_meta: dict) -> None:
-        """Write END, the mark of a complete trace, and close."""
+        """Write what is waiting, then END, the mark of a complete trace, and close."""
         if not self._closed:
             try:
+                self._write_waiting()
                 self._chunk(END, _json(end_meta))
             finally:
                 self.abort()
 
     def abort(self) -> None:
         """Close without END: the trace will read as incomplete, with all it holds so far."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            try:
-                self._guard(self._file.flush)
-            finally:
-                self._file.close()
+        if self._closed:
+            return
+        try:
+            self._write_waiting()
+        finally:
+            with self._lock:
+                if not self._closed:
+                    self._closed = True
+                    try:
+                        self._guard(self._file.flush)
+                    finally:
+                        self._file.close()
 
     def __enter__(self):
         return self
@@ -165,19 +217,17 @@ class TraceWriter:
         self.abort()   # a no-op after close(end_meta)
 
     @staticmethod
-    def _bytes_of(records, dtype: np.dtype):
+    def _records_of(records, dtype: np.dtype) -> np.ndarray:
         if isinstance(records, np.ndarray):
             if records.dtype != dtype:
                 raise TypeError(f"records have dtype {records.dtype}, expected {dtype}")
-            return np.ascontiguousarray(records).view(np.uint8)
+            return records
         view = memoryview(records).cast("B")
         if len(view) % dtype.itemsize:
             raise ValueError(f"{len(view)} bytes are not whole {dtype.itemsize}-byte records")
-        return view
+        return np.frombuffer(view, dtype)
 
     def _chunk(self, kind: int, payload) -> None:
-        if len(payload) == 0 and kind in (EVENTS, FACTS):
-            return
         header = CHUNK.pack(kind, zlib.crc32(payload), len(payload))
         with self._lock:
             if self._closed:
@@ -211,6 +261,8 @@ class Trace:
     def __init__(self, meta, raw, facts, ops, meta_kinds, output, counters, lost):
         self.meta, self.output, self.counters, self.lost = meta, output, counters, lost
         self._ops, self._meta_kinds, self._facts = ops, meta_kinds, facts
+        # bytes on disk per chunk kind ("events", "facts", ...), chunk heads included
+        self.stored_bytes: dict[str, int] = {}
         # several CPUs fill the ring at once: record order is only roughly time order
         starts = raw["start_ns"]
         if len(raw) > 1 and np.any(starts[1:] < starts[:-1]):
@@ -389,20 +441,27 @@ def load(path) -> Trace:
         raise BadTrace(f"{path} is not an iowitness trace (it does not start with IOWTRACE); "
                        "give the file that `iowitness run -o` wrote")
     _, version, _ = HEADER.unpack_from(data)
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         from iowitness import __version__
         raise BadTrace(f"{path} is trace format version {version}, but iowitness {__version__} "
-                       f"reads version {FORMAT_VERSION} only; open it with the iowitness that "
-                       "wrote it")
+                       f"reads versions {_spoken(READABLE_VERSIONS)} only; open it "
+                       "with the iowitness that wrote it")
+    return _read(path, data, version, len(data))
 
+
+def _read(path, data: memoryview, version: int, file_size: int) -> Trace:
+    """The trace in data[:len(data)] (all of the file, or the part before a damaged chunk)."""
     chunks, good_end = _good_chunks(data)
     try:
         if not chunks or chunks[0][1] != START:
             raise BadTrace(f"{path} has no readable START chunk; it cannot be read, trace again")
         start = json.loads(bytes(chunks[0][2]))
         lay = start["layout"]
-        event_dtype = dtype_from(lay["event"], _EVENT_NEEDS)
-        meta_dtype = dtype_from(lay["meta"], _META_NEEDS)
+        dtypes = {EVENTS: dtype_from(lay["event"], _EVENT_NEEDS),
+                  FACTS: dtype_from(lay["meta"], _META_NEEDS)}
+        # the device view's records, in traces written since they exist
+        dtypes.update({kind: dtype_from(lay[name], ()) for kind, name in RECORD_KINDS.items()
+                       if kind not in dtypes and name in lay})
         ops = {int(k): str(v) for k, v in lay["ops"].items()}
         meta_kinds = {int(k): str(v) for k, v in lay["meta_kinds"].items()}
         for target in start.get("targets", []):
@@ -410,16 +469,16 @@ def load(path) -> Trace:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BadTrace(f"{path} has a broken START chunk ({exc}); it cannot be read") from None
 
-    events, facts, end, counters, lost, device = [], [], None, {}, 0, []
+    stored = {"start": CHUNK.size + len(chunks[0][2])}
+    end, counters, lost, samples = None, {}, 0, []
     output = {name: [] for name in STREAMS}
     stream_of = {number: name for name, number in STREAMS.items()}
+    batches = {kind: [] for kind in dtypes}     # kind -> [(offset, payload, rows)]
     for at, kind, payload in chunks[1:]:
         # a chunk whose CRC holds but whose content does not parse ends the reading, as a bad CRC
         try:
-            if kind == EVENTS:
-                events.append(np.frombuffer(payload, event_dtype))
-            elif kind == FACTS:
-                facts.append(np.frombuffer(payload, meta_dtype))
+            if kind in batches:
+                batches[kind].append((at, payload, _rows_in(payload, dtypes[kind], version)))
             elif kind == OUTPUT and len(payload) and payload[0] in stream_of:
                 output[stream_of[payload[0]]].append(bytes(payload[1:]))
             elif kind == COUNTERS:
@@ -427,44 +486,85 @@ def load(path) -> Trace:
                 lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0))
             elif kind == END:
                 end = dict(json.loads(bytes(payload)))
-            elif kind in (BLOCK, OFFCPU, SAMPLES):
-                device.append((kind, _device_chunk(kind, payload, lay)))
+            elif kind == SAMPLES:
+                samples.append(_sample(payload))
             # any other kind comes from a newer writer of the same format: skipped on purpose
         except (ValueError, TypeError):
             good_end = at
             break
+        name = KIND_NAMES.get(kind, str(kind))
+        stored[name] = stored.get(name, 0) + CHUNK.size + len(payload)
+
+    records = {}
+    for kind, dtype in dtypes.items():
+        records[kind], bad_at = _decode_all(batches[kind], dtype, version)
+        if bad_at is not None:
+            # a record chunk that passed its CRC yet does not decode: it and what comes after
+            # it are dropped, exactly as after a bad CRC (the writer never produces one)
+            return _read(path, data[:bad_at], version, file_size)
 
     meta = {**start, **(end or {}), "complete": end is not None,
-            "truncated_bytes": len(data) - good_end, "path": str(path)}
+            "truncated_bytes": file_size - good_end, "path": str(path)}
     text = {name: b"".join(parts).decode("utf-8", errors="replace")
             for name, parts in output.items()}
-    raw = np.concatenate(events) if events else np.empty(0, event_dtype)
-    fact_records = np.concatenate(facts) if facts else np.empty(0, meta_dtype)
-    trace = Trace(meta, raw, fact_records, ops, meta_kinds, text, counters, lost)
-    _attach_device_view(trace, lay, device)
+    trace = Trace(meta, records[EVENTS], records[FACTS], ops, meta_kinds, text, counters, lost)
+    trace.stored_bytes = {"header": HEADER.size, **stored}
+    _attach_device_view(trace, records, samples)
     return trace
 
 
-def _device_chunk(kind: int, payload, lay: dict):
-    """A BLOCK/OFFCPU chunk as records, a SAMPLES chunk as its dict; ValueError when it does not parse."""
-    if kind == SAMPLES:
-        sample = json.loads(bytes(payload))
-        if not isinstance(sample, dict):
-            raise ValueError("a SAMPLES chunk is not a JSON object")
-        return sample
-    name = "block" if kind == BLOCK else "offcpu"
-    if name not in lay:
-        raise ValueError(f"{name} records without their layout")
-    return np.frombuffer(payload, dtype_from(lay[name], ()))
+def _sample(payload) -> dict:
+    """A SAMPLES chunk: /proc/diskstats and /proc/stat at one moment; ValueError when it does not parse."""
+    sample = json.loads(bytes(payload))
+    if not isinstance(sample, dict):
+        raise ValueError("a SAMPLES chunk is not a JSON object")
+    return sample
 
 
-def _attach_device_view(trace: Trace, lay: dict, chunks: list) -> None:
+def _attach_device_view(trace: Trace, records: dict, samples: list) -> None:
     for kind, name, key in ((BLOCK, "block", "complete_ns"), (OFFCPU, "offcpu", "off_ns")):
-        parts = [records for k, records in chunks if k == kind]
-        if parts or name in lay:
-            records = np.concatenate(parts) if parts else np.empty(0, dtype_from(lay[name], ()))
-            setattr(trace, name, records[np.argsort(records[key], kind="stable")])
-    trace.samples = tuple(sample for k, sample in chunks if k == SAMPLES)
+        if kind in records:
+            setattr(trace, name, records[kind][np.argsort(records[kind][key], kind="stable")])
+    trace.samples = tuple(samples)
+
+
+def _spoken(numbers) -> str:
+    """(1, 2, 3) -> '1, 2 and 3'."""
+    words = [str(n) for n in numbers]
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def _rows_in(payload, dtype: np.dtype, version: int) -> int:
+    """How many records a record chunk holds (ValueError when it cannot hold whole ones)."""
+    if version == 1:
+        if len(payload) % dtype.itemsize:
+            raise ValueError(f"{len(payload)} bytes are not whole {dtype.itemsize}-byte records")
+        return len(payload) // dtype.itemsize
+    return codec.rows_of(payload)
+
+
+def _decode_all(batches: list, dtype: np.dtype, version: int) -> tuple[np.ndarray, int | None]:
+    """Every batch of one record kind into one array, allocated once; and the offset of the
+    first chunk that did not decode (None when all did)."""
+    out = np.empty(sum(rows for _, _, rows in batches), dtype)
+    firsts = np.cumsum([0] + [rows for _, _, rows in batches])
+
+    def decode(k: int) -> bool:
+        _, payload, rows = batches[k]
+        part = out[firsts[k]:firsts[k] + rows]
+        try:
+            if version == 1:
+                part[...] = np.frombuffer(payload, dtype)
+            else:
+                codec.decode_into(payload, part)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    for k in range(len(batches)):
+        if not decode(k):
+            return out[:firsts[k]], batches[k][0]
+    return out, None
 
 
 def _good_chunks(data: memoryview) -> tuple[list, int]:

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from iowitness.collector import mounts
 from iowitness.collector.probe import DEFAULT_RING_BYTES, Probe, ProbeConfig
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
@@ -47,6 +48,22 @@ def check_output_is_not_a_target(path: str, file_set: FileSet) -> None:
                           "choose another place with -o")
 
 
+def warn_if_output_shares_a_disk(path: str, file_set: FileSet) -> None:
+    """One line when the trace will be written to the disk that holds a traced file: the
+    benchmark's device then also sees the collector's writes (docs/performance.md says how much)."""
+    table = mounts.mounts()
+    out = mounts.mount_of(os.path.dirname(os.path.abspath(path)), table)
+    disk = mounts.disk_of(out.kdev) if out else None
+    if disk is None:
+        return
+    for rule in file_set.rules:
+        if mounts.disk_of(rule.dir_kdev) == disk:
+            print(f"iowitness: warning: the trace {os.path.abspath(path)} goes to disk {disk}, which "
+                  f"also holds {rule.path}: the benchmark's device will see the trace's writes "
+                  "(a few bytes per event); choose another place with -o", file=sys.stderr)
+            return
+
+
 def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
     if args.ring_buffer_mb <= 0:
         raise UsageError("--ring-buffer-mb must be positive")
@@ -57,6 +74,7 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
 
 
 def open_recording(args, probe: Probe, path: str, mode: str, command) -> Recorder:
+    warn_if_output_shares_a_disk(path, probe.config.file_set)
     writer = TraceWriter(path, base_metadata(mode, command, probe, path))
     return Recorder(probe, writer, quiet=args.quiet)
 

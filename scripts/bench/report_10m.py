@@ -195,7 +195,8 @@ def main() -> int:
     if not args.reuse:
         begin = time.perf_counter()
         n = build_trace(trace, args.events, args.children, args.rounds)
-        print(f"wrote {n:,} events ({trace.stat().st_size / 2**20:,.0f} MiB) to {trace} "
+        print(f"wrote {n:,} events ({trace.stat().st_size / 2**20:,.0f} MiB, "
+              f"{trace.stat().st_size / n:.2f} bytes/event) to {trace} "
               f"in {time.perf_counter() - begin:.1f} s", flush=True)
     walls, peaks = [], []
     for i in range(args.runs):

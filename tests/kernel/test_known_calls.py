@@ -76,6 +76,8 @@ def test_iozone_counts_and_bytes_equal_strace(traced, tmp_path):
     assert counts == truth["counts"]
     assert byte_totals == truth["bytes"]
     assert truth["counts"]["write"] >= 2 * 128
+    # AND the trace stored those events in at most 16 bytes each (issue 5; format 2 blocks)
+    assert trace.stored_bytes["events"] / len(trace.events) <= 16
 
 
 def test_iozone_throughput_files_equal_strace(traced, tmp_path):

@@ -13,7 +13,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from iowitness.collector.trace import TraceWriter, export_parquet, load
+import zstandard
+
+from iowitness.collector import codec
+from iowitness.collector.trace import TraceWriter, describe_layout, export_parquet, load
 from iowitness.errors import BadTrace, OutputError
 from iowitness.probes.layout import layout
 
@@ -186,6 +189,7 @@ def test_cut_inside_the_last_chunk_keeps_every_earlier_chunk(tmp_path):
     path = tmp_path / "run.iwt"
     writer = TraceWriter(path, {})
     writer.write_events(events(*CALLS[:2]))
+    writer.flush()
     good = writer.bytes_written
     writer.write_events(events(*CALLS[2:]))
     writer.close({"exit_code": 0})
@@ -206,8 +210,10 @@ def test_crc_failure_mid_file_stops_reading_there(tmp_path):
     path = tmp_path / "run.iwt"
     writer = TraceWriter(path, {})
     writer.write_events(events(CALLS[0]))
+    writer.flush()
     first_end = writer.bytes_written
     writer.write_events(events(CALLS[1]))
+    writer.flush()
     writer.write_events(events(CALLS[2]))
     writer.close({})
     data = bytearray(path.read_bytes())
@@ -286,7 +292,7 @@ def test_unknown_format_version_is_refused_naming_both_versions(tmp_path):
     struct.pack_into("<I", data, 8, 7)
     path.write_bytes(bytes(data))
     # WHEN loaded THEN BadTrace names the file's version and the one this iowitness reads
-    with pytest.raises(BadTrace, match="format version 7, but iowitness .* reads version 1 only"):
+    with pytest.raises(BadTrace, match="format version 7, but iowitness .* reads versions 1 and 2 only"):
         load(path)
 
 
@@ -425,3 +431,207 @@ def test_a_trace_without_events_exports_typed_columns(tmp_path):
     types = dict(duckdb.sql(f"select column_name, column_type from (describe '{out}')").fetchall())
     assert types["syscall"] == types["path"] == types["device"] == "VARCHAR"
     assert duckdb.sql(f"select count(*) from '{out}'").fetchall() == [(0,)]
+
+
+# --- format 2 (compressed record chunks) and format 1 (raw records) side by side ---
+
+def fio_like(rows, first_ns=10**12):
+    """Sequential 4 KiB preads of one thread, with jitter in start times and latencies."""
+    rng = np.random.default_rng(rows)
+    records = np.zeros(rows, layout().event)
+    records["start_ns"] = first_ns + np.cumsum(rng.integers(2500, 4000, rows))
+    records["latency_ns"] = rng.integers(900, 3000, rows)
+    records["offset"] = np.arange(rows) * 4096
+    records["requested"] = records["ret"] = 4096
+    records["tgid"] = records["tid"] = 4242
+    records["ino"], records["dev"], records["fd"], records["op"] = 12, SDA1, 3, OP["pread64"]
+    return records
+
+
+def hand_written(version, chunks):
+    """A trace file's bytes, built as docs/trace-format.md describes: header, then chunks."""
+    return struct.pack("<8sII", b"IOWTRACE", version, 0) + b"".join(
+        struct.pack("<IIQ", kind, zlib.crc32(payload), len(payload)) + payload
+        for kind, payload in chunks)
+
+
+def chunk_offsets(data):
+    """(offset, kind, payload length) of each chunk of a trace file."""
+    found, at = [], 16
+    while at < len(data):
+        kind, _, length = struct.unpack_from("<IIQ", data, at)
+        found.append((at, kind, length))
+        at += 16 + length
+    return found
+
+
+def test_the_writer_writes_format_2_with_event_chunks_under_16_bytes_per_event(tmp_path):
+    # GIVEN 50,000 events written in batches as the collector drains them
+    path = tmp_path / "run.iwt"
+    records = fio_like(50_000)
+    writer = TraceWriter(path, {})
+    for at in range(0, len(records), 16384):
+        writer.write_events(records[at:at + 16384])
+    writer.close({})
+
+    # WHEN loaded
+    trace = load(path)
+
+    # THEN the file says format 2, its event chunks take under 16 bytes per event
+    assert struct.unpack_from("<I", path.read_bytes(), 8) == (2,)
+    assert trace.stored_bytes["events"] / len(records) < 16
+    assert sum(trace.stored_bytes.values()) == path.stat().st_size
+    # AND every byte of every record comes back
+    assert trace.raw_events().tobytes() == records.tobytes()
+
+
+def test_a_format_1_trace_still_loads_record_for_record(tmp_path):
+    # GIVEN a format 1 trace, records stored as they are, as the first iowitness wrote them
+    events_in = fio_like(300)
+    facts_in = fact("file", dev=SDA1, ino=12, path="/data/f", ts_ns=5)
+    start = {"command": ["fio"], "layout": describe_layout(layout())}
+    path = tmp_path / "v1.iwt"
+    path.write_bytes(hand_written(1, [(1, json.dumps(start).encode()),
+                                      (2, events_in[:100].tobytes()), (3, facts_in.tobytes()),
+                                      (2, events_in[100:].tobytes()), (6, b'{"exit_code": 0}')]))
+
+    # WHEN loaded
+    trace = load(path)
+
+    # THEN it reads exactly as before: every record, the file's path, complete
+    assert trace.raw_events().tobytes() == events_in.tobytes()
+    assert set(trace.events["path"].astype(str)) == {"/data/f"}
+    assert trace.meta["complete"] is True and trace.meta["exit_code"] == 0
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_trace_cut_in_its_second_event_chunk_keeps_the_first_in_both_formats(tmp_path, version):
+    # GIVEN a format 1 or format 2 trace of two event chunks, cut inside the second
+    first, second = fio_like(200), fio_like(200, first_ns=2 * 10**12)
+    path = tmp_path / "run.iwt"
+    if version == 1:
+        start = {"layout": describe_layout(layout())}
+        path.write_bytes(hand_written(1, [(1, json.dumps(start).encode()),
+                                          (2, first.tobytes()), (2, second.tobytes())]))
+    else:
+        writer = TraceWriter(path, {})
+        writer.write_events(first)
+        writer.flush()                  # small batches wait for a flush: one chunk each
+        writer.write_events(second)
+        writer.abort()
+    data = path.read_bytes()
+    at, _, length = chunk_offsets(data)[-1]
+    path.write_bytes(data[:at + 16 + length // 2])
+
+    # WHEN loaded
+    trace = load(path)
+
+    # THEN the first chunk is all there and the cut is reported
+    assert trace.raw_events().tobytes() == first.tobytes()
+    assert trace.meta["complete"] is False
+    assert trace.meta["truncated_bytes"] == 16 + length // 2
+
+
+def test_a_format_2_chunk_with_a_good_crc_that_does_not_decode_ends_the_reading(tmp_path):
+    # GIVEN three event chunks, output and END, where the second event chunk's block is damaged
+    # and its CRC recomputed (what a writer bug would leave; a torn write fails the CRC)
+    path = tmp_path / "run.iwt"
+    batches = [fio_like(100, first_ns=k * 10**12) for k in (1, 2, 3)]
+    writer = TraceWriter(path, {})
+    for batch in batches:
+        writer.write_events(batch)
+        writer.flush()                  # small batches wait for a flush: one chunk each
+    writer.write_output("stdout", b"written after the damage\n")
+    writer.close({"exit_code": 0})
+    data = bytearray(path.read_bytes())
+    at, kind, length = [c for c in chunk_offsets(data) if c[1] == 2][1]
+    payload = bytearray(data[at + 16:at + 16 + length])
+    payload[0] += 1                                   # one record more than the block holds
+    data[at + 4:at + 8] = struct.pack("<I", zlib.crc32(payload))
+    data[at + 16:at + 16 + length] = payload
+    path.write_bytes(bytes(data))
+
+    # WHEN loaded
+    trace = load(path)
+
+    # THEN what came before the damaged chunk is kept, nothing after it, and the rest is reported
+    assert trace.raw_events().tobytes() == batches[0].tobytes()
+    assert trace.output["stdout"] == ""
+    assert trace.meta["complete"] is False
+    assert trace.meta["truncated_bytes"] == len(data) - at
+
+
+def test_a_format_2_trace_written_by_hand_from_the_docs(tmp_path):
+    # GIVEN a format 2 trace built from docs/trace-format.md alone: an EVENTS block of two
+    # records, start_ns as DELTA (first 1000, then a step of -6 in one signed byte), ret as PLAIN
+    # (2-byte numbers, sign-extended: 4096 and -28, as byte planes), op as CONST, the rest ZERO
+    event = layout().event
+    names = sorted(event.names, key=lambda n: event.fields[n][1])
+    ZERO, CONST, PLAIN, DELTA = 0, 2, 3, 4
+    columns, body = [], b""
+    for name in names:
+        if name == "start_ns":
+            columns.append(struct.pack("<BBQ", DELTA, 1, 1000))
+            body += struct.pack("<b", -6)
+        elif name == "ret":
+            columns.append(struct.pack("<BBQ", PLAIN, 2, 0))
+            body += bytes([4096 & 0xFF, (-28) & 0xFF, 4096 >> 8, ((-28) >> 8) & 0xFF])
+        elif name == "op":
+            columns.append(struct.pack("<BBQ", CONST, 0, OP["pwrite64"]))
+        else:
+            columns.append(struct.pack("<BBQ", ZERO, 0, 0))
+    block = (struct.pack("<IIHBB", 2, event.itemsize, len(names), 1, 0)
+             + zstandard.ZstdCompressor().compress(b"".join(columns) + body))
+    start = {"layout": describe_layout(layout())}
+    path = tmp_path / "by-hand.iwt"
+    path.write_bytes(hand_written(2, [(1, json.dumps(start).encode()), (2, block), (6, b"{}")]))
+
+    # WHEN loaded
+    got = load(path).events
+
+    # THEN the records are as the page says: steps are signed (1000, then 1000 - 6)
+    assert list(got["start_ns"]) == [994, 1000]         # sorted by start time
+    assert list(got["ret"]) == [-28, 4096]
+    assert set(got["syscall"]) == {"pwrite64"} and set(got["fd"]) == {0}
+
+
+def test_a_new_record_chunk_kind_uses_the_same_codec_and_old_readers_skip_it(tmp_path):
+    # GIVEN a record kind this reader does not know (as another part of iowitness may add),
+    # written through the generic record chunk writer
+    request = np.dtype([("sector", "<u8"), ("bytes", "<u4"), ("rwbs", "u1", (8,))])
+    rows = np.zeros(40, request)
+    rows["sector"] = np.arange(40) * 8
+    rows["bytes"] = 4096
+    path = tmp_path / "run.iwt"
+    writer = TraceWriter(path, {})
+    writer.write_events(fio_like(10))
+    writer.write_records(99, rows, request)
+    writer.close({})
+
+    # WHEN loaded THEN the unknown kind is skipped, and the rest reads
+    trace = load(path)
+    assert len(trace.raw_events()) == 10 and trace.meta["complete"] is True
+    # AND its payload is a codec block that gives the rows back
+    data = path.read_bytes()
+    at, _, length = [c for c in chunk_offsets(data) if c[1] == 99][0]
+    assert codec.decode(data[at + 16:at + 16 + length], request).tobytes() == rows.tobytes()
+
+
+def test_small_batches_wait_for_the_flush_and_go_out_as_one_chunk(tmp_path):
+    # GIVEN a slow benchmark's drains: 60 batches of 5 events, then a flush, then 2 more
+    path = tmp_path / "run.iwt"
+    records = fio_like(310)
+    writer = TraceWriter(path, {})
+    for at in range(0, 300, 5):
+        writer.write_events(records[at:at + 5])
+    writer.flush()
+    flushed = writer.bytes_written
+    writer.write_events(records[300:305])
+    writer.write_events(records[305:])
+    # WHEN the writer is closed
+    writer.close({})
+
+    # THEN the 60 batches made one chunk, the 2 after the flush another, and nothing is lost
+    kinds = [kind for _, kind, _ in chunk_offsets(path.read_bytes())]
+    assert kinds.count(2) == 2 and flushed > 0
+    assert load(path).raw_events().tobytes() == records.tobytes()
