@@ -258,32 +258,34 @@ class Trace:
     offcpu: np.ndarray | None = None
     samples: tuple = ()
 
-    def __init__(self, meta, raw, facts, ops, meta_kinds, output, counters, lost):
+    def __init__(self, meta, events: dict, event_dtype: np.dtype, facts, ops, meta_kinds, output, counters, lost):
         self.meta, self.output, self.counters, self.lost = meta, output, counters, lost
         self._ops, self._meta_kinds, self._facts = ops, meta_kinds, facts
         # bytes on disk per chunk kind ("events", "facts", ...), chunk heads included
         self.stored_bytes: dict[str, int] = {}
         # several CPUs fill the ring at once: record order is only roughly time order
-        starts = raw["start_ns"]
-        if len(raw) > 1 and np.any(starts[1:] < starts[:-1]):
-            raw = raw[np.argsort(starts, kind="stable")]
-        self._raw = raw
+        starts = events["start_ns"]
+        if len(starts) > 1 and np.any(starts[1:] < starts[:-1]):
+            order = np.argsort(starts, kind="stable")
+            events = {name: column[order] for name, column in events.items()}
+        # one contiguous array per field: the analysis reads columns, never whole records
+        self._columns, self._event_dtype = events, event_dtype
 
     def raw_events(self) -> np.ndarray:
-        """The event records as a numpy structured array, row for row as `events`."""
-        return self._raw
+        """The event records as a numpy structured array, row for row as `events` (padding zeroed)."""
+        records = np.zeros(len(self._columns["start_ns"]), self._event_dtype)
+        for name, column in self._columns.items():
+            records[name] = column
+        return records
 
     @cached_property
     def events(self) -> pd.DataFrame:
         import pandas as pd  # lazily: the collector never needs it
-        raw = self._raw
-        columns = {}
-        for name in raw.dtype.names:
-            if not name.startswith("pad"):
-                column = raw[name]
-                columns[name] = [_text(v) for v in column] if column.ndim > 1 else column
+        raw = self._columns
+        columns = {name: [_text(v) for v in column] if column.ndim > 1 else column
+                   for name, column in raw.items()}
         # copy=False: each column stays its own block instead of being copied into 2-D blocks
-        frame = _event_table_class()(columns, index=pd.RangeIndex(len(raw)), copy=False)
+        frame = _event_table_class()(columns, index=pd.RangeIndex(len(raw["start_ns"])), copy=False)
         object.__setattr__(frame, "_trace", weakref.ref(self))
         frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"))
         frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]
@@ -497,7 +499,9 @@ def _read(path, data: memoryview, version: int, file_size: int) -> Trace:
 
     records = {}
     for kind, dtype in dtypes.items():
-        records[kind], bad_at = _decode_all(batches[kind], dtype, version)
+        # events are read column by column (what the analysis uses), other records as records
+        decode_all = _decode_columns if kind == EVENTS else _decode_all
+        records[kind], bad_at = decode_all(batches[kind], dtype, version)
         if bad_at is not None:
             # a record chunk that passed its CRC yet does not decode: it and what comes after
             # it are dropped, exactly as after a bad CRC (the writer never produces one)
@@ -507,7 +511,7 @@ def _read(path, data: memoryview, version: int, file_size: int) -> Trace:
             "truncated_bytes": file_size - good_end, "path": str(path)}
     text = {name: b"".join(parts).decode("utf-8", errors="replace")
             for name, parts in output.items()}
-    trace = Trace(meta, records[EVENTS], records[FACTS], ops, meta_kinds, text, counters, lost)
+    trace = Trace(meta, records[EVENTS], dtypes[EVENTS], records[FACTS], ops, meta_kinds, text, counters, lost)
     trace.stored_bytes = {"header": HEADER.size, **stored}
     _attach_device_view(trace, records, samples)
     return trace
@@ -541,6 +545,26 @@ def _rows_in(payload, dtype: np.dtype, version: int) -> int:
             raise ValueError(f"{len(payload)} bytes are not whole {dtype.itemsize}-byte records")
         return len(payload) // dtype.itemsize
     return codec.rows_of(payload)
+
+
+def _decode_columns(batches: list, dtype: np.dtype, version: int) -> tuple[dict, int | None]:
+    """As _decode_all, into one contiguous array per field (padding left out)."""
+    total = sum(rows for _, _, rows in batches)
+    columns = {name: np.empty((total, *dtype.fields[name][0].shape), dtype.fields[name][0].base)
+               for name in dtype.names if not name.startswith("pad")}
+    at = 0
+    for offset, payload, rows in batches:
+        try:
+            if version == 1:
+                records = np.frombuffer(payload, dtype)
+                for name, column in columns.items():
+                    column[at:at + rows] = records[name]
+            else:
+                codec.decode_columns(payload, dtype, columns, at)
+        except (ValueError, TypeError):
+            return {name: column[:at] for name, column in columns.items()}, offset
+        at += rows
+    return columns, None
 
 
 def _decode_all(batches: list, dtype: np.dtype, version: int) -> tuple[np.ndarray, int | None]:

@@ -165,3 +165,20 @@ def test_a_damaged_block_is_refused_not_misread(damage):
     # WHEN decoded THEN CodecError, never records that were not written
     with pytest.raises(codec.CodecError):
         codec.decode(bytes(block), EVENT)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_blocks_decoded_into_columns_equal_the_records_field_by_field(seed):
+    # GIVEN two blocks (random bits, and real-looking batches with constant and delta columns)
+    rng = np.random.default_rng(200 + seed)
+    first, second = random_bits(rng, 777, EVENT), event_like(rng, 5000)
+    wanted = [name for name in EVENT.names if not name.startswith("pad")]
+    columns = {name: np.full(len(first) + len(second), 0x5A, EVENT.fields[name][0]) for name in wanted}
+    # WHEN both are decoded, one after the other, into one array per field
+    at = codec.decode_columns(codec.encode(first), EVENT, columns, 0)
+    codec.decode_columns(codec.encode(second), EVENT, columns, at)
+    # THEN each column holds exactly that field of the records, in order
+    both = np.concatenate([first, second])
+    for name in wanted:
+        assert columns[name].dtype == both[name].dtype
+        assert np.array_equal(columns[name], both[name]), name
