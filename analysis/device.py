@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.phases import SYNC, call_kinds
+from iowitness.analysis.phases import SYNC, call_kinds, stable_order
 from iowitness.collector.mounts import dev_name
 
 READ_OP = 0
@@ -118,7 +118,8 @@ def own_requests(block: np.ndarray, traced: np.ndarray) -> np.ndarray:
 
 
 def traced_processes(trace) -> np.ndarray:
-    tgids = set(np.unique(trace.raw_events()["tgid"]).tolist()) if hasattr(trace, "raw_events") else set()
+    events = getattr(trace, "events", None)
+    tgids = set(pd.unique(events["tgid"].to_numpy()).tolist()) if events is not None else set()
     procs = getattr(trace, "processes", None)
     if procs is not None and len(procs):
         tgids |= set(procs["tgid"].tolist())
@@ -264,7 +265,7 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
     kind = call_kinds(events["syscall"])
     start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
     tid = events["tid"].to_numpy()
-    order = np.argsort(phase, kind="stable")
+    order = stable_order(phase)
     bounds = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="left")
     ends = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="right")
     o_tid, o_off, o_on, o_state = off["tid"], off["off_ns"].astype(np.int64), off["on_ns"].astype(np.int64), off["state"]

@@ -70,7 +70,7 @@ def _new_group(*keys: np.ndarray) -> np.ndarray:
     return change
 
 
-def _stable_order(keys: np.ndarray) -> np.ndarray:
+def stable_order(keys: np.ndarray) -> np.ndarray:
     """Stable argsort; numpy sorts 16-bit keys by radix in linear time, so small key ranges go there."""
     if len(keys) and keys.min() >= 0 and keys.max() < 2 ** 16:
         return np.argsort(keys.astype(np.uint16), kind="stable")
@@ -99,7 +99,7 @@ def _streams(span: np.ndarray, by_span: np.ndarray, tid: np.ndarray) -> tuple[np
     if np.array_equal(lowest, highest):
         return span, by_span
     stream = _codes((span << 32) | tid)
-    return stream, _stable_order(stream)
+    return stream, stable_order(stream)
 
 
 def _phase_nearby(o_stream, others, d_stream, d_phase, at) -> np.ndarray:
@@ -119,7 +119,7 @@ def _phase_nearby(o_stream, others, d_stream, d_phase, at) -> np.ndarray:
 def _fill_within(keys: np.ndarray, phase: np.ndarray) -> np.ndarray:
     """Rows without a phase (-1) take the last phase before them with the same key, else the
     next one after; rows whose key has none stay -1. Rows must be in time order."""
-    order = _stable_order(keys)
+    order = stable_order(keys)
     ph = phase[order]
     n = len(ph)
     first = _new_group(keys[order])
@@ -158,7 +158,7 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
         triple ^= (_path_codes(events).astype(np.uint64) + np.uint64(1)) * np.uint64(0x165667B19E3779F9)
     file_group = _codes(triple)
     del triple
-    by_file = _stable_order(file_group)
+    by_file = stable_order(file_group)
     first_of_file = _new_group(file_group[by_file])
     del file_group
     f_kind, f_ok = kind[by_file], ok[by_file]
@@ -288,7 +288,7 @@ class _ByPhase:
 
     def __init__(self, phase: np.ndarray):
         ordered = len(phase) < 2 or bool(np.all(phase[1:] >= phase[:-1]))
-        self.perm = np.arange(len(phase)) if ordered else _stable_order(phase)
+        self.perm = np.arange(len(phase)) if ordered else stable_order(phase)
         self.gathers = not ordered
         self.bounds = np.flatnonzero(_new_group(phase[self.perm]))
         self.phases = phase[self.perm][self.bounds]
@@ -352,7 +352,7 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
 
     # the data calls (not warm-ups), in phase order: time order within a phase
     d_rows = np.flatnonzero(_is_data(all_kinds) & ~warm & (all_phase > 0))
-    d_rows = d_rows[_stable_order(all_phase[d_rows])]
+    d_rows = d_rows[stable_order(all_phase[d_rows])]
     phase_d = all_phase[d_rows]
     dby = _ByPhase(phase_d)
     kind_d = all_kinds[d_rows]
