@@ -10,6 +10,7 @@ import numpy as np
 
 from iowitness import probes
 from iowitness.collector import preflight
+from iowitness.collector import aggregates, libbpf
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
@@ -26,6 +27,10 @@ class ProbeConfig:
     ring_bytes: int = DEFAULT_RING_BYTES
     # wake the reader when this share of the ring is waiting; it also polls on a timer
     wakeup_fraction: float = 1 / 8
+    # aggregate in the kernel (struct iow_summary) instead of one ring record per call
+    summary: bool = False
+    # ask the kernel to time our programs (BPF_ENABLE_STATS) for the observer-cost line
+    bpf_stats: bool = True
 
 
 def _ring_size(requested: int) -> int:
@@ -46,6 +51,7 @@ class Probe:
                             else L.constants["IOW_MODE_FILE_SET"])
         settings["all_processes"] = int(config.all_processes)
         settings["collector_tgid"] = os.getpid()
+        settings["summary"] = int(config.summary)
 
         self._obj = BpfObject(probes.OBJECT)
         try:
@@ -56,6 +62,7 @@ class Probe:
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")
             self._lost = self._obj.map("lost")
+            self._summary = self._obj.map("summary")
             names = self._obj.map("names")
             for rule in config.file_set.rules:
                 names.update(name_key(rule), b"\x01")
@@ -70,6 +77,14 @@ class Probe:
             raise
         self._cpus = possible_cpus()
         self.attached = False
+        self._stats_fd = None
+        self.stats_source = "off"
+        if config.bpf_stats:
+            if libbpf.stats_enabled_by_sysctl():
+                self.stats_source = "sysctl kernel.bpf_stats_enabled"
+            else:
+                self._stats_fd = libbpf.enable_stats()
+                self.stats_source = "BPF_ENABLE_STATS" if self._stats_fd is not None else "refused by the kernel"
 
     def add_process(self, tgid: int) -> None:
         self._procs.update(struct.pack("<I", tgid), b"\x01")
@@ -91,12 +106,28 @@ class Probe:
 
     def lost(self) -> dict[str, int]:
         counts = {}
-        for name, slot in (("lost_events", "IOW_LOST_EVENTS"), ("lost_meta", "IOW_LOST_META")):
+        for name, slot in (("lost_events", "IOW_LOST_EVENTS"), ("lost_meta", "IOW_LOST_META"),
+                           ("lost_summary", "IOW_LOST_SUMMARY")):
             raw = self._lost.lookup(struct.pack("<I", layout().constants[slot]), 8 * self._cpus)
             counts[name] = sum(struct.unpack(f"<{self._cpus}Q", raw)) if raw else 0
         return counts
 
+    def program_cost(self) -> dict:
+        """The kernel's own measure of our programs this run (zero when stats are off)."""
+        programs = self._obj.program_stats()
+        return {"source": self.stats_source,
+                "run_time_ns": sum(p["run_time_ns"] for p in programs.values()),
+                "run_cnt": sum(p["run_cnt"] for p in programs.values()),
+                "programs": programs}
+
+    def summary_records(self) -> np.ndarray:
+        """--summary: the kernel's aggregates now, one row per key, the CPUs added up."""
+        return aggregates.combine(self._summary, self._cpus)
+
     def close(self) -> None:
+        if self._stats_fd is not None:
+            os.close(self._stats_fd)
+            self._stats_fd = None
         for reader in (getattr(self, "events", None), getattr(self, "facts", None)):
             if reader:
                 reader.close()

@@ -29,6 +29,7 @@ POLL_SECONDS = 0.1
 FLUSH_SECONDS = 0.5
 PROCESS_CHECK_SECONDS = 0.25
 STATUS_AFTER_SECONDS = 3.0
+SUMMARY_SECONDS = 5.0   # --summary: how often a snapshot of the kernel's aggregates is saved
 
 
 def clock_pair() -> dict:
@@ -54,6 +55,7 @@ def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path
         "all_processes": probe.config.all_processes,
         "targets": [{"dev": f.kdev, "ino": f.ino, "path": f.path} for f in probe.config.file_set.known],
         "ring_buffer_bytes": probe.ring_bytes,
+        "summary_mode": probe.config.summary,
         "trace_file": {"path": os.path.abspath(trace_path),
                        "mount": out_mount.describe() if out_mount else None},
     }
@@ -74,6 +76,7 @@ class Stats:
     data_bytes: int = 0
     facts: int = 0
     files: dict = field(default_factory=dict)   # (dev, ino) -> description
+    summarized_calls: int = 0                   # --summary: calls in the last snapshot
 
 
 class Recorder:
@@ -154,7 +157,17 @@ class Recorder:
                                      **(mount.describe() if mount else {"device": mounts.dev_name(key[0])})}
 
     def counters(self) -> dict:
-        return {"events": self.stats.events, "facts": self.stats.facts, **self.probe.lost()}
+        counters = {"events": self.stats.events, "facts": self.stats.facts, **self.probe.lost()}
+        if self.probe.config.summary:
+            counters["calls"] = self.stats.summarized_calls
+        counters["probe_cost"] = self.probe.program_cost()
+        return counters
+
+    def save_summary(self) -> None:
+        """--summary: a snapshot of the kernel's aggregates; the last one holds the run's totals."""
+        rows = self.probe.summary_records()
+        self.stats.summarized_calls = int(rows["calls"].sum())
+        self.writer.write_summary(rows)
 
     def _status(self, force_line: bool = False) -> None:
         elapsed = time.monotonic() - self._started
@@ -180,6 +193,7 @@ class Recorder:
     def loop(self, is_finished, duration: float | None = None, on_tick=None) -> str:
         """Drain until is_finished() names a reason, a stop is requested, or duration passes."""
         last_flush = last_check = last_status = last_line = time.monotonic()
+        last_summary = last_flush
         deadline = None if duration is None else time.monotonic() + duration
         while self._stop_reason is None:
             self.probe.events.wait(POLL_SECONDS)
@@ -194,6 +208,9 @@ class Recorder:
                     self.request_stop(reason)
             if deadline is not None and now >= deadline:
                 self.request_stop(f"--duration {duration:g} s reached")
+            if self.probe.config.summary and now - last_summary >= SUMMARY_SECONDS:
+                self.save_summary()
+                last_summary = now
             if now - last_flush >= FLUSH_SECONDS:
                 self.writer.write_counters(self.counters())
                 self.writer.flush()
@@ -211,6 +228,8 @@ class Recorder:
         while self.drain():
             pass
         self.clear_status()
+        if self.probe.config.summary:
+            self.save_summary()
         counters = self.counters()
         self.writer.write_counters(counters)
         end = {"clock_end": clock_pair(), "stop_reason": self._stop_reason, "counters": counters,

@@ -36,6 +36,11 @@ HEADER = struct.Struct("<8sII")        # magic, format version, reserved (0)
 CHUNK = struct.Struct("<IIQ")          # kind, crc32 of payload, payload length
 
 START, EVENTS, FACTS, OUTPUT, COUNTERS, END = 1, 2, 3, 4, 5, 6
+# --summary traces: the kernel's aggregates (collector/aggregates.py), a self-describing
+# snapshot: u32 length of a JSON dtype description, the description, then the rows; the
+# last SUMMARY chunk of a trace holds the totals of the run
+SUMMARY = 7
+_SUMMARY_HEAD = struct.Struct("<I")
 STREAMS = {"stdout": 1, "stderr": 2}
 
 # fields the reader derives columns and tables from; a layout without them is not readable
@@ -115,6 +120,13 @@ class TraceWriter:
         if data:
             self._chunk(OUTPUT, bytes([STREAMS[stream]]) + bytes(data))
 
+    def write_summary(self, records: np.ndarray) -> None:
+        """One SUMMARY chunk: a snapshot of the kernel's aggregates (rows of any flat dtype)."""
+        fields = [(name, records.dtype.fields[name][0]) for name in records.dtype.names]
+        description = _json([[name, sub.base.str, list(sub.shape)] for name, sub in fields])
+        rows = np.ascontiguousarray(records)
+        self._chunk(SUMMARY, _SUMMARY_HEAD.pack(len(description)) + description + rows.tobytes())
+
     def write_counters(self, counters: dict) -> None:
         self._chunk(COUNTERS, _json(counters))
 
@@ -186,6 +198,8 @@ class TraceWriter:
 
 class Trace:
     """A loaded trace: meta, events, files, processes, output, counters, lost."""
+
+    summary = None   # --summary traces: the kernel's aggregates (set by load)
 
     def __init__(self, meta, raw, facts, ops, meta_kinds, output, counters, lost):
         self.meta, self.output, self.counters, self.lost = meta, output, counters, lost
@@ -380,7 +394,7 @@ def load(path) -> Trace:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BadTrace(f"{path} has a broken START chunk ({exc}); it cannot be read") from None
 
-    events, facts, end, counters, lost = [], [], None, {}, 0
+    events, facts, end, counters, lost, summary = [], [], None, {}, 0, None
     output = {name: [] for name in STREAMS}
     stream_of = {number: name for name, number in STREAMS.items()}
     for at, kind, payload in chunks[1:]:
@@ -394,9 +408,12 @@ def load(path) -> Trace:
                 output[stream_of[payload[0]]].append(bytes(payload[1:]))
             elif kind == COUNTERS:
                 counters = dict(json.loads(bytes(payload)))
-                lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0))
+                lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0)) \
+                    + int(counters.get("lost_summary", 0))
             elif kind == END:
                 end = dict(json.loads(bytes(payload)))
+            elif kind == SUMMARY:
+                summary = _summary_rows(payload)
             # any other kind comes from a newer writer of the same format: skipped on purpose
         except (ValueError, TypeError):
             good_end = at
@@ -408,7 +425,16 @@ def load(path) -> Trace:
             for name, parts in output.items()}
     raw = np.concatenate(events) if events else np.empty(0, event_dtype)
     fact_records = np.concatenate(facts) if facts else np.empty(0, meta_dtype)
-    return Trace(meta, raw, fact_records, ops, meta_kinds, text, counters, lost)
+    trace = Trace(meta, raw, fact_records, ops, meta_kinds, text, counters, lost)
+    trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
+    return trace
+
+
+def _summary_rows(payload) -> np.ndarray:
+    (size,) = _SUMMARY_HEAD.unpack_from(payload)
+    fields = json.loads(bytes(payload[_SUMMARY_HEAD.size:_SUMMARY_HEAD.size + size]))
+    dtype = np.dtype([(name, kind, tuple(shape)) if shape else (name, kind) for name, kind, shape in fields])
+    return np.frombuffer(payload[_SUMMARY_HEAD.size + size:], dtype=dtype)
 
 
 def _good_chunks(data: memoryview) -> tuple[list, int]:

@@ -97,6 +97,22 @@ struct {
 	__type(value, struct iow_exclude);
 } excludes SEC(".maps");
 
+/* --summary: aggregates per (file, process, phase, syscall), one value per CPU */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, IOW_SUMMARY_MAX);
+	__type(key, struct iow_summary_key);
+	__type(value, struct iow_summary);
+} summary SEC(".maps");
+
+/* --summary: the zeroed value a new key starts from (too large for the BPF stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_summary);
+} summary_zero SEC(".maps");
+
 /* never used at run time: keeps struct iow_event in the object's BTF, which is what
  * tests/unit/test_layout.py compares with the Python reader's layout */
 struct {
@@ -211,11 +227,16 @@ static __always_inline __u32 file_key_of(struct file *file, struct iow_file_key 
 }
 
 /* Is this (already opened) file a target? Its inode is in the set, and is the same file. */
-static __always_inline bool is_target(struct iow_file_key *key, __u32 generation)
+static __always_inline struct iow_file_state *target_state(struct iow_file_key *key, __u32 generation)
 {
 	struct iow_file_state *state = bpf_map_lookup_elem(&files, key);
 
-	return state && (!state->generation_known || state->generation == generation);
+	return state && (!state->generation_known || state->generation == generation) ? state : NULL;
+}
+
+static __always_inline bool is_target(struct iow_file_key *key, __u32 generation)
+{
+	return target_state(key, generation) != NULL;
 }
 
 static __always_inline bool is_pseudo_fs(__u32 magic)
@@ -366,6 +387,75 @@ static __always_inline __u64 iovec_bytes(const struct iovec *iov, unsigned long 
 	return total;
 }
 
+/* --summary: a file's phase ends at close/fsync/fdatasync and a new one begins at open */
+static __always_inline void next_phase_of(struct iow_file_key *key)
+{
+	struct iow_file_state *state = bpf_map_lookup_elem(&files, key);
+
+	if (state)
+		__sync_fetch_and_add(&state->epoch, 1);
+}
+
+static __always_inline __u32 log2_bucket(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r < IOW_HIST_BUCKETS ? r : IOW_HIST_BUCKETS - 1;
+}
+
+/* --summary: add one completed call to its aggregate instead of sending a record */
+static __always_inline void summarize(struct iow_file_key *file, struct iow_file_state *state, __u16 op,
+				      __u64 start_ts, __u64 now, __s64 offset, __u64 requested, long ret)
+{
+	struct iow_summary_key key = {
+		.ino = file->ino, .dev = file->dev, .tgid = bpf_get_current_pid_tgid() >> 32,
+		.epoch = state ? state->epoch : 0, .op = op,
+	};
+	struct iow_summary *sum = bpf_map_lookup_elem(&summary, &key);
+	__u64 latency = now - start_ts;
+	__u32 zero = 0;
+
+	if (!sum) {
+		struct iow_summary *blank = bpf_map_lookup_elem(&summary_zero, &zero);
+
+		if (!blank)
+			return;
+		bpf_map_update_elem(&summary, &key, blank, BPF_NOEXIST);
+		sum = bpf_map_lookup_elem(&summary, &key);
+		if (!sum) {
+			count_lost(IOW_LOST_SUMMARY);
+			return;
+		}
+	}
+	if (!sum->calls)
+		sum->first_start_ns = start_ts;
+	sum->calls += 1;
+	sum->last_end_ns = now;
+	sum->latency_ns += latency;
+	if (latency > sum->latency_max_ns)
+		sum->latency_max_ns = latency;
+	sum->hist[log2_bucket(latency)] += 1;
+	if (ret < 0) {
+		sum->errors += 1;
+		return;
+	}
+	if (op >= IOW_OP_READ && op <= IOW_OP_PWRITEV2) {  /* reads and writes */
+		sum->requested += requested;
+		sum->bytes += ret;
+		if ((__u64)ret < requested)
+			sum->short_calls += 1;
+		if (offset == sum->next_offset)
+			sum->sequential += 1;
+		sum->next_offset = offset + ret;
+	}
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 {
@@ -410,6 +500,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	struct task_struct *task;
 	struct call_start *start;
 	struct iow_file_key key = {};
+	struct iow_file_state *state = NULL;
 	struct iow_event *e;
 	struct file *file = NULL;
 	__u64 start_ts, pid_tgid, requested = 0;
@@ -430,6 +521,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		fd = ret;
 		if (ret < 0 || !handle_open(regs, op, ret, &key, &flags))
 			return 0;
+		if (settings.summary)
+			next_phase_of(&key);
 	} else if (op == IOW_OP_CLOSE) {
 		fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
 		key.ino = start->ino;
@@ -439,7 +532,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		file = file_of_fd(task, fd);
 		if (!file)
 			return 0;
-		if (!is_target(&key, file_key_of(file, &key)))
+		state = target_state(&key, file_key_of(file, &key));
+		if (!state)
 			return 0;
 	}
 
@@ -492,6 +586,16 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		offset = PT_REGS_PARM3_CORE_SYSCALL(regs);
 		requested = PT_REGS_PARM4_CORE_SYSCALL(regs);
 		break;
+	}
+
+	if (settings.summary) {
+		/* no record: the verifier drops the ring-buffer path below in this mode */
+		if (!state)  /* opens and closes: rare, one more lookup */
+			state = bpf_map_lookup_elem(&files, &key);
+		summarize(&key, state, op, start_ts, now, offset, requested, ret);
+		if (op == IOW_OP_CLOSE || op == IOW_OP_FSYNC || op == IOW_OP_FDATASYNC)
+			next_phase_of(&key);
+		return 0;
 	}
 
 	/* reserve a slot in the ring buffer; a full ring is counted, never silent */
