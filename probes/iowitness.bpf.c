@@ -203,27 +203,38 @@ static __always_inline bool process_is_traced(__u32 tgid)
 	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
 }
 
+/* The hot path reads kernel memory with plain loads (the verifier turns them into
+ * fault-safe ones) instead of bpf_probe_read_kernel calls: BTF-typed pointers allow it, and a
+ * load costs a few ns where a helper call costs tens. `regs` of tp_btf is such a pointer, and
+ * so is `task`; a file read out of the fd table becomes one through bpf_rdonly_cast (6.2). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+#define ARG1(regs) ((regs)->di)
+#define ARG2(regs) ((regs)->si)
+#define ARG3(regs) ((regs)->dx)
+#define ARG4(regs) ((regs)->r10)
+#define ARG6(regs) ((regs)->r9)
+
 static __always_inline struct file *file_of_fd(struct task_struct *task, long fd)
 {
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
+	struct fdtable *fdt = task->files->fdt;
 	struct file *file = NULL;
 
-	if (fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+	if (fd < 0 || fd >= fdt->max_fds)
 		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-	return file;
+	/* an array indexed at run time: the one read that stays a helper call */
+	bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]);
+	return bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
 }
 
 static __always_inline __u32 file_key_of(struct file *file, struct iow_file_key *key)
 {
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	struct inode *inode = file->f_inode;
 
-	key->ino = BPF_CORE_READ(inode, i_ino);
-	key->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	key->ino = inode->i_ino;
+	key->dev = inode->i_sb->s_dev;
 	key->pad0 = 0;
-	return BPF_CORE_READ(inode, i_generation);
+	return inode->i_generation;
 }
 
 /* Is this (already opened) file a target? Its inode is in the set, and is the same file. */
@@ -322,25 +333,25 @@ static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 
 	switch (op) {
 	case IOW_OP_OPEN:
-		user_path = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
-		*flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		user_path = (const char *)ARG1(regs);
+		*flags = ARG2(regs);
 		break;
 	case IOW_OP_CREAT:
-		user_path = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		user_path = (const char *)ARG1(regs);
 		*flags = O_CREAT | O_WRONLY | O_TRUNC;
 		break;
 	case IOW_OP_OPENAT2: {
-		struct open_how *how = (struct open_how *)PT_REGS_PARM3_CORE_SYSCALL(regs);
+		struct open_how *how = (struct open_how *)ARG3(regs);
 		__u64 how_flags = 0;
 
 		bpf_probe_read_user(&how_flags, sizeof(how_flags), &how->flags);
-		user_path = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		user_path = (const char *)ARG2(regs);
 		*flags = how_flags;
 		break;
 	}
 	default:
-		user_path = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		*flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		user_path = (const char *)ARG2(regs);
+		*flags = ARG3(regs);
 	}
 
 	if (is_target(key, state.generation))
@@ -357,7 +368,7 @@ static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 	s->meta.dev = key->dev;
 	s->meta.fd = fd;
 	s->meta.dirfd = (op == IOW_OP_OPENAT || op == IOW_OP_OPENAT2) ?
-			(int)PT_REGS_PARM1_CORE_SYSCALL(regs) : AT_FDCWD;
+			(int)ARG1(regs) : AT_FDCWD;
 	s->meta.s_magic = BPF_CORE_READ(file, f_inode, i_sb, s_magic);
 	s->meta.pad0 = 0;
 	bpf_get_current_comm(s->meta.comm, sizeof(s->meta.comm));
@@ -465,16 +476,20 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 
 	if (!op)
 		return 0;
-	if (!process_is_traced(bpf_get_current_pid_tgid() >> 32))
-		return 0;
 	task = bpf_get_current_task_btf();
-	start = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!start)
-		return 0;
+	/* a thread with storage is traced: one lookup on the hot path instead of two */
+	start = bpf_task_storage_get(&starts, task, 0, 0);
+	if (!start) {
+		if (!process_is_traced(bpf_get_current_pid_tgid() >> 32))
+			return 0;
+		start = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!start)
+			return 0;
+	}
 	start->nr = nr;
 	if (op == IOW_OP_CLOSE) {
 		/* the fd is gone at exit: resolve the file now */
-		struct file *file = file_of_fd(task, PT_REGS_PARM1_CORE_SYSCALL(regs));
+		struct file *file = file_of_fd(task, ARG1(regs));
 		struct iow_file_key key;
 		__u32 generation;
 
@@ -495,7 +510,7 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	__u64 now = bpf_ktime_get_ns();
-	long nr = BPF_CORE_READ(regs, orig_ax);
+	long nr = regs->orig_ax;
 	__u16 op = op_of_syscall(nr);
 	struct task_struct *task;
 	struct call_start *start;
@@ -524,11 +539,11 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		if (settings.summary)
 			next_phase_of(&key);
 	} else if (op == IOW_OP_CLOSE) {
-		fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		fd = ARG1(regs);
 		key.ino = start->ino;
 		key.dev = start->dev;
 	} else {
-		fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		fd = ARG1(regs);
 		file = file_of_fd(task, fd);
 		if (!file)
 			return 0;
@@ -543,48 +558,47 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	case IOW_OP_READV:
 	case IOW_OP_WRITEV:
 		/* the kernel's own file position moved by ret: where the call began */
-		offset = BPF_CORE_READ(file, f_pos) - (ret > 0 ? ret : 0);
+		offset = file->f_pos - (ret > 0 ? ret : 0);
 		if (op == IOW_OP_READ || op == IOW_OP_WRITE)
-			requested = PT_REGS_PARM3_CORE_SYSCALL(regs);
+			requested = ARG3(regs);
 		else
-			requested = iovec_bytes((const struct iovec *)PT_REGS_PARM2_CORE_SYSCALL(regs),
-						PT_REGS_PARM3_CORE_SYSCALL(regs));
+			requested = iovec_bytes((const struct iovec *)ARG2(regs),
+						ARG3(regs));
 		break;
 	case IOW_OP_PREAD64:
 	case IOW_OP_PWRITE64:
-		requested = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		offset = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		requested = ARG3(regs);
+		offset = ARG4(regs);
 		break;
 	case IOW_OP_PREADV:
 	case IOW_OP_PWRITEV:
 	case IOW_OP_PREADV2:
 	case IOW_OP_PWRITEV2:
-		requested = iovec_bytes((const struct iovec *)PT_REGS_PARM2_CORE_SYSCALL(regs),
-					PT_REGS_PARM3_CORE_SYSCALL(regs));
-		offset = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		requested = iovec_bytes((const struct iovec *)ARG2(regs),
+					ARG3(regs));
+		offset = ARG4(regs);
 		if (op == IOW_OP_PREADV2 || op == IOW_OP_PWRITEV2) {
-			/* libbpf 1.1 has no PT_REGS_PARM6_CORE_SYSCALL; x86-64 passes it in r9 */
-			flags = BPF_CORE_READ(regs, r9);
+			flags = ARG6(regs);
 			/* offset -1 means "at the file position", as readv/writev */
 			if (offset == -1)
-				offset = BPF_CORE_READ(file, f_pos) - (ret > 0 ? ret : 0);
+				offset = file->f_pos - (ret > 0 ? ret : 0);
 		}
 		break;
 	case IOW_OP_LSEEK:
-		requested = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		requested = ARG2(regs);
+		flags = ARG3(regs);
 		break;
 	case IOW_OP_FCNTL:
-		flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		requested = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		flags = ARG2(regs);
+		requested = ARG3(regs);
 		break;
 	case IOW_OP_FTRUNCATE:
-		requested = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		requested = ARG2(regs);
 		break;
 	case IOW_OP_FALLOCATE:
-		flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		offset = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		requested = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		flags = ARG2(regs);
+		offset = ARG3(regs);
+		requested = ARG4(regs);
 		break;
 	}
 
