@@ -60,6 +60,6 @@ def line(trace) -> str:
     if c["collector_cpu_s"] is not None:
         parts.append(f"collector CPU {units.seconds(c['collector_cpu_s'])}")
     if c["trace_bytes"]:
-        per = f" ({c['trace_bytes_per_call']:.1f} B per call)" if c["trace_bytes_per_call"] else ""
+        per = f" ({c['trace_bytes_per_call']:.3g} B per call)" if c["trace_bytes_per_call"] else ""
         parts.append(f"trace {units.bytes_(c['trace_bytes'])}{per}")
     return "observer  " + ", ".join(parts)

@@ -78,9 +78,18 @@ def check_probe_object() -> Check:
                  "build it: make -C probes, or reinstall: pip install . (scripts/setup.sh does both)")
 
 
+def _exists(path: Path) -> bool:
+    """Path.exists, but a directory a non-root user may not enter (a mounted tracefs is 0700)
+    answers False instead of raising."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def check_tracefs() -> Check:
     # tp_btf programs attach by BTF id and never touch tracefs; it only matters for other tools
-    mounted = (TRACEFS / "trace_pipe").exists() or Path("/sys/kernel/debug/tracing/trace_pipe").exists()
+    mounted = _exists(TRACEFS / "trace_pipe") or _exists(Path("/sys/kernel/debug/tracing/trace_pipe"))
     detail = "mounted" if mounted else "not mounted (not needed: iowitness attaches by BTF, not through tracefs)"
     return Check("tracefs", True, detail, blocking=False)
 

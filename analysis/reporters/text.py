@@ -6,7 +6,7 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import figures, units
+from iowitness.analysis import figures, observer, units
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10
@@ -76,7 +76,7 @@ def outlier_lines(outliers: pd.DataFrame) -> str:
 
 def render(report, trace) -> str:
     parts = [f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
-             f"lost events: {trace.lost}"]
+             f"lost events: {trace.lost}", observer.line(trace)]
     if trace.lost:
         parts.append(f"WARNING: {trace.lost} events were lost; phases may miss calls")
     if not trace.meta.get("complete", True):

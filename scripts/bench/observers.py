@@ -159,7 +159,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=4, help="length of time-based workloads (fio, pread loop)")
     parser.add_argument("--workloads", default=",".join(workloads_all), help="comma-separated (default: all)")
-    parser.add_argument("--observers", default=",".join(o for o in observers_all if o != "untraced"),
+    parser.add_argument("--observers", default=",".join(o for o in observers_all
+                                                        if o != "untraced" and not o.endswith("-nostats")),
                         help="comma-separated (default: all); untraced always runs")
     parser.add_argument("--dir", help="where the benchmark's files go (default: a new directory in /var/tmp)")
     parser.add_argument("--smoke", action="store_true",

@@ -5,6 +5,8 @@ floor              empty BPF programs on tp_btf sys_enter/sys_exit (probes/floor
                    by this process: what any tracer on these tracepoints costs at least
 iowitness          `iowitness run --file F`: one record per call, default ring and wake-ups
 iowitness-summary  `iowitness run --summary --file F`: in-kernel aggregates only
+iowitness-nostats  iowitness with --no-bpf-stats: what timing our programs costs (two clock
+                   reads per program run); not in the default set
 strace             `strace -f -e trace=<iowitness's syscalls>` to a file
 bpftrace           one printf per call on sys_exit of the same syscalls, for the command's
                    process tree only (followed through sched_process_fork)
@@ -84,13 +86,13 @@ class Floor(Observer):
 
 
 class Iowitness(Observer):
-    def __init__(self, summary: bool):
-        self.summary = summary
-        self.name = "iowitness-summary" if summary else "iowitness"
+    def __init__(self, summary: bool, stats: bool = True):
+        self.summary, self.stats = summary, stats
+        self.name = ("iowitness-summary" if summary else "iowitness") + ("" if stats else "-nostats")
 
     def wrap(self, command, files, out, tag):
         trace = out / f"{tag}.iwt"
-        options = ["--summary"] if self.summary else []
+        options = (["--summary"] if self.summary else []) + ([] if self.stats else ["--no-bpf-stats"])
         for f in files:
             options += ["--file", f]
         return Wrapped([*IOWITNESS, "run", "-q", "-o", str(trace), *options, "--", *command], trace=trace)
@@ -119,7 +121,8 @@ class Bpftrace(Observer):
     def wrap(self, command, files, out, tag):
         # the script goes to /tmp, not to `out`: tmpfs in /dev/shm is often mounted noexec
         log, script = out / f"{tag}.bpftrace", Path(tempfile.gettempdir()) / f"iowitness-bench-{tag}.sh"
-        # bpftrace -c splits its argument on spaces without quoting: run a script instead
+        # bpftrace -c splits its argument on spaces without quoting, and wants an executable
+        # it can find as a binary: /bin/sh with a script that execs the command
         script.write_text("#!/bin/sh\nexec " + shlex.join(command) + "\n")
         script.chmod(0o755)
         exits = [f"tracepoint:syscalls:sys_exit_{s}" for s in traced_syscalls()
@@ -128,7 +131,7 @@ class Bpftrace(Observer):
                    "tracepoint:sched:sched_process_fork /@traced[pid]/ { @traced[args->child_pid] = 1; } "
                    + ",".join(exits) + " /@traced[pid]/ { printf(\"%lu %d %ld\\n\", nsecs, tid, args->ret); } "
                    "END { clear(@traced); }")
-        return Wrapped(["bpftrace", "-o", str(log), "-e", program, "-c", str(script)], cleanup=[log, script])
+        return Wrapped(["bpftrace", "-o", str(log), "-e", program, "-c", f"/bin/sh {script}"], cleanup=[log, script])
 
     def lost(self, wrapped, stderr):
         text = stderr + (wrapped.cleanup[0].read_text(errors="replace")[-4096:]
@@ -159,5 +162,6 @@ class PerfTrace(Observer):
 
 
 def all_observers() -> dict[str, Observer]:
-    found = [Untraced(), Floor(), Iowitness(False), Iowitness(True), Strace(), Bpftrace(), PerfTrace()]
+    found = [Untraced(), Floor(), Iowitness(False), Iowitness(True), Strace(), Bpftrace(), PerfTrace(),
+             Iowitness(False, stats=False), Iowitness(True, stats=False)]
     return {o.name: o for o in found}
