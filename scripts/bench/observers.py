@@ -52,6 +52,8 @@ def run_once(workload, observer, out: Path, tag: str, timeout: float) -> dict:
         if proc.returncode != 0:
             raise RuntimeError(f"exit code {proc.returncode}: {proc.stderr.strip()[-400:]}")
         result["score"] = workload.score(proc.stdout, proc.stderr)
+        if workload.cpu_score:
+            result["cpu_score"] = workload.cpu_score(proc.stdout, proc.stderr)
         result["lost"] = observer.lost(wrapped, proc.stderr)
         if wrapped.trace:
             trace = load(wrapped.trace)
@@ -75,7 +77,8 @@ def summarize(runs: list[dict]) -> dict:
         by_observer.setdefault(r["observer"], []).append(r)
     out = {}
     for name, rs in by_observer.items():
-        row = {"ratio": spread([r["ratio"] for r in rs]), "rounds": len(rs)}
+        row = {"ratio": spread([r["ratio"] for r in rs]), "rounds": len(rs),
+               "cpu_ratio": spread([r["cpu_ratio"] for r in rs if "cpu_ratio" in r])}
         losts = [r["lost"] for r in rs if r.get("lost") is not None]
         if losts:
             row["lost"] = spread(losts)
@@ -97,18 +100,19 @@ def fmt(s: dict, pattern: str) -> str:
 
 
 def print_table(results: dict, workloads: dict) -> None:
-    head = ["workload", "observer", "ratio median (range)", "calls/s", "lost", "CPU-s/M", "B/call",
+    head = ["workload", "observer", "ratio median (range)", "per CPU-s ratio", "calls/s", "lost", "CPU-s/M", "B/call",
             "probe ns/call"]
     rows = [head]
     for wname, per in results.items():
         for oname, row in per.items():
             if "skipped" in row:
-                rows.append([wname, oname, "skipped: " + row["skipped"], "", "", "", "", ""])
+                rows.append([wname, oname, "skipped: " + row["skipped"], "", "", "", "", "", ""])
                 continue
             if "failed" in row:
-                rows.append([wname, oname, "FAILED: " + row["failed"][:80], "", "", "", "", ""])
+                rows.append([wname, oname, "FAILED: " + row["failed"][:80], "", "", "", "", "", ""])
                 continue
-            rows.append([wname, oname, fmt(row["ratio"], "{:.3f}"), fmt(row.get("calls_per_s", {}), "{:,.0f}"),
+            rows.append([wname, oname, fmt(row["ratio"], "{:.3f}"), fmt(row["cpu_ratio"], "{:.3f}"),
+                         fmt(row.get("calls_per_s", {}), "{:,.0f}"),
                          fmt(row.get("lost", {}), "{:,.0f}"), fmt(row.get("collector_cpu_s_per_m", {}), "{:.3f}"),
                          fmt(row.get("trace_bytes_per_call", {}), "{:.1f}"),
                          fmt(row.get("probe_ns_per_call", {}), "{:,.0f}")])
@@ -118,23 +122,26 @@ def print_table(results: dict, workloads: dict) -> None:
 
 
 def targets(results: dict) -> list[tuple[str, bool | None, str]]:
-    """The performance issue's targets, each: (what, held?, the figures)."""
+    """The performance issue's targets, each: (what, held?, the figures). Ratios are judged on
+    wall-clock throughput (the issue's measure) and, where the benchmark reports its CPU time,
+    also per CPU-second (less moved by other load on a shared machine)."""
     checks = []
 
-    def med(w, o):
+    def med(w, o, key="ratio"):
         row = results.get(w, {}).get(o, {})
-        return row.get("ratio", {}).get("median")
+        return row.get(key, {}).get("median")
 
-    for w in ("fio-seq-read", "fio-rand-read"):
-        full, summary, floor = med(w, "iowitness"), med(w, "iowitness-summary"), med(w, "floor")
-        if full is not None:
-            checks.append((f"{w}: full mode >= 0.70 of untraced", full >= 0.70, f"{full:.3f}"))
-        if full is not None and floor is not None:
-            checks.append((f"{w}: full mode within 0.10 of the floor", full >= floor - 0.10,
-                           f"{full:.3f} vs floor {floor:.3f}"))
-        if summary is not None and floor is not None:
-            checks.append((f"{w}: summary mode within 0.05 of the floor", summary >= floor - 0.05,
-                           f"{summary:.3f} vs floor {floor:.3f}"))
+    for w in ("fio-seq-read", "fio-rand-read", "pread-loop"):
+        for key, label in (("ratio", "wall"), ("cpu_ratio", "per CPU-s")):
+            full, summary, floor = med(w, "iowitness", key), med(w, "iowitness-summary", key), med(w, "floor", key)
+            if full is not None and w != "pread-loop":
+                checks.append((f"{w}: full mode >= 0.70 of untraced ({label})", full >= 0.70, f"{full:.3f}"))
+            if full is not None and floor is not None:
+                checks.append((f"{w}: full mode within 0.10 of the floor ({label})", full >= floor - 0.10,
+                               f"{full:.3f} vs floor {floor:.3f}"))
+            if summary is not None and floor is not None:
+                checks.append((f"{w}: summary mode within 0.05 of the floor ({label})", summary >= floor - 0.05,
+                               f"{summary:.3f} vs floor {floor:.3f}"))
     full = med("iozone-64k", "iowitness")
     if full is not None:
         checks.append(("iozone-64k: full mode >= 0.95", full >= 0.95, f"{full:.3f}"))
@@ -206,7 +213,7 @@ def main() -> int:
             for r in range(args.rounds):
                 shift = r % max(len(chosen_o), 1)
                 order = chosen_o[shift:] + chosen_o[:shift]
-                before = run_once(w, untraced, out, f"{w.name}-{r}-a", timeout)["score"]
+                before = run_once(w, untraced, out, f"{w.name}-{r}-a", timeout)
                 measured = []
                 for o in order:
                     try:
@@ -214,13 +221,16 @@ def main() -> int:
                     except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as exc:
                         failed[o.name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                         print(f"  {w.name} / {o.name}: FAILED {failed[o.name]}", flush=True)
-                after = run_once(w, untraced, out, f"{w.name}-{r}-b", timeout)["score"]
-                base = (before + after) / 2
+                after = run_once(w, untraced, out, f"{w.name}-{r}-b", timeout)
+                base = (before["score"] + after["score"]) / 2
                 for m in measured:
                     m.update(workload=w.name, round=r, ratio=m["score"] / base, untraced=base)
+                    if "cpu_score" in m:
+                        m["cpu_ratio"] = m["cpu_score"] / ((before["cpu_score"] + after["cpu_score"]) / 2)
                     runs.append(m)
                 line = "  ".join(f"{m['observer']} {m['ratio']:.3f}" for m in measured)
-                print(f"{w.name} round {r + 1}: untraced {before:,.0f} / {after:,.0f} {w.unit}  {line}", flush=True)
+                print(f"{w.name} round {r + 1}: untraced {before['score']:,.0f} / {after['score']:,.0f} {w.unit}  "
+                      f"{line}", flush=True)
             per = summarize(runs)
             per.update({name: {"failed": why} for name, why in failed.items() if name not in per})
             per.update({name: {"skipped": why} for name, why in skipped.items()})
@@ -232,7 +242,8 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     print(f"\n{args.rounds} rounds, {args.seconds:g} s time-based runs, {time.monotonic() - started:.0f} s in all; "
-          f"ratio = throughput under the observer / untraced (1.000 = no slowdown)")
+          f"ratio = throughput under the observer / untraced (1.000 = no slowdown); per CPU-s ratio: the same "
+          f"with throughput per CPU-second the benchmark used (fio, pread loop), which other load moves less")
     print_table(results, workloads)
     checks = targets(results)
     if checks:

@@ -29,11 +29,21 @@ class Workload:
     score: Callable[[str, str], float]   # (stdout, stderr) -> throughput, higher is better
     unit: str
     prepare: Callable[[], None] = field(default=lambda: None)   # before each run (delete old output)
+    # throughput per CPU-second of the benchmark itself, where it says how much CPU it used:
+    # other load on the machine moves it far less than wall-clock throughput
+    cpu_score: Callable[[str, str], float] | None = None
 
 
 def _fio_bandwidth(direction: str):
     def score(stdout: str, _stderr: str) -> float:
         return float(json.loads(stdout[stdout.index("{"):])["jobs"][0][direction]["bw_bytes"])
+    return score
+
+
+def _fio_bandwidth_per_cpu(direction: str):
+    def score(stdout: str, _stderr: str) -> float:
+        job = json.loads(stdout[stdout.index("{"):])["jobs"][0]
+        return float(job[direction]["bw_bytes"]) / ((job["usr_cpu"] + job["sys_cpu"]) / 100)
     return score
 
 
@@ -51,8 +61,11 @@ def _dd_score(_stdout: str, stderr: str) -> float:
     return dd_claims.parse(stderr)[-1].bytes_per_s
 
 
-def _pread_score(stdout: str, _stderr: str) -> float:
-    return float(stdout.split("calls_per_s")[1].split()[0])
+def _pread_field(name: str):
+    def score(stdout: str, _stderr: str) -> float:
+        words = stdout.split()
+        return float(words[words.index(name) + 1])
+    return score
 
 
 def build_pread_loop(work: Path) -> Path:
@@ -94,12 +107,13 @@ def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
 
     add(Workload("fio-seq-read", "fio 4 KiB psync sequential reads, page cache",
                  fio("seq-read", "read", "read", reads), [str(reads)], _fio_bandwidth("read"), "B/s",
-                 prepare=lambda: cached_file(reads, 256)))
+                 prepare=lambda: cached_file(reads, 256), cpu_score=_fio_bandwidth_per_cpu("read")))
     add(Workload("fio-rand-read", "fio 4 KiB psync random reads, page cache",
                  fio("rand-read", "randread", "read", reads), [str(reads)], _fio_bandwidth("read"), "B/s",
-                 prepare=lambda: cached_file(reads, 256)))
+                 prepare=lambda: cached_file(reads, 256), cpu_score=_fio_bandwidth_per_cpu("read")))
     add(Workload("fio-write", "fio 4 KiB psync buffered writes",
-                 fio("write", "write", "write", writes), [str(writes)], _fio_bandwidth("write"), "B/s"))
+                 fio("write", "write", "write", writes), [str(writes)], _fio_bandwidth("write"), "B/s",
+                 cpu_score=_fio_bandwidth_per_cpu("write")))
     add(Workload("iozone-4k", "IOzone -i0 -i1 -r4k -s 256m",
                  ["iozone", "-i0", "-i1", "-r4k", "-s256m", "-f", str(iozone_file)], [str(iozone_file)],
                  _iozone_score, "B/s", prepare=_removing(iozone_file)))
@@ -111,6 +125,7 @@ def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
                  [str(dd_file)], _dd_score, "B/s", prepare=_removing(dd_file)))
     binary = work / "pread_loop"
     add(Workload("pread-loop", "1-byte pread loop on a cached file (the floor's workload)",
-                 [str(binary), str(tiny), f"{seconds:g}"], [str(tiny)], _pread_score, "calls/s",
+                 [str(binary), str(tiny), f"{seconds:g}"], [str(tiny)], _pread_field("calls_per_s"), "calls/s",
+                 cpu_score=_pread_field("calls_per_cpu_s"),
                  prepare=lambda: (binary.exists() or build_pread_loop(work), tiny.exists() or tiny.write_bytes(b"x"))))
     return found
