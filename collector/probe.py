@@ -80,8 +80,8 @@ class Probe:
         self._stats_fd = None
         self.stats_source = "off"
         if config.bpf_stats:
-            # sampled: timing every program run costs two clock reads per run (about 80 ns
-            # per syscall here), so the statistics are on only in short windows (the
+            # sampled: timing every program run costs two clock reads per run (about 160 ns
+            # per traced syscall in a tight loop here), so the statistics are on only in short windows (the
             # Recorder opens them); a sysctl that keeps them on for everyone is used as it is
             self.stats_source = ("sysctl kernel.bpf_stats_enabled" if libbpf.stats_enabled_by_sysctl()
                                  else "BPF_ENABLE_STATS, sampled")
