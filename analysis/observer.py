@@ -58,6 +58,9 @@ def cost(trace) -> dict:
         # the programs' time over the whole run, on every CPU (sampled windows scaled up)
         "probe_time_s": total,
         "collector_cpu_s": cpu["user"] + cpu["system"] if cpu else None,
+        # what the collector spent while recording (start-up excluded), per million calls
+        "collector_cpu_s_per_m": (cpu["user"] + cpu["system"] - meta["collector_cpu_start_s"]) / calls * 1e6
+        if cpu and calls and "collector_cpu_start_s" in meta else None,
         "trace_bytes": trace_bytes,
         "trace_bytes_per_call": trace_bytes / calls if trace_bytes and calls else None,
     }
@@ -77,7 +80,9 @@ def line(trace) -> str:
     else:
         parts.append(f"probe time not measured (BPF statistics: {c['bpf_stats']})")
     if c["collector_cpu_s"] is not None:
-        parts.append(f"collector CPU {units.seconds(c['collector_cpu_s'])}")
+        per_m = (f" ({c['collector_cpu_s_per_m']:.2f} s per million calls after start-up)"
+                 if c["collector_cpu_s_per_m"] is not None else "")
+        parts.append(f"collector CPU {units.seconds(c['collector_cpu_s'])}{per_m}")
     if c["trace_bytes"]:
         per = f" ({c['trace_bytes_per_call']:.3g} B per call)" if c["trace_bytes_per_call"] else ""
         parts.append(f"trace {units.bytes_(c['trace_bytes'])}{per}")

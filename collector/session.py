@@ -60,9 +60,17 @@ def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path
         "targets": [{"dev": f.kdev, "ino": f.ino, "path": f.path} for f in probe.config.file_set.known],
         "ring_buffer_bytes": probe.ring_bytes,
         "summary_mode": probe.config.summary,
+        # the collector's CPU time before recording (Python, numpy, loading the probe): fixed per
+        # run, so the cost per event is judged on what comes after it
+        "collector_cpu_start_s": _cpu_seconds(),
         "trace_file": {"path": os.path.abspath(trace_path),
                        "mount": out_mount.describe() if out_mount else None},
     }
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _process_alive(tgid: int) -> bool:

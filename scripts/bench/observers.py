@@ -84,7 +84,8 @@ def summarize(runs: list[dict]) -> dict:
             row["lost"] = spread(losts)
         if "calls" in rs[0]:
             row["calls_per_s"] = spread([r["calls_per_s"] for r in rs if r.get("calls_per_s")])
-            row["collector_cpu_s_per_m"] = spread([r["collector_cpu_s"] / max(r["calls"], 1) * 1e6 for r in rs])
+            row["collector_cpu_s_per_m"] = spread([r["collector_cpu_s_per_m"] for r in rs
+                                                    if r.get("collector_cpu_s_per_m") is not None])
             row["trace_bytes_per_call"] = spread([r["trace_bytes_per_call"] for r in rs])
             probe = [r["probe_ns_per_call_max"] for r in rs if r.get("probe_ns_per_call_max") is not None]
             if probe:
@@ -100,7 +101,8 @@ def fmt(s: dict, pattern: str) -> str:
 
 
 def print_table(results: dict, workloads: dict) -> None:
-    head = ["workload", "observer", "ratio median (range)", "per CPU-s ratio", "calls/s", "lost", "CPU-s/M", "B/call",
+    head = ["workload", "observer", "ratio median (range)", "per CPU-s ratio", "calls/s", "lost",
+            "collector CPU-s/M", "B/call",
             "probe ns/call"]
     rows = [head]
     for wname, per in results.items():
@@ -131,10 +133,10 @@ def targets(results: dict) -> list[tuple[str, bool | None, str]]:
         row = results.get(w, {}).get(o, {})
         return row.get(key, {}).get("median")
 
-    for w in ("fio-seq-read", "fio-rand-read", "pread-loop"):
+    for w in ("fio-seq-read", "fio-rand-read"):
         for key, label in (("ratio", "wall"), ("cpu_ratio", "per CPU-s")):
             full, summary, floor = med(w, "iowitness", key), med(w, "iowitness-summary", key), med(w, "floor", key)
-            if full is not None and w != "pread-loop":
+            if full is not None:
                 checks.append((f"{w}: full mode >= 0.70 of untraced ({label})", full >= 0.70, f"{full:.3f}"))
             if full is not None and floor is not None:
                 checks.append((f"{w}: full mode within 0.10 of the floor ({label})", full >= floor - 0.10,
@@ -152,7 +154,8 @@ def targets(results: dict) -> list[tuple[str, bool | None, str]]:
                            f"max {row['lost']['max']:.0f}"))
         if "collector_cpu_s_per_m" in row:
             cpu = row["collector_cpu_s_per_m"]["median"]
-            checks.append((f"{w}: collector CPU <= 0.5 s per million events", cpu <= 0.5, f"{cpu:.3f}"))
+            checks.append((f"{w}: collector CPU <= 0.5 s per million events (after start-up)", cpu <= 0.5,
+                           f"{cpu:.3f}"))
     return checks
 
 

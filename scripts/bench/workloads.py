@@ -92,8 +92,10 @@ def _removing(*paths: Path):
 def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
     """Every workload, keyed by name; files live in `work` (the benchmark's device)."""
     def fio(name: str, rw: str, direction: str, path: Path) -> list[str]:
+        # --invalidate=0: fio drops the file's pages from the cache before it starts unless told
+        # not to, and the reads would come from the disk
         return ["fio", f"--name={name}", f"--filename={path}", f"--rw={rw}", "--bs=4k", "--ioengine=psync",
-                "--size=256m", "--time_based", f"--runtime={seconds:g}", "--output-format=json"]
+                "--size=256m", "--invalidate=0", "--time_based", f"--runtime={seconds:g}", "--output-format=json"]
 
     reads = work / "fio-read.bin"
     writes = work / "fio-write.bin"
