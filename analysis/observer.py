@@ -77,6 +77,9 @@ def line(trace) -> str:
         low = f"{c['probe_ns_per_call_min']:,.0f}–" if c["probe_ns_per_call_min"] is not None else "at most "
         total = f", about {units.seconds(c['probe_time_s'])} in all" if c["probe_time_s"] is not None else ""
         parts.append(f"probe {low}{c['probe_ns_per_call_max']:,.0f} ns per traced call{total} ({how})")
+    elif c["probe_ns_per_call_min"] is not None:
+        parts.append(f"probe at least {c['probe_ns_per_call_min']:,.0f} ns per traced call "
+                     "(no traced call fell in the timed windows)")
     else:
         parts.append(f"probe time not measured (BPF statistics: {c['bpf_stats']})")
     if c["collector_cpu_s"] is not None:
