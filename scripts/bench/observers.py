@@ -100,7 +100,7 @@ def fmt(s: dict, pattern: str) -> str:
     return f"{pattern.format(s['median'])} ({pattern.format(s['min'])}..{pattern.format(s['max'])})"
 
 
-def print_table(results: dict, workloads: dict) -> None:
+def table_rows(results: dict) -> list[list[str]]:
     head = ["workload", "observer", "ratio median (range)", "per CPU-s ratio", "calls/s", "lost",
             "collector CPU-s/M", "B/call",
             "probe ns/call"]
@@ -118,9 +118,24 @@ def print_table(results: dict, workloads: dict) -> None:
                          fmt(row.get("lost", {}), "{:,.0f}"), fmt(row.get("collector_cpu_s_per_m", {}), "{:.3f}"),
                          fmt(row.get("trace_bytes_per_call", {}), "{:.1f}"),
                          fmt(row.get("probe_ns_per_call", {}), "{:,.0f}")])
-    widths = [max(len(r[i]) for r in rows if len(r[i]) < 60) for i in range(len(head))]
+    return rows
+
+
+def print_table(results: dict) -> None:
+    rows = table_rows(results)
+    widths = [max(len(r[i]) for r in rows if len(r[i]) < 60) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def markdown(results: dict, checks: list) -> str:
+    """The same table and targets, for docs/performance.md."""
+    rows = table_rows(results)
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * len(rows[0])]
+    lines += ["| " + " | ".join(c or "" for c in r) + " |" for r in rows[1:]]
+    lines += ["", "| target (medians) | held | figures |", "| --- | --- | --- |"]
+    lines += [f"| {what} | {'met' if held else '**missed**'} | {figures} |" for what, held, figures in checks]
+    return "\n".join(lines) + "\n"
 
 
 def targets(results: dict) -> list[tuple[str, bool | None, str]]:
@@ -176,7 +191,15 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true",
                         help=f"one workload ({SMOKE_WORKLOAD}), one round of 1 s: checks the machinery works")
     parser.add_argument("--json", metavar="FILE", help="also write every run and the summary as JSON")
+    parser.add_argument("--markdown", metavar="FILE", help="also write the table and targets as Markdown")
+    parser.add_argument("--from-json", metavar="FILE", help="print (and --markdown) a saved --json result, run nothing")
     args = parser.parse_args()
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())["results"]
+        print_table(results)
+        if args.markdown:
+            Path(args.markdown).write_text(markdown(results, targets(results)))
+        return 0
     if args.smoke:
         args.rounds, args.seconds, args.workloads = 1, 1, SMOKE_WORKLOAD
     if os.geteuid() != 0:
@@ -247,12 +270,14 @@ def main() -> int:
     print(f"\n{args.rounds} rounds, {args.seconds:g} s time-based runs, {time.monotonic() - started:.0f} s in all; "
           f"ratio = throughput under the observer / untraced (1.000 = no slowdown); per CPU-s ratio: the same "
           f"with throughput per CPU-second the benchmark used (fio, pread loop), which other load moves less")
-    print_table(results, workloads)
+    print_table(results)
     checks = targets(results)
     if checks:
         print("\ntargets (medians)")
         for what, held, figures in checks:
             print(f"  {'met ' if held else 'MISSED'}  {what}: {figures}")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(results, checks))
     if args.json:
         Path(args.json).write_text(json.dumps({"results": results, "runs": every_run,
                                                "targets": [{"what": w, "met": h, "figures": f}
