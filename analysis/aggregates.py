@@ -100,7 +100,8 @@ def file_table(frame: pd.DataFrame) -> pd.DataFrame:
     reads = frame["syscall"].isin(READ_OPS)
     writes = frame["syscall"].isin(WRITE_OPS)
     table = pd.DataFrame({"path": frame["path"], "calls": frame["calls"],
-                          "read_bytes": frame["bytes"].where(reads, 0), "written_bytes": frame["bytes"].where(writes, 0)})
+                          "read_bytes": frame["bytes"].where(reads, 0),
+                          "written_bytes": frame["bytes"].where(writes, 0)})
     return table.groupby("path", sort=False).sum().reset_index()
 
 

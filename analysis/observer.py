@@ -2,16 +2,17 @@
 
 Sources, all saved in the trace by the collector: the calls seen (events, or calls summarized
 in --summary mode), the lost counts, the kernel's own run time and run count of iowitness's
-BPF programs (BPF statistics, enabled by the collector while it records), the collector's
+BPF programs (BPF statistics, sampled by the collector while it records), the collector's
 CPU time and the trace's size.
 
 How to read the per-call figure: it is a range. The programs run on every syscall of the
 machine (most return after a switch): their total time over the traced calls is an upper
 bound of what each traced call paid in BPF code, the mean run time of the entry and exit
-programs a lower one; the two meet when the benchmark makes most of the machine's syscalls. Not in it: the fixed cost of the tracepoints
-themselves (see docs/performance.md, "floor"), and the two clock reads per program run that
-the statistics add. The collector turns the statistics on in windows (0.5 s every 5 s) and
-scales what they measured to every call: the total is an estimate.
+programs a lower one; the two meet when the benchmark makes most of the machine's syscalls.
+Not in it: the fixed cost of the tracepoints themselves (docs/performance.md, "floor"), and
+the two clock reads per program run that the statistics add. The collector turns the
+statistics on in windows (0.5 s every 5 s, collector/session.py) and scales what they
+measured to the whole run: the total is an estimate.
 """
 
 from __future__ import annotations
