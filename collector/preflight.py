@@ -65,10 +65,10 @@ def check_kernel() -> Check:
         major, minor = (int(x) for x in release.split(".")[:2])
     except ValueError:
         return Check("kernel", True, release, blocking=False)
-    if (major, minor) >= (5, 11):
+    if (major, minor) >= (6, 2):
         return Check("kernel", True, release)
-    return Check("kernel", False, f"{release}: the probe needs ring buffers and task storage in tracing programs",
-                 "use Linux 5.11 or newer")
+    return Check("kernel", False, f"{release}: the probe needs ring buffers, task storage in tracing programs "
+                 "and the bpf_rdonly_cast kfunc (Linux 6.2)", "use Linux 6.2 or newer")
 
 
 def check_probe_object() -> Check:
