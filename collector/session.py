@@ -105,6 +105,8 @@ class Recorder:
         self._status_shown = False
         self._window_start: float | None = None
         self._window_calls = 0
+        # the first window opens now, before the benchmark is let go: a short run is timed whole
+        self.stats_window(True)
 
     def request_stop(self, reason: str) -> None:
         if self._stop_reason is None:
