@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import units
+from iowitness.analysis import aggregates, observer, units
 from iowitness.analysis.phases import READS, WRITES
 
 PERCENTILES = (50, 90, 99, 99.9)
@@ -82,15 +82,15 @@ def render(trace) -> str:
                  + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")
                  + (f", stopped: {meta['stop_reason']}" if meta.get("stop_reason") else ""))
     lost = trace.lost
-    lines.append(f"events    {len(events):,}   lost {lost:,}" + ("" if not lost else
-                 "   (the trace misses calls: re-run with a larger --ring-buffer-mb)"))
-    cpu = meta.get("collector_cpu_s")
-    if cpu:
-        size = meta.get("trace_file_bytes") or 0
-        per_event = f", {size / len(events):.0f} B per event" if len(events) else ""
-        lines.append(f"observer  collector CPU {units.seconds(cpu['user'] + cpu['system'])}, "
-                     f"trace file {units.bytes_(size)}{per_event}")
+    if trace.summary is not None:
+        lines.append(f"mode      summary (in-kernel aggregates, no record per call)   lost {lost:,}")
+    else:
+        lines.append(f"events    {len(events):,}   lost {lost:,}" + ("" if not lost else
+                     "   (the trace misses calls: re-run with a larger --ring-buffer-mb)"))
+    lines.append(observer.line(trace))
     lines.append("")
+    if trace.summary is not None:
+        return "\n".join(lines + [_aggregate_tables(trace)])
     lines.append(units.table(process_table(events, trace.processes), {"tgid": "pid"}, title="processes"))
     lines.append("")
     files = file_table(events)
@@ -104,4 +104,22 @@ def render(trace) -> str:
         for col in [c for c in calls.columns if c.endswith("_us")]:
             calls[col] = calls[col].map(units.micros)
     lines.append(units.table(calls, {c: c.replace("_us", " µs") for c in calls.columns}, title="syscalls"))
+    return "\n".join(lines)
+
+
+def _aggregate_tables(trace) -> str:
+    """show for a --summary trace: the same tables, from the kernel's aggregates."""
+    frame = aggregates.rows(trace)
+    lines = [units.table(aggregates.process_table(frame), {"tgid": "pid"}, title="processes"), ""]
+    files = aggregates.file_table(frame)
+    files["read_bytes"] = files["read_bytes"].map(units.bytes_)
+    files["written_bytes"] = files["written_bytes"].map(units.bytes_)
+    lines += [units.table(files, {"read_bytes": "read", "written_bytes": "written"}, title="files"), ""]
+    calls = aggregates.syscall_table(frame)
+    if not calls.empty:
+        calls["bytes"] = calls["bytes"].map(units.bytes_)
+        for col in [c for c in calls.columns if c.endswith("_us")]:
+            calls[col] = calls[col].map(units.micros)
+    headers = {"mean_us": "mean µs", "p50_max_us": "p50 ≤ µs", "p99_max_us": "p99 ≤ µs", "max_us": "max µs"}
+    lines.append(units.table(calls, headers, title="syscalls (percentiles: upper edge of their log2 bin)"))
     return "\n".join(lines)

@@ -65,10 +65,10 @@ def check_kernel() -> Check:
         major, minor = (int(x) for x in release.split(".")[:2])
     except ValueError:
         return Check("kernel", True, release, blocking=False)
-    if (major, minor) >= (5, 11):
+    if (major, minor) >= (6, 2):
         return Check("kernel", True, release)
-    return Check("kernel", False, f"{release}: the probe needs ring buffers and task storage in tracing programs",
-                 "use Linux 5.11 or newer")
+    return Check("kernel", False, f"{release}: the probe needs ring buffers, task storage in tracing programs "
+                 "and the bpf_rdonly_cast kfunc (Linux 6.2)", "use Linux 6.2 or newer")
 
 
 def check_probe_object() -> Check:
@@ -78,15 +78,18 @@ def check_probe_object() -> Check:
                  "build it: make -C probes, or reinstall: pip install . (scripts/setup.sh does both)")
 
 
+def _exists(path: Path) -> bool:
+    """Path.exists, but a directory a non-root user may not enter (a mounted tracefs is 0700)
+    counts as there instead of raising: it is mounted, only not for this user."""
+    try:
+        return path.exists()
+    except OSError:
+        return True
+
+
 def check_tracefs() -> Check:
     # tp_btf programs attach by BTF id and never touch tracefs; it only matters for other tools
-    def present(path: Path) -> bool:
-        try:
-            return path.exists()
-        except OSError:     # mounted, but not for this user (only root may look inside)
-            return True
-
-    mounted = present(TRACEFS / "trace_pipe") or present(Path("/sys/kernel/debug/tracing/trace_pipe"))
+    mounted = _exists(TRACEFS / "trace_pipe") or _exists(Path("/sys/kernel/debug/tracing/trace_pipe"))
     detail = "mounted" if mounted else "not mounted (not needed: iowitness attaches by BTF, not through tracefs)"
     return Check("tracefs", True, detail, blocking=False)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iowitness import probes
-from iowitness.collector import blockdev, mounts, preflight
+from iowitness.collector import aggregates, blockdev, libbpf, mounts, preflight
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
@@ -28,6 +28,10 @@ class ProbeConfig:
     ring_bytes: int = DEFAULT_RING_BYTES
     # wake the reader when this share of the ring is waiting; it also polls on a timer
     wakeup_fraction: float = 1 / 8
+    # aggregate in the kernel (struct iow_summary) instead of one ring record per call
+    summary: bool = False
+    # ask the kernel to time our programs (BPF_ENABLE_STATS) for the observer-cost line
+    bpf_stats: bool = True
 
 
 def _kernel_has_tracepoint(name: str) -> bool:
@@ -55,6 +59,7 @@ class Probe:
                             else L.constants["IOW_MODE_FILE_SET"])
         settings["all_processes"] = int(config.all_processes)
         settings["collector_tgid"] = os.getpid()
+        settings["summary"] = int(config.summary)
 
         self._obj = BpfObject(probes.OBJECT)
         try:
@@ -69,6 +74,7 @@ class Probe:
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")
             self._lost = self._obj.map("lost")
+            self._summary = self._obj.map("summary")
             names = self._obj.map("names")
             for rule in config.file_set.rules:
                 names.update(name_key(rule), b"\x01")
@@ -86,6 +92,14 @@ class Probe:
         self.attached = False
         # called right after the programs are attached, before the benchmark is let go
         self.on_attached: list = []
+        self._stats_fd = None
+        self.stats_source = "off"
+        if config.bpf_stats:
+            # sampled: timing every program run costs two clock reads per run (about 160 ns
+            # per traced syscall in a tight loop here), so the statistics are on only in short windows (the
+            # Recorder opens them); a sysctl that keeps them on for everyone is used as it is
+            self.stats_source = ("sysctl kernel.bpf_stats_enabled" if libbpf.stats_enabled_by_sysctl()
+                                 else "BPF_ENABLE_STATS, sampled")
 
     def _open_device_view(self, L) -> None:
         """The block-request and off-CPU rings, and the device filter seeded from the file set."""
@@ -130,12 +144,44 @@ class Probe:
     def lost(self) -> dict[str, int]:
         counts = {}
         for name, slot in (("lost_events", "IOW_LOST_EVENTS"), ("lost_meta", "IOW_LOST_META"),
-                           ("lost_block", "IOW_LOST_BLOCK"), ("lost_offcpu", "IOW_LOST_OFFCPU")):
+                           ("lost_block", "IOW_LOST_BLOCK"), ("lost_offcpu", "IOW_LOST_OFFCPU"),
+                           ("lost_summary", "IOW_LOST_SUMMARY")):
             raw = self._lost.lookup(struct.pack("<I", layout().constants[slot]), 8 * self._cpus)
             counts[name] = sum(struct.unpack(f"<{self._cpus}Q", raw)) if raw else 0
         return counts
 
+    @property
+    def stats_always_on(self) -> bool:
+        return self.stats_source.startswith("sysctl")
+
+    def stats_window(self, on: bool) -> bool:
+        """Open (on) or close a window of BPF statistics; False when the kernel refuses."""
+        if on and self._stats_fd is None and self.stats_source.startswith("BPF_ENABLE_STATS"):
+            self._stats_fd = libbpf.enable_stats()
+            if self._stats_fd is None:
+                self.stats_source = "BPF_ENABLE_STATS refused by the kernel"
+                return False
+        elif not on and self._stats_fd is not None:
+            os.close(self._stats_fd)
+            self._stats_fd = None
+        return True
+
+    def program_cost(self) -> dict:
+        """The kernel's own measure of our programs this run (zero when stats are off)."""
+        programs = self._obj.program_stats()
+        return {"source": self.stats_source,
+                "run_time_ns": sum(p["run_time_ns"] for p in programs.values()),
+                "run_cnt": sum(p["run_cnt"] for p in programs.values()),
+                "programs": programs}
+
+    def summary_records(self) -> np.ndarray:
+        """--summary: the kernel's aggregates now, one row per key, the CPUs added up."""
+        return aggregates.combine(self._summary, self._cpus)
+
     def close(self) -> None:
+        if self._stats_fd is not None:
+            os.close(self._stats_fd)
+            self._stats_fd = None
         for reader in (getattr(self, "events", None), getattr(self, "facts", None),
                        getattr(self, "block", None), getattr(self, "offcpu", None)):
             if reader:

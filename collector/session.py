@@ -29,6 +29,11 @@ POLL_SECONDS = 0.1
 FLUSH_SECONDS = 0.5
 PROCESS_CHECK_SECONDS = 0.25
 STATUS_AFTER_SECONDS = 3.0
+SUMMARY_SECONDS = 5.0   # --summary: how often a snapshot of the kernel's aggregates is saved
+# BPF statistics (the probe's own run time, measured by the kernel) are on in windows of
+# STATS_WINDOW seconds, one every STATS_PERIOD seconds, the first at the start: ~10 % of the
+# time, so that timing the programs costs a tenth of what it would if always on
+STATS_WINDOW, STATS_PERIOD = 0.5, 5.0
 
 
 def clock_pair() -> dict:
@@ -54,9 +59,18 @@ def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path
         "all_processes": probe.config.all_processes,
         "targets": [{"dev": f.kdev, "ino": f.ino, "path": f.path} for f in probe.config.file_set.known],
         "ring_buffer_bytes": probe.ring_bytes,
+        "summary_mode": probe.config.summary,
+        # the collector's CPU time before recording (Python, numpy, loading the probe): fixed per
+        # run, so the cost per event is judged on what comes after it
+        "collector_cpu_start_s": _cpu_seconds(),
         "trace_file": {"path": os.path.abspath(trace_path),
                        "mount": out_mount.describe() if out_mount else None},
     }
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _process_alive(tgid: int) -> bool:
@@ -75,6 +89,9 @@ class Stats:
     facts: int = 0
     block: int = 0
     files: dict = field(default_factory=dict)   # (dev, ino) -> description
+    summarized_calls: int = 0                   # --summary: calls in the last snapshot
+    sampled_calls: int = 0                      # calls made while BPF statistics were on
+    sampled_s: float = 0.0                      # and for how long they were on
 
 
 class Recorder:
@@ -82,18 +99,21 @@ class Recorder:
         self.probe, self.writer, self.quiet = probe, writer, quiet
         self.stats = Stats()
         self._stop_reason: str | None = None
-        # op -> "moves data", as a table: np.isin over each batch cost 40 ns per event
-        self._moves_data = np.zeros(1 << 16, dtype=bool)
-        self._moves_data[[v for k, v in layout().enums["iow_op"].items()
-                          if any(w in k for w in ("READ", "WRITE"))]] = True
+        # op -> is a read or write, as a table: indexing costs a third of np.isin per event
+        self._is_data = np.zeros(1 << 16, dtype=bool)
+        self._is_data[[v for k, v in layout().enums["iow_op"].items() if any(w in k for w in ("READ", "WRITE"))]] = True
         self._started = time.monotonic()
         self._status_shown = False
+        self._window_start: float | None = None
+        self._window_calls = 0
         self._watched = 0
         # the first counters once the probe is attached: the diskstats cross-check starts there
         if probe.attached:
             self.sample_device_counters()
         else:
             probe.on_attached.append(self.sample_device_counters)
+        # the first window opens now, before the benchmark is let go: a short run is timed whole
+        self.stats_window(True)
 
     def request_stop(self, reason: str) -> None:
         if self._stop_reason is None:
@@ -110,9 +130,8 @@ class Recorder:
         if events.size:
             self.writer.write_events(events)
             self.stats.events += events.size
-            ret = events["ret"]
-            data = self._moves_data[events["op"]] & (ret > 0)
-            self.stats.data_bytes += int(np.sum(ret, where=data))
+            data = self._is_data[events["op"]] & (events["ret"] > 0)
+            self.stats.data_bytes += int(events["ret"][data].sum())
         facts = self.probe.facts.read()
         if facts.size:
             self._describe_files(facts)
@@ -183,8 +202,41 @@ class Recorder:
                                      **(mount.describe() if mount else {"device": mounts.dev_name(key[0])})}
 
     def counters(self) -> dict:
-        return {"events": self.stats.events, "facts": self.stats.facts, "block_requests": self.stats.block,
-                **self.probe.lost()}
+        counters = {"events": self.stats.events, "facts": self.stats.facts, "block_requests": self.stats.block,
+                    **self.probe.lost()}
+        if self.probe.config.summary:
+            counters["calls"] = self.stats.summarized_calls
+        counters["probe_cost"] = {**self.probe.program_cost(), "sampled_calls": self.stats.sampled_calls,
+                                  "sampled_s": round(self.stats.sampled_s, 6)}
+        return counters
+
+    def _calls(self) -> int:
+        if self.probe.config.summary:
+            return int(self.probe.summary_records()["calls"].sum())
+        return self.stats.events
+
+    def stats_window(self, on: bool) -> None:
+        """Open or close a window of BPF statistics, counting the calls made inside it."""
+        if not self.probe.config.bpf_stats or self.probe.stats_always_on:
+            return
+        if on == (self._window_start is not None):
+            return
+        self.drain()   # calls made before the switch belong to the other side of it
+        now = time.monotonic()
+        if on:
+            if self.probe.stats_window(True):
+                self._window_start, self._window_calls = now, self._calls()
+        else:
+            self.probe.stats_window(False)
+            self.stats.sampled_calls += self._calls() - self._window_calls
+            self.stats.sampled_s += now - self._window_start
+            self._window_start = None
+
+    def save_summary(self) -> None:
+        """--summary: a snapshot of the kernel's aggregates; the last one holds the run's totals."""
+        rows = self.probe.summary_records()
+        self.stats.summarized_calls = int(rows["calls"].sum())
+        self.writer.write_summary(rows)
 
     def _status(self, force_line: bool = False) -> None:
         elapsed = time.monotonic() - self._started
@@ -210,6 +262,8 @@ class Recorder:
     def loop(self, is_finished, duration: float | None = None, on_tick=None) -> str:
         """Drain until is_finished() names a reason, a stop is requested, or duration passes."""
         last_flush = last_check = last_status = last_line = time.monotonic()
+        last_summary = last_flush
+        self.stats_window(True)
         deadline = None if duration is None else time.monotonic() + duration
         while self._stop_reason is None:
             self.probe.events.wait(POLL_SECONDS)
@@ -224,6 +278,11 @@ class Recorder:
                     self.request_stop(reason)
             if deadline is not None and now >= deadline:
                 self.request_stop(f"--duration {duration:g} s reached")
+            in_period = (now - self._started) % STATS_PERIOD
+            self.stats_window(in_period < STATS_WINDOW)
+            if self.probe.config.summary and now - last_summary >= SUMMARY_SECONDS:
+                self.save_summary()
+                last_summary = now
             if now - last_flush >= FLUSH_SECONDS:
                 self.sample_device_counters()
                 self.writer.write_counters(self.counters())
@@ -244,7 +303,10 @@ class Recorder:
         self.sample_device_counters()
         while self.drain():
             pass
+        self.stats_window(False)
         self.clear_status()
+        if self.probe.config.summary:
+            self.save_summary()
         counters = self.counters()
         self.writer.write_counters(counters)
         self.writer.flush()   # the records still gathered in the writer count in trace_file_bytes

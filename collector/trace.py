@@ -45,6 +45,11 @@ CHUNK = struct.Struct("<IIQ")          # kind, crc32 of payload, payload length
 START, EVENTS, FACTS, OUTPUT, COUNTERS, END = 1, 2, 3, 4, 5, 6
 # the device view (docs/trace-format.md): block requests, off-CPU stretches, kernel counters
 BLOCK, OFFCPU, SAMPLES = 7, 8, 9
+# --summary traces: the kernel's aggregates (collector/aggregates.py), a self-describing
+# snapshot: u32 length of a JSON dtype description, the description, then the rows; the
+# last SUMMARY chunk of a trace holds the totals of the run
+SUMMARY = 10
+_SUMMARY_HEAD = struct.Struct("<I")
 STREAMS = {"stdout": 1, "stderr": 2}
 # chunk kinds that hold a batch of records, and the key of their dtype in START's "layout";
 # a new kind of record gets a number here and a description in describe_layout, nothing else
@@ -53,7 +58,8 @@ RECORD_KINDS = {EVENTS: "event", FACTS: "meta", BLOCK: "block", OFFCPU: "offcpu"
 # a slow benchmark's drains of a few events would each pay a block's fixed cost (60 bytes)
 GATHER_ROWS = 8192
 KIND_NAMES = {START: "start", EVENTS: "events", FACTS: "facts", OUTPUT: "output",
-              COUNTERS: "counters", END: "end", BLOCK: "block", OFFCPU: "offcpu", SAMPLES: "samples"}
+              COUNTERS: "counters", END: "end", BLOCK: "block", OFFCPU: "offcpu", SAMPLES: "samples",
+              SUMMARY: "summary"}
 
 # fields the reader derives columns and tables from; a layout without them is not readable
 _EVENT_NEEDS = ("start_ns", "latency_ns", "op", "dev", "ino")
@@ -176,6 +182,13 @@ class TraceWriter:
         if data:
             self._chunk(OUTPUT, bytes([STREAMS[stream]]) + bytes(data))
 
+    def write_summary(self, records: np.ndarray) -> None:
+        """One SUMMARY chunk: a snapshot of the kernel's aggregates (rows of any flat dtype)."""
+        fields = [(name, records.dtype.fields[name][0]) for name in records.dtype.names]
+        description = _json([[name, sub.base.str, list(sub.shape)] for name, sub in fields])
+        rows = np.ascontiguousarray(records)
+        self._chunk(SUMMARY, _SUMMARY_HEAD.pack(len(description)) + description + rows.tobytes())
+
     def write_counters(self, counters: dict) -> None:
         self._chunk(COUNTERS, _json(counters))
 
@@ -257,6 +270,7 @@ class Trace:
     block: np.ndarray | None = None
     offcpu: np.ndarray | None = None
     samples: tuple = ()
+    summary = None   # --summary traces: the kernel's aggregates (set by load)
 
     def __init__(self, meta, events: dict, event_dtype: np.dtype, facts, ops, meta_kinds, output, counters, lost):
         self.meta, self.output, self.counters, self.lost = meta, output, counters, lost
@@ -472,7 +486,7 @@ def _read(path, data: memoryview, version: int, file_size: int) -> Trace:
         raise BadTrace(f"{path} has a broken START chunk ({exc}); it cannot be read") from None
 
     stored = {"start": CHUNK.size + len(chunks[0][2])}
-    end, counters, lost, samples = None, {}, 0, []
+    end, counters, lost, samples, summary = None, {}, 0, [], None
     output = {name: [] for name in STREAMS}
     stream_of = {number: name for name, number in STREAMS.items()}
     batches = {kind: [] for kind in dtypes}     # kind -> [(offset, payload, rows)]
@@ -485,11 +499,14 @@ def _read(path, data: memoryview, version: int, file_size: int) -> Trace:
                 output[stream_of[payload[0]]].append(bytes(payload[1:]))
             elif kind == COUNTERS:
                 counters = dict(json.loads(bytes(payload)))
-                lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0))
+                lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0)) \
+                    + int(counters.get("lost_summary", 0))
             elif kind == END:
                 end = dict(json.loads(bytes(payload)))
             elif kind == SAMPLES:
                 samples.append(_sample(payload))
+            elif kind == SUMMARY:
+                summary = _summary_rows(payload)
             # any other kind comes from a newer writer of the same format: skipped on purpose
         except (ValueError, TypeError):
             good_end = at
@@ -514,7 +531,15 @@ def _read(path, data: memoryview, version: int, file_size: int) -> Trace:
     trace = Trace(meta, records[EVENTS], dtypes[EVENTS], records[FACTS], ops, meta_kinds, text, counters, lost)
     trace.stored_bytes = {"header": HEADER.size, **stored}
     _attach_device_view(trace, records, samples)
+    trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace
+
+
+def _summary_rows(payload) -> np.ndarray:
+    (size,) = _SUMMARY_HEAD.unpack_from(payload)
+    fields = json.loads(bytes(payload[_SUMMARY_HEAD.size:_SUMMARY_HEAD.size + size]))
+    dtype = np.dtype([(name, kind, tuple(shape)) if shape else (name, kind) for name, kind, shape in fields])
+    return np.frombuffer(payload[_SUMMARY_HEAD.size + size:], dtype=dtype)
 
 
 def _sample(payload) -> dict:

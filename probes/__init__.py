@@ -9,3 +9,5 @@ from pathlib import Path
 HERE = Path(__file__).parent
 HEADER = HERE / "events.h"
 OBJECT = HERE / "build" / "iowitness.bpf.o"
+# empty programs on the same tracepoints: the floor scripts/bench/observers.py measures
+FLOOR_OBJECT = HERE / "build" / "floor.bpf.o"

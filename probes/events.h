@@ -3,7 +3,7 @@
  * Read by two compilers: clang (probes/iowitness.bpf.c) and iowitness's Python reader
  * (iowitness/layout.py parses this file; tests/kernel/test_layout.py checks the parse
  * against the BTF of the compiled object). Keep the style the reader understands:
- * fixed-width __u64/__s64/__u32/__s32/__u16/__u8 fields, arrays only of __u8/char,
+ * fixed-width __u64/__s64/__u32/__s32/__u16/__u8 fields, arrays of those with a #define count,
  * explicit padding, one `#define IOW_NAME value` per constant, enums with explicit values.
  */
 #ifndef IOWITNESS_EVENTS_H
@@ -117,7 +117,8 @@ struct iow_offcpu {
 #define IOW_LOST_META 1
 #define IOW_LOST_BLOCK 2
 #define IOW_LOST_OFFCPU 3
-#define IOW_LOST_SLOTS 4
+#define IOW_LOST_SUMMARY 4     /* --summary: a call whose aggregate had no room in the map */
+#define IOW_LOST_SLOTS 5
 
 /* A name rule: a file called `name` in the directory (dev, ino); empty name = any file in it. */
 #define IOW_NAME_MAX 128
@@ -141,7 +142,7 @@ struct iow_settings {
 	__u32 mode;           /* IOW_MODE_* */
 	__u32 all_processes;  /* 1: any process (attach --file); 0: the process set only */
 	__u32 collector_tgid; /* never traced: the collector itself */
-	__u32 pad0;
+	__u32 summary;        /* 1: aggregate in the kernel (struct iow_summary), no per-call record */
 };
 
 /* What the probe remembers of a target file. The generation tells a file from a later one
@@ -149,6 +150,8 @@ struct iow_settings {
 struct iow_file_state {
 	__u32 generation;
 	__u32 generation_known;  /* 0: registered from user space without it; any generation matches */
+	__u32 epoch;             /* --summary: phase number of the file, bumped at open, close, fsync */
+	__u32 pad0;
 };
 
 /* Path prefixes that keep a file out of the target set in IOW_MODE_ALL_FILES. */
@@ -156,6 +159,37 @@ struct iow_file_state {
 #define IOW_EXCLUDE_LEN 24
 struct iow_exclude {
 	__u8 prefix[IOW_EXCLUDE_LEN];
+};
+
+/* --summary mode: per (file, process, phase, syscall) aggregates kept in the kernel instead of
+ * one record per call (per-CPU hash `summary`; user space adds the CPUs up). A phase ends at
+ * each close, fsync or fdatasync of the file and a new one starts at each open: the
+ * boundaries the probe sees anyway, at no cost per data call. */
+#define IOW_HIST_BUCKETS 40    /* bucket k counts calls of latency [2^k, 2^(k+1)) ns; the last one more */
+#define IOW_SUMMARY_MAX 16384  /* distinct keys the map holds */
+
+struct iow_summary_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 tgid;
+	__u32 epoch;       /* iow_file_state.epoch when the call ended */
+	__u16 op;          /* enum iow_op */
+	__u16 pad0;
+};
+
+struct iow_summary {
+	__u64 calls;
+	__u64 errors;          /* ret < 0 */
+	__u64 short_calls;     /* reads and writes that did less than asked */
+	__u64 bytes;           /* reads and writes: bytes done */
+	__u64 requested;       /* reads and writes: bytes asked for */
+	__u64 latency_ns;      /* sum over the calls */
+	__u64 latency_max_ns;
+	__u64 first_start_ns;  /* entry of the first call */
+	__u64 last_end_ns;     /* exit of the last call */
+	__u64 sequential;      /* calls that began where the previous one of the key (same CPU) ended */
+	__s64 next_offset;     /* where the last call ended: what `sequential` compares with */
+	__u64 hist[IOW_HIST_BUCKETS];
 };
 
 #endif

@@ -80,9 +80,7 @@ def parse(text: str) -> Layout:
                 fields.append((field, _SCALARS[ctype]))
             else:
                 n = constants[count] if count in constants else int(count, 0)
-                if _SCALARS[ctype] != "u1":
-                    raise LayoutError(f"events.h: struct {name}.{field}: only byte arrays are allowed")
-                fields.append((field, "u1", (n,)))
+                fields.append((field, _SCALARS[ctype], (n,)))
         structs[name] = np.dtype(fields, align=True)
     if "IOW_LAYOUT_VERSION" not in constants:
         raise LayoutError("events.h: IOW_LAYOUT_VERSION is missing")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iowitness.analysis import device, device_checks, figures, units
+from iowitness.analysis import device, device_checks, figures, observer, units
 from iowitness.analysis.reporters import tables
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
@@ -37,7 +37,7 @@ def outlier_lines(outliers: pd.DataFrame) -> str:
 
 def render(report, trace) -> str:
     parts = [f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
-             f"lost events: {trace.lost}"]
+             f"lost events: {trace.lost}", observer.line(trace)]
     if trace.lost:
         parts.append(f"WARNING: {trace.lost} events were lost; phases may miss calls")
     if not trace.meta.get("complete", True):

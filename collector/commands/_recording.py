@@ -24,6 +24,14 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
     parser.add_argument("--ring-buffer-mb", type=float, default=DEFAULT_RING_BYTES / 2**20, metavar="MB",
                         help="size of the kernel-to-collector event ring (default %(default)g; "
                              "rounded up to a power of two)")
+    parser.add_argument("--summary", action="store_true",
+                        help="keep only in-kernel aggregates per file, process, phase and syscall "
+                             "(counts, bytes, latency histograms), no record per call: the lightest "
+                             "observer; report then has no per-call figures")
+    parser.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
+                        help="do not ask the kernel to time iowitness's BPF programs (by default timed "
+                             "in 0.5 s windows every 5 s, two clock reads per program run while on); "
+                             "the report then cannot state the probe's cost")
 
 
 def output_path(args, name: str) -> str:
@@ -70,13 +78,22 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be positive")
     return ProbeConfig(file_set=file_set, all_processes=all_processes,
-                       ring_bytes=int(args.ring_buffer_mb * 2**20))
+                       ring_bytes=int(args.ring_buffer_mb * 2**20), summary=args.summary,
+                       bpf_stats=args.bpf_stats)
 
 
 def open_recording(args, probe: Probe, path: str, mode: str, command) -> Recorder:
     warn_if_output_shares_a_disk(path, probe.config.file_set)
     writer = TraceWriter(path, base_metadata(mode, command, probe, path))
     return Recorder(probe, writer, quiet=args.quiet)
+
+
+def saved(reason: str, path: str, counters: dict) -> str:
+    """The last line of a recording: why it stopped, where it went, what it holds."""
+    lost = counters["lost_events"] + counters["lost_meta"] + counters.get("lost_summary", 0)
+    held = (f"{counters['calls']:,} calls summarized" if "calls" in counters
+            else f"{counters['events']:,} events")
+    return f"{reason}; saved {path}: {held}, {lost:,} lost"
 
 
 def say(args, message: str) -> None:

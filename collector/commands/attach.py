@@ -89,7 +89,5 @@ def execute(args) -> int:
         end = recorder.finish({"pids": sorted(pids)})
     finally:
         probe.close()
-    c = end["counters"]
-    _recording.say(args, f"{reason}; saved {path}: {c['events']:,} events, "
-                         f"{c['lost_events'] + c['lost_meta']:,} lost")
+    _recording.say(args, _recording.saved(reason, path, end["counters"]))
     return 0

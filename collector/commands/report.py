@@ -23,6 +23,8 @@ Example:
 
 from __future__ import annotations
 
+import sys
+
 from iowitness.collector.commands import _claims, _output
 from iowitness.collector.trace import load
 
@@ -43,6 +45,8 @@ def execute(args) -> int:
     if args.html:
         _output.check_writable(args.html)
     trace = load(args.trace)
+    if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
+        return _summary_report(trace, args)
     report = trace.report()
     if args.csv:  # the phase table only
         print(machine.to_csv(report), end="")
@@ -63,4 +67,15 @@ def execute(args) -> int:
         print(text.render(report, trace))
         print()
         print(text.verdict_section(verdicts, note))
+    return 0
+
+
+def _summary_report(trace, args) -> int:
+    from iowitness.analysis.reporters import aggregate
+
+    if args.claims or args.spec or args.format:
+        print("iowitness: claims are not judged for a --summary trace (no per-call timing); "
+              "showing the phases only", file=sys.stderr)
+    print(aggregate.to_csv(trace) if args.csv else aggregate.to_json(trace) if args.json
+          else aggregate.render(trace), end="" if args.csv else "\n")
     return 0

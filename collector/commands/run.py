@@ -69,7 +69,5 @@ def execute(args) -> int:
         end = recorder.finish({"exit_code": child.returncode, "pid": child.pid})
     finally:
         probe.close()
-    c = end["counters"]
-    _recording.say(args, f"{reason}; saved {path}: {c['events']:,} events, "
-                         f"{c['lost_events'] + c['lost_meta']:,} lost")
+    _recording.say(args, _recording.saved(reason, path, end["counters"]))
     return child.returncode if child.returncode is not None else 1

@@ -22,7 +22,6 @@ Usage (as root, from the repository, after scripts/setup.sh):
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess

@@ -14,7 +14,8 @@ import pytest
 from iowitness import probes
 from iowitness.probes.layout import LayoutError, layout, parse
 
-SHARED = ("iow_event", "iow_meta", "iow_block", "iow_offcpu", "iow_settings", "iow_name_key", "iow_file_key", "iow_file_state", "iow_exclude")
+SHARED = ("iow_event", "iow_meta", "iow_block", "iow_offcpu", "iow_settings", "iow_name_key", "iow_file_key",
+          "iow_file_state", "iow_exclude", "iow_summary_key", "iow_summary")
 
 
 def _btf_structs() -> dict[str, tuple[int, dict[str, int]]]:

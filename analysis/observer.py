@@ -1,0 +1,93 @@
+"""What the observer cost: the witness's own footprint, stated in every report.
+
+Sources, all saved in the trace by the collector: the calls seen (events, or calls summarized
+in --summary mode), the lost counts, the kernel's own run time and run count of iowitness's
+BPF programs (BPF statistics, sampled by the collector while it records), the collector's
+CPU time and the trace's size.
+
+How to read the per-call figure: it is a range. The programs run on every syscall of the
+machine (most return after a switch): their total time over the traced calls is an upper
+bound of what each traced call paid in BPF code, the mean run time of the entry and exit
+programs a lower one; the two meet when the benchmark makes most of the machine's syscalls.
+Not in it: the fixed cost of the tracepoints themselves (docs/performance.md, "floor"), and
+the two clock reads per program run that the statistics add. The collector turns the
+statistics on in windows (0.5 s every 5 s, collector/session.py) and scales what they
+measured to the whole run: the total is an estimate.
+"""
+
+from __future__ import annotations
+
+from iowitness.analysis import units
+
+
+def cost(trace) -> dict:
+    meta, counters = trace.meta, trace.counters
+    summary_mode = bool(meta.get("summary_mode"))
+    calls = int(counters.get("calls", 0)) if summary_mode else int(counters.get("events", len(trace.raw_events())))
+    start, end = meta.get("clock_start", {}), meta.get("clock_end", {})
+    seconds = (end["monotonic_ns"] - start["monotonic_ns"]) / 1e9 if end and start else None
+    cpu = meta.get("collector_cpu_s")
+    probe = counters.get("probe_cost") or {}
+    run_time_ns, runs = int(probe.get("run_time_ns", 0)), int(probe.get("run_cnt", 0))
+    timed = bool(runs)
+    # statistics sampled in windows: the calls made inside them are what run_time_ns paid for
+    sampled = probe.get("sampled_calls") if "sampled" in str(probe.get("source", "")) else None
+    timed_calls = sampled if sampled is not None else calls
+    sampled_s = probe.get("sampled_s") if sampled is not None else seconds
+    # a traced call runs the entry and the exit program once each: their mean run time (over
+    # every syscall of the machine, most of which leave at once) is a floor of its cost; all
+    # program time over the traced calls is a ceiling; they meet when the benchmark makes
+    # most of the machine's syscalls
+    hooks = [p for name, p in (probe.get("programs") or {}).items() if name in ("on_sys_enter", "on_sys_exit")]
+    low = sum(p["run_time_ns"] / p["run_cnt"] for p in hooks if p["run_cnt"]) if timed else None
+    high = run_time_ns / timed_calls if timed and timed_calls else None
+    total = run_time_ns / 1e9 * (seconds / sampled_s) if timed and seconds and sampled_s else None
+    trace_bytes = meta.get("trace_file_bytes")
+    return {
+        "mode": "summary" if summary_mode else "full",
+        "calls": calls,
+        "lost": int(trace.lost),
+        "recorded_s": seconds,
+        "calls_per_s": calls / seconds if seconds else None,
+        "bpf_stats": probe.get("source", "not recorded"),
+        "probe_sampled_s": sampled_s if sampled is not None else None,
+        "probe_sampled_calls": sampled,
+        "probe_runs": runs if timed else None,
+        "probe_ns_per_run": run_time_ns / runs if timed else None,
+        "probe_ns_per_call_min": low,
+        "probe_ns_per_call_max": high,
+        # the programs' time over the whole run, on every CPU (sampled windows scaled up)
+        "probe_time_s": total,
+        "collector_cpu_s": cpu["user"] + cpu["system"] if cpu else None,
+        # what the collector spent while recording (start-up excluded), per million calls
+        "collector_cpu_s_per_m": (cpu["user"] + cpu["system"] - meta["collector_cpu_start_s"]) / calls * 1e6
+        if cpu and calls and "collector_cpu_start_s" in meta else None,
+        "trace_bytes": trace_bytes,
+        "trace_bytes_per_call": trace_bytes / calls if trace_bytes and calls else None,
+    }
+
+
+def line(trace) -> str:
+    """One line for text reports."""
+    c = cost(trace)
+    noun = "calls summarized" if c["mode"] == "summary" else "events"
+    parts = [f"{c['calls']:,} {noun}", f"{c['lost']:,} lost"]
+    if c["probe_ns_per_call_max"] is not None:
+        how = (f"timed {units.seconds(c['probe_sampled_s'])} of the run" if c["probe_sampled_calls"] is not None
+               else "timed all run long")
+        low = f"{c['probe_ns_per_call_min']:,.0f}–" if c["probe_ns_per_call_min"] is not None else "at most "
+        total = f", about {units.seconds(c['probe_time_s'])} in all" if c["probe_time_s"] is not None else ""
+        parts.append(f"probe {low}{c['probe_ns_per_call_max']:,.0f} ns per traced call{total} ({how})")
+    elif c["probe_ns_per_call_min"] is not None:
+        parts.append(f"probe at least {c['probe_ns_per_call_min']:,.0f} ns per traced call "
+                     "(no traced call fell in the timed windows)")
+    else:
+        parts.append(f"probe time not measured (BPF statistics: {c['bpf_stats']})")
+    if c["collector_cpu_s"] is not None:
+        per_m = (f" ({c['collector_cpu_s_per_m']:.2f} s per million calls after start-up)"
+                 if c["collector_cpu_s_per_m"] is not None else "")
+        parts.append(f"collector CPU {units.seconds(c['collector_cpu_s'])}{per_m}")
+    if c["trace_bytes"]:
+        per = f" ({c['trace_bytes_per_call']:.3g} B per call)" if c["trace_bytes_per_call"] else ""
+        parts.append(f"trace {units.bytes_(c['trace_bytes'])}{per}")
+    return "observer  " + ", ".join(parts)

@@ -1,0 +1,41 @@
+"""The observer benchmark (scripts/bench/observers.py) still runs end to end.
+
+Not a timed test: CI never fails on a slow run. One workload, one round (--smoke): every
+available observer must run, iowitness must lose no event in either mode, and the figures the
+table is made of must be there."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import REPO, require_tool
+
+
+def test_bench_smoke_runs_every_available_observer_without_losing_events(tmp_path):
+    # GIVEN fio and the built probes (the floor object included)
+    require_tool("fio")
+    out = tmp_path / "bench.json"
+    # WHEN the benchmark runs in smoke mode
+    proc = subprocess.run([sys.executable, str(REPO / "scripts/bench/observers.py"), "--smoke",
+                           "--dir", str(tmp_path / "work"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=240, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads(out.read_text())["results"]
+    # THEN the one workload has a ratio for untraced-vs-each observer that ran, none failed
+    (workload, per_observer), = results.items()
+    assert workload == "fio-seq-read"
+    failed = {name: row["failed"] for name, row in per_observer.items() if "failed" in row}
+    assert not failed, failed
+    for name in ("floor", "iowitness", "iowitness-summary", "strace"):
+        assert per_observer[name]["ratio"]["median"] > 0, name
+    # AND iowitness lost nothing in either mode, and says what it cost
+    for name in ("iowitness", "iowitness-summary"):
+        row = per_observer[name]
+        assert row["lost"]["max"] == 0, name
+        assert row["calls_per_s"]["median"] > 0, name
+        assert row["probe_ns_per_call"]["median"] > 0, name
+    # AND the printed table names each observer
+    for name in per_observer:
+        assert name in proc.stdout
