@@ -285,6 +285,10 @@ class Trace:
         # one contiguous array per field: the analysis reads columns, never whole records
         self._columns, self._event_dtype = events, event_dtype
 
+    @property
+    def event_count(self) -> int:
+        return len(self._columns["start_ns"])
+
     def raw_events(self) -> np.ndarray:
         """The event records as a numpy structured array, row for row as `events` (padding zeroed)."""
         records = np.zeros(len(self._columns["start_ns"]), self._event_dtype)

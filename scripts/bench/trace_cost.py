@@ -35,7 +35,7 @@ from iowitness.collector.trace import TraceWriter, load
 IOWITNESS = [sys.executable, "-m", "iowitness.collector.cli"]
 BATCH = 32 * 1024
 LOAD_ONE = ("import sys, time; from iowitness.collector.trace import load; "
-            "t = time.perf_counter(); c = time.process_time(); n = len(load(sys.argv[1]).raw_events()); "
+            "t = time.perf_counter(); c = time.process_time(); n = load(sys.argv[1]).event_count; "
             "print(time.perf_counter() - t, time.process_time() - c, n)")
 
 
@@ -110,7 +110,7 @@ def main() -> int:
                 subprocess.run([*IOWITNESS, "run", "-q", "-o", str(path), *options, "--", *command],
                                check=True, capture_output=True, cwd=work)
                 trace = load(path)
-                n = max(len(trace.raw_events()), 1)
+                n = max(trace.event_count, 1)
                 cpu = trace.meta["collector_cpu_s"]
                 encoded, raw = write_cost(trace, work / "rewrite.iwt")
                 rows.append({"events": n, "file": path.stat().st_size / n,
