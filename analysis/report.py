@@ -50,6 +50,15 @@ def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_
     })
 
 
+def _column_property(name: str) -> cached_property:
+    """An event column as a plain array, taken when first asked for; the probe's u64 times
+    are read as int64 without a copy (they are far below 2^63)."""
+    def column(self) -> np.ndarray:
+        values = self._events[name].to_numpy()
+        return values.view(np.int64) if values.dtype == np.uint64 else values
+    return cached_property(column)
+
+
 class Calls:
     """Per-event arrays the later stages share; `data` is true for counted reads and writes
     (not warm-ups). Plain numpy arrays, made when first asked for: no 10-million-row DataFrame
@@ -60,43 +69,21 @@ class Calls:
         self.phase = assigned["phase"].to_numpy()
         self.syscall = events["syscall"]
 
-    def _column(self, name: str) -> np.ndarray:
-        values = self._events[name].to_numpy()
-        # the probe's u64 times read as int64 without a copy (they are far below 2^63)
-        return values.view(np.int64) if values.dtype == np.uint64 else values
-
     @cached_property
     def data(self) -> np.ndarray:
         kind = phase_module.call_kinds(self.syscall)
         return ((kind == phase_module.READ) | (kind == phase_module.WRITE)) & ~self._assigned["warmup"].to_numpy()
 
     @cached_property
-    def ret(self) -> np.ndarray:
-        return self._column("ret")
-
-    @cached_property
     def bytes(self) -> np.ndarray:
         return np.where(self.data & (self.ret > 0), self.ret, 0)
 
-    @cached_property
-    def start_ns(self) -> np.ndarray:
-        return self._column("start_ns")
-
-    @cached_property
-    def end_ns(self) -> np.ndarray:
-        return self._column("end_ns")
-
-    @cached_property
-    def latency_ns(self) -> np.ndarray:
-        return self._column("latency_ns")
-
-    @cached_property
-    def tid(self) -> np.ndarray:
-        return self._column("tid")
-
-    @cached_property
-    def offset(self) -> np.ndarray:
-        return self._column("offset")
+    ret = _column_property("ret")
+    start_ns = _column_property("start_ns")
+    end_ns = _column_property("end_ns")
+    latency_ns = _column_property("latency_ns")
+    tid = _column_property("tid")
+    offset = _column_property("offset")
 
 
 def data_calls(events: pd.DataFrame, assigned: pd.DataFrame) -> Calls:

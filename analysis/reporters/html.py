@@ -63,13 +63,7 @@ def figure(svg: str, name: str, wide: bool = False) -> str:
 
 
 def warnings(trace) -> str:
-    out = []
-    if trace.lost:
-        out.append(f"WARNING: {trace.lost:,} events were lost; phases may miss calls.")
-    if not trace.meta.get("complete", True):
-        out.append("WARNING: the trace is INCOMPLETE (the collector stopped before the end); "
-                   "the last phases may be cut short.")
-    return "".join(f'<p class="warning">{esc(w)}</p>' for w in out)
+    return "".join(f'<p class="warning">WARNING: {esc(w)}</p>' for w in tables.warnings(trace))
 
 
 def _phase_link(phase, chosen) -> str:

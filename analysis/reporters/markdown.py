@@ -30,13 +30,7 @@ def table(frame: pd.DataFrame) -> str:
 
 
 def warnings(trace) -> list[str]:
-    out = []
-    if trace.lost:
-        out.append(f"**WARNING:** {trace.lost:,} events were lost; phases may miss calls.")
-    if not trace.meta.get("complete", True):
-        out.append("**WARNING:** the trace is INCOMPLETE (the collector stopped before the end); "
-                   "the last phases may be cut short.")
-    return out
+    return [f"**WARNING:** {w}" for w in tables.warnings(trace)]
 
 
 def render(report, trace, verdicts=None, note: str | None = None) -> str:

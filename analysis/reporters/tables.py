@@ -77,6 +77,17 @@ def group_rows(groups: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def warnings(trace) -> list[str]:
+    """What makes a trace's figures incomplete, one sentence each, for every reporter."""
+    out = []
+    if trace.lost:
+        out.append(f"{trace.lost:,} events were lost; phases may miss calls.")
+    if not trace.meta.get("complete", True):
+        out.append("the trace is INCOMPLETE (the collector stopped before the end); "
+                   "the last phases may be cut short.")
+    return out
+
+
 def describe_claim(claim) -> str:
     """What a claim is about: its test, scope, record and file size."""
     where = []

@@ -38,11 +38,7 @@ def outlier_lines(outliers: pd.DataFrame) -> str:
 def render(report, trace) -> str:
     parts = [f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
              f"lost events: {trace.lost}", observer.line(trace)]
-    if trace.lost:
-        parts.append(f"WARNING: {trace.lost} events were lost; phases may miss calls")
-    if not trace.meta.get("complete", True):
-        parts.append("WARNING: the trace is INCOMPLETE (the collector stopped before the end); "
-                     "the last phases may be cut short")
+    parts += [f"WARNING: {w}" for w in tables.warnings(trace)]
     if report.phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")
         return "\n".join(parts)
