@@ -102,13 +102,13 @@ def _streams(span: np.ndarray, by_span: np.ndarray, tid: np.ndarray) -> tuple[np
     return stream, stable_order(stream)
 
 
-def _phase_nearby(o_stream, others, d_stream, d_phase, at) -> np.ndarray:
+def _phase_nearby(o_stream, d_stream, d_phase, at) -> np.ndarray:
     """Phase of each non-data call: that of the data call before it in its stream, else of the
     one after it, else -1. `at` is each non-data call's position in stream order (increasing)
     and `d_stream`/`d_phase` describe the data calls in that same order, so the data calls
     before the i-th non-data call number at[i] - i."""
-    if not len(others) or not len(d_phase):
-        return np.full(len(others), -1, dtype=np.int64)
+    if not len(at) or not len(d_phase):
+        return np.full(len(at), -1, dtype=np.int64)
     before = at - np.arange(len(at)) - 1
     after = np.minimum(before + 1, len(d_phase) - 1)
     has_before = (before >= 0) & (d_stream[np.maximum(before, 0)] == o_stream)
@@ -218,7 +218,7 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
         # other calls: the phase before them in their thread and span, else the next one;
         # then the same within the span, for calls of a thread that did no I/O there
         others = by_stream[~data_at]
-        phase[others] = _phase_nearby(stream[others], others, d_stream, d_phase, np.flatnonzero(~data_at))
+        phase[others] = _phase_nearby(stream[others], d_stream, d_phase, np.flatnonzero(~data_at))
         lacking = phase < 0
         if lacking.any():
             in_phased_span = np.zeros(int(span.max()) + 1, dtype=bool)
