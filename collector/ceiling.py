@@ -48,6 +48,9 @@ def measure(directory: str) -> dict:
     try:
         written, write_s = _timed(fd, buf, True, MEASURE_BYTES)
         read, read_s = _timed(fd, buf, False, written)
+    except OSError as exc:    # a full disk, an I/O error: say so, never a traceback
+        raise NotFound(f"--device-ceiling measure: O_DIRECT I/O in {directory} failed: {exc.strerror}; "
+                       "give the rate instead, e.g. --device-ceiling 200MB/s") from None
     finally:
         os.close(fd)
         os.unlink(path)
