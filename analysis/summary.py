@@ -10,6 +10,7 @@ import pandas as pd
 
 from iowitness.analysis import aggregates, observer, units
 from iowitness.analysis.phases import READS, WRITES
+from iowitness.analysis.reporters import tables
 
 PERCENTILES = (50, 90, 99, 99.9)
 DATA_SYSCALLS = set(READS) | set(WRITES)
@@ -77,6 +78,9 @@ def render(trace) -> str:
     lines.append(f"trace     {meta.get('path')}")
     lines.append(f"command   {command}")
     lines.append(f"host      {meta.get('host')}  kernel {meta.get('kernel')}")
+    unread = tables.unread_note(meta)
+    if unread:
+        lines.append(f"WARNING   {unread}")
     status = "complete" if meta.get("complete") else "INCOMPLETE (collector stopped before the end)"
     lines.append(f"recorded  {units.seconds(duration) if duration is not None else '?'}  {status}"
                  + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")

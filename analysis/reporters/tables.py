@@ -85,7 +85,20 @@ def warnings(trace) -> list[str]:
     if not trace.meta.get("complete", True):
         out.append("the trace is INCOMPLETE (the collector stopped before the end); "
                    "the last phases may be cut short.")
+    unread = unread_note(trace.meta)
+    if unread:
+        out.append(unread + ".")
     return out
+
+
+def unread_note(meta: dict) -> str | None:
+    """The part of the file the reader had to leave out: a torn last chunk (a collector killed
+    while writing) or a damaged one; whatever came after it is not in any figure."""
+    unread = int(meta.get("truncated_bytes") or 0)
+    if not unread:
+        return None
+    return (f"the last {unread:,} bytes of the file could not be read (a torn or damaged chunk); "
+            "the events in them, and any after them, are missing")
 
 
 def describe_claim(claim) -> str:

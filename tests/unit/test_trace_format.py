@@ -205,6 +205,22 @@ def test_cut_inside_the_last_chunk_keeps_every_earlier_chunk(tmp_path):
     assert trace.meta["truncated_bytes"] == cut - good
 
 
+def test_show_and_report_say_how_much_of_a_damaged_trace_was_left_out(tmp_path, capsys):
+    # GIVEN a trace whose last 40 bytes are cut off
+    from iowitness.collector import cli
+    path = tmp_path / "run.iwt"
+    write_trace(path, CALLS[:2], CALLS[2:], end={"exit_code": 0})
+    path.write_bytes(path.read_bytes()[:-40])
+    unread = load(path).meta["truncated_bytes"]
+    assert unread > 40   # the whole torn chunk is left out, not only the missing bytes
+    # WHEN it is shown and reported
+    for command in ("show", "report"):
+        assert cli.main([command, str(path)]) == 0
+        out = capsys.readouterr().out
+        # THEN each says, with the number, that the end of the file could not be read
+        assert f"the last {unread:,} bytes of the file could not be read" in out, command
+
+
 def test_crc_failure_mid_file_stops_reading_there(tmp_path):
     # GIVEN three event chunks, the second one with a flipped byte
     path = tmp_path / "run.iwt"
