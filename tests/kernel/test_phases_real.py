@@ -432,10 +432,11 @@ def _chunks(data: bytes) -> list[tuple[int, int, int]]:
 
 
 def test_report_on_a_truncated_trace_reports_what_is_left(traced, workdir, tmp_path):
-    # GIVEN a trace whose events came in two batches (the collector writes what it drains,
-    # every 100 ms at least, as one chunk), cut in the middle of the last batch
+    # GIVEN a trace whose events came in two batches (the collector writes what it gathered
+    # as one chunk every FLUSH_SECONDS, 0.5 s, or a little later: the pause must outlast a
+    # flush interval by a margin), cut in the middle of the last batch
     target = workdir / "data"
-    trace, _ = traced(["/bin/sh", "-c", f"dd if=/dev/zero of={target} bs=4k count=64 2>/dev/null; sleep 0.5; "
+    trace, _ = traced(["/bin/sh", "-c", f"dd if=/dev/zero of={target} bs=4k count=64 2>/dev/null; sleep 1.5; "
                                         f"dd if={target} of=/dev/null bs=4k 2>/dev/null"], "--file", str(target))
     whole = open(trace.meta["path"], "rb").read()
     events = [c for c in _chunks(whole) if c[0] == 2]
