@@ -1,7 +1,8 @@
 """--summary mode: the probe's per-CPU aggregates read back and added up, one row per key.
 
 The probe keeps one struct iow_summary per (file, process, phase, syscall) and CPU
-(probes/events.h). Reading it is one map walk; the collector does it every few seconds and
+(probes/events.h): `summary_slots` gives each key a slot number, the per-CPU array `summary`
+holds the values at that number. Reading it is one walk of the keys; the collector does it every few seconds and
 at the end, and the trace keeps the last snapshot (a SUMMARY chunk), so a summary trace
 holds a few rows per phase, whatever the number of calls.
 """
@@ -42,18 +43,19 @@ def combine_values(per_cpu: np.ndarray) -> dict:
     return row
 
 
-def combine(summary_map, cpus: int) -> np.ndarray:
+def combine(slots_map, values_map, cpus: int) -> np.ndarray:
     key_dtype, value_dtype = layout().structs["iow_summary_key"], layout().structs["iow_summary"]
     stride = (value_dtype.itemsize + 7) & ~7   # the kernel hands per-CPU values 8-byte aligned
     per_cpu_dtype = np.dtype({"names": list(value_dtype.names),
                               "formats": [value_dtype.fields[n][0] for n in value_dtype.names],
                               "offsets": [value_dtype.fields[n][1] for n in value_dtype.names],
                               "itemsize": stride})
-    keys = summary_map.keys(key_dtype.itemsize)
+    keys = slots_map.keys(key_dtype.itemsize)
     out = np.zeros(len(keys), dtype=record_dtype())
     filled = 0
     for raw_key in keys:
-        raw = summary_map.lookup(raw_key, stride * cpus)
+        number = slots_map.lookup(raw_key, 4)
+        raw = values_map.lookup(number, stride * cpus) if number is not None else None
         if raw is None:  # removed between the walk and the lookup: nothing removes keys, but be safe
             continue
         key = np.frombuffer(raw_key, dtype=key_dtype)[0]

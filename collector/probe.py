@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from iowitness import probes
-from iowitness.collector import aggregates, blockdev, libbpf, mounts, preflight
+from iowitness.collector import aggregates, blockdev, eventarea, libbpf, mounts, preflight
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
 from iowitness.probes.layout import layout
 
-DEFAULT_RING_BYTES = 64 << 20
+DEFAULT_RING_BYTES = 64 << 20   # the event area's budget, shared out between the CPUs
 META_RING_BYTES = 1 << 20
 DEVICE_RING_BYTES = 4 << 20   # block requests and off-CPU stretches: each its own ring of this size
 
@@ -26,8 +26,6 @@ class ProbeConfig:
     file_set: FileSet
     all_processes: bool = False
     ring_bytes: int = DEFAULT_RING_BYTES
-    # wake the reader when this share of the ring is waiting; it also polls on a timer
-    wakeup_fraction: float = 1 / 8
     # aggregate in the kernel (struct iow_summary) instead of one ring record per call
     summary: bool = False
     # ask the kernel to time our programs (BPF_ENABLE_STATS) for the observer-cost line
@@ -41,30 +39,29 @@ def _kernel_has_tracepoint(name: str) -> bool:
         return True   # let the load say what is wrong
 
 
-def _ring_size(requested: int) -> int:
-    page = os.sysconf("SC_PAGE_SIZE")
-    size = max(page, requested)
-    return 1 << (size - 1).bit_length()  # the kernel wants a power of two
-
-
 class Probe:
     def __init__(self, config: ProbeConfig):
         preflight.require_tracing()
         L = layout()
         self.config = config
-        self.ring_bytes = _ring_size(config.ring_bytes)
+        cpus = possible_cpus()
+        per_cpu = eventarea.events_per_cpu(config.ring_bytes, cpus, L.event.itemsize)
+        self.ring_bytes = cpus * per_cpu * L.event.itemsize
         settings = np.zeros(1, dtype=L.structs["iow_settings"])
-        settings["wakeup_bytes"] = max(L.event.itemsize, int(self.ring_bytes * config.wakeup_fraction))
+        settings["area_events"] = per_cpu
+        settings["doorbell_events"] = per_cpu // eventarea.DOORBELL_SHARE
         settings["mode"] = (L.constants["IOW_MODE_ALL_FILES"] if config.file_set.all_files
                             else L.constants["IOW_MODE_FILE_SET"])
         settings["all_processes"] = int(config.all_processes)
         settings["collector_tgid"] = os.getpid()
         settings["summary"] = int(config.summary)
+        settings["cpus"] = cpus
 
         self._obj = BpfObject(probes.OBJECT)
         try:
             self._obj.set_initial_value(".rodata.settings", settings.tobytes())
-            self._obj.set_max_entries("events", self.ring_bytes)
+            self._obj.set_max_entries("event_area", cpus * per_cpu)
+            self._obj.set_max_entries("event_positions", cpus)
             self._obj.set_max_entries("meta_events", META_RING_BYTES)
             # block_io_start (Linux 6.5) only names who submitted a request; without it the
             # device view still has every request, with the submitter unknown
@@ -74,6 +71,7 @@ class Probe:
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")
             self._lost = self._obj.map("lost")
+            self._summary_slots = self._obj.map("summary_slots")
             self._summary = self._obj.map("summary")
             names = self._obj.map("names")
             for rule in config.file_set.rules:
@@ -82,7 +80,8 @@ class Probe:
             excludes = self._obj.map("excludes")
             for slot, entry in enumerate(exclude_entries()):
                 excludes.update(struct.pack("<I", slot), entry)
-            self.events = RingReader(self._obj.map("events").fd, self.ring_bytes, L.event)
+            self.events = eventarea.EventArea(self._obj.map("event_area").fd, self._obj.map("event_positions").fd,
+                                              self._obj.map("doorbell").fd, cpus, per_cpu, L.event)
             self.facts = RingReader(self._obj.map("meta_events").fd, META_RING_BYTES, L.meta)
             self._open_device_view(L)
         except BaseException:
@@ -176,7 +175,7 @@ class Probe:
 
     def summary_records(self) -> np.ndarray:
         """--summary: the kernel's aggregates now, one row per key, the CPUs added up."""
-        return aggregates.combine(self._summary, self._cpus)
+        return aggregates.combine(self._summary_slots, self._summary, self._cpus)
 
     def close(self) -> None:
         if self._stats_fd is not None:

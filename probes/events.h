@@ -137,12 +137,28 @@ struct iow_file_key {
 };
 
 /* Settings fixed between open and load (`const volatile` in section .rodata.settings). */
+/* The event area: where the probe leaves one struct iow_event per traced call. One ring per
+ * CPU inside a memory-mapped array map (`event_area`: CPU c owns entries [c * area_events,
+ * (c + 1) * area_events)), with that CPU's positions in `event_positions`. The probe on CPU c
+ * writes entry head % area_events, then advances head; user space copies [tail, head) and
+ * then advances tail. Programs run with preemption off, so each ring has one writer: no
+ * lock, no atomic, no record header (a BPF ring buffer costs ~35 ns per record for those). */
+struct iow_area_position {
+	__u64 head;      /* written by the probe: records this CPU has ever written */
+	__u64 pad0[7];   /* head and tail on cache lines of their own */
+	__u64 tail;      /* written by user space: records it has copied out */
+	__u64 pad1[7];
+};
+
 struct iow_settings {
-	__u64 wakeup_bytes;   /* wake the reader once this many bytes wait in the event ring */
-	__u32 mode;           /* IOW_MODE_* */
-	__u32 all_processes;  /* 1: any process (attach --file); 0: the process set only */
-	__u32 collector_tgid; /* never traced: the collector itself */
-	__u32 summary;        /* 1: aggregate in the kernel (struct iow_summary), no per-call record */
+	__u32 area_events;     /* records per CPU in the event area (a power of two) */
+	__u32 doorbell_events; /* wake the reader each time a CPU has written this many more (power of two) */
+	__u32 mode;            /* IOW_MODE_* */
+	__u32 all_processes;   /* 1: any process (attach --file); 0: the process set only */
+	__u32 collector_tgid;  /* never traced: the collector itself */
+	__u32 summary;         /* 1: aggregate in the kernel (struct iow_summary), no per-call record */
+	__u32 cpus;            /* possible CPUs: --summary slot numbers are dealt out per CPU */
+	__u32 pad0;
 };
 
 /* What the probe remembers of a target file. The generation tells a file from a later one
@@ -162,7 +178,8 @@ struct iow_exclude {
 };
 
 /* --summary mode: per (file, process, phase, syscall) aggregates kept in the kernel instead of
- * one record per call (per-CPU hash `summary`; user space adds the CPUs up). A phase ends at
+ * one record per call (`summary_slots` numbers the keys, the per-CPU array `summary` holds the
+ * values; user space adds the CPUs up). A phase ends at
  * each close, fsync or fdatasync of the file and a new one starts at each open: the
  * boundaries the probe sees anyway, at no cost per data call. */
 #define IOW_HIST_BUCKETS 40    /* bucket k counts calls of latency [2^k, 2^(k+1)) ns; the last one more */

@@ -17,14 +17,18 @@
  * sys_exit minus sys_enter of the same thread, so it includes time blocked in the kernel.
  *
  * Overhead: two raw tracepoint programs (sys_enter, sys_exit) run for every syscall on the
- * machine; calls that are not file syscalls return after a switch, threads outside the set
- * after a task-storage lookup and one hash lookup, calls on non-target files after an
- * fd-table walk (plain loads, one helper read) and one hash lookup. Only target calls
- * reserve ring-buffer space (80 bytes each); the reader is woken once `wakeup_bytes` are
- * waiting, never per record. With settings.summary (--summary) no record is sent: each call
- * is added to a per-CPU aggregate instead. Measured on a 1-byte pread loop (kernel BPF
- * statistics): entry ~25-35 ns and exit ~110-160 ns of program work per traced call, plus
- * the tracepoints' fixed cost. See docs/performance.md for the measured slowdowns.
+ * machine; calls that are not file syscalls return after a switch. The rest works through a
+ * per-CPU slot (struct cpu_slot): the entry time of the call in progress and memos of the
+ * last target file and --summary key, all inlined array lookups. Threads outside the set
+ * return after one compare (one task-storage lookup each time they come on a CPU), calls on
+ * non-target files after an fd-table walk (plain loads, one helper read) and one hash
+ * lookup. A target call writes one 72-byte record into its CPU's ring of the event area
+ * (events.h): no lock, no atomic; the reader is woken once per `doorbell_events` records,
+ * never per record. With settings.summary (--summary) no record is written: the call is
+ * added to its per-CPU aggregate instead. Measured on a 1-byte pread loop with kernel BPF
+ * statistics on (which add a clock read to each): entry ~70-100 ns, exit ~150-160 ns
+ * (summary ~110-165 ns) per traced call, of which ~55 ns are the two clock reads a latency
+ * needs. See docs/performance.md for the measured slowdowns.
  *
  * Why raw tracepoints (tp_btf) and not syscalls:sys_enter_*: one program pair covers every
  * syscall and costs about half as much per call; kprobes and fentry are unavailable on the
@@ -52,13 +56,33 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile struct iow_settings settings SEC(".rodata.settings") = {
-	.wakeup_bytes = 1 << 20,
+	.area_events = 1,
+	.doorbell_events = 1,
+	.cpus = 1,
 };
 
+/* the event area (events.h); user space sizes both maps before loading */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_event);
+} event_area SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_area_position);
+} event_positions SEC(".maps");
+
+/* a tiny ring whose only use is to wake the reader: one 8-byte record per doorbell_events */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 32 << 20);
-} events SEC(".maps");
+	__uint(max_entries, 1 << 16);
+} doorbell SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -100,21 +124,26 @@ struct {
 	__type(value, struct iow_exclude);
 } excludes SEC(".maps");
 
-/* --summary: aggregates per (file, process, phase, syscall), one value per CPU */
+/* --summary: aggregates per (file, process, phase, syscall). A key gets a slot number once
+ * (`summary_slots`); the values live in a per-CPU array at that number, which the hot path
+ * reaches with an inlined array lookup after a per-CPU memo of the last key (struct cpu_slot)
+ * instead of a hash lookup per call. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, IOW_SUMMARY_MAX);
 	__type(key, struct iow_summary_key);
+	__type(value, __u32);
+} summary_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IOW_SUMMARY_MAX);
+	__type(key, __u32);
 	__type(value, struct iow_summary);
 } summary SEC(".maps");
 
-/* --summary: the zeroed value a new key starts from (too large for the BPF stack) */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct iow_summary);
-} summary_zero SEC(".maps");
+/* bumped whenever a file's epoch moves: the per-CPU memos of target files are then stale */
+__u64 files_version = 0;
 
 /* never used at run time: keeps struct iow_event in the object's BTF, which is what
  * tests/unit/test_layout.py compares with the Python reader's layout */
@@ -152,9 +181,17 @@ struct {
 	__type(value, struct scratch);
 } scratch_space SEC(".maps");
 
-/* what sys_enter leaves for sys_exit of the same thread */
+/* What sys_enter leaves for sys_exit of the same thread.
+ *
+ * Fast path: one slot per CPU, owned by the thread that last entered a file syscall there
+ * since it was switched in. A per-CPU array lookup is a few inlined instructions where a
+ * task-storage lookup costs ~70 ns, and it is done twice per call. A thread that leaves the
+ * CPU in the middle of a call (it blocks, is preempted, migrates) passes through
+ * sched_switch first, which moves the slot into the thread's task storage (slow path) and
+ * frees the slot; sys_exit looks there when the CPU's slot is not its own.
+ */
 struct call_start {
-	__u64 ts;
+	__u64 ts;    /* entry time; 0: no traced call in progress */
 	__u64 ino;   /* close: identity of the file, resolved before the fd disappears */
 	__u32 dev;
 	__u32 nr;
@@ -166,6 +203,64 @@ struct {
 	__type(key, int);
 	__type(value, struct call_start);
 } starts SEC(".maps");
+
+struct cpu_slot {
+	__u64 owner;    /* task_struct address of the thread it describes; 0: nobody */
+	__u32 traced;   /* the owner belongs to the traced set (and has task storage to spill to) */
+	__u32 pad0;
+	struct call_start call;
+	/* memo of the last target file a call on this CPU used, whatever the thread: saves the
+	 * `files` hash lookup while a benchmark works on one file. Only targets are memoised
+	 * (user space only ever adds files), and an epoch move invalidates it (files_version). */
+	struct iow_file_key file;
+	__u32 file_generation;
+	__u32 file_epoch;
+	__u64 file_version;   /* files_version when memoised; valid only when file_known */
+	__u32 file_known;
+	/* --summary: memo of the last aggregate key and its slot number */
+	__u32 summary_known;
+	__u32 summary_slot;
+	__u32 summary_dealt;  /* slot numbers this CPU has given out */
+	struct iow_summary_key summary_key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_slot);
+} cpu_slots SEC(".maps");
+
+static __always_inline struct cpu_slot *this_cpu_slot(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpu_slots, &zero);
+}
+
+/* Is this (already opened) file a target? Through the CPU's memo first; sets its epoch. */
+static __always_inline bool target_file(struct cpu_slot *slot, struct iow_file_key *key, __u32 generation,
+					__u32 *epoch)
+{
+	__u64 version = *(volatile __u64 *)&files_version;
+	struct iow_file_state *state;
+
+	if (slot->file_known && slot->file.ino == key->ino && slot->file.dev == key->dev &&
+	    slot->file_generation == generation && slot->file_version == version) {
+		*epoch = slot->file_epoch;
+		return true;
+	}
+	state = bpf_map_lookup_elem(&files, key);
+	if (!state || (state->generation_known && state->generation != generation))
+		return false;
+	*epoch = state->epoch;
+	slot->file = *key;
+	slot->file_generation = generation;
+	slot->file_epoch = *epoch;
+	slot->file_version = version;
+	slot->file_known = 1;
+	return true;
+}
 
 static __always_inline __u16 op_of_syscall(long nr)
 {
@@ -443,8 +538,10 @@ static __always_inline void next_phase_of(struct iow_file_key *key)
 {
 	struct iow_file_state *state = bpf_map_lookup_elem(&files, key);
 
-	if (state)
+	if (state) {
 		__sync_fetch_and_add(&state->epoch, 1);
+		__sync_fetch_and_add(&files_version, 1);
+	}
 }
 
 static __always_inline __u32 log2_bucket(__u64 v)
@@ -460,29 +557,52 @@ static __always_inline __u32 log2_bucket(__u64 v)
 	return r < IOW_HIST_BUCKETS ? r : IOW_HIST_BUCKETS - 1;
 }
 
+/* --summary: the aggregate of a key on this CPU, through the CPU's memo of the last key */
+static __always_inline struct iow_summary *summary_of(struct cpu_slot *slot, struct iow_summary_key *key)
+{
+	struct iow_summary_key *memo = &slot->summary_key;
+	__u32 *found, number;
+
+	if (slot->summary_known && memo->ino == key->ino && memo->dev == key->dev &&
+	    memo->tgid == key->tgid && memo->epoch == key->epoch && memo->op == key->op)
+		return bpf_map_lookup_elem(&summary, &slot->summary_slot);
+	found = bpf_map_lookup_elem(&summary_slots, key);
+	if (found) {
+		number = *found;
+	} else {
+		/* numbers are dealt out per CPU (cpu, cpu + cpus, ...): no shared counter to race on */
+		number = slot->summary_dealt * settings.cpus + bpf_get_smp_processor_id();
+		if (number >= IOW_SUMMARY_MAX)
+			return NULL;
+		slot->summary_dealt += 1;
+		if (bpf_map_update_elem(&summary_slots, key, &number, BPF_NOEXIST)) {
+			/* another CPU gave the key a number first: use that one */
+			found = bpf_map_lookup_elem(&summary_slots, key);
+			if (!found)
+				return NULL;
+			number = *found;
+		}
+	}
+	slot->summary_key = *key;
+	slot->summary_slot = number;
+	slot->summary_known = 1;
+	return bpf_map_lookup_elem(&summary, &number);
+}
+
 /* --summary: add one completed call to its aggregate instead of sending a record */
-static __always_inline void summarize(struct iow_file_key *file, struct iow_file_state *state, __u16 op,
-				      __u64 start_ts, __u64 now, __s64 offset, __u64 requested, long ret)
+static __always_inline void summarize(struct cpu_slot *slot, struct iow_file_key *file, __u32 epoch,
+				      __u16 op, __u32 tgid, __u64 start_ts, __u64 now, __s64 offset,
+				      __u64 requested, long ret)
 {
 	struct iow_summary_key key = {
-		.ino = file->ino, .dev = file->dev, .tgid = bpf_get_current_pid_tgid() >> 32,
-		.epoch = state ? state->epoch : 0, .op = op,
+		.ino = file->ino, .dev = file->dev, .tgid = tgid, .epoch = epoch, .op = op,
 	};
-	struct iow_summary *sum = bpf_map_lookup_elem(&summary, &key);
+	struct iow_summary *sum = summary_of(slot, &key);
 	__u64 latency = now - start_ts;
-	__u32 zero = 0;
 
 	if (!sum) {
-		struct iow_summary *blank = bpf_map_lookup_elem(&summary_zero, &zero);
-
-		if (!blank)
-			return;
-		bpf_map_update_elem(&summary, &key, blank, BPF_NOEXIST);
-		sum = bpf_map_lookup_elem(&summary, &key);
-		if (!sum) {
-			count_lost(IOW_LOST_SUMMARY);
-			return;
-		}
+		count_lost(IOW_LOST_SUMMARY);
+		return;
 	}
 	if (!sum->calls)
 		sum->first_start_ns = start_ts;
@@ -512,37 +632,44 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 {
 	__u16 op = op_of_syscall(nr);
 	struct task_struct *task;
+	struct cpu_slot *slot;
 	struct call_start *start;
 
 	if (!op)
 		return 0;
 	task = bpf_get_current_task_btf();
-	/* a thread with storage is traced: one lookup on the hot path instead of two */
-	start = bpf_task_storage_get(&starts, task, 0, 0);
-	if (!start) {
-		if (!process_is_traced(bpf_get_current_pid_tgid() >> 32))
-			return 0;
-		start = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!start)
-			return 0;
+	slot = this_cpu_slot();
+	if (!slot)
+		return 0;
+	if (slot->owner != (__u64)task) {
+		/* first file syscall since the thread came on this CPU: decide once per stint.
+		 * A thread with storage is traced; a new thread of a traced process gets some. */
+		slot->owner = (__u64)task;
+		slot->call.ts = 0;
+		start = bpf_task_storage_get(&starts, task, 0, 0);
+		if (!start && process_is_traced(task->tgid))
+			start = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		slot->traced = start != NULL;
 	}
-	start->nr = nr;
+	if (!slot->traced)
+		return 0;
+	slot->call.nr = nr;
+	slot->call.ts = 0;
 	if (op == IOW_OP_CLOSE) {
 		/* the fd is gone at exit: resolve the file now */
 		struct file *file = file_of_fd(task, ARG1(regs));
 		struct iow_file_key key;
 		__u32 generation;
 
-		start->ts = 0;
 		if (!file)
 			return 0;
 		generation = file_key_of(file, &key);
 		if (!is_target(&key, generation))
 			return 0;
-		start->ino = key.ino;
-		start->dev = key.dev;
+		slot->call.ino = key.ino;
+		slot->call.dev = key.dev;
 	}
-	start->ts = bpf_ktime_get_ns();
+	slot->call.ts = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -553,12 +680,16 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	__u16 op = op_of_syscall(nr);
 	__u64 now;
 	struct task_struct *task;
+	struct cpu_slot *slot;
 	struct call_start *start;
 	struct iow_file_key key = {};
-	struct iow_file_state *state = NULL;
+	__u32 epoch = 0;
+	bool epoch_known = false;
 	struct iow_event *e;
 	struct file *file = NULL;
-	__u64 start_ts, pid_tgid, requested = 0;
+	__u64 start_ts, requested = 0, head;
+	struct iow_area_position *position;
+	__u32 cpu, index;
 	__s64 offset = -1;
 	__u32 flags = 0;
 	long fd;
@@ -568,8 +699,18 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	/* the clock after the cheap test: most syscalls of the machine are not file syscalls */
 	now = bpf_ktime_get_ns();
 	task = bpf_get_current_task_btf();
-	start = bpf_task_storage_get(&starts, task, 0, 0);
-	if (!start || !start->ts || start->nr != nr)
+	slot = this_cpu_slot();
+	if (!slot)
+		return 0;
+	if (slot->owner == (__u64)task) {
+		start = &slot->call;
+	} else {
+		/* the thread left the CPU during the call: sched_switch kept its entry */
+		start = bpf_task_storage_get(&starts, task, 0, 0);
+		if (!start)
+			return 0;
+	}
+	if (!start->ts || start->nr != nr)
 		return 0;
 	start_ts = start->ts;
 	start->ts = 0;
@@ -587,11 +728,9 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	} else {
 		fd = ARG1(regs);
 		file = file_of_fd(task, fd);
-		if (!file)
+		if (!file || !target_file(slot, &key, file_key_of(file, &key), &epoch))
 			return 0;
-		state = target_state(&key, file_key_of(file, &key));
-		if (!state)
-			return 0;
+		epoch_known = true;
 	}
 
 	switch (op) {
@@ -646,37 +785,51 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 
 	if (settings.summary) {
 		/* no record: the verifier drops the ring-buffer path below in this mode */
-		if (!state)  /* opens and closes: rare, one more lookup */
-			state = bpf_map_lookup_elem(&files, &key);
-		summarize(&key, state, op, start_ts, now, offset, requested, ret);
+		if (!epoch_known) {  /* opens and closes: rare, one more lookup */
+			struct iow_file_state *state = bpf_map_lookup_elem(&files, &key);
+
+			epoch = state ? state->epoch : 0;
+		}
+		summarize(slot, &key, epoch, op, task->tgid, start_ts, now, offset, requested, ret);
 		if (op == IOW_OP_CLOSE || op == IOW_OP_FSYNC || op == IOW_OP_FDATASYNC)
 			next_phase_of(&key);
 		return 0;
 	}
 
-	/* reserve a slot in the ring buffer; a full ring is counted, never silent */
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
+	/* this CPU's next entry in the event area; a full area is counted, never silent */
+	cpu = bpf_get_smp_processor_id();
+	position = bpf_map_lookup_elem(&event_positions, &cpu);
+	if (!position)
+		return 0;
+	head = position->head;
+	if (head - *(volatile __u64 *)&position->tail >= settings.area_events) {
 		count_lost(IOW_LOST_EVENTS);
 		return 0;
 	}
-	pid_tgid = bpf_get_current_pid_tgid();
+	index = cpu * settings.area_events + (__u32)(head & (settings.area_events - 1));
+	e = bpf_map_lookup_elem(&event_area, &index);
+	if (!e)
+		return 0;
 	e->start_ns = start_ts;
 	e->latency_ns = now - start_ts;
 	e->ino = key.ino;
 	e->offset = offset;
 	e->requested = requested;
 	e->ret = ret;
-	e->tgid = pid_tgid >> 32;
-	e->tid = (__u32)pid_tgid;
+	e->tgid = task->tgid;
+	e->tid = task->pid;
 	e->dev = key.dev;
 	e->fd = fd;
 	e->flags = flags;
 	e->op = op;
 	e->pad0 = 0;
-	/* wake the reader only when a batch is waiting; it also polls on a timer */
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= settings.wakeup_bytes ?
-				      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	/* the record before the head that publishes it: x86 keeps stores in program order, the
+	 * barrier keeps the compiler from moving them */
+	asm volatile("" ::: "memory");
+	position->head = head + 1;
+	/* wake the reader once per batch, never per record; it also polls on a timer */
+	if (((head + 1) & (settings.doorbell_events - 1)) == 0)
+		bpf_ringbuf_output(&doorbell, &head, sizeof(head), BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -886,7 +1039,22 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u32 tgid, tid;
 	struct offcpu_since *since;
 	struct iow_offcpu *o;
+	struct cpu_slot *slot = this_cpu_slot();
 
+	/* the thread leaving owns this CPU's syscall slot: keep a call in progress in its own
+	 * storage (sys_exit may run on another CPU) and free the slot for the next thread */
+	if (slot && slot->owner == (__u64)prev) {
+		if (slot->call.ts) {
+			struct call_start *start = bpf_task_storage_get(&starts, prev, 0, 0);
+
+			if (start)
+				*start = slot->call;
+			else
+				count_lost(IOW_LOST_EVENTS);
+		}
+		slot->owner = 0;
+		slot->call.ts = 0;
+	}
 	if (settings.all_processes)
 		return 0;
 	tgid = BPF_CORE_READ(prev, tgid);

@@ -22,8 +22,8 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
     parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
     parser.add_argument("-q", "--quiet", action="store_true", help="no live status line on stderr")
     parser.add_argument("--ring-buffer-mb", type=float, default=DEFAULT_RING_BYTES / 2**20, metavar="MB",
-                        help="size of the kernel-to-collector event ring (default %(default)g; "
-                             "rounded up to a power of two)")
+                        help="size of the kernel-to-collector event buffer, shared out between the CPUs "
+                             "(default %(default)g; each CPU's share rounded up to a power of two records)")
     parser.add_argument("--summary", action="store_true",
                         help="keep only in-kernel aggregates per file, process, phase and syscall "
                              "(counts, bytes, latency histograms), no record per call: the lightest "

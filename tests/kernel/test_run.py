@@ -68,7 +68,7 @@ def test_run_passes_exit_code_and_output_through(traced, workdir):
 
 
 def test_a_tiny_ring_buffer_counts_lost_events(tmp_path, workdir):
-    # GIVEN a ring of one page (about 50 records) and a flood of small writes
+    # GIVEN an event area of 4 KiB (64 records per CPU, the smallest) and a flood of small writes
     out = tmp_path / "tiny.iwt"
     target = workdir / "flood.bin"
     proc = subprocess.run([*IOWITNESS, "run", "-q", "-o", str(out), "--ring-buffer-mb", "0.004", "--",
