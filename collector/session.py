@@ -25,7 +25,7 @@ from iowitness.collector.probe import Probe
 from iowitness.collector.trace import TraceWriter
 from iowitness.probes.layout import layout
 
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.25   # longest sleep: the doorbell wakes the collector sooner for each batch
 FLUSH_SECONDS = 0.5
 PROCESS_CHECK_SECONDS = 0.25
 STATUS_AFTER_SECONDS = 3.0
