@@ -55,7 +55,6 @@ class Probe:
         settings["all_processes"] = int(config.all_processes)
         settings["collector_tgid"] = os.getpid()
         settings["summary"] = int(config.summary)
-        settings["cpus"] = cpus
 
         self._obj = BpfObject(probes.OBJECT)
         try:

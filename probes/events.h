@@ -157,8 +157,6 @@ struct iow_settings {
 	__u32 all_processes;   /* 1: any process (attach --file); 0: the process set only */
 	__u32 collector_tgid;  /* never traced: the collector itself */
 	__u32 summary;         /* 1: aggregate in the kernel (struct iow_summary), no per-call record */
-	__u32 cpus;            /* possible CPUs: --summary slot numbers are dealt out per CPU */
-	__u32 pad0;
 };
 
 /* What the probe remembers of a target file. The generation tells a file from a later one

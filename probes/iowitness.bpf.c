@@ -58,7 +58,6 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile struct iow_settings settings SEC(".rodata.settings") = {
 	.area_events = 1,
 	.doorbell_events = 1,
-	.cpus = 1,
 };
 
 /* the event area (events.h); user space sizes both maps before loading */
@@ -142,6 +141,15 @@ struct {
 	__type(value, struct iow_summary);
 } summary SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, IOW_SUMMARY_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} summary_numbers SEC(".maps");
+
+__u32 summary_next_number = 0;
+
 /* bumped whenever a file's epoch moves: the per-CPU memos of target files are then stale */
 __u64 files_version = 0;
 
@@ -220,7 +228,7 @@ struct cpu_slot {
 	/* --summary: memo of the last aggregate key and its slot number */
 	__u32 summary_known;
 	__u32 summary_slot;
-	__u32 summary_dealt;  /* slot numbers this CPU has given out */
+	__u32 pad1;
 	struct iow_summary_key summary_key;
 };
 
@@ -557,6 +565,27 @@ static __always_inline __u32 log2_bucket(__u64 v)
 	return r < IOW_HIST_BUCKETS ? r : IOW_HIST_BUCKETS - 1;
 }
 
+/* --summary: a free slot number for a new key. Claimed by inserting it into
+ * `summary_numbers` (an insert that fails if the number is there is atomic): no fetch-and-add,
+ * which the BPF instruction set our clang targets (v1) lacks. The next number to try is a
+ * hint shared by all CPUs; a CPU that loses a race moves on to the next. */
+static __always_inline int claim_summary_number(__u32 *number)
+{
+	__u32 candidate = *(volatile __u32 *)&summary_next_number;
+	__u8 taken = 1;
+
+	for (int i = 0; i < 16; i++, candidate++) {
+		if (candidate >= IOW_SUMMARY_MAX)
+			return -1;
+		if (!bpf_map_update_elem(&summary_numbers, &candidate, &taken, BPF_NOEXIST)) {
+			summary_next_number = candidate + 1;
+			*number = candidate;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* --summary: the aggregate of a key on this CPU, through the CPU's memo of the last key */
 static __always_inline struct iow_summary *summary_of(struct cpu_slot *slot, struct iow_summary_key *key)
 {
@@ -570,11 +599,8 @@ static __always_inline struct iow_summary *summary_of(struct cpu_slot *slot, str
 	if (found) {
 		number = *found;
 	} else {
-		/* numbers are dealt out per CPU (cpu, cpu + cpus, ...): no shared counter to race on */
-		number = slot->summary_dealt * settings.cpus + bpf_get_smp_processor_id();
-		if (number >= IOW_SUMMARY_MAX)
+		if (claim_summary_number(&number))
 			return NULL;
-		slot->summary_dealt += 1;
 		if (bpf_map_update_elem(&summary_slots, key, &number, BPF_NOEXIST)) {
 			/* another CPU gave the key a number first: use that one */
 			found = bpf_map_lookup_elem(&summary_slots, key);
