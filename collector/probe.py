@@ -45,7 +45,9 @@ class Probe:
         L = layout()
         self.config = config
         cpus = possible_cpus()
-        per_cpu = eventarea.events_per_cpu(config.ring_bytes, cpus, L.event.itemsize)
+        # --summary writes no record: the smallest area is enough
+        budget = 0 if config.summary else config.ring_bytes
+        per_cpu = eventarea.events_per_cpu(budget, cpus, L.event.itemsize)
         self.ring_bytes = cpus * per_cpu * L.event.itemsize
         settings = np.zeros(1, dtype=L.structs["iow_settings"])
         settings["area_events"] = per_cpu
