@@ -77,9 +77,15 @@ def test_a_tiny_ring_buffer_counts_lost_events(tmp_path, workdir):
     assert proc.returncode == 0, proc.stderr
     # THEN what could not be delivered is counted, and delivered + lost = what dd did
     trace = load(out)
-    writes = len(_data(trace, "write"))
+    delivered = _data(trace, "write")
+    writes = len(delivered)
     assert trace.counters["lost_events"] > 0
     assert writes + trace.counters["lost_events"] >= 200000
+    # AND every record that was delivered is whole, though each CPU's 64-record ring wrapped
+    # around thousands of times: dd's writes, 512 bytes each, at distinct rising offsets
+    offsets = delivered["offset"].to_numpy()
+    assert (delivered["ret"] == 512).all() and (offsets % 512 == 0).all()
+    assert (offsets[1:] > offsets[:-1]).all()
     # AND `show` says so
     shown = subprocess.run([*IOWITNESS, "show", str(out)], capture_output=True, text=True, timeout=60)
     assert f"lost {trace.lost:,}" in shown.stdout
