@@ -162,6 +162,8 @@ class BpfObject:
             hint = ""
             if abs(err) in (errno.EPERM, errno.EACCES):
                 hint = "; run as root (BPF needs CAP_BPF and CAP_PERFMON)"
+            elif abs(err) == errno.ENOMEM:
+                hint = "; the kernel could not allocate the probe's maps: try a smaller --ring-buffer-mb"
             raise CannotTrace(f"loading the BPF probe into the kernel failed: {_why(err)}{hint}{_log_tail()}")
         self._loaded = True
 

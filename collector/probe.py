@@ -17,6 +17,7 @@ from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, fil
 from iowitness.probes.layout import layout
 
 DEFAULT_RING_BYTES = 64 << 20   # the event area's budget, shared out between the CPUs
+MAX_RING_BYTES = 1 << 30        # rounded up per CPU, that stays under the kernel's 4 GiB per map
 META_RING_BYTES = 1 << 20
 DEVICE_RING_BYTES = 4 << 20   # block requests and off-CPU stretches: each its own ring of this size
 

@@ -8,7 +8,7 @@ import sys
 import time
 
 from iowitness.collector import mounts
-from iowitness.collector.probe import DEFAULT_RING_BYTES, Probe, ProbeConfig
+from iowitness.collector.probe import DEFAULT_RING_BYTES, MAX_RING_BYTES, Probe, ProbeConfig
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
 from iowitness.collector.trace import TraceWriter
@@ -23,7 +23,8 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
     parser.add_argument("-q", "--quiet", action="store_true", help="no live status line on stderr")
     parser.add_argument("--ring-buffer-mb", type=float, default=DEFAULT_RING_BYTES / 2**20, metavar="MB",
                         help="size of the kernel-to-collector event buffer, shared out between the CPUs "
-                             "(default %(default)g; each CPU's share rounded up to a power of two records)")
+                             f"(default %(default)g, at most {MAX_RING_BYTES >> 20}; each CPU's share rounded up "
+                             "to a power of two records)")
     parser.add_argument("--summary", action="store_true",
                         help="keep only in-kernel aggregates per file, process, phase and syscall "
                              "(counts, bytes, latency histograms), no record per call: the lightest "
@@ -75,6 +76,8 @@ def warn_if_output_shares_a_disk(path: str, file_set: FileSet) -> None:
 def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
     if args.ring_buffer_mb <= 0:
         raise UsageError("--ring-buffer-mb must be positive")
+    if args.ring_buffer_mb * 2**20 > MAX_RING_BYTES:
+        raise UsageError(f"--ring-buffer-mb must be at most {MAX_RING_BYTES >> 20}")
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be positive")
     return ProbeConfig(file_set=file_set, all_processes=all_processes,

@@ -85,6 +85,14 @@ def test_trace_output_among_the_traced_files(tmp_path):
     assert "among the traced files" in _one_clean_line(proc)
 
 
+@pytest.mark.parametrize("size", ["0", "1025", "3000000"])
+def test_event_buffer_size_out_of_range(tmp_path, size):
+    proc = iowitness("run", "--ring-buffer-mb", size, "-o", str(tmp_path / "x.iwt"), "--", "true", check=False)
+    assert proc.returncode == EXIT_USAGE
+    assert "--ring-buffer-mb must be" in _one_clean_line(proc)
+    assert not (tmp_path / "x.iwt").exists()
+
+
 def test_not_a_trace(tmp_path):
     bogus = tmp_path / "bogus.iwt"
     bogus.write_text("hello")
