@@ -246,30 +246,6 @@ static __always_inline struct cpu_slot *this_cpu_slot(void)
 	return bpf_map_lookup_elem(&cpu_slots, &zero);
 }
 
-/* Is this (already opened) file a target? Through the CPU's memo first; sets its epoch. */
-static __always_inline bool target_file(struct cpu_slot *slot, struct iow_file_key *key, __u32 generation,
-					__u32 *epoch)
-{
-	__u64 version = *(volatile __u64 *)&files_version;
-	struct iow_file_state *state;
-
-	if (slot->file_known && slot->file.ino == key->ino && slot->file.dev == key->dev &&
-	    slot->file_generation == generation && slot->file_version == version) {
-		*epoch = slot->file_epoch;
-		return true;
-	}
-	state = bpf_map_lookup_elem(&files, key);
-	if (!state || (state->generation_known && state->generation != generation))
-		return false;
-	*epoch = state->epoch;
-	slot->file = *key;
-	slot->file_generation = generation;
-	slot->file_epoch = *epoch;
-	slot->file_version = version;
-	slot->file_known = 1;
-	return true;
-}
-
 static __always_inline __u16 op_of_syscall(long nr)
 {
 	switch (nr) {
@@ -368,6 +344,30 @@ static __always_inline struct iow_file_state *target_state(struct iow_file_key *
 static __always_inline bool is_target(struct iow_file_key *key, __u32 generation)
 {
 	return target_state(key, generation) != NULL;
+}
+
+/* Is this (already opened) file a target? Through the CPU's memo first; sets its epoch. */
+static __always_inline bool target_file(struct cpu_slot *slot, struct iow_file_key *key, __u32 generation,
+					__u32 *epoch)
+{
+	__u64 version = *(volatile __u64 *)&files_version;
+	struct iow_file_state *state;
+
+	if (slot->file_known && slot->file.ino == key->ino && slot->file.dev == key->dev &&
+	    slot->file_generation == generation && slot->file_version == version) {
+		*epoch = slot->file_epoch;
+		return true;
+	}
+	state = target_state(key, generation);
+	if (!state)
+		return false;
+	*epoch = state->epoch;
+	slot->file = *key;
+	slot->file_generation = generation;
+	slot->file_epoch = *epoch;
+	slot->file_version = version;
+	slot->file_known = 1;
+	return true;
 }
 
 static __always_inline bool is_pseudo_fs(__u32 magic)
