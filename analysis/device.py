@@ -220,14 +220,17 @@ def _writeback(table, phases, devices, requests, a, b) -> None:
     table["dirty_bytes"] = 0
     table["writeback_bytes"] = 0
     table["writeback_s"] = np.nan
-    is_write_phase = (phases["operation"] == "write").to_numpy() & ~phases["O_DIRECT"].to_numpy(bool)
+    writes = (phases["operation"] == "write").to_numpy()
+    is_write_phase = writes & ~phases["O_DIRECT"].to_numpy(bool)
+    device_of = np.array([devices.get(int(p)) for p in phases["phase"]], dtype=object)
     for dev, req in requests.items():
-        mine = np.flatnonzero(is_write_phase & np.array([devices.get(int(p)) == dev for p in phases["phase"]]))
+        on_dev = device_of == dev
+        mine = np.flatnonzero(is_write_phase & on_dev)
         if not len(mine):
             continue
         # device writes outside every write phase's window of this device
         inside = np.zeros(len(req.complete), dtype=bool)
-        for i in np.flatnonzero((phases["operation"] == "write").to_numpy()):
+        for i in np.flatnonzero(writes & on_dev):
             lo, hi = np.searchsorted(req.complete, [a[i], b[i]])
             inside[lo:hi] = True
         free = req.write & req.own & ~inside

@@ -167,6 +167,21 @@ def test_write_back_is_paid_first_in_first_out_and_only_after_the_phase():
     assert table.at[0, "writeback_s"] == pytest.approx(0.210)
 
 
+def test_a_write_phase_on_another_device_does_not_hide_this_devices_write_back():
+    # GIVEN a buffered 4 MiB write phase on device 7 (0-10 ms), then a write phase on device 8
+    # (40-60 ms) while device 7 writes the first phase's 4 MiB back (45-55 ms)
+    phases = pd.DataFrame({"phase": [1, 2], "operation": ["write", "write"], "O_DIRECT": [False, False],
+                           "data_first_ns": [T0, T0 + 40 * MS], "data_last_ns": [T0 + 10 * MS, T0 + 60 * MS],
+                           "sync_end_ns": [0, 0], "close_end_ns": [0, 0]})
+    table = pd.DataFrame({"phase": [1, 2], "syscall_bytes": [4 << 20, 1 << 20], "device_bytes": [0, 0]})
+    req = device.Requests(_requests([(45, 50, 2 << 20, 1), (50, 55, 2 << 20, 1)]))
+    a, b = device._window(phases)
+    # WHEN write-back is attributed (device 8 has no requests)
+    device._writeback(table, phases, {1: 7, 2: 8}, {7: req, 8: device.Requests(_requests([]))}, a, b)
+    # THEN device 7's writes during the other device's phase are the first phase's write-back
+    assert table.at[0, "writeback_bytes"] == 4 << 20
+
+
 def test_requests_of_other_programs_on_the_device_are_not_the_benchmarks():
     # GIVEN reads by the benchmark (tgid 10), by a kworker (write-back) and by another program (tgid 99)
     block = _requests([(0, 1, 4096, 0), (0, 1, 8192, 1), (0, 1, 65536, 0)])
