@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis.phases import READS, SYNCS, WRITES
+
 UNAVAILABLE = [
     "per-call outliers (no record per call)",
     "exact latency percentiles (log2 histogram: the upper edge of the bin is shown)",
@@ -26,8 +28,6 @@ UNAVAILABLE = [
     "re-read and re-write detection",
     "claim verdicts (they need per-call timing windows)",
 ]
-READ_OPS = ("read", "pread64", "readv", "preadv", "preadv2")
-WRITE_OPS = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
 
 
 def rows(trace) -> pd.DataFrame:
@@ -73,12 +73,13 @@ def syscall_table(frame: pd.DataFrame) -> pd.DataFrame:
 def phase_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per phase with data calls: process, file, phase number, direction, rates."""
     out = []
-    data = frame[frame["syscall"].isin(READ_OPS + WRITE_OPS)]
-    for (tgid, dev, ino, epoch), g in data.groupby(["tgid", "dev", "ino", "epoch"], sort=True):
-        same = frame[(frame["tgid"] == tgid) & (frame["dev"] == dev) & (frame["ino"] == ino)
-                     & (frame["epoch"] == epoch)]
-        syncs = same[same["syscall"].isin(("fsync", "fdatasync"))]
-        reads = g["syscall"].isin(READ_OPS)
+    keys = ["tgid", "dev", "ino", "epoch"]
+    data = frame[frame["syscall"].isin(READS + WRITES)]
+    syncs_of = frame[frame["syscall"].isin(SYNCS)].groupby(keys)[["calls", "latency_ns"]].sum()
+    for key, g in data.groupby(keys, sort=True):
+        tgid, epoch = key[0], key[3]
+        syncs = syncs_of.loc[key] if key in syncs_of.index else {"calls": 0, "latency_ns": 0}
+        reads = g["syscall"].isin(READS)
         operation = "read" if reads.all() else "write" if not reads.any() else "read+write"
         calls, nbytes = int(g["calls"].sum()), int(g["bytes"].sum())
         wall_s = (g["last_end_ns"].max() - g["first_start_ns"].min()) / 1e9
@@ -91,14 +92,14 @@ def phase_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "first_ns": int(g["first_start_ns"].min()), "last_ns": int(g["last_end_ns"].max()),
                     "wall_Bps": nbytes / wall_s if wall_s > 0 else float("nan"),
                     "busy_Bps": nbytes / busy_s if busy_s > 0 else float("nan"),
-                    "fsyncs": int(syncs["calls"].sum()), "fsync_ns": int(syncs["latency_ns"].sum()),
+                    "fsyncs": int(syncs["calls"]), "fsync_ns": int(syncs["latency_ns"]),
                     **_latency(g)})
     return pd.DataFrame(out)
 
 
 def file_table(frame: pd.DataFrame) -> pd.DataFrame:
-    reads = frame["syscall"].isin(READ_OPS)
-    writes = frame["syscall"].isin(WRITE_OPS)
+    reads = frame["syscall"].isin(READS)
+    writes = frame["syscall"].isin(WRITES)
     table = pd.DataFrame({"path": frame["path"], "calls": frame["calls"],
                           "read_bytes": frame["bytes"].where(reads, 0),
                           "written_bytes": frame["bytes"].where(writes, 0)})
