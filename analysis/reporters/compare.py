@@ -30,8 +30,10 @@ class Run:
     report: object
     verdicts: list | None
     keys: dict = field(default_factory=dict)     # phase key -> phase number
+    by_phase: object = None                      # the phase table indexed by phase number
 
     def __post_init__(self):
+        self.by_phase = self.report.phases.set_index("phase")
         seen: dict[tuple, int] = {}
         for r in self.report.phases.sort_values("data_first_ns", kind="stable").itertuples():
             name = tables.phase_label(r)
@@ -67,7 +69,7 @@ def cells(run: Run, key: tuple) -> dict[str, str]:
     phase = run.keys.get(key)
     if phase is None:
         return {m: "—" for m in METRICS} | {"verdict": "no such phase"}
-    row = run.report.phases.set_index("phase").loc[phase]
+    row = run.by_phase.loc[phase]
     v = run.verdict_of(phase)
     return {
         "record": units.bytes_(row["record_size"]),
@@ -120,7 +122,7 @@ def active_rate(run: Run, key: tuple) -> float:
     v = run.verdict_of(phase)
     if v and v.figures and v.kind == "bytes" and v.window in v.figures:
         return float(v.figures[v.window])
-    return float(run.report.phases.set_index("phase").at[phase, "wall_Bps"])
+    return float(run.by_phase.at[phase, "wall_Bps"])
 
 
 def latencies(run: Run, key: tuple, cache: dict) -> np.ndarray:
