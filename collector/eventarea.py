@@ -7,14 +7,13 @@ read and written as such (a torn position would hand the probe space we have not
 x86 keeps stores in order, so a head we read covers records already complete.
 
 A small BPF ring buffer (`doorbell`) carries no data: the probe writes to it, forcing a
-wake-up, each time a CPU has written another `doorbell_events` records, so the reader sleeps
-in epoll between batches instead of polling fast.
+wake-up, each time a CPU has written another `doorbell_events` records, so the collector
+sleeps in epoll (collector/probe.py, Probe.wait) between batches instead of polling fast.
 """
 
 from __future__ import annotations
 
 import mmap
-import select
 
 import numpy as np
 
@@ -37,9 +36,10 @@ def _mapped_bytes(size: int) -> int:
 
 
 class EventArea:
-    def __init__(self, area_fd: int, positions_fd: int, doorbell_fd: int, cpus: int, per_cpu: int,
+    def __init__(self, area_fd: int, positions_fd: int, doorbell, cpus: int, per_cpu: int,
                  record: np.dtype):
         self.cpus, self.per_cpu, self.record = cpus, per_cpu, record
+        self.doorbell = doorbell   # a RingReader; its records say nothing, reading them re-arms it
         self._area_map = mmap.mmap(area_fd, _mapped_bytes(cpus * per_cpu * record.itemsize),
                                    mmap.MAP_SHARED, mmap.PROT_READ)
         self._positions_map = mmap.mmap(positions_fd, _mapped_bytes(cpus * _POSITION_WORDS * 8),
@@ -50,17 +50,6 @@ class EventArea:
                                    count=cpus * per_cpu * record.itemsize).reshape(cpus, per_cpu, record.itemsize)
         self._positions = np.frombuffer(self._positions_map, dtype=np.uint64,
                                         count=cpus * _POSITION_WORDS).reshape(cpus, _POSITION_WORDS)
-        # the doorbell ring: its records are never read, only its consumer position moved on
-        self._bell_consumer = mmap.mmap(doorbell_fd, _PAGE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        self._bell_producer = mmap.mmap(doorbell_fd, _PAGE, mmap.MAP_SHARED, mmap.PROT_READ, offset=_PAGE)
-        self._bell_consumer_word = np.frombuffer(self._bell_consumer, dtype=np.uint64, count=1)
-        self._bell_producer_word = np.frombuffer(self._bell_producer, dtype=np.uint64, count=1)
-        self._epoll = select.epoll()
-        self._epoll.register(doorbell_fd, select.EPOLLIN)
-
-    def wait(self, timeout: float) -> None:
-        """Sleep until a CPU rings the doorbell (a batch is waiting) or the timeout passes."""
-        self._epoll.poll(timeout)
 
     def pending_bytes(self) -> int:
         waiting = self._positions[:, _HEAD].astype(np.int64) - self._positions[:, _TAIL].astype(np.int64)
@@ -68,8 +57,8 @@ class EventArea:
 
     def read(self) -> np.ndarray:
         """Copy out every record written so far, all CPUs, in start-time order."""
-        self._bell_consumer_word[0] = self._bell_producer_word[0]
-        parts = []
+        self.doorbell.read()
+        parts, heads = [], {}
         for cpu in range(self.cpus):
             head = int(self._positions[cpu, _HEAD])
             tail = int(self._positions[cpu, _TAIL])
@@ -81,24 +70,22 @@ class EventArea:
             start = tail % self.per_cpu
             end = start + count
             ring = self._rows[cpu]
-            if end <= self.per_cpu:
-                rows = ring[start:end].copy()
-            else:
-                rows = np.concatenate((ring[start:], ring[:end - self.per_cpu]))
-            parts.append(rows.view(self.record).reshape(count))
-            # hand the entries back to the probe only after the copy above
-            self._positions[cpu, _TAIL] = head
+            parts += [ring[start:end]] if end <= self.per_cpu else [ring[start:], ring[:end - self.per_cpu]]
+            heads[cpu] = head
         if not parts:
             return np.empty(0, dtype=self.record)
-        if len(parts) == 1:
-            return parts[0]
-        # each CPU's records are in order; merging keeps a trace nearly sorted for the reader
-        events = np.concatenate(parts)
-        return events[np.argsort(events["start_ns"], kind="stable")]
+        # the one copy (views of the area until here), then hand the entries back to the probe
+        rows = parts[0].copy() if len(parts) == 1 else np.concatenate(parts)
+        for cpu, head in heads.items():
+            self._positions[cpu, _TAIL] = head
+        events = rows.view(self.record).reshape(len(rows))
+        if len(heads) > 1:
+            # each CPU's records are in order; merging keeps a trace nearly sorted for the reader
+            events = events[np.argsort(events["start_ns"], kind="stable")]
+        return events
 
     def close(self) -> None:
-        self._epoll.close()
         # the maps are unmapped when the last numpy view of them is gone
+        self.doorbell.close()
         self._rows = self._positions = None
-        self._bell_consumer_word = self._bell_producer_word = None
-        self._area_map = self._positions_map = self._bell_consumer = self._bell_producer = None
+        self._area_map = self._positions_map = None

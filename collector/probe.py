@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import struct
 from pathlib import Path
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ DEFAULT_RING_BYTES = 64 << 20   # the event area's budget, shared out between th
 MAX_RING_BYTES = 1 << 30        # rounded up per CPU, that stays under the kernel's 4 GiB per map
 META_RING_BYTES = 1 << 20
 DEVICE_RING_BYTES = 4 << 20   # block requests and off-CPU stretches: each its own ring of this size
+DOORBELL_RING_BYTES = 1 << 16 # wake-ups only (collector/eventarea.py)
 
 
 @dataclass
@@ -65,6 +67,9 @@ class Probe:
             self._obj.set_max_entries("event_area", cpus * per_cpu)
             self._obj.set_max_entries("event_positions", cpus)
             self._obj.set_max_entries("meta_events", META_RING_BYTES)
+            self._obj.set_max_entries("doorbell", DOORBELL_RING_BYTES)
+            self._obj.set_max_entries("block_events", DEVICE_RING_BYTES)
+            self._obj.set_max_entries("offcpu_events", DEVICE_RING_BYTES)
             # block_io_start (Linux 6.5) only names who submitted a request; without it the
             # device view still has every request, with the submitter unknown
             if not _kernel_has_tracepoint("block_io_start"):
@@ -82,10 +87,16 @@ class Probe:
             excludes = self._obj.map("excludes")
             for slot, entry in enumerate(exclude_entries()):
                 excludes.update(struct.pack("<I", slot), entry)
+            doorbell = RingReader(self._obj.map("doorbell").fd, DOORBELL_RING_BYTES, np.dtype("<u8"))
             self.events = eventarea.EventArea(self._obj.map("event_area").fd, self._obj.map("event_positions").fd,
-                                              self._obj.map("doorbell").fd, cpus, per_cpu, L.event)
+                                              doorbell, cpus, per_cpu, L.event)
             self.facts = RingReader(self._obj.map("meta_events").fd, META_RING_BYTES, L.meta)
             self._open_device_view(L)
+            # one sleep for every ring: the event area's doorbell, and the facts, block-request
+            # and off-CPU rings when they fill (the probe wakes us then, not per record)
+            self._wakeups = select.epoll()
+            for reader in (doorbell, self.facts, self.block, self.offcpu):
+                self._wakeups.register(reader.fd, select.EPOLLIN)
         except BaseException:
             self._obj.close()
             raise
@@ -115,6 +126,10 @@ class Probe:
             if kdev is not None:
                 self.watch_device(kdev)
                 self.devices_from_start.add(kdev)
+
+    def wait(self, timeout: float) -> None:
+        """Sleep until a ring asks to be read or the timeout passes."""
+        self._wakeups.poll(timeout)
 
     def watch_device(self, kdev: int) -> None:
         self._block_devs.update(struct.pack("<I", kdev), b"\x01")
@@ -160,7 +175,7 @@ class Probe:
         if on and self._stats_fd is None and self.stats_source.startswith("BPF_ENABLE_STATS"):
             self._stats_fd = libbpf.enable_stats()
             if self._stats_fd is None:
-                self.stats_source = "BPF_ENABLE_STATS refused by the kernel"
+                self.stats_source = "refused by the kernel (BPF_ENABLE_STATS)"
                 return False
         elif not on and self._stats_fd is not None:
             os.close(self._stats_fd)
@@ -183,6 +198,8 @@ class Probe:
         if self._stats_fd is not None:
             os.close(self._stats_fd)
             self._stats_fd = None
+        if getattr(self, "_wakeups", None):
+            self._wakeups.close()
         for reader in (getattr(self, "events", None), getattr(self, "facts", None),
                        getattr(self, "block", None), getattr(self, "offcpu", None)):
             if reader:

@@ -14,7 +14,6 @@ carries BUSY (still being written) and DISCARD bits, and records are 8-byte alig
 from __future__ import annotations
 
 import mmap
-import select
 
 import numpy as np
 
@@ -44,12 +43,7 @@ class RingReader:
         # look 16 MiB or more behind, refuses reservations, and events are lost
         self._consumer_word = np.frombuffer(self._consumer, dtype=np.uint64, count=1)
         self._producer_word = np.frombuffer(self._producer, dtype=np.uint64, count=1)
-        self._epoll = select.epoll()
-        self._epoll.register(map_fd, select.EPOLLIN)
-
-    def wait(self, timeout: float) -> None:
-        """Sleep until the probe forces a wake-up (a batch is waiting) or the timeout passes."""
-        self._epoll.poll(timeout)
+        self.fd = map_fd   # the Probe waits on it, with the other rings, in one epoll set
 
     def pending_bytes(self) -> int:
         return self._producer_pos() - self._consumer_pos()
@@ -91,7 +85,6 @@ class RingReader:
         return records
 
     def close(self) -> None:
-        self._epoll.close()
         # the maps are unmapped when the last numpy view of them is gone
         self._data = self._producer = self._consumer = None
         self._consumer_word = self._producer_word = None

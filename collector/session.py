@@ -25,7 +25,7 @@ from iowitness.collector.probe import Probe
 from iowitness.collector.trace import TraceWriter
 from iowitness.probes.layout import layout
 
-POLL_SECONDS = 0.25   # longest sleep: the doorbell wakes the collector sooner for each batch
+POLL_SECONDS = 0.25   # longest sleep: a ring that fills (the event area's doorbell, the others) wakes it sooner
 FLUSH_SECONDS = 0.5
 PROCESS_CHECK_SECONDS = 0.25
 STATUS_AFTER_SECONDS = 3.0
@@ -266,7 +266,7 @@ class Recorder:
         self.stats_window(True)
         deadline = None if duration is None else time.monotonic() + duration
         while self._stop_reason is None:
-            self.probe.events.wait(POLL_SECONDS)
+            self.probe.wait(POLL_SECONDS)
             self.drain()
             if on_tick:
                 on_tick()

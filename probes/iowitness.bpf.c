@@ -918,6 +918,15 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
  * accounts the request to: rq->part (a partition, or the whole disk's part0).
  */
 
+/* Wake the collector once a ring is an eighth full, not for each record: a block request or
+ * a context switch can come tens of thousands of times a second, and a default submit wakes a
+ * caught-up reader every time. The collector also reads every ring on a timer. */
+static __always_inline __u64 wake_when_filling(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 8 ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 struct block_start {
 	__u64 issue_ns;
 	__u32 tgid;
@@ -1023,7 +1032,7 @@ int BPF_PROG(on_block_rq_complete, struct request *rq, blk_status_t error, unsig
 			__builtin_memcpy(b->comm, s->comm, sizeof(b->comm));
 		else
 			__builtin_memset(b->comm, 0, sizeof(b->comm));
-		bpf_ringbuf_submit(b, 0);
+		bpf_ringbuf_submit(b, wake_when_filling(&block_events));
 	}
 	/* a partial completion leaves the rest in flight: __data_len still counts it here */
 	if (nr_bytes >= BPF_CORE_READ(rq, __data_len))
@@ -1107,7 +1116,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		o->tid = tid;
 		o->state = since->state;
 		o->pad0 = 0;
-		bpf_ringbuf_submit(o, 0);
+		bpf_ringbuf_submit(o, wake_when_filling(&offcpu_events));
 	}
 	since->ts = 0;
 	return 0;

@@ -62,7 +62,7 @@ def execute(args) -> int:
             for _ in range(50):
                 if child.poll() is not None:
                     break
-                recorder.probe.events.wait(0.1)
+                recorder.probe.wait(0.1)
                 recorder.drain()
         child.finish_output()
         collect_output()
