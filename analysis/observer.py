@@ -27,6 +27,10 @@ def cost(trace) -> dict:
     start, end = meta.get("clock_start", {}), meta.get("clock_end", {})
     seconds = (end["monotonic_ns"] - start["monotonic_ns"]) / 1e9 if end and start else None
     cpu = meta.get("collector_cpu_s")
+    # from the benchmark's release to the end; traces before it have the CPU time at START
+    recording_cpu = meta.get("collector_cpu_recording_s")
+    if recording_cpu is None and cpu and "collector_cpu_start_s" in meta:
+        recording_cpu = cpu["user"] + cpu["system"] - meta["collector_cpu_start_s"]
     probe = counters.get("probe_cost") or {}
     run_time_ns, runs = int(probe.get("run_time_ns", 0)), int(probe.get("run_cnt", 0))
     timed = bool(runs)
@@ -60,8 +64,7 @@ def cost(trace) -> dict:
         "probe_time_s": total,
         "collector_cpu_s": cpu["user"] + cpu["system"] if cpu else None,
         # what the collector spent while recording (start-up excluded), per million calls
-        "collector_cpu_s_per_m": (cpu["user"] + cpu["system"] - meta["collector_cpu_start_s"]) / calls * 1e6
-        if cpu and calls and "collector_cpu_start_s" in meta else None,
+        "collector_cpu_s_per_m": recording_cpu / calls * 1e6 if recording_cpu is not None and calls else None,
         "trace_bytes": trace_bytes,
         "trace_bytes_per_call": trace_bytes / calls if trace_bytes and calls else None,
     }
@@ -84,7 +87,7 @@ def line(trace) -> str:
     else:
         parts.append(f"probe time not measured (BPF statistics: {c['bpf_stats']})")
     if c["collector_cpu_s"] is not None:
-        per_m = (f" ({c['collector_cpu_s_per_m']:.2f} s per million calls after start-up)"
+        per_m = (f" ({c['collector_cpu_s_per_m']:.2f} s per million calls while recording)"
                  if c["collector_cpu_s_per_m"] is not None else "")
         parts.append(f"collector CPU {units.seconds(c['collector_cpu_s'])}{per_m}")
     if c["trace_bytes"]:

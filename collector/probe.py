@@ -95,6 +95,7 @@ class Probe:
             # one sleep for every ring: the event area's doorbell, and the facts, block-request
             # and off-CPU rings when they fill (the probe wakes us then, not per record)
             self._wakeups = select.epoll()
+            self._exit_fds: set[int] = set()
             for reader in (doorbell, self.facts, self.block, self.offcpu):
                 self._wakeups.register(reader.fd, select.EPOLLIN)
         except BaseException:
@@ -127,9 +128,27 @@ class Probe:
                 self.watch_device(kdev)
                 self.devices_from_start.add(kdev)
 
-    def wait(self, timeout: float) -> None:
-        """Sleep until a ring asks to be read or the timeout passes."""
-        self._wakeups.poll(timeout)
+    def wait(self, timeout: float) -> bool:
+        """Sleep until a ring asks to be read, a process given to wake_on_exit exits, or the
+        timeout passes. True when a process exited."""
+        exited = False
+        for fd, _ in self._wakeups.poll(timeout):
+            if fd in self._exit_fds:
+                # readable for good once the process is gone: woken once, then forgotten
+                self._wakeups.unregister(fd)
+                self._exit_fds.discard(fd)
+                os.close(fd)
+                exited = True
+        return exited
+
+    def wake_on_exit(self, pid: int) -> None:
+        """Let wait() return as soon as this process exits (a pidfd in the same epoll set)."""
+        try:
+            fd = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            return   # gone already, or no pidfd (Linux < 5.3): the periodic check still sees it
+        self._exit_fds.add(fd)
+        self._wakeups.register(fd, select.EPOLLIN)
 
     def watch_device(self, kdev: int) -> None:
         self._block_devs.update(struct.pack("<I", kdev), b"\x01")
@@ -200,6 +219,9 @@ class Probe:
             self._stats_fd = None
         if getattr(self, "_wakeups", None):
             self._wakeups.close()
+            for fd in self._exit_fds:
+                os.close(fd)
+            self._exit_fds.clear()
         for reader in (getattr(self, "events", None), getattr(self, "facts", None),
                        getattr(self, "block", None), getattr(self, "offcpu", None)):
             if reader:

@@ -65,6 +65,7 @@ def execute(args) -> int:
         pids = _children(set(args.pids))
         for pid in pids:
             probe.add_process(pid)
+            probe.wake_on_exit(pid)
         # files opened before the attach: registered before attaching (no later call is missed)
         # and once more after (a file opened in between is not missed either)
         known = {}

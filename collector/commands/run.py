@@ -40,6 +40,7 @@ def execute(args) -> int:
         child = Launched(command)
         try:
             probe.add_process(child.pid)
+            probe.wake_on_exit(child.pid)
             probe.attach()
         except BaseException:
             child.abort()

@@ -147,3 +147,28 @@ def test_the_trace_names_each_target_file_system(traced, workdir):
     assert len(described) == 1
     assert [described[0]["fs_type"], described[0]["mount_point"]] == found
     assert trace.meta["clock_start"]["offset_ns"] > 0
+
+
+def test_the_collector_wakes_when_the_benchmark_exits_not_at_its_next_poll(workdir):
+    # GIVEN a loaded probe whose wake-ups include a process that exits after 0.3 s
+    from iowitness.collector import targets
+    from iowitness.collector.probe import Probe, ProbeConfig
+    probe = Probe(ProbeConfig(file_set=targets.file_set([str(workdir / "f")]), bpf_stats=False))
+    child = subprocess.Popen(["sleep", "0.3"])
+    try:
+        probe.wake_on_exit(child.pid)
+        # WHEN the collector sleeps with a long timeout
+        began = time.monotonic()
+        exited = probe.wait(10.0)
+        slept = time.monotonic() - began
+        # THEN it is woken by the exit, long before the timeout (ground truth: the process
+        # is gone, which the kernel says through waitpid)
+        assert exited and slept < 5.0
+        assert child.wait(timeout=5) == 0
+        # AND the exit wakes it once: the next sleep lasts its whole timeout, no busy loop
+        began = time.monotonic()
+        assert probe.wait(0.2) is False and time.monotonic() - began >= 0.15
+    finally:
+        child.kill()
+        child.wait()
+        probe.close()

@@ -51,3 +51,9 @@ def test_every_report_states_the_observer_cost(traced, workdir):
     assert doc["lost"] == 0 and doc["calls"] == len(trace.raw_events()) >= 200
     assert doc["probe_ns_per_call_max"] > 0
     assert "ns per traced call" in iowitness("show", str(trace.meta["path"])).stdout
+    # AND the collector's CPU while recording is part of its whole CPU time, start-up excluded
+    meta = trace.meta
+    whole = meta["collector_cpu_s"]["user"] + meta["collector_cpu_s"]["system"]
+    assert 0 < meta["collector_cpu_recording_s"] <= whole - meta["collector_cpu_start_s"]
+    assert doc["collector_cpu_s_per_m"] == meta["collector_cpu_recording_s"] / doc["calls"] * 1e6
+    assert "per million calls while recording" in observer_line
