@@ -78,14 +78,15 @@ def read_diskstats(text: str | None = None) -> dict[str, list[int]]:
         with open("/proc/diskstats") as f:
             text = f.read()
     out = {}
+    width = len(DISKSTATS_FIELDS)
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) < 14:
+        # an idle device (no read, no write, nothing in flight) is skipped before any number is
+        # parsed: the collector samples every 0.5 s, and most lines are idle loop devices
+        if len(parts) < 14 or parts[3] == parts[7] == parts[11] == "0":
             continue
-        values = [int(v) for v in parts[3:3 + len(DISKSTATS_FIELDS)]]
-        values += [0] * (len(DISKSTATS_FIELDS) - len(values))
-        if values[0] or values[4] or values[8]:
-            out[f"{parts[0]}:{parts[1]}"] = values
+        values = list(map(int, parts[3:3 + width]))
+        out[f"{parts[0]}:{parts[1]}"] = values + [0] * (width - len(values))
     return out
 
 

@@ -35,6 +35,8 @@ class RingReader:
             "itemsize": self.slot,
         })
         self.record = record
+        self._empty = np.empty(0, dtype=record)   # handed out for every empty read (read-only)
+        self._empty.flags.writeable = False
         self._consumer = mmap.mmap(map_fd, _PAGE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=0)
         self._producer = mmap.mmap(map_fd, _PAGE + 2 * size, mmap.MAP_SHARED, mmap.PROT_READ, offset=_PAGE)
         self._data = np.frombuffer(self._producer, dtype=np.uint8, offset=_PAGE)
@@ -63,7 +65,7 @@ class RingReader:
             available = min(available, limit_bytes)
         count = available // self.slot
         if count == 0:
-            return np.empty(0, dtype=self.record)
+            return self._empty
         start = cons & self.mask
         slots = np.frombuffer(self._data, dtype=self.slot_dtype, count=count, offset=start)
         lengths = slots["len"]
