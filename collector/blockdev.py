@@ -72,6 +72,14 @@ def device_of(path: str, table: list[mounts.Mount] | None = None) -> tuple[int |
                   f"its I/O never reaches a disk the kernel's block layer sees")
 
 
+def disk_under(path: str, table: list[mounts.Mount] | None = None) -> str | None:
+    """The whole disk ("vda" for a file on vda1) under path's file system, or None when it has
+    none (tmpfs, overlay, proc). btrfs too: its files carry an anonymous device number, so the
+    disk is found through the mount's source, as device_of does."""
+    kdev, _ = device_of(path, table)
+    return describe(kdev).get("disk") if kdev is not None else None
+
+
 def read_diskstats(text: str | None = None) -> dict[str, list[int]]:
     """MAJ:MIN -> the 17 counters of /proc/diskstats, for devices that did any I/O."""
     if text is None:

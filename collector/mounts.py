@@ -77,15 +77,3 @@ def kernel_identity(path: str | Path, table: list[Mount] | None = None) -> tuple
     mount = mount_of(path, table)
     kdev = mount.kdev if mount else kernel_dev(os.major(st.st_dev), os.minor(st.st_dev))
     return kdev, st.st_ino
-
-
-def disk_of(kdev: int) -> str | None:
-    """The whole disk a block device belongs to ("vda" for vda1 and vda), or None when the
-    device is not a block device (tmpfs, overlay, proc: their writes reach no disk of theirs)."""
-    sys_path = f"/sys/dev/block/{dev_name(kdev)}"
-    if not os.path.exists(sys_path):
-        return None
-    real = os.path.realpath(sys_path)
-    if os.path.exists(os.path.join(real, "partition")):
-        real = os.path.dirname(real)
-    return os.path.basename(real)

@@ -3,12 +3,13 @@
 # Idempotent: a second run only checks and returns in seconds.
 #   apt: clang, llvm, libbpf-dev, bpftool, libelf-dev, zlib1g-dev, fio, strace,
 #        iozone3 (Debian non-free, added to the apt sources when missing),
-#        chromium (the HTML report tests open reports in headless Chromium)
+#        chromium (the HTML report tests open reports in headless Chromium),
+#        btrfs-progs (tests on a btrfs loop device)
 #   venv: .venv with iowitness installed (the install builds the BPF probe)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 python3-venv chromium)
+packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 python3-venv chromium btrfs-progs)
 
 need_root() {
     if [ "$(id -u)" -ne 0 ]; then

@@ -262,6 +262,22 @@ def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
     return "\n".join(out)
 
 
+def device_section(report, trace) -> str:
+    """The device table (iostat -x over each phase's window) and the sentences around it."""
+    notes = tables.device_notes(report, trace)
+    rows = tables.device_rows(report)
+    out = ['<h2 id="device">Device</h2>']
+    out += [f'<p class="note">{esc(line)}</p>' for line in notes["before"]]
+    if rows.empty:
+        if not notes["before"]:
+            out.append('<p class="note">No block device under the target files.</p>')
+        return "\n".join(out)
+    out += [f'<p class="note">{esc(tables.DEVICE_TITLE[0].upper() + tables.DEVICE_TITLE[1:])}.</p>', table(rows, "device"),
+            "<h3>Where each phase's time went</h3>", "<ul>", *(f"<li>{esc(line)}</li>" for line in notes["limiter"]), "</ul>"]
+    out += [f'<p class="note">{esc(line)}</p>' for line in notes["after"]]
+    return "\n".join(out)
+
+
 def render(report, trace, verdicts=None, note: str | None = None) -> str:
     chosen = chosen_phases(report, verdicts) if len(report.phases) else []
     path = trace.meta.get("path") or "trace"
@@ -289,6 +305,7 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
         for r in report.phases.itertuples():
             if int(r.phase) in wanted:
                 body.append(phase_section(r, pc, report, verdicts))
+        body.append(device_section(report, trace))
     body += ['<h2 id="run">Run</h2>', table(tables.run_metadata(trace), "metadata")]
     return page(f"iowitness report: {os.path.basename(path)}", "\n".join(body))
 

@@ -33,6 +33,23 @@ def warnings(trace) -> list[str]:
     return [f"**WARNING:** {w}" for w in tables.warnings(trace)]
 
 
+def device_section(report, trace) -> list[str]:
+    """The device table (iostat -x over each phase's window) and the sentences around it."""
+    notes = tables.device_notes(report, trace)
+    rows = tables.device_rows(report)
+    out = [f"- {_cell(line)}" for line in notes["before"]]
+    if rows.empty:
+        return out or ["No block device under the target files."]
+    if out:
+        out.append("")
+    out += [f"{_cell(tables.DEVICE_TITLE[0].upper() + tables.DEVICE_TITLE[1:])}.", "", table(rows), "",
+            "Where each phase's time went:", ""]
+    out += [f"- {_cell(line)}" for line in notes["limiter"]]
+    if notes["after"]:
+        out += ["", *(f"- {_cell(line)}" for line in notes["after"])]
+    return out
+
+
 def render(report, trace, verdicts=None, note: str | None = None) -> str:
     name = trace.meta.get("path") or "trace"
     parts = [f"# iowitness report: {_cell(name)}", "",
@@ -55,6 +72,7 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
             parts += ["", f"### {tables.GROUPS_TITLE[0].upper()}{tables.GROUPS_TITLE[1:]}", "",
                       table(tables.group_rows(report.groups, report.phases))]
         parts += ["", "### Slowest calls of each phase", "", table(tables.outlier_rows(report.outliers))]
+        parts += ["", "## Device", "", *device_section(report, trace)]
     parts += ["", "## Run", "", table(tables.run_metadata(trace)), ""]
     return "\n".join(parts)
 

@@ -11,7 +11,7 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import figures, units
+from iowitness.analysis import device, device_checks, figures, units
 
 
 # integer columns that name something (no thousands separators)
@@ -189,3 +189,73 @@ def label_of(trace) -> str:
         where = first.get("block_device") or first.get("device") or ""
         return f"{first['fs_type']} {os.path.basename(where)}".strip() + f" ({stem})"
     return stem
+
+
+DEVICE_TITLE = ("device (block layer over each phase's window, as iostat -x; await in ms, MB = 10^6 bytes; "
+                "dev/syscall: the benchmark's own device bytes over its syscall bytes; other progs: bytes "
+                "other programs moved on the device meanwhile)")
+
+
+def _ms(value) -> str:
+    return "-" if value != value else f"{value:.2f}"
+
+
+def _device_phases(report):
+    """(Report.device, the phases by number), or (None, None) when no phase has a device."""
+    view = getattr(report, "device", None)
+    if view is None or view.empty or view["device"].isna().all():
+        return None, None
+    return view, report.phases.set_index("phase")
+
+
+def device_rows(report) -> pd.DataFrame:
+    """Per phase with a device: what reached it over the phase's window, in iostat -x terms."""
+    view, names = _device_phases(report)
+    rows = []
+    for r in view.itertuples() if view is not None else ():
+        if r.device is None or r.device != r.device:
+            continue
+        name = names.loc[r.phase]
+        rows.append({"#": r.phase, "name": name["benchmark_name"] or name["name"], "device": r.device,
+                     "read": units.bytes_(r.read_bytes), "r/s": f"{r.reads / r.window_s:,.0f}" if r.window_s else "-",
+                     "rMB/s": f"{r.read_Bps / 1e6:,.1f}", "r_await": _ms(r.r_await_ms),
+                     "written": units.bytes_(r.write_bytes), "w/s": f"{r.writes / r.window_s:,.0f}" if r.window_s else "-",
+                     "wMB/s": f"{r.write_Bps / 1e6:,.1f}", "w_await": _ms(r.w_await_ms),
+                     "areq-sz": units.bytes_(r.areq_bytes) if r.areq_bytes == r.areq_bytes else "-",
+                     "aqu-sz": f"{r.aqu_sz:.2f}", "%util": f"{r.util * 100:.1f}",
+                     "dev/syscall": f"{r.device_ratio:.2f}" if r.device_ratio == r.device_ratio else "-",
+                     "other progs": units.bytes_(r.other_bytes) if r.other_bytes else "",
+                     "write-back after": (f"{units.bytes_(r.writeback_bytes)} in {units.seconds(r.writeback_s)}"
+                                          if r.writeback_bytes else ""),
+                     "iowait": device.pct(r.iowait)})
+    return pd.DataFrame(rows)
+
+
+def device_notes(report, trace) -> dict[str, list[str]]:
+    """The sentences around the device table: files without a device ("before"), what limited each
+    phase ("limiter", one per phase), the block probe vs /proc/diskstats and lost requests ("after")."""
+    notes = {"before": device.no_device_lines(trace), "limiter": [], "after": []}
+    view, names = _device_phases(report)
+    if view is None:
+        return notes
+    for r in view.itertuples():
+        name = names.loc[r.phase]
+        notes["limiter"].append(f"phase {r.phase} {name['benchmark_name'] or name['name']}: {device.limiter_line(r)}")
+    for c in device_checks.cross_check(trace).itertuples():
+        if not (c.probe_read_bytes or c.probe_write_bytes or c.diskstats_read_bytes or c.diskstats_write_bytes):
+            notes["after"].append(
+                f"cross-check {c.device}: nothing to compare: the device did no I/O between the samples "
+                f"that bracket its watched time ({units.seconds(c.seconds)}); trace with --file for a "
+                "device watched from the start")
+            continue
+        verdict = "agree" if c.agree else "DISAGREE"
+        notes["after"].append(
+            f"cross-check {c.device} over {units.seconds(c.seconds)}: block probe vs /proc/diskstats {verdict}: "
+            f"read {units.bytes_(c.probe_read_bytes)} vs {units.bytes_(c.diskstats_read_bytes)} "
+            f"({c.probe_reads:,} vs {c.diskstats_reads:,} requests), written "
+            f"{units.bytes_(c.probe_write_bytes)} vs {units.bytes_(c.diskstats_write_bytes)} "
+            f"({c.probe_writes:,} vs {c.diskstats_writes:,} requests)")
+    lost = int(trace.counters.get("lost_block", 0))
+    if lost:
+        notes["after"].append(f"WARNING: {lost} block requests were lost; device figures are low")
+    return notes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iowitness.analysis import device, device_checks, figures, observer, units
+from iowitness.analysis import figures, observer, units
 from iowitness.analysis.reporters import tables
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
@@ -51,59 +51,16 @@ def render(report, trace) -> str:
     return "\n".join(parts)
 
 
-def _ms(value) -> str:
-    return "-" if value != value else f"{value:.2f}"
-
-
 def device_section(report, trace) -> str:
     """Per phase: what reached the device over the phase's window (iostat -x terms), and the limiter."""
-    lines = device.no_device_lines(trace)
-    table = report.device
-    if table is None or table.empty or table["device"].isna().all():
-        return "\n".join(lines or ["device view: no block device under the target files"])
-    names = report.phases.set_index("phase")
-    rows = []
-    for r in table.itertuples():
-        if r.device is None or r.device != r.device:
-            continue
-        name = names.loc[r.phase]
-        rows.append({"#": r.phase, "name": name["benchmark_name"] or name["name"], "device": r.device,
-                     "read": units.bytes_(r.read_bytes), "r/s": f"{r.reads / r.window_s:,.0f}" if r.window_s else "-",
-                     "rMB/s": f"{r.read_Bps / 1e6:,.1f}", "r_await": _ms(r.r_await_ms),
-                     "written": units.bytes_(r.write_bytes), "w/s": f"{r.writes / r.window_s:,.0f}" if r.window_s else "-",
-                     "wMB/s": f"{r.write_Bps / 1e6:,.1f}", "w_await": _ms(r.w_await_ms),
-                     "areq-sz": units.bytes_(r.areq_bytes) if r.areq_bytes == r.areq_bytes else "-",
-                     "aqu-sz": f"{r.aqu_sz:.2f}", "%util": f"{r.util * 100:.1f}",
-                     "dev/syscall": f"{r.device_ratio:.2f}" if r.device_ratio == r.device_ratio else "-",
-                     "other progs": units.bytes_(r.other_bytes) if r.other_bytes else "",
-                     "write-back after": (f"{units.bytes_(r.writeback_bytes)} in {units.seconds(r.writeback_s)}"
-                                          if r.writeback_bytes else ""),
-                     "iowait": device.pct(r.iowait)})
-    out = [units.table(pd.DataFrame(rows), title="device (block layer over each phase's window, as iostat -x; "
-                                                  "await in ms, MB = 10^6 bytes; dev/syscall: the benchmark's "
-                                                  "own device bytes over its syscall bytes; other progs: bytes "
-                                                  "other programs moved on the device meanwhile)")]
-    out.append("limiter (where each phase's time went)")
-    for r in table.itertuples():
-        name = names.loc[r.phase]
-        out.append(f"  phase {r.phase} {name['benchmark_name'] or name['name']}: {device.limiter_line(r)}")
-    check = device_checks.cross_check(trace)
-    for c in check.itertuples():
-        if not (c.probe_read_bytes or c.probe_write_bytes or c.diskstats_read_bytes or c.diskstats_write_bytes):
-            out.append(f"cross-check {c.device}: nothing to compare: the device did no I/O between the samples "
-                       f"that bracket its watched time ({units.seconds(c.seconds)}); trace with --file for a "
-                       "device watched from the start")
-            continue
-        verdict = "agree" if c.agree else "DISAGREE"
-        out.append(f"cross-check {c.device} over {units.seconds(c.seconds)}: block probe vs /proc/diskstats {verdict}: "
-                   f"read {units.bytes_(c.probe_read_bytes)} vs {units.bytes_(c.diskstats_read_bytes)} "
-                   f"({c.probe_reads:,} vs {c.diskstats_reads:,} requests), written "
-                   f"{units.bytes_(c.probe_write_bytes)} vs {units.bytes_(c.diskstats_write_bytes)} "
-                   f"({c.probe_writes:,} vs {c.diskstats_writes:,} requests)")
-    lost = int(trace.counters.get("lost_block", 0))
-    if lost:
-        out.append(f"WARNING: {lost} block requests were lost; device figures are low")
-    return "\n".join(lines + out)
+    rows = tables.device_rows(report)
+    if rows.empty:
+        return "\n".join(tables.device_notes(report, trace)["before"]
+                         or ["device view: no block device under the target files"])
+    notes = tables.device_notes(report, trace)
+    out = notes["before"] + [units.table(rows, title=tables.DEVICE_TITLE), "limiter (where each phase's time went)"]
+    out += [f"  {line}" for line in notes["limiter"]]
+    return "\n".join(out + notes["after"])
 
 
 def verdict_line(v) -> str:

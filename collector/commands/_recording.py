@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from iowitness.collector import mounts
+from iowitness.collector import blockdev, mounts
 from iowitness.collector.probe import DEFAULT_RING_BYTES, MAX_RING_BYTES, Probe, ProbeConfig
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
@@ -61,12 +61,11 @@ def warn_if_output_shares_a_disk(path: str, file_set: FileSet) -> None:
     """One line when the trace will be written to the disk that holds a traced file: the
     benchmark's device then also sees the collector's writes (docs/performance.md says how much)."""
     table = mounts.mounts()
-    out = mounts.mount_of(os.path.dirname(os.path.abspath(path)), table)
-    disk = mounts.disk_of(out.kdev) if out else None
+    disk = blockdev.disk_under(os.path.dirname(os.path.abspath(path)), table)
     if disk is None:
         return
     for rule in file_set.rules:
-        if mounts.disk_of(rule.dir_kdev) == disk:
+        if blockdev.disk_under(rule.path, table) == disk:
             print(f"iowitness: warning: the trace {os.path.abspath(path)} goes to disk {disk}, which "
                   f"also holds {rule.path}: the benchmark's device will see the trace's writes "
                   "(a few bytes per event); choose another place with -o", file=sys.stderr)

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from iowitness.analysis import units
 from iowitness.collector.trace import load
 from tests.conftest import require_tool
-from tests.support.blockdev import blkio_throttle, dev_numbers, diskstats, in_cgroup, loop_ext4, tmpfs
+from tests.support.blockdev import blkio_throttle, dev_numbers, diskstats, in_cgroup, loop_ext4, loop_fs, tmpfs
 from tests.support.cli import IOWITNESS, iowitness
 
 MIB = 1 << 20
@@ -165,7 +166,7 @@ def test_a_partition_maps_to_its_own_diskstats_line(tmp_path):
     assert int(data["bytes"][np.isin(data["tgid"], dd)].sum()) >= 0.99 * 8 * MIB
     assert {bytes(c).split(b"\0")[0] for c in data["comm"][np.isin(data["tgid"], dd)]} == {b"dd"}
     doc = _report(trace)
-    _, dev = _phase(doc, "write")
+    phase, dev = _phase(doc, "write")
     assert dev["device"] == name
     assert abs(dev["write_bytes"] - 8 * MIB) <= 0.01 * 8 * MIB
     assert abs(dev["write_bytes"] / (after["write_bytes"] - before["write_bytes"]) - 1) <= 0.05
@@ -173,6 +174,38 @@ def test_a_partition_maps_to_its_own_diskstats_line(tmp_path):
     check = doc["device"]["cross_check"]
     assert [c["device"] for c in check] == [name] and check[0]["agree"]
     assert check[0]["probe_write_bytes"] >= 8 * MIB
+    # and the Markdown and HTML reports show the same device row and cross-check as the terminal one
+    written = units.bytes_(dev["write_bytes"])
+    markdown = iowitness("report", "--markdown", str(trace)).stdout
+    device_part = markdown.split("## Device", 1)[1].split("## Run", 1)[0]
+    row = next(line for line in device_part.splitlines() if line.startswith(f"| {phase['phase']} |"))
+    assert f"| {name} |" in row and f"| {written} |" in row
+    assert f"cross-check {name} over" in device_part and "agree" in device_part
+    page = tmp_path / "part.html"
+    iowitness("report", "--html", str(page), str(trace))
+    html_device = page.read_text().split('<h2 id="device">', 1)[1].split('<h2 id="run">', 1)[0]
+    assert f">{name}<" in html_device and f">{written}<" in html_device
+    assert f"cross-check {name} over" in html_device
+
+
+def test_btrfs_files_are_seen_on_the_loop_device_under_them(tmp_path):
+    require_tool("dd")
+    # GIVEN btrfs on a loop device: its files carry an anonymous device number, not the disk's,
+    # so the device is found through the mount's source
+    with loop_fs("btrfs", 256) as (device, mnt):
+        name = os.path.basename(device)
+        before = diskstats(name)
+        # WHEN dd writes 8 MiB there with O_DIRECT
+        trace = _record(tmp_path, ["dd", "if=/dev/zero", f"of={mnt}/b.bin", "bs=1M", "count=8", "oflag=direct"],
+                        "btrfs", options=("--file", str(mnt)))
+        after = diskstats(name)
+    doc = _report(trace)
+    # THEN the phase's device is the loop device, and it wrote what /proc/diskstats says it did
+    # (the data, plus the checksums and metadata btrfs adds)
+    _, dev = _phase(doc, "write")
+    assert dev["device"] == name
+    assert dev["write_bytes"] >= 8 * MIB
+    assert abs(dev["write_bytes"] / (after["write_bytes"] - before["write_bytes"]) - 1) <= 0.05
 
 
 def test_tmpfs_target_has_an_empty_device_view_and_says_why(tmp_path):
@@ -181,11 +214,13 @@ def test_tmpfs_target_has_an_empty_device_view_and_says_why(tmp_path):
         # GIVEN a file on tmpfs, WHEN dd writes it under iowitness
         trace = _record(tmp_path, ["dd", "if=/dev/zero", f"of={where}/t.bin", "bs=1M", "count=4"], "tmpfs")
         text = iowitness("report", str(trace)).stdout
+        markdown = iowitness("report", "--markdown", str(trace)).stdout
         doc = _report(trace)
     # THEN no device figures, and the reason is stated
     assert all(p["device"] is None for p in doc["device"]["phases"])
     assert f"{where}/t.bin" in doc["device"]["no_block_device"]
     assert "is tmpfs, which has no block device" in text
+    assert "is tmpfs, which has no block device" in markdown.split("## Device", 1)[1]
 
 
 def test_a_benchmark_busy_in_user_space_is_limited_by_its_own_cpu(tmp_path):

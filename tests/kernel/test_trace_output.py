@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from iowitness.collector import mounts
+from iowitness.collector import blockdev
+from tests.support.blockdev import loop_fs
 from tests.support.cli import iowitness
 
 WARNING = "iowitness: warning: the trace"
@@ -14,7 +15,7 @@ WARNING = "iowitness: warning: the trace"
 
 def test_a_trace_on_the_disk_of_a_traced_file_is_warned_about(tmp_path):
     # GIVEN dd writing a file traced with --file, the trace next to it
-    if mounts.disk_of(mounts.mount_of(tmp_path).kdev) is None:
+    if blockdev.disk_under(str(tmp_path)) is None:
         pytest.skip(f"{tmp_path} is not on a disk (tmpfs?): nothing to warn about")
     target, trace = tmp_path / "dd.out", tmp_path / "dd.iwt"
     # WHEN recorded
@@ -40,3 +41,16 @@ def test_a_trace_in_memory_is_not_warned_about(tmp_path):
             os.unlink(trace)
     # THEN no warning
     assert WARNING not in proc.stderr
+
+
+def test_a_trace_on_the_same_btrfs_disk_as_a_traced_file_is_warned_about(tmp_path):
+    # GIVEN btrfs on a loop device (its files carry an anonymous device number, not the disk's)
+    with loop_fs("btrfs", 256) as (device, mnt):
+        target, trace = mnt / "dd.out", mnt / "dd.iwt"
+        # WHEN dd writes a traced file there, the trace next to it
+        proc = iowitness("run", "-q", "-o", str(trace), "--file", str(target), "--",
+                         "dd", "if=/dev/zero", f"of={target}", "bs=4k", "count=8")
+        # THEN the warning names the loop device, the disk both are on (ground truth: losetup)
+        lines = [line for line in proc.stderr.splitlines() if line.startswith(WARNING)]
+        assert len(lines) == 1 and f"goes to disk {os.path.basename(device)}," in lines[0]
+        assert str(target) in lines[0]

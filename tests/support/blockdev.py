@@ -47,10 +47,20 @@ def diskstats(name: str) -> dict[str, int]:
     raise AssertionError(f"{name} is not in /proc/diskstats")
 
 
-@contextlib.contextmanager
 def loop_ext4(size_mb: int = 64, partitioned: bool = False):
     """(block device path, mount point) of ext4 on a fresh loop device, or on its first partition."""
-    losetup, mkfs = _tool("losetup"), _tool("mkfs.ext4")
+    return loop_fs("ext4", size_mb, partitioned)
+
+
+# how each file system is made: quietly, over whatever the image held, all its metadata written now
+MKFS = {"ext4": ["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"], "btrfs": ["-q", "-f"],
+        "xfs": ["-q", "-f"]}
+
+
+@contextlib.contextmanager
+def loop_fs(fs: str, size_mb: int = 64, partitioned: bool = False):
+    """(block device path, mount point) of `fs` on a fresh loop device, or on its first partition."""
+    losetup, mkfs = _tool("losetup"), _tool(f"mkfs.{fs}")
     work = Path(tempfile.mkdtemp(prefix=f"iow-loop-{os.getpid()}-"))
     image, mnt = work / "disk.img", work / "mnt"
     mnt.mkdir()
@@ -69,7 +79,7 @@ def loop_ext4(size_mb: int = 64, partitioned: bool = False):
             if os.path.exists(device):
                 break
             time.sleep(0.05)
-        _run(mkfs, "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", device)
+        _run(mkfs, *MKFS[fs], device)
         _run("mount", device, str(mnt))
         mounted = True
         yield device, mnt
