@@ -11,3 +11,5 @@ HEADER = HERE / "events.h"
 OBJECT = HERE / "build" / "iowitness.bpf.o"
 # empty programs on the same tracepoints: the floor scripts/bench/observers.py measures
 FLOOR_OBJECT = HERE / "build" / "floor.bpf.o"
+# programs that only time every syscall (two clock reads): what timing calls costs above the floor
+TIMING_FLOOR_OBJECT = HERE / "build" / "timing_floor.bpf.o"

@@ -2,7 +2,7 @@
 """How much each observer slows a workload: untraced vs floor vs iowitness vs strace/bpftrace/perf.
 
 Each round runs, per workload, the command untraced, then under each observer (order rotated
-from round to round), then untraced again; an observer's ratio is its throughput over the
+from round to round, and reversed every other round), then untraced again; an observer's ratio is its throughput over the
 mean of the two untraced runs around it. Machine noise thus hits both sides alike. Prints the
 median and range of each ratio per workload and observer, and for iowitness: calls/s, lost
 events, collector CPU-s per million calls, trace bytes per call and the probe's own time per
@@ -185,7 +185,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=4, help="length of time-based workloads (fio, pread loop)")
     parser.add_argument("--workloads", default=",".join(workloads_all), help="comma-separated (default: all)")
     parser.add_argument("--observers", default=",".join(o for o in observers_all
-                                                        if o != "untraced" and not o.endswith("-nostats")),
+                                                        if o not in ("untraced", "timing-floor")
+                                                        and not o.endswith("-nostats")),
                         help="comma-separated (default: all); untraced always runs")
     parser.add_argument("--dir", help="where the benchmark's files go (default: a new directory in /var/tmp)")
     parser.add_argument("--smoke", action="store_true",
@@ -239,6 +240,11 @@ def main() -> int:
             for r in range(args.rounds):
                 shift = r % max(len(chosen_o), 1)
                 order = chosen_o[shift:] + chosen_o[:shift]
+                if r % 2:
+                    # every other round backwards: no observer always runs right after the same
+                    # other one (whatever a run leaves behind, freed memory, a cold cache, is
+                    # paid by different observers from round to round)
+                    order.reverse()
                 before = run_once(w, untraced, out, f"{w.name}-{r}-a", timeout)
                 measured = []
                 for o in order:

@@ -7,6 +7,8 @@ iowitness          `iowitness run --file F`: one record per call, default ring a
 iowitness-summary  `iowitness run --summary --file F`: in-kernel aggregates only
 iowitness-nostats  iowitness with --no-bpf-stats: what timing our programs costs (two clock
                    reads per program run); not in the default set
+timing-floor       programs that only time every syscall (probes/timing_floor.bpf.o): two clock
+                   reads and a per-CPU slot, the least a latency tracer does; not in the default set
 strace             `strace -f -e trace=<iowitness's syscalls>` to a file
 bpftrace           one printf per call on sys_exit of the same syscalls, for the command's
                    process tree only (followed through sched_process_fork)
@@ -83,6 +85,19 @@ class Floor(Observer):
 
     def stop(self):
         self._obj.close()
+
+
+class TimingFloor(Floor):
+    name = "timing-floor"
+
+    def unavailable(self):
+        return (None if probes.TIMING_FLOOR_OBJECT.exists()
+                else f"{probes.TIMING_FLOOR_OBJECT} is not built (make -C probes)")
+
+    def start(self):
+        self._obj = BpfObject(probes.TIMING_FLOOR_OBJECT)
+        self._obj.load()
+        self._obj.attach_all()
 
 
 class Iowitness(Observer):
@@ -163,5 +178,5 @@ class PerfTrace(Observer):
 
 def all_observers() -> dict[str, Observer]:
     found = [Untraced(), Floor(), Iowitness(False), Iowitness(True), Strace(), Bpftrace(), PerfTrace(),
-             Iowitness(False, stats=False), Iowitness(True, stats=False)]
+             Iowitness(False, stats=False), Iowitness(True, stats=False), TimingFloor()]
     return {o.name: o for o in found}
