@@ -190,10 +190,9 @@ class BpfObject:
             names.append(name)
 
     def program_stats(self) -> dict[str, dict]:
-        """The kernel's own measure of each loaded program: runs and time spent in it.
-
-        Counted only while BPF statistics are enabled (see enable_stats); zeros otherwise.
-        """
+        """The kernel's own measure of each loaded program: runs and time spent in it (counted
+        only while BPF statistics are enabled, see enable_stats; zeros otherwise), and the runs
+        it skipped because the program was already running on that CPU (always counted)."""
         stats, prog = {}, None
         while True:
             prog = lib().bpf_object__next_program(self._obj, prog)
@@ -203,9 +202,10 @@ class BpfObject:
             size = _c.c_uint32(_PROG_INFO_SIZE)
             if lib().bpf_obj_get_info_by_fd(lib().bpf_program__fd(prog), info, _c.byref(size)) != 0:
                 continue
-            run_time_ns, run_cnt = _c.c_uint64.from_buffer(info, _RUN_TIME_AT).value, \
-                _c.c_uint64.from_buffer(info, _RUN_CNT_AT).value
-            stats[lib().bpf_program__name(prog).decode()] = {"run_time_ns": run_time_ns, "run_cnt": run_cnt}
+            field = lambda at: _c.c_uint64.from_buffer(info, at).value  # noqa: E731
+            stats[lib().bpf_program__name(prog).decode()] = {
+                "run_time_ns": field(_RUN_TIME_AT), "run_cnt": field(_RUN_CNT_AT),
+                "recursion_misses": field(_RECURSION_MISSES_AT)}
 
     def close(self) -> None:
         for link in self._links:
@@ -217,8 +217,9 @@ class BpfObject:
 
 
 # struct bpf_prog_info (include/uapi/linux/bpf.h, a stable ABI): run_time_ns and run_cnt
-# sit at these offsets since Linux 5.1; the kernel fills what fits in the size we pass
-_RUN_TIME_AT, _RUN_CNT_AT, _PROG_INFO_SIZE = 192, 200, 216
+# sit at these offsets since Linux 5.1, recursion_misses since 5.12 (an older kernel leaves it
+# 0); the kernel fills what fits in the size we pass
+_RUN_TIME_AT, _RUN_CNT_AT, _RECURSION_MISSES_AT, _PROG_INFO_SIZE = 192, 200, 208, 216
 _BPF_STATS_RUN_TIME = 0
 
 

@@ -206,11 +206,15 @@ class Recorder:
                                      **(mount.describe() if mount else {"device": mounts.dev_name(key[0])})}
 
     def counters(self) -> dict:
+        cost = self.probe.program_cost()
+        # runs the kernel skipped because the program was already running on that CPU (a block
+        # completion interrupting the block probe, say): what they would have recorded is missing
+        missed = sum(p["recursion_misses"] for p in cost["programs"].values())
         counters = {"events": self.stats.events, "facts": self.stats.facts, "block_requests": self.stats.block,
-                    **self.probe.lost()}
+                    **self.probe.lost(), "missed_runs": missed}
         if self.probe.config.summary:
             counters["calls"] = self.stats.summarized_calls
-        counters["probe_cost"] = {**self.probe.program_cost(), "sampled_calls": self.stats.sampled_calls,
+        counters["probe_cost"] = {**cost, "sampled_calls": self.stats.sampled_calls,
                                   "sampled_s": round(self.stats.sampled_s, 6)}
         return counters
 
@@ -249,7 +253,7 @@ class Recorder:
         c = self.counters()
         line = (f"[iowitness] {elapsed:6.1f} s  events {c['events']:,} "
                 f"({c['events'] / elapsed:,.0f}/s)  bytes {units.bytes_(self.stats.data_bytes)}  "
-                f"lost {c['lost_events'] + c['lost_meta']:,}")
+                f"lost {c['lost_events'] + c['lost_meta'] + c['missed_runs']:,}")
         if sys.stderr.isatty():
             sys.stderr.write("\r\x1b[K" + line)
             self._status_shown = True

@@ -511,8 +511,8 @@ def _read(path, data: memoryview, version: int, file_size: int) -> Trace:
                 output[stream_of[payload[0]]].append(bytes(payload[1:]))
             elif kind == COUNTERS:
                 counters = dict(json.loads(bytes(payload)))
-                lost = int(counters.get("lost_events", 0)) + int(counters.get("lost_meta", 0)) \
-                    + int(counters.get("lost_summary", 0))
+                lost = sum(int(counters.get(k, 0)) for k in ("lost_events", "lost_meta", "lost_summary",
+                                                             "missed_runs"))
             elif kind == END:
                 end = dict(json.loads(bytes(payload)))
             elif kind == SAMPLES:

@@ -82,6 +82,11 @@ def warnings(trace) -> list[str]:
     out = []
     if trace.lost:
         out.append(f"{trace.lost:,} events were lost; phases may miss calls.")
+    missed = int(trace.counters.get("missed_runs", 0))
+    if missed:
+        out.append(f"the kernel skipped {missed:,} runs of iowitness's programs (one was already running "
+                   "on that CPU, e.g. interrupted by a block completion): the records they would have "
+                   "made are missing and counted as lost.")
     if not trace.meta.get("complete", True):
         out.append("the trace is INCOMPLETE (the collector stopped before the end); "
                    "the last phases may be cut short.")

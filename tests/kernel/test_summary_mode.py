@@ -43,6 +43,8 @@ def test_every_report_states_the_observer_cost(traced, workdir):
     # THEN the kernel's measure of the probe programs was saved (BPF statistics while recording)
     cost = trace.counters["probe_cost"]
     assert cost["run_cnt"] > 2 * 200 and cost["run_time_ns"] > 0
+    # AND the runs the kernel skipped (recursion) are counted per program and in all
+    assert trace.counters["missed_runs"] == sum(p["recursion_misses"] for p in cost["programs"].values())
     # AND report (text and JSON) and show state events, lost and the probe's time per call
     text = iowitness("report", str(trace.meta["path"])).stdout
     observer_line = next(line for line in text.splitlines() if line.startswith("observer"))

@@ -672,3 +672,19 @@ def test_a_large_batch_after_small_ones_goes_out_with_them_in_order(tmp_path):
     assert kinds.count(2) == 2
     expected = np.concatenate([records[:20], large, records[-5:]])
     assert load(path).raw_events().tobytes() == expected.tobytes()
+
+
+def test_runs_the_kernel_skipped_count_as_lost_and_the_report_says_why(tmp_path):
+    # GIVEN a trace whose counters say the kernel skipped 3 runs of the programs (recursion) and
+    # the event area overflowed twice
+    path = tmp_path / "run.iwt"
+    write_trace(path, CALLS, counters=[{"lost_events": 2, "lost_meta": 0, "missed_runs": 3,
+                                        "events": len(CALLS)}], end={"exit_code": 0})
+    # WHEN it is loaded and reported
+    trace = load(path)
+    from iowitness.analysis.reporters import tables
+    # THEN both kinds of loss are counted, and the report names the skipped runs
+    assert trace.lost == 2 + 3
+    warnings = tables.warnings(trace)
+    assert any(w.startswith("5 events were lost") for w in warnings)
+    assert any(w.startswith("the kernel skipped 3 runs of iowitness's programs") for w in warnings)
