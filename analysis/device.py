@@ -271,14 +271,24 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
     order = stable_order(phase)
     bounds = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="left")
     ends = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="right")
-    o_tid, o_off, o_on, o_state = off["tid"], off["off_ns"].astype(np.int64), off["on_ns"].astype(np.int64), off["state"]
+    # stretches in the order they began, with the latest end so far: those that can overlap a
+    # window [lo, hi) lie between the first whose running end passes lo and the first that
+    # begins at hi, so each phase looks at its own stretch of the records, not all of them
+    by_off = np.argsort(off["off_ns"], kind="stable")
+    o_tid, o_state = off["tid"][by_off], off["state"][by_off]
+    o_off, o_on = off["off_ns"][by_off].astype(np.int64), off["on_ns"][by_off].astype(np.int64)
+    ended_by = np.maximum.accumulate(o_on) if len(o_on) else o_on
+    first = np.searchsorted(ended_by, a, side="right")
+    last = np.searchsorted(o_off, b, side="left")
     for i in range(len(phases)):
         rows = order[bounds[i]:ends[i]]
         lo, hi = a[i], b[i]
         window = hi - lo
         threads = np.unique(tid[rows])
-        sel = np.isin(o_tid, threads) & (o_on > lo) & (o_off < hi)
-        s, e, st, ot = np.clip(o_off[sel], lo, hi), np.clip(o_on[sel], lo, hi), o_state[sel], o_tid[sel]
+        near = slice(first[i], max(first[i], last[i]))
+        sel = np.isin(o_tid[near], threads) & (o_on[near] > lo) & (o_off[near] < hi)
+        s, e = np.clip(o_off[near][sel], lo, hi), np.clip(o_on[near][sel], lo, hi)
+        st, ot = o_state[near][sel], o_tid[near][sel]
         dur = e - s
         # which call of the phase (same thread) each off-CPU stretch falls in, by its midpoint
         mid = (s + e) // 2
