@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -20,7 +20,13 @@ class Report:
     outliers: pd.DataFrame   # the slowest calls of each phase
     assigned: pd.DataFrame   # per event: span, phase (-1: none), operation
     benchmark: str | None
-    device: pd.DataFrame | None = None   # per phase: the device view (analysis/device.py), plain data
+    trace: object = field(default=None, repr=False)   # what the device view is built from
+
+    @cached_property
+    def device(self) -> pd.DataFrame | None:
+        """Per phase: the device view (analysis/device.py), plain data. Built on first use:
+        `report --csv` never needs it."""
+        return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
 
 
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:
@@ -112,5 +118,4 @@ def build(trace) -> Report:
         table["benchmark_name"] = benchmarks.name_fio(table, command, trace.meta.get("pid"))
     elif benchmark == "dd":
         table["benchmark_name"] = benchmarks.name_dd(table, command)
-    return Report(table, group_table, outliers(flat, table), assigned, benchmark,
-                  device.per_phase(trace, table, assigned))
+    return Report(table, group_table, outliers(flat, table), assigned, benchmark, trace)
