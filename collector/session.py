@@ -240,6 +240,14 @@ class Recorder:
             self.stats.sampled_s += now - self._window_start
             self._window_start = None
 
+    def _to_window_edge(self, now: float) -> float:
+        """Seconds until the next statistics window opens or closes (inf when there are none)."""
+        if not self.probe.config.bpf_stats or self.probe.stats_always_on:
+            return float("inf")
+        in_period = (now - self._started) % STATS_PERIOD
+        edge = STATS_WINDOW if in_period < STATS_WINDOW else STATS_PERIOD
+        return edge - in_period + 0.001   # just past the edge, where stats_window() sees it
+
     def save_summary(self) -> None:
         """--summary: a snapshot of the kernel's aggregates; the last one holds the run's totals."""
         rows = self.probe.summary_records()
@@ -278,7 +286,12 @@ class Recorder:
         self.stats_window(True)
         deadline = None if duration is None else time.monotonic() + duration
         while self._stop_reason is None:
-            timeout = POLL_SECONDS if deadline is None else max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))
+            now = time.monotonic()
+            # wake for the deadline and for the next edge of a statistics window, so that a
+            # window lasts STATS_WINDOW and not up to a whole sleep more
+            timeout = min(POLL_SECONDS, self._to_window_edge(now))
+            if deadline is not None:
+                timeout = max(0.0, min(timeout, deadline - now))
             exited = self.probe.wait(timeout)
             self.drain()
             if on_tick:
