@@ -14,11 +14,12 @@ from tests.conftest import REPO, require_tool
 
 
 def test_bench_smoke_runs_every_available_observer_without_losing_events(tmp_path):
-    # GIVEN fio and the built probes (the floor object included)
+    # GIVEN fio and the built probes (the floor and timing-floor objects included)
     require_tool("fio")
     out = tmp_path / "bench.json"
     # WHEN the benchmark runs in smoke mode
     proc = subprocess.run([sys.executable, str(REPO / "scripts/bench/observers.py"), "--smoke",
+                           "--observers", "floor,timing-floor,iowitness,iowitness-summary,strace,bpftrace,perf-trace",
                            "--dir", str(tmp_path / "work"), "--json", str(out)],
                           capture_output=True, text=True, timeout=240, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -28,7 +29,7 @@ def test_bench_smoke_runs_every_available_observer_without_losing_events(tmp_pat
     assert workload == "fio-seq-read"
     failed = {name: row["failed"] for name, row in per_observer.items() if "failed" in row}
     assert not failed, failed
-    for name in ("floor", "iowitness", "iowitness-summary", "strace"):
+    for name in ("floor", "timing-floor", "iowitness", "iowitness-summary", "strace"):
         assert per_observer[name]["ratio"]["median"] > 0, name
     # AND iowitness lost nothing in either mode, and says what it cost
     for name in ("iowitness", "iowitness-summary"):
