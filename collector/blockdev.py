@@ -33,15 +33,19 @@ def sysfs_dir(kdev: int) -> Path | None:
     return link.resolve() if link.exists() else None
 
 
+def _whole_disk(where: Path) -> Path:
+    """The sysfs directory of the disk a device's sysfs directory belongs to (itself for a disk)."""
+    return where.parent if (where / "partition").exists() else where
+
+
 def describe(kdev: int) -> dict:
     """Name, whole disk, partition or not, loop backing file: what a reader of the view needs."""
     where = sysfs_dir(kdev)
     info = {"device": mounts.dev_name(kdev), "dev": kdev, "name": where.name if where else None}
     if where is None:
         return info
-    partition = (where / "partition").exists()
-    disk = where.parent if partition else where
-    info.update(partition=partition, disk=disk.name)
+    disk = _whole_disk(where)
+    info.update(partition=disk != where, disk=disk.name)
     for key, path in (("backing_file", disk / "loop" / "backing_file"), ("rotational", disk / "queue" / "rotational"),
                       ("logical_block_size", disk / "queue" / "logical_block_size")):
         try:
@@ -76,8 +80,8 @@ def disk_under(path: str, table: list[mounts.Mount] | None = None) -> str | None
     """The whole disk ("vda" for a file on vda1) under path's file system, or None when it has
     none (tmpfs, overlay, proc). btrfs too: its files carry an anonymous device number, so the
     disk is found through the mount's source, as device_of does."""
-    kdev, _ = device_of(path, table)
-    return describe(kdev).get("disk") if kdev is not None else None
+    kdev, _ = device_of(path, table)   # a device it names has a sysfs directory
+    return _whole_disk(sysfs_dir(kdev)).name if kdev is not None else None
 
 
 def read_diskstats(text: str | None = None) -> dict[str, list[int]]:

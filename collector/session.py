@@ -223,9 +223,14 @@ class Recorder:
             return int(self.probe.summary_records()["calls"].sum())
         return self.stats.events
 
+    @property
+    def _stats_in_windows(self) -> bool:
+        """BPF statistics are turned on and off by us (not off, not kept on by the sysctl)."""
+        return self.probe.config.bpf_stats and not self.probe.stats_always_on
+
     def stats_window(self, on: bool) -> None:
         """Open or close a window of BPF statistics, counting the calls made inside it."""
-        if not self.probe.config.bpf_stats or self.probe.stats_always_on:
+        if not self._stats_in_windows:
             return
         if on == (self._window_start is not None):
             return
@@ -242,7 +247,7 @@ class Recorder:
 
     def _to_window_edge(self, now: float) -> float:
         """Seconds until the next statistics window opens or closes (inf when there are none)."""
-        if not self.probe.config.bpf_stats or self.probe.stats_always_on:
+        if not self._stats_in_windows:
             return float("inf")
         in_period = (now - self._started) % STATS_PERIOD
         edge = STATS_WINDOW if in_period < STATS_WINDOW else STATS_PERIOD

@@ -73,13 +73,15 @@ class Untraced(Observer):
 
 
 class Floor(Observer):
+    """A BPF object of programs that do little or nothing, loaded by this process."""
     name = "floor"
+    object = probes.FLOOR_OBJECT
 
     def unavailable(self):
-        return None if probes.FLOOR_OBJECT.exists() else f"{probes.FLOOR_OBJECT} is not built (make -C probes)"
+        return None if self.object.exists() else f"{self.object} is not built (make -C probes)"
 
     def start(self):
-        self._obj = BpfObject(probes.FLOOR_OBJECT)
+        self._obj = BpfObject(self.object)
         self._obj.load()
         self._obj.attach_all()
 
@@ -89,15 +91,7 @@ class Floor(Observer):
 
 class TimingFloor(Floor):
     name = "timing-floor"
-
-    def unavailable(self):
-        return (None if probes.TIMING_FLOOR_OBJECT.exists()
-                else f"{probes.TIMING_FLOOR_OBJECT} is not built (make -C probes)")
-
-    def start(self):
-        self._obj = BpfObject(probes.TIMING_FLOOR_OBJECT)
-        self._obj.load()
-        self._obj.attach_all()
+    object = probes.TIMING_FLOOR_OBJECT
 
 
 class Iowitness(Observer):
