@@ -31,7 +31,7 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
                              "observer; report then has no per-call figures")
     parser.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
                         help="do not ask the kernel to time iowitness's BPF programs (by default timed "
-                             "in 0.5 s windows every 5 s, two clock reads per program run while on); "
+                             "in 0.1 s windows every 5 s, two clock reads per program run while on); "
                              "the report then cannot state the probe's cost")
 
 
