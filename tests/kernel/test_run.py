@@ -172,3 +172,26 @@ def test_the_collector_wakes_when_the_benchmark_exits_not_at_its_next_poll(workd
         child.kill()
         child.wait()
         probe.close()
+
+
+def test_bpf_statistics_are_on_for_a_tenth_of_a_second_not_the_whole_run(traced, workdir):
+    # GIVEN a command that pwrites one byte about every millisecond for 1.5 s and prints how
+    # many calls it made (its own count: the ground truth)
+    target = workdir / "paced"
+    script = ("import os, sys, time\n"
+              f"fd = os.open({str(target)!r}, os.O_CREAT | os.O_WRONLY, 0o644)\n"
+              "calls, began = 0, time.monotonic()\n"
+              "while time.monotonic() - began < 1.5:\n"
+              "    os.pwrite(fd, b'x', 0); calls += 1; time.sleep(0.001)\n"
+              "print(calls, time.monotonic() - began)\n")
+    # WHEN it runs under iowitness
+    trace, _ = traced(["python3", "-c", script], "--file", str(target))
+    calls, seconds = trace.output["stdout"].split()
+    rate = int(calls) / float(seconds)
+    cost = trace.counters["probe_cost"]
+    # THEN the kernel timed the programs for about 0.1 s of the 1.5 s (one window, at the
+    # start, part of it before the command's first call), so at most the calls the command's
+    # pace makes in that time were timed, not all of them
+    assert "sampled" in cost["source"]
+    assert 0.08 <= cost["sampled_s"] <= 0.3, cost
+    assert cost["sampled_calls"] <= rate * cost["sampled_s"] * 1.5 + 5 < int(calls) / 2, (cost, rate, calls)
