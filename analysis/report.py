@@ -21,6 +21,7 @@ class Report:
     assigned: pd.DataFrame   # per event: span, phase (-1: none), operation
     benchmark: str | None
     trace: object = field(default=None, repr=False)   # what the device view is built from
+    calls: "Calls | None" = field(default=None, repr=False)   # per-event arrays, shared by the reporters
 
     @cached_property
     def device(self) -> pd.DataFrame | None:
@@ -92,15 +93,11 @@ class Calls:
     offset = _column_property("offset")
 
 
-def data_calls(events: pd.DataFrame, assigned: pd.DataFrame) -> Calls:
-    return Calls(events, assigned)
-
-
 def build(trace) -> Report:
     events = trace.events
     assigned = phase_module.assign(events)
     table = phase_module.table(events, assigned)
-    flat = data_calls(events, assigned)
+    flat = Calls(events, assigned)
     command = trace.meta.get("command") or []
     benchmark = trace.meta.get("benchmark") or benchmarks.recognise(command)
     # IOzone -t N runs N children per test: a group of N even when a short test's children
@@ -118,4 +115,4 @@ def build(trace) -> Report:
         table["benchmark_name"] = benchmarks.name_fio(table, command, trace.meta.get("pid"))
     elif benchmark == "dd":
         table["benchmark_name"] = benchmarks.name_dd(table, command)
-    return Report(table, group_table, outliers(flat, table), assigned, benchmark, trace)
+    return Report(table, group_table, outliers(flat, table), assigned, benchmark, trace, flat)

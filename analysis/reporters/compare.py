@@ -132,7 +132,7 @@ def latencies(run: Run, key: tuple, cache: dict) -> np.ndarray:
     if run.label not in cache:
         from iowitness.analysis.reporters.html import PhaseCalls
 
-        cache[run.label] = PhaseCalls(run.report, run.trace.events)
+        cache[run.label] = PhaseCalls(run.report)
     pc = cache[run.label]
     return pc.calls.latency_ns[pc.of(phase)] / 1e3
 

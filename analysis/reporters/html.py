@@ -96,11 +96,10 @@ def verdict_section(verdicts, note: str | None, chosen=()) -> str:
 class PhaseCalls:
     """Each phase's counted data calls (no warm-ups), found once for every chart."""
 
-    def __init__(self, report, events: pd.DataFrame):
+    def __init__(self, report):
         from iowitness.analysis.phases import READS
-        from iowitness.analysis.report import data_calls
 
-        calls = data_calls(events, report.assigned)
+        calls = report.calls
         counted = np.flatnonzero(calls.data & (calls.phase > 0))
         order = counted[np.argsort(calls.phase[counted], kind="stable")]
         self.calls = calls
@@ -289,7 +288,7 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
         body.append('<h2>Phases</h2><p class="note">No phases: the trace holds no read or write calls on '
                     "target files.</p>")
     else:
-        pc = PhaseCalls(report, trace.events)
+        pc = PhaseCalls(report)
         rows = tables.phase_rows(report.phases)
         rows["#"] = [_phase_link(p, chosen) for p in rows["#"]]
         body += ['<h2 id="phases">Phases</h2>', run_timeline(report, pc), table(rows, "phases", html_columns=("#",))]
@@ -326,7 +325,7 @@ def render_compare(runs) -> str:
         phases = run.report.phases
         if phases.empty:
             continue
-        pc = cache.setdefault(run.label, PhaseCalls(run.report, run.trace.events))
+        pc = cache.setdefault(run.label, PhaseCalls(run.report))
         rows = pc.counted
         t0 = int(phases["data_first_ns"].min())
         timelines.append((run.label, (pc.calls.end_ns[rows] - t0) / 1e9, pc.calls.bytes[rows].astype(float)))

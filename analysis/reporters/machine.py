@@ -30,12 +30,11 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
-def histograms(report, events: pd.DataFrame) -> dict[int, list[int]]:
+def histograms(report) -> dict[int, list[int]]:
     """Per phase, counts of its data calls' latencies in log2 µs bins, in one pass."""
     from iowitness.analysis.phases import lookup as phase_lookup
-    from iowitness.analysis.report import data_calls
 
-    calls = data_calls(events, report.assigned)
+    calls = report.calls
     counted = calls.data & (calls.phase > 0)
     phases = report.phases["phase"].to_numpy()
     position = phase_lookup(pd.Series(np.arange(len(phases)), index=phases), calls.phase[counted]).astype(np.int64)
@@ -71,7 +70,7 @@ def device_json(report, trace) -> dict:
 
 def to_json(report, trace, verdicts=None) -> str:
     phases = _records(report.phases)
-    hist = histograms(report, trace.events)
+    hist = histograms(report)
     outliers = report.outliers.groupby("phase")
     for p in phases:
         p["latency_histogram_us"] = {"bins": LATENCY_BINS_US, "counts": hist[p["phase"]]}

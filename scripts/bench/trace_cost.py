@@ -2,10 +2,9 @@
 """What the trace costs: bytes per event on disk, collector CPU per million events, and the
 CPU the writer spends per event (encode + compress + write), on real traced workloads.
 
-Workloads, each on a 256 MiB file in a fresh directory (the page cache warmed first):
-  fio-read      fio --rw=read     --bs=4k --ioengine=psync --invalidate=0 --time_based (cached)
-  fio-randread  fio --rw=randread --bs=4k --ioengine=psync --invalidate=0 --time_based (cached)
-  iozone        iozone -i0 -i1 -r4k -s 256m (write, rewrite, read, reread)
+Workloads: those of scripts/bench/workloads.py (the observer bench's), by default
+fio-seq-read and fio-rand-read (4 KiB psync reads of a cached 256 MiB file) and iozone-4k
+(iozone -i0 -i1 -r4k -s 256m), in a fresh directory.
 
 For each round the workload runs under `iowitness run`; the trace's END record gives the
 collector's own CPU time (user + system, Python start-up included) and its size gives bytes
@@ -15,7 +14,7 @@ again through TraceWriter in batches of 32 Ki records (what the collector drains
 With --load, also times `iowitness.load` on an existing trace, each run in a fresh process.
 
 Usage (as root, from the repository, after scripts/setup.sh):
-  .venv/bin/python scripts/bench/trace_cost.py --rounds 3
+  .venv/bin/python scripts/bench/trace_cost.py --rounds 3 [--workloads fio-seq-read,iozone-64k]
   .venv/bin/python scripts/bench/trace_cost.py --rounds 0 --load /tmp/big.iwt
 """
 
@@ -30,28 +29,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from iowitness.collector.trace import TraceWriter, load
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from workloads import all_workloads  # noqa: E402
+
+from iowitness.collector.trace import TraceWriter, load  # noqa: E402
+
+DEFAULT_WORKLOADS = "fio-seq-read,fio-rand-read,iozone-4k"
 IOWITNESS = [sys.executable, "-m", "iowitness.collector.cli"]
 BATCH = 32 * 1024
 LOAD_ONE = ("import sys, time; from iowitness.collector.trace import load; "
             "t = time.perf_counter(); c = time.process_time(); n = load(sys.argv[1]).event_count; "
             "print(time.perf_counter() - t, time.process_time() - c, n)")
-
-
-def workloads(work: Path, seconds: float) -> dict[str, tuple[list[str], list[str]]]:
-    """name -> (iowitness options, command)."""
-    data = work / "data.bin"
-    # --invalidate=0: fio drops the file's cached pages before a job by default, and random
-    # 4 KiB reads from the disk come 10 times slower than the collector's worst case
-    fio = ["fio", "--name=bench", f"--filename={data}", "--bs=4k", "--ioengine=psync", "--size=256m",
-           "--invalidate=0", "--time_based", f"--runtime={seconds}", "--output-format=json"]
-    return {
-        "fio-read": (["--file", str(data)], [*fio, "--rw=read"]),
-        "fio-randread": (["--file", str(data)], [*fio, "--rw=randread"]),
-        "iozone": (["--file", str(work / "iozone.tmp")],
-                   ["iozone", "-i0", "-i1", "-r4k", "-s", "256m", "-f", str(work / "iozone.tmp")]),
-    }
 
 
 def write_cost(trace, out: Path) -> tuple[float, float]:
@@ -90,24 +79,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5)
-    parser.add_argument("--only", choices=["fio-read", "fio-randread", "iozone"], action="append")
+    parser.add_argument("--workloads", default=DEFAULT_WORKLOADS,
+                        help=f"comma-separated names from scripts/bench/workloads.py (default {DEFAULT_WORKLOADS})")
     parser.add_argument("--load", type=Path, metavar="TRACE", help="also time iowitness.load on this trace")
     parser.add_argument("--load-runs", type=int, default=3)
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="iowitness-trace-cost-"))
     try:
-        if args.rounds:
-            subprocess.run(["dd", "if=/dev/zero", f"of={work / 'data.bin'}", "bs=1M", "count=256"],
-                           check=True, capture_output=True)
-            subprocess.run(["cat", str(work / "data.bin")], check=True, stdout=subprocess.DEVNULL)
-        for name, (options, command) in workloads(work, args.seconds).items():
-            if not args.rounds or (args.only and name not in args.only):
-                continue
+        known = all_workloads(work, args.seconds)
+        unknown = [name for name in args.workloads.split(",") if name not in known]
+        if unknown:
+            parser.error(f"unknown workload {', '.join(unknown)}; known: {', '.join(known)}")
+        for name in args.workloads.split(",") if args.rounds else []:
+            workload = known[name]
             rows = []
             for i in range(args.rounds):
                 path = work / f"{name}-{i}.iwt"
-                subprocess.run([*IOWITNESS, "run", "-q", "-o", str(path), *options, "--", *command],
+                workload.prepare()
+                options = [arg for f in workload.files for arg in ("--file", f)]
+                subprocess.run([*IOWITNESS, "run", "-q", "-o", str(path), *options, "--", *workload.command],
                                check=True, capture_output=True, cwd=work)
                 trace = load(path)
                 n = max(trace.event_count, 1)
@@ -121,8 +112,6 @@ def main() -> int:
                       f"({rows[-1]['chunks']:.2f} in EVENTS chunks), collector {rows[-1]['cpu']:.3f} "
                       f"CPU-s/M events, write {encoded:.0f} ns/event (raw records {raw:.0f})", flush=True)
                 path.unlink()
-                for leftover in work.glob("iozone.tmp*"):
-                    leftover.unlink()
 
             def median(key):
                 return statistics.median(r[key] for r in rows)
