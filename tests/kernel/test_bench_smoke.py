@@ -40,3 +40,20 @@ def test_bench_smoke_runs_every_available_observer_without_losing_events(tmp_pat
     # AND the printed table names each observer
     for name in per_observer:
         assert name in proc.stdout
+
+
+def test_interleaved_bench_measures_every_observer_inside_one_run(tmp_path):
+    # GIVEN the built probes and the pread loop (built by the bench itself)
+    out = tmp_path / "interleaved.json"
+    # WHEN the interleaved benchmark runs one short cycle
+    proc = subprocess.run([sys.executable, str(REPO / "scripts/bench/interleaved.py"), "--workloads", "pread-loop",
+                           "--cycles", "1", "--slot", "0.6", "--dir", str(tmp_path / "work"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=240, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # THEN each observer got one stretch, with a rate that is a plausible share of the untraced
+    # one around it (the rates come from /proc/PID/io, not from the loop or from iowitness)
+    rows = json.loads(out.read_text())["results"]["pread-loop"]
+    assert set(rows) == {"floor", "timing-floor", "iowitness", "iowitness-summary"}
+    for name, row in rows.items():
+        assert row["n"] == 1 and 0.05 < row["median"] < 3, (name, row)
+        assert name in proc.stdout

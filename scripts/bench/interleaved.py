@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Observers switched on and off inside one long benchmark run, untraced stretches between.
+
+Why: this VM's speed moves in steps of up to ±30 % that last seconds (fio's own 100 ms
+bandwidth log shows it), so two separate 3 s runs compare two machines. Here one benchmark
+process runs for the whole measurement, and each observer's stretch is compared with the
+untraced stretches just before and after it.
+
+What is measured: the bytes the benchmark's processes got from read calls, /proc/PID/io
+`rchar`, sampled every 20 ms by this script: a count the kernel keeps for every process,
+independent of the benchmark's report and of iowitness. Each cycle runs, in an order that
+rotates: untraced, observer, untraced, next observer, ..., untraced, each for --slot seconds.
+floor and timing-floor (probes/*.bpf.o) are loaded and attached by this process; iowitness
+and iowitness-summary are `iowitness attach --pid PID --file F --duration SLOT`, and their
+stretch is what the trace itself saw (first call to last, or the summary's first and last
+call), never the Python start-up around it. A stretch's ratio is its rate over the mean rate
+of the two untraced stretches around it.
+
+Example (2 vCPU VM, fio 4 KiB random reads of a cached file, 10 cycles of 2 s slots):
+
+    workload       observer           ratio median (range)   stretches
+    fio-rand-read  floor              0.97 (0.93..1.01)      10
+    fio-rand-read  iowitness          0.89 (0.85..0.93)      10
+
+Usage (as root, from the repository, after scripts/setup.sh and make -C probes):
+  .venv/bin/python scripts/bench/interleaved.py --cycles 10 --slot 2 --json r.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tracers import IOWITNESS, Floor, TimingFloor  # noqa: E402
+from workloads import all_workloads  # noqa: E402
+
+from iowitness.collector.trace import load  # noqa: E402
+
+WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop")
+OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary")
+SAMPLE_SECONDS = 0.02
+EDGE_SECONDS = 0.1   # trimmed from each end of a stretch: attach and detach are not instant
+
+
+def descendants(pid: int) -> list[int]:
+    """pid and every process below it, from /proc's parent links."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parent = int(stat[stat.rindex(")") + 2:].split()[1])
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def rchar(pids: list[int]) -> int:
+    total = 0
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/io").read_text().splitlines():
+                if line.startswith("rchar:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+class Sampler(threading.Thread):
+    """(CLOCK_MONOTONIC seconds, rchar of the process tree) every SAMPLE_SECONDS."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.times, self.counts = pid, [], []
+        self.halt = threading.Event()
+
+    def run(self):
+        pids = descendants(self.pid)
+        next_tree = time.monotonic() + 1.0
+        while not self.halt.is_set():
+            now = time.monotonic()
+            if now >= next_tree:   # fio starts its job process after it lays out the file
+                pids, next_tree = descendants(self.pid), now + 1.0
+            self.counts.append(rchar(pids))
+            self.times.append(time.monotonic())
+            self.halt.wait(SAMPLE_SECONDS)
+
+    def rate(self, begin: float, end: float) -> float | None:
+        """Bytes per second between two CLOCK_MONOTONIC instants, interpolated between samples."""
+        if end - begin < 0.2 or len(self.times) < 2 or begin < self.times[0] or end > self.times[-1]:
+            return None
+        times, counts = np.array(self.times), np.array(self.counts, dtype=float)
+        return float((np.interp(end, times, counts) - np.interp(begin, times, counts)) / (end - begin))
+
+
+def kernel_window(trace_path: Path) -> tuple[float, float] | None:
+    """First and last call the trace saw, CLOCK_MONOTONIC seconds."""
+    trace = load(trace_path)
+    if trace.summary is not None and len(trace.summary):
+        first, last = trace.summary["first_start_ns"], trace.summary["last_end_ns"]
+        return float(first[first > 0].min()) / 1e9, float(last.max()) / 1e9
+    if trace.event_count:
+        start = trace.events["start_ns"].to_numpy()
+        return float(start.min()) / 1e9, float(start.max()) / 1e9
+    return None
+
+
+def run_slot(observer: str, pid: int, files: list[str], slot: float, out: Path) -> tuple[float, float] | None:
+    """Switch the observer on for about `slot` seconds; the stretch it was on for."""
+    if observer in ("floor", "timing-floor"):
+        floor = Floor() if observer == "floor" else TimingFloor()
+        floor.start()
+        began = time.monotonic()
+        time.sleep(slot)
+        ended = time.monotonic()
+        floor.stop()
+        return began, ended
+    trace = out / "slot.iwt"
+    options = ["--summary"] if observer == "iowitness-summary" else []
+    for f in files:
+        options += ["--file", f]
+    subprocess.run([*IOWITNESS, "attach", "-q", "--pid", str(pid), "--duration", f"{slot:g}", "-o", str(trace),
+                    *options], check=True, capture_output=True)
+    window = kernel_window(trace)
+    trace.unlink()
+    return window
+
+
+def untraced(slot: float) -> tuple[float, float]:
+    began = time.monotonic()
+    time.sleep(slot)
+    return began, time.monotonic()
+
+
+def trimmed(window: tuple[float, float]) -> tuple[float, float]:
+    return window[0] + EDGE_SECONDS, window[1] - EDGE_SECONDS
+
+
+def run_seconds(observers: list[str], cycles: int, slot: float) -> float:
+    """How long the benchmark must run: every stretch, the attaches' start-up, and a margin."""
+    per_cycle = (2 * len(observers) + 1) * slot + 1.5 * len(observers)
+    return cycles * per_cycle + 30
+
+
+def measure(workload, observers: list[str], cycles: int, slot: float, out: Path) -> dict[str, list[float]]:
+    workload.prepare()
+    command = workload.command
+    bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    sampler = Sampler(bench.pid)
+    ratios: dict[str, list[float]] = {o: [] for o in observers}
+    try:
+        sampler.start()
+        time.sleep(2.0)   # fio lays out and warms its file; the loop opens its own
+        for cycle in range(cycles):
+            order = observers if cycle % 2 == 0 else observers[::-1]
+            order = order[cycle // 2 % len(order):] + order[:cycle // 2 % len(order)]
+            before = sampler_rate(sampler, untraced(slot))
+            for observer in order:
+                window = run_slot(observer, bench.pid, workload.files, slot, out)
+                after = sampler_rate(sampler, untraced(slot))
+                if bench.poll() is not None:
+                    raise RuntimeError(f"{workload.name} ended early: {bench.stderr.read().decode()[-500:]}")
+                traced = sampler_rate(sampler, window) if window else None
+                if traced is not None and before and after:
+                    ratios[observer].append(traced / ((before + after) / 2))
+                before = after
+            print(f"{workload.name} cycle {cycle + 1}: " + "  ".join(
+                f"{o} {ratios[o][-1]:.3f}" if ratios[o] else f"{o} -" for o in order), flush=True)
+    finally:
+        sampler.halt.set()
+        os.killpg(bench.pid, signal.SIGINT)
+        try:
+            bench.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(bench.pid, signal.SIGKILL)
+            bench.wait()
+    return ratios
+
+
+def sampler_rate(sampler: Sampler, window: tuple[float, float]) -> float | None:
+    # the sampler must have a sample past the window's end
+    deadline = time.monotonic() + 1.0
+    while sampler.times and sampler.times[-1] < window[1] and time.monotonic() < deadline:
+        time.sleep(SAMPLE_SECONDS)
+    return sampler.rate(*trimmed(window))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--observers", default=",".join(OBSERVERS))
+    parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--slot", type=float, default=2.0, help="seconds per stretch (default 2)")
+    parser.add_argument("--dir", type=Path, help="where the benchmark files go (default: a new directory in /var/tmp)")
+    parser.add_argument("--json", type=Path, help="write the ratios here")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        parser.error("run as root: the observers load BPF programs")
+    observers, workloads = args.observers.split(","), args.workloads.split(",")
+    unknown = [w for w in workloads if w not in WORKLOADS] + [o for o in observers if o not in OBSERVERS]
+    if unknown:
+        parser.error(f"unknown or unsupported: {', '.join(unknown)} (workloads: {', '.join(WORKLOADS)}; "
+                     f"observers: {', '.join(OBSERVERS)})")
+    for name in ("floor", "timing-floor"):
+        reason = (Floor() if name == "floor" else TimingFloor()).unavailable()
+        if name in observers and reason:
+            parser.error(reason)
+    work = args.dir or Path(tempfile.mkdtemp(prefix="iowitness-interleaved-", dir="/var/tmp"))
+    work.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="iowitness-interleaved-out-", dir="/dev/shm"))
+    known = all_workloads(work, run_seconds(observers, args.cycles, args.slot))
+    results = {}
+    try:
+        results = run_all(args, known, observers, work, out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{'workload':<15}{'observer':<19}{'ratio median (range)':<24}stretches")
+    for name, rows in results.items():
+        for o, r in rows.items():
+            print(f"{name:<15}{o:<19}{r['median']:.3f} ({r['min']:.3f}..{r['max']:.3f})".ljust(58) + f"{r['n']}")
+    if args.json:
+        args.json.write_text(json.dumps({"cycles": args.cycles, "slot": args.slot, "results": results}, indent=1))
+    return 0
+
+
+def run_all(args, known, observers, work, out) -> dict:
+    results = {}
+    print(f"benchmark files in {work}, traces in {out}; {args.cycles} cycles of {args.slot:g} s slots", flush=True)
+    for name in args.workloads.split(","):
+        workload = known[name]
+        ratios = measure(workload, observers, args.cycles, args.slot, out)
+        results[name] = {o: {"median": statistics.median(r), "min": min(r), "max": max(r), "n": len(r), "all": r}
+                         for o, r in ratios.items() if r}
+    return results
+
+
+if __name__ == "__main__":
+    sys.exit(main())
