@@ -92,7 +92,8 @@ class Sampler(threading.Thread):
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
-        self.pid, self.times, self.counts = pid, [], []
+        # one list of pairs: the reader's copy never holds a time without its count
+        self.pid, self.samples = pid, []
         self.halt = threading.Event()
 
     def run(self):
@@ -102,15 +103,16 @@ class Sampler(threading.Thread):
             now = time.monotonic()
             if now >= next_tree:   # fio starts its job process after it lays out the file
                 pids, next_tree = descendants(self.pid), now + 1.0
-            self.counts.append(rchar(pids))
-            self.times.append(time.monotonic())
+            count = rchar(pids)
+            self.samples.append((time.monotonic(), count))
             self.halt.wait(SAMPLE_SECONDS)
 
     def rate(self, begin: float, end: float) -> float | None:
         """Bytes per second between two CLOCK_MONOTONIC instants, interpolated between samples."""
-        if end - begin < 0.2 or len(self.times) < 2 or begin < self.times[0] or end > self.times[-1]:
+        samples = np.array(self.samples[:], dtype=float).reshape(-1, 2)
+        times, counts = samples[:, 0], samples[:, 1]
+        if end - begin < 0.2 or len(times) < 2 or begin < times[0] or end > times[-1]:
             return None
-        times, counts = np.array(self.times), np.array(self.counts, dtype=float)
         return float((np.interp(end, times, counts) - np.interp(begin, times, counts)) / (end - begin))
 
 
@@ -201,7 +203,7 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
 def sampler_rate(sampler: Sampler, window: tuple[float, float]) -> float | None:
     # the sampler must have a sample past the window's end
     deadline = time.monotonic() + 1.0
-    while sampler.times and sampler.times[-1] < window[1] and time.monotonic() < deadline:
+    while sampler.samples and sampler.samples[-1][0] < window[1] and time.monotonic() < deadline:
         time.sleep(SAMPLE_SECONDS)
     return sampler.rate(*trimmed(window))
 
