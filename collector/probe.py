@@ -185,10 +185,6 @@ class Probe:
             counts[name] = sum(struct.unpack(f"<{self._cpus}Q", raw)) if raw else 0
         return counts
 
-    @property
-    def stats_always_on(self) -> bool:
-        return self.stats_source.startswith("sysctl")
-
     def stats_window(self, on: bool) -> bool:
         """Open (on) or close a window of BPF statistics; False when the kernel refuses."""
         if on and self._stats_fd is None and self.stats_source.startswith("BPF_ENABLE_STATS"):

@@ -33,11 +33,15 @@ FLUSH_SECONDS = 0.5
 PROCESS_CHECK_SECONDS = 0.5   # processes the probe followed in later (forks) have no exit wake-up
 STATUS_AFTER_SECONDS = 3.0
 SUMMARY_SECONDS = 5.0   # --summary: how often a snapshot of the kernel's aggregates is saved
-# BPF statistics (the probe's own run time, measured by the kernel) are on in windows of
-# STATS_WINDOW seconds, one every STATS_PERIOD seconds, the first at the start: 2 % of a long
-# run. While they are on, a tight pread loop runs at 0.65-0.75 of its traced rate (two clock
-# reads per program run); 0.1 s still times ~100,000 calls of such a loop
-STATS_WINDOW, STATS_PERIOD = 0.1, 5.0
+# BPF statistics (the probe's own run time, measured by the kernel) are on in windows, one
+# every STATS_PERIOD seconds, the first at the start. While they are on, a tight pread loop
+# runs at 0.65-0.75 of its traced rate (two clock reads per program run), so a window lasts
+# STATS_WINDOW seconds (2 % of a long run), longer only until it has timed STATS_MIN_CALLS
+# traced calls (a benchmark that starts slowly, or calls rarely), and never more than
+# STATS_WINDOW_MAX: every report can state what a call cost
+STATS_WINDOW, STATS_WINDOW_MAX, STATS_PERIOD = 0.1, 1.0, 5.0
+STATS_MIN_CALLS = 1000
+STATS_RECHECK = 0.05   # how often a window that still waits for calls looks again
 
 
 def clock_pair() -> dict:
@@ -110,6 +114,7 @@ class Recorder:
         self._status_shown = False
         self._window_start: float | None = None
         self._window_calls = 0
+        self._next_window = self._started
         self._watched = 0
         self._cpu_at_recording_start: float | None = None
         # the first counters once the probe is attached: the diskstats cross-check starts there
@@ -226,8 +231,9 @@ class Recorder:
 
     @property
     def _stats_in_windows(self) -> bool:
-        """BPF statistics are turned on and off by us (not off, not kept on by the sysctl)."""
-        return self.probe.config.bpf_stats and not self.probe.stats_always_on
+        """BPF statistics are turned on and off by us (not off, not kept on by the sysctl, not
+        refused by the kernel)."""
+        return self.probe.stats_source.startswith("BPF_ENABLE_STATS")
 
     def stats_window(self, on: bool) -> None:
         """Open or close a window of BPF statistics, counting the calls made inside it."""
@@ -246,13 +252,32 @@ class Recorder:
             self.stats.sampled_s += now - self._window_start
             self._window_start = None
 
+    def _window_done(self, now: float) -> bool:
+        """The open window has lasted long enough and timed enough calls (or its maximum)."""
+        open_for = now - self._window_start
+        return open_for >= STATS_WINDOW_MAX or (
+            open_for >= STATS_WINDOW and self._calls() - self._window_calls >= STATS_MIN_CALLS)
+
+    def _update_window(self, now: float) -> None:
+        """Open the statistics window when it is due, close it when it is done."""
+        if not self._stats_in_windows:
+            return
+        if self._window_start is None and now >= self._next_window:
+            self.stats_window(True)
+        elif self._window_start is not None and self._window_done(now):
+            self._next_window = self._window_start + STATS_PERIOD
+            self.stats_window(False)
+
     def _to_window_edge(self, now: float) -> float:
-        """Seconds until the next statistics window opens or closes (inf when there are none)."""
+        """Seconds until the statistics window should open or be looked at again (inf: never)."""
         if not self._stats_in_windows:
             return float("inf")
-        in_period = (now - self._started) % STATS_PERIOD
-        edge = STATS_WINDOW if in_period < STATS_WINDOW else STATS_PERIOD
-        return edge - in_period + 0.001   # just past the edge, where stats_window() sees it
+        if self._window_start is None:
+            edge = self._next_window - now
+        else:
+            open_for = now - self._window_start
+            edge = STATS_WINDOW - open_for if open_for < STATS_WINDOW else STATS_RECHECK
+        return max(edge, 0.0) + 0.001   # just past the edge, where _update_window() sees it
 
     def save_summary(self) -> None:
         """--summary: a snapshot of the kernel's aggregates; the last one holds the run's totals."""
@@ -289,7 +314,7 @@ class Recorder:
             self._cpu_at_recording_start = _cpu_seconds()
         last_flush = last_check = last_status = last_line = time.monotonic()
         last_summary = last_flush
-        self.stats_window(True)
+        self._update_window(last_flush)
         deadline = None if duration is None else time.monotonic() + duration
         while self._stop_reason is None:
             now = time.monotonic()
@@ -310,8 +335,7 @@ class Recorder:
                     self.request_stop(reason)
             if deadline is not None and now >= deadline:
                 self.request_stop(f"--duration {duration:g} s reached")
-            in_period = (now - self._started) % STATS_PERIOD
-            self.stats_window(in_period < STATS_WINDOW)
+            self._update_window(now)
             if self.probe.config.summary and now - last_summary >= SUMMARY_SECONDS:
                 self.save_summary()
                 last_summary = now
