@@ -11,7 +11,7 @@ bound of what each traced call paid in BPF code, the mean run time of the entry 
 programs a lower one; the two meet when the benchmark makes most of the machine's syscalls.
 Not in it: the fixed cost of the tracepoints themselves (docs/performance.md, "floor"), and
 the two clock reads per program run that the statistics add. The collector turns the
-statistics on in windows (every 5 s for 0.1 s, up to 1 s until 1,000 calls are timed;
+statistics on in windows (every 5 s for 0.1 s, up to 1 s until 10,000 calls are timed;
 collector/session.py) and scales what they measured to the whole run: the total is an
 estimate.
 """

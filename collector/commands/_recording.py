@@ -31,7 +31,7 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
                              "observer; report then has no per-call figures")
     parser.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
                         help="do not ask the kernel to time iowitness's BPF programs (by default timed "
-                             "in a window every 5 s: 0.1 s, longer until 1,000 calls are timed, at most "
+                             "in a window every 5 s: 0.1 s, longer until 10,000 calls are timed, at most "
                              "1 s; two clock reads per program run while on); the report then cannot "
                              "state the probe's cost")
 
