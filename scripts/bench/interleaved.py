@@ -133,11 +133,12 @@ def run_slot(observer: str, pid: int, files: list[str], slot: float, out: Path) 
     if observer in ("floor", "timing-floor"):
         floor = Floor() if observer == "floor" else TimingFloor()
         floor.start()
-        began = time.monotonic()
-        time.sleep(slot)
-        ended = time.monotonic()
-        floor.stop()
-        return began, ended
+        try:
+            began = time.monotonic()
+            time.sleep(slot)
+            return began, time.monotonic()
+        finally:
+            floor.stop()
     trace = out / "slot.iwt"
     options = ["--summary"] if observer == "iowitness-summary" else []
     for f in files:
@@ -168,7 +169,8 @@ def run_seconds(observers: list[str], cycles: int, slot: float) -> float:
 def measure(workload, observers: list[str], cycles: int, slot: float, out: Path) -> dict[str, list[float]]:
     workload.prepare()
     command = workload.command
-    bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # nothing is read from the benchmark while it runs: a pipe it filled would stop it
+    bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     sampler = Sampler(bench.pid)
     ratios: dict[str, list[float]] = {o: [] for o in observers}
     try:
@@ -178,17 +180,19 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
             order = observers if cycle % 2 == 0 else observers[::-1]
             order = order[cycle // 2 % len(order):] + order[:cycle // 2 % len(order)]
             before = sampler_rate(sampler, untraced(slot))
+            this_cycle = {}
             for observer in order:
                 window = run_slot(observer, bench.pid, workload.files, slot, out)
                 after = sampler_rate(sampler, untraced(slot))
                 if bench.poll() is not None:
-                    raise RuntimeError(f"{workload.name} ended early: {bench.stderr.read().decode()[-500:]}")
+                    raise RuntimeError(f"{workload.name} ended early (exit code {bench.returncode})")
                 traced = sampler_rate(sampler, window) if window else None
                 if traced is not None and before and after:
-                    ratios[observer].append(traced / ((before + after) / 2))
+                    this_cycle[observer] = traced / ((before + after) / 2)
+                    ratios[observer].append(this_cycle[observer])
                 before = after
             print(f"{workload.name} cycle {cycle + 1}: " + "  ".join(
-                f"{o} {ratios[o][-1]:.3f}" if ratios[o] else f"{o} -" for o in order), flush=True)
+                f"{o} {this_cycle[o]:.3f}" if o in this_cycle else f"{o} -" for o in order), flush=True)
     finally:
         sampler.halt.set()
         os.killpg(bench.pid, signal.SIGINT)
