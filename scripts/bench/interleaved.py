@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tracers import IOWITNESS, Floor, TimingFloor  # noqa: E402
+from tracers import IOWITNESS, Floor, Iowitness, TimingFloor  # noqa: E402
 from workloads import all_workloads  # noqa: E402
 
 from iowitness.collector.trace import load  # noqa: E402
@@ -140,11 +140,14 @@ def run_slot(observer: str, pid: int, files: list[str], slot: float, out: Path) 
         finally:
             floor.stop()
     trace = out / "slot.iwt"
-    options = ["--summary"] if observer == "iowitness-summary" else []
-    for f in files:
-        options += ["--file", f]
-    subprocess.run([*IOWITNESS, "attach", "-q", "--pid", str(pid), "--duration", f"{slot:g}", "-o", str(trace),
-                    *options], check=True, capture_output=True)
+    options = Iowitness(summary=observer == "iowitness-summary").options(files)
+    done = subprocess.run([*IOWITNESS, "attach", "-q", "--pid", str(pid), "--duration", f"{slot:g}", "-o", str(trace),
+                           *options], capture_output=True, text=True)
+    if done.returncode != 0:   # one stretch lost, said, and the measurement goes on
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        print(f"{observer}: iowitness attach exited with {done.returncode}: {last}", flush=True)
+        trace.unlink(missing_ok=True)
+        return None
     window = kernel_window(trace)
     trace.unlink()
     return window
@@ -185,7 +188,9 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
                 window = run_slot(observer, bench.pid, workload.files, slot, out)
                 after = sampler_rate(sampler, untraced(slot))
                 if bench.poll() is not None:
-                    raise RuntimeError(f"{workload.name} ended early (exit code {bench.returncode})")
+                    print(f"{workload.name} ended early (exit code {bench.returncode}): keeping the "
+                          f"{cycle} cycles measured", flush=True)
+                    return ratios
                 traced = sampler_rate(sampler, window) if window else None
                 if traced is not None and before and after:
                     this_cycle[observer] = traced / ((before + after) / 2)
@@ -195,12 +200,13 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
                 f"{o} {this_cycle[o]:.3f}" if o in this_cycle else f"{o} -" for o in order), flush=True)
     finally:
         sampler.halt.set()
-        os.killpg(bench.pid, signal.SIGINT)
-        try:
-            bench.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(bench.pid, signal.SIGKILL)
-            bench.wait()
+        if bench.poll() is None:
+            os.killpg(bench.pid, signal.SIGINT)
+            try:
+                bench.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(bench.pid, signal.SIGKILL)
+                bench.wait()
     return ratios
 
 
@@ -232,6 +238,8 @@ def main() -> int:
         reason = (Floor() if name == "floor" else TimingFloor()).unavailable()
         if name in observers and reason:
             parser.error(reason)
+    if any(w.startswith("fio") for w in workloads) and not shutil.which("fio"):
+        parser.error("fio is not installed (scripts/setup.sh installs it)")
     work = args.dir or Path(tempfile.mkdtemp(prefix="iowitness-interleaved-", dir="/var/tmp"))
     work.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="iowitness-interleaved-out-", dir="/dev/shm"))

@@ -31,12 +31,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from tracers import IOWITNESS, Iowitness  # noqa: E402
 from workloads import all_workloads  # noqa: E402
 
 from iowitness.collector.trace import TraceWriter, load  # noqa: E402
 
 DEFAULT_WORKLOADS = "fio-seq-read,fio-rand-read,iozone-4k"
-IOWITNESS = [sys.executable, "-m", "iowitness.collector.cli"]
 BATCH = 32 * 1024
 LOAD_ONE = ("import sys, time; from iowitness.collector.trace import load; "
             "t = time.perf_counter(); c = time.process_time(); n = load(sys.argv[1]).event_count; "
@@ -97,8 +97,8 @@ def main() -> int:
             for i in range(args.rounds):
                 path = work / f"{name}-{i}.iwt"
                 workload.prepare()
-                options = [arg for f in workload.files for arg in ("--file", f)]
-                subprocess.run([*IOWITNESS, "run", "-q", "-o", str(path), *options, "--", *workload.command],
+                subprocess.run([*IOWITNESS, "run", "-q", "-o", str(path), *Iowitness(False).options(workload.files),
+                                "--", *workload.command],
                                check=True, capture_output=True, cwd=work)
                 trace = load(path)
                 n = max(trace.event_count, 1)

@@ -99,12 +99,15 @@ class Iowitness(Observer):
         self.summary, self.stats = summary, stats
         self.name = ("iowitness-summary" if summary else "iowitness") + ("" if stats else "-nostats")
 
+    def options(self, files: list[str]) -> list[str]:
+        """The recording options of this mode, tracing `files` (run and attach take the same)."""
+        options = (["--summary"] if self.summary else []) + ([] if self.stats else ["--no-bpf-stats"])
+        return options + [arg for f in files for arg in ("--file", f)]
+
     def wrap(self, command, files, out, tag):
         trace = out / f"{tag}.iwt"
-        options = (["--summary"] if self.summary else []) + ([] if self.stats else ["--no-bpf-stats"])
-        for f in files:
-            options += ["--file", f]
-        return Wrapped([*IOWITNESS, "run", "-q", "-o", str(trace), *options, "--", *command], trace=trace)
+        return Wrapped([*IOWITNESS, "run", "-q", "-o", str(trace), *self.options(files), "--", *command],
+                       trace=trace)
 
 
 class Strace(Observer):
