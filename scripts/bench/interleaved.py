@@ -14,13 +14,15 @@ floor and timing-floor (probes/*.bpf.o) are loaded and attached by this process;
 and iowitness-summary are `iowitness attach --pid PID --file F --duration SLOT`, and their
 stretch is what the trace itself saw (first call to last, or the summary's first and last
 call), never the Python start-up around it. A stretch's ratio is its rate over the mean rate
-of the two untraced stretches around it.
+of the two untraced stretches around it. The last column is the median, over the cycles in
+which both ran, of the observer's ratio minus the floor's: the way to read "within X of the
+floor", since the machine's slower drifts cancel out of that difference.
 
 Example (2 vCPU VM, fio 4 KiB random reads of a cached file, 10 cycles of 2 s slots):
 
-    workload       observer           ratio median (range)   stretches
+    workload       observer           ratio median (range)   stretches  minus floor, same cycle
     fio-rand-read  floor              0.97 (0.93..1.01)      10
-    fio-rand-read  iowitness          0.89 (0.85..0.93)      10
+    fio-rand-read  iowitness          0.89 (0.85..0.93)      10         -0.08 (10)
 
 Usage (as root, from the repository, after scripts/setup.sh and make -C probes):
   .venv/bin/python scripts/bench/interleaved.py --cycles 10 --slot 2 --json r.json
@@ -169,13 +171,14 @@ def run_seconds(observers: list[str], cycles: int, slot: float) -> float:
     return cycles * per_cycle + 30
 
 
-def measure(workload, observers: list[str], cycles: int, slot: float, out: Path) -> dict[str, list[float]]:
+def measure(workload, observers: list[str], cycles: int, slot: float, out: Path) -> list[dict[str, float]]:
+    """Each cycle's ratios, by observer (an observer whose stretch failed is missing from its cycle)."""
     workload.prepare()
     command = workload.command
     # nothing is read from the benchmark while it runs: a pipe it filled would stop it
     bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     sampler = Sampler(bench.pid)
-    ratios: dict[str, list[float]] = {o: [] for o in observers}
+    measured: list[dict[str, float]] = []
     try:
         sampler.start()
         time.sleep(2.0)   # fio lays out and warms its file; the loop opens its own
@@ -190,12 +193,12 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
                 if bench.poll() is not None:
                     print(f"{workload.name} ended early (exit code {bench.returncode}): keeping the "
                           f"{cycle} cycles measured", flush=True)
-                    return ratios
+                    return measured
                 traced = sampler_rate(sampler, window) if window else None
                 if traced is not None and before and after:
                     this_cycle[observer] = traced / ((before + after) / 2)
-                    ratios[observer].append(this_cycle[observer])
                 before = after
+            measured.append(this_cycle)
             print(f"{workload.name} cycle {cycle + 1}: " + "  ".join(
                 f"{o} {this_cycle[o]:.3f}" if o in this_cycle else f"{o} -" for o in order), flush=True)
     finally:
@@ -207,7 +210,7 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
             except subprocess.TimeoutExpired:
                 os.killpg(bench.pid, signal.SIGKILL)
                 bench.wait()
-    return ratios
+    return measured
 
 
 def sampler_rate(sampler: Sampler, window: tuple[float, float]) -> float | None:
@@ -251,10 +254,12 @@ def main() -> int:
         shutil.rmtree(out, ignore_errors=True)
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"\n{'workload':<15}{'observer':<19}{'ratio median (range)':<24}stretches")
+    print(f"\n{'workload':<15}{'observer':<19}{'ratio median (range)':<24}stretches  minus floor, same cycle")
     for name, rows in results.items():
         for o, r in rows.items():
-            print(f"{name:<15}{o:<19}{r['median']:.3f} ({r['min']:.3f}..{r['max']:.3f})".ljust(58) + f"{r['n']}")
+            paired = f"{r['minus_floor']:+.3f} ({r['paired']})" if "minus_floor" in r else ""
+            print(f"{name:<15}{o:<19}{r['median']:.3f} ({r['min']:.3f}..{r['max']:.3f})".ljust(58)
+                  + f"{r['n']}".ljust(11) + paired)
     if args.json:
         args.json.write_text(json.dumps({"cycles": args.cycles, "slot": args.slot, "results": results}, indent=1))
     return 0
@@ -265,10 +270,24 @@ def run_all(args, known, observers, work, out) -> dict:
     print(f"benchmark files in {work}, traces in {out}; {args.cycles} cycles of {args.slot:g} s slots", flush=True)
     for name in args.workloads.split(","):
         workload = known[name]
-        ratios = measure(workload, observers, args.cycles, args.slot, out)
-        results[name] = {o: {"median": statistics.median(r), "min": min(r), "max": max(r), "n": len(r), "all": r}
-                         for o, r in ratios.items() if r}
+        results[name] = summarize(measure(workload, observers, args.cycles, args.slot, out), observers)
     return results
+
+
+def summarize(measured: list[dict[str, float]], observers: list[str]) -> dict:
+    """Median and range of each observer's ratios and, where the floor ran in the same cycle,
+    the median of (observer - floor) over those cycles: the untraced neighbours of the two
+    stretches are seconds apart, so the machine's slower drifts cancel out of the difference."""
+    summary = {}
+    for o in observers:
+        r = [cycle[o] for cycle in measured if o in cycle]
+        if not r:
+            continue
+        summary[o] = {"median": statistics.median(r), "min": min(r), "max": max(r), "n": len(r), "all": r}
+        differences = [cycle[o] - cycle["floor"] for cycle in measured if o in cycle and "floor" in cycle]
+        if o != "floor" and differences:
+            summary[o].update(minus_floor=statistics.median(differences), paired=len(differences))
+    return summary
 
 
 if __name__ == "__main__":

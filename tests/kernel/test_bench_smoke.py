@@ -57,3 +57,7 @@ def test_interleaved_bench_measures_every_observer_inside_one_run(tmp_path):
     for name, row in rows.items():
         assert row["n"] == 1 and 0.05 < row["median"] < 3, (name, row)
         assert name in proc.stdout
+    # AND every other observer is also compared with the floor's stretch of the same cycle
+    for name, row in rows.items():
+        if name != "floor":
+            assert row["paired"] == 1 and row["minus_floor"] == row["median"] - rows["floor"]["median"], (name, row)
