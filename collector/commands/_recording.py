@@ -27,8 +27,9 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
                              "to a power of two records)")
     parser.add_argument("--summary", action="store_true",
                         help="keep only in-kernel aggregates per file, process, phase and syscall "
-                             "(counts, bytes, latency histograms), no record per call: the lightest "
-                             "observer; report then has no per-call figures")
+                             "(counts, bytes, latency histograms), no record per call: a trace of a few "
+                             "KiB and almost no collector work for long runs (the benchmark is slowed about "
+                             "as much as in full mode); report then has no per-call figures")
     parser.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
                         help="do not ask the kernel to time iowitness's BPF programs (by default timed "
                              "in a window every 5 s: 0.1 s, longer until 10,000 calls are timed, at most "
