@@ -191,6 +191,8 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
                 window = run_slot(observer, bench.pid, workload.files, slot, out)
                 after = sampler_rate(sampler, untraced(slot))
                 if bench.poll() is not None:
+                    if this_cycle:
+                        measured.append(this_cycle)
                     print(f"{workload.name} ended early (exit code {bench.returncode}): keeping the "
                           f"{cycle} cycles measured", flush=True)
                     return measured
