@@ -40,8 +40,14 @@ fi
 
 work=$(mktemp -d)
 cp "$object" "$work/real.bpf.o"
-restore() { cp "$work/real.bpf.o" "$object"; rm -rf "$work"; }
+restore() {
+	if [[ -d $work ]]; then
+		cp "$work/real.bpf.o" "$object"
+		rm -rf "$work"
+	fi
+}
 trap restore EXIT
+trap 'exit 130' INT TERM   # through the EXIT trap
 
 # the cache goes right after the includes; the macro then replaces every later clock read
 awk -v mask=$((every - 1)) '

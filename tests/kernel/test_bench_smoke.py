@@ -1,8 +1,9 @@
-"""The observer benchmark (scripts/bench/observers.py) still runs end to end.
+"""The benchmark scripts (scripts/bench/observers.py, interleaved.py, sampled_clock.sh) still
+run end to end.
 
-Not a timed test: CI never fails on a slow run. One workload, one round (--smoke): every
+Not timed tests: CI never fails on a slow run. One workload, one round or cycle: every
 available observer must run, iowitness must lose no event in either mode, and the figures the
-table is made of must be there."""
+tables are made of must be there."""
 
 from __future__ import annotations
 
@@ -61,3 +62,34 @@ def test_interleaved_bench_measures_every_observer_inside_one_run(tmp_path):
     for name, row in rows.items():
         if name != "floor":
             assert row["paired"] == 1 and row["minus_floor"] == row["median"] - rows["floor"]["median"], (name, row)
+
+
+def test_sampled_clock_bench_measures_its_variant_and_puts_the_real_probe_back(tmp_path):
+    # GIVEN the built probe (the script swaps it for its variant while it measures)
+    probe = REPO / "probes/build/iowitness.bpf.o"
+    real = probe.read_bytes()
+    out = tmp_path / "sampled.json"
+    try:
+        # WHEN the experiment runs one short cycle of the pread loop
+        proc = subprocess.run(["bash", str(REPO / "scripts/bench/sampled_clock.sh"), "256", "--workloads", "pread-loop",
+                               "--observers", "floor,iowitness-summary", "--cycles", "1", "--slot", "0.6",
+                               "--dir", str(tmp_path / "work"), "--json", str(out)],
+                              capture_output=True, text=True, timeout=240, cwd=REPO)
+        # THEN the probe on disk is the real one again, byte for byte
+        assert probe.read_bytes() == real
+    finally:
+        probe.write_bytes(real)   # even if the script was killed before its own trap ran
+    # AND the variant loaded, attached and was measured against the floor of the same cycle
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "1 call in 256" in proc.stderr
+    row = json.loads(out.read_text())["results"]["pread-loop"]["iowitness-summary"]
+    assert row["n"] == 1 and row["paired"] == 1 and 0.05 < row["median"] < 3, row
+
+
+def test_sampled_clock_bench_refuses_a_sampling_rate_that_is_not_a_power_of_two():
+    # WHEN the experiment is asked for 1 call in 3
+    proc = subprocess.run(["bash", str(REPO / "scripts/bench/sampled_clock.sh"), "3"],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    # THEN it says so in one line and changes nothing
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["sampled_clock.sh: N must be a power of two (got 3)"]
