@@ -6,7 +6,9 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
+from iowitness.analysis import observer
 from iowitness.collector.trace import load
 from iowitness.errors import BadTrace
 from tests.conftest import require_tool
@@ -213,3 +215,39 @@ def test_bpf_statistics_wait_for_a_slow_benchmarks_first_calls(traced, workdir):
     # this pace 10,000 calls take longer), and timed some: the report can state their cost
     assert 0.95 <= cost["sampled_s"] <= 1.3, cost
     assert 0 < cost["sampled_calls"] <= rate * cost["sampled_s"], (cost, rate)
+
+
+def _counted_writer(target, calls: int) -> str:
+    """A command that pwrites one byte `calls` times as fast as it can."""
+    return ("import os\n"
+            f"fd = os.open({str(target)!r}, os.O_CREAT | os.O_WRONLY, 0o644)\n"
+            f"for _ in range({calls}):\n"
+            "    os.pwrite(fd, b'x', 0)\n")
+
+
+def test_the_probe_time_in_all_brackets_what_the_kernel_measures_all_run_long(traced, workdir):
+    # GIVEN a command that makes a fixed number of pwrites, as fast as it can
+    target = workdir / "counted"
+    command = ["python3", "-c", _counted_writer(target, 600_000)]
+    # WHEN it runs once with the statistics in windows (the default), and once with the
+    # sysctl keeping them on for the whole run: the kernel then times every program run, the
+    # ground truth for the programs' total time
+    sampled, _ = traced(command, "--file", str(target))
+    sysctl = Path("/proc/sys/kernel/bpf_stats_enabled")
+    before = sysctl.read_text()
+    try:
+        sysctl.write_text("1")
+        whole, _ = traced(command, "--file", str(target))
+    finally:
+        sysctl.write_text(before)
+    estimate, truth = observer.cost(sampled), observer.cost(whole)
+    # THEN the whole run was timed (one figure) and the windowed run gives a range, both
+    # scalings of the same windows
+    assert "sysctl" in truth["bpf_stats"] and truth["probe_time_s"] == truth["probe_time_s_by_calls"]
+    assert "sampled" in estimate["bpf_stats"] and estimate["probe_sampled_calls"] < estimate["calls"] / 2
+    low, high = sorted((estimate["probe_time_s"], estimate["probe_time_s_by_calls"]))
+    # AND the truth lies in that range, give or take this VM's run-to-run noise (the two runs
+    # are separate: a per-run speed can differ by a third)
+    assert low / 1.5 <= truth["probe_time_s"] <= high * 1.5, (low, high, truth["probe_time_s"])
+    # AND the line says it as a range
+    assert " in all" in observer.line(sampled)

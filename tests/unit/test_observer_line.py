@@ -1,0 +1,34 @@
+"""The observer line's total probe time: the timed windows scaled two ways (analysis/observer.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from iowitness.analysis import observer
+
+
+def _trace(probe: dict, calls: int, seconds: float):
+    return SimpleNamespace(meta={"clock_start": {"monotonic_ns": 0}, "clock_end": {"monotonic_ns": int(seconds * 1e9)}},
+                           counters={"events": calls, "probe_cost": probe}, lost=0, event_count=calls)
+
+
+def test_windows_scaled_by_time_and_by_calls_give_a_range_low_first():
+    # GIVEN 50 ms of program time measured over 0.1 s and 10,000 calls of a 10 s run of 2 M calls
+    probe = {"source": "BPF_ENABLE_STATS, sampled", "run_time_ns": 50_000_000, "run_cnt": 20_000,
+             "sampled_calls": 10_000, "sampled_s": 0.1}
+    trace = _trace(probe, 2_000_000, 10.0)
+    # WHEN the cost is worked out
+    cost = observer.cost(trace)
+    # THEN time scales it by 100 and calls by 200, and the line gives both, low first
+    assert round(cost["probe_time_s"], 9) == 5.0 and round(cost["probe_time_s_by_calls"], 9) == 10.0
+    assert "about 5.000 s–10.000 s in all" in observer.line(trace)
+
+
+def test_statistics_on_all_run_long_give_one_total():
+    # GIVEN the kernel timed every program run (sysctl): no window to scale
+    probe = {"source": "sysctl kernel.bpf_stats_enabled", "run_time_ns": 2_000_000_000, "run_cnt": 20_000_000}
+    trace = _trace(probe, 9_000_000, 7.0)
+    # THEN the total is what it measured, said once
+    cost = observer.cost(trace)
+    assert cost["probe_time_s"] == cost["probe_time_s_by_calls"] == 2.0
+    assert "about 2.000 s in all" in observer.line(trace)
