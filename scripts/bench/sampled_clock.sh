@@ -10,12 +10,22 @@
 # the probe is unchanged, so the run shows the cost of all the probe's work but the clock.
 # The variant's latencies and phase times are meaningless: only the ratios are read.
 #
-# Example (2 vCPU VM, 20 cycles of 2 s slots; paired = the observer's stretch minus the
-# floor's of the same cycle):
+# Example (2 vCPU VM; the last column is the observer's ratio minus the floor's of the same
+# cycle, median over the cycles):
 #
-#     scripts/bench/sampled_clock.sh 256 --workloads fio-rand-read --observers floor,iowitness-summary
-#     fio-rand-read  floor              0.928 (0.715..0.989)    20
-#     fio-rand-read  iowitness-summary  0.895 (0.807..0.957)    20
+#     scripts/bench/sampled_clock.sh 256 --workloads fio-seq-read,fio-rand-read \
+#         --observers floor,timing-floor,iowitness-summary --cycles 20 --slot 2
+#     workload       observer           ratio median (range)    stretches  minus floor, same cycle
+#     fio-seq-read   floor              0.948 (0.830..1.178)    20
+#     fio-seq-read   timing-floor       0.893 (0.818..1.040)    20         -0.062 (20)
+#     fio-seq-read   iowitness-summary  0.842 (0.691..1.027)    20         -0.108 (20)
+#     fio-rand-read  floor              0.954 (0.869..1.013)    20
+#     fio-rand-read  timing-floor       0.904 (0.800..1.021)    20         -0.053 (20)
+#     fio-rand-read  iowitness-summary  0.873 (0.766..0.996)    20         -0.088 (20)
+#
+# How to read it: the same run with the real probe (interleaved.py) gave -0.102 and -0.125 for
+# summary mode; what is left without the clock is the probe's other work (docs/performance.md,
+# "Sixth round").
 #
 # Usage (as root, from the repository, after scripts/setup.sh; nothing else may run iowitness
 # meanwhile, since the installed probe object is swapped):

@@ -232,10 +232,11 @@ def test_the_probe_time_in_all_brackets_what_the_kernel_measures_all_run_long(tr
     # WHEN it runs once with the statistics in windows (the default), and once with the
     # sysctl keeping them on for the whole run: the kernel then times every program run, the
     # ground truth for the programs' total time
-    sampled, _ = traced(command, "--file", str(target))
     sysctl = Path("/proc/sys/kernel/bpf_stats_enabled")
     before = sysctl.read_text()
     try:
+        sysctl.write_text("0")
+        sampled, _ = traced(command, "--file", str(target))
         sysctl.write_text("1")
         whole, _ = traced(command, "--file", str(target))
     finally:
