@@ -82,10 +82,8 @@ def cost(trace) -> dict:
 
 def _total(by_time: float | None, by_calls: float | None) -> str:
     """", about X–Y in all": the two scalings of the timed windows, low first."""
-    known = sorted({units.seconds(t): t for t in (by_time, by_calls) if t is not None}.items(), key=lambda kv: kv[1])
-    if not known:
-        return ""
-    return f", about {'–'.join(text for text, _ in known)} in all"
+    texts = dict.fromkeys(units.seconds(t) for t in sorted(t for t in (by_time, by_calls) if t is not None))
+    return f", about {'–'.join(texts)} in all" if texts else ""
 
 
 def line(trace) -> str:

@@ -42,6 +42,10 @@ if (( every < 1 || (every & (every - 1)) != 0 )); then
 	echo "sampled_clock.sh: N must be a power of two (got $every)" >&2
 	exit 2
 fi
+if (( EUID != 0 )); then
+	echo "sampled_clock.sh: run as root (the benchmark loads BPF programs)" >&2
+	exit 2
+fi
 object=probes/build/iowitness.bpf.o
 if [[ ! -f $object ]]; then
 	echo "sampled_clock.sh: $object is not built (run scripts/setup.sh or make -C probes)" >&2
