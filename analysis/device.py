@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.phases import SYNC, call_kinds, stable_order
-from iowitness.collector.mounts import dev_name
+from iowitness.collector.traceformat import dev_name
 
 READ_OP = 0
 DISCARD_OPS = (3, 5)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import units
+from iowitness import units
 from iowitness.analysis.device import (AGREEMENT, CACHE_SHARE, DEVICE_BOUND_SHARE, DEVICE_SHARE, Requests,
                                        pct)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import units
+from iowitness import units
 
 WINDOWS = (("calls", None), ("+fsync", "sync_end_ns"), ("+close", "close_end_ns"))
 

@@ -17,7 +17,8 @@ from collections import defaultdict
 
 import pandas as pd
 
-from iowitness.analysis import buffering, device_checks, units, verdicts
+from iowitness import units
+from iowitness.analysis import buffering, device_checks, verdicts
 from iowitness.analysis import figures as active_figures
 from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis.benchmarks import fio_jobs

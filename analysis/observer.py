@@ -24,7 +24,7 @@ same command all run long.
 
 from __future__ import annotations
 
-from iowitness.analysis import units
+from iowitness import units
 
 
 def cost(trace) -> dict:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import phases as phase_module, units
+from iowitness import units
+from iowitness.analysis import phases as phase_module
 from iowitness.analysis.figures import WINDOWS, amount_of, fmt, rate, window_end
 
 

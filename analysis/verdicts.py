@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from iowitness.analysis import units
+from iowitness import units
 from iowitness.analysis.buffering import note_records, read_amplification
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import figures_of, fmt

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from iowitness.collector import mounts
+from iowitness.collector.traceformat import dev_name, kernel_dev
 
 SECTOR = 512
 # /proc/diskstats fields after major, minor and name (Documentation/admin-guide/iostats.rst)
@@ -29,7 +30,7 @@ CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "ste
 
 def sysfs_dir(kdev: int) -> Path | None:
     """/sys/dev/block/MAJ:MIN resolved, or None when the number is no block device."""
-    link = Path("/sys/dev/block") / mounts.dev_name(kdev)
+    link = Path("/sys/dev/block") / dev_name(kdev)
     return link.resolve() if link.exists() else None
 
 
@@ -41,7 +42,7 @@ def _whole_disk(where: Path) -> Path:
 def describe(kdev: int) -> dict:
     """Name, whole disk, partition or not, loop backing file: what a reader of the view needs."""
     where = sysfs_dir(kdev)
-    info = {"device": mounts.dev_name(kdev), "dev": kdev, "name": where.name if where else None}
+    info = {"device": dev_name(kdev), "dev": kdev, "name": where.name if where else None}
     if where is None:
         return info
     disk = _whole_disk(where)
@@ -69,7 +70,7 @@ def device_of(path: str, table: list[mounts.Mount] | None = None) -> tuple[int |
         except OSError:
             rdev = 0
         if rdev:
-            kdev = mounts.kernel_dev(os.major(rdev), os.minor(rdev))
+            kdev = kernel_dev(os.major(rdev), os.minor(rdev))
             if sysfs_dir(kdev) is not None:
                 return kdev, ""
     return None, (f"{mount.mount_point} is {mount.fs_type}, which has no block device: "

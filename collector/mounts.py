@@ -12,15 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-MINOR_BITS = 20  # the kernel's dev_t: major << 20 | minor
+from iowitness.collector.traceformat import dev_name, kernel_dev
 
-
-def kernel_dev(major: int, minor: int) -> int:
-    return (major << MINOR_BITS) | minor
-
-
-def dev_name(kdev: int) -> str:
-    return f"{kdev >> MINOR_BITS}:{kdev & ((1 << MINOR_BITS) - 1)}"
 
 
 @dataclass(frozen=True)

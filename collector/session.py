@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from iowitness import __version__
-from iowitness.analysis import units
+from iowitness import units
 from iowitness.collector import blockdev, mounts
 from iowitness.collector.probe import Probe
-from iowitness.collector.trace import TraceWriter
+from iowitness.collector.traceformat import dev_name, lost_total
+from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
+from iowitness.version import __version__
 
 # longest sleep: a ring that fills (the event area's doorbell, the others) or a launched or
 # attached process that exits wakes the collector sooner; each wake-up costs a drain of every
@@ -211,7 +212,7 @@ class Recorder:
             table = table or mounts.mounts()
             mount = next((m for m in table if m.kdev == key[0]), None)
             self.stats.files[key] = {"dev": key[0], "ino": key[1], "path": path,
-                                     **(mount.describe() if mount else {"device": mounts.dev_name(key[0])})}
+                                     **(mount.describe() if mount else {"device": dev_name(key[0])})}
 
     def counters(self) -> dict:
         cost = self.probe.program_cost()
@@ -294,7 +295,7 @@ class Recorder:
         c = self.counters()
         line = (f"[iowitness] {elapsed:6.1f} s  events {c['events']:,} "
                 f"({c['events'] / elapsed:,.0f}/s)  bytes {units.bytes_(self.stats.data_bytes)}  "
-                f"lost {c['lost_events'] + c['lost_meta'] + c['missed_runs']:,}")
+                f"lost {lost_total(c):,}")
         if sys.stderr.isatty():
             sys.stderr.write("\r\x1b[K" + line)
             self._status_shown = True

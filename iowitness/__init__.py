@@ -6,11 +6,13 @@
     >>> t.meta["command"]   # what was traced, where, and what it printed
 """
 
-__version__ = "0.1.0"
+from iowitness.version import __version__
+
+__all__ = ["__version__", "load"]
 
 
 def load(path):
     """Load a saved trace: events as a pandas DataFrame plus its metadata."""
-    from iowitness.collector.trace import load as _load
+    from iowitness.analysis.run import load as _load
 
     return _load(path)

@@ -8,7 +8,8 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import aggregates, observer, units
+from iowitness import units
+from iowitness.analysis import aggregates, observer
 from iowitness.analysis.reporters.machine import _records
 
 

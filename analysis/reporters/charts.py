@@ -17,7 +17,7 @@ import itertools
 
 import numpy as np
 
-from iowitness.analysis import units
+from iowitness import units
 
 # Okabe-Ito colours, ordered so neighbours differ in lightness too (they stay apart in grey)
 COLOURS = ("#000000", "#E69F00", "#0072B2", "#56B4E9", "#D55E00", "#009E73", "#CC79A7", "#999999")

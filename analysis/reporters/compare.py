@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import units
+from iowitness import units
 from iowitness.analysis.reporters import tables
+from iowitness.analysis.reporters.phase_calls import PhaseCalls
 
 MAX_BAR_PHASES = 40      # phase names in the throughput bar chart
 MAX_CDF_PHASES = 12      # phase names that get an overlaid latency chart
@@ -130,8 +131,6 @@ def latencies(run: Run, key: tuple, cache: dict) -> np.ndarray:
     if phase is None:
         return np.empty(0)
     if run.label not in cache:
-        from iowitness.analysis.reporters.html import PhaseCalls
-
         cache[run.label] = PhaseCalls(run.report)
     pc = cache[run.label]
     return pc.calls.latency_ns[pc.of(phase)] / 1e3

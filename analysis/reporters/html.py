@@ -18,9 +18,10 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from iowitness import units
 from iowitness.analysis import figures as active_figures
-from iowitness.analysis import units
 from iowitness.analysis.reporters import charts, tables
+from iowitness.analysis.reporters.phase_calls import PhaseCalls
 
 MAX_PHASE_SECTIONS = 12
 
@@ -30,7 +31,7 @@ def esc(value) -> str:
 
 
 def page(title: str, body: str) -> str:
-    from iowitness import __version__
+    from iowitness.version import __version__
 
     template = resources.files("iowitness.analysis.reporters").joinpath("templates/report.html").read_text()
     return string.Template(template).substitute(title=esc(title), body=body, version=esc(__version__))
@@ -91,34 +92,6 @@ def verdict_section(verdicts, note: str | None, chosen=()) -> str:
                    'ratio = claim / active in the window.</p>')
         out.append(verdict_table(verdicts, chosen))
     return "\n".join(out)
-
-
-class PhaseCalls:
-    """Each phase's counted data calls (no warm-ups), found once for every chart."""
-
-    def __init__(self, report):
-        from iowitness.analysis.phases import READS
-
-        calls = report.calls
-        counted = np.flatnonzero(calls.data & (calls.phase > 0))
-        order = counted[np.argsort(calls.phase[counted], kind="stable")]
-        self.calls = calls
-        self.order = order
-        phases = calls.phase[order]
-        bounds = np.flatnonzero(np.r_[True, phases[1:] != phases[:-1]]) if len(phases) else np.empty(0, int)
-        ends = np.r_[bounds[1:], len(phases)]
-        self.slices = {int(phases[b]): (b, e) for b, e in zip(bounds, ends)}
-        cats = calls.syscall.cat.categories if isinstance(calls.syscall.dtype, pd.CategoricalDtype) else None
-        if cats is not None:
-            read_codes = np.array([c in READS for c in cats] + [False])
-            self.is_read = read_codes[calls.syscall.cat.codes.to_numpy()]
-        else:
-            self.is_read = calls.syscall.astype(str).isin(READS).to_numpy()
-        self.counted = counted
-
-    def of(self, phase: int) -> np.ndarray:
-        b, e = self.slices.get(int(phase), (0, 0))
-        return self.order[b:e]
 
 
 def run_timeline(report, pc: PhaseCalls) -> str:

@@ -11,7 +11,8 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import device, device_checks, figures, units
+from iowitness import units
+from iowitness.analysis import device, device_checks, figures
 
 
 # integer columns that name something (no thousands separators)

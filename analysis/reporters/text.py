@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iowitness.analysis import figures, observer, units
+from iowitness import units
+from iowitness.analysis import figures, observer
 from iowitness.analysis.reporters import tables
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time

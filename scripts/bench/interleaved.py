@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tracers import IOWITNESS, Floor, Iowitness, TimingFloor  # noqa: E402
 from workloads import all_workloads  # noqa: E402
 
-from iowitness.collector.trace import load  # noqa: E402
+from iowitness.analysis.run import load# noqa: E402
 
 WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop")
 OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary")

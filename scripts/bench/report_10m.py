@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from iowitness.collector.trace import TraceWriter
+from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 
-IOWITNESS = [sys.executable, "-m", "iowitness.collector.cli"]
+IOWITNESS = [sys.executable, "-m", "iowitness.cli"]
 TARGET_SECONDS = 10.0
 TARGET_BYTES = 3 * 2**30
 
@@ -164,7 +164,7 @@ def measure(trace: Path) -> tuple[float, int, int]:
 def profile(trace: Path, top: int) -> None:
     """What `report --csv` spends its time on, in this process (cProfile, by own time)."""
     from iowitness.analysis.reporters import machine
-    from iowitness.collector.trace import load
+    from iowitness.analysis.run import load
 
     profiler = cProfile.Profile()
     profiler.enable()

@@ -32,7 +32,7 @@ from iowitness import probes
 from iowitness.collector.libbpf import BpfObject
 from iowitness.probes.layout import layout
 
-IOWITNESS = [sys.executable, "-m", "iowitness.collector.cli"]
+IOWITNESS = [sys.executable, "-m", "iowitness.cli"]
 TRACEFS = Path("/sys/kernel/tracing/events/syscalls")
 
 

@@ -8,7 +8,7 @@ import sys
 import textwrap
 import time
 
-from iowitness.collector.trace import load
+from iowitness.analysis.run import load
 
 from tests.support.cli import IOWITNESS
 

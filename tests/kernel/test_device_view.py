@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowitness.analysis import units
-from iowitness.collector.trace import load
+from iowitness import units
+from iowitness.analysis.run import load
 from tests.conftest import require_tool
 from tests.support.blockdev import blkio_throttle, dev_numbers, diskstats, in_cgroup, loop_ext4, loop_fs, tmpfs
 from tests.support.cli import IOWITNESS, iowitness

@@ -31,18 +31,18 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
     assert where.stdout.strip().startswith(str(site))
     # THEN doctor loads and attaches that installed probe
-    doctor = subprocess.run([sys.executable, "-m", "iowitness.collector.cli", "doctor"],
+    doctor = subprocess.run([sys.executable, "-m", "iowitness.cli", "doctor"],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert "this machine can trace" in doctor.stdout
     assert str(site) in doctor.stdout
     # AND the installed package records and analyses a run end to end (every subpackage shipped)
     trace = tmp_path / "dd.iwt"
-    run = subprocess.run([sys.executable, "-m", "iowitness.collector.cli", "run", "-q", "-o", str(trace), "--",
+    run = subprocess.run([sys.executable, "-m", "iowitness.cli", "run", "-q", "-o", str(trace), "--",
                           "dd", "if=/dev/zero", f"of={tmp_path / 'dd.out'}", "bs=64k", "count=16"],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stderr
-    report = subprocess.run([sys.executable, "-m", "iowitness.collector.cli", "check", str(trace)],
+    report = subprocess.run([sys.executable, "-m", "iowitness.cli", "check", str(trace)],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     # (a 1 MiB copy may be too short to judge: any verdict shows the analysis ran)
     assert report.returncode in (0, 1), report.stdout + report.stderr
@@ -50,7 +50,7 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
     assert "dd write" in report.stdout
     # AND its HTML report finds the page template shipped as package data
     page = tmp_path / "dd.html"
-    html = subprocess.run([sys.executable, "-m", "iowitness.collector.cli", "report", str(trace), "--html", str(page)],
+    html = subprocess.run([sys.executable, "-m", "iowitness.cli", "report", str(trace), "--html", str(page)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert html.returncode == 0, html.stderr
     assert "iowitness/analysis/reporters/templates/report.html" in names

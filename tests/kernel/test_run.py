@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from iowitness.analysis import observer
-from iowitness.collector.trace import load
+from iowitness.analysis.run import load
 from iowitness.errors import BadTrace
 from tests.conftest import require_tool
 from tests.support.cli import IOWITNESS

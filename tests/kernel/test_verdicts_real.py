@@ -26,7 +26,7 @@ import pytest
 
 from iowitness.analysis import matching
 from iowitness.analysis.claims import detect, spec
-from iowitness.collector.trace import load
+from iowitness.analysis.run import load
 from tests.conftest import REPO, require_tool
 from tests.support.cli import iowitness
 
@@ -34,7 +34,7 @@ KIB = 1024
 MIB = 1024 * KIB
 SPEC = REPO / "tests" / "data" / "claims" / "spec"
 STDIO_BENCH = REPO / "tests" / "workloads" / "stdio_bench.c"
-EXIT_DISAGREES, EXIT_USAGE = 1, 2  # collector/commands/check.py
+EXIT_DISAGREES, EXIT_USAGE = 1, 2  # iowitness/commands/check.py
 
 
 def verdicts_of(trace, command=None, spec_path=None, tolerance=0.05):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-IOWITNESS = [sys.executable, "-m", "iowitness.collector.cli"]
+IOWITNESS = [sys.executable, "-m", "iowitness.cli"]
 
 
 def iowitness(*args, check=True, timeout=300, **kwargs) -> subprocess.CompletedProcess:

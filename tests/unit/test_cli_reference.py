@@ -22,7 +22,7 @@ def test_cli_reference_is_current():
 
 
 def test_every_command_help_ends_with_an_example():
-    from iowitness.collector.cli import COMMANDS
+    from iowitness.cli import COMMANDS
 
     gen = _generator()
     for name in COMMANDS:

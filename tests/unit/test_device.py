@@ -10,7 +10,7 @@ import pytest
 from iowitness.analysis import device, device_checks
 from iowitness.analysis.claims import Claim
 from iowitness.collector import blockdev
-from iowitness.collector.commands import _claims
+from iowitness.commands import _claims
 from iowitness.errors import UsageError
 from iowitness.probes.layout import layout
 
@@ -130,7 +130,8 @@ def test_diskstats_lines_are_read_by_name_and_idle_devices_skipped():
 
 
 def test_block_offcpu_and_samples_round_trip_through_the_trace(tmp_path):
-    from iowitness.collector.trace import TraceWriter, load
+    from iowitness.analysis.run import load
+    from iowitness.collector.tracewriter import TraceWriter
 
     # GIVEN a trace with two BLOCK chunks out of time order, an OFFCPU chunk and two SAMPLES
     block = _requests([(10, 20, 4096, 1), (0, 5, 8192, 0)])

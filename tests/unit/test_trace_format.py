@@ -1,4 +1,4 @@
-"""The .iwt trace format: round trip, crash safety, refusals, and export (collector/trace.py)."""
+"""The .iwt trace format: round trip, crash safety, refusals, and export (collector/traceformat.py, tracewriter.py, tracereader.py; analysis/run.py)."""
 
 import json
 import os
@@ -15,8 +15,10 @@ import pytest
 
 import zstandard
 
+from iowitness.analysis.run import export_parquet, load
 from iowitness.collector import codec
-from iowitness.collector.trace import TraceWriter, describe_layout, export_parquet, load
+from iowitness.collector.traceformat import describe_layout
+from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import BadTrace, OutputError
 from iowitness.probes.layout import layout
 
@@ -207,7 +209,7 @@ def test_cut_inside_the_last_chunk_keeps_every_earlier_chunk(tmp_path):
 
 def test_show_and_report_say_how_much_of_a_damaged_trace_was_left_out(tmp_path, capsys):
     # GIVEN a trace whose last 40 bytes are cut off
-    from iowitness.collector import cli
+    from iowitness import cli
     path = tmp_path / "run.iwt"
     write_trace(path, CALLS[:2], CALLS[2:], end={"exit_code": 0})
     path.write_bytes(path.read_bytes()[:-40])
@@ -248,7 +250,7 @@ def test_crc_failure_mid_file_stops_reading_there(tmp_path):
 KILLED_WRITER = """
 import sys, time
 import numpy as np
-from iowitness.collector.trace import TraceWriter
+from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 writer = TraceWriter(sys.argv[1], {"command": ["killed"]})
 flushed = np.zeros(3, layout().event)
@@ -656,7 +658,7 @@ def test_small_batches_wait_for_the_flush_and_go_out_as_one_chunk(tmp_path):
 def test_a_large_batch_after_small_ones_goes_out_with_them_in_order(tmp_path):
     # GIVEN small batches waiting for the flush, then a batch of GATHER_ROWS or more, given as
     # a strided view (every other record of a larger array), then one more small batch
-    from iowitness.collector.trace import GATHER_ROWS
+    from iowitness.collector.traceformat import GATHER_ROWS
     path = tmp_path / "run.iwt"
     records = fio_like(2 * GATHER_ROWS + 40)
     large = records[20:20 + 2 * GATHER_ROWS:2]

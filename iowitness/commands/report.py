@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import sys
 
-from iowitness.collector.commands import _claims, _output
-from iowitness.collector.trace import load
+from iowitness.analysis.run import load
+from iowitness.commands import _claims, _output
 
 
 def add_arguments(parser) -> None:

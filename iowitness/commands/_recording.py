@@ -11,7 +11,8 @@ from iowitness.collector import blockdev, mounts
 from iowitness.collector.probe import DEFAULT_RING_BYTES, MAX_RING_BYTES, Probe, ProbeConfig
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
-from iowitness.collector.trace import TraceWriter
+from iowitness.collector.traceformat import lost_total
+from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import OutputError, UsageError
 
 
@@ -94,7 +95,7 @@ def open_recording(args, probe: Probe, path: str, mode: str, command) -> Recorde
 
 def saved(reason: str, path: str, counters: dict) -> str:
     """The last line of a recording: why it stopped, where it went, what it holds."""
-    lost = counters["lost_events"] + counters["lost_meta"] + counters.get("lost_summary", 0)
+    lost = lost_total(counters)
     held = (f"{counters['calls']:,} calls summarized" if "calls" in counters
             else f"{counters['events']:,} events")
     return f"{reason}; saved {path}: {held}, {lost:,} lost"

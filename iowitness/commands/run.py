@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 
 from iowitness.collector import preflight, targets
-from iowitness.collector.commands import _recording
 from iowitness.collector.launch import Launched, resolve_command
 from iowitness.collector.probe import Probe
+from iowitness.commands import _recording
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

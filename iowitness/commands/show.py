@@ -6,7 +6,7 @@ Example:
 
 from __future__ import annotations
 
-from iowitness.collector.trace import load
+from iowitness.analysis.run import load
 
 
 def add_arguments(parser) -> None:
@@ -14,7 +14,7 @@ def add_arguments(parser) -> None:
 
 
 def execute(args) -> int:
-    from iowitness.analysis import summary  # pandas: only commands that analyse pay for it
+    from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it
 
     print(summary.render(load(args.trace)))
     return 0

@@ -12,8 +12,8 @@ Example:
 
 from __future__ import annotations
 
-from iowitness.collector.commands import _claims
-from iowitness.collector.trace import load
+from iowitness.analysis.run import load
+from iowitness.commands import _claims
 from iowitness.errors import UsageError
 
 

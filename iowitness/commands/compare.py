@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from iowitness.collector.commands import _claims, _output
-from iowitness.collector.trace import load
+from iowitness.analysis.run import load
+from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
 
 
@@ -37,7 +37,7 @@ def execute(args) -> int:
         raise UsageError(f"{len(args.label)} --label for {len(args.traces)} traces: give at most one per trace")
     if args.html:
         _output.check_writable(args.html)
-    from iowitness.analysis import units
+    from iowitness import units
     from iowitness.analysis.reporters import compare
 
     traces = [load(path) for path in args.traces]

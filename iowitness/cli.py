@@ -1,4 +1,4 @@
-"""The `iowitness` command: one module per subcommand in collector/commands/.
+"""The `iowitness` command: one module per subcommand in iowitness/commands/.
 
 Each command module has a docstring (its help, ending with an example), `add_arguments(parser)`
 and `execute(args) -> int`. Errors are IowitnessError subclasses, turned into one line on
@@ -13,8 +13,8 @@ import ctypes.util
 import importlib
 import sys
 
-from iowitness import __version__
 from iowitness.errors import EXIT_USAGE, IowitnessError
+from iowitness.version import __version__
 
 COMMANDS = ["run", "attach", "show", "report", "compare", "check", "export", "doctor"]
 
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"iowitness {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"iowitness.collector.commands.{name}")
+        module = importlib.import_module(f"iowitness.commands.{name}")
         doc = (module.__doc__ or "").strip()
         summary = doc.splitlines()[0] if doc else name
         command = sub.add_parser(

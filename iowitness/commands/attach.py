@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 
 from iowitness.collector import preflight, targets
-from iowitness.collector.commands import _recording
 from iowitness.collector.probe import Probe
 from iowitness.collector.session import processes_gone
+from iowitness.commands import _recording
 from iowitness.errors import NotFound, UsageError
 
 

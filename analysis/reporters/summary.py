@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import aggregates, observer, units
+from iowitness import units
+from iowitness.analysis import aggregates, observer
 from iowitness.analysis.phases import READS, WRITES
 from iowitness.analysis.reporters import tables
 

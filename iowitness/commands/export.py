@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from iowitness.collector.trace import export_parquet, load
+from iowitness.analysis.run import export_parquet, load
 from iowitness.errors import UsageError
 
 

@@ -1,0 +1,196 @@
+"""A run as pandas sees it: the trace reader's arrays as tables, and the report built on them.
+
+    >>> from iowitness.analysis.run import load
+    >>> t = load("run.iwt")        # what iowitness.load returns
+    >>> t.events                   # one row per syscall
+    >>> t.events(phase=3)          # the calls of one phase
+    >>> t.phases(), t.files, t.processes
+
+The numbers are those the reader read (collector/tracereader.py); this module only names
+them (syscalls, devices, paths) and hands them to the analysis.
+"""
+
+from __future__ import annotations
+
+import weakref
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from iowitness.collector.traceformat import dev_name, json_bytes
+from iowitness.collector.tracereader import TraceData, read
+from iowitness.errors import OutputError
+
+
+class Trace:
+    """A loaded trace: meta, events, files, processes, output, counters, lost."""
+
+    def __init__(self, data: TraceData):
+        self.meta, self.output, self.counters, self.lost = data.meta, data.output, data.counters, data.lost
+        self.block, self.offcpu, self.samples, self.summary = data.block, data.offcpu, data.samples, data.summary
+        self.stored_bytes = data.stored_bytes
+        self._ops, self._meta_kinds, self._facts = data.ops, data.meta_kinds, data.facts
+        self._data, self._columns = data, data.columns
+
+    @property
+    def event_count(self) -> int:
+        return self._data.event_count
+
+    def raw_events(self) -> np.ndarray:
+        """The event records as a numpy structured array, row for row as `events` (padding zeroed)."""
+        return self._data.raw_events()
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        raw = self._columns
+        columns = {name: [_text(v) for v in column] if column.ndim > 1 else column
+                   for name, column in raw.items()}
+        # copy=False: each column stays its own block instead of being copied into 2-D blocks
+        frame = EventTable(columns, index=pd.RangeIndex(len(raw["start_ns"])), copy=False)
+        object.__setattr__(frame, "_trace", weakref.ref(self))
+        frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"))
+        frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]
+        frame["device"] = _categorical(raw["dev"], dev_name)
+        frame["path"] = self._paths(raw["dev"], raw["ino"], raw["start_ns"])
+        if "requested" in frame:
+            # a size_t for I/O, but an off_t for lseek: signed shows lseek(fd, -4096, SEEK_CUR) as it was
+            frame["requested"] = frame["requested"].to_numpy().view(np.int64)
+        return frame
+
+    def report(self):
+        """Phases, groups and outliers (iowitness.analysis.report.Report), computed once."""
+        if getattr(self, "_report", None) is None:
+            from iowitness.analysis.report import build
+            self._report = build(self)
+        return self._report
+
+    def phases(self) -> pd.DataFrame:
+        """One row per phase of the benchmark, rebuilt from the events (see analysis/phases.py)."""
+        return self.report().phases
+
+    @cached_property
+    def files(self) -> pd.DataFrame:
+        rows = [{"dev": int(t["dev"]), "ino": int(t["ino"]), "path": str(t["path"]),
+                 "source": "target"} for t in self.meta.get("targets", [])]
+        opened = self._facts_of("file")
+        for f in opened[np.argsort(opened["ts_ns"], kind="stable")]:
+            rows.append({"dev": int(f["dev"]), "ino": int(f["ino"]), "path": _text(f["path"]),
+                         "tgid": int(f["tgid"]), "fd": int(f["fd"]), "dirfd": int(f["dirfd"]),
+                         "s_magic": int(f["s_magic"]), "comm": _text(f["comm"]),
+                         "ts_ns": int(f["ts_ns"]), "source": "open"})
+        columns = ["dev", "ino", "device", "path", "tgid", "fd", "dirfd", "s_magic", "comm",
+                   "ts_ns", "source"]
+        frame = pd.DataFrame(rows, columns=columns)
+        # targets registered before tracing know only dev, ino and path: the rest is <NA>
+        frame = frame.astype({"dev": "uint32", "ino": "uint64", "tgid": "UInt32", "fd": "Int32",
+                              "dirfd": "Int32", "s_magic": "UInt32", "ts_ns": "UInt64"})
+        frame["device"] = [dev_name(int(d)) for d in frame["dev"]]
+        return frame
+
+    @cached_property
+    def processes(self) -> pd.DataFrame:
+        facts = self._facts_of("fork", "exec")
+        rows = [{"kind": self._meta_kinds[int(f["kind"])], "tgid": int(f["tgid"]),
+                 "parent_tgid": int(f["parent_tgid"]), "comm": _text(f["comm"]),
+                 "path": _text(f["path"]), "ts_ns": int(f["ts_ns"])}
+                for f in facts[np.argsort(facts["ts_ns"], kind="stable")]]
+        frame = pd.DataFrame(rows, columns=["kind", "tgid", "parent_tgid", "comm", "path", "ts_ns"])
+        return frame.astype({"tgid": "uint32", "parent_tgid": "uint32", "ts_ns": "uint64"})
+
+    def _facts_of(self, *kinds: str) -> np.ndarray:
+        wanted = [k for k, name in self._meta_kinds.items() if name in kinds]
+        return self._facts[np.isin(self._facts["kind"], wanted)]
+
+    def _paths(self, dev: np.ndarray, ino: np.ndarray, start: np.ndarray) -> pd.Categorical:
+        """The path of each event's file: the last one it was opened under before the event.
+
+        An inode number can name several files over a run (ext4 gives a deleted file's number
+        to the next new file), so the mapping is by time when a (dev, ino) had several paths.
+        """
+        files = self.files
+        categories = sorted(set(files["path"]))
+        code_of = {p: k for k, p in enumerate(categories)}
+        key = dev.astype(np.uint64) << np.uint64(44) ^ ino.astype(np.uint64)
+        file_key = files["dev"].to_numpy(np.uint64) << np.uint64(44) ^ files["ino"].to_numpy(np.uint64)
+        file_code = np.array([code_of[p] for p in files["path"]], dtype=np.int64)
+        ambiguous = pd.Series(file_code).groupby(file_key).nunique()
+        codes = np.full(len(key), -1, dtype=np.int64)
+        if len(files):
+            # first path of each file: enough unless a file had several. Looked up once per
+            # distinct file, then spread to the events by the file's code
+            first = pd.Series(file_code).groupby(file_key).first()
+            key_codes, distinct = pd.factorize(key)
+            codes = first.reindex(distinct).fillna(-1).to_numpy(np.int64)[key_codes]
+        if (ambiguous > 1).any():
+            when = files["ts_ns"].fillna(0).to_numpy(np.int64)
+            table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code}).sort_values("ts")
+            probe = pd.DataFrame({"key": key, "ts": start.astype(np.int64), "row": np.arange(len(key))})
+            mixed = probe[np.isin(key, ambiguous.index[ambiguous > 1].to_numpy())].sort_values("ts")
+            found = pd.merge_asof(mixed, table, on="ts", by="key", direction="backward")
+            hit = found["code"].notna().to_numpy()
+            codes[found["row"].to_numpy()[hit]] = found["code"].to_numpy()[hit].astype(np.int64)
+        return pd.Categorical.from_codes(codes, categories=_names(categories))
+
+
+class EventTable(pd.DataFrame):
+    """A DataFrame that can also be called: trace.events(phase=3) gives one phase's events."""
+
+    _metadata = ["_trace"]
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def __call__(self, phase: int | None = None) -> pd.DataFrame:
+        if phase is None:
+            return pd.DataFrame(self)
+        assigned = self._trace().report().assigned
+        return pd.DataFrame(self[assigned["phase"].to_numpy() == phase])
+
+
+def _text(raw: np.ndarray) -> str:
+    """A NUL-terminated byte array as text."""
+    return raw.tobytes().split(b"\0", 1)[0].decode("utf-8", errors="replace")
+
+
+def _categorical(values: np.ndarray, name_of) -> pd.Categorical:
+    """Few distinct values over many rows: name each distinct value once, not each row."""
+    if len(values) and values.dtype.kind == "u" and values.max() < 2**16:
+        # small codes (syscall numbers): a counting pass instead of hashing every row
+        uniques = np.flatnonzero(np.bincount(values))
+        lookup = np.zeros(int(uniques[-1]) + 1, dtype=np.int64)
+        lookup[uniques] = np.arange(len(uniques))
+        codes = lookup[values]
+    else:
+        codes, uniques = pd.factorize(values, sort=True)
+    names = [name_of(int(u)) for u in uniques]
+    categories = list(dict.fromkeys(names))
+    to_code = np.array([categories.index(n) for n in names], dtype=np.int64)
+    return pd.Categorical.from_codes(to_code[codes], categories=_names(categories))
+
+
+def _names(categories: list) -> pd.Index:
+    # typed even when empty, so that Parquet gets a string column, not a null one
+    return pd.Index(categories, dtype="str")
+
+
+
+def load(path) -> Trace:
+    """Read a .iwt file into a Trace (BadTrace when it cannot be read at all)."""
+    return Trace(read(path))
+
+
+def export_parquet(trace: Trace, out_path) -> None:
+    """Write the events table to Parquet, with the trace metadata under the key b"iowitness"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(trace.events, preserve_index=False)
+    metadata = {**(table.schema.metadata or {}), b"iowitness": json_bytes(trace.meta)}
+    try:
+        pq.write_table(table.replace_schema_metadata(metadata), str(out_path))
+    except OSError as exc:
+        reason = exc.strerror or str(exc).splitlines()[0]
+        message = f"cannot write {out_path}: {reason}; choose another output path"
+        raise OutputError(message) from None

@@ -1,0 +1,123 @@
+"""The trace contract (.iwt): constants, record descriptions, device names, the loss total.
+
+Layout, byte by byte, in docs/trace-format.md. In short: a 16-byte header (magic, format
+version) and then chunks, each `kind, crc32, length, payload`. The writer
+(collector/tracewriter.py) only ever appends whole chunks, so whatever a SIGKILL leaves behind
+is a run of good chunks plus at most one torn one; the reader (collector/tracereader.py) keeps
+the good run and reports the rest as `truncated_bytes`.
+
+Record chunks (EVENTS, FACTS, and any kind listed in RECORD_KINDS) hold a batch of records of
+one dtype. Format 2 stores each batch as a block of collector/codec.py (columnar, lossless,
+zstd: about 3 to 7 bytes per event instead of 72); format 1 stored the records as they were.
+
+The START chunk describes the record dtypes it was written with, and the reader builds its
+dtypes from that description, never from events.h: a trace stays readable after the probe's
+layout changes. Nothing here imports pandas or the analysis.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+
+from iowitness.probes.layout import Layout
+
+MAGIC = b"IOWTRACE"
+FORMAT_VERSION = 2               # what the writer writes
+READABLE_VERSIONS = (1, 2)       # what the reader reads: 1 = raw record chunks, 2 = codec blocks
+HEADER = struct.Struct("<8sII")        # magic, format version, reserved (0)
+CHUNK = struct.Struct("<IIQ")          # kind, crc32 of payload, payload length
+
+START, EVENTS, FACTS, OUTPUT, COUNTERS, END = 1, 2, 3, 4, 5, 6
+# the device view (docs/trace-format.md): block requests, off-CPU stretches, kernel counters
+BLOCK, OFFCPU, SAMPLES = 7, 8, 9
+# --summary traces: the kernel's aggregates (collector/aggregates.py), a self-describing
+# snapshot: u32 length of a JSON dtype description, the description, then the rows; the
+# last SUMMARY chunk of a trace holds the totals of the run
+SUMMARY = 10
+SUMMARY_HEAD = struct.Struct("<I")
+STREAMS = {"stdout": 1, "stderr": 2}
+# chunk kinds that hold a batch of records, and the key of their dtype in START's "layout";
+# a new kind of record gets a number here and a description in describe_layout, nothing else
+RECORD_KINDS = {EVENTS: "event", FACTS: "meta", BLOCK: "block", OFFCPU: "offcpu"}
+# record batches smaller than this wait in memory for the next flush and go out as one chunk:
+# a slow benchmark's drains of a few events would each pay a block's fixed cost (60 bytes)
+GATHER_ROWS = 8192
+KIND_NAMES = {START: "start", EVENTS: "events", FACTS: "facts", OUTPUT: "output",
+              COUNTERS: "counters", END: "end", BLOCK: "block", OFFCPU: "offcpu", SAMPLES: "samples",
+              SUMMARY: "summary"}
+
+# fields the reader derives columns and tables from; a layout without them is not readable
+EVENT_NEEDS = ("start_ns", "latency_ns", "op", "dev", "ino")
+META_NEEDS = ("ts_ns", "kind", "tgid", "parent_tgid", "dev", "ino", "fd", "dirfd",
+               "s_magic", "comm", "path")
+
+
+def describe_layout(lay: Layout) -> dict:
+    """The JSON form of the record layout that START carries."""
+    def struct_of(dtype: np.dtype) -> dict:
+        fields = [(name, *dtype.fields[name][:2]) for name in dtype.names]
+        return {"itemsize": dtype.itemsize,
+                "fields": [[name, sub.base.str, offset, list(sub.shape)]
+                           for name, sub, offset in fields]}
+
+    return {
+        "version": lay.version,
+        "event": struct_of(lay.event),
+        "meta": struct_of(lay.meta),
+        "ops": {str(k): v for k, v in lay.names("iow_op", "IOW_OP_").items()},
+        "meta_kinds": {str(k): v for k, v in lay.names("iow_meta_kind", "IOW_META_").items()},
+        "block": struct_of(lay.structs["iow_block"]),
+        "offcpu": struct_of(lay.structs["iow_offcpu"]),
+    }
+
+
+def dtype_from(description: dict, needs: tuple[str, ...]) -> np.dtype:
+    """Rebuild a record dtype from its START description; ValueError/KeyError/TypeError if bad."""
+    fields = description["fields"]
+    dtype = np.dtype({
+        "names": [f[0] for f in fields],
+        "formats": [(f[1], tuple(f[3])) if f[3] else f[1] for f in fields],
+        "offsets": [int(f[2]) for f in fields],
+        "itemsize": int(description["itemsize"]),
+    })
+    missing = [n for n in needs if n not in dtype.names]
+    if missing:
+        raise ValueError(f"the layout has no field {', '.join(missing)}")
+    return dtype
+
+
+MINOR_BITS = 20  # the kernel's dev_t, as the probe records it: major << 20 | minor
+
+
+def kernel_dev(major: int, minor: int) -> int:
+    return (major << MINOR_BITS) | minor
+
+
+def dev_name(kdev: int) -> str:
+    """A device number as the kernel encodes it, named the way /proc/diskstats does: 'major:minor'."""
+    return f"{kdev >> MINOR_BITS}:{kdev & ((1 << MINOR_BITS) - 1)}"
+
+
+# Counters of calls and facts missing from a trace: the kernel's (what the probe could not
+# deliver: collector/probe.py) and the collector's own (statistics runs it did not time). The
+# device view's losses (lost_block, lost_offcpu) are reported apart: they miss no call.
+LOSS_COUNTERS = ("lost_events", "lost_meta", "lost_summary", "missed_runs")
+
+
+def lost_total(counters: dict) -> int:
+    """The one "lost" figure every line and report prints."""
+    return sum(int(counters.get(name, 0)) for name in LOSS_COUNTERS)
+
+
+def json_bytes(obj) -> bytes:
+    # default=str: metadata may hold Paths and the like that the caller did not convert
+    return json.dumps(obj, default=str, separators=(",", ":")).encode()
+
+
+def spoken(numbers) -> str:
+    """(1, 2, 3) -> '1, 2 and 3'."""
+    words = [str(n) for n in numbers]
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)

@@ -1,0 +1,182 @@
+"""The trace writer: appends chunks to a new .iwt file (the format: collector/traceformat.py)."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+
+import numpy as np
+
+from iowitness.collector import codec
+from iowitness.collector.traceformat import (BLOCK, CHUNK, END, EVENTS, FACTS, FORMAT_VERSION, GATHER_ROWS, HEADER,
+                                             MAGIC, OFFCPU, OUTPUT, SAMPLES, START, STREAMS, SUMMARY, SUMMARY_HEAD,
+                                             COUNTERS, describe_layout, json_bytes)
+from iowitness.errors import OutputError
+from iowitness.probes.layout import layout
+
+
+
+def _joined(batches: list[np.ndarray]) -> np.ndarray:
+    """Record arrays of one dtype end to end, copied as bytes: numpy copies a structured array
+    field by field, two to three times slower (a 65,536-record batch: 5.5 ms vs 2.2 ms)."""
+    if len(batches) == 1:
+        return batches[0]
+    return np.concatenate([np.ascontiguousarray(b).view(np.uint8) for b in batches]).view(batches[0].dtype)
+
+
+class TraceWriter:
+    """Appends chunks to a new .iwt file. Safe to call from several threads."""
+
+    def __init__(self, path, start_meta: dict):
+        self.path = str(path)
+        lay = layout()
+        self._event, self._meta = lay.event, lay.meta
+        # the collector's ring-buffer reader and its output pumps share one writer
+        self._lock = threading.Lock()
+        self._closed = False
+        self._waiting: dict[int, list[np.ndarray]] = {}   # kind -> small batches not yet written
+        self.bytes_written = 0
+        try:
+            self._file = open(self.path, "wb")
+        except OSError as exc:
+            raise self._cannot_write(exc) from None
+        self._write(HEADER.pack(MAGIC, FORMAT_VERSION, 0))
+        self._chunk(START, json_bytes({**start_meta, "layout": describe_layout(lay)}))
+        # a trace killed in its first second still names what it traced
+        self.flush()
+
+    def write_events(self, records) -> None:
+        """One EVENTS chunk: an array of layout().event, or the raw bytes of such records."""
+        self.write_records(EVENTS, records, self._event)
+
+    def write_facts(self, records) -> None:
+        """One FACTS chunk: an array of layout().meta, or the raw bytes of such records."""
+        self.write_records(FACTS, records, self._meta)
+
+    def write_records(self, kind: int, records, dtype: np.dtype) -> None:
+        """Records of `kind` (an array of `dtype`, or the raw bytes of such records), stored as
+        codec blocks in chunks of that kind. A batch of GATHER_ROWS or more is written at once;
+        smaller ones are gathered and written together by the next flush (or sooner, once they
+        add up to GATHER_ROWS). Nothing is written for an empty batch."""
+        records = self._records_of(records, dtype)
+        if not len(records):
+            return
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"trace {self.path} is closed")
+            waiting = self._waiting.setdefault(kind, [])
+            if len(records) >= GATHER_ROWS:
+                batch = _joined(waiting + [records]) if waiting else records
+            else:
+                # a copy: raw bytes may be a buffer the caller reuses
+                waiting.append(np.frombuffer(records.tobytes(), dtype))
+                if sum(len(w) for w in waiting) < GATHER_ROWS:
+                    return
+                batch = _joined(waiting)
+            waiting.clear()
+        # encoded outside the lock: the output pumps need not wait for the compression
+        self._chunk(kind, codec.encode(batch))
+
+    def _write_waiting(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, {}
+        for kind, batches in waiting.items():
+            if batches:
+                self._chunk(kind, codec.encode(_joined(batches)))
+
+    def write_device(self, block, offcpu) -> None:
+        """BLOCK and OFFCPU chunks: arrays of iow_block and iow_offcpu records (empty ones are skipped)."""
+        lay = layout()
+        self.write_records(BLOCK, block, lay.structs["iow_block"])
+        self.write_records(OFFCPU, offcpu, lay.structs["iow_offcpu"])
+
+    def write_sample(self, sample: dict) -> None:
+        """One SAMPLES chunk: /proc/diskstats and /proc/stat read at one moment."""
+        self._chunk(SAMPLES, json_bytes(sample))
+
+    def write_output(self, stream: str, data: bytes) -> None:
+        if stream not in STREAMS:
+            raise ValueError(f"stream must be one of {sorted(STREAMS)}, not {stream!r}")
+        if data:
+            self._chunk(OUTPUT, bytes([STREAMS[stream]]) + bytes(data))
+
+    def write_summary(self, records: np.ndarray) -> None:
+        """One SUMMARY chunk: a snapshot of the kernel's aggregates (rows of any flat dtype)."""
+        fields = [(name, records.dtype.fields[name][0]) for name in records.dtype.names]
+        description = json_bytes([[name, sub.base.str, list(sub.shape)] for name, sub in fields])
+        rows = np.ascontiguousarray(records)
+        self._chunk(SUMMARY, SUMMARY_HEAD.pack(len(description)) + description + rows.tobytes())
+
+    def write_counters(self, counters: dict) -> None:
+        self._chunk(COUNTERS, json_bytes(counters))
+
+    def flush(self) -> None:
+        """Write the records waiting and hand every chunk to the kernel: from then on they
+        survive a SIGKILL."""
+        self._write_waiting()
+        with self._lock:
+            self._guard(self._file.flush)
+
+    def close(self, end_meta: dict) -> None:
+        """Write what is waiting, then END, the mark of a complete trace, and close."""
+        if not self._closed:
+            try:
+                self._write_waiting()
+                self._chunk(END, json_bytes(end_meta))
+            finally:
+                self.abort()
+
+    def abort(self) -> None:
+        """Close without END: the trace will read as incomplete, with all it holds so far."""
+        if self._closed:
+            return
+        try:
+            self._write_waiting()
+        finally:
+            with self._lock:
+                if not self._closed:
+                    self._closed = True
+                    try:
+                        self._guard(self._file.flush)
+                    finally:
+                        self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.abort()   # a no-op after close(end_meta)
+
+    @staticmethod
+    def _records_of(records, dtype: np.dtype) -> np.ndarray:
+        if isinstance(records, np.ndarray):
+            if records.dtype != dtype:
+                raise TypeError(f"records have dtype {records.dtype}, expected {dtype}")
+            return records
+        view = memoryview(records).cast("B")
+        if len(view) % dtype.itemsize:
+            raise ValueError(f"{len(view)} bytes are not whole {dtype.itemsize}-byte records")
+        return np.frombuffer(view, dtype)
+
+    def _chunk(self, kind: int, payload) -> None:
+        header = CHUNK.pack(kind, zlib.crc32(payload), len(payload))
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"trace {self.path} is closed")
+            self._write(header)
+            self._write(payload)
+
+    def _write(self, data) -> None:
+        self._guard(self._file.write, data)
+        self.bytes_written += len(data)
+
+    def _guard(self, call, *args):
+        try:
+            return call(*args)
+        except OSError as exc:
+            raise self._cannot_write(exc) from None
+
+    def _cannot_write(self, exc: OSError) -> OutputError:
+        return OutputError(f"cannot write trace {self.path}: {exc.strerror or exc}; "
+                           "choose another place with -o")
+
