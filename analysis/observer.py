@@ -11,8 +11,8 @@ bound of what each traced call paid in BPF code, the mean run time of the entry 
 programs a lower one; the two meet when the benchmark makes most of the machine's syscalls.
 Not in it: the fixed cost of the tracepoints themselves (docs/performance.md, "floor"), and
 the two clock reads per program run that the statistics add. The collector turns the
-statistics on in windows (every 5 s for 0.1 s, up to 1 s until 10,000 calls are timed;
-collector/session.py) and what they measured is scaled to the whole run in two ways, given as
+statistics on in windows (collector/stats_windows.py says when; `run --help` says it in words)
+and what they measured is scaled to the whole run in two ways, given as
 a range: by time (right if the programs ran at the same pace outside the windows) and by
 traced calls (right if the machine's other syscalls kept pace with the benchmark's). The
 statistics slow every call while they are on, so in a benchmark that makes calls as fast as it
@@ -25,6 +25,15 @@ same command all run long.
 from __future__ import annotations
 
 from iowitness import units
+from iowitness.collector.traceformat import STATS_SAMPLED
+
+
+def _sampled(probe: dict) -> bool:
+    """The statistics were on in windows (not all run long, not off)."""
+    if "mode" in probe:
+        return probe["mode"] == STATS_SAMPLED
+    # traces written before the mode was recorded say it only in the words of `source`
+    return "sampled" in str(probe.get("source", ""))
 
 
 def cost(trace) -> dict:
@@ -42,7 +51,7 @@ def cost(trace) -> dict:
     run_time_ns, runs = int(probe.get("run_time_ns", 0)), int(probe.get("run_cnt", 0))
     timed = bool(runs)
     # statistics sampled in windows: the calls made inside them are what run_time_ns paid for
-    sampled = probe.get("sampled_calls") if "sampled" in str(probe.get("source", "")) else None
+    sampled = probe.get("sampled_calls") if _sampled(probe) else None
     timed_calls = sampled if sampled is not None else calls
     sampled_s = probe.get("sampled_s") if sampled is not None else seconds
     # a traced call runs the entry and the exit program once each: their mean run time (over

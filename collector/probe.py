@@ -15,6 +15,7 @@ from iowitness.collector import aggregates, blockdev, eventarea, libbpf, mounts,
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
+from iowitness.collector.traceformat import STATS_OFF, STATS_SAMPLED, STATS_SYSCTL
 from iowitness.probes.layout import layout
 
 DEFAULT_RING_BYTES = 64 << 20   # the event area's budget, shared out between the CPUs
@@ -106,13 +107,16 @@ class Probe:
         # called right after the programs are attached, before the benchmark is let go
         self.on_attached: list = []
         self._stats_fd = None
-        self.stats_source = "off"
+        # stats_mode says how (traceformat.STATS_*), stats_source says it in words for people
+        self.stats_mode, self.stats_source = STATS_OFF, "off"
         if config.bpf_stats:
             # sampled: timing every program run costs two clock reads per run (about 160 ns
             # per traced syscall in a tight loop here), so the statistics are on only in short windows (the
             # Recorder opens them); a sysctl that keeps them on for everyone is used as it is
-            self.stats_source = ("sysctl kernel.bpf_stats_enabled" if libbpf.stats_enabled_by_sysctl()
-                                 else "BPF_ENABLE_STATS, sampled")
+            if libbpf.stats_enabled_by_sysctl():
+                self.stats_mode, self.stats_source = STATS_SYSCTL, "sysctl kernel.bpf_stats_enabled"
+            else:
+                self.stats_mode, self.stats_source = STATS_SAMPLED, "BPF_ENABLE_STATS, sampled"
 
     def _open_device_view(self, L) -> None:
         """The block-request and off-CPU rings, and the device filter seeded from the file set."""
@@ -187,10 +191,10 @@ class Probe:
 
     def stats_window(self, on: bool) -> bool:
         """Open (on) or close a window of BPF statistics; False when the kernel refuses."""
-        if on and self._stats_fd is None and self.stats_source.startswith("BPF_ENABLE_STATS"):
+        if on and self._stats_fd is None and self.stats_mode == STATS_SAMPLED:
             self._stats_fd = libbpf.enable_stats()
             if self._stats_fd is None:
-                self.stats_source = "refused by the kernel (BPF_ENABLE_STATS)"
+                self.stats_mode, self.stats_source = STATS_OFF, "refused by the kernel (BPF_ENABLE_STATS)"
                 return False
         elif not on and self._stats_fd is not None:
             os.close(self._stats_fd)
@@ -200,7 +204,7 @@ class Probe:
     def program_cost(self) -> dict:
         """The kernel's own measure of our programs this run (zero when stats are off)."""
         programs = self._obj.program_stats()
-        return {"source": self.stats_source,
+        return {"source": self.stats_source, "mode": self.stats_mode,
                 "run_time_ns": sum(p["run_time_ns"] for p in programs.values()),
                 "run_cnt": sum(p["run_cnt"] for p in programs.values()),
                 "programs": programs}

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iowitness import units
-from iowitness.collector import blockdev, mounts
+from iowitness.collector import blockdev, mounts, stats_windows
 from iowitness.collector.probe import Probe
-from iowitness.collector.traceformat import dev_name, lost_total
+from iowitness.collector.traceformat import STATS_SAMPLED, dev_name, lost_total
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 from iowitness.version import __version__
@@ -34,17 +34,6 @@ FLUSH_SECONDS = 0.5
 PROCESS_CHECK_SECONDS = 0.5   # processes the probe followed in later (forks) have no exit wake-up
 STATUS_AFTER_SECONDS = 3.0
 SUMMARY_SECONDS = 5.0   # --summary: how often a snapshot of the kernel's aggregates is saved
-# BPF statistics (the probe's own run time, measured by the kernel) are on in windows, one
-# every STATS_PERIOD seconds, the first at the start. While they are on, a tight pread loop
-# runs at 0.65-0.75 of its traced rate (two clock reads per program run), so a window lasts
-# STATS_WINDOW seconds (2 % of a long run), longer only until it has timed STATS_MIN_CALLS
-# traced calls (a benchmark that starts slowly, or calls rarely), and never more than
-# STATS_WINDOW_MAX: every report can state what a call cost. Many calls, because the window
-# also times the programs' runs on the benchmark's start-up syscalls: with 1,000, a 3 s fio
-# run's per-call ceiling read 593-3,240 ns; with 10,000, 216-253 ns
-STATS_WINDOW, STATS_WINDOW_MAX, STATS_PERIOD = 0.1, 1.0, 5.0
-STATS_MIN_CALLS = 10_000
-STATS_RECHECK = 0.05   # how often a window that still waits for calls looks again
 
 
 def clock_pair() -> dict:
@@ -115,9 +104,7 @@ class Recorder:
         self._is_data[[v for k, v in layout().enums["iow_op"].items() if any(w in k for w in ("READ", "WRITE"))]] = True
         self._started = time.monotonic()
         self._status_shown = False
-        self._window_start: float | None = None
-        self._window_calls = 0
-        self._next_window = self._started
+        self._windows = stats_windows.Windows(self._started)
         self._watched = 0
         self._cpu_at_recording_start: float | None = None
         # the first counters once the probe is attached: the diskstats cross-check starts there
@@ -236,51 +223,37 @@ class Recorder:
     def _stats_in_windows(self) -> bool:
         """BPF statistics are turned on and off by us (not off, not kept on by the sysctl, not
         refused by the kernel)."""
-        return self.probe.stats_source.startswith("BPF_ENABLE_STATS")
+        return self.probe.stats_mode == STATS_SAMPLED
 
     def stats_window(self, on: bool) -> None:
         """Open or close a window of BPF statistics, counting the calls made inside it."""
         if not self._stats_in_windows:
             return
-        if on == (self._window_start is not None):
+        if on == self._windows.is_open:
             return
         self.drain()   # calls made before the switch belong to the other side of it
         now = time.monotonic()
         if on:
             if self.probe.stats_window(True):
-                self._window_start, self._window_calls = now, self._calls()
+                self._windows.opened(now, self._calls())
         else:
             self.probe.stats_window(False)
-            self.stats.sampled_calls += self._calls() - self._window_calls
-            self.stats.sampled_s += now - self._window_start
-            self._window_start = None
-
-    def _window_done(self, now: float) -> bool:
-        """The open window has lasted long enough and timed enough calls (or its maximum)."""
-        open_for = now - self._window_start
-        return open_for >= STATS_WINDOW_MAX or (
-            open_for >= STATS_WINDOW and self._calls() - self._window_calls >= STATS_MIN_CALLS)
+            calls, seconds = self._windows.closed(now, self._calls())
+            self.stats.sampled_calls += calls
+            self.stats.sampled_s += seconds
 
     def _update_window(self, now: float) -> None:
         """Open the statistics window when it is due, close it when it is done."""
         if not self._stats_in_windows:
             return
-        if self._window_start is None and now >= self._next_window:
+        if self._windows.due(now):
             self.stats_window(True)
-        elif self._window_start is not None and self._window_done(now):
-            self._next_window = self._window_start + STATS_PERIOD
+        elif self._windows.is_open and self._windows.done(now, self._calls()):
             self.stats_window(False)
 
     def _to_window_edge(self, now: float) -> float:
         """Seconds until the statistics window should open or be looked at again (inf: never)."""
-        if not self._stats_in_windows:
-            return float("inf")
-        if self._window_start is None:
-            edge = self._next_window - now
-        else:
-            open_for = now - self._window_start
-            edge = STATS_WINDOW - open_for if open_for < STATS_WINDOW else STATS_RECHECK
-        return max(edge, 0.0) + 0.001   # just past the edge, where _update_window() sees it
+        return self._windows.to_edge(now) if self._stats_in_windows else float("inf")
 
     def save_summary(self) -> None:
         """--summary: a snapshot of the kernel's aggregates; the last one holds the run's totals."""
@@ -322,7 +295,7 @@ class Recorder:
         while self._stop_reason is None:
             now = time.monotonic()
             # wake for the deadline and for the next edge of a statistics window, so that a
-            # window lasts STATS_WINDOW and not up to a whole sleep more
+            # window lasts stats_windows.WINDOW_S and not up to a whole sleep more
             timeout = min(POLL_SECONDS, self._to_window_edge(now))
             if deadline is not None:
                 timeout = max(0.0, min(timeout, deadline - now))

@@ -101,6 +101,13 @@ def dev_name(kdev: int) -> str:
     return f"{kdev >> MINOR_BITS}:{kdev & ((1 << MINOR_BITS) - 1)}"
 
 
+# How the probe's own run time was measured: `mode` in the COUNTERS chunk's probe_cost
+# (collector/stats_windows.py decides when the windows open)
+STATS_SAMPLED = "sampled"   # in windows, switched on and off by the collector (BPF_ENABLE_STATS)
+STATS_SYSCTL = "sysctl"     # on all run long, by the machine's kernel.bpf_stats_enabled
+STATS_OFF = "off"           # not measured (--no-bpf-stats, or the kernel refused)
+
+
 # Counters of calls and facts missing from a trace: the kernel's (what the probe could not
 # deliver: collector/probe.py) and the collector's own (statistics runs it did not time). The
 # device view's losses (lost_block, lost_offcpu) are reported apart: they miss no call.

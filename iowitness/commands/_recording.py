@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from iowitness.collector import blockdev, mounts
+from iowitness.collector import blockdev, mounts, stats_windows
 from iowitness.collector.probe import DEFAULT_RING_BYTES, MAX_RING_BYTES, Probe, ProbeConfig
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
@@ -33,9 +33,8 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
                              "as much as in full mode); report then has no per-call figures")
     parser.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
                         help="do not ask the kernel to time iowitness's BPF programs (by default timed "
-                             "in a window every 5 s: 0.1 s, longer until 10,000 calls are timed, at most "
-                             "1 s; two clock reads per program run while on); the report then cannot "
-                             "state the probe's cost")
+                             f"{stats_windows.policy_text()}; two clock reads per program run while on); "
+                             "the report then cannot state the probe's cost")
 
 
 def output_path(args, name: str) -> str:

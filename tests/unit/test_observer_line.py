@@ -32,3 +32,16 @@ def test_statistics_on_all_run_long_give_one_total():
     cost = observer.cost(trace)
     assert cost["probe_time_s"] == cost["probe_time_s_by_calls"] == 2.0
     assert "about 2.000 s in all" in observer.line(trace)
+
+
+def test_the_recorded_mode_decides_not_the_words_of_the_source():
+    # GIVEN two probes that timed the same windows, one saying "sampled" only in its mode and
+    # one whose words say "sampled" while its mode says the sysctl kept statistics on
+    timed = {"run_time_ns": 50_000_000, "run_cnt": 20_000, "sampled_calls": 10_000, "sampled_s": 0.1}
+    by_mode = {**timed, "source": "BPF_ENABLE_STATS", "mode": "sampled"}
+    by_words = {**timed, "source": "sampled by sysctl", "mode": "sysctl"}
+    # WHEN their costs are worked out
+    windowed, whole = observer.cost(_trace(by_mode, 2_000_000, 10.0)), observer.cost(_trace(by_words, 2_000_000, 10.0))
+    # THEN the mode says which was scaled from windows
+    assert windowed["probe_sampled_calls"] == 10_000 and round(windowed["probe_time_s"], 9) == 5.0
+    assert whole["probe_sampled_calls"] is None and round(whole["probe_time_s"], 9) == 0.05
