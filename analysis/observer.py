@@ -39,7 +39,8 @@ def _sampled(probe: dict) -> bool:
 def cost(trace) -> dict:
     meta, counters = trace.meta, trace.counters
     summary_mode = bool(meta.get("summary_mode"))
-    calls = int(counters.get("calls", 0)) if summary_mode else (int(counters["events"]) if "events" in counters else trace.event_count)
+    # what the trace holds: a killed run wrote events after its last COUNTERS chunk
+    calls = int(counters.get("calls", 0)) if summary_mode else trace.event_count
     start, end = meta.get("clock_start", {}), meta.get("clock_end", {})
     seconds = (end["monotonic_ns"] - start["monotonic_ns"]) / 1e9 if end and start else None
     cpu = meta.get("collector_cpu_s")

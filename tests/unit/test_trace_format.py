@@ -690,3 +690,21 @@ def test_runs_the_kernel_skipped_count_as_lost_and_the_report_says_why(tmp_path)
     warnings = tables.warnings(trace)
     assert any(w.startswith("5 events were lost") for w in warnings)
     assert any(w.startswith("the kernel skipped 3 runs of iowitness's programs") for w in warnings)
+
+
+def test_a_killed_run_is_counted_by_what_its_trace_holds_not_by_its_last_counters(tmp_path):
+    # GIVEN a run killed after its last COUNTERS chunk: that chunk counted 1 event and 2 lost
+    # events, the events written after it bring the trace to 3
+    path = tmp_path / "killed.iwt"
+    writer = TraceWriter(path, {"command": ["bench"]})
+    writer.write_events(events(CALLS[1]))
+    writer.write_counters({"events": 1, "lost_events": 2, "lost_meta": 0, "missed_runs": 0})
+    writer.write_events(events(CALLS[0], CALLS[2]))
+    writer.abort()
+    # WHEN it is loaded and its observer line is written
+    from iowitness.analysis import observer
+    trace = load(path)
+    # THEN the line counts the 3 events the trace holds, and the one loss total
+    assert trace.event_count == 3 and trace.lost == 2
+    assert observer.cost(trace)["calls"] == 3
+    assert observer.line(trace).startswith("observer  3 events, 2 lost")
