@@ -1,10 +1,13 @@
 /* events.h — the one definition of what the iowitness probe sends to user space.
  *
- * Read by two compilers: clang (probes/iowitness.bpf.c) and iowitness's Python reader
- * (iowitness/layout.py parses this file; tests/kernel/test_layout.py checks the parse
- * against the BTF of the compiled object). Keep the style the reader understands:
+ * Read by two compilers: clang (probes/iowitness.bpf.c and the .bpf.h files it includes)
+ * and iowitness's Python reader (probes/layout.py, installed as iowitness.probes.layout,
+ * parses this file; tests/unit/test_layout.py checks the parse against the BTF of the
+ * compiled object). Keep the style the reader understands:
  * fixed-width __u64/__s64/__u32/__s32/__u16/__u8 fields, arrays of those with a #define count,
- * explicit padding, one `#define IOW_NAME value` per constant, enums with explicit values.
+ * explicit padding, one `#define IOW_NAME value` per constant, enums with explicit values,
+ * and the kind of each op as one `X(IOW_OP_NAME, IOW_KIND_NAME)` line of IOW_OP_KINDS (the
+ * reader refuses an op without exactly one kind, and a kind or op it does not know).
  */
 #ifndef IOWITNESS_EVENTS_H
 #define IOWITNESS_EVENTS_H
@@ -38,6 +41,48 @@ enum iow_op {
 	IOW_OP_FTRUNCATE = 23,
 	IOW_OP_FALLOCATE = 24,
 };
+
+/* What an op does, whatever its arguments: the classes both sides reason with (is this call
+ * a read? does it end a phase?), so neither relies on the order of enum iow_op. */
+enum iow_kind {
+	IOW_KIND_OPEN = 1,      /* gives a new fd on a file: open, openat, openat2, creat */
+	IOW_KIND_READ = 2,      /* moves bytes from the file */
+	IOW_KIND_WRITE = 3,     /* moves bytes to the file */
+	IOW_KIND_SEEK = 4,      /* moves the file position */
+	IOW_KIND_SYNC = 5,      /* makes written data durable */
+	IOW_KIND_CLOSE = 6,
+	IOW_KIND_DUP = 7,       /* a second fd on the same open file */
+	IOW_KIND_FCNTL = 8,
+	IOW_KIND_RESIZE = 9,    /* changes the file's size or allocation: ftruncate, fallocate */
+};
+
+/* The kind of every op, one line each. The probe expands it into kind_of_op() (ops.bpf.h);
+ * probes/layout.py reads it into Layout.op_kinds. */
+#define IOW_OP_KINDS(X) \
+	X(IOW_OP_OPEN, IOW_KIND_OPEN) \
+	X(IOW_OP_OPENAT, IOW_KIND_OPEN) \
+	X(IOW_OP_OPENAT2, IOW_KIND_OPEN) \
+	X(IOW_OP_CREAT, IOW_KIND_OPEN) \
+	X(IOW_OP_READ, IOW_KIND_READ) \
+	X(IOW_OP_WRITE, IOW_KIND_WRITE) \
+	X(IOW_OP_PREAD64, IOW_KIND_READ) \
+	X(IOW_OP_PWRITE64, IOW_KIND_WRITE) \
+	X(IOW_OP_READV, IOW_KIND_READ) \
+	X(IOW_OP_WRITEV, IOW_KIND_WRITE) \
+	X(IOW_OP_PREADV, IOW_KIND_READ) \
+	X(IOW_OP_PWRITEV, IOW_KIND_WRITE) \
+	X(IOW_OP_PREADV2, IOW_KIND_READ) \
+	X(IOW_OP_PWRITEV2, IOW_KIND_WRITE) \
+	X(IOW_OP_LSEEK, IOW_KIND_SEEK) \
+	X(IOW_OP_FSYNC, IOW_KIND_SYNC) \
+	X(IOW_OP_FDATASYNC, IOW_KIND_SYNC) \
+	X(IOW_OP_CLOSE, IOW_KIND_CLOSE) \
+	X(IOW_OP_DUP, IOW_KIND_DUP) \
+	X(IOW_OP_DUP2, IOW_KIND_DUP) \
+	X(IOW_OP_DUP3, IOW_KIND_DUP) \
+	X(IOW_OP_FCNTL, IOW_KIND_FCNTL) \
+	X(IOW_OP_FTRUNCATE, IOW_KIND_RESIZE) \
+	X(IOW_OP_FALLOCATE, IOW_KIND_RESIZE)
 
 /* One completed syscall. Field meaning per op is in docs/trace-format.md. */
 struct iow_event {
