@@ -34,6 +34,22 @@ def resolve_command(argv: list[str]) -> str:
     return path
 
 
+def _restore_signals() -> None:
+    """Give the benchmark the signal dispositions it would have had without us.
+
+    Python ignores SIGPIPE and SIGXFSZ from its start (a closed pipe or a file-size limit then
+    gives EPIPE/EFBIG instead of the signal): `yes | head -1` would exit 1 with "Broken pipe"
+    instead of dying of SIGPIPE (141). It also puts its own handlers on SIGINT (and iowitness
+    on SIGTERM); a disposition the user gave us (an ignored SIGINT under nohup or in a
+    background job) is not Python's and passes through, as a shell would pass it.
+    """
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if callable(signal.getsignal(sig)):
+            signal.signal(sig, signal.SIG_DFL)
+
+
 class Launched:
     def __init__(self, argv: list[str], passthrough: bool = True):
         self.argv = argv
@@ -56,8 +72,7 @@ class Launched:
                 os.dup2(err_write, 2)
                 for fd in (out_read, out_write, err_read, err_write, gate_read):
                     os.close(fd)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                _restore_signals()
                 os.execv(self.path, argv)
             except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
                 os.write(2, f"iowitness: cannot start {argv[0]}: {exc}\n".encode())

@@ -252,3 +252,19 @@ def test_the_probe_time_in_all_brackets_what_the_kernel_measures_all_run_long(tr
     assert low / 1.5 <= truth["probe_time_s"] <= high * 1.5, (low, high, truth["probe_time_s"])
     # AND the line says it as a range
     assert " in all" in observer.line(sampled)
+
+
+SIGNAL_PROBE = ('yes | head -1 >/dev/null; echo "yes: ${PIPESTATUS[0]}"; '
+                'grep -E "^Sig(Ign|Blk)" /proc/self/status')
+
+
+def test_the_benchmark_gets_the_signal_dispositions_it_would_have_had_without_us(traced):
+    # GIVEN a shell that reports how `yes` ends in a pipe its reader closes, and which
+    # signals it starts with ignored and blocked; the same shell started directly is the truth
+    direct = subprocess.run(["bash", "-c", SIGNAL_PROBE], capture_output=True, text=True, check=True).stdout
+    # WHEN it runs under iowitness
+    trace, proc = traced(["bash", "-c", SIGNAL_PROBE])
+    # THEN it sees what it sees without us: `yes` dies of SIGPIPE (141), not of EPIPE (1),
+    # and no signal is ignored or blocked that was not before
+    assert "yes: 141" in direct
+    assert proc.stdout == direct and trace.output["stdout"] == direct
