@@ -17,7 +17,6 @@ from collections import defaultdict
 
 import pandas as pd
 
-from iowitness import units
 from iowitness.analysis import buffering, device_checks, verdicts
 from iowitness.analysis import figures as active_figures
 from iowitness.analysis import stonewall as stonewalling
@@ -255,9 +254,9 @@ def _per_process(claim, rows, stonewall, window, tolerance, lost, options, notes
                  "avg process": lambda v: sum(v) / processes}[claim.scope]
     figures = {name: float(statistic(list(children[col]))) for name, col in columns.items()
                if stonewall is not None or not name.startswith("stonewall")}
-    reasons = [f"the observer lost {lost} events: active figures may miss calls"] if lost else []
+    reasons = [verdicts.lost_reason(lost)] if lost else []
     if bool(rows["too_short"].any()):
-        reasons.append(f"phase too short to time: {units.seconds(float(rows['duration_s'].max()))}")
+        reasons.append(verdicts.too_short_reason(rows, calls=False))
     if stonewall is not None and stonewall.share < 0.999:
         reasons.append(stonewalling.stonewall_reason(stonewall, rows))
     if claim.scope in ("min process", "min xfer"):
@@ -272,31 +271,21 @@ def _per_process(claim, rows, stonewall, window, tolerance, lost, options, notes
     verdict = verdicts.Verdict(claim, [int(p) for p in rows["phase"]], "agrees", figures, window, ratio, reasons,
                                kind=kind)
     if value is None:
-        verdict.verdict = "cannot judge"
-        reasons.insert(0, "the claim is not a rate or an amount")
-        return verdict
+        return verdicts.cannot_judge(verdict, "the claim is not a rate or an amount")
     # a count of records: one record more or less at the stonewall is IOzone's own rounding
     slack = (rows["record_size"].max() / value if kind == "amount" and value else 0) + tolerance
-    if ratio is not None and abs(ratio - 1) <= slack:
+    if verdicts.within(ratio, slack, without_ratio=False):
         return verdict
     other = figures.get("stonewall")
     between = stonewalling.bracketed(value, figures, tolerance) if kind != "amount" else None
     if window != "stonewall" and other is not None and (abs(value / other - 1) <= slack if other else value == 0):
-        verdict.verdict = "explained"
-        reasons.insert(0, f"stonewalling: counted up to the moment the first child finished, as IOzone does, "
-                          f"the {claim.scope} is {active_figures.fmt(other, kind)}, within "
-                          f"{abs(value / other - 1) if other else 0:.1%} of the claim")
-    elif between:
-        verdict.verdict = "explained"
-        reasons.insert(0, stonewalling.bracket_reason(between, value, figures, kind))
-    elif bool(rows["too_short"].any()):
-        verdict.verdict = "cannot judge"
-        reasons.insert(0, f"{claim.scope}: claim {active_figures.fmt(value, kind)}, {window} "
-                          f"{active_figures.fmt(active, kind)}, and the phases are too short to tell why")
+        explanation = (f"stonewalling: counted up to the moment the first child finished, as IOzone does, "
+                       f"the {claim.scope} is {active_figures.fmt(other, kind)}, within "
+                       f"{abs(value / other - 1) if other else 0:.1%} of the claim")
     else:
-        verdict.verdict = "disagrees"
-        reasons.insert(0, f"{claim.scope}: claim {active_figures.fmt(value, kind)} vs {window} "
-                          f"{active_figures.fmt(active, kind)}" + (f" ({ratio:.2f}×)" if ratio else ""))
+        explanation = stonewalling.bracket_reason(between, value, figures, kind) if between else None
+    verdicts.settle(verdict, value, active, explanation, bool(rows["too_short"].any()), tolerance,
+                    statistic=claim.scope)
     return verdict
 
 

@@ -105,12 +105,10 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost:
     reasons = verdict.reasons
 
     # what could distort any figure, whatever the verdict
-    duration = float(rows["duration_s"].max())
     if lost:
-        reasons.append(f"the observer lost {lost} events: active figures may miss calls")
+        reasons.append(lost_reason(lost))
     if bool(rows["too_short"].any()):
-        reasons.append(f"phase too short to time: {units.seconds(duration)}, {int(rows['ops'].sum())} calls "
-                       "(below 10 ms or 100 calls, a clock's resolution and the benchmark's own overhead dominate)")
+        reasons.append(too_short_reason(rows))
     if stonewall is not None and stonewall.share < 0.999:
         counted_so = figures.get("parent stonewall" if claim.scope == "parent" else "stonewall")
         reasons.append(stonewall_reason(stonewall, rows)
@@ -123,7 +121,7 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost:
                        + " in the phase")
     reasons.extend(notes)
 
-    if ratio is None or abs(ratio - 1) <= tolerance:
+    if within(ratio, tolerance, without_ratio=True):
         _note_window(rows, figures, window, kind, reasons)
         note_records(claim, rows, value, kind, tolerance, reasons)
         _note_user_time(rows, reasons)
@@ -136,28 +134,69 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost:
                and figures[name] and figures[name] == figures[name] and abs(value / figures[name] - 1) <= tolerance]
     amplification = read_amplification(claim, rows, value, kind, tolerance)
     between = bracketed(value, figures, tolerance) if claim.scope != "parent" else None
-    if fitting:
-        best = fitting[0]
-        verdict.verdict = "explained"
-        reasons.insert(0, _explain(best, window, figures, value, rows, kind))
-    elif between:
-        verdict.verdict = "explained"
-        reasons.insert(0, bracket_reason(between, value, figures, kind))
-    elif amplification:
-        verdict.verdict = "explained"
-        reasons.insert(0, amplification)
-    elif bool(rows["too_short"].any()):
-        verdict.verdict = "cannot judge"
-        reasons.insert(0, f"no active figure within {tolerance:.0%} (claim {fmt(value, kind)}, {window} "
-                          f"{fmt(active, kind)}, {ratio:.2f}×), and the phase is too short to tell why")
-    else:
-        verdict.verdict = "disagrees"
-        reasons.insert(0, f"no active figure within {tolerance:.0%}: claim {fmt(value, kind)}, "
-                          f"{window} {fmt(active, kind)} ({ratio:.2f}×)")
+    explanation = (_explain(fitting[0], window, figures, value, rows, kind) if fitting
+                   else bracket_reason(between, value, figures, kind) if between else amplification)
+    settle(verdict, value, active, explanation, bool(rows["too_short"].any()), tolerance)
     if not amplification:
         note_records(claim, rows, value, kind, tolerance, reasons)
     _note_user_time(rows, reasons)
     return verdict
+
+
+# ---- the rules every verdict follows (judge above, and a benchmark's own statistics) ----
+
+def within(ratio: float | None, slack: float, *, without_ratio: bool) -> bool:
+    """Whether a claim agrees: its ratio to the window figure is within `slack` of 1.
+
+    Without a ratio (the window figure is 0 or missing) the answer is `without_ratio`: judge()
+    has always said yes (nothing to compare with), a benchmark's per-process statistic no."""
+    return without_ratio if ratio is None else abs(ratio - 1) <= slack
+
+
+def settle(verdict: Verdict, value: float, active: float, explanation: str | None, too_short: bool,
+           tolerance: float, statistic: str | None = None) -> None:
+    """The verdict on a claim outside the slack of its window figure, and its first reason:
+    explained by the account that fits (`explanation`), else cannot judge when the phase is too
+    short to time, else disagrees. `statistic` names what the claim is a statistic of, over
+    the members of a group (IOzone's "min process"): its reasons are worded after it."""
+    if explanation:
+        verdict.verdict = "explained"
+        verdict.reasons.insert(0, explanation)
+        return
+    window, kind, ratio = verdict.window, verdict.kind, verdict.ratio
+    if too_short and statistic:
+        cannot_judge(verdict, f"{statistic}: claim {fmt(value, kind)}, {window} {fmt(active, kind)}, "
+                              "and the phases are too short to tell why")
+    elif too_short:
+        cannot_judge(verdict, f"no active figure within {tolerance:.0%} (claim {fmt(value, kind)}, {window} "
+                              f"{fmt(active, kind)}, {ratio:.2f}×), and the phase is too short to tell why")
+    elif statistic:
+        verdict.verdict = "disagrees"
+        verdict.reasons.insert(0, f"{statistic}: claim {fmt(value, kind)} vs {window} {fmt(active, kind)}"
+                                  + (f" ({ratio:.2f}×)" if ratio else ""))
+    else:
+        verdict.verdict = "disagrees"
+        verdict.reasons.insert(0, f"no active figure within {tolerance:.0%}: claim {fmt(value, kind)}, "
+                                  f"{window} {fmt(active, kind)} ({ratio:.2f}×)")
+
+
+def cannot_judge(verdict: Verdict, why: str) -> Verdict:
+    verdict.verdict = "cannot judge"
+    verdict.reasons.insert(0, why)
+    return verdict
+
+
+def lost_reason(lost: int) -> str:
+    return f"the observer lost {lost} events: active figures may miss calls"
+
+
+def too_short_reason(rows: pd.DataFrame, calls: bool = True) -> str:
+    """Why no figure of these phases can be trusted; `calls`: say how many calls and what the limits are."""
+    text = f"phase too short to time: {units.seconds(float(rows['duration_s'].max()))}"
+    if calls:
+        text += (f", {int(rows['ops'].sum())} calls (below 10 ms or 100 calls, a clock's resolution and the "
+                 "benchmark's own overhead dominate)")
+    return text
 
 
 def _after(rows: pd.DataFrame, col: str) -> float:
