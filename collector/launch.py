@@ -3,23 +3,30 @@
 The child is forked, blocks on a pipe, and execs only after the collector has put its PID
 in the probe's process set: the benchmark is traced from its first instruction. Its stdout
 is a pseudo-terminal when ours is a terminal (so stdio stays line-buffered and output stays
-live), a pipe otherwise; stderr is a pipe. Both are copied to our own streams as they come
-and kept for the trace.
+live), a pipe otherwise; stderr is a pipe.
+
+Both are read by a capture process of their own, not by the collector: it copies them to our
+own streams as they come and appends them to the trace as OUTPUT chunks. It outlives the
+collector, so a collector that is killed loses neither the benchmark's output (to the user
+and to the trace) nor the benchmark (which would otherwise write into a dead pipe). When our
+own stdout is a pipe that its reader closes, the capture closes the benchmark's: the
+benchmark gets SIGPIPE, as it would have without us.
 """
 
 from __future__ import annotations
 
 import os
 import pty
-import queue
+import select
 import shutil
 import signal
 import sys
-import threading
+import time
 
+from iowitness.collector.traceformat import OUTPUT, STREAMS
+from iowitness.collector.tracewriter import append_chunk
 from iowitness.errors import NotFound
 
-STREAMS = ("stdout", "stderr")
 
 
 def resolve_command(argv: list[str]) -> str:
@@ -51,16 +58,26 @@ def _restore_signals() -> None:
 
 
 class Launched:
-    def __init__(self, argv: list[str], passthrough: bool = True):
+    def __init__(self, argv: list[str], trace_path: str | None = None):
         self.argv = argv
         self.path = resolve_command(argv)
-        self.output: queue.Queue[tuple[str, bytes]] = queue.Queue()
         self.returncode: int | None = None
-        self._passthrough = passthrough
         use_pty = sys.stdout.isatty()
         out_read, out_write = pty.openpty() if use_pty else os.pipe()
         err_read, err_write = os.pipe()
         gate_read, gate_write = os.pipe()
+        self.capture_pid = os.fork()
+        if self.capture_pid == 0:  # the capture: copy the benchmark's output until it closes it
+            try:
+                for fd in (out_write, err_write, gate_read, gate_write):
+                    os.close(fd)
+                # a Ctrl-C is for the benchmark and the collector; the capture ends with the output
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                _capture({out_read: "stdout", err_read: "stderr"}, trace_path, use_pty)
+            except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
+                os.write(2, f"iowitness: the output capture stopped: {exc!r}\n".encode())
+            os._exit(0)
         self.pid = os.fork()
         if self.pid == 0:  # the child: wait at the gate, then become the benchmark
             try:
@@ -77,47 +94,20 @@ class Launched:
             except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
                 os.write(2, f"iowitness: cannot start {argv[0]}: {exc}\n".encode())
             os._exit(127)
-        os.close(out_write)
-        os.close(err_write)
-        os.close(gate_read)
+        for fd in (out_read, out_write, err_read, err_write, gate_read):
+            os.close(fd)
         self._gate = gate_write
-        self._pty = use_pty
-        self._fds = {"stdout": out_read, "stderr": err_read}
-        self._threads = []
 
     def release(self) -> None:
-        """Let the benchmark exec, and start copying its output."""
+        """Let the benchmark exec."""
         os.write(self._gate, b"g")
         os.close(self._gate)
-        for name, fd in self._fds.items():
-            t = threading.Thread(target=self._copy, args=(name, fd), daemon=True)
-            t.start()
-            self._threads.append(t)
 
     def abort(self) -> None:
         """The collector failed before release: the child exits at the gate without running."""
         os.close(self._gate)
         os.waitpid(self.pid, 0)
-
-    def _copy(self, name: str, fd: int) -> None:
-        sink = getattr(sys, name).buffer
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:  # a pty reports EIO once the child side is closed
-                data = b""
-            if not data:
-                os.close(fd)
-                return
-            if self._pty and name == "stdout":
-                data = data.replace(b"\r\n", b"\n")
-            if self._passthrough:
-                try:
-                    sink.write(data)
-                    sink.flush()
-                except (OSError, ValueError):
-                    pass
-            self.output.put((name, data))
+        self.finish_output()
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -128,9 +118,19 @@ class Launched:
                     self.returncode = 128 - self.returncode
         return self.returncode
 
-    def finish_output(self, timeout: float = 5.0) -> None:
-        for t in self._threads:
-            t.join(timeout)
+    def finish_output(self, timeout: float = 5.0) -> bool:
+        """Wait until the capture has copied all output (the benchmark and anything it left
+        running closed their ends); False when it is still copying after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.capture_pid:
+            pid, _ = os.waitpid(self.capture_pid, os.WNOHANG)
+            if pid:
+                self.capture_pid = 0
+            elif time.monotonic() >= deadline:
+                return False
+            else:
+                time.sleep(0.01)
+        return True
 
     def interrupt(self) -> None:
         if self.returncode is None:
@@ -138,3 +138,53 @@ class Launched:
                 os.kill(self.pid, signal.SIGINT)
             except ProcessLookupError:
                 pass
+
+
+def _capture(sources: dict[int, str], trace_path: str | None, pty_stdout: bool) -> None:
+    """The capture process's loop: each read goes to our stream of the same name and, as an
+    OUTPUT chunk, to the trace (appended whole, next to the collector's own chunks)."""
+    trace = None
+    if trace_path:
+        try:
+            trace = os.open(trace_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError:
+            trace = None   # the output still reaches the user; the collector says the trace failed
+    sinks = {"stdout": 1, "stderr": 2}
+    poller = select.poll()
+    for fd in sources:
+        poller.register(fd, select.POLLIN)
+    while sources:
+        for fd, _ in poller.poll():
+            name = sources.get(fd)
+            if name is None:
+                continue
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # a pty reports EIO once the child side is closed
+                data = b""
+            if data and pty_stdout and name == "stdout":
+                data = data.replace(b"\r\n", b"\n")
+            if data and not _write_to(sinks[name], data):
+                data = b""   # our reader is gone: close the benchmark's end, it gets SIGPIPE
+            if data and trace is not None:
+                try:
+                    append_chunk(trace, OUTPUT, bytes([STREAMS[name]]) + data)
+                except OSError:
+                    trace = None
+            if not data:
+                poller.unregister(fd)
+                os.close(fd)
+                del sources[fd]
+
+
+def _write_to(fd: int, data: bytes) -> bool:
+    """Write all of data; False when the reader of fd has gone (EPIPE)."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BrokenPipeError:
+            return False
+        except OSError:
+            return True   # a terminal that went away: the trace still gets the output
+    return True

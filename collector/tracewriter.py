@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import zlib
 
@@ -24,6 +25,26 @@ def _joined(batches: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.ascontiguousarray(b).view(np.uint8) for b in batches]).view(batches[0].dtype)
 
 
+def append_chunk(fd: int, kind: int, payload) -> int:
+    """Append one chunk (head and payload in one writev) to a trace opened with O_APPEND;
+    the bytes written. Two writers of one trace never interleave inside a chunk."""
+    head = CHUNK.pack(kind, zlib.crc32(payload), len(payload))
+    _write_all(fd, [head, payload])
+    return len(head) + len(payload)
+
+
+def _write_all(fd: int, parts: list) -> None:
+    views = [memoryview(p).cast("B") for p in parts]
+    while views:
+        done = os.writev(fd, views)
+        # a short write (a full disk) leaves the rest for the next writev, which then fails
+        while views and done >= len(views[0]):
+            done -= len(views[0])
+            views.pop(0)
+        if views:
+            views[0] = views[0][done:]
+
+
 class TraceWriter:
     """Appends chunks to a new .iwt file. Safe to call from several threads."""
 
@@ -37,7 +58,9 @@ class TraceWriter:
         self._waiting: dict[int, list[np.ndarray]] = {}   # kind -> small batches not yet written
         self.bytes_written = 0
         try:
-            self._file = open(self.path, "wb")
+            # O_APPEND: a chunk goes out in one writev, whole, even when another process (the
+            # output capture of a launched benchmark, collector/launch.py) appends chunks too
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o666)
         except OSError as exc:
             raise self._cannot_write(exc) from None
         self._write(HEADER.pack(MAGIC, FORMAT_VERSION, 0))
@@ -111,11 +134,9 @@ class TraceWriter:
         self._chunk(COUNTERS, json_bytes(counters))
 
     def flush(self) -> None:
-        """Write the records waiting and hand every chunk to the kernel: from then on they
-        survive a SIGKILL."""
+        """Write the records waiting: from then on they survive a SIGKILL (every chunk is in the
+        kernel's hands as soon as it is written)."""
         self._write_waiting()
-        with self._lock:
-            self._guard(self._file.flush)
 
     def close(self, end_meta: dict) -> None:
         """Write what is waiting, then END, the mark of a complete trace, and close."""
@@ -136,10 +157,7 @@ class TraceWriter:
             with self._lock:
                 if not self._closed:
                     self._closed = True
-                    try:
-                        self._guard(self._file.flush)
-                    finally:
-                        self._file.close()
+                    os.close(self._fd)
 
     def __enter__(self):
         return self
@@ -159,15 +177,13 @@ class TraceWriter:
         return np.frombuffer(view, dtype)
 
     def _chunk(self, kind: int, payload) -> None:
-        header = CHUNK.pack(kind, zlib.crc32(payload), len(payload))
         with self._lock:
             if self._closed:
                 raise ValueError(f"trace {self.path} is closed")
-            self._write(header)
-            self._write(payload)
+            self.bytes_written += self._guard(append_chunk, self._fd, kind, payload)
 
     def _write(self, data) -> None:
-        self._guard(self._file.write, data)
+        self._guard(_write_all, self._fd, [data])
         self.bytes_written += len(data)
 
     def _guard(self, call, *args):

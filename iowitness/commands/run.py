@@ -37,7 +37,7 @@ def execute(args) -> int:
     probe = Probe(_recording.probe_config(args, file_set, all_processes=False))
     try:
         recorder = _recording.open_recording(args, probe, path, "run", command)
-        child = Launched(command)
+        child = Launched(command, path)
         try:
             probe.add_process(child.pid)
             probe.wake_on_exit(child.pid)
@@ -48,16 +48,10 @@ def execute(args) -> int:
         recorder.install_signal_handlers()
         child.release()
 
-        def collect_output():
-            while not child.output.empty():
-                stream, data = child.output.get_nowait()
-                recorder.clear_status()
-                recorder.writer.write_output(stream, data)
-
         def launched_exited():
             return None if child.poll() is None else "the command exited"
 
-        reason = recorder.loop(launched_exited, args.duration, on_tick=collect_output)
+        reason = recorder.loop(launched_exited, args.duration)
         if child.poll() is None:
             child.interrupt()
             for _ in range(50):
@@ -65,8 +59,8 @@ def execute(args) -> int:
                     break
                 recorder.probe.wait(0.1)
                 recorder.drain()
+        # the capture appends the benchmark's last output before END marks the trace complete
         child.finish_output()
-        collect_output()
         end = recorder.finish({"exit_code": child.returncode, "pid": child.pid})
     finally:
         probe.close()

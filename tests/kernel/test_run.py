@@ -268,3 +268,38 @@ def test_the_benchmark_gets_the_signal_dispositions_it_would_have_had_without_us
     # and no signal is ignored or blocked that was not before
     assert "yes: 141" in direct
     assert proc.stdout == direct and trace.output["stdout"] == direct
+
+
+PRINTER = ('for i in $(seq 1 30); do echo "line $i"; echo "$i" >> "$1"; sleep 0.05; done; '
+           'echo "printed 30" >&2')
+
+
+def test_a_killed_collector_loses_neither_the_benchmark_nor_its_output(tmp_path):
+    # GIVEN a benchmark that prints 30 lines over 1.5 s and counts them in a file of its own
+    counted, out = tmp_path / "counted", tmp_path / "killed.iwt"
+    proc = subprocess.Popen([*IOWITNESS, "run", "-q", "-o", str(out), "--", "bash", "-c", PRINTER, "printer",
+                             str(counted)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # WHEN the collector is killed with SIGKILL while the benchmark prints
+    deadline = time.monotonic() + 30
+    while not (counted.exists() and counted.read_text().count("\n") >= 3) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.kill()
+    stdout, stderr = proc.communicate(timeout=60)   # the capture holds our pipes until the benchmark ends
+    # THEN the benchmark ran to its end, and every line it printed reached the user and the trace
+    assert counted.read_text().split() == [str(i) for i in range(1, 31)]
+    lines = [f"line {i}" for i in range(1, 31)]
+    assert stdout.splitlines() == lines and "printed 30" in stderr
+    trace = load(out)
+    assert trace.meta["complete"] is False
+    assert trace.output["stdout"].splitlines() == lines and trace.output["stderr"] == "printed 30\n"
+
+
+def test_a_reader_that_closes_our_output_gives_the_benchmark_sigpipe(tmp_path):
+    # GIVEN `yes` under iowitness, its output read by `head -1`
+    out = tmp_path / "yes.iwt"
+    shell = f"{' '.join(IOWITNESS)} run -q -o {out} -- yes | head -1; echo \"rc ${{PIPESTATUS[0]}}\""
+    # WHEN head exits after one line
+    done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60)
+    # THEN yes dies of SIGPIPE as it does without us, and iowitness passes its 141 on
+    assert done.stdout.splitlines() == ["y", "rc 141"]
+    assert load(out).meta["exit_code"] == 141
