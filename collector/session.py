@@ -349,7 +349,7 @@ class Recorder:
         end["collector_cpu_s"] = {"user": usage.ru_utime, "system": usage.ru_stime}
         if self._cpu_at_recording_start is not None:
             end["collector_cpu_recording_s"] = usage.ru_utime + usage.ru_stime - self._cpu_at_recording_start
-        end["trace_file_bytes"] = self.writer.bytes_written
+        end["trace_file_bytes"] = self.writer.file_bytes()
         self.writer.close(end)
         return end
 

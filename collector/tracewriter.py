@@ -130,6 +130,11 @@ class TraceWriter:
         rows = np.ascontiguousarray(records)
         self._chunk(SUMMARY, SUMMARY_HEAD.pack(len(description)) + description + rows.tobytes())
 
+    def file_bytes(self) -> int:
+        """The trace's size now: this writer's chunks and any another process appended."""
+        with self._lock:
+            return self._guard(os.fstat, self._fd).st_size
+
     def write_counters(self, counters: dict) -> None:
         self._chunk(COUNTERS, json_bytes(counters))
 
