@@ -91,10 +91,15 @@ class Trace:
     @cached_property
     def processes(self) -> pd.DataFrame:
         facts = self._facts_of("fork", "exec")
-        rows = [{"kind": self._meta_kinds[int(f["kind"])], "tgid": int(f["tgid"]),
-                 "parent_tgid": int(f["parent_tgid"]), "comm": _text(f["comm"]),
-                 "path": _text(f["path"]), "ts_ns": int(f["ts_ns"])}
-                for f in facts[np.argsort(facts["ts_ns"], kind="stable")]]
+        # processes running before an attach: what /proc said of them then (kind "attach")
+        start_ns = int((self.meta.get("clock_start") or {}).get("monotonic_ns", 0))
+        rows = [{"kind": "attach", "tgid": int(p["pid"]), "parent_tgid": 0, "comm": str(p.get("comm") or ""),
+                 "path": " ".join(p.get("cmdline") or []), "ts_ns": start_ns}
+                for p in self.meta.get("attached") or [] if isinstance(p, dict) and "pid" in p]
+        rows += [{"kind": self._meta_kinds[int(f["kind"])], "tgid": int(f["tgid"]),
+                  "parent_tgid": int(f["parent_tgid"]), "comm": _text(f["comm"]),
+                  "path": _text(f["path"]), "ts_ns": int(f["ts_ns"])}
+                 for f in facts[np.argsort(facts["ts_ns"], kind="stable")]]
         frame = pd.DataFrame(rows, columns=["kind", "tgid", "parent_tgid", "comm", "path", "ts_ns"])
         return frame.astype({"tgid": "uint32", "parent_tgid": "uint32", "ts_ns": "uint64"})
 

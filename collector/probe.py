@@ -62,6 +62,7 @@ class Probe:
         settings["collector_tgid"] = os.getpid()
         settings["summary"] = int(config.summary)
 
+        self._block_devs = None   # the device filter, once the device view is open
         self._obj = BpfObject(probes.OBJECT)
         try:
             self._obj.set_initial_value(".rodata.settings", settings.tobytes())
@@ -170,8 +171,14 @@ class Probe:
         self._procs.delete(struct.pack("<I", tgid))
 
     def register_files(self, known: list[KnownFile]) -> None:
+        """Files open before tracing (attach): targets from now on, and their disks watched."""
+        table = mounts.mounts() if known else []
         for f in known:
             self._files.update(file_key(f.kdev, f.ino), file_state(f.generation))
+            kdev, _ = blockdev.device_of(f.path, table)
+            if kdev is not None and self._block_devs is not None:   # None: during the load
+                self.watch_device(kdev)
+                self.devices_from_start.add(kdev)
 
     def attach(self) -> list[str]:
         programs = self._obj.attach_all()

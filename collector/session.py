@@ -43,13 +43,19 @@ def clock_pair() -> dict:
     return {"monotonic_ns": mono, "realtime_ns": wall, "offset_ns": wall - mono}
 
 
-def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path: str) -> dict:
+def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path: str,
+                  attached: list[dict] | None = None) -> dict:
+    """START's metadata. `attached`: what /proc said of each process attached to (attach --pid)."""
     uname = platform.uname()
     out_mount = mounts.mount_of(os.path.dirname(os.path.abspath(trace_path)))
+    extra = {"attached": attached} if attached else {}
     return {
         "iowitness_version": __version__,
         "mode": mode,
         "command": command,
+        **extra,
+        # where relative paths of the command line (a fio job file) are found
+        "cwd": (attached[0].get("cwd") if attached else None) or os.getcwd(),
         "collector_argv": sys.argv,
         "host": socket.gethostname(),
         "kernel": f"{uname.system} {uname.release} {uname.version} {uname.machine}",

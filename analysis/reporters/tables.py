@@ -94,7 +94,24 @@ def warnings(trace) -> list[str]:
     unread = unread_note(trace.meta)
     if unread:
         out.append(unread + ".")
+    out += mid_run_notes(trace.meta)
     return out
+
+
+def mid_run_notes(meta: dict) -> list[str]:
+    """An attached trace begins mid-run: how far in, so that no figure is read as the whole run's."""
+    if meta.get("mode") != "attach":
+        return []
+    given = [p for p in meta.get("attached") or [] if isinstance(p, dict)][:1]
+    if not given:
+        return ["the trace began when iowitness attached by file: what the benchmark did before is not in it."]
+    p = given[0]
+    who = f"{p.get('comm') or 'the process'} (PID {p.get('pid')})"
+    if p.get("age_s") is None:
+        return [f"the trace began when iowitness attached to {who}, mid-run: what it did before is not in it."]
+    return [f"the trace began {units.seconds(float(p['age_s']))} after {who} started (attached mid-run): "
+            "a phase under way then is seen from its middle, and a claim about a whole test covers more than "
+            "the trace saw."]
 
 
 def unread_note(meta: dict) -> str | None:
@@ -173,6 +190,8 @@ def run_metadata(trace) -> pd.DataFrame:
     rows = [
         ("trace", meta.get("path") or ""),
         ("command", " ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})"),
+        *([("attached", ", ".join(f"PID {p.get('pid')} {p.get('comm') or ''}".strip()
+                                  for p in meta["attached"] if isinstance(p, dict)))] if meta.get("attached") else []),
         ("host", str(meta.get("host") or "")),
         ("kernel", str(meta.get("kernel") or "")),
         ("file system", fs),

@@ -86,9 +86,9 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
                        bpf_stats=args.bpf_stats)
 
 
-def open_recording(args, probe: Probe, path: str, mode: str, command) -> Recorder:
+def open_recording(args, probe: Probe, path: str, mode: str, command, attached: list[dict] | None = None) -> Recorder:
     warn_if_output_shares_a_disk(path, probe.config.file_set)
-    writer = TraceWriter(path, base_metadata(mode, command, probe, path))
+    writer = TraceWriter(path, base_metadata(mode, command, probe, path, attached))
     return Recorder(probe, writer, quiet=args.quiet)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from iowitness.collector import preflight, targets
+from iowitness.collector import preflight, processes, targets
 from iowitness.collector.probe import Probe
 from iowitness.collector.session import processes_gone
 from iowitness.commands import _recording
@@ -61,8 +61,12 @@ def execute(args) -> int:
     all_processes = not args.pids
     probe = Probe(_recording.probe_config(args, file_set, all_processes=all_processes))
     try:
-        recorder = _recording.open_recording(args, probe, path, "attach", None)
         pids = _children(set(args.pids))
+        # a trace that begins mid-run still names its benchmark and its processes, and says how
+        # far into the run it began: the PIDs given first, then their children
+        attached = [processes.describe(pid) for pid in [*args.pids, *sorted(pids - set(args.pids))]]
+        command = attached[0]["cmdline"] if attached else None
+        recorder = _recording.open_recording(args, probe, path, "attach", command, attached)
         for pid in pids:
             probe.add_process(pid)
             probe.wake_on_exit(pid)

@@ -115,3 +115,61 @@ def test_attach_file_captures_every_process_using_it(tmp_path):
     assert unrelated.pid not in set(trace.events["tgid"])
     assert set(trace.events["path"].astype(str)) == {str(target)}
     assert target.stat().st_size == 5000 + 21000
+
+
+def _start_fio(workdir, seconds: int):
+    """fio writing its job file at random for `seconds`, started by the test: its argv is the truth."""
+    argv = ["fio", "--name=midrun", f"--directory={workdir}", "--size=16m", "--bs=4k", "--rw=randwrite",
+            "--time_based", f"--runtime={seconds}", "--output-format=json", f"--output={workdir / 'fio.json'}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    job = workdir / "midrun.0.0"
+    deadline = time.monotonic() + 30
+    while not (job.exists() and job.stat().st_size > 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return argv, proc
+
+
+def test_attach_pid_mid_run_names_the_benchmark_its_disk_and_how_far_in_it_began(tmp_path):
+    # GIVEN fio already writing for a while when iowitness attaches to it
+    from tests.conftest import require_tool
+    require_tool("fio")
+    argv, fio = _start_fio(tmp_path, 6)
+    try:
+        time.sleep(1.0)
+        out = tmp_path / "mid.iwt"
+        # WHEN iowitness attaches by PID for a second
+        done = subprocess.run([*IOWITNESS, "attach", "--pid", str(fio.pid), "-q", "-o", str(out), "--duration", "1"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    finally:
+        fio.wait(timeout=60)
+    trace = load(out)
+    # THEN the trace names the command fio was started with, so the benchmark is recognised
+    assert trace.meta["command"] == argv and trace.report().benchmark == "fio"
+    attached = trace.meta["attached"][0]
+    assert attached["pid"] == fio.pid and attached["comm"] == "fio" and attached["age_s"] >= 1.0
+    assert "fio" in set(trace.processes["comm"])
+    # AND the disk under the job file is watched, though the file was open before the attach
+    assert trace.meta["device_view"]["devices"], trace.meta["device_view"]
+    assert trace.block is not None and len(trace.block) > 0
+    # AND every report says the trace began mid-run, and how far in
+    text = subprocess.run([*IOWITNESS, "report", str(out)], capture_output=True, text=True, check=True).stdout
+    assert "after fio (PID" in text and "attached mid-run" in text
+
+
+def test_attach_file_mid_run_says_what_it_cannot_know(tmp_path):
+    # GIVEN fio already writing its job file
+    from tests.conftest import require_tool
+    require_tool("fio")
+    _, fio = _start_fio(tmp_path, 4)
+    try:
+        out = tmp_path / "byfile.iwt"
+        # WHEN iowitness attaches by the file
+        done = subprocess.run([*IOWITNESS, "attach", "--file", str(tmp_path / "midrun.0.0"), "-q", "-o", str(out),
+                               "--duration", "1"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    finally:
+        fio.wait(timeout=60)
+    # THEN the report says the trace began at the attach, with what was before it unseen
+    text = subprocess.run([*IOWITNESS, "report", str(out)], capture_output=True, text=True, check=True).stdout
+    assert "attached by file" in text

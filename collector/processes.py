@@ -1,0 +1,50 @@
+"""What /proc says of a running process: its name, command line, directory and age.
+
+`attach --pid` records this at attach time, so that a trace that begins mid-run still names
+its benchmark (and the analysis can recognise it from its command line), and says how long the
+benchmark had been running before the trace began.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def describe(pid: int) -> dict:
+    """{pid, comm, cmdline, cwd, age_s}: what can be read now; a field that cannot is None."""
+    return {"pid": pid, "comm": _read(f"/proc/{pid}/comm", lambda raw: raw.decode(errors="replace").strip()),
+            "cmdline": _read(f"/proc/{pid}/cmdline", _argv), "cwd": _link(f"/proc/{pid}/cwd"), "age_s": age_s(pid)}
+
+
+def age_s(pid: int) -> float | None:
+    """Seconds since the process started (field 22 of /proc/PID/stat: clock ticks after boot)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+    return round(time.clock_gettime(time.CLOCK_BOOTTIME) - started, 3)
+
+
+def _argv(raw: bytes) -> list[str] | None:
+    parts = raw.split(b"\0")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    return [p.decode(errors="replace") for p in parts] or None   # a kernel thread has none
+
+
+def _read(path: str, parse):
+    try:
+        with open(path, "rb") as f:
+            return parse(f.read())
+    except OSError:
+        return None
+
+
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
