@@ -100,19 +100,14 @@ def build(trace) -> Report:
     flat = Calls(events, assigned)
     command = trace.meta.get("command") or []
     benchmark = trace.meta.get("benchmark") or benchmarks.recognise(command)
-    # IOzone -t N runs N children per test: a group of N even when a short test's children
-    # do not overlap in time
-    members = benchmarks.iozone_children(command) if benchmark == "iozone" else None
+    module = benchmarks.by_name(benchmark)
+    # a benchmark that runs N processes per test (IOzone -t N): a group of N even when a short
+    # test's processes do not overlap in time
+    members = module.processes(command) if module is not None else None
     table.insert(1, "group", groups.assign(table, members) if len(table) else pd.Series(dtype=np.int64))
     group_table = groups.table(table, flat)
     table.insert(2, "benchmark_name", None)
-    if benchmark == "iozone" and len(table):
-        units = table.sort_values("data_first_ns").groupby("group", sort=False).agg(
-            operation=("operation", lambda ops: ops.iloc[0] if len(set(ops)) == 1 else "mixed"))
-        named = dict(zip(units.index, benchmarks.name_iozone(units, command)))
-        table["benchmark_name"] = table["group"].map(named)
-    elif benchmark == "fio":
-        table["benchmark_name"] = benchmarks.name_fio(table, command, trace.meta.get("pid"))
-    elif benchmark == "dd":
-        table["benchmark_name"] = benchmarks.name_dd(table, command)
+    names = module.name_phases(table, command, trace.meta.get("pid")) if module is not None else None
+    if names is not None:
+        table["benchmark_name"] = names
     return Report(table, group_table, outliers(flat, table), assigned, benchmark, trace, flat)

@@ -9,6 +9,19 @@ if TYPE_CHECKING:
 
 KIB = 1024
 
+# Multiples of a byte by name, as people and tools write them: SI prefixes are powers of 1000,
+# binary ones powers of 1024. dd(1): "kB=1000, K=1024, MB=1000*1000, M=1024*1024, ...
+# GB=1000*1000*1000, G=1024*1024*1024, and so on for T, P, E, Z, Y. Binary prefixes can be
+# used, too: KiB=K, MiB=M, and so on." dd prints sizes and rates with these names; people give
+# --device-ceiling with them.
+BYTE_UNITS = {
+    "B": 1, "bytes": 1,
+    "kB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3, "TB": 1000 ** 4, "PB": 1000 ** 5,
+    "EB": 1000 ** 6, "ZB": 1000 ** 7, "YB": 1000 ** 8, "RB": 1000 ** 9, "QB": 1000 ** 10,
+    "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4, "PiB": 1024 ** 5,
+    "EiB": 1024 ** 6, "ZiB": 1024 ** 7, "YiB": 1024 ** 8, "RiB": 1024 ** 9, "QiB": 1024 ** 10,
+}
+
 
 def bytes_(n) -> str:
     n = float(n)

@@ -7,17 +7,20 @@ import os
 import re
 from pathlib import Path
 
+from iowitness import units
 from iowitness.errors import NotFound, UsageError
 
 DEFAULT_TOLERANCE = "5%"
 
 
 def add_claim_options(parser: argparse.ArgumentParser) -> None:
+    from iowitness.analysis import benchmarks
+
     parser.add_argument("--claims", metavar="FILE",
                         help="the benchmark's output saved separately (default: the output captured by run)")
     parser.add_argument("--spec", metavar="SPEC.toml",
                         help="how to read a home-made benchmark's output (docs/claims-spec.md)")
-    parser.add_argument("--format", choices=["iozone", "fio", "dd"],
+    parser.add_argument("--format", choices=benchmarks.formats(),
                         help="which benchmark printed the output, when it cannot be recognised")
     parser.add_argument("--tolerance", default=DEFAULT_TOLERANCE, metavar="PCT",
                         help="how far a claim may be from the active figure and still agree (default %(default)s)")
@@ -42,10 +45,8 @@ _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*?)(?:/s)?\s*$")
 
 def rate(text: str) -> float:
     """'200MB/s', '8MiB/s', '1.5GB', '4096' -> bytes per second."""
-    from iowitness.analysis.claims.dd import BYTE_UNITS
-
     m = _RATE.match(text)
-    factor = BYTE_UNITS.get(m.group(2) or "B") if m else None
+    factor = units.BYTE_UNITS.get(m.group(2) or "B") if m else None
     if factor is None:
         raise UsageError(f"--device-ceiling {text!r}: give a rate such as 200MB/s or 8MiB/s")
     return float(m.group(1)) * factor
@@ -79,8 +80,9 @@ def device_ceiling(trace, text: str | None) -> dict | None:
 
 def verdicts_for(trace, args, required: bool):
     """Read the claims (captured output, --claims or --spec) and judge them against the trace."""
-    from iowitness.analysis import matching
-    from iowitness.analysis.claims import UnparsableOutput, detect, spec
+    from iowitness.analysis import benchmarks, matching
+    from iowitness.analysis.benchmarks import spec
+    from iowitness.analysis.claims import UnparsableOutput
 
     tol = tolerance(args.tolerance)
     if args.claims:
@@ -103,7 +105,7 @@ def verdicts_for(trace, args, required: bool):
         if args.spec:
             source, claims = "spec", spec.parse(text, spec.load(args.spec))
         else:
-            source, claims = detect.claims_from(text, command, args.format)
+            source, claims = benchmarks.claims_from(text, command, args.format)
     except UnparsableOutput as exc:
         if required:
             raise UsageError(str(exc)) from None

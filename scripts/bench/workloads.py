@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from iowitness.analysis.claims import dd as dd_claims, iozone as iozone_claims
+from iowitness.analysis.benchmarks import dd as dd_claims, iozone as iozone_claims
 
 HERE = Path(__file__).resolve().parent
 

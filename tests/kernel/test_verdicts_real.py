@@ -24,8 +24,8 @@ import subprocess
 
 import pytest
 
-from iowitness.analysis import matching
-from iowitness.analysis.claims import detect, spec
+from iowitness.analysis import benchmarks, matching
+from iowitness.analysis.benchmarks import spec
 from iowitness.analysis.run import load
 from tests.conftest import REPO, require_tool
 from tests.support.cli import iowitness
@@ -44,7 +44,7 @@ def verdicts_of(trace, command=None, spec_path=None, tolerance=0.05):
     if spec_path:
         source, claims = "spec", spec.parse(text, spec.load(spec_path))
     else:
-        source, claims = detect.claims_from(text, trace.meta["command"])
+        source, claims = benchmarks.claims_from(text, trace.meta["command"])
     return matching.match(trace.report(), claims, source, command or trace.meta["command"], tolerance,
                           trace.lost, trace=trace)
 

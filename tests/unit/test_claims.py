@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis.claims import UnparsableOutput, dd, fio, iozone, spec
-from iowitness.analysis.claims.detect import UNKNOWN, claims_from
+from iowitness.analysis.benchmarks import UNKNOWN, claims_from, dd, fio, iozone, spec
+from iowitness.analysis.claims import UnparsableOutput
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "claims"
 RECORDED_IN = "/tmp/iowitness-claims"

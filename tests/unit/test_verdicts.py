@@ -16,6 +16,7 @@ import pytest
 from iowitness.analysis import buffering, matching, report, verdicts
 from iowitness.analysis import figures as active_figures
 from iowitness.analysis import stonewall as stonewalling
+from iowitness.analysis.benchmarks import iozone_groups
 from iowitness.analysis.claims import Claim
 from tests.support.synthetic import O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY, START_NS, Calls
 
@@ -212,10 +213,10 @@ def test_per_process_and_min_xfer_claims(two_children):
 
 def test_iozone_min_restarts_after_a_child_at_zero():
     # iozone.c: if(!min_xfer) min_xfer=child->actual; if(child->actual < min_xfer) ...
-    assert matching.iozone_min([2880, 0, 0, 4096]) == 4096
-    assert matching.iozone_min([5, 3]) == 3
-    assert matching.iozone_min([7, 0]) == 0
-    assert matching.iozone_min([0, 0, 7]) == 7
+    assert iozone_groups.iozone_min([2880, 0, 0, 4096]) == 4096
+    assert iozone_groups.iozone_min([5, 3]) == 3
+    assert iozone_groups.iozone_min([7, 0]) == 0
+    assert iozone_groups.iozone_min([0, 0, 7]) == 7
 
 
 # ---- a buffered stream ------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""fio's claims: one per job (or group) and direction that moved data.
+"""fio: its claims, one per job (or group) and direction that moved data; its job names for phases.
 
-Reads `--output-format=json` and `json+` (the same numbers plus latency bins), and, more
-simply, the per-job lines of the default "normal" text output. Checked against fio 3.33
-outputs in tests/data/claims/fio/.
+Recognised by its program, `fio` (or `fio-3.33`), and by its JSON "fio version" or a
+"<job>: (groupid=N, jobs=N)" line. Reads `--output-format=json` and `json+` (the same numbers
+plus latency bins), and, more simply, the per-job lines of the default "normal" text output.
+Checked against fio 3.33 outputs in tests/data/claims/fio/.
 
 For each job and each of read / write / trim with io_bytes > 0: Claim.test is
-"<job> <direction>" (the names analysis.benchmarks gives fio phases), value and unit are
+"<job> <direction>" (the names name_phases gives fio phases), value and unit are
 fio's `bw` in KiB/s, bytes_per_s is `bw_bytes`, ops_per_s is `iops`, seconds_per_op is the
 mean total latency (`lat_ns`, submission + completion). With --group_reporting fio prints
 one entry per group, named after the group's first job.
@@ -17,10 +18,19 @@ bytes_per_s=699050666, ops_per_s=170666.67, job="writer", direction="write", ...
 
 from __future__ import annotations
 
+import configparser
 import json
+import os
 import re
+from collections import Counter, defaultdict
 
-from iowitness.analysis.claims import Claim, UnparsableOutput
+import pandas as pd
+
+from iowitness.analysis.claims import Claim, Match, UnparsableOutput
+
+NAME = "fio"
+PROGRAM = "fio"
+SIGNATURE = re.compile(r'^\{\s*"fio version"|^\S.*: \(groupid=\d+, jobs=\d+\): err=', re.MULTILINE)
 
 # fio's byte rates. HOWTO, "JSON output": "the `bw` value is reported in 1024 bytes per
 # second units"; `bw_bytes` is the same rate in bytes per second (io_bytes * 1000 /
@@ -37,6 +47,12 @@ COUNT_PREFIXES = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 # latency lines "lat (usec): min=..., avg= 6.05": the unit is in the parentheses
 TIMES = {"nsec": 1e-9, "usec": 1e-6, "msec": 1e-3, "sec": 1}
 DIRECTIONS = ("read", "write", "trim")
+# fio's rw values and the directions each one moves data in (fio HOWTO, "rw")
+FIO_DIRECTIONS = {
+    "read": {"read"}, "randread": {"read"}, "write": {"write"}, "randwrite": {"write"},
+    "rw": {"read", "write"}, "readwrite": {"read", "write"}, "randrw": {"read", "write"},
+    "trim": set(), "randtrim": set(), "trimwrite": {"write"},
+}
 
 _JOB = re.compile(r"^(?P<job>\S.*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)")
 _DDIR = re.compile(r"^\s+(?P<ddir>read|write|trim)\s*: IOPS=(?P<iops>[\d.]+)(?P<prefix>[kMGT]?), "
@@ -145,3 +161,119 @@ def _from_text(text: str) -> list[Claim]:
     if not claims:
         raise UnparsableOutput("fio text output ends before any job's 'read: IOPS=..., BW=...' line")
     return claims
+
+
+# ---- the command line ----
+
+def add_command(claims: list[Claim], argv: list[str]) -> None:
+    if "--group_reporting" in argv:
+        for claim in claims:
+            claim.extra["group_reporting"] = True
+
+
+def processes(argv: list[str]) -> int | None:
+    return None  # a job's clones (numjobs=N) are told apart by their phases
+
+
+def window(argv: list[str]) -> str | None:
+    return None  # not modelled: its calls
+
+
+def fio_jobs(argv: list[str], cwd: str | None = None) -> dict[str, dict]:
+    """fio job names with their filename/directory, from --name options or job files."""
+    jobs, current, shared = {}, None, {}
+    for arg in argv[1:]:
+        if arg.startswith("--name="):
+            current = arg.split("=", 1)[1]
+            jobs[current] = dict(shared)
+        elif arg.startswith("--") and "=" in arg:
+            key, value = arg[2:].split("=", 1)
+            (jobs[current] if current else shared)[key] = value
+        elif not arg.startswith("-") and os.path.isfile(os.path.join(cwd or "", arg)):
+            parser = configparser.ConfigParser(allow_no_value=True, strict=False)
+            try:
+                parser.read(os.path.join(cwd or "", arg))
+            except configparser.Error:
+                continue
+            for section in parser.sections():
+                if section != "global":
+                    jobs[section] = {**(dict(parser["global"]) if parser.has_section("global") else {}),
+                                     **dict(parser[section])}
+    return jobs
+
+
+# ---- names for phases ----
+
+def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None) -> list[str | None]:
+    """'job direction' per phase. fio's own process lays out missing files before the jobs
+    start: those phases are 'fio layout', not the job (fio counts them nowhere)."""
+    jobs = fio_jobs(argv)
+    names = []
+    # the main thread of fio's first process (jobs run as other processes, or with --thread as other threads)
+    for path, operation, tid in zip(phases["path"], phases["operation"], phases["tid"]):
+        if root_pid is not None and int(tid) == int(root_pid):
+            names.append("fio layout")
+            continue
+        base = os.path.basename(str(path))
+        job = None
+        match = re.fullmatch(r"(.+)\.(\d+)\.(\d+)", base)
+        if match and match.group(1) in jobs:
+            job = match.group(1)
+        else:
+            for name, options in jobs.items():
+                files = options.get("filename", "").split(":")
+                if str(path) in files or base in files:
+                    job = name
+        if job is None and len(jobs) == 1:
+            job = next(iter(jobs))
+        names.append(f"{job} {operation}" if job else None)
+    return names
+
+
+# ---- which phases a claim is about ----
+
+def matcher(report, claims: list[Claim], argv: list[str], trace=None):
+    """A job's phases in the claim's direction; fio prints one entry per clone of a job
+    (numjobs=N), all under the job's name: the k-th entry is about the k-th clone."""
+    phases = report.phases
+    root = trace.meta.get("pid") if trace is not None else None
+    entries = Counter((c.job, c.direction) for c in claims)
+    seen: dict[tuple, int] = defaultdict(int)
+
+    def find(claim: Claim) -> Match:
+        rows, combine = _rows(claim, phases, argv, root)
+        if entries[(claim.job, claim.direction)] > 1 and combine == "sum":
+            clones = list(dict.fromkeys(rows.sort_values("data_first_ns")["tid"]))
+            k = seen[(claim.job, claim.direction)]
+            seen[(claim.job, claim.direction)] += 1
+            rows = rows[rows["tid"] == clones[k]] if k < len(clones) else rows.iloc[0:0]
+        return Match(rows, combine=combine)
+
+    return find
+
+
+def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root) -> tuple[pd.DataFrame, str]:
+    """A job's phases in the claim's direction; with --group_reporting, those of every job of
+    the group that moves data in that direction, as one figure over the group's runtime."""
+    names = phases["benchmark_name"].astype(object)
+    jobs = fio_jobs(argv)
+    members = [claim.job]
+    if claim.extra.get("group_reporting") or "--group_reporting" in argv:
+        order = list(jobs)
+        if claim.job in order:
+            members = [claim.job]
+            for job in order[order.index(claim.job) + 1:]:
+                if "new_group" in jobs[job] or "stonewall" in jobs[job] or "wait_for_previous" in jobs[job]:
+                    break
+                members.append(job)
+    wanted = set()
+    for job in members:
+        rw = jobs.get(job, {}).get("rw", jobs.get(job, {}).get("readwrite", "read"))
+        moves = FIO_DIRECTIONS.get(rw.split(":")[0], {"read", "write"})
+        if claim.direction in moves or job == claim.job and len(members) == 1:
+            wanted |= {f"{job} {claim.direction}", f"{job} mixed"}
+    rows = phases[names.isin(wanted)]
+    # fio lays files out in its main process before the jobs start: not a job's I/O
+    if root is not None and (rows["tgid"] != root).any():
+        rows = rows[rows["tgid"] != root]
+    return rows, "span" if len(members) > 1 else "sum"

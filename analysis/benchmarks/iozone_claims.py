@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 
-from iowitness.analysis.benchmarks import iozone_tests
 from iowitness.analysis.claims import Claim, UnparsableOutput
 
 BANNER = "Iozone: Performance Test of File I/O"
@@ -38,9 +37,6 @@ RATES = {  # unit -> (Claim field, factor to bytes/s, ops/s or s/op)
 }
 # IOzone's amounts ("Min xfer", a child's "xfer count"): kB of 1024 bytes as above, or operations with -O
 AMOUNTS = {"kB": ("bytes", 1024), "ops": ("ops", 1)}
-# size options (-s, -r, -n, -g, -y, -q): "-s #k (size in Kbytes) or -s #m (size in Mbytes) or
-# -s #g (size in Gbytes)", kB without a suffix (iozone(1), -s); powers of 1024 as above
-SIZE_SUFFIXES = {"": 1024, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
 
 MODES = {  # the line that says which unit the run reports in
     "Output is in kBytes/sec": "kB/s",
@@ -116,7 +112,6 @@ _XFER = re.compile(r"^\s*Min xfer\s*= *" + _NUMBER + r" (?P<unit>[kK]B|ops)\s*$"
 _CHILD = re.compile(r"^\s*Child\[(?P<child>\d+)\] xfer count = *(?P<xfer>\d+(?:\.\d+)?) (?P<xunit>[kK]B|ops), "
                     r"Throughput = *" + _NUMBER + r" (?P<unit>[kK]B|ops)/sec")
 _EACH = re.compile(r"Each (?:process|thread) writes a (\d+) [kK]Byte file in (\d+) [kK]Byte records")
-_FLAG_VALUES = set("JjkVrtsfFdluUSLHPibXYgnyq")  # IOzone's getopt options that take a value
 
 
 def parse(text: str) -> list[Claim]:
@@ -155,80 +150,6 @@ def parse(text: str) -> list[Claim]:
 def without_report(claims: list[Claim]) -> list[Claim]:
     """The claims once each: drops the -R report's copies of the table's numbers."""
     return [c for c in claims if c.extra.get("from") != "report"]
-
-
-def parse_command(argv: list[str]) -> dict:
-    """What an IOzone command line says about the meaning of its numbers.
-
-    >>> parse_command(["iozone", "-e", "-t", "2", "-i0", "-s", "1m"])["fsync_in_timing"]
-    True
-    """
-    flags: set[str] = set()
-    values: dict[str, str] = {}
-    files: list[str] = []
-    i = 1
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if arg.startswith("-+") and len(arg) >= 3:
-            flags.add(arg[:3])
-            if arg[2] in "mph" and len(arg) == 3 and i < len(argv):  # -+m file, -+p percent, -+h host
-                values[arg[:3]] = argv[i]
-                i += 1
-            continue
-        if not arg.startswith("-") or len(arg) < 2:
-            continue
-        for position, letter in enumerate(arg[1:], start=2):
-            if letter in _FLAG_VALUES:
-                value = arg[position:] or (argv[i] if i < len(argv) else "")
-                if not arg[position:]:
-                    i += 1
-                values[letter] = value
-                if letter == "F":  # -F takes every path up to the next option
-                    files = [value]
-                    while i < len(argv) and not argv[i].startswith("-"):
-                        files.append(argv[i])
-                        i += 1
-                elif letter == "f":
-                    files = [value]
-                break
-            flags.add(letter)
-    unit = "ops/s" if "O" in flags else "us/op" if "N" in flags else "kB/s"
-    try:
-        tests = iozone_tests(argv)
-    except ValueError:  # "-i x": IOzone itself would refuse it
-        tests = None
-    return {
-        "tests": tests,
-        "unit": unit,
-        "fsync_in_timing": "e" in flags,
-        "close_in_timing": "c" in flags,
-        "o_direct": "I" in flags,
-        "o_sync": "o" in flags,
-        "o_dsync": "-+D" in flags,
-        "processes": int(values["t"]) if values.get("t", "").isdigit() else None,
-        "threads": "T" in flags,
-        "stonewall": "x" not in flags,
-        "keep_files": "w" in flags,
-        "per_child": "C" in flags,
-        "auto": bool(flags & {"a", "A", "z"}),
-        "report": "R" in flags,
-        "file_size": _size(values.get("s")),
-        "record_size": _size(values.get("r")),
-        "min_file_size": _size(values.get("n")),
-        "max_file_size": _size(values.get("g")),
-        "min_record_size": _size(values.get("y")),
-        "max_record_size": _size(values.get("q")),
-        "files": files,
-    }
-
-
-def _size(text: str | None) -> int | None:
-    """An IOzone size option in bytes: a number of kB, or with a k, m or g suffix (iozone(1), -s)."""
-    match = re.fullmatch(r"(\d+)([kKmMgG]?)", text or "")
-    if not match:
-        return None
-    return int(match.group(1)) * SIZE_SUFFIXES[match.group(2).lower()]
 
 
 def _complete_lines(text: str) -> list[str]:

@@ -16,6 +16,9 @@ docs/claims-spec.md describes every key, the units and a worked example.
 
 `load(path)` (a .toml file) or `loads(text)` checks a spec and raises SpecError naming the
 key at fault; `parse(text, spec)` raises UnparsableOutput when the output does not fit it.
+
+A registered benchmark like the others, with no program, no signature and no names of its
+own: it is chosen with --spec, and its claims say which phases they are about (matcher).
 """
 
 from __future__ import annotations
@@ -23,11 +26,17 @@ from __future__ import annotations
 import re
 import string
 import tomllib
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from iowitness.analysis.claims import Claim, UnparsableOutput
+import pandas as pd
 
+from iowitness.analysis.claims import Claim, Match, UnparsableOutput
+
+NAME = "spec"
+PROGRAM = None    # any program: chosen with --spec
+SIGNATURE = None  # any output: never sniffed, not a --format choice
 SPEC_VERSION = 1
 
 # The units a spec may name: (Claim field, factor to bytes/s, ops/s, s/op or seconds).
@@ -212,3 +221,58 @@ def _claim(rule: Rule, m: re.Match, line: str, benchmark: str | None, index: int
         fields[field] = value * factor
     return Claim(source="spec", test=rule.test.format(**groups), value=value, unit=unit, printed=line.strip(),
                  direction=direction, index=index, extra=extra, **fields)
+
+
+def add_command(claims: list[Claim], argv: list[str]) -> None:
+    pass  # never recognised by its command line
+
+
+def processes(argv: list[str]) -> int | None:
+    return None
+
+
+def window(argv: list[str]) -> str | None:
+    return None  # the caller's (matching.match's spec_window)
+
+
+def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None) -> None:
+    return None  # a spec names no phases: its claims match by order, name or operation
+
+
+def matcher(report, claims: list[Claim], argv: list[str], trace=None):
+    """Each claim as its [[claim]] table's `match` says: "order", the k-th phase in time order;
+    "name", the k-th phase so named; "operation", the k-th with its operation (and access)."""
+    phases = report.phases
+    seen: dict[tuple, int] = defaultdict(int)
+    lines: dict[tuple, tuple[str, int]] = {}
+
+    def find(claim: Claim) -> Match:
+        return Match(_rows(claim, phases, seen, lines))
+
+    return find
+
+
+def _rows(claim: Claim, phases: pd.DataFrame, seen, lines) -> pd.DataFrame:
+    how = claim.extra.get("match", "order")
+    ordered = phases.sort_values("data_first_ns")
+    if how == "name":
+        phase_name = claim.extra.get("phase", claim.test)
+        rows = ordered[(ordered["benchmark_name"].astype(object) == phase_name) | (ordered["name"] == phase_name)]
+    elif how == "operation":
+        rows = ordered[ordered["operation"] == claim.extra.get("operation", claim.direction)]
+        if claim.extra.get("pattern"):
+            rows = rows[rows["pattern"] == claim.extra["pattern"]]
+    else:
+        rows = ordered
+    key = ("spec", how, claim.extra.get("phase", claim.test) if how == "name"
+           else (claim.extra.get("operation", claim.direction), claim.extra.get("pattern")) if how == "operation"
+           else "")
+    # several numbers on one printed line (ops/s and µs/op) are about the same phase
+    previous = lines.get(key)
+    if previous is not None and previous[0] == claim.printed:
+        k = previous[1]
+    else:
+        k = seen[key]
+        seen[key] += 1
+    lines[key] = (claim.printed, k)
+    return rows.iloc[k:k + 1]

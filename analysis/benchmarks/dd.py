@@ -1,4 +1,7 @@
-"""GNU dd's claim: the transfer summary dd prints on standard error when it ends.
+"""GNU dd: its claim, the transfer summary it prints on standard error when it ends; its
+copy's name and window.
+
+Recognised by its program, `dd`, and by its "records out" and "copied," lines.
 
     32+0 records in
     32+0 records out
@@ -17,19 +20,16 @@ from __future__ import annotations
 import os
 import re
 
-from iowitness.analysis.claims import Claim, UnparsableOutput
+import pandas as pd
 
-# dd's multiples of a byte. dd(1): "kB=1000, K=1024, MB=1000*1000, M=1024*1024, ...
-# GB=1000*1000*1000, G=1024*1024*1024, and so on for T, P, E, Z, Y. Binary prefixes can be
-# used, too: KiB=K, MiB=M, and so on." The summary prints the size with SI prefixes, then
-# with binary ones ("2.1 MB, 2.0 MiB"), and the rate with SI prefixes ("2.5 GB/s").
-BYTE_UNITS = {
-    "B": 1, "bytes": 1,
-    "kB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3, "TB": 1000 ** 4, "PB": 1000 ** 5,
-    "EB": 1000 ** 6, "ZB": 1000 ** 7, "YB": 1000 ** 8, "RB": 1000 ** 9, "QB": 1000 ** 10,
-    "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4, "PiB": 1024 ** 5,
-    "EiB": 1024 ** 6, "ZiB": 1024 ** 7, "YiB": 1024 ** 8, "RiB": 1024 ** 9, "QiB": 1024 ** 10,
-}
+from iowitness.analysis.claims import Claim, Match, UnparsableOutput
+from iowitness.units import BYTE_UNITS
+
+NAME = "dd"
+PROGRAM = "dd"
+SIGNATURE = re.compile(r"^\d+\+\d+ records out\s*$(?s:.*?)^\d+ bytes? .*copied, ", re.MULTILINE)
+# dd's multiples of a byte are BYTE_UNITS (dd(1)): the summary prints the size with SI
+# prefixes, then with binary ones ("2.1 MB, 2.0 MiB"), and the rate with SI prefixes ("2.5 GB/s")
 # sources that only produce bytes: reading them is not the I/O a dd run measures
 GENERATORS = ("/dev/zero", "/dev/urandom", "/dev/random")
 
@@ -122,3 +122,48 @@ def parse_command(argv: list[str]) -> dict:
         "test": {"read": "dd read", "write": "dd write"}.get(direction, "dd copy"),
         "program": os.path.basename(argv[0]) if argv else None,
     }
+
+
+def add_command(claims: list[Claim], argv: list[str]) -> None:
+    """The command line says which way the copy's one rate goes: its test becomes "dd write" or "dd read"."""
+    options = parse_command(argv)
+    for claim in claims:
+        claim.extra["command"] = options
+        claim.direction, claim.test = options["direction"], options["test"]
+
+
+def processes(argv: list[str]) -> int | None:
+    return None
+
+
+def window(argv: list[str]) -> str:
+    """dd stops its clock after conv=fdatasync/fsync has synced the output."""
+    conv = ",".join(a.split("=", 1)[1] for a in argv[1:] if a.startswith("conv="))
+    return "+fsync" if "fdatasync" in conv or "fsync" in conv else "calls"
+
+
+def name_phases(phases: pd.DataFrame, argv: list[str], pid: int | None = None) -> list[str | None]:
+    """"dd write" for the writes to of=, "dd read" for the reads of if=."""
+    operands = dict(a.split("=", 1) for a in argv[1:] if "=" in a)
+    names = []
+    for path, operation in zip(phases["path"], phases["operation"]):
+        if "of" in operands and os.path.basename(str(path)) == os.path.basename(operands["of"]) \
+                and operation == "write":
+            names.append("dd write")
+        elif "if" in operands and os.path.basename(str(path)) == os.path.basename(operands["if"]) \
+                and operation == "read":
+            names.append("dd read")
+        else:
+            names.append(None)
+    return names
+
+
+def matcher(report, claims: list[Claim], argv: list[str], trace=None):
+    """Every claim is about the copy: its biggest phase named "dd write" or "dd read"."""
+    phases = report.phases
+
+    def find(claim: Claim) -> Match:
+        rows = phases[phases["benchmark_name"].astype(object).isin(["dd write", "dd read"])]
+        return Match(rows.sort_values("bytes", ascending=False).iloc[:1])
+
+    return find

@@ -1,0 +1,100 @@
+"""The benchmarks iowitness knows: one module each, and the registry below.
+
+Everything about one benchmark lives in its module, and nothing about it anywhere else. Each
+module in BENCHMARKS provides:
+
+  NAME                        its name: Claim.source, report.benchmark, a --format choice
+  PROGRAM                     the basename of its program (also "PROGRAM-3.33"), or None when no
+                              command line can be recognised (spec.py: chosen with --spec)
+  SIGNATURE                   a compiled regex every output of it matches, or None: never
+                              sniffed, and not a --format choice (spec.py)
+  parse(text)                 its claims, list[Claim]; raises UnparsableOutput naming what it
+                              expected (spec.py: parse(text, spec))
+  add_command(claims, argv)   adds what its command line says to the claims, when argv runs it
+  processes(argv)             how many processes run each test together, when argv says
+                              (IOzone -t N); None: their overlap in time decides
+  name_phases(table, argv, pid)  its name for each phase of the phase table (a list or Series),
+                              or None to leave them unnamed; pid: the traced process
+  window(argv)                the window it times ("calls", "+fsync", "+close"), or None when
+                              its command line does not say (then: calls)
+  matcher(report, claims, argv, trace)  a function claim -> Match (analysis/claims.py): the
+                              phases the claim is about, or None for a claim that repeats a
+                              number judged once already
+
+A module too big for one file keeps its parts beside it (iozone_claims.py, iozone_groups.py);
+only the registered module is asked.
+
+Add a benchmark: a new module here with the above, its line in BENCHMARKS, and its tests
+(real output of the real tool under tests/data/claims/<name>/, with the command that made it).
+
+Example: `claims_from(stderr_text, ["dd", "if=/dev/zero", "of=out", "bs=1M"])` gives
+("dd", [Claim(test="dd write", direction="write", ...)]).
+"""
+
+from __future__ import annotations
+
+import os
+
+from iowitness.analysis.benchmarks import dd, fio, iozone, spec
+from iowitness.analysis.claims import Claim, UnparsableOutput
+
+# the order sniffing names them in, when an output fits two
+BENCHMARKS = (iozone, fio, dd, spec)
+
+
+def by_name(name: str | None):
+    """The module of the benchmark called `name`, or None."""
+    return next((module for module in BENCHMARKS if module.NAME == name), None)
+
+
+def recognise(command: list[str] | None) -> str | None:
+    """The benchmark a traced command line runs, from its program's basename, or None."""
+    if not command:
+        return None
+    program = os.path.basename(command[0])
+    for module in BENCHMARKS:
+        known = module.PROGRAM
+        if known and (program == known or program.startswith(known + "-")):
+            return module.NAME
+    return None
+
+
+def formats() -> list[str]:
+    """The benchmarks whose output can be read alone: --format's choices."""
+    return [module.NAME for module in BENCHMARKS if module.SIGNATURE is not None]
+
+
+def unknown() -> str:
+    """What to say when no benchmark's signature is in an output."""
+    return f"cannot tell which benchmark printed this; give --format {'|'.join(formats())} or a --spec"
+
+
+UNKNOWN = unknown()
+
+
+def sniff(text: str) -> str:
+    """The benchmark whose signature the output holds; UnparsableOutput when none or two do."""
+    found = [module.NAME for module in BENCHMARKS if module.SIGNATURE is not None and module.SIGNATURE.search(text)]
+    if not found:
+        raise UnparsableOutput(unknown())
+    if len(found) > 1:
+        raise UnparsableOutput(f"this output looks like both {found[0]} and {found[1]}: give --format")
+    return found[0]
+
+
+def claims_from(text: str, command: list[str] | None, hint: str | None = None) -> tuple[str, list[Claim]]:
+    """(source, claims) for a benchmark's output; UnparsableOutput with one line when it cannot be read.
+
+    The traced command line decides which benchmark printed it, else the output itself (its
+    SIGNATURE); a hint (--format) overrides both. When the command runs that benchmark, what
+    it says is added to the claims (add_command)."""
+    names = formats()
+    if hint is not None and hint not in names:
+        choices = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+        raise UnparsableOutput(f"unknown --format {hint!r}: give {choices}, or a --spec")
+    source = hint or recognise(command) or sniff(text)
+    module = by_name(source)
+    claims = module.parse(text)
+    if command and recognise(command) == source:
+        module.add_command(claims, command)
+    return source, claims

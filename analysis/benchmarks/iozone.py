@@ -1,0 +1,251 @@
+"""IOzone: its command line, its output, the names of its tests and the window it times.
+
+Recognised by its program, `iozone`, and by its banner. Its output is read by
+iozone_claims.py (parse, without_report); its throughput mode (-t N: groups of children,
+the stonewall, per-process statistics) is iozone_groups.py. Here: what a command line says
+(parse_command, tests, children), IOzone's names for phases, its window (-e, -c), and which
+phase each claim is about.
+
+Example: `name_phases(table, ["iozone", "-i0", "-i1", "-s", "1m"], pid)` names the phases
+write, rewrite, read, reread in time order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import pandas as pd
+
+from iowitness.analysis.benchmarks import iozone_groups
+from iowitness.analysis.benchmarks.iozone_claims import BANNER, parse, without_report  # noqa: F401 (the interface)
+from iowitness.analysis.claims import Claim, Match
+
+NAME = "iozone"
+PROGRAM = "iozone"
+SIGNATURE = re.compile(re.escape(BANNER))
+
+# IOzone's tests by -i number: the passes each makes, in order, with their direction.
+# Measured on IOzone 3.429 (Debian iozone3) with traces: bkwd read makes two passes and
+# reports one; -i 9/10 (pwrite, pread) run only with -E; pwritev/preadv (-i 11/12) are
+# not built into Debian's binary and make no phases.
+IOZONE_TESTS = {
+    0: [("write", "write"), ("rewrite", "write")],
+    1: [("read", "read"), ("reread", "read")],
+    2: [("random read", "read"), ("random write", "write")],
+    3: [("bkwd read", "read"), ("bkwd read (second pass, not reported)", "read")],
+    4: [("record rewrite", "write")],
+    5: [("stride read", "read")],
+    6: [("fwrite", "write"), ("frewrite", "write")],
+    7: [("fread", "read"), ("freread", "read")],
+    8: [("mixed workload", "mixed")],
+    9: [("pwrite", "write"), ("repwrite", "write")],
+    10: [("pread", "read"), ("repread", "read")],
+    11: [("pwritev", "write"), ("repwritev", "write")],
+    12: [("preadv", "read"), ("repreadv", "read")],
+}
+IOZONE_DEFAULT_TESTS = (0, 1, 2, 3, 4, 5, 6, 7)
+# size options (-s, -r, -n, -g, -y, -q): "-s #k (size in Kbytes) or -s #m (size in Mbytes) or
+# -s #g (size in Gbytes)", kB without a suffix (iozone(1), -s); IOzone's kB is 1024 bytes
+SIZE_SUFFIXES = {"": 1024, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+_FLAG_VALUES = set("JjkVrtsfFdluUSLHPibXYgnyq")  # IOzone's getopt options that take a value
+
+
+# ---- the command line ----
+
+def tests(argv: list[str]) -> list[int]:
+    """The -i tests an IOzone command line selects, in the order IOzone runs them."""
+    selected, extended, i = set(), False, 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-i" and i + 1 < len(argv):
+            selected.add(int(argv[i + 1]))
+            i += 1
+        elif re.fullmatch(r"-i\d+", arg):
+            selected.add(int(arg[2:]))
+        elif arg == "-E":
+            extended = True
+        i += 1
+    if not selected:
+        selected = set(IOZONE_DEFAULT_TESTS)
+    selected.add(0)  # every other test needs the file the write test makes
+    if not extended:
+        selected -= {9, 10, 11, 12}
+    return sorted(selected)
+
+
+def processes(argv: list[str]) -> int | None:
+    """N of IOzone's throughput mode (-t N), or None for a single-process run: a short test's
+    N children form a group even when they do not overlap in time."""
+    for i, arg in enumerate(argv):
+        if arg == "-t" and i + 1 < len(argv) and argv[i + 1].isdigit():
+            return int(argv[i + 1])
+        if re.fullmatch(r"-t\d+", arg):
+            return int(arg[2:])
+    return None
+
+
+def parse_command(argv: list[str]) -> dict:
+    """What an IOzone command line says about the meaning of its numbers.
+
+    >>> parse_command(["iozone", "-e", "-t", "2", "-i0", "-s", "1m"])["fsync_in_timing"]
+    True
+    """
+    flags: set[str] = set()
+    values: dict[str, str] = {}
+    files: list[str] = []
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg.startswith("-+") and len(arg) >= 3:
+            flags.add(arg[:3])
+            if arg[2] in "mph" and len(arg) == 3 and i < len(argv):  # -+m file, -+p percent, -+h host
+                values[arg[:3]] = argv[i]
+                i += 1
+            continue
+        if not arg.startswith("-") or len(arg) < 2:
+            continue
+        for position, letter in enumerate(arg[1:], start=2):
+            if letter in _FLAG_VALUES:
+                value = arg[position:] or (argv[i] if i < len(argv) else "")
+                if not arg[position:]:
+                    i += 1
+                values[letter] = value
+                if letter == "F":  # -F takes every path up to the next option
+                    files = [value]
+                    while i < len(argv) and not argv[i].startswith("-"):
+                        files.append(argv[i])
+                        i += 1
+                elif letter == "f":
+                    files = [value]
+                break
+            flags.add(letter)
+    unit = "ops/s" if "O" in flags else "us/op" if "N" in flags else "kB/s"
+    try:
+        selected = tests(argv)
+    except ValueError:  # "-i x": IOzone itself would refuse it
+        selected = None
+    return {
+        "tests": selected,
+        "unit": unit,
+        "fsync_in_timing": "e" in flags,
+        "close_in_timing": "c" in flags,
+        "o_direct": "I" in flags,
+        "o_sync": "o" in flags,
+        "o_dsync": "-+D" in flags,
+        "processes": int(values["t"]) if values.get("t", "").isdigit() else None,
+        "threads": "T" in flags,
+        "stonewall": "x" not in flags,
+        "keep_files": "w" in flags,
+        "per_child": "C" in flags,
+        "auto": bool(flags & {"a", "A", "z"}),
+        "report": "R" in flags,
+        "file_size": _size(values.get("s")),
+        "record_size": _size(values.get("r")),
+        "min_file_size": _size(values.get("n")),
+        "max_file_size": _size(values.get("g")),
+        "min_record_size": _size(values.get("y")),
+        "max_record_size": _size(values.get("q")),
+        "files": files,
+    }
+
+
+def _size(text: str | None) -> int | None:
+    """An IOzone size option in bytes: a number of kB, or with a k, m or g suffix (iozone(1), -s)."""
+    match = re.fullmatch(r"(\d+)([kKmMgG]?)", text or "")
+    if not match:
+        return None
+    return int(match.group(1)) * SIZE_SUFFIXES[match.group(2).lower()]
+
+
+def add_command(claims: list[Claim], argv: list[str]) -> None:
+    options = parse_command(argv)
+    for claim in claims:
+        claim.extra["command"] = options
+
+
+def window(argv: list[str]) -> str:
+    """IOzone's timed window: -e adds the fsync after the last write, -c adds the close."""
+    options = parse_command(argv) if argv else {}
+    if options.get("close_in_timing"):
+        return "+close"
+    return "+fsync" if options.get("fsync_in_timing") else "calls"
+
+
+# ---- names for phases ----
+
+def _direction_matches(expected: str, operation: str) -> bool:
+    return expected == "mixed" or expected == operation
+
+
+def name_units(units: pd.DataFrame, argv: list[str]) -> list[str | None]:
+    """Names for phase units (single phases or concurrent groups) in time order.
+
+    IOzone runs its tests in number order for every (file size, record size) pair of a
+    sweep, so the expected names repeat; a unit whose direction does not fit the next
+    expected pass is matched to the next pass that fits.
+    """
+    sequence = [pass_ for t in tests(argv) for pass_ in IOZONE_TESTS[t]]
+    names, position = [], 0
+    for operation in units["operation"]:
+        for attempt in range(len(sequence)):
+            name, direction = sequence[(position + attempt) % len(sequence)]
+            if _direction_matches(direction, operation):
+                names.append(name)
+                position = (position + attempt + 1) % len(sequence)
+                break
+        else:
+            names.append(None)
+    return names
+
+
+def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None) -> pd.Series | None:
+    """Each phase named after its group (a throughput-mode test's children share a name)."""
+    if not len(table):
+        return None
+    units = table.sort_values("data_first_ns").groupby("group", sort=False).agg(
+        operation=("operation", lambda ops: ops.iloc[0] if len(set(ops)) == 1 else "mixed"))
+    named = dict(zip(units.index, name_units(units, argv)))
+    return table["group"].map(named)
+
+
+# ---- which phases a claim is about ----
+
+def _rows(claim: Claim, phases: pd.DataFrame) -> pd.DataFrame:
+    rows = phases[phases["benchmark_name"].astype(object) == claim.test]
+    if claim.record_size:
+        rows = rows[rows["record_size"] == claim.record_size]
+    if claim.file_size and claim.scope == "phase":
+        rows = rows[rows["bytes"] == claim.file_size] if (rows["bytes"] == claim.file_size).any() else rows
+    return rows
+
+
+def matcher(report, claims: list[Claim], argv: list[str], trace=None):
+    """Claims in order: the k-th claim on a test (and record and file size) is about the k-th
+    phase so named; in throughput mode, the k-th group so named (iozone_groups.py)."""
+    phases = report.phases
+    groups = report.groups.set_index("group") if len(report.groups) else report.groups
+    options = parse_command(argv) if argv else {}
+    seen: dict[tuple, int] = defaultdict(int)
+
+    def find(claim: Claim) -> Match | None:
+        if claim.extra.get("from") == "report" or claim.scope == "child":
+            return None  # the -R tables repeat the main table; per-child lines add nothing to judge
+        if claim.scope in iozone_groups.SCOPES:
+            named = _rows(claim, phases)
+            numbers = list(dict.fromkeys(named.sort_values("data_first_ns")["group"]))
+            key = ("group", claim.test, claim.scope, claim.record_size)
+            k = seen[key]
+            seen[key] += 1
+            rows = named[named["group"] == numbers[k]] if k < len(numbers) else named.iloc[0:0]
+            group = groups.loc[numbers[k]] if k < len(numbers) and numbers[k] in groups.index else None
+            return iozone_groups.match(claim, rows, group, report, trace, options)
+        candidates = _rows(claim, phases).sort_values("data_first_ns")
+        key = (claim.test, claim.record_size, claim.file_size)
+        k = seen[key]
+        seen[key] += 1
+        # a single run's claim says how big the file was
+        return Match(candidates.iloc[k:k + 1], bytes=claim.file_size if claim.scope == "phase" else None)
+
+    return find

@@ -1,0 +1,149 @@
+"""IOzone's throughput mode (-t N): which children a group claim is about, where IOzone
+stopped counting them, and its per-process statistics counted as IOzone counts them.
+
+A "Children see" or "Parent sees" claim is judged like any other (verdicts.judge) over the
+group's members, with its stonewall; "Min/Max/Avg throughput per process" and "Min xfer" are
+statistics over the children, judged here with the rules of analysis/verdicts.py.
+
+Example: `iozone_min([2880, 0, 0, 4096])` is 4096, as iozone.c computes its minimum.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from iowitness.analysis import figures as active_figures
+from iowitness.analysis import stonewall as stonewalling
+from iowitness.analysis import verdicts
+from iowitness.analysis.claims import Claim, Match
+
+SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer"}
+PER_PROCESS = {"min process", "max process", "avg process"}
+
+
+def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict) -> Match:
+    """What a group claim is about: its members (`rows`, the group's table row `group`), the
+    children that moved no data, the end of the test's last call and the stonewall."""
+    notes = _missing_members(claim, rows)
+    last_ns = None
+    if trace is not None and len(rows):
+        last_ns = _last_call_on(trace.events, options.get("files") or [], rows, report.phases)
+    stonewall = stonewalling.stonewall_of(rows, group, trace.events if trace is not None else None,
+                                          report.assigned, claim.file_size, claim.processes) \
+        if options.get("stonewall", True) else None
+    judge = None
+    if claim.scope in PER_PROCESS | {"min xfer"} and len(rows):
+        def judge(window, tolerance, lost):
+            return per_process(claim, rows, stonewall, window, tolerance, lost, options, notes)
+    return Match(rows, group, stonewall, notes=notes, last_ns=last_ns, judge=judge)
+
+
+def _last_call_on(events: pd.DataFrame, files: list[str], rows: pd.DataFrame, phases: pd.DataFrame) -> int | None:
+    """The end of the last call on the benchmark's files (IOzone's -F) during a group's test:
+    from its first data call to the next phase's first call. A child that moved no data
+    still opened and closed its file, and the parent waited for it."""
+    if not files:
+        return None
+    start = int(rows["data_first_ns"].min())
+    later = phases.loc[phases["first_ns"] > int(rows["last_ns"].max()), "first_ns"]
+    end = int(later.min()) if len(later) else None
+    paths = events["path"].astype(str)
+    mine = paths.isin([os.path.abspath(f) for f in files]).to_numpy() & (events["start_ns"].to_numpy() >= start)
+    if end is not None:
+        mine &= events["start_ns"].to_numpy() < end
+    return int(events.loc[mine, "end_ns"].max()) if mine.any() else None
+
+
+def _missing_members(claim: Claim, rows: pd.DataFrame) -> list[str]:
+    if not claim.processes or len(rows) >= claim.processes:
+        return []
+    idle = claim.processes - len(rows)
+    return [f"{idle} of the {claim.processes} processes moved no data in this test (the trace has "
+            f"{len(rows)} phase{'s' if len(rows) != 1 else ''}): they count as 0 in the benchmark's figures"]
+
+
+def iozone_min(values) -> float:
+    """IOzone's "Min throughput" and "Min xfer": a minimum that restarts after a child at 0.
+
+    iozone.c: `if(!min_throughput) min_throughput=child_stat->throughput; if(child_stat->throughput
+    < min_throughput) min_throughput=...` over the children in order: a 0 is taken, then
+    replaced by the next child's value.
+    """
+    low = 0.0
+    for v in values:
+        if not low:
+            low = v
+        if v < low:
+            low = v
+    return low
+
+
+def _children(members: pd.DataFrame, processes: int, files: list[str]) -> pd.DataFrame:
+    """The members in IOzone's child order (child i works on the i-th -F file), with a row of
+    zeros for every child that moved no data."""
+    slots = {os.path.abspath(f): i for i, f in enumerate(files)}
+    members = members.assign(slot=[slots.get(os.path.abspath(str(p)), len(files) + i)
+                                   for i, p in enumerate(members["path"])])
+    members = members.sort_values("slot", kind="stable").reset_index(drop=True)
+    if processes > len(members):
+        taken = set(members["slot"])
+        free = [i for i in range(processes + len(members)) if i not in taken][:processes - len(members)]
+        idle = pd.DataFrame({"phase": -1, "path": "", "own": 0.0, "stonewall": 0.0, "own from go": 0.0,
+                             "stonewall from go": 0.0, "amount": 0.0, "counted": 0.0, "slot": free})
+        members = pd.concat([members, idle]).sort_values("slot", kind="stable").reset_index(drop=True)
+    return members
+
+
+def per_process(claim, rows, stonewall, window, tolerance, lost, options, notes) -> verdicts.Verdict:
+    """IOzone's min/max/avg throughput per process and its min xfer: the same statistic over
+    the children, each as IOzone counts it (to the stonewall unless -x)."""
+    end_col = dict(active_figures.WINDOWS).get(window)
+    members = stonewalling.member_rates(rows, stonewall, claim.direction, "bytes", end_col)
+    processes = max(claim.processes or 0, len(members))
+    children = _children(members, processes, options.get("files") or [])
+    if claim.scope == "min xfer":
+        kind, value = "amount", claim.extra.get("bytes")
+        columns = {window: "amount", "stonewall": "counted"}
+    else:
+        kind, value = "bytes", claim.bytes_per_s
+        columns = {window: "own", "stonewall": "stonewall", f"{window} from go": "own from go",
+                   "stonewall from go": "stonewall from go"}
+    statistic = {"min process": iozone_min, "min xfer": iozone_min, "max process": max,
+                 "avg process": lambda v: sum(v) / processes}[claim.scope]
+    figures = {name: float(statistic(list(children[col]))) for name, col in columns.items()
+               if stonewall is not None or not name.startswith("stonewall")}
+    reasons = [verdicts.lost_reason(lost)] if lost else []
+    if bool(rows["too_short"].any()):
+        reasons.append(verdicts.too_short_reason(rows, calls=False))
+    if stonewall is not None and stonewall.share < 0.999:
+        reasons.append(stonewalling.stonewall_reason(stonewall, rows))
+    if claim.scope in ("min process", "min xfer"):
+        col = columns["stonewall" if stonewall is not None else window]
+        if iozone_min(list(children[col])) != min(children[col]):
+            reasons.append(f"IOzone's minimum restarts after a child at 0 (iozone.c: if(!min) min=next): the "
+                           f"lowest child is {active_figures.fmt(float(min(children[col])), kind)}, IOzone's rule gives "
+                           f"{active_figures.fmt(figures.get('stonewall', figures[window]), kind)}")
+    reasons += list(notes)
+    active = figures[window]
+    ratio = None if value is None else float(value / active) if active else 1.0 if value == 0 else None
+    verdict = verdicts.Verdict(claim, [int(p) for p in rows["phase"]], "agrees", figures, window, ratio, reasons,
+                               kind=kind)
+    if value is None:
+        return verdicts.cannot_judge(verdict, "the claim is not a rate or an amount")
+    # a count of records: one record more or less at the stonewall is IOzone's own rounding
+    slack = (rows["record_size"].max() / value if kind == "amount" and value else 0) + tolerance
+    if verdicts.within(ratio, slack, without_ratio=False):
+        return verdict
+    other = figures.get("stonewall")
+    between = stonewalling.bracketed(value, figures, tolerance) if kind != "amount" else None
+    if window != "stonewall" and other is not None and (abs(value / other - 1) <= slack if other else value == 0):
+        explanation = (f"stonewalling: counted up to the moment the first child finished, as IOzone does, "
+                       f"the {claim.scope} is {active_figures.fmt(other, kind)}, within "
+                       f"{abs(value / other - 1) if other else 0:.1%} of the claim")
+    else:
+        explanation = stonewalling.bracket_reason(between, value, figures, kind) if between else None
+    verdicts.settle(verdict, value, active, explanation, bool(rows["too_short"].any()), tolerance,
+                    statistic=claim.scope)
+    return verdict
