@@ -79,7 +79,7 @@ def late_flushes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFr
         return {}
     kind = phase_module.call_kinds(events["syscall"])
     phase = assigned["phase"].to_numpy()
-    writes = (kind == phase_module.WRITE) & (phase >= 0) & ~assigned["warmup"].to_numpy()
+    writes = (kind == phase_module.WRITE) & (phase >= 0) & ~phase_module.uncounted(assigned)
     table = phases.set_index("phase")
     write_phases = table.index[table["operation"] == "write"]
     record_of = pd.Series(table["record_size"], index=table.index)

@@ -138,6 +138,49 @@ def _fill_within(keys: np.ndarray, phase: np.ndarray) -> np.ndarray:
     return out
 
 
+F_DUPFD, F_DUPFD_CLOEXEC = 0, 1030   # the fcntl commands that make a new fd, as dup does
+
+
+def _spans(events: pd.DataFrame, kind: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per event, its open file description: (span numbers from 0, rows in span order).
+
+    A process's fd names one description from the call that made it (an open, a dup, an fcntl
+    F_DUPFD) to its close; a dup'd fd names the description of the fd it copies, so both are
+    one span. Two opens of one file in one process are two spans, each open or close a
+    boundary. Calls on an fd no traced call made (opened before tracing, or inherited from a
+    parent) form a span of their own from their first call.
+    """
+    n = len(events)
+    tgid = events["tgid"].to_numpy(np.int64)
+    fd = events["fd"].to_numpy(np.int64)
+    ret = events["ret"].to_numpy(np.int64)
+    syscall = events["syscall"].astype(str).to_numpy() if n else np.empty(0, dtype=object)
+    copies = np.flatnonzero(ok & np.isin(syscall, ["dup", "dup2", "dup3"]) |
+                            (ok & (syscall == "fcntl") & np.isin(events["flags"].to_numpy(np.int64),
+                                                                 [F_DUPFD, F_DUPFD_CLOEXEC])))
+    # a copy names a second fd: a row of its own on that fd's key, just after the copy
+    key = np.r_[(tgid << 32) | (fd & 0xFFFFFFFF), (tgid[copies] << 32) | (ret[copies] & 0xFFFFFFFF)]
+    when = np.r_[np.arange(n, dtype=np.float64), copies + 0.5]
+    order = np.lexsort((when, key))
+    k = key[order]
+    first_of_key = _new_group(k)
+    is_copy = order >= n
+    made = np.zeros(len(order), dtype=bool)
+    made[~is_copy] = (((kind == OPEN) | (kind == CREAT)) & ok)[order[~is_copy]]
+    segment = np.cumsum(first_of_key | made | is_copy) - 1
+    # each segment is a description, but a copy's is the one it copies: resolved in time order,
+    # so a copy of a copy finds its source resolved already
+    description = np.arange(int(segment[-1]) + 1 if len(segment) else 0)
+    segment_of = np.empty(len(order), dtype=np.int64)
+    segment_of[order] = segment
+    for c, at in zip(copies, np.flatnonzero(is_copy)[np.argsort(order[is_copy])]):
+        description[segment[at]] = description[segment_of[c]]
+    span_of_row = description[segment_of[:n]]
+    span = _codes(span_of_row)   # numbered in order of first call
+    by_span = stable_order(span)
+    return span, by_span
+
+
 def assign(events: pd.DataFrame) -> pd.DataFrame:
     """Per event: span, phase (-1 = none), operation and warm-up; phases numbered from 1 in time order.
 
@@ -148,28 +191,9 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     ok = events["ret"].to_numpy() >= 0
     start = events["start_ns"].to_numpy()
 
-    # spans: per (process, file), a new span at an open made while no fd of it was open.
-    # (process, file, path) is mixed into one 64-bit key and factorized once; the odd
-    # multipliers make two different triples share a key with odds of about 2^-64
-    with np.errstate(over="ignore"):
-        triple = (events["dev"].to_numpy(np.uint64) << np.uint64(44)) ^ events["ino"].to_numpy(np.uint64)
-        triple *= np.uint64(0x9E3779B97F4A7C15)
-        triple ^= events["tgid"].to_numpy(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
-        triple ^= (_path_codes(events).astype(np.uint64) + np.uint64(1)) * np.uint64(0x165667B19E3779F9)
-    file_group = _codes(triple)
-    del triple
-    by_file = stable_order(file_group)
-    first_of_file = _new_group(file_group[by_file])
-    del file_group
-    f_kind, f_ok = kind[by_file], ok[by_file]
-    delta = np.where(((f_kind == OPEN) | (f_kind == CREAT)) & f_ok, 1, np.where((f_kind == CLOSE) & f_ok, -1, 0))
-    del f_kind, f_ok
-    running = np.cumsum(delta) - delta
-    group_starts = np.flatnonzero(first_of_file)
-    running -= np.repeat(running[group_starts], np.diff(np.r_[group_starts, n]))   # fds open before each call
-    span = np.empty(n, dtype=np.int64)
-    span[by_file] = np.cumsum(first_of_file | ((delta == 1) & (running <= 0))) - 1
-    del first_of_file, delta, running
+    # spans: one per open file description (an open to the last close of its fds, dup'd fds
+    # included); a file open before tracing starts one at its first call
+    span, by_file = _spans(events, kind, ok)
 
     # streams: the calls of one thread in one span, in time order. One sort serves both the
     # data calls' phases and the fill of the other calls.
@@ -187,11 +211,19 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     mixed = mixed_stream[stream_no] if len(order) else np.empty(0, bool)
     cut = np.where(mixed, first_of_stream, run_start)  # a mixed stream is one phase
     local_phase = np.cumsum(cut) - 1
+    fill = _buffer_fills(events, order, d_stream, d_kind, stream_no, mixed_stream)
+    # a stream whose reads are nearly all fills is a write stream (an "r+" stdio stream)
+    fills = np.bincount(stream_no, weights=fill, minlength=len(calls)) if len(order) else np.empty(0)
+    reads = np.bincount(stream_no, weights=d_kind == READ, minlength=len(calls)) if len(order) else np.empty(0)
+    writing = mixed_stream & (reads > 0) & (fills >= PATTERN_SHARE * reads)
+    writing = writing[stream_no] if len(order) else np.empty(0, bool)
+    fill &= writing
     del first_of_stream, run_start, stream_no
 
     phase = np.full(n, -1, dtype=np.int64)
     operation = np.zeros(n, dtype=np.int8)
     warmup = np.zeros(n, dtype=bool)
+    filled = np.zeros(n, dtype=bool)
     if len(order):
         # number phases by the time of their first call (a phase's calls are in time order)
         first_time = start[order][cut]
@@ -199,7 +231,8 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
         rank[np.argsort(first_time, kind="stable")] = np.arange(1, len(first_time) + 1)
         d_phase = rank[local_phase]
         phase[order] = d_phase
-        operation[order] = np.where(mixed, 3, np.where(d_kind == READ, 1, 2))
+        operation[order] = np.where(writing, 2, np.where(mixed, 3, np.where(d_kind == READ, 1, 2)))
+        filled[order] = fill
         del local_phase
 
         # a warm-up call: the first call of a phase whose next call goes back to the same offset
@@ -226,8 +259,29 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
             if in_phased_span[span[lacking]].any():
                 phase = _fill_within(_codes(span), phase)
     return pd.DataFrame({"span": span, "phase": phase,
-                         "operation": pd.Categorical.from_codes(operation, OPERATIONS), "warmup": warmup},
+                         "operation": pd.Categorical.from_codes(operation, OPERATIONS), "warmup": warmup,
+                         "fill": filled},
                         index=events.index)
+
+
+def _buffer_fills(events, order, d_stream, d_kind, stream_no, mixed_stream) -> np.ndarray:
+    """Per data call (in `order`): a read of a mixed stream whose next call writes inside the
+    range it read. A stdio stream open for update reads the block it is about to write into
+    (glibc: the read before each fprintf after an fseek): the program never asked for it."""
+    if not len(order):
+        return np.empty(0, dtype=bool)
+    offset = events["offset"].to_numpy(np.int64)[order]
+    done = np.maximum(events["ret"].to_numpy(np.int64)[order], 0)
+    fill = np.zeros(len(order), dtype=bool)
+    fill[:-1] = ((d_kind[:-1] == READ) & (d_kind[1:] == WRITE) & (d_stream[1:] == d_stream[:-1])
+                 & (offset[1:] >= offset[:-1]) & (offset[1:] < offset[:-1] + done[:-1]))
+    return fill & mixed_stream[stream_no]
+
+
+def uncounted(assigned: pd.DataFrame) -> np.ndarray:
+    """Calls in a phase but out of its bytes, counts and timing: warm-ups and buffer fills."""
+    out = assigned["warmup"].to_numpy()
+    return out | assigned["fill"].to_numpy() if "fill" in assigned else out
 
 
 def _pattern(phase, tid, offset, size, by: _ByPhase) -> pd.DataFrame:
@@ -342,13 +396,15 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     first_row = per_slot(np.minimum, np.arange(n), n)[present]
     latency = events["latency_ns"].to_numpy()
     ret = events["ret"].to_numpy()
-    warm = assigned["warmup"].to_numpy()
+    warm = uncounted(assigned)
+    fill = assigned["fill"].to_numpy() if "fill" in assigned else np.zeros(len(warm), dtype=bool)
     sync_rows = np.flatnonzero(all_kinds == SYNC)
     close_rows = np.flatnonzero(all_kinds == CLOSE)
     open_rows = np.flatnonzero((all_kinds == OPEN) | (all_kinds == CREAT))
     openclose_rows = np.union1d(open_rows, close_rows)
     error_rows = np.flatnonzero(ret < 0)
-    warm_rows = np.flatnonzero(warm)
+    warm_rows = np.flatnonzero(warm & ~fill)
+    fill_rows = np.flatnonzero(fill)
 
     # the data calls (not warm-ups), in phase order: time order within a phase
     d_rows = np.flatnonzero(_is_data(all_kinds) & ~warm & (all_phase > 0))
@@ -371,6 +427,8 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
         "openclose_ns": per_slot(np.add, latency[openclose_rows], 0, openclose_rows)[present],
         "all_calls_ns": per_slot(np.add, latency, 0)[present],
         "warmup_ops": np.bincount(slot[warm_rows], minlength=slots)[present],
+        "fill_ops": np.bincount(slot[fill_rows], minlength=slots)[present],
+        "fill_bytes": per_slot(np.add, np.maximum(ret[fill_rows], 0), 0, fill_rows)[present],
         "first_ns": per_slot(np.minimum, events["start_ns"].to_numpy(), np.iinfo(np.int64).max)[present],
         "last_ns": per_slot(np.maximum, events["end_ns"].to_numpy(), 0)[present],
         "sync_end_ns": per_slot(np.maximum, events["end_ns"].to_numpy()[sync_rows], 0, sync_rows)[present],
@@ -457,7 +515,7 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
 # the phase table's columns, in the order people read them
 COLUMNS = [
     "phase", "name", "operation", "pattern", "stride", "record_size", "path", "tgid", "tid", "threads",
-    "bytes", "read_bytes", "write_bytes", "ops", "read_ops", "read_fraction", "warmup_ops",
+    "bytes", "read_bytes", "write_bytes", "ops", "read_ops", "read_fraction", "warmup_ops", "fill_ops", "fill_bytes",
     "duration_s", "wall_Bps", "busy_Bps", "iops",
     "lat_min_us", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us", "lat_max_us",
     "data_ns", "fsyncs", "fsync_ns", "openclose_ns", "other_calls_ns", "user_ns",

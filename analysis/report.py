@@ -79,7 +79,7 @@ class Calls:
     @cached_property
     def data(self) -> np.ndarray:
         kind = phase_module.call_kinds(self.syscall)
-        return ((kind == phase_module.READ) | (kind == phase_module.WRITE)) & ~self._assigned["warmup"].to_numpy()
+        return ((kind == phase_module.READ) | (kind == phase_module.WRITE)) & ~phase_module.uncounted(self._assigned)
 
     @cached_property
     def bytes(self) -> np.ndarray:

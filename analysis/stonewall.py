@@ -67,7 +67,7 @@ def stonewall_of(rows: pd.DataFrame, group=None, events: pd.DataFrame | None = N
         mine = np.isin(phase, rows["phase"].to_numpy())
         ev = pd.DataFrame({"phase": phase[mine], "tid": events["tid"].to_numpy()[mine],
                            "start": events["start_ns"].to_numpy()[mine], "end": events["end_ns"].to_numpy()[mine],
-                           "ret": events["ret"].to_numpy()[mine], "warmup": assigned["warmup"].to_numpy()[mine],
+                           "ret": events["ret"].to_numpy()[mine], "warmup": phase_module.uncounted(assigned)[mine],
                            "data": np.isin(phase_module.call_kinds(events["syscall"])[mine],
                                            (phase_module.READ, phase_module.WRITE))})
         data = ev[ev["data"] & ~ev["warmup"] & (ev["end"] <= at)]

@@ -39,6 +39,9 @@ def flags(row) -> str:
         marks.append(f"{row.errors} failed call" + ("s" if row.errors > 1 else ""))
     if row.short:
         marks.append(f"{row.short} short")
+    if getattr(row, "fill_ops", 0):
+        marks.append(f"{row.fill_ops:,} read-before-write ({units.bytes_(row.fill_bytes)}: the stream's buffer, "
+                     "not counted)")
     if row.too_short:
         marks.append("TOO SHORT TO TIME")
     return ", ".join(marks)
