@@ -1,4 +1,4 @@
-"""IOzone's claims: the rates IOzone 3.x prints on its standard output.
+"""IOzone's claims: the rates IOzone 3.x prints on its standard output (iozone.py's `parse`).
 
 Read (all checked against real IOzone 3.489 outputs in tests/data/claims/iozone/):
 
