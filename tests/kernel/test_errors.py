@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from iowitness import cli, preflight
+from iowitness import cli
+from iowitness.collector import preflight
 from iowitness.errors import EXIT_BAD_TRACE, EXIT_CANNOT_TRACE, EXIT_NOT_FOUND, EXIT_OUTPUT, EXIT_USAGE
 from tests.support.cli import IOWITNESS, iowitness
 
