@@ -1,8 +1,8 @@
 """Active figures of a phase or of a group of phases, and how they are written for people.
 
   calls     first data call's start to last data call's end
-  +fsync    the same, up to the end of the phase's last fsync/fdatasync
-  +close    the same, up to the end of its close
+  +fsync    the same, up to the end of the first fsync/fdatasync after the last data call
+  +close    the same, up to the end of the first close after it
   busy      bytes over the time spent inside the data calls only (what the seed study's
             DTrace script summed, and why its figures came out higher than IOzone's)
 """

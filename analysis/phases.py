@@ -431,8 +431,6 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
         "fill_bytes": per_slot(np.add, np.maximum(ret[fill_rows], 0), 0, fill_rows)[present],
         "first_ns": per_slot(np.minimum, events["start_ns"].to_numpy(), np.iinfo(np.int64).max)[present],
         "last_ns": per_slot(np.maximum, events["end_ns"].to_numpy(), 0)[present],
-        "sync_end_ns": per_slot(np.maximum, events["end_ns"].to_numpy()[sync_rows], 0, sync_rows)[present],
-        "close_end_ns": per_slot(np.maximum, events["end_ns"].to_numpy()[close_rows], 0, close_rows)[present],
     }, index=pd.Index(present, name="phase"))
     rows["ops"] = data_sum(np.ones(len(d_rows), dtype=np.int64))
     rows["read_ops"] = data_sum(is_read.astype(np.int64))
@@ -442,6 +440,12 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["data_first_ns"] = pd.Series(dby.min(start_d), index=dby.phases)
     rows["data_last_ns"] = pd.Series(dby.max(end_d), index=dby.phases)
     rows["write_bytes"] = rows["bytes"] - rows["read_bytes"]
+    # a benchmark that times its fsync (IOzone -e) or close (-c) times the first one after its
+    # last call: later ones (IOzone's clean-up fsync) are outside its clock
+    ends = events["end_ns"].to_numpy()
+    starts = events["start_ns"].to_numpy()
+    rows["sync_end_ns"] = _first_after(slot[sync_rows], starts[sync_rows], ends[sync_rows], rows["data_last_ns"])
+    rows["close_end_ns"] = _first_after(slot[close_rows], starts[close_rows], ends[close_rows], rows["data_last_ns"])
 
     # who: the first call of the phase
     rows["tgid"], rows["tid"] = col("tgid", first_row), col("tid", first_row)
@@ -510,6 +514,21 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows = rows.reset_index()
     rows[["reread", "rewrite"]] = _repeats(rows, extents, _truncations(events, all_kinds))
     return rows[COLUMNS]
+
+
+def _first_after(phase: np.ndarray, start: np.ndarray, end: np.ndarray, after: pd.Series) -> pd.Series:
+    """Per phase (the index of `after`): the end of its first call, of those given, that starts
+    once the phase's last data call has ended; 0 where there is none."""
+    out = pd.Series(0, index=after.index, dtype=np.int64)
+    if not len(phase):
+        return out
+    limit = after.reindex(phase).to_numpy()
+    late = np.flatnonzero(start.astype(np.int64) >= np.nan_to_num(limit, nan=np.inf))
+    if len(late):
+        calls = pd.DataFrame({"phase": phase[late], "start": start[late], "end": end[late]})
+        first = calls.sort_values(["phase", "start"], kind="stable").groupby("phase").first()["end"]
+        out.loc[first.index.intersection(out.index)] = first.astype(np.int64)
+    return out
 
 
 # the phase table's columns, in the order people read them

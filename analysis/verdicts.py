@@ -4,7 +4,7 @@ For each claim the matching phase (or group of concurrent phases) gives several 
 figures, because benchmarks time different things:
 
   calls     first data call's start to last data call's end
-  +fsync    the same, up to the end of the phase's last fsync/fdatasync
+  +fsync    the same, up to the end of the first fsync/fdatasync after the last data call
   +close    the same, up to the end of its close
   busy      bytes over the time spent inside the data calls only (what the seed study's
             DTrace script summed, and why its figures came out higher than IOzone's)
@@ -200,7 +200,7 @@ def too_short_reason(rows: pd.DataFrame, calls: bool = True) -> str:
 
 
 def _after(rows: pd.DataFrame, col: str) -> float:
-    """Seconds from the last data call to the end of `col` (the last fsync, the close), at most."""
+    """Seconds from the last data call to the end of `col` (the first fsync or close after it), at most."""
     gaps = (rows[col] - rows["data_last_ns"]).clip(lower=0)
     return float(gaps.max()) / 1e9 if len(gaps) else 0.0
 
@@ -215,8 +215,9 @@ def _explain(best: str, window: str, figures: dict, value: float, rows, kind: st
     fitted = f"{fmt(figures[best], kind)}, within {gap:.1%} of the claim"
     last = f"last {_what(rows)}"
     if best == "+fsync" and window == "calls":
-        return (f"fsync inside the timed window: the last fsync ends {units.seconds(_after(rows, 'sync_end_ns'))} "
-                f"after the {last} ({units.seconds(calls_s)} of calls); counting it, the active figure is {fitted}")
+        return (f"fsync inside the timed window: the first fsync after the {last} ends "
+                f"{units.seconds(_after(rows, 'sync_end_ns'))} after it ({units.seconds(calls_s)} of calls); "
+                f"counting it, the active figure is {fitted}")
     if best == "+close" and window in ("calls", "+fsync"):
         return (f"close inside the timed window: the close ends {units.seconds(_after(rows, 'close_end_ns'))} after "
                 f"the {last} ({units.seconds(calls_s)} of calls); counting it, the active figure is {fitted}")
@@ -249,12 +250,12 @@ def _note_window(rows, figures, window, kind, reasons) -> None:
     if after <= FSYNC_SHARE * max(calls_s, 1e-9) or not figures.get("+fsync"):
         return
     if window == "calls":
-        reasons.append(f"fsync outside the timed window: the last fsync ends {units.seconds(after)} after "
-                       f"its last {_what(rows)} ({units.seconds(calls_s)} of calls); counting it, the rate would be "
+        reasons.append(f"fsync outside the timed window: the first fsync after its last {_what(rows)} ends "
+                       f"{units.seconds(after)} after it ({units.seconds(calls_s)} of calls); counting it, the rate would be "
                        f"{fmt(figures['+fsync'], kind)}")
     elif window in ("+fsync", "+close"):
-        reasons.append(f"fsync inside the timed window: the last fsync ends {units.seconds(after)} after "
-                       f"its last {_what(rows)} ({units.seconds(calls_s)} of calls); without it the rate would be "
+        reasons.append(f"fsync inside the timed window: the first fsync after its last {_what(rows)} ends "
+                       f"{units.seconds(after)} after it ({units.seconds(calls_s)} of calls); without it the rate would be "
                        f"{fmt(figures['calls'], kind)}")
 
 

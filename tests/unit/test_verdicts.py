@@ -76,7 +76,7 @@ def test_a_claim_within_the_tolerance_of_its_window_agrees(one_phase):
     # THEN it agrees, and the reasons name the 20 ms fsync its window left out
     assert (v.verdict, v.window, v.phases) == ("agrees", "calls", [1])
     assert v.ratio == pytest.approx(1.02)
-    assert "fsync outside the timed window: the last fsync ends 20.0 ms after its last write" in v.reasons[0]
+    assert "fsync outside the timed window: the first fsync after its last write ends 20.0 ms after it" in v.reasons[0]
 
 
 def test_a_claim_that_fits_the_fsync_window_is_explained_by_it(one_phase):
@@ -84,7 +84,7 @@ def test_a_claim_that_fits_the_fsync_window_is_explained_by_it(one_phase):
     v = verdicts.judge(claim(FSYNC_BPS), one_phase, "calls", 0.05)
     # THEN it is explained, first reason: the fsync was inside the benchmark's window
     assert v.verdict == "explained" and v.ratio == pytest.approx(FSYNC_BPS / CALLS_BPS)
-    assert v.reasons[0].startswith("fsync inside the timed window: the last fsync ends 20.0 ms after the "
+    assert v.reasons[0].startswith("fsync inside the timed window: the first fsync after the "
                                    "last write (19.9 ms of calls)"), v.reasons
     # AND judged as timing up to the fsync (IOzone -e), the same claim agrees
     assert verdicts.judge(claim(FSYNC_BPS), one_phase, "+fsync", 0.05).verdict == "agrees"
