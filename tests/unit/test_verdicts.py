@@ -85,7 +85,7 @@ def test_a_claim_that_fits_the_fsync_window_is_explained_by_it(one_phase):
     # THEN it is explained, first reason: the fsync was inside the benchmark's window
     assert v.verdict == "explained" and v.ratio == pytest.approx(FSYNC_BPS / CALLS_BPS)
     assert v.reasons[0].startswith("fsync inside the timed window: the first fsync after the "
-                                   "last write (19.9 ms of calls)"), v.reasons
+                                   "last write ends 20.0 ms after it (19.9 ms of calls)"), v.reasons
     # AND judged as timing up to the fsync (IOzone -e), the same claim agrees
     assert verdicts.judge(claim(FSYNC_BPS), one_phase, "+fsync", 0.05).verdict == "agrees"
 
