@@ -407,3 +407,19 @@ def test_one_open_for_the_whole_run_writes_then_reads():
          "bytes": 32768, "ops": 8, "fsyncs": 1, "name": "sequential write"},
         {"phase": 2, "operation": "read", "pattern": "sequential", "stride": 0, "record_size": 4096,
          "bytes": 32768, "ops": 8, "fsyncs": 0, "name": "sequential read"}]
+
+
+def test_the_timed_fsync_is_the_first_after_the_last_write_not_a_later_clean_up():
+    # GIVEN writes, the fsync a benchmark times (IOzone -e), then an untimed clean-up fsync
+    # 30 ms later, as IOzone does before it closes
+    events = (Calls().open("/data/f", O_WRONLY | O_CREAT | O_TRUNC)
+              .write(4096).write(4096)
+              .fsync(latency=20_000_000)
+              .gap(30_000_000).fsync(latency=1_000)
+              .close().frame())
+    # WHEN the phase table is built
+    row = phases.table(events).iloc[0]
+    # THEN the +fsync window ends with the first fsync, the +close one with the close
+    first_fsync, close = events[events["syscall"] == "fsync"].iloc[0], events.iloc[-1]
+    assert row["sync_end_ns"] == first_fsync["start_ns"] + first_fsync["latency_ns"]
+    assert row["close_end_ns"] == close["start_ns"] + close["latency_ns"]
