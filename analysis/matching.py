@@ -44,7 +44,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
         notes += device_checks.claim_reasons(claim, rows, getattr(report, "device", None), ceiling, window)
         verdict = verdicts.judge(claim, rows, window, tolerance, lost, found.group, stonewall=found.stonewall,
-                                 combine=found.combine, notes=tuple(notes), last_ns=found.last_ns)
+                                 combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
+                                 parent_start_ns=found.parent_start_ns)
         _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)
         out.append(verdict)
     return out

@@ -113,14 +113,16 @@ def member_rates(rows: pd.DataFrame, stonewall: Stonewall | None, direction: str
 
 
 def group_figures(rows: pd.DataFrame, stonewall: Stonewall | None, direction: str | None, kind: str,
-                  window: str, last_ns: int | None = None) -> dict[str, float]:
+                  window: str, last_ns: int | None = None, parent_start_ns: int | None = None) -> dict[str, float]:
     """The children's figures of a group (the sum of the members' rates: to the stonewall,
     and each of them and the window's timed from go, see member_rates) and the parent's: the
     group's bytes over its time from the first data call to the last data call, or to the
     last member's last call (its close, the nearest the trace comes to the children's exit), or
-    to `last_ns` when that is later (a process of the group that moved no data closed last)."""
+    to `last_ns` when that is later (a process of the group that moved no data closed last);
+    from `parent_start_ns` instead of the first data call when the benchmark says so."""
     members = member_rates(rows, stonewall, direction, kind, dict(WINDOWS).get(window))
-    first = rows["data_first_ns"].min()
+    # the parent's clock: from the first data call, or from where the benchmark starts it
+    first = rows["data_first_ns"].min() if parent_start_ns is None else parent_start_ns
     last = max(int(rows["last_ns"].max()), last_ns or 0)
     total, counted = members["amount"].sum(), members["counted"].sum()
     out = {"parent": rate(total, first, rows["data_last_ns"].max()),

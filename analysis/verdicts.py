@@ -75,14 +75,15 @@ def _claimed(claim: Claim) -> tuple[float | None, str]:
 
 def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost: int = 0,
           group=None, *, stonewall: Stonewall | None = None, combine: str = "sum", notes: tuple = (),
-          last_ns: int | None = None) -> Verdict:
+          last_ns: int | None = None, parent_start_ns: int | None = None) -> Verdict:
     """The verdict on one claim about `rows` (one phase, or the members of a group).
 
     group: the group table's row when the claim is about concurrent phases; stonewall: where
     the benchmark stopped counting, when it stops at the first member's end (IOzone without
     -x; see stonewall_of); notes: evidence found elsewhere (late flushes, missing members),
     ranked after the causes found here; last_ns: the end of the group's last call, when a
-    process of the group that moved no data made it.
+    process of the group that moved no data made it; parent_start_ns: where the parent's clock
+    starts, when not at the group's first data call (IOzone -d).
     """
     value, kind = _claimed(claim)
     phases = [int(p) for p in rows["phase"]]
@@ -92,8 +93,9 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost:
     figures = figures_of(rows, claim.direction, kind, combine)
     if kind == "latency":
         window = "mean latency"
-    if (group is not None or stonewall is not None) and kind != "latency":
-        figures.update(group_figures(rows, stonewall, claim.direction, kind, window, last_ns))
+    grouped = group is not None or stonewall is not None or (claim.scope == "parent" and parent_start_ns is not None)
+    if grouped and kind != "latency":
+        figures.update(group_figures(rows, stonewall, claim.direction, kind, window, last_ns, parent_start_ns))
         if claim.scope == "parent":
             window = "parent to close"
         else:

@@ -139,6 +139,8 @@ def parse_command(argv: list[str]) -> dict:
         "stonewall": "x" not in flags,
         "keep_files": "w" in flags,
         "per_child": "C" in flags,
+        # -d: microseconds the parent waits before letting each child go (iozone(1): "delay out of barrier")
+        "delay_start_us": int(values["d"]) if values.get("d", "").isdigit() else 0,
         "auto": bool(flags & {"a", "A", "z"}),
         "report": "R" in flags,
         "file_size": _size(values.get("s")),
@@ -230,12 +232,12 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     seen: dict[tuple, int] = defaultdict(int)
 
     def find(claim: Claim) -> Match | None:
-        if claim.extra.get("from") == "report" or claim.scope == "child":
-            return None  # the -R tables repeat the main table; per-child lines add nothing to judge
+        if claim.extra.get("from") == "report":
+            return None  # the -R tables repeat the main table
         if claim.scope in iozone_groups.SCOPES:
             named = _rows(claim, phases)
             numbers = list(dict.fromkeys(named.sort_values("data_first_ns")["group"]))
-            key = ("group", claim.test, claim.scope, claim.record_size)
+            key = ("group", claim.test, claim.scope, claim.record_size, claim.extra.get("child"))
             k = seen[key]
             seen[key] += 1
             rows = named[named["group"] == numbers[k]] if k < len(numbers) else named.iloc[0:0]

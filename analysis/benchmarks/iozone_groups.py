@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pandas as pd
 
 from iowitness.analysis import figures as active_figures
@@ -19,8 +20,9 @@ from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis import verdicts
 from iowitness.analysis.claims import Claim, Match
 
-SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer"}
-PER_PROCESS = {"min process", "max process", "avg process"}
+SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}
+# figures of one child or a statistic over the children (the "child" lines are -C's)
+PER_PROCESS = {"min process", "max process", "avg process", "child"}
 
 
 def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict) -> Match:
@@ -37,7 +39,34 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     if claim.scope in PER_PROCESS | {"min xfer"} and len(rows):
         def judge(window, tolerance, lost):
             return per_process(claim, rows, stonewall, window, tolerance, lost, options, notes)
-    return Match(rows, group, stonewall, notes=notes, last_ns=last_ns, judge=judge)
+    parent_start = None
+    if options.get("delay_start_us") and trace is not None and len(rows):
+        parent_start = _last_go(trace.events, options.get("files") or [], rows)
+    return Match(rows, group, stonewall, notes=notes, last_ns=last_ns, judge=judge, parent_start_ns=parent_start)
+
+
+def _last_go(events: pd.DataFrame, files: list[str], rows: pd.DataFrame) -> int | None:
+    """With -d, where IOzone's parent starts its clock: after letting the last child go.
+
+    iozone.c lets the children go one by one, `Poll(delay_start)` before each, and only then
+    reads `starttime1`: its clock starts when the last child is let go. A child has opened its
+    file before the barrier; its first call on the file after that is the first it makes once
+    let go (its first write, or, when the stop flag is up already, its fsync or close). The
+    latest of those first calls, over the test's files, is the last go.
+    """
+    if not files:
+        return None
+    start = int(rows["first_ns"].min())
+    paths = events["path"].astype(str).to_numpy()
+    begin, syscall = events["start_ns"].to_numpy(), events["syscall"].astype(str).to_numpy()
+    later = rows["last_ns"].max()
+    goes = []
+    for f in files:
+        mine = np.flatnonzero((paths == os.path.abspath(f)) & (begin >= start) & (begin <= later + 10**10))
+        after_open = [i for i in mine if not syscall[i].startswith("open")]
+        if after_open:
+            goes.append(int(begin[after_open[0]]))
+    return max(goes) if goes else None
 
 
 def _last_call_on(events: pd.DataFrame, files: list[str], rows: pd.DataFrame, phases: pd.DataFrame) -> int | None:
@@ -110,8 +139,10 @@ def per_process(claim, rows, stonewall, window, tolerance, lost, options, notes)
         kind, value = "bytes", claim.bytes_per_s
         columns = {window: "own", "stonewall": "stonewall", f"{window} from go": "own from go",
                    "stonewall from go": "stonewall from go"}
+    child = int(claim.extra.get("child", 0))
     statistic = {"min process": iozone_min, "min xfer": iozone_min, "max process": max,
-                 "avg process": lambda v: sum(v) / processes}[claim.scope]
+                 "avg process": lambda v: sum(v) / processes,
+                 "child": lambda v: v[child] if child < len(v) else 0.0}[claim.scope]
     figures = {name: float(statistic(list(children[col]))) for name, col in columns.items()
                if stonewall is not None or not name.startswith("stonewall")}
     reasons = [verdicts.lost_reason(lost)] if lost else []

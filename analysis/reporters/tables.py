@@ -130,7 +130,9 @@ def unread_note(meta: dict) -> str | None:
 def describe_claim(claim) -> str:
     """What a claim is about: its test, scope, record and file size."""
     where = []
-    if claim.scope != "phase":
+    if claim.scope == "child" and "child" in claim.extra:
+        where.append(f"child {claim.extra['child']}")   # IOzone -C: Child[N]
+    elif claim.scope != "phase":
         where.append(claim.scope)
     if claim.record_size:
         where.append(f"{units.bytes_(claim.record_size)} records")
