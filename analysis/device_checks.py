@@ -29,16 +29,26 @@ def claim_reasons(claim, rows: pd.DataFrame, table: pd.DataFrame | None, ceiling
         if len(mine):
             reasons += _source_reasons(rows, mine, window)
     value = claim.bytes_per_s
+    if value is None and claim.ops_per_s and len(rows):
+        # a rate of calls moves its calls' bytes: ops × the phases' record size
+        value = claim.ops_per_s * float(rows["record_size"].max())
     limit = (ceiling or {}).get(claim.direction) if claim.direction in ("read", "write") else None
     if value and limit:
         how = (ceiling or {}).get("source", "given with --device-ceiling")
         if value > limit * (1 + DEVICE_BOUND_SHARE):
-            reasons.append(f"claim exceeds the device's measured ceiling: claim {units.rate(value)}, ceiling "
+            reasons.append(f"claim exceeds the device's measured ceiling: claim {_as_bytes(claim, value)}, ceiling "
                            f"{units.rate(limit)} ({how}): {pct(value / limit)} of what the device can do")
         elif abs(value / limit - 1) <= DEVICE_BOUND_SHARE:
             reasons.append(f"device-bound: claim within {abs(value / limit - 1) * 100:.1f} % of the ceiling "
-                           f"({units.rate(value)} vs {units.rate(limit)}, {how})")
+                           f"({_as_bytes(claim, value)} vs {units.rate(limit)}, {how})")
     return reasons
+
+
+def _as_bytes(claim, value: float) -> str:
+    """The claim as bytes per second; a rate of calls says how it was turned into one."""
+    if claim.bytes_per_s is not None:
+        return units.rate(value)
+    return f"{units.rate(value)} ({claim.ops_per_s:,.0f} ops/s × {units.bytes_(value / claim.ops_per_s)})"
 
 
 def _source_reasons(rows: pd.DataFrame, mine: pd.DataFrame, window: str) -> list[str]:

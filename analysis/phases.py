@@ -447,8 +447,11 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["sync_end_ns"] = _first_after(slot[sync_rows], starts[sync_rows], ends[sync_rows], rows["data_last_ns"])
     rows["close_end_ns"] = _first_after(slot[close_rows], starts[close_rows], ends[close_rows], rows["data_last_ns"])
 
-    # who: the first call of the phase
-    rows["tgid"], rows["tid"] = col("tgid", first_row), col("tid", first_row)
+    # who: the thread of the phase's data calls (its first one), not whoever opened the file
+    first_data = pd.Series(d_rows[dby.perm[dby.bounds]] if len(d_rows) else np.empty(0, np.int64),
+                           index=dby.phases).reindex(rows.index)
+    who = np.where(first_data.notna(), first_data.fillna(0).to_numpy(np.int64), first_row)
+    rows["tgid"], rows["tid"] = col("tgid", who), col("tid", who)
     categories = events["path"].cat.categories if isinstance(events["path"].dtype, pd.CategoricalDtype) else \
         pd.Index(pd.unique(events["path"].astype(str)))
     rows["path"] = [str(categories[c]) if c >= 0 else "" for c in _path_codes(events)[first_row]]
@@ -504,8 +507,10 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["busy_Bps"] = rows["bytes"] / (rows["data_ns"] / 1e9).where(rows["data_ns"] > 0)
     rows["iops"] = rows["ops"] / rows["duration_s"].where(rows["duration_s"] > 0)
     window_ns = (rows["last_ns"] - rows["first_ns"]).clip(lower=0)
-    # several threads in one phase overlap their calls: user time is what no call covered
-    rows["user_ns"] = (window_ns - rows["all_calls_ns"] / rows["threads"]).clip(lower=0)
+    rows["other_targets_ns"] = _other_targets_ns(events, slot, rows)
+    # several threads in one phase overlap their calls: user time is what no call covered,
+    # neither the phase's own nor its thread's calls on other targets meanwhile
+    rows["user_ns"] = (window_ns - rows["all_calls_ns"] / rows["threads"] - rows["other_targets_ns"]).clip(lower=0)
     rows["other_calls_ns"] = rows["all_calls_ns"] - rows["data_ns"] - rows["fsync_ns"] - rows["openclose_ns"]
     rows["read_fraction"] = rows["read_ops"] / rows["ops"].where(rows["ops"] > 0)
     rows["too_short"] = (rows["duration_s"] < SHORT_SECONDS) | (rows["ops"] < SHORT_OPS)
@@ -514,6 +519,31 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows = rows.reset_index()
     rows[["reread", "rewrite"]] = _repeats(rows, extents, _truncations(events, all_kinds))
     return rows[COLUMNS]
+
+
+def _other_targets_ns(events: pd.DataFrame, slot: np.ndarray, rows: pd.DataFrame) -> pd.Series:
+    """Per phase: time its thread spent in calls on other targets (another file, another open
+    of the file) while the phase ran: a benchmark writing four files in turn from one thread
+    spends three quarters of each file's phase on the other three, not in user space."""
+    tid = events["tid"].to_numpy(np.int64)
+    start = events["start_ns"].to_numpy(np.int64)
+    latency = events["latency_ns"].to_numpy(np.int64)
+    by = np.lexsort((start, tid))
+    s_tid, s_start = tid[by], start[by]
+    cum = np.r_[0, np.cumsum(latency[by])]
+    p_tid, lo, hi = rows["tid"].to_numpy(np.int64), rows["first_ns"].to_numpy(np.int64), rows["last_ns"].to_numpy(np.int64)
+    # the thread's calls that start inside the phase's window, as a range of the sorted rows
+    key_lo = np.searchsorted(s_tid, p_tid, side="left")
+    key_hi = np.searchsorted(s_tid, p_tid, side="right")
+    a = np.array([k + np.searchsorted(s_start[k:e], x, side="left") for k, e, x in zip(key_lo, key_hi, lo)], np.int64)
+    b = np.array([k + np.searchsorted(s_start[k:e], x, side="left") for k, e, x in zip(key_lo, key_hi, hi)], np.int64)
+    in_window = cum[b] - cum[a] if len(rows) else np.empty(0, np.int64)
+    # minus the phase's own calls in that thread
+    phase_tid = np.zeros(int(slot.max()) + 1, dtype=np.int64)
+    phase_tid[rows.index.to_numpy(np.int64)] = p_tid
+    own_rows = tid == phase_tid[slot]
+    own = np.bincount(slot[own_rows], weights=latency[own_rows], minlength=len(phase_tid))[rows.index.to_numpy(np.int64)]
+    return pd.Series(np.maximum(in_window - own, 0).astype(np.int64), index=rows.index)
 
 
 def _first_after(phase: np.ndarray, start: np.ndarray, end: np.ndarray, after: pd.Series) -> pd.Series:
@@ -537,7 +567,7 @@ COLUMNS = [
     "bytes", "read_bytes", "write_bytes", "ops", "read_ops", "read_fraction", "warmup_ops", "fill_ops", "fill_bytes",
     "duration_s", "wall_Bps", "busy_Bps", "iops",
     "lat_min_us", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us", "lat_max_us",
-    "data_ns", "fsyncs", "fsync_ns", "openclose_ns", "other_calls_ns", "user_ns",
+    "data_ns", "fsyncs", "fsync_ns", "openclose_ns", "other_calls_ns", "other_targets_ns", "user_ns",
     "errors", "short", "too_short", "reread", "rewrite",
     "open_flags", "O_DIRECT", "O_SYNC", "O_DSYNC", "O_APPEND",
     "first_ns", "last_ns", "data_first_ns", "data_last_ns", "sync_end_ns", "close_end_ns",

@@ -63,13 +63,15 @@ class Verdict:
         return self.verdict in ("agrees", "explained")
 
 
-def _claimed(claim: Claim) -> tuple[float | None, str]:
+def claimed(claim: Claim) -> tuple[float | None, str]:
     if claim.bytes_per_s is not None:
         return claim.bytes_per_s, "bytes"
     if claim.ops_per_s is not None:
         return claim.ops_per_s, "ops"
     if claim.seconds_per_op is not None:
         return claim.seconds_per_op, "latency"
+    if claim.extra.get("seconds") is not None:
+        return float(claim.extra["seconds"]), "elapsed"
     return None, "bytes"
 
 
@@ -85,16 +87,16 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost:
     process of the group that moved no data made it; parent_start_ns: where the parent's clock
     starts, when not at the group's first data call (IOzone -d).
     """
-    value, kind = _claimed(claim)
+    value, kind = claimed(claim)
     phases = [int(p) for p in rows["phase"]]
     if value is None or rows.empty:
         return Verdict(claim, phases, "cannot judge", kind=kind, reasons=[
-            "no phase of the trace matches this claim" if rows.empty else "the claim is not a rate or a latency"])
+            "no phase of the trace matches this claim" if rows.empty else "the claim is not a rate, a latency or a time"])
     figures = figures_of(rows, claim.direction, kind, combine)
     if kind == "latency":
         window = "mean latency"
     grouped = group is not None or stonewall is not None or (claim.scope == "parent" and parent_start_ns is not None)
-    if grouped and kind != "latency":
+    if grouped and kind not in ("latency", "elapsed"):
         figures.update(group_figures(rows, stonewall, claim.direction, kind, window, last_ns, parent_start_ns))
         if claim.scope == "parent":
             window = "parent to close"

@@ -23,6 +23,7 @@ own: it is chosen with --spec, and its claims say which phases they are about (m
 
 from __future__ import annotations
 
+import math
 import re
 import string
 import tomllib
@@ -52,11 +53,22 @@ UNITS = {
     "s": ("seconds", 1),  # a test's elapsed time: extra["seconds"]
 }
 MATCHES = ("order", "name", "operation")
+# which phases a claim speaks for: the one phase its match finds, that phase and every phase
+# concurrent with it (its group: the threads or files of one test), every phase of the run in
+# the claim's direction; "auto" takes the concurrent set when the claim's figure fits it and
+# not the one phase
+SCOPES = ("auto", "phase", "concurrent", "run")
+# what a benchmark may mean by "MB" and "kB" ([benchmark] mb, kb): decimal, binary, or the
+# 1,024,000-byte "MB" of programs that divide by 1000 * 1024
+MEGABYTES = (1000 ** 2, 1024 ** 2, 1024 * 1000)
+KILOBYTES = (1000, 1024)
 DIRECTIONS = ("read", "write", "mixed")
 # the access patterns analysis/phases.py gives a phase
 ACCESS = ("sequential", "random", "strided", "backward", "same record", "single call")
 TOP_KEYS = ("version", "benchmark", "claim")
-CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required")
+CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required",
+              "scope", "key")
+BENCHMARK_KEYS = ("name", "mb", "kb")
 
 
 class SpecError(ValueError):
@@ -75,12 +87,16 @@ class Rule:
     operation: str | None
     access: str | None
     required: bool
+    scope: str
+    key: str | None
 
 
 @dataclass(frozen=True)
 class Spec:
     name: str | None
     rules: tuple[Rule, ...]
+    mb: int = 1000 ** 2
+    kb: int = 1000
 
 
 def load(path: str | Path) -> Spec:
@@ -106,12 +122,19 @@ def loads(source: str | dict) -> Spec:
     if version != SPEC_VERSION:
         raise SpecError(f"spec 'version' is {version!r}; this iowitness reads version {SPEC_VERSION}")
     benchmark = source.get("benchmark", {})
-    if not isinstance(benchmark, dict) or not isinstance(benchmark.get("name", ""), str) or set(benchmark) - {"name"}:
-        raise SpecError("spec [benchmark] takes one key, 'name', a string")
+    if not isinstance(benchmark, dict) or not isinstance(benchmark.get("name", ""), str) \
+            or set(benchmark) - set(BENCHMARK_KEYS):
+        raise SpecError("spec [benchmark] takes 'name' (a string), 'mb' and 'kb' (the bytes in the benchmark's "
+                        "MB and kB)")
+    mb, kb = benchmark.get("mb", 1000 ** 2), benchmark.get("kb", 1000)
+    if mb not in MEGABYTES:
+        raise SpecError(f"spec [benchmark] 'mb' is {mb!r}; give one of {', '.join(map(str, MEGABYTES))}")
+    if kb not in KILOBYTES:
+        raise SpecError(f"spec [benchmark] 'kb' is {kb!r}; give one of {', '.join(map(str, KILOBYTES))}")
     tables = source.get("claim")
     if not isinstance(tables, list) or not tables:
         raise SpecError("spec has no [[claim]] table")
-    return Spec(benchmark.get("name"), tuple(_rule(n, t) for n, t in enumerate(tables, start=1)))
+    return Spec(benchmark.get("name"), tuple(_rule(n, t) for n, t in enumerate(tables, start=1)), mb, kb)
 
 
 def _rule(number: int, table: dict) -> Rule:
@@ -160,8 +183,14 @@ def _rule(number: int, table: dict) -> Rule:
                               'here or as a fixed direction')
         if "access" in table and table["access"] not in ACCESS:
             fail("access", f"{table['access']!r} is not one of {', '.join(ACCESS)}")
+    scope = table.get("scope", "auto")
+    if scope not in SCOPES:
+        fail("scope", f"{scope!r} is not one of {', '.join(SCOPES)}")
+    for field in _fields(table.get("key", "")):
+        if field not in regex.groupindex and field != "test":
+            fail("key", f"uses {{{field}}} but the pattern has no (?P<{field}>...) group")
     return Rule(number, regex, table["test"], direction, unit, match, table.get("phase", table["test"]),
-                operation, table.get("access"), table.get("required", True))
+                operation, table.get("access"), table.get("required", True), scope, table.get("key"))
 
 
 def _fields(template: str) -> list[str]:
@@ -183,7 +212,7 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
             m = rule.regex.search(line)
             if m:
                 matched.add(rule.number)
-                claims.append(_claim(rule, m, line, spec.name, len(claims)))
+                claims.append(_claim(rule, m, line, spec, len(claims)))
     if not claims:
         raise UnparsableOutput("output does not fit the spec: no line matches any [[claim]] pattern")
     missing = [r for r in spec.rules if r.required and r.number not in matched]
@@ -193,7 +222,7 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
     return claims
 
 
-def _claim(rule: Rule, m: re.Match, line: str, benchmark: str | None, index: int) -> Claim:
+def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
     groups = {k: v for k, v in m.groupdict().items() if v is not None}
     where = f"[[claim]] {rule.number} on line {line.strip()!r}"
     try:
@@ -207,8 +236,12 @@ def _claim(rule: Rule, m: re.Match, line: str, benchmark: str | None, index: int
     if direction is not None and direction not in DIRECTIONS:
         raise UnparsableOutput(f"{where}: direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
     field, factor = UNITS[unit]
-    extra = {"from": "spec", "rule": rule.number, "match": rule.match, "benchmark": benchmark,
-             "groups": {k: v for k, v in groups.items() if k not in ("value", "unit")}}
+    # the benchmark's own MB and kB, when its spec says what they are
+    factor = {"MB/s": spec.mb, "GB/s": spec.mb * spec.kb, "kB/s": spec.kb}.get(unit, factor)
+    test = rule.test.format(**groups)
+    extra = {"from": "spec", "rule": rule.number, "match": rule.match, "benchmark": spec.name,
+             "groups": {k: v for k, v in groups.items() if k not in ("value", "unit")}, "scope": rule.scope,
+             "key": rule.key.format(**{"test": test, **groups}) if rule.key else None}
     if rule.match == "name":
         extra["phase"] = rule.phase.format(**groups)
     if rule.match == "operation":
@@ -219,7 +252,7 @@ def _claim(rule: Rule, m: re.Match, line: str, benchmark: str | None, index: int
         extra["seconds"] = value * factor
     else:
         fields[field] = value * factor
-    return Claim(source="spec", test=rule.test.format(**groups), value=value, unit=unit, printed=line.strip(),
+    return Claim(source="spec", test=test, value=value, unit=unit, printed=line.strip(),
                  direction=direction, index=index, extra=extra, **fields)
 
 
@@ -241,18 +274,43 @@ def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None) ->
 
 def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     """Each claim as its [[claim]] table's `match` says: "order", the k-th phase in time order;
-    "name", the k-th phase so named; "operation", the k-th with its operation (and access)."""
+    "name", the k-th phase so named; "operation", the k-th with its operation (and access).
+    Then its `scope` widens that phase to the set the claim speaks for.
+
+    Claims about the same test share their phases: those with the same `key`, else a claim
+    printed on the same line as the one before it, or with the same test name and another
+    unit (a test's IOPS and its MB/s on two lines)."""
     phases = report.phases
     seen: dict[tuple, int] = defaultdict(int)
-    lines: dict[tuple, tuple[str, int]] = {}
+    chosen: dict[tuple, Match] = {}
+    current = {"key": ("claims", 0), "claim": None, "units": set(), "number": 0}
+
+    def same_test(claim: Claim) -> tuple:
+        """What makes claims about the same test: their `key`; else the line of the claim
+        before, or its test name with a unit not yet given for it (one figure in two units, a
+        test's rate of calls and of bytes on two lines)."""
+        if claim.extra.get("key"):
+            return ("key", claim.extra["key"])
+        before = current["claim"]
+        if before is not None and (before.printed == claim.printed
+                                   or (before.test == claim.test and claim.unit not in current["units"])):
+            current["units"].add(claim.unit)
+        else:
+            current["number"] += 1
+            current["key"], current["units"] = ("claims", current["number"]), {claim.unit}
+        current["claim"] = claim
+        return current["key"]
 
     def find(claim: Claim) -> Match:
-        return Match(_rows(claim, phases, seen, lines))
+        key = same_test(claim)
+        if key not in chosen:
+            chosen[key] = _widen(claim, _rows(claim, phases, seen), phases)
+        return chosen[key]
 
     return find
 
 
-def _rows(claim: Claim, phases: pd.DataFrame, seen, lines) -> pd.DataFrame:
+def _rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
     how = claim.extra.get("match", "order")
     ordered = phases.sort_values("data_first_ns")
     if how == "name":
@@ -264,15 +322,45 @@ def _rows(claim: Claim, phases: pd.DataFrame, seen, lines) -> pd.DataFrame:
             rows = rows[rows["pattern"] == claim.extra["pattern"]]
     else:
         rows = ordered
+    if claim.extra.get("scope") in ("auto", "concurrent") and how == "order" and len(rows):
+        # in order of tests: concurrent phases of one test are one step, not several
+        rows = rows.drop_duplicates("group")
     key = ("spec", how, claim.extra.get("phase", claim.test) if how == "name"
            else (claim.extra.get("operation", claim.direction), claim.extra.get("pattern")) if how == "operation"
            else "")
-    # several numbers on one printed line (ops/s and µs/op) are about the same phase
-    previous = lines.get(key)
-    if previous is not None and previous[0] == claim.printed:
-        k = previous[1]
-    else:
-        k = seen[key]
-        seen[key] += 1
-    lines[key] = (claim.printed, k)
+    k = seen[key]
+    seen[key] += 1
     return rows.iloc[k:k + 1]
+
+
+def _widen(claim: Claim, rows: pd.DataFrame, phases: pd.DataFrame) -> Match:
+    """The phases a claim speaks for, from the one its match found (docs/claims-spec.md, scope)."""
+    scope = claim.extra.get("scope", "auto")
+    if scope == "run":
+        wanted = phases if claim.direction is None else \
+            phases[phases["operation"].isin([claim.direction, "mixed"])]
+        return Match(wanted.sort_values("data_first_ns"), combine="wall")
+    if scope == "phase" or len(rows) != 1:
+        return Match(rows)
+    concurrent = phases[phases["group"] == rows.iloc[0]["group"]].sort_values("data_first_ns")
+    if len(concurrent) < 2:
+        return Match(rows)
+    if scope == "concurrent" or _fits_better(claim, concurrent, rows):
+        return Match(concurrent, combine="wall")
+    return Match(rows)
+
+
+def _fits_better(claim: Claim, concurrent: pd.DataFrame, one: pd.DataFrame) -> bool:
+    """The claim's figure is nearer the concurrent set's (all its bytes over its wall time)
+    than the one phase's: a total over the threads or files of a test."""
+    from iowitness.analysis.figures import figures_of
+    from iowitness.analysis.verdicts import claimed
+
+    value, kind = claimed(claim)
+    if value is None or value <= 0 or kind in ("latency", "elapsed"):
+        return False
+    together = figures_of(concurrent, claim.direction, kind, "wall").get("calls")
+    alone = figures_of(one, claim.direction, kind).get("calls")
+    if not together or not alone or together != together or alone != alone:
+        return False
+    return abs(math.log(value / together)) < abs(math.log(value / alone))

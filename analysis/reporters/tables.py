@@ -39,6 +39,8 @@ def flags(row) -> str:
         marks.append(f"{row.errors} failed call" + ("s" if row.errors > 1 else ""))
     if row.short:
         marks.append(f"{row.short} short")
+    if getattr(row, "other_targets_ns", 0) and row.other_targets_ns >= 0.1 * max(row.last_ns - row.first_ns, 1):
+        marks.append(f"{units.seconds(row.other_targets_ns / 1e9)} in calls on other targets meanwhile")
     if getattr(row, "fill_ops", 0):
         marks.append(f"{row.fill_ops:,} read-before-write ({units.bytes_(row.fill_bytes)}: the stream's buffer, "
                      "not counted)")

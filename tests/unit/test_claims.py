@@ -565,18 +565,28 @@ def test_spec_in_the_docs_is_the_tested_one():
     assert (DATA / "spec" / "stdio_bench.toml").read_text() in blocks
 
 
+def test_the_specs_shipped_in_docs_load():
+    # GIVEN every spec under docs/specs/ WHEN loaded THEN each is a valid spec
+    from iowitness.analysis.benchmarks import spec
+    specs = sorted((Path(__file__).resolve().parents[2] / "docs" / "specs").glob("*.toml"))
+    assert specs and all(spec.load(s).rules for s in specs)
+
+
 @pytest.mark.parametrize("toml, message", [
     (VALID.replace('"MB/s"', '"MB"'),
      "spec [[claim]] 1 'unit': 'MB' is not one of B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s, ops/s, us/op, ms/op, s"),
     (VALID.replace("?P<value>", ""), "spec [[claim]] 1 'pattern': has no (?P<value>...) group for the number"),
     (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key (known: pattern, test, direction, unit, "
-                               "match, phase, operation, access, required)"),
+                               "match, phase, operation, access, required, scope, key)"),
     (VALID.replace('"w"', '"sequential {op}"'),
      "spec [[claim]] 1 'test': uses {op} but the pattern has no (?P<op>...) group"),
     ("version = 2\n" + VALID, "spec 'version' is 2; this iowitness reads version 1"),
     (VALID + 'match = "operation"\n', "spec [[claim]] 1 'operation': match = \"operation\" needs the phase "
                                      "operation (read, write, mixed), here or as a fixed direction"),
     (VALID + 'phase = "x"\n', "spec [[claim]] 1 'phase': goes only with match = \"name\""),
+    (VALID + 'scope = "threads"\n', "spec [[claim]] 1 'scope': 'threads' is not one of auto, phase, concurrent, run"),
+    (VALID + 'key = "{size}"\n', "spec [[claim]] 1 'key': uses {size} but the pattern has no (?P<size>...) group"),
+    ('[benchmark]\nmb = 1000\n' + VALID, "spec [benchmark] 'mb' is 1000; give one of 1000000, 1048576, 1024000"),
     (VALID + 'direction = "writes"\n', "spec [[claim]] 1 'direction': 'writes' is not one of read, write, mixed"),
     (VALID.replace(")$'", "$'"), "spec [[claim]] 1 'pattern': not a regular expression: "
                                  "missing ), unterminated subpattern at position 4"),

@@ -105,6 +105,17 @@ def test_ceiling_reasons():
     assert device_checks.claim_reasons(_claim("write", 50e6), _rows("write"), None, ceiling) == []
 
 
+def test_the_ceiling_applies_to_a_rate_of_calls_through_its_record_size():
+    # GIVEN a write claim in ops/s on 4 KiB records, and a device that writes 100 MB/s
+    ceiling = {"read": 100e6, "write": 100e6, "source": "given"}
+    claim = Claim(source="spec", test="t", direction="write", value=146_000, unit="ops/s", printed="",
+                  ops_per_s=146_000)
+    rows = pd.DataFrame({"phase": [1], "operation": ["write"], "record_size": [4096]})
+    # WHEN it is set against the ceiling THEN ops x record size (598 MB/s) exceeds it, said so
+    [reason] = device_checks.claim_reasons(claim, rows, None, ceiling)
+    assert reason.startswith("claim exceeds the device's measured ceiling") and "146,000 ops/s × 4.0 KiB" in reason
+
+
 def test_union_of_intervals():
     assert device._union(np.array([0, 5, 20]), np.array([10, 8, 30])) == 20
     assert device._union(np.array([], dtype=np.int64), np.array([], dtype=np.int64)) == 0

@@ -330,3 +330,113 @@ def test_fio_group_reporting_claims_are_about_every_job_of_the_group(fio_run):
     # THEN "alpha read" is beta's reading, and beta's layout (a write) is in neither
     got = matching.match(rep, claims, "fio", command, trace=trace)
     assert [[names[p] for p in v.phases] for v in got] == [["alpha write"], ["beta read"]]
+
+
+# ---- spec claims over several phases -------------------------------------------------------
+
+def _four_threads_on_four_files():
+    """Four threads, each writing 200 records of 4 KiB to a file of its own, all at once:
+    every call takes 1 µs and they run side by side, so the test takes 200 µs of calls."""
+    calls = Calls()
+    for k in range(4):
+        calls.thread(1000 + k).at(START_NS).open(f"/data/f{k}", O_WRONLY | O_CREAT | O_TRUNC, fd=3 + k)
+    for i in range(200):
+        for k in range(4):
+            calls.thread(1000 + k).at(START_NS + 10_000 + i * 1000).write(4096, fd=3 + k)
+    for k in range(4):
+        calls.thread(1000 + k).at(START_NS + 300_000).close(fd=3 + k)
+    return built(calls, ["./bench"])
+
+
+def _spec_claims(text: str, toml: str) -> list[Claim]:
+    from iowitness.analysis.benchmarks import spec
+    return spec.parse(text, spec.loads(toml))
+
+
+SPEC_TOTALS = """
+[[claim]]
+pattern = '^IOPS: (?P<value>\\d+)$'
+test = "write"
+direction = "write"
+unit = "ops/s"
+match = "operation"
+{scope}
+[[claim]]
+pattern = '^MB/s: (?P<value>[\\d.]+)$'
+test = "write"
+direction = "write"
+unit = "MB/s"
+match = "operation"
+{scope}
+"""
+
+
+@pytest.mark.parametrize("scope", ["", 'scope = "concurrent"'])
+def test_a_total_over_concurrent_phases_is_judged_against_them_all(scope):
+    # GIVEN four concurrent writers, 800 calls of 4 KiB in 200 µs in all: 4 M ops/s, 16,384 MB/s,
+    # printed as two lines about the one test
+    rep, trace = _four_threads_on_four_files()
+    claims = _spec_claims("IOPS: 4000000\nMB/s: 16384\n", SPEC_TOTALS.format(scope=scope))
+    # WHEN they are judged, with no scope (auto) or scope = "concurrent"
+    got = matching.match(rep, claims, "spec", ["./bench"], trace=trace)
+    # THEN both are about the four phases together, and agree
+    assert [sorted(v.phases) for v in got] == [[1, 2, 3, 4]] * 2
+    assert [v.verdict for v in got] == ["agrees", "agrees"], [v.reasons for v in got]
+
+
+def test_a_figure_of_one_thread_stays_with_its_phase():
+    # GIVEN the same run, and a claim that fits one writer's rate (1 M ops/s), not the total
+    rep, trace = _four_threads_on_four_files()
+    claims = _spec_claims("IOPS: 1000000\nMB/s: 4096\n", SPEC_TOTALS.format(scope=""))
+    # THEN auto keeps it on its one phase, and it agrees there
+    got = matching.match(rep, claims, "spec", ["./bench"], trace=trace)
+    assert [v.phases for v in got] == [[1], [1]] and [v.verdict for v in got] == ["agrees", "agrees"]
+
+
+def test_an_elapsed_time_is_judged_against_its_window_and_mb_can_be_declared():
+    # GIVEN the run's elapsed time (200 µs of calls), and a MB/s that counts 2^20-byte MB
+    rep, trace = _four_threads_on_four_files()
+    toml = """
+[benchmark]
+mb = 1048576
+[[claim]]
+pattern = '^Total: (?P<value>[\\d.]+) s$'
+test = "total"
+unit = "s"
+scope = "run"
+[[claim]]
+pattern = '^Rate: (?P<value>[\\d.]+) MB/s$'
+test = "write"
+direction = "write"
+unit = "MB/s"
+match = "operation"
+scope = "concurrent"
+"""
+    claims = _spec_claims("Total: 0.0002 s\nRate: 15625\n".replace("Rate: 15625", "Rate: 15625 MB/s"), toml)
+    got = matching.match(rep, claims, "spec", ["./bench"], trace=trace)
+    # THEN the time is judged as a time over the whole run, and the rate with the declared MB
+    assert got[0].kind == "elapsed" and sorted(got[0].phases) == [1, 2, 3, 4] and got[0].verdict == "agrees"
+    assert got[1].verdict == "agrees" and claims[1].bytes_per_s == 15625 * 1048576
+
+
+def test_claims_with_one_key_share_their_phases():
+    # GIVEN two claims by order, on separate lines with other tests between them, and one key
+    rep, trace = _four_threads_on_four_files()
+    toml = """
+[[claim]]
+pattern = '^(?P<test>\\w+) IOPS: (?P<value>\\d+)$'
+test = "{test}"
+unit = "ops/s"
+key = "{test}"
+scope = "phase"
+[[claim]]
+pattern = '^(?P<test>\\w+) latency: (?P<value>[\\d.]+) us/op$'
+test = "{test}"
+unit = "us/op"
+key = "{test}"
+scope = "phase"
+"""
+    claims = _spec_claims("a IOPS: 1000000\nb IOPS: 1000000\na latency: 1 us/op\n", toml)
+    got = matching.match(rep, claims, "spec", ["./bench"], trace=trace)
+    # THEN the two "a" claims are about one phase, "b" about the next
+    assert [v.phases for v in got] == [[1], [2], [1]]

@@ -1,0 +1,111 @@
+"""Claims about several phases at once: totals over threads, over files, over the run.
+
+Real programs, each printing its own totals: tests/workloads/threads_bench.c (4 threads on one
+file, or on a file each) and sysbench fileio with --file-num=4, read with the spec in
+docs/specs/. Ground truth: the programs' arithmetic (bytes = MIB MiB) and their own printed
+figures. A claim judged against one phase of four would be off by about 4×: the tests check
+that each total is judged against the concurrent set, and that its figure fits it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iowitness.analysis import matching
+from iowitness.analysis.benchmarks import spec
+from iowitness.analysis.run import load
+from tests.conftest import require_tool
+from tests.support.cli import iowitness
+
+REPO = Path(__file__).resolve().parents[2]
+WORKLOADS = REPO / "tests" / "workloads"
+SPECS = REPO / "docs" / "specs"
+MIB = 1024 * 1024
+
+
+def _verdicts(trace, spec_path):
+    claims = spec.parse(trace.output["stdout"], spec.load(spec_path))
+    return matching.match(trace.report(), claims, "spec", trace.meta["command"], 0.05, trace.lost, trace=trace)
+
+
+@pytest.fixture(scope="module")
+def threads_bench(tmp_path_factory):
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed: cannot build tests/workloads/threads_bench.c")
+    where = tmp_path_factory.mktemp("threads")
+    exe = where / "threads_bench"
+    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-pthread", "-o", str(exe),
+                    str(WORKLOADS / "threads_bench.c")], check=True)
+
+    def run(mode: str):
+        out = where / f"{mode}.iwt"
+        iowitness("run", "-q", "-o", str(out), "--", str(exe), mode, str(where / f"data-{mode}"), "4", "256")
+        return load(out)
+    return run
+
+
+@pytest.mark.parametrize("mode", ["one", "many"])
+def test_a_total_over_four_threads_is_judged_against_all_four(threads_bench, mode):
+    # GIVEN 4 threads writing 256 MiB in all (one file, or a file each), the program printing
+    # its total IOPS and MB/s on two lines
+    trace = threads_bench(mode)
+    phases = trace.phases()
+    # THEN the trace has a phase per thread, moving exactly what the program wrote
+    assert len(phases) == 4 and int(phases["bytes"].sum()) == 256 * MIB
+    # WHEN the two printed lines are judged with the program's spec (no scope given)
+    verdicts = _verdicts(trace, WORKLOADS / "threads_bench.toml")
+    # THEN both are judged against the same four phases, and each figure fits the set
+    # (against one thread's phase it would be off by about 4x)
+    assert [sorted(v.phases) for v in verdicts] == [sorted(phases["phase"])] * 2
+    for v in verdicts:
+        assert 0.8 <= v.ratio <= 1.25 and v.ok, (v.claim.printed, v.verdict, v.figures, v.reasons)
+
+
+@pytest.fixture(scope="module")
+def sysbench(tmp_path_factory):
+    require_tool("sysbench")
+    where = tmp_path_factory.mktemp("sysbench")
+    base = ["sysbench", "fileio", "--file-num=4", "--file-total-size=64M"]
+    subprocess.run([*base, "prepare"], cwd=where, check=True, capture_output=True)
+
+    def run(mode: str):
+        out = where / f"{mode}.iwt"
+        iowitness("run", "-q", "-o", str(out), "--", *base, f"--file-test-mode={mode}", "--time=2",
+                  "--file-fsync-freq=0", "run", cwd=where)
+        return load(out)
+    return run
+
+
+@pytest.mark.parametrize("mode, direction", [("seqwr", "write"), ("rndrd", "read")])
+def test_sysbench_fileio_totals_over_four_files_agree(sysbench, mode, direction):
+    # GIVEN sysbench fileio on 4 files from one thread, read with docs/specs/sysbench_fileio.toml
+    trace = sysbench(mode)
+    phases = trace.phases()
+    files = {Path(p).name for p in phases["path"]}
+    assert files == {f"test_file.{i}" for i in range(4)}
+    # WHEN its claims are judged
+    verdicts = _verdicts(trace, SPECS / "sysbench_fileio.toml")
+    # THEN its ops/s and MiB/s in the test's direction, and its total time, are each judged
+    # against the four files' phases together, and fit them
+    assert [(v.claim.test, v.claim.unit) for v in verdicts] == [(direction, "ops/s"), (direction, "MiB/s"),
+                                                                ("total time", "s")]
+    for v in verdicts:
+        assert sorted(v.phases) == sorted(phases["phase"]), v.phases
+        assert 0.8 <= v.ratio <= 1.25 and v.ok, (v.claim.printed, v.verdict, v.figures, v.reasons)
+    # AND `check` with the spec exits 0
+    proc = iowitness("check", "--spec", str(SPECS / "sysbench_fileio.toml"), trace.meta["path"], check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_thread_on_four_files_spends_its_time_on_the_others_not_in_user_space(sysbench):
+    # GIVEN sysbench's one thread reading 4 files at random, in turn
+    phases = sysbench("rndrd").phases()
+    # THEN each file's phase names the time the thread spent on the other three, and user time
+    # is what is left (sysbench's own work between calls), well below that
+    for row in phases.itertuples():
+        assert row.other_targets_ns > 2 * row.data_ns, row
+        assert row.user_ns < row.other_targets_ns, row
