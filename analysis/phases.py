@@ -16,15 +16,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-READS = ("read", "pread64", "readv", "preadv", "preadv2")
-WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
-OPENS = ("open", "openat", "openat2", "creat")
-SYNCS = ("fsync", "fdatasync")
+from iowitness.collector.traceformat import ops_of_kind
 
-# what a call is, as a small integer per event
+# what counts as a read, a write, ...: the table of operation kinds in probes/events.h
+READS, WRITES, OPENS, SYNCS = (ops_of_kind(k) for k in ("read", "write", "open", "sync"))
+
+# what a call is, as a small integer per event; creat and ftruncate are singled out of their
+# kinds (open, resize) because each empties a file
 OTHER, READ, WRITE, OPEN, CLOSE, SYNC, CREAT, FTRUNCATE = range(8)
 _KIND_OF = {**{n: READ for n in READS}, **{n: WRITE for n in WRITES}, **{n: OPEN for n in OPENS},
-            "creat": CREAT, "close": CLOSE, **{n: SYNC for n in SYNCS}, "ftruncate": FTRUNCATE}
+            **{n: CLOSE for n in ops_of_kind("close")}, **{n: SYNC for n in SYNCS},
+            "creat": CREAT, "ftruncate": FTRUNCATE}
 
 # an alternating thread is "mixed" when its direction runs average fewer calls than this
 MIXED_RUN_LENGTH = 8

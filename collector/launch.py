@@ -69,8 +69,9 @@ class Launched:
         self.capture_pid = os.fork()
         if self.capture_pid == 0:  # the capture: copy the benchmark's output until it closes it
             try:
-                for fd in (out_write, err_write, gate_read, gate_write):
-                    os.close(fd)
+                # only the output ends: an inherited fd would outlive the collector's close of it
+                # (a BPF statistics fd kept open here would keep the kernel timing every program run)
+                _close_all_but({0, 1, 2, out_read, err_read})
                 # a Ctrl-C is for the benchmark and the collector; the capture ends with the output
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -138,6 +139,16 @@ class Launched:
                 os.kill(self.pid, signal.SIGINT)
             except ProcessLookupError:
                 pass
+
+
+def _close_all_but(keep: set[int]) -> None:
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass   # the directory's own fd, closed by now
 
 
 def _capture(sources: dict[int, str], trace_path: str | None, pty_stdout: bool) -> None:

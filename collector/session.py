@@ -107,7 +107,8 @@ class Recorder:
         self._stop_reason: str | None = None
         # op -> is a read or write, as a table: indexing costs a third of np.isin per event
         self._is_data = np.zeros(1 << 16, dtype=bool)
-        self._is_data[[v for k, v in layout().enums["iow_op"].items() if any(w in k for w in ("READ", "WRITE"))]] = True
+        ops = layout().names("iow_op", "IOW_OP_")
+        self._is_data[[v for v, name in ops.items() if layout().op_kinds[name] in ("read", "write")]] = True
         self._started = time.monotonic()
         self._status_shown = False
         self._windows = stats_windows.Windows(self._started)

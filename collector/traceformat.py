@@ -22,7 +22,7 @@ import struct
 
 import numpy as np
 
-from iowitness.probes.layout import Layout
+from iowitness.probes.layout import Layout, layout
 
 MAGIC = b"IOWTRACE"
 FORMAT_VERSION = 2               # what the writer writes
@@ -117,6 +117,12 @@ LOSS_COUNTERS = ("lost_events", "lost_meta", "lost_summary", "missed_runs")
 def lost_total(counters: dict) -> int:
     """The one "lost" figure every line and report prints."""
     return sum(int(counters.get(name, 0)) for name in LOSS_COUNTERS)
+
+
+def ops_of_kind(kind: str) -> tuple[str, ...]:
+    """The ops of one kind ("read", "write", "sync", "open", "close", "seek", ...) by the names
+    traces give them: the one table of operation kinds, in probes/events.h."""
+    return layout().ops_of_kind(kind)
 
 
 def json_bytes(obj) -> bytes:

@@ -86,7 +86,7 @@ awk -v mask=$((every - 1)) '
 		print "}"
 		print "#define bpf_ktime_get_ns() sampled_ns()"
 	}' probes/iowitness.bpf.c > "$work/iowitness.bpf.c"
-cp probes/Makefile probes/events.h "$work/"
+cp probes/Makefile probes/events.h probes/*.bpf.h "$work/"
 make -s -C "$work" OUT=build build/iowitness.bpf.o   # the probe's own build rule and flags
 cp "$work/build/iowitness.bpf.o" "$object"
 echo "probe with the clock read on 1 call in $every per CPU installed; the real one comes back on exit" >&2

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* maps.bpf.h — the settings, and the maps and per-CPU state every part of the probe shares.
+ *
+ * Purpose: what sys_enter leaves for sys_exit (the per-CPU slot and its task-storage spill),
+ * the side ring of rare facts (`meta_events`), the lost counters, and the maps kept only so
+ * the object's BTF carries the shared structs. Maps that belong to one part live with it:
+ * the event area in event_area.bpf.h, the target sets in targets.bpf.h, --summary's in
+ * summary.bpf.h, the device view's in block.bpf.h and offcpu.bpf.h. collector/probe.py finds
+ * every map by its name.
+ *
+ * Overhead: this_cpu_slot() and count_lost() are inlined per-CPU array lookups, a few
+ * instructions each; end_of_call() looks in task storage (~70 ns) only for a call during
+ * which its thread left the CPU; wake_when_filling() is two helper calls per record.
+ */
+#ifndef IOWITNESS_MAPS_BPF_H
+#define IOWITNESS_MAPS_BPF_H
+
+#include "events.h"
+
+/* settings fixed between open and load (struct iow_settings, events.h) */
+const volatile struct iow_settings settings SEC(".rodata.settings") = {
+	.area_events = 1,
+	.doorbell_events = 1,
+};
+
+#define AT_FDCWD -100
+
+/* rare facts that give events their context (struct iow_meta): files, forks, execs */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} meta_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IOW_LOST_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+static __always_inline void count_lost(__u32 slot)
+{
+	__u64 *n = bpf_map_lookup_elem(&lost, &slot);
+
+	if (n)
+		*n += 1;
+}
+
+/* never used at run time: keeps struct iow_event in the object's BTF, which is what
+ * tests/unit/test_layout.py compares with the Python reader's layout */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_event);
+} event_layout SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_block);
+} block_layout SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_offcpu);
+} offcpu_layout SEC(".maps");
+
+/* scratch space too large for the 512-byte BPF stack */
+struct scratch {
+	struct iow_meta meta;
+	struct iow_name_key name;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_space SEC(".maps");
+
+/* What sys_enter leaves for sys_exit of the same thread.
+ *
+ * Fast path: one slot per CPU, owned by the thread that last entered a file syscall there
+ * since it was switched in. A per-CPU array lookup is a few inlined instructions where a
+ * task-storage lookup costs ~70 ns, and it is done twice per call. A thread that leaves the
+ * CPU in the middle of a call (it blocks, is preempted, migrates) passes through
+ * sched_switch first, which moves the slot into the thread's task storage (slow path) and
+ * frees the slot; sys_exit looks there when the CPU's slot is not its own.
+ */
+struct call_start {
+	__u64 ts;    /* entry time; 0: no traced call in progress */
+	__u64 ino;   /* close: identity of the file, resolved before the fd disappears */
+	__u32 dev;
+	__u32 nr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call_start);
+} starts SEC(".maps");
+
+struct cpu_slot {
+	__u64 owner;    /* task_struct address of the thread it describes; 0: nobody */
+	__u32 traced;   /* the owner belongs to the traced set (and has task storage to spill to) */
+	__u32 pad0;
+	struct call_start call;
+	/* memo of the last target file a call on this CPU used, whatever the thread: saves the
+	 * `files` hash lookup while a benchmark works on one file. Only targets are memoised
+	 * (user space only ever adds files), and an epoch move invalidates it (files_version). */
+	struct iow_file_key file;
+	__u32 file_generation;
+	__u32 file_epoch;
+	__u64 file_version;   /* files_version when memoised; valid only when file_known */
+	__u32 file_known;
+	/* --summary: memo of the last aggregate key and its slot number */
+	__u32 summary_known;
+	__u32 summary_slot;
+	__u32 pad1;
+	struct iow_summary_key summary_key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_slot);
+} cpu_slots SEC(".maps");
+
+static __always_inline struct cpu_slot *this_cpu_slot(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpu_slots, &zero);
+}
+
+/* sys_exit: the entry sys_enter left for this thread's call `nr`, on this CPU's slot or in the
+ * thread's storage; NULL when there is none (the call is not traced). The entry is consumed
+ * (its ts cleared) and its time returned in *start_ts. */
+static __always_inline struct call_start *end_of_call(struct cpu_slot *slot, struct task_struct *task, long nr,
+						      __u64 *start_ts)
+{
+	struct call_start *start;
+
+	if (slot->owner == (__u64)task) {
+		start = &slot->call;
+	} else {
+		/* the thread left the CPU during the call: sched_switch kept its entry */
+		start = bpf_task_storage_get(&starts, task, 0, 0);
+		if (!start)
+			return NULL;
+	}
+	if (!start->ts || start->nr != nr)
+		return NULL;
+	*start_ts = start->ts;
+	start->ts = 0;
+	return start;
+}
+
+/* sched_switch: the thread leaving owns this CPU's syscall slot: keep a call in progress in
+ * its own storage (sys_exit may run on another CPU) and free the slot for the next thread */
+static __always_inline void release_cpu_slot(struct task_struct *prev)
+{
+	struct cpu_slot *slot = this_cpu_slot();
+
+	if (!slot || slot->owner != (__u64)prev)
+		return;
+	if (slot->call.ts) {
+		struct call_start *start = bpf_task_storage_get(&starts, prev, 0, 0);
+
+		if (start)
+			*start = slot->call;
+		else
+			count_lost(IOW_LOST_EVENTS);
+	}
+	slot->owner = 0;
+	slot->call.ts = 0;
+}
+
+/* Wake the collector once a ring is an eighth full, not for each record: a block request or
+ * a context switch can come tens of thousands of times a second, and a default submit wakes a
+ * caught-up reader every time. The collector also reads every ring on a timer. */
+static __always_inline __u64 wake_when_filling(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 8 ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+#endif
