@@ -17,6 +17,7 @@ import pandas as pd
 
 from iowitness.analysis import benchmarks, buffering, device_checks, verdicts
 from iowitness.analysis.claims import Claim
+from iowitness.analysis.report import mid_run
 
 
 def match(report, claims: list[Claim], source: str, command: list[str] | None,
@@ -48,6 +49,15 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
                                  parent_start_ns=found.parent_start_ns)
         _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)
         out.append(verdict)
+    began = mid_run(trace.meta) if trace is not None else None
+    if began:
+        # a benchmark's figure covers its whole test; an attached trace saw only its end: a
+        # figure that fits is noted so, one that does not cannot be judged on the part seen
+        for verdict in out:
+            if verdict.verdict == "disagrees":
+                verdicts.cannot_judge(verdict, began)
+            elif verdict.verdict in ("agrees", "explained"):
+                verdict.reasons.append(began)
     return out
 
 

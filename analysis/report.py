@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from iowitness import units
 from iowitness.analysis import benchmarks, device, groups, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
@@ -28,6 +29,22 @@ class Report:
         """Per phase: the device view (analysis/device.py), plain data. Built on first use:
         `report --csv` never needs it."""
         return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
+
+
+def mid_run(meta: dict) -> str | None:
+    """How far into the benchmark an attached trace began, so that no figure is read as the
+    whole run's; None for a trace that saw the run from its start (`run`)."""
+    if meta.get("mode") != "attach":
+        return None
+    given = [p for p in meta.get("attached") or [] if isinstance(p, dict)][:1]
+    if not given:
+        return "the trace began when iowitness attached by file: what the benchmark did before is not in it"
+    p = given[0]
+    who = f"{p.get('comm') or 'the process'} (PID {p.get('pid')})"
+    if p.get("age_s") is None:
+        return f"the trace began when iowitness attached to {who}, mid-run: what it did before is not in it"
+    return (f"the trace began {units.seconds(float(p['age_s']))} after {who} started (attached mid-run): a phase "
+            "under way then is seen from its middle, and a claim about a whole test covers more than the trace saw")
 
 
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from iowitness import units
 from iowitness.analysis import device, device_checks, figures
+from iowitness.analysis.report import mid_run
 
 
 # integer columns that name something (no thousands separators)
@@ -99,24 +100,10 @@ def warnings(trace) -> list[str]:
     unread = unread_note(trace.meta)
     if unread:
         out.append(unread + ".")
-    out += mid_run_notes(trace.meta)
+    began = mid_run(trace.meta)
+    if began:
+        out.append(began + ".")
     return out
-
-
-def mid_run_notes(meta: dict) -> list[str]:
-    """An attached trace begins mid-run: how far in, so that no figure is read as the whole run's."""
-    if meta.get("mode") != "attach":
-        return []
-    given = [p for p in meta.get("attached") or [] if isinstance(p, dict)][:1]
-    if not given:
-        return ["the trace began when iowitness attached by file: what the benchmark did before is not in it."]
-    p = given[0]
-    who = f"{p.get('comm') or 'the process'} (PID {p.get('pid')})"
-    if p.get("age_s") is None:
-        return [f"the trace began when iowitness attached to {who}, mid-run: what it did before is not in it."]
-    return [f"the trace began {units.seconds(float(p['age_s']))} after {who} started (attached mid-run): "
-            "a phase under way then is seen from its middle, and a claim about a whole test covers more than "
-            "the trace saw."]
 
 
 def unread_note(meta: dict) -> str | None:

@@ -155,6 +155,16 @@ def test_attach_pid_mid_run_names_the_benchmark_its_disk_and_how_far_in_it_began
     # AND every report says the trace began mid-run, and how far in
     text = subprocess.run([*IOWITNESS, "report", str(out)], capture_output=True, text=True, check=True).stdout
     assert "after fio (PID" in text and "attached mid-run" in text
+    # AND fio's own figures, given with --claims, are never called wrong on a part of the run:
+    # each fits what was seen (said with the note) or cannot be judged, for that reason
+    from iowitness.analysis import matching
+    from iowitness.analysis.benchmarks import claims_from
+    source, claims = claims_from((tmp_path / "fio.json").read_text(), trace.meta["command"])
+    verdicts = matching.match(trace.report(), claims, source, trace.meta["command"], 0.05, trace.lost, trace=trace)
+    assert verdicts and all(v.verdict != "disagrees" for v in verdicts)
+    for v in verdicts:
+        said = v.reasons[0] if v.verdict == "cannot judge" else v.reasons[-1]
+        assert "attached mid-run" in said or v.reasons[0] == "no phase of the trace matches this claim", v.reasons
 
 
 def test_attach_file_mid_run_says_what_it_cannot_know(tmp_path):
