@@ -23,7 +23,9 @@ def buffered(claim: Claim, rows: pd.DataFrame) -> bool:
     if claim.source != "spec" or claim.record_size is not None or len(rows) != 1:
         return False
     r = rows.iloc[0]
-    return int(r["record_size"]) in STDIO_BUFFERS and r["ops"] > 0
+    # a stream reads and writes at its file position: a pread or pwrite of 4 KiB is the
+    # program's own record, not a buffer
+    return int(r["record_size"]) in STDIO_BUFFERS and r["ops"] > 0 and not r.get("positioned_ops", 0)
 
 
 def _implied(value: float, kind: str, rows: pd.DataFrame) -> float | None:
@@ -60,10 +62,15 @@ def read_amplification(claim, rows, value, kind, tolerance) -> str | None:
     implied, moved, block = _implied(value, kind, rows), float(r["bytes"]), int(r["record_size"])
     if not implied or implied >= moved * (1 - tolerance) or abs(moved / r["ops"] / block - 1) > 0.01:
         return None
-    return (f"a buffered stream reads whole blocks: the kernel read {moved:,.0f} bytes in {int(r['ops']):,} "
+    text = (f"a buffered stream reads whole blocks: the kernel read {moved:,.0f} bytes in {int(r['ops']):,} "
             f"{r['pattern']} reads of {block:,} bytes, the claim implies {implied:,.0f} bytes in the phase's "
             f"{units.seconds(float(r['duration_s']))} ({implied / r['ops']:,.0f} bytes per read): the program used "
             f"{implied / moved:.1%} of what the kernel read for it")
+    seeks = int(r.get("seeks", 0))
+    if seeks:
+        text += (f"; per seek ({seeks:,}), the stream read {moved / seeks:,.0f} bytes ({moved / seeks / block:.1f} "
+                 f"blocks) for {implied / seeks:,.0f} the program used ({moved / implied:.1f}×)")
+    return text
 
 
 def late_flushes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFrame) -> dict[int, dict]:

@@ -21,6 +21,9 @@ from iowitness.collector.traceformat import ops_of_kind
 # what counts as a read, a write, ...: the table of operation kinds in probes/events.h
 READS, WRITES, OPENS, SYNCS = (ops_of_kind(k) for k in ("read", "write", "open", "sync"))
 
+# the data calls that carry their own offset
+POSITIONED = tuple(name for name in READS + WRITES if name.startswith("p"))
+
 # what a call is, as a small integer per event; creat and ftruncate are singled out of their
 # kinds (open, resize) because each empties a file
 OTHER, READ, WRITE, OPEN, CLOSE, SYNC, CREAT, FTRUNCATE = range(8)
@@ -474,6 +477,11 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
                                   index=dby.phases).reindex(rows.index)
     size = col("requested", d_rows)
     rows["short"] = data_sum(((ret_d >= 0) & (ret_d < size)).astype(np.int64))
+    # calls that carry their own offset (pread, pwritev, ...): a C stdio stream never makes them
+    positioned = np.isin(events["syscall"].astype(str).to_numpy()[d_rows], POSITIONED)
+    rows["positioned_ops"] = data_sum(positioned.astype(np.int64))
+    seek_rows = np.flatnonzero(np.isin(events["syscall"].astype(str).to_numpy(), ops_of_kind("seek")))
+    rows["seeks"] = np.bincount(slot[seek_rows], minlength=slots)[rows.index.to_numpy(np.int64)]
     record = pd.Series(dby.first(size), index=dby.phases)
     for i in np.flatnonzero(dby.min(size) != dby.max(size)):   # several sizes: the most common one
         lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d_rows))
@@ -570,7 +578,7 @@ COLUMNS = [
     "duration_s", "wall_Bps", "busy_Bps", "iops",
     "lat_min_us", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us", "lat_max_us",
     "data_ns", "fsyncs", "fsync_ns", "openclose_ns", "other_calls_ns", "other_targets_ns", "user_ns",
-    "errors", "short", "too_short", "reread", "rewrite",
+    "errors", "short", "positioned_ops", "seeks", "too_short", "reread", "rewrite",
     "open_flags", "O_DIRECT", "O_SYNC", "O_DSYNC", "O_APPEND",
     "first_ns", "last_ns", "data_first_ns", "data_last_ns", "sync_end_ns", "close_end_ns",
 ]

@@ -440,3 +440,22 @@ scope = "phase"
     got = matching.match(rep, claims, "spec", ["./bench"], trace=trace)
     # THEN the two "a" claims are about one phase, "b" about the next
     assert [v.phases for v in got] == [[1], [2], [1]]
+
+
+def test_pwrite_records_of_a_buffers_size_are_the_programs_own_not_a_streams():
+    # GIVEN a program that pwrites 4 KiB records (a stdio buffer's size, but with its own
+    # offsets), and the same through write(2), each claimed in a spec at what the calls did
+    def phase_of(call: str):
+        calls = Calls().open(F, O_WRONLY | O_CREAT | O_TRUNC)
+        for i in range(150):
+            getattr(calls, call)(4096, i * 4096) if call == "pwrite" else calls.write(4096)
+        return built(calls.close(), ["./bench"])
+
+    def reasons(call: str) -> list[str]:
+        rep, trace = phase_of(call)
+        bps = float(rep.phases.iloc[0]["wall_Bps"])
+        c = Claim("spec", "w", bps, "B/s", "w", bytes_per_s=bps, direction="write", extra={"match": "order"})
+        return matching.match(rep, [c], "spec", ["./bench"], trace=trace)[0].reasons
+    # THEN only the write(2) calls are called a stream's buffer
+    assert any("a stdio buffer's size" in r for r in reasons("write"))
+    assert not any("a stdio buffer's size" in r for r in reasons("pwrite"))
