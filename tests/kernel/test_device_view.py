@@ -140,8 +140,10 @@ def test_cold_read_comes_from_the_device_and_a_warm_reread_from_the_page_cache(d
     assert abs(cold_dev["read_bytes"] / SIZE - 1) <= 0.05
     assert warm_dev["read_bytes"] <= 0.01 * SIZE
     assert any(r.startswith("the device answered") for r in _reasons(cold))
-    assert any(r.startswith(f"the page cache answered: {SIZE:,} bytes read, 0 from the device")
-               for r in _reasons(warm))
+    # (a request the cold read left in flight, or metadata, may complete in the warm window on
+    # a busy machine: a few pages, never the file)
+    [answered] = [r for r in _reasons(warm) if r.startswith(f"the page cache answered: {SIZE:,} bytes read, ")]
+    assert int(answered.split(" bytes read, ")[1].split(" ")[0].replace(",", "")) <= 0.01 * SIZE, answered
     # (on a busy machine the warm read may wait for a CPU, but it never waits on the device)
     assert warm_dev["limiter"] in ("kernel", "user", "cpu")
     assert warm_dev["blocked_s"] <= 0.2 * warm_dev["window_s"]
