@@ -123,3 +123,51 @@ def late_flush_reason(flush: dict) -> str:
             f"last full {flush['record']:,}-byte write ended {units.seconds(flush['after_full_ns'] / 1e9)} earlier, "
             f"the close came {units.seconds(flush['close_after_ns'] / 1e9)} after; if the benchmark stopped its "
             f"clock before closing, they are outside its window")
+
+
+def final_writes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFrame) -> dict[int, dict]:
+    """Per write phase of a stream (write(2) calls of one stdio buffer's size): its last write,
+    when the next call of its thread closes the fd: what fclose does with a full buffer. Not
+    evidence by itself (a program that writes and closes looks the same): a claim that fits the
+    phase without it is (matching.py asks)."""
+    if events is None or phases.empty:
+        return {}
+    table = phases.set_index("phase")
+    streams = table[(table["operation"] == "write") & table["record_size"].isin(STDIO_BUFFERS)
+                    & (table["positioned_ops"] == 0) & (table["ops"] >= 2)]
+    if streams.empty:
+        return {}
+    kind = phase_module.call_kinds(events["syscall"])
+    phase = assigned["phase"].to_numpy()
+    writes = (kind == phase_module.WRITE) & ~phase_module.uncounted(assigned)
+    tid, fd = events["tid"].to_numpy(), events["fd"].to_numpy()
+    start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
+    ret = events["ret"].to_numpy()
+    out = {}
+    for p in streams.index:
+        rows = np.flatnonzero(writes & (phase == p))
+        last, before = rows[-1], rows[-2]
+        after = np.flatnonzero(tid[last + 1:] == tid[last])
+        if not len(after) or kind[last + 1 + after[0]] != phase_module.CLOSE or fd[last + 1 + after[0]] != fd[last]:
+            continue
+        out[int(p)] = {"bytes": int(max(ret[last], 0)), "before_end_ns": int(end[before]),
+                       "gap_ns": int(start[last] - end[before])}
+    return out
+
+
+def final_write_reason(claim, rows: pd.DataFrame, final: dict, value: float, kind: str, tolerance: float) -> str | None:
+    """The claim fits its phase without the last write, which the close made: the program
+    stopped its clock before fclose flushed its stream's last full buffer."""
+    if kind != "bytes" or len(rows) != 1:
+        return None
+    r = rows.iloc[0]
+    seconds = (final["before_end_ns"] - float(r["data_first_ns"])) / 1e9
+    if seconds <= 0:
+        return None
+    without = (float(r["bytes"]) - final["bytes"]) / seconds
+    if not without or abs(value / without - 1) > tolerance:
+        return None
+    return (f"a final flush at close: the phase's last write ({final['bytes']:,} bytes, a full stream buffer) came "
+            f"{units.seconds(final['gap_ns'] / 1e9)} after the one before and just before close; without it the "
+            f"active figure is {units.rate(without)}, within {abs(value / without - 1):.1%} of the claim: the program "
+            f"stopped its clock before fclose wrote it")

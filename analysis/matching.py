@@ -31,6 +31,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     argv = command or []
     window = benchmark.window(argv) or spec_window
     flushes = buffering.late_flushes(trace.events, report.assigned, report.phases) if trace is not None else {}
+    finals = buffering.final_writes(trace.events, report.assigned, report.phases) if trace is not None else {}
     find = benchmark.matcher(report, claims, argv, trace)
     out = []
     for claim in claims:
@@ -48,6 +49,12 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
                                  combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
                                  parent_start_ns=found.parent_start_ns)
         _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)
+        if verdict.verdict in ("disagrees", "cannot judge") and len(rows) == 1 and int(rows.iloc[0]["phase"]) in finals:
+            value, kind = verdicts.claimed(claim)
+            why = buffering.final_write_reason(claim, rows, finals[int(rows.iloc[0]["phase"])], value, kind, tolerance)
+            if why:
+                verdict.verdict = "explained"
+                verdict.reasons.insert(0, why)
         out.append(verdict)
     began = mid_run(trace.meta) if trace is not None else None
     if began:

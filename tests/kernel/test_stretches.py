@@ -89,3 +89,23 @@ def test_the_trace_has_as_many_stretches_as_strace_has_opens(reopen, tmp_path):
     assert opens == 4
     assert assigned.loc[mine, "span"].nunique() == opens
     assert assigned.loc[mine & (assigned["phase"] > 0).to_numpy(), "phase"].nunique() == opens
+
+
+def test_a_streams_last_full_buffer_written_at_fclose_after_the_clock_explains_the_claim(tmp_path):
+    # GIVEN a stdio program whose 1,000 full blocks leave the last one in the stream until
+    # fclose, which it calls 0.2 s after stopping its clock
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed: cannot build tests/workloads/stdio_late_flush.c")
+    exe, out = tmp_path / "stdio_late_flush", tmp_path / "run.iwt"
+    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-o", str(exe), str(WORKLOADS / "stdio_late_flush.c")], check=True)
+    iowitness("run", "-q", "-o", str(out), "--", str(exe), str(tmp_path / "data"))
+    trace = load(out)
+    # WHEN its claim is judged
+    claims = spec.parse(trace.output["stdout"], spec.load(WORKLOADS / "stdio_late_flush.toml"))
+    [verdict] = matching.match(trace.report(), claims, "spec", trace.meta["command"], 0.05, trace.lost, trace=trace)
+    # THEN the calls' window (which runs to the flush) is far off, and the reason is the last
+    # full buffer, written by fclose after the other work: without it the figure fits
+    writes = trace.events[trace.events["syscall"] == "write"]
+    assert int(writes["ret"].sum()) == 4_096_000 and int(writes["ret"].iloc[-1]) == 4096
+    assert verdict.verdict == "explained", verdict.reasons
+    assert verdict.reasons[0].startswith("a final flush at close: the phase's last write (4,096 bytes")
