@@ -125,7 +125,12 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost:
                        + " in the phase")
     reasons.extend(notes)
 
-    if within(ratio, tolerance, without_ratio=True):
+    if ratio is None:
+        # nothing to set the claim against: never an agreement by default
+        return cannot_judge(verdict, f"no active figure to set the claim against: the {window} window measures "
+                                     f"{fmt(active, kind) if active == active else 'nothing'} (a phase of one call, "
+                                     "or no time between its first and last call)")
+    if within(ratio, tolerance, without_ratio=False):
         _note_window(rows, figures, window, kind, reasons)
         note_records(claim, rows, value, kind, tolerance, reasons)
         _note_user_time(rows, reasons)
@@ -152,8 +157,8 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost:
 def within(ratio: float | None, slack: float, *, without_ratio: bool) -> bool:
     """Whether a claim agrees: its ratio to the window figure is within `slack` of 1.
 
-    Without a ratio (the window figure is 0 or missing) the answer is `without_ratio`: judge()
-    has always said yes (nothing to compare with), a benchmark's per-process statistic no."""
+    Without a ratio (the window figure is 0 or missing) the answer is `without_ratio`; judge()
+    says cannot judge before it asks."""
     return without_ratio if ratio is None else abs(ratio - 1) <= slack
 
 
