@@ -463,7 +463,7 @@ def test_pwrite_records_of_a_buffers_size_are_the_programs_own_not_a_streams():
 
 def test_a_claim_with_no_active_figure_to_set_against_is_not_an_agreement():
     # GIVEN a phase of one write: no time between its first and last call, no rate to measure
-    rep, trace = built(Calls().open(F, O_WRONLY | O_CREAT | O_TRUNC).write(4096).close(), ["./bench"])
+    rep, trace = built(Calls().open(F, O_WRONLY | O_CREAT | O_TRUNC).write(4096, latency=0).close(), ["./bench"])
     # WHEN a rate is claimed for it
     [v] = matching.match(rep, [claim(1e6, source="spec", extra={"match": "order"})], "spec", ["./bench"], trace=trace)
     # THEN it cannot be judged, and says why; it is never taken as agreeing
