@@ -52,6 +52,13 @@ def call_kinds(syscall: pd.Series) -> np.ndarray:
     return table[cat.cat.codes.to_numpy()]
 
 
+def named(syscall: pd.Series, names) -> np.ndarray:
+    """Per event: whether its syscall is one of `names`, looked up per category, not per row."""
+    cat = syscall if isinstance(syscall.dtype, pd.CategoricalDtype) else syscall.astype("category")
+    table = np.array([str(c) in names for c in cat.cat.categories] + [False])
+    return table[cat.cat.codes.to_numpy()]
+
+
 def lookup(per_phase: pd.Series, phase: np.ndarray) -> np.ndarray:
     """A per-phase figure (indexed by phase number) for each row's phase, NaN where a phase has
     none: an array indexed by phase, not a pandas reindex of millions of rows."""
@@ -159,10 +166,10 @@ def _spans(events: pd.DataFrame, kind: np.ndarray, ok: np.ndarray) -> tuple[np.n
     tgid = events["tgid"].to_numpy(np.int64)
     fd = events["fd"].to_numpy(np.int64)
     ret = events["ret"].to_numpy(np.int64)
-    syscall = events["syscall"].astype(str).to_numpy() if n else np.empty(0, dtype=object)
-    copies = np.flatnonzero(ok & np.isin(syscall, ["dup", "dup2", "dup3"]) |
-                            (ok & (syscall == "fcntl") & np.isin(events["flags"].to_numpy(np.int64),
-                                                                 [F_DUPFD, F_DUPFD_CLOEXEC])))
+    dups = named(events["syscall"], ops_of_kind("dup"))
+    fcntl = named(events["syscall"], ops_of_kind("fcntl"))
+    copies = np.flatnonzero(ok & (dups | (fcntl & np.isin(events["flags"].to_numpy(np.int64),
+                                                          [F_DUPFD, F_DUPFD_CLOEXEC]))))
     # a copy names a second fd: a row of its own on that fd's key, just after the copy
     key = np.r_[(tgid << 32) | (fd & 0xFFFFFFFF), (tgid[copies] << 32) | (ret[copies] & 0xFFFFFFFF)]
     when = np.r_[np.arange(n, dtype=np.float64), copies + 0.5]
@@ -478,9 +485,9 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     size = col("requested", d_rows)
     rows["short"] = data_sum(((ret_d >= 0) & (ret_d < size)).astype(np.int64))
     # calls that carry their own offset (pread, pwritev, ...): a C stdio stream never makes them
-    positioned = np.isin(events["syscall"].astype(str).to_numpy()[d_rows], POSITIONED)
+    positioned = named(events["syscall"], POSITIONED)[d_rows]
     rows["positioned_ops"] = data_sum(positioned.astype(np.int64))
-    seek_rows = np.flatnonzero(np.isin(events["syscall"].astype(str).to_numpy(), ops_of_kind("seek")))
+    seek_rows = np.flatnonzero(named(events["syscall"], ops_of_kind("seek")))
     rows["seeks"] = np.bincount(slot[seek_rows], minlength=slots)[rows.index.to_numpy(np.int64)]
     record = pd.Series(dby.first(size), index=dby.phases)
     for i in np.flatnonzero(dby.min(size) != dby.max(size)):   # several sizes: the most common one
