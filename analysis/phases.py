@@ -172,14 +172,20 @@ def _spans(events: pd.DataFrame, kind: np.ndarray, ok: np.ndarray) -> tuple[np.n
                                                           [F_DUPFD, F_DUPFD_CLOEXEC]))))
     # a copy names a second fd: a row of its own on that fd's key, just after the copy
     key = np.r_[(tgid << 32) | (fd & 0xFFFFFFFF), (tgid[copies] << 32) | (ret[copies] & 0xFFFFFFFF)]
-    when = np.r_[np.arange(n, dtype=np.float64), copies + 0.5]
-    order = np.lexsort((when, key))
-    k = key[order]
-    first_of_key = _new_group(k)
+    del tgid, fd, ret, dups, fcntl
+    if not len(copies):
+        order = stable_order(key)   # rows are in time order already: a stable sort keeps it per key
+    else:
+        when = np.r_[np.arange(n, dtype=np.int64) * 2, copies * 2 + 1]
+        order = np.lexsort((when, key))
+        del when
+    first_of_key = _new_group(key[order])
+    del key
     is_copy = order >= n
     made = np.zeros(len(order), dtype=bool)
     made[~is_copy] = (((kind == OPEN) | (kind == CREAT)) & ok)[order[~is_copy]]
     segment = np.cumsum(first_of_key | made | is_copy) - 1
+    del first_of_key, made
     # each segment is a description, but a copy's is the one it copies: resolved in time order,
     # so a copy of a copy finds its source resolved already
     description = np.arange(int(segment[-1]) + 1 if len(segment) else 0)
@@ -188,7 +194,9 @@ def _spans(events: pd.DataFrame, kind: np.ndarray, ok: np.ndarray) -> tuple[np.n
     for c, at in zip(copies, np.flatnonzero(is_copy)[np.argsort(order[is_copy])]):
         description[segment[at]] = description[segment_of[c]]
     span_of_row = description[segment_of[:n]]
+    del segment_of, segment, order
     span = _codes(span_of_row)   # numbered in order of first call
+    del span_of_row
     by_span = stable_order(span)
     return span, by_span
 
@@ -541,26 +549,39 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
 def _other_targets_ns(events: pd.DataFrame, slot: np.ndarray, rows: pd.DataFrame) -> pd.Series:
     """Per phase: time its thread spent in calls on other targets (another file, another open
     of the file) while the phase ran: a benchmark writing four files in turn from one thread
-    spends three quarters of each file's phase on the other three, not in user space."""
-    tid = events["tid"].to_numpy(np.int64)
-    start = events["start_ns"].to_numpy(np.int64)
-    latency = events["latency_ns"].to_numpy(np.int64)
-    by = np.lexsort((start, tid))
-    s_tid, s_start = tid[by], start[by]
+    spends three quarters of each file's phase on the other three, not in user space. Only
+    threads whose phases overlap in time are looked at: the others have none."""
+    out = pd.Series(0, index=rows.index, dtype=np.int64)
+    by_thread = rows.sort_values(["tid", "first_ns"], kind="stable")
+    p_tid = by_thread["tid"].to_numpy(np.int64)
+    ends = by_thread.groupby("tid")["last_ns"].cummax().to_numpy(np.int64)
+    overlapping = np.r_[False, (p_tid[1:] == p_tid[:-1]) & (by_thread["first_ns"].to_numpy(np.int64)[1:] < ends[:-1])]
+    threads = np.unique(p_tid[overlapping])
+    if not len(threads):
+        return out
+    rows = rows[rows["tid"].isin(threads)]
+    mine = np.flatnonzero(np.isin(events["tid"].to_numpy(), threads))   # time order kept
+    tid = events["tid"].to_numpy()[mine].astype(np.int64)
+    by = stable_order(tid)
+    s_tid, s_start = tid[by], events["start_ns"].to_numpy()[mine][by].astype(np.int64)
+    latency = events["latency_ns"].to_numpy()[mine].astype(np.int64)
     cum = np.r_[0, np.cumsum(latency[by])]
+    del by
     p_tid, lo, hi = rows["tid"].to_numpy(np.int64), rows["first_ns"].to_numpy(np.int64), rows["last_ns"].to_numpy(np.int64)
     # the thread's calls that start inside the phase's window, as a range of the sorted rows
     key_lo = np.searchsorted(s_tid, p_tid, side="left")
     key_hi = np.searchsorted(s_tid, p_tid, side="right")
     a = np.array([k + np.searchsorted(s_start[k:e], x, side="left") for k, e, x in zip(key_lo, key_hi, lo)], np.int64)
     b = np.array([k + np.searchsorted(s_start[k:e], x, side="left") for k, e, x in zip(key_lo, key_hi, hi)], np.int64)
-    in_window = cum[b] - cum[a] if len(rows) else np.empty(0, np.int64)
+    in_window = cum[b] - cum[a]
     # minus the phase's own calls in that thread
-    phase_tid = np.zeros(int(slot.max()) + 1, dtype=np.int64)
+    phase_tid = np.full(int(slot.max()) + 1, -1, dtype=np.int64)
     phase_tid[rows.index.to_numpy(np.int64)] = p_tid
-    own_rows = tid == phase_tid[slot]
-    own = np.bincount(slot[own_rows], weights=latency[own_rows], minlength=len(phase_tid))[rows.index.to_numpy(np.int64)]
-    return pd.Series(np.maximum(in_window - own, 0).astype(np.int64), index=rows.index)
+    own_rows = tid == phase_tid[slot[mine]]
+    own = np.bincount(slot[mine][own_rows], weights=latency[own_rows],
+                      minlength=len(phase_tid))[rows.index.to_numpy(np.int64)]
+    out.loc[rows.index] = np.maximum(in_window - own, 0).astype(np.int64)
+    return out
 
 
 def _first_after(phase: np.ndarray, start: np.ndarray, end: np.ndarray, after: pd.Series) -> pd.Series:
