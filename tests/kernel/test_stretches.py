@@ -16,8 +16,8 @@ import pytest
 
 from iowitness.analysis import matching
 from iowitness.analysis.benchmarks import spec
-from tests.support.cli import iowitness
 from iowitness.analysis.run import load
+from tests.support.cli import iowitness
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 MIB_ARG, OPS, RECORD = 32, 20000, 100

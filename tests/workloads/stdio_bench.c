@@ -28,22 +28,11 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 #define RECORD 100
 #define TAIL 1000
 #define BLOCK 4096L
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
-}
 
 /* a 100-byte record: 99 characters of text and a newline */
 static void put_record(FILE *f, long i)

@@ -15,15 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
+
 #define RECORDS 40960
 #define RECORD 100
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {

@@ -22,20 +22,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 #define RECORD 100
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
-}
 
 static FILE *open_or_die(const char *path, const char *mode)
 {

@@ -20,19 +20,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
+
 #define RECORD 4096
 
 struct job {
 	int fd;
 	long first, records;
 };
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static void *writer(void *arg)
 {
