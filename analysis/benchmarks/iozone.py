@@ -188,7 +188,10 @@ def name_units(units: pd.DataFrame, argv: list[str]) -> list[str | None]:
     sweep, so the expected names repeat; a unit whose direction does not fit the next
     expected pass is matched to the next pass that fits.
     """
-    sequence = [pass_ for t in tests(argv) for pass_ in IOZONE_TESTS[t]]
+    try:
+        sequence = [pass_ for t in tests(argv) for pass_ in IOZONE_TESTS[t]]
+    except (ValueError, KeyError):   # "-i x", "-i 99": IOzone itself refuses them; no names then
+        return [None] * len(units)
     names, position = [], 0
     for operation in units["operation"]:
         for attempt in range(len(sequence)):

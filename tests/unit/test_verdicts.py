@@ -468,3 +468,13 @@ def test_a_claim_with_no_active_figure_to_set_against_is_not_an_agreement():
     [v] = matching.match(rep, [claim(1e6, source="spec", extra={"match": "order"})], "spec", ["./bench"], trace=trace)
     # THEN it cannot be judged, and says why; it is never taken as agreeing
     assert v.verdict == "cannot judge" and v.reasons[0].startswith("no active figure to set the claim against")
+
+
+def test_an_iozone_command_line_iozone_would_refuse_names_no_phase_and_raises_nothing():
+    # GIVEN a trace whose recorded IOzone command says "-i x" (IOzone refuses it)
+    calls = Calls().open(F, O_WRONLY | O_CREAT | O_TRUNC)
+    for _ in range(150):
+        calls.write(4096)
+    # WHEN the report is built THEN its phases keep their generic names
+    rep, _ = built(calls.close(), ["iozone", "-i", "x", "-s", "600k"])
+    assert rep.benchmark == "iozone" and rep.phases["benchmark_name"].isna().all()
