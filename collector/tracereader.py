@@ -9,6 +9,7 @@ analysis/run.py.
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from pathlib import Path
 
@@ -98,6 +99,7 @@ def _read(path, data: memoryview, version: int, file_size: int) -> TraceData:
         meta_kinds = {int(k): str(v) for k, v in lay["meta_kinds"].items()}
         for target in start.get("targets", []):
             int(target["dev"]), int(target["ino"]), str(target["path"])   # checked here, used later
+        _check_attached(start.get("attached"))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BadTrace(f"{path} has a broken START chunk ({exc}); it cannot be read") from None
 
@@ -148,6 +150,28 @@ def _read(path, data: memoryview, version: int, file_size: int) -> TraceData:
     _attach_device_view(trace, records, samples)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace
+
+
+def _check_attached(attached) -> None:
+    """START's `attached` (attach --pid: what /proc said of each process): ValueError unless it
+    is a list of {pid: int, comm: str, cmdline: [str], cwd: str, age_s: finite number}, each
+    but pid possibly null."""
+    if attached is None:
+        return
+    if not isinstance(attached, list):
+        raise ValueError("'attached' is not a list")
+    for p in attached:
+        if not isinstance(p, dict) or type(p.get("pid")) is not int:
+            raise ValueError("an 'attached' process has no PID")
+        age = p.get("age_s")
+        if age is not None and (type(age) not in (int, float) or not math.isfinite(age)):
+            raise ValueError("an 'attached' process has an age that is not a number")
+        for key in ("comm", "cwd"):
+            if p.get(key) is not None and not isinstance(p[key], str):
+                raise ValueError(f"an 'attached' process has a {key} that is not text")
+        cmdline = p.get("cmdline")
+        if cmdline is not None and not (isinstance(cmdline, list) and all(isinstance(a, str) for a in cmdline)):
+            raise ValueError("an 'attached' process has a command line that is not a list of words")
 
 
 def _summary_rows(payload) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The .iwt trace format: round trip, crash safety, refusals, and export (collector/traceformat.py, tracewriter.py, tracereader.py; analysis/run.py)."""
 
 import json
+import re
 import os
 import signal
 import struct
@@ -708,3 +709,28 @@ def test_a_killed_run_is_counted_by_what_its_trace_holds_not_by_its_last_counter
     assert trace.event_count == 3 and trace.lost == 2
     assert observer.cost(trace)["calls"] == 3
     assert observer.line(trace).startswith("observer  3 events, 2 lost")
+
+
+@pytest.mark.parametrize("attached, why", [
+    ("str", "'attached' is not a list"),
+    ([{"pid": "x"}], "an 'attached' process has no PID"),
+    ([{"pid": 1, "age_s": "y"}], "an 'attached' process has an age that is not a number"),
+    ([{"pid": 1, "cmdline": 7}], "an 'attached' process has a command line that is not a list of words"),
+])
+def test_a_start_chunk_with_a_broken_attached_list_is_refused_in_one_line(tmp_path, attached, why):
+    # GIVEN a trace whose START says something impossible of the processes attached to
+    path = tmp_path / "odd.iwt"
+    writer = TraceWriter(path, {"mode": "attach", "attached": attached})
+    writer.close({})
+    # WHEN it is read THEN it is refused, naming what is wrong, as any broken START
+    with pytest.raises(BadTrace, match=re.escape(why)):
+        load(path)
+
+
+def test_an_attached_list_reads_back_as_written(tmp_path):
+    path = tmp_path / "ok.iwt"
+    attached = [{"pid": 42, "comm": "fio", "cmdline": ["fio", "--name=a"], "cwd": "/w", "age_s": 1.5}]
+    writer = TraceWriter(path, {"mode": "attach", "attached": attached})
+    writer.close({})
+    trace = load(path)
+    assert trace.meta["attached"] == attached and list(trace.processes["comm"]) == ["fio"]
