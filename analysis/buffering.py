@@ -105,11 +105,8 @@ def late_flushes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFr
         if (requested[tail] >= record_of[p]).any():
             continue
         last = tail[-1]
-        after = np.flatnonzero(tid[last + 1:] == tid[last])
-        if not len(after):
-            continue
-        following = last + 1 + after[0]
-        if kind[following] != phase_module.CLOSE or fd[following] != fd[last]:
+        following = _close_after(last, kind, tid, fd)
+        if following is None:
             continue
         out[int(p)] = {"bytes": int(np.clip(ret[tail], 0, None).sum()), "calls": len(tail),
                        "record": int(record_of[p]), "after_full_ns": int(start[tail[0]] - end[rows[full[-1]]]),
@@ -125,34 +122,32 @@ def late_flush_reason(flush: dict) -> str:
             f"clock before closing, they are outside its window")
 
 
-def final_writes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFrame) -> dict[int, dict]:
-    """Per write phase of a stream (write(2) calls of one stdio buffer's size): its last write,
+def _close_after(row: int, kind: np.ndarray, tid: np.ndarray, fd: np.ndarray) -> int | None:
+    """The row of the close of `row`'s fd, when it is the next call of `row`'s thread."""
+    after = np.flatnonzero(tid[row + 1:] == tid[row])
+    if not len(after):
+        return None
+    following = row + 1 + after[0]
+    return following if kind[following] == phase_module.CLOSE and fd[following] == fd[row] else None
+
+
+def final_write(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFrame, phase: int) -> dict | None:
+    """A write phase of a stream (write(2) calls of one stdio buffer's size): its last write,
     when the next call of its thread closes the fd: what fclose does with a full buffer. Not
     evidence by itself (a program that writes and closes looks the same): a claim that fits the
-    phase without it is (matching.py asks)."""
-    if events is None or phases.empty:
-        return {}
-    table = phases.set_index("phase")
-    streams = table[(table["operation"] == "write") & table["record_size"].isin(STDIO_BUFFERS)
-                    & (table["positioned_ops"] == 0) & (table["ops"] >= 2)]
-    if streams.empty:
-        return {}
+    phase without it is (matching.py asks, for a claim that does not fit it with it)."""
+    r = phases.set_index("phase").loc[phase]
+    if r["operation"] != "write" or int(r["record_size"]) not in STDIO_BUFFERS or r["positioned_ops"] or r["ops"] < 2:
+        return None
     kind = phase_module.call_kinds(events["syscall"])
-    phase = assigned["phase"].to_numpy()
-    writes = (kind == phase_module.WRITE) & ~phase_module.uncounted(assigned)
-    tid, fd = events["tid"].to_numpy(), events["fd"].to_numpy()
+    rows = np.flatnonzero((kind == phase_module.WRITE) & (assigned["phase"].to_numpy() == phase)
+                          & ~phase_module.uncounted(assigned))
+    last, before = rows[-1], rows[-2]
+    if _close_after(last, kind, events["tid"].to_numpy(), events["fd"].to_numpy()) is None:
+        return None
     start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
-    ret = events["ret"].to_numpy()
-    out = {}
-    for p in streams.index:
-        rows = np.flatnonzero(writes & (phase == p))
-        last, before = rows[-1], rows[-2]
-        after = np.flatnonzero(tid[last + 1:] == tid[last])
-        if not len(after) or kind[last + 1 + after[0]] != phase_module.CLOSE or fd[last + 1 + after[0]] != fd[last]:
-            continue
-        out[int(p)] = {"bytes": int(max(ret[last], 0)), "before_end_ns": int(end[before]),
-                       "gap_ns": int(start[last] - end[before])}
-    return out
+    return {"bytes": int(max(events["ret"].to_numpy()[last], 0)), "before_end_ns": int(end[before]),
+            "gap_ns": int(start[last] - end[before])}
 
 
 def final_write_reason(claim, rows: pd.DataFrame, final: dict, value: float, kind: str, tolerance: float) -> str | None:

@@ -31,7 +31,6 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     argv = command or []
     window = benchmark.window(argv) or spec_window
     flushes = buffering.late_flushes(trace.events, report.assigned, report.phases) if trace is not None else {}
-    finals = buffering.final_writes(trace.events, report.assigned, report.phases) if trace is not None else {}
     find = benchmark.matcher(report, claims, argv, trace)
     out = []
     for claim in claims:
@@ -49,12 +48,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
                                  combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
                                  parent_start_ns=found.parent_start_ns)
         _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)
-        if verdict.verdict in ("disagrees", "cannot judge") and len(rows) == 1 and int(rows.iloc[0]["phase"]) in finals:
-            value, kind = verdicts.claimed(claim)
-            why = buffering.final_write_reason(claim, rows, finals[int(rows.iloc[0]["phase"])], value, kind, tolerance)
-            if why:
-                verdict.verdict = "explained"
-                verdict.reasons.insert(0, why)
+        if verdict.verdict in ("disagrees", "cannot judge") and len(rows) == 1 and trace is not None:
+            _final_flush(claim, rows, verdict, trace, report, tolerance)
         out.append(verdict)
     began = mid_run(trace.meta) if trace is not None else None
     if began:
@@ -66,6 +61,16 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             elif verdict.verdict in ("agrees", "explained"):
                 verdict.reasons.append(began)
     return out
+
+
+def _final_flush(claim: Claim, rows: pd.DataFrame, verdict: verdicts.Verdict, trace, report, tolerance: float) -> None:
+    """A claim that fits its stream's phase without the last buffer fclose wrote: explained."""
+    final = buffering.final_write(trace.events, report.assigned, report.phases, int(rows.iloc[0]["phase"]))
+    value, kind = verdicts.claimed(claim)
+    why = buffering.final_write_reason(claim, rows, final, value, kind, tolerance) if final else None
+    if why:
+        verdict.verdict = "explained"
+        verdict.reasons.insert(0, why)
 
 
 def _bytes_reason(said: int | None, rows: pd.DataFrame, verdict: verdicts.Verdict) -> None:

@@ -45,18 +45,21 @@ OPERATIONS = ["", "read", "write", "mixed"]
 PATTERN_SAMPLE = 2000
 
 
-def call_kinds(syscall: pd.Series) -> np.ndarray:
-    """OTHER/READ/WRITE/OPEN/CREAT/CLOSE/SYNC/FTRUNCATE per event, looked up per category."""
+def _per_category(syscall: pd.Series, value_of, missing, dtype) -> np.ndarray:
+    """value_of(name) per event, looked up once per category, never per row."""
     cat = syscall if isinstance(syscall.dtype, pd.CategoricalDtype) else syscall.astype("category")
-    table = np.array([_KIND_OF.get(str(c), OTHER) for c in cat.cat.categories] + [OTHER], dtype=np.int8)
+    table = np.array([value_of(str(c)) for c in cat.cat.categories] + [missing], dtype=dtype)
     return table[cat.cat.codes.to_numpy()]
+
+
+def call_kinds(syscall: pd.Series) -> np.ndarray:
+    """OTHER/READ/WRITE/OPEN/CREAT/CLOSE/SYNC/FTRUNCATE per event."""
+    return _per_category(syscall, lambda name: _KIND_OF.get(name, OTHER), OTHER, np.int8)
 
 
 def named(syscall: pd.Series, names) -> np.ndarray:
-    """Per event: whether its syscall is one of `names`, looked up per category, not per row."""
-    cat = syscall if isinstance(syscall.dtype, pd.CategoricalDtype) else syscall.astype("category")
-    table = np.array([str(c) in names for c in cat.cat.categories] + [False])
-    return table[cat.cat.codes.to_numpy()]
+    """Per event: whether its syscall is one of `names`."""
+    return _per_category(syscall, lambda name: name in names, False, bool)
 
 
 def lookup(per_phase: pd.Series, phase: np.ndarray) -> np.ndarray:

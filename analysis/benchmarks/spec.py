@@ -34,6 +34,8 @@ from pathlib import Path
 import pandas as pd
 
 from iowitness.analysis.claims import Claim, Match, UnparsableOutput
+from iowitness.analysis.figures import figures_of
+from iowitness.analysis.verdicts import claimed
 
 NAME = "spec"
 PROGRAM = None    # any program: chosen with --spec
@@ -353,9 +355,6 @@ def _widen(claim: Claim, rows: pd.DataFrame, phases: pd.DataFrame) -> Match:
 def _fits_better(claim: Claim, concurrent: pd.DataFrame, one: pd.DataFrame) -> bool:
     """The claim's figure is nearer the concurrent set's (all its bytes over its wall time)
     than the one phase's: a total over the threads or files of a test."""
-    from iowitness.analysis.figures import figures_of
-    from iowitness.analysis.verdicts import claimed
-
     value, kind = claimed(claim)
     if value is None or value <= 0 or kind in ("latency", "elapsed"):
         return False
