@@ -16,9 +16,11 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis import figures as active_figures
+from iowitness.analysis import phases as phase_module
 from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis import verdicts
 from iowitness.analysis.claims import Claim, Match
+from iowitness.collector.traceformat import ops_of_kind
 
 SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}
 # figures of one child or a statistic over the children (the "child" lines are -C's)
@@ -70,9 +72,11 @@ def _last_go(events: pd.DataFrame, files: list[str], rows: pd.DataFrame) -> int 
 
 
 def _last_call_on(events: pd.DataFrame, files: list[str], rows: pd.DataFrame, phases: pd.DataFrame) -> int | None:
-    """The end of the last call on the benchmark's files (IOzone's -F) during a group's test:
+    """The end of the last close of the benchmark's files (IOzone's -F) during a group's test:
     from its first data call to the next phase's first call. A child that moved no data
-    still opened and closed its file, and the parent waited for it."""
+    still opened and closed its file, and the parent waited for it. Closes only: the next
+    test's children open their files before its first phase's first call, and on a busy
+    machine some of those opens come before it."""
     if not files:
         return None
     start = int(rows["data_first_ns"].min())
@@ -80,6 +84,7 @@ def _last_call_on(events: pd.DataFrame, files: list[str], rows: pd.DataFrame, ph
     end = int(later.min()) if len(later) else None
     paths = events["path"].astype(str)
     mine = paths.isin([os.path.abspath(f) for f in files]).to_numpy() & (events["start_ns"].to_numpy() >= start)
+    mine &= phase_module.named(events["syscall"], ops_of_kind("close"))
     if end is not None:
         mine &= events["start_ns"].to_numpy() < end
     return int(events.loc[mine, "end_ns"].max()) if mine.any() else None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import select
+import signal
 import subprocess
 import sys
 import textwrap
@@ -40,19 +42,23 @@ def _start_attach(*args):
 
 
 def _wait_attached(collector, timeout=60):
-    """Until the collector says on stderr that its probe is live (it does, without -q)."""
+    """Until the collector says on stderr that its probe is live (it does, without -q).
+
+    Read from the pipe's fd, not line by line through the text wrapper: a readline can take
+    the "attached" line into the wrapper's buffer along with the line before it, and a select
+    on the fd would then wait for output that never comes until the run ends."""
     deadline = time.monotonic() + timeout
-    seen = []
+    fd, seen = collector.stderr.fileno(), b""
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([collector.stderr], [], [], 0.5)
+        ready, _, _ = select.select([fd], [], [], 0.5)
         if ready:
-            line = collector.stderr.readline()
-            seen.append(line)
-            if "attached; recording" in line:
+            chunk = os.read(fd, 65536)
+            seen += chunk
+            if b"attached; recording" in seen:
                 return
-            if not line:
+            if not chunk:
                 break
-    raise AssertionError(f"the collector did not attach: {''.join(seen)}")
+    raise AssertionError(f"the collector did not attach: {seen.decode(errors='replace')}")
 
 
 def test_attach_pid_captures_calls_on_a_file_opened_before(tmp_path):
@@ -117,6 +123,12 @@ def test_attach_file_captures_every_process_using_it(tmp_path):
     assert target.stat().st_size == 5000 + 21000
 
 
+def _stop(fio) -> None:
+    """End fio's time-based run early, as Ctrl-C does: it still writes its JSON output."""
+    fio.send_signal(signal.SIGINT)
+    fio.wait(timeout=60)
+
+
 def _start_fio(workdir, seconds: int):
     """fio writing its job file at random for `seconds`, started by the test: its argv is the truth."""
     argv = ["fio", "--name=midrun", f"--directory={workdir}", "--size=16m", "--bs=4k", "--rw=randwrite",
@@ -133,7 +145,7 @@ def test_attach_pid_mid_run_names_the_benchmark_its_disk_and_how_far_in_it_began
     # GIVEN fio already writing for a while when iowitness attaches to it
     from tests.conftest import require_tool
     require_tool("fio")
-    argv, fio = _start_fio(tmp_path, 6)
+    argv, fio = _start_fio(tmp_path, 60)
     try:
         time.sleep(1.0)
         out = tmp_path / "mid.iwt"
@@ -142,7 +154,7 @@ def test_attach_pid_mid_run_names_the_benchmark_its_disk_and_how_far_in_it_began
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
     finally:
-        fio.wait(timeout=60)
+        _stop(fio)
     trace = load(out)
     # THEN the trace names the command fio was started with, so the benchmark is recognised
     assert trace.meta["command"] == argv and trace.report().benchmark == "fio"
@@ -171,7 +183,7 @@ def test_attach_file_mid_run_says_what_it_cannot_know(tmp_path):
     # GIVEN fio already writing its job file
     from tests.conftest import require_tool
     require_tool("fio")
-    _, fio = _start_fio(tmp_path, 4)
+    _, fio = _start_fio(tmp_path, 60)
     try:
         out = tmp_path / "byfile.iwt"
         # WHEN iowitness attaches by the file
@@ -179,7 +191,7 @@ def test_attach_file_mid_run_says_what_it_cannot_know(tmp_path):
                                "--duration", "1"], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
     finally:
-        fio.wait(timeout=60)
+        _stop(fio)
     # THEN the report says the trace began at the attach, with what was before it unseen
     text = subprocess.run([*IOWITNESS, "report", str(out)], capture_output=True, text=True, check=True).stdout
     assert "attached by file" in text
