@@ -21,7 +21,7 @@ from iowitness.analysis.report import mid_run
 
 
 def match(report, claims: list[Claim], source: str, command: list[str] | None,
-          tolerance: float = verdicts.DEFAULT_TOLERANCE, lost: int = 0,
+          tolerance: float = verdicts.DEFAULT_TOLERANCE, missing: str = "",
           spec_window: str = "calls", trace=None, ceiling: dict | None = None) -> list[verdicts.Verdict]:
     """One verdict per claim. `trace` (the trace the report was built from) adds what only its
     events show: a buffered stream's final flush, and fio's layout process. `spec_window`: the
@@ -38,13 +38,13 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if found is None:
             continue
         if found.judge is not None:
-            out.append(found.judge(window, tolerance, lost))
+            out.append(found.judge(window, tolerance, missing))
             continue
         rows = found.rows
         notes = list(found.notes)
         notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
         notes += device_checks.claim_reasons(claim, rows, getattr(report, "device", None), ceiling, window)
-        verdict = verdicts.judge(claim, rows, window, tolerance, lost, found.group, stonewall=found.stonewall,
+        verdict = verdicts.judge(claim, rows, window, tolerance, missing, found.group, stonewall=found.stonewall,
                                  combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
                                  parent_start_ns=found.parent_start_ns)
         _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)

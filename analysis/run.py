@@ -24,10 +24,12 @@ from iowitness.errors import OutputError
 
 
 class Trace:
-    """A loaded trace: meta, events, files, processes, output, counters, lost."""
+    """A loaded trace: meta, events, files, processes, output, counters, lost, missing."""
 
     def __init__(self, data: TraceData):
         self.meta, self.output, self.counters, self.lost = data.meta, data.output, data.counters, data.lost
+        # what the trace misses (lost events, files or processes not followed), in words; "" when nothing
+        self.missing = data.missing
         self.block, self.offcpu, self.samples, self.summary = data.block, data.offcpu, data.samples, data.summary
         self.stored_bytes = data.stored_bytes
         self._ops, self._meta_kinds, self._facts = data.ops, data.meta_kinds, data.facts

@@ -75,7 +75,7 @@ def claimed(claim: Claim) -> tuple[float | None, str]:
     return None, "bytes"
 
 
-def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost: int = 0,
+def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, missing: str = "",
           group=None, *, stonewall: Stonewall | None = None, combine: str = "sum", notes: tuple = (),
           last_ns: int | None = None, parent_start_ns: int | None = None) -> Verdict:
     """The verdict on one claim about `rows` (one phase, or the members of a group).
@@ -109,8 +109,8 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, lost:
     reasons = verdict.reasons
 
     # what could distort any figure, whatever the verdict
-    if lost:
-        reasons.append(lost_reason(lost))
+    if missing:
+        reasons.append(missing_reason(missing))
     if bool(rows["too_short"].any()):
         reasons.append(too_short_reason(rows))
     if stonewall is not None and stonewall.share < 0.999:
@@ -195,8 +195,9 @@ def cannot_judge(verdict: Verdict, why: str) -> Verdict:
     return verdict
 
 
-def lost_reason(lost: int) -> str:
-    return f"the observer lost {lost} events: active figures may miss calls"
+def missing_reason(missing: str) -> str:
+    """missing: what the trace misses, in traceformat.missing_text's words."""
+    return f"the trace misses calls ({missing}): active figures may be low"
 
 
 def too_short_reason(rows: pd.DataFrame, calls: bool = True) -> str:

@@ -23,6 +23,12 @@ MAX_RING_BYTES = 1 << 30        # rounded up per CPU, that stays under the kerne
 META_RING_BYTES = 1 << 20
 DEVICE_RING_BYTES = 4 << 20   # block requests and off-CPU stretches: each its own ring of this size
 DOORBELL_RING_BYTES = 1 << 16 # wake-ups only (collector/eventarea.py)
+# Sizes of the kernel's target sets. Neither is preallocated: the kernel allocates an entry
+# when a file or process joins, plus 16 bytes of hash buckets per possible entry at the load
+# (4 MiB and 1 MiB for these defaults)
+DEFAULT_MAX_FILES = 1 << 18       # target files over the whole run (files never leave the set)
+DEFAULT_MAX_PROCESSES = 1 << 16   # processes of the set alive at once (they leave it at exit)
+MAX_SET_ENTRIES = 1 << 24         # the largest either set may be asked to be (256 MiB of buckets)
 
 
 @dataclass
@@ -34,6 +40,10 @@ class ProbeConfig:
     summary: bool = False
     # ask the kernel to time our programs (BPF_ENABLE_STATS) for the observer-cost line
     bpf_stats: bool = True
+    # the kernel's sets: files followed over the run, processes alive at once (a fuller set
+    # counts each miss: traceformat.NOT_FOLLOWED)
+    max_files: int = DEFAULT_MAX_FILES
+    max_processes: int = DEFAULT_MAX_PROCESSES
 
 
 def _kernel_has_tracepoint(name: str) -> bool:
@@ -72,6 +82,8 @@ class Probe:
             self._obj.set_max_entries("doorbell", DOORBELL_RING_BYTES)
             self._obj.set_max_entries("block_events", DEVICE_RING_BYTES)
             self._obj.set_max_entries("offcpu_events", DEVICE_RING_BYTES)
+            self._obj.set_max_entries("files", config.max_files)
+            self._obj.set_max_entries("procs", config.max_processes)
             # block_io_start (Linux 6.5) only names who submitted a request; without it the
             # device view still has every request, with the submitter unknown
             if not _kernel_has_tracepoint("block_io_start"):
@@ -188,10 +200,13 @@ class Probe:
         return programs
 
     def lost(self) -> dict[str, int]:
+        """The kernel's counts of what it could not deliver or follow, by counter name."""
         counts = {}
         for name, slot in (("lost_events", "IOW_LOST_EVENTS"), ("lost_meta", "IOW_LOST_META"),
                            ("lost_block", "IOW_LOST_BLOCK"), ("lost_offcpu", "IOW_LOST_OFFCPU"),
-                           ("lost_summary", "IOW_LOST_SUMMARY")):
+                           ("lost_summary", "IOW_LOST_SUMMARY"), ("files_not_followed", "IOW_LOST_FILES"),
+                           ("processes_not_followed", "IOW_LOST_PROCESSES"),
+                           ("threads_not_followed", "IOW_LOST_THREADS")):
             raw = self._lost.lookup(struct.pack("<I", layout().constants[slot]), 8 * self._cpus)
             counts[name] = sum(struct.unpack(f"<{self._cpus}Q", raw)) if raw else 0
         return counts

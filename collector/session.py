@@ -21,7 +21,7 @@ import numpy as np
 from iowitness import units
 from iowitness.collector import blockdev, mounts, stats_windows
 from iowitness.collector.probe import Probe
-from iowitness.collector.traceformat import STATS_SAMPLED, dev_name, lost_total
+from iowitness.collector.traceformat import STATS_SAMPLED, dev_name, lost_total, not_followed
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 from iowitness.version import __version__
@@ -275,7 +275,8 @@ class Recorder:
         c = self.counters()
         line = (f"[iowitness] {elapsed:6.1f} s  events {c['events']:,} "
                 f"({c['events'] / elapsed:,.0f}/s)  bytes {units.bytes_(self.stats.data_bytes)}  "
-                f"lost {lost_total(c):,}")
+                f"lost {lost_total(c):,}" + ("  NOT FOLLOWED " + ", ".join(
+                    f"{n:,} {name.split('_')[0]}" for name, n in not_followed(c).items()) if not_followed(c) else ""))
         if sys.stderr.isatty():
             sys.stderr.write("\r\x1b[K" + line)
             self._status_shown = True

@@ -114,9 +114,36 @@ STATS_OFF = "off"           # not measured (--no-bpf-stats, or the kernel refuse
 LOSS_COUNTERS = ("lost_events", "lost_meta", "lost_summary", "missed_runs")
 
 
+# Counters of what the probe could not follow at all: a target file or a process its sets had
+# no room for (--max-files, --max-processes), a thread the kernel gave no storage. Each hides
+# an unknown number of calls, so they are said beside "lost", not added to it; the words are
+# what every report prints.
+NOT_FOLLOWED = {
+    "files_not_followed": ("open of a target file", "opens of target files",
+                           "the file set was full: raise --max-files"),
+    "processes_not_followed": ("process", "processes", "the process set was full: raise --max-processes"),
+    "threads_not_followed": ("thread", "threads", "the kernel gave them no task storage: memory was short"),
+}
+
+
 def lost_total(counters: dict) -> int:
     """The one "lost" figure every line and report prints."""
     return sum(int(counters.get(name, 0)) for name in LOSS_COUNTERS)
+
+
+def not_followed(counters: dict) -> dict[str, int]:
+    """The NOT_FOLLOWED counters that are not zero."""
+    return {name: int(counters[name]) for name in NOT_FOLLOWED if int(counters.get(name, 0))}
+
+
+def missing_text(counters: dict) -> str:
+    """What the trace misses, in words; "" when it misses nothing. Every report, the end-of-run
+    line and every verdict say it the same way."""
+    parts = [f"{lost_total(counters):,} events lost"] if lost_total(counters) else []
+    for name, count in not_followed(counters).items():
+        one, many, why = NOT_FOLLOWED[name]
+        parts.append(f"{count:,} {one if count == 1 else many} not followed ({why})")
+    return ", ".join(parts)
 
 
 def ops_of_kind(kind: str) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from iowitness.collector import codec
 from iowitness.collector.traceformat import (BLOCK, CHUNK, COUNTERS, END, EVENT_NEEDS, EVENTS, FACTS, HEADER,
                                              KIND_NAMES, MAGIC, META_NEEDS, OFFCPU, OUTPUT, READABLE_VERSIONS,
                                              RECORD_KINDS, SAMPLES, START, STREAMS, SUMMARY, SUMMARY_HEAD, dtype_from,
-                                             lost_total, spoken)
+                                             lost_total, missing_text, spoken)
 from iowitness.errors import BadTrace
 from iowitness.version import __version__
 
@@ -36,6 +36,8 @@ class TraceData:
     def __init__(self, meta, events: dict, event_dtype: np.dtype, facts, ops, meta_kinds, output, counters):
         self.meta, self.output, self.counters = meta, output, counters
         self.lost = lost_total(counters)
+        # what the probe could not follow at all, in words ("" when nothing): traceformat.missing_text
+        self.missing = missing_text(counters)
         self.ops, self.meta_kinds, self.facts = ops, meta_kinds, facts
         # bytes on disk per chunk kind ("events", "facts", ...), chunk heads included
         self.stored_bytes: dict[str, int] = {}
@@ -117,7 +119,7 @@ def _read(path, data: memoryview, version: int, file_size: int) -> TraceData:
                 output[stream_of[payload[0]]].append(bytes(payload[1:]))
             elif kind == COUNTERS:
                 counters = dict(json.loads(bytes(payload)))
-                lost_total(counters)   # a counter that is not a number ends the reading here
+                missing_text(counters)   # a counter that is not a number ends the reading here
             elif kind == END:
                 end = dict(json.loads(bytes(payload)))
             elif kind == SAMPLES:

@@ -163,7 +163,11 @@ struct iow_offcpu {
 #define IOW_LOST_BLOCK 2
 #define IOW_LOST_OFFCPU 3
 #define IOW_LOST_SUMMARY 4     /* --summary: a call whose aggregate had no room in the map */
-#define IOW_LOST_SLOTS 5
+/* What the probe could not follow at all: each miss hides an unknown number of calls */
+#define IOW_LOST_FILES 5       /* an open of a target file the file set (`files`) had no room for */
+#define IOW_LOST_PROCESSES 6   /* a process forked in the set that the set (`procs`) had no room for */
+#define IOW_LOST_THREADS 7     /* a thread of the set the kernel gave no task storage: its calls unseen */
+#define IOW_LOST_SLOTS 8
 
 /* A name rule: a file called `name` in the directory (dev, ino); empty name = any file in it. */
 #define IOW_NAME_MAX 128

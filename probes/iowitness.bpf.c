@@ -154,15 +154,33 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
 	__u32 child_tgid = BPF_CORE_READ(child, tgid);
-	__u8 yes = 1;
 
 	/* a new thread shares its tgid, which is already in the set */
 	if (settings.all_processes || child_tgid == parent_tgid)
 		return 0;
 	if (!bpf_map_lookup_elem(&procs, &parent_tgid))
 		return 0;
-	bpf_map_update_elem(&procs, &child_tgid, &yes, BPF_ANY);
-	send_process_fact(IOW_META_FORK, child, parent_tgid, NULL);
+	if (follow_process(child_tgid))
+		send_process_fact(IOW_META_FORK, child, parent_tgid, NULL);
+	return 0;
+}
+
+/* A thread exits. The last thread of a process takes the process out of the set: its PID may
+ * be given to an unrelated process next (pid_max is 32,768 on many machines). Its PID is not
+ * free before the parent reaps it, so no new process can hold it while it is still listed.
+ * Why signal->live and not the tracepoint's group_dead argument: the argument exists only
+ * since Linux 6.16; live has reached 0 for the last thread on every kernel we load on. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tid = BPF_CORE_READ(task, pid);
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+
+	if (settings.all_processes)
+		return 0;
+	forget_off_cpu(tid);
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+		bpf_map_delete_elem(&procs, &tgid);
 	return 0;
 }
 

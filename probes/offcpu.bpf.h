@@ -21,6 +21,8 @@ struct {
 	__uint(max_entries, 4 << 20);
 } offcpu_events SEC(".maps");
 
+#define PF_EXITING 0x00000004   /* task->flags: the thread is in do_exit (include/linux/sched.h) */
+
 struct offcpu_since {
 	__u64 ts;
 	__u32 state;
@@ -39,12 +41,23 @@ static __always_inline void note_off_cpu(struct task_struct *prev, __u32 state)
 {
 	__u32 tgid = BPF_CORE_READ(prev, tgid), tid;
 
+	/* an exiting thread's last switches are not waits of the benchmark, and its entry would
+	 * outlive it (on_exit has already taken it out) */
+	if (BPF_CORE_READ(prev, flags) & PF_EXITING)
+		return;
 	if (bpf_map_lookup_elem(&procs, &tgid)) {
 		struct offcpu_since now = { .ts = bpf_ktime_get_ns(), .state = state };
 
 		tid = BPF_CORE_READ(prev, pid);
-		bpf_map_update_elem(&offcpu_start, &tid, &now, BPF_ANY);
+		if (bpf_map_update_elem(&offcpu_start, &tid, &now, BPF_ANY))
+			count_lost(IOW_LOST_OFFCPU);
 	}
+}
+
+/* a thread of the set exits: its entry goes, so the map holds live threads only */
+static __always_inline void forget_off_cpu(__u32 tid)
+{
+	bpf_map_delete_elem(&offcpu_start, &tid);
 }
 
 /* a thread of the set comes back: one record of the stretch it was away */

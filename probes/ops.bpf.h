@@ -218,7 +218,8 @@ static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 
 	if (!opened_file_is_target(file, &s->meta, &s->name))
 		return false;
-	bpf_map_update_elem(&files, key, &state, BPF_ANY);
+	if (!follow_file(key, &state))
+		return false;
 	watch_block_device(file);
 	if (bpf_ringbuf_output(&meta_events, &s->meta, sizeof(s->meta), 0))
 		count_lost(IOW_LOST_META);

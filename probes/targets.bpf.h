@@ -19,16 +19,23 @@
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 
+/* The two sets are sized by user space before the load (--max-processes, --max-files) and
+ * not preallocated: the kernel's memory grows with what the run uses, up to that size. A set
+ * that is full counts each miss (IOW_LOST_PROCESSES, IOW_LOST_FILES), never drops it silently.
+ * A process leaves the set when it exits (on_exit), so a later process that reuses its PID is
+ * never taken for it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, __u8);
 } procs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 262144);
 	__type(key, struct iow_file_key);
 	__type(value, struct iow_file_state);
 } files SEC(".maps");
@@ -68,9 +75,34 @@ static __always_inline void claim_cpu_slot(struct cpu_slot *slot, struct task_st
 	slot->owner = (__u64)task;
 	slot->call.ts = 0;
 	start = bpf_task_storage_get(&starts, task, 0, 0);
-	if (!start && process_is_traced(task->tgid))
+	if (!start && process_is_traced(task->tgid)) {
 		start = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!start)
+			count_lost(IOW_LOST_THREADS);
+	}
 	slot->traced = start != NULL;
+}
+
+/* A process of the set forked another: the child joins the set, or is counted as missed. */
+static __always_inline bool follow_process(__u32 tgid)
+{
+	__u8 yes = 1;
+
+	if (bpf_map_update_elem(&procs, &tgid, &yes, BPF_ANY)) {
+		count_lost(IOW_LOST_PROCESSES);
+		return false;
+	}
+	return true;
+}
+
+/* A file opened by name is a target: it joins the file set, or is counted as missed. */
+static __always_inline bool follow_file(struct iow_file_key *key, struct iow_file_state *state)
+{
+	if (bpf_map_update_elem(&files, key, state, BPF_ANY)) {
+		count_lost(IOW_LOST_FILES);
+		return false;
+	}
+	return true;
 }
 
 /* A fact about a process of the set (IOW_META_FORK, IOW_META_EXEC) for the side ring. */

@@ -39,8 +39,8 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
         if options.get("stonewall", True) else None
     judge = None
     if claim.scope in PER_PROCESS | {"min xfer"} and len(rows):
-        def judge(window, tolerance, lost):
-            return per_process(claim, rows, stonewall, window, tolerance, lost, options, notes)
+        def judge(window, tolerance, missing):
+            return per_process(claim, rows, stonewall, window, tolerance, missing, options, notes)
     parent_start = None
     if options.get("delay_start_us") and trace is not None and len(rows):
         parent_start = _last_go(trace.events, options.get("files") or [], rows)
@@ -130,7 +130,7 @@ def _children(members: pd.DataFrame, processes: int, files: list[str]) -> pd.Dat
     return members
 
 
-def per_process(claim, rows, stonewall, window, tolerance, lost, options, notes) -> verdicts.Verdict:
+def per_process(claim, rows, stonewall, window, tolerance, missing, options, notes) -> verdicts.Verdict:
     """IOzone's min/max/avg throughput per process and its min xfer: the same statistic over
     the children, each as IOzone counts it (to the stonewall unless -x)."""
     end_col = dict(active_figures.WINDOWS).get(window)
@@ -150,7 +150,7 @@ def per_process(claim, rows, stonewall, window, tolerance, lost, options, notes)
                  "child": lambda v: v[child] if child < len(v) else 0.0}[claim.scope]
     figures = {name: float(statistic(list(children[col]))) for name, col in columns.items()
                if stonewall is not None or not name.startswith("stonewall")}
-    reasons = [verdicts.lost_reason(lost)] if lost else []
+    reasons = [verdicts.missing_reason(missing)] if missing else []
     if bool(rows["too_short"].any()):
         reasons.append(verdicts.too_short_reason(rows, calls=False))
     if stonewall is not None and stonewall.share < 0.999:

@@ -10,7 +10,9 @@ import pandas as pd
 
 from iowitness import units
 from iowitness.analysis import aggregates, observer
+from iowitness.analysis.reporters import tables
 from iowitness.analysis.reporters.machine import _records
+from iowitness.collector.traceformat import not_followed
 
 
 def _phases(trace) -> pd.DataFrame:
@@ -19,10 +21,12 @@ def _phases(trace) -> pd.DataFrame:
 
 def render(trace) -> str:
     phases = _phases(trace)
-    parts = [f"trace {trace.meta.get('path')}   mode: summary (in-kernel aggregates)   lost events: {trace.lost}",
+    parts = [f"trace {trace.meta.get('path')}   mode: summary (in-kernel aggregates)   lost events: {tables.lost_figure(trace)}",
              observer.line(trace)]
     if trace.lost:
         parts.append(f"WARNING: {trace.lost} calls could not be counted; phases may miss calls")
+    if not_followed(trace.counters):
+        parts.append(f"WARNING: the probe could not follow everything ({trace.missing}); phases may miss calls")
     if phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")
     else:
@@ -42,7 +46,7 @@ def render(trace) -> str:
 
 def to_json(trace) -> str:
     return json.dumps({"trace": trace.meta.get("path"), "command": trace.meta.get("command"), "mode": "summary",
-                       "lost_events": int(trace.lost), "complete": trace.meta.get("complete"),
+                       "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters), "complete": trace.meta.get("complete"),
                        "observer": observer.cost(trace), "phases": _records(_phases(trace)),
                        "unavailable": aggregates.UNAVAILABLE}, indent=2)
 

@@ -256,7 +256,7 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
     body = [f"<h1>iowitness report: {esc(os.path.basename(path))}</h1>",
             f'<p class="lead">{esc(" ".join(trace.meta.get("command") or []))}<br>benchmark: '
             f"{esc(report.benchmark or 'not recognised')}; {len(report.phases):,} phases; "
-            f"lost events: {trace.lost:,}</p>", warnings(trace), verdict_section(verdicts, note, set(chosen))]
+            f"lost events: {esc(tables.lost_figure(trace))}</p>", warnings(trace), verdict_section(verdicts, note, set(chosen))]
     if report.phases.empty:
         body.append('<h2>Phases</h2><p class="note">No phases: the trace holds no read or write calls on '
                     "target files.</p>")

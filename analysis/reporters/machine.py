@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.observer import cost as observer_cost
+from iowitness.collector.traceformat import not_followed
 
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # 1 µs .. 16 s, log2
 
@@ -77,7 +78,8 @@ def to_json(report, trace, verdicts=None) -> str:
         p["outliers"] = _records(outliers.get_group(p["phase"])) if p["phase"] in outliers.groups else []
     doc = {
         "trace": trace.meta.get("path"), "command": trace.meta.get("command"), "benchmark": report.benchmark,
-        "lost_events": int(trace.lost), "complete": trace.meta.get("complete"),
+        "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters),
+        "complete": trace.meta.get("complete"),
         "observer": observer_cost(trace),
         "phases": phases, "groups": _records(report.groups),
         "verdicts": verdict_records(verdicts),

@@ -53,7 +53,7 @@ def device_section(report, trace) -> list[str]:
 def render(report, trace, verdicts=None, note: str | None = None) -> str:
     name = trace.meta.get("path") or "trace"
     parts = [f"# iowitness report: {_cell(name)}", "",
-             f"Benchmark: {report.benchmark or 'not recognised'}. Lost events: {trace.lost:,}.", ""]
+             f"Benchmark: {report.benchmark or 'not recognised'}. Lost events: {_cell(tables.lost_figure(trace))}.", ""]
     parts += [w + "\n" for w in warnings(trace)]
     parts += ["## Claims vs active", ""]
     if verdicts is None:

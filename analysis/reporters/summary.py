@@ -86,11 +86,11 @@ def render(trace) -> str:
     lines.append(f"recorded  {units.seconds(duration) if duration is not None else '?'}  {status}"
                  + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")
                  + (f", stopped: {meta['stop_reason']}" if meta.get("stop_reason") else ""))
-    lost = trace.lost
+    lost = tables.lost_figure(trace)
     if trace.summary is not None:
-        lines.append(f"mode      summary (in-kernel aggregates, no record per call)   lost {lost:,}")
+        lines.append(f"mode      summary (in-kernel aggregates, no record per call)   lost {lost}")
     else:
-        lines.append(f"events    {len(events):,}   lost {lost:,}" + ("" if not lost else
+        lines.append(f"events    {len(events):,}   lost {lost}" + ("" if not trace.lost else
                      "   (the trace misses calls: re-run with a larger --ring-buffer-mb)"))
     lines.append(observer.line(trace))
     lines.append("")

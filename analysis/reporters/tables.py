@@ -14,6 +14,7 @@ import pandas as pd
 from iowitness import units
 from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run
+from iowitness.collector.traceformat import not_followed
 
 
 # integer columns that name something (no thousands separators)
@@ -84,11 +85,20 @@ def group_rows(groups: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def lost_figure(trace) -> str:
+    """The "lost events" figure every report prints, with what the probe could not follow beside it."""
+    unfollowed = [part for part in trace.missing.split(", ") if part and "not followed" in part]
+    return f"{trace.lost:,}" + (f" ({'; '.join(unfollowed)})" if unfollowed else "")
+
+
 def warnings(trace) -> list[str]:
     """What makes a trace's figures incomplete, one sentence each, for every reporter."""
     out = []
     if trace.lost:
         out.append(f"{trace.lost:,} events were lost; phases may miss calls.")
+    if not_followed(trace.counters):
+        out.append(f"the probe could not follow everything ({trace.missing}): the calls on those files, "
+                   "processes or threads are missing; phases may miss calls.")
     missed = int(trace.counters.get("missed_runs", 0))
     if missed:
         out.append(f"the kernel skipped {missed:,} runs of iowitness's programs (one was already running "
@@ -193,7 +203,7 @@ def run_metadata(trace) -> pd.DataFrame:
         ("recorded", (units.seconds(duration) if duration is not None else "?") + f", {status}"
          + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")),
         ("events", f"{len(trace.events):,}"),
-        ("lost events", f"{trace.lost:,}" + (" (phases may miss calls)" if trace.lost else "")),
+        ("lost events", lost_figure(trace) + (" (phases may miss calls)" if trace.missing else "")),
         ("iowitness", str(meta.get("iowitness_version") or "")),
     ]
     return pd.DataFrame(rows, columns=["", "value"])

@@ -38,7 +38,7 @@ def outlier_lines(outliers: pd.DataFrame) -> str:
 
 def render(report, trace) -> str:
     parts = [f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
-             f"lost events: {trace.lost}", observer.line(trace)]
+             f"lost events: {tables.lost_figure(trace)}", observer.line(trace)]
     parts += [f"WARNING: {w}" for w in tables.warnings(trace)]
     if report.phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")

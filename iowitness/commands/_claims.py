@@ -114,4 +114,4 @@ def verdicts_for(trace, args, required: bool):
         raise UsageError(str(exc)) from None
     report = trace.report()
     ceiling = device_ceiling(trace, getattr(args, "device_ceiling", None))
-    return matching.match(report, claims, source, command, tol, trace.lost, trace=trace, ceiling=ceiling), None
+    return matching.match(report, claims, source, command, tol, trace.missing, trace=trace, ceiling=ceiling), None

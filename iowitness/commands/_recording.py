@@ -8,10 +8,11 @@ import sys
 import time
 
 from iowitness.collector import blockdev, mounts, stats_windows
-from iowitness.collector.probe import DEFAULT_RING_BYTES, MAX_RING_BYTES, Probe, ProbeConfig
+from iowitness.collector.probe import (DEFAULT_MAX_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_RING_BYTES, MAX_RING_BYTES,
+                                       MAX_SET_ENTRIES, Probe, ProbeConfig)
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
-from iowitness.collector.traceformat import lost_total
+from iowitness.collector.traceformat import lost_total, missing_text
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import OutputError, UsageError
 
@@ -31,6 +32,12 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
                              "(counts, bytes, latency histograms), no record per call: a trace of a few "
                              "KiB and almost no collector work for long runs (the benchmark is slowed about "
                              "as much as in full mode); report then has no per-call figures")
+    parser.add_argument("--max-files", type=int, default=DEFAULT_MAX_FILES, metavar="N",
+                        help="target files the probe can follow over the run (default %(default)s); an open "
+                             "beyond it is counted as not followed, and every report says so")
+    parser.add_argument("--max-processes", type=int, default=DEFAULT_MAX_PROCESSES, metavar="N",
+                        help="processes of the benchmark the probe can follow at once (default %(default)s; "
+                             "an exited process frees its place); a fork beyond it is counted as not followed")
     parser.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
                         help="do not ask the kernel to time iowitness's BPF programs (by default timed "
                              f"{stats_windows.policy_text()}; two clock reads per program run while on); "
@@ -81,9 +88,12 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
         raise UsageError(f"--ring-buffer-mb must be at most {MAX_RING_BYTES >> 20}")
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be positive")
+    for option, value in (("--max-files", args.max_files), ("--max-processes", args.max_processes)):
+        if not 1 <= value <= MAX_SET_ENTRIES:
+            raise UsageError(f"{option} must be between 1 and {MAX_SET_ENTRIES:,}")
     return ProbeConfig(file_set=file_set, all_processes=all_processes,
                        ring_bytes=int(args.ring_buffer_mb * 2**20), summary=args.summary,
-                       bpf_stats=args.bpf_stats)
+                       bpf_stats=args.bpf_stats, max_files=args.max_files, max_processes=args.max_processes)
 
 
 def open_recording(args, probe: Probe, path: str, mode: str, command, attached: list[dict] | None = None) -> Recorder:
@@ -97,7 +107,17 @@ def saved(reason: str, path: str, counters: dict) -> str:
     lost = lost_total(counters)
     held = (f"{counters['calls']:,} calls summarized" if "calls" in counters
             else f"{counters['events']:,} events")
-    return f"{reason}; saved {path}: {held}, {lost:,} lost"
+    missing = [part for part in missing_text(counters).split(", ") if "not followed" in part]
+    return f"{reason}; saved {path}: {held}, {lost:,} lost" + "".join(f", {part}" for part in missing)
+
+
+def finished(args, reason: str, path: str, counters: dict) -> None:
+    """Say the last line; a trace that misses calls is said even with --quiet."""
+    line = saved(reason, path, counters)
+    if missing_text(counters):
+        print(f"iowitness: warning: {line}", file=sys.stderr)
+    else:
+        say(args, line)
 
 
 def say(args, message: str) -> None:

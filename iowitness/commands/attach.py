@@ -94,5 +94,5 @@ def execute(args) -> int:
         end = recorder.finish({"pids": sorted(pids)})
     finally:
         probe.close()
-    _recording.say(args, _recording.saved(reason, path, end["counters"]))
+    _recording.finished(args, reason, path, end["counters"])
     return 0

@@ -2,8 +2,9 @@
 
 One line per claim, fit for CI logs: the verdict, the claim, the active figure of the
 window the benchmark timed, their ratio, and the main reason. Exit codes: 0 every claim
-agrees or is explained by the trace, 1 at least one disagrees or cannot be judged,
-2 usage error (no claims found, bad tolerance).
+agrees or is explained by the trace, 1 at least one disagrees or cannot be judged, or the
+trace misses calls (lost events, files or processes the probe could not follow; --allow-loss
+judges such a trace anyway), 2 usage error (no claims found, bad tolerance).
 
 Example:
   iowitness check iozone.iwt --tolerance 5%
@@ -20,6 +21,9 @@ from iowitness.errors import UsageError
 def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
     _claims.add_claim_options(parser)
+    parser.add_argument("--allow-loss", action="store_true",
+                        help="pass even when the trace misses calls (lost events, files or processes the "
+                             "probe could not follow): the verdicts alone decide")
 
 
 def execute(args) -> int:
@@ -31,4 +35,8 @@ def execute(args) -> int:
         raise UsageError("the benchmark's output holds no claims to check")
     for v in verdicts:
         print(text.verdict_line(v))
+    if trace.missing and not args.allow_loss:
+        print(f"FAILS: the trace misses calls ({trace.missing}); a claim that agrees may still be wrong "
+              "(pass --allow-loss to let the verdicts alone decide)")
+        return 1
     return 0 if all(v.ok for v in verdicts) else 1

@@ -64,5 +64,5 @@ def execute(args) -> int:
         end = recorder.finish({"exit_code": child.returncode, "pid": child.pid})
     finally:
         probe.close()
-    _recording.say(args, _recording.saved(reason, path, end["counters"]))
+    _recording.finished(args, reason, path, end["counters"])
     return child.returncode if child.returncode is not None else 1

@@ -172,7 +172,7 @@ def test_attach_pid_mid_run_names_the_benchmark_its_disk_and_how_far_in_it_began
     from iowitness.analysis import matching
     from iowitness.analysis.benchmarks import claims_from
     source, claims = claims_from((tmp_path / "fio.json").read_text(), trace.meta["command"])
-    verdicts = matching.match(trace.report(), claims, source, trace.meta["command"], 0.05, trace.lost, trace=trace)
+    verdicts = matching.match(trace.report(), claims, source, trace.meta["command"], 0.05, trace.missing, trace=trace)
     assert verdicts and all(v.verdict != "disagrees" for v in verdicts)
     for v in verdicts:
         said = v.reasons[0] if v.verdict == "cannot judge" else v.reasons[-1]

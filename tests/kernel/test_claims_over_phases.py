@@ -29,7 +29,7 @@ MIB = 1024 * 1024
 
 def _verdicts(trace, spec_path):
     claims = spec.parse(trace.output["stdout"], spec.load(spec_path))
-    return matching.match(trace.report(), claims, "spec", trace.meta["command"], 0.05, trace.lost, trace=trace)
+    return matching.match(trace.report(), claims, "spec", trace.meta["command"], 0.05, trace.missing, trace=trace)
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,7 @@ def test_every_claim_is_judged_on_its_own_test(reopen):
     # GIVEN the program's four printed figures, read with its spec (in the order the tests ran)
     text = reopen.output["stdout"]
     claims = spec.parse(text, spec.load(WORKLOADS / "stdio_reopen.toml"))
-    verdicts = matching.match(reopen.report(), claims, "spec", reopen.meta["command"], 0.05, reopen.lost,
+    verdicts = matching.match(reopen.report(), claims, "spec", reopen.meta["command"], 0.05, reopen.missing,
                               trace=reopen)
     order = list(reopen.phases().sort_values("data_first_ns")["phase"])
     # THEN each is judged against the phase of its own test
@@ -102,7 +102,7 @@ def test_a_streams_last_full_buffer_written_at_fclose_after_the_clock_explains_t
     trace = load(out)
     # WHEN its claim is judged
     claims = spec.parse(trace.output["stdout"], spec.load(WORKLOADS / "stdio_late_flush.toml"))
-    [verdict] = matching.match(trace.report(), claims, "spec", trace.meta["command"], 0.05, trace.lost, trace=trace)
+    [verdict] = matching.match(trace.report(), claims, "spec", trace.meta["command"], 0.05, trace.missing, trace=trace)
     # THEN the calls' window (which runs to the flush) is far off, and the reason is the last
     # full buffer, written by fclose after the other work: without it the figure fits
     writes = trace.events[trace.events["syscall"] == "write"]

@@ -46,7 +46,7 @@ def verdicts_of(trace, command=None, spec_path=None, tolerance=0.05):
     else:
         source, claims = benchmarks.claims_from(text, trace.meta["command"])
     return matching.match(trace.report(), claims, source, command or trace.meta["command"], tolerance,
-                          trace.lost, trace=trace)
+                          trace.missing, trace=trace)
 
 
 def check(trace, *options):

@@ -17,24 +17,27 @@ import pytest
 
 from .strace import DATA_CALLS
 
-KNOWN_IO_SOURCE = Path(__file__).resolve().parents[1] / "workloads" / "known_io.c"
+WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
+KNOWN_IO_SOURCE = WORKLOADS / "known_io.c"
+
+
+def build(name: str, tmp_dir) -> Path:
+    """Compile tests/workloads/NAME.c into tmp_dir and return the executable; skip when gcc is missing."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip(f"gcc is not installed: cannot build the {name} workload")
+    exe = Path(tmp_dir) / name
+    source = WORKLOADS / f"{name}.c"
+    build = subprocess.run([gcc, "-O1", "-pthread", "-Wall", "-Werror", "-o", str(exe), str(source)],
+                           capture_output=True, text=True)
+    # a compiler error is a bug in the workload, not a missing capability: fail, don't skip
+    if build.returncode != 0:
+        raise AssertionError(f"gcc could not build {source}:\n{build.stderr}")
+    return exe
 
 
 def build_known_io(tmp_dir) -> Path:
-    """Compile known_io.c into tmp_dir and return the executable; skip when gcc is missing."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc is not installed: cannot build the known_io workload")
-    exe = Path(tmp_dir) / "known_io"
-    build = subprocess.run(
-        [gcc, "-O1", "-pthread", "-Wall", "-Werror", "-o", str(exe), str(KNOWN_IO_SOURCE)],
-        capture_output=True,
-        text=True,
-    )
-    # a compiler error is a bug in the workload, not a missing capability: fail, don't skip
-    if build.returncode != 0:
-        raise AssertionError(f"gcc could not build {KNOWN_IO_SOURCE}:\n{build.stderr}")
-    return exe
+    return build("known_io", tmp_dir)
 
 
 def read_truth(log_path) -> list[dict]:
