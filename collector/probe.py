@@ -16,6 +16,7 @@ from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
 from iowitness.collector.traceformat import STATS_OFF, STATS_SAMPLED, STATS_SYSCTL
+from iowitness.errors import CannotTrace
 from iowitness.probes.layout import layout
 
 DEFAULT_RING_BYTES = 64 << 20   # the event area's budget, shared out between the CPUs
@@ -29,6 +30,7 @@ DOORBELL_RING_BYTES = 1 << 16 # wake-ups only (collector/eventarea.py)
 DEFAULT_MAX_FILES = 1 << 18       # target files over the whole run (files never leave the set)
 DEFAULT_MAX_PROCESSES = 1 << 16   # processes of the set alive at once (they leave it at exit)
 MAX_SET_ENTRIES = 1 << 24         # the largest either set may be asked to be (256 MiB of buckets)
+DEFAULT_MAX_DEVICES = 4096
 
 
 @dataclass
@@ -44,6 +46,8 @@ class ProbeConfig:
     # counts each miss: traceformat.NOT_FOLLOWED)
     max_files: int = DEFAULT_MAX_FILES
     max_processes: int = DEFAULT_MAX_PROCESSES
+    # block devices the device view can watch (no option: a benchmark rarely spans more)
+    max_devices: int = DEFAULT_MAX_DEVICES
 
 
 def _kernel_has_tracepoint(name: str) -> bool:
@@ -73,6 +77,7 @@ class Probe:
         settings["summary"] = int(config.summary)
 
         self._block_devs = None   # the device filter, once the device view is open
+        self._devices_not_watched = 0   # devices user space could not add to a full filter
         self._obj = BpfObject(probes.OBJECT)
         try:
             self._obj.set_initial_value(".rodata.settings", settings.tobytes())
@@ -84,6 +89,7 @@ class Probe:
             self._obj.set_max_entries("offcpu_events", DEVICE_RING_BYTES)
             self._obj.set_max_entries("files", config.max_files)
             self._obj.set_max_entries("procs", config.max_processes)
+            self._obj.set_max_entries("block_devs", config.max_devices)
             # block_io_start (Linux 6.5) only names who submitted a request; without it the
             # device view still has every request, with the submitter unknown
             if not _kernel_has_tracepoint("block_io_start"):
@@ -168,7 +174,13 @@ class Probe:
         self._wakeups.register(fd, select.EPOLLIN)
 
     def watch_device(self, kdev: int) -> None:
-        self._block_devs.update(struct.pack("<I", kdev), b"\x01")
+        if self._block_devs.lookup(struct.pack("<I", kdev), 1) is not None:
+            return
+        try:
+            self._block_devs.update(struct.pack("<I", kdev), b"\x01")
+        except CannotTrace:
+            # the filter is full: counted beside the probe's own count of the same miss
+            self._devices_not_watched += 1
 
     def watched_devices(self) -> list[int]:
         return [struct.unpack("<I", k)[0] for k in self._block_devs.keys(4)]
@@ -206,9 +218,10 @@ class Probe:
                            ("lost_block", "IOW_LOST_BLOCK"), ("lost_offcpu", "IOW_LOST_OFFCPU"),
                            ("lost_summary", "IOW_LOST_SUMMARY"), ("files_not_followed", "IOW_LOST_FILES"),
                            ("processes_not_followed", "IOW_LOST_PROCESSES"),
-                           ("threads_not_followed", "IOW_LOST_THREADS")):
+                           ("threads_not_followed", "IOW_LOST_THREADS"), ("devices_not_watched", "IOW_LOST_DEVICES")):
             raw = self._lost.lookup(struct.pack("<I", layout().constants[slot]), 8 * self._cpus)
             counts[name] = sum(struct.unpack(f"<{self._cpus}Q", raw)) if raw else 0
+        counts["devices_not_watched"] += self._devices_not_watched
         return counts
 
     def stats_window(self, on: bool) -> bool:

@@ -20,10 +20,11 @@
 #include "maps.bpf.h"
 #include "core_fixes.bpf.h"
 
-/* the device view's filter: devices under target files, kernel encoding */
+/* the device view's filter: devices under target files, kernel encoding; sized by user space
+ * (ProbeConfig.max_devices), a device it has no room for is counted (IOW_LOST_DEVICES) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
+	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, __u8);
 } block_devs SEC(".maps");
@@ -58,8 +59,8 @@ static __always_inline void watch_block_device(struct file *file)
 	if (!bdev)
 		return;
 	dev = BPF_CORE_READ(bdev, bd_dev);
-	if (!bpf_map_lookup_elem(&block_devs, &dev))
-		bpf_map_update_elem(&block_devs, &dev, &yes, BPF_ANY);
+	if (!bpf_map_lookup_elem(&block_devs, &dev) && bpf_map_update_elem(&block_devs, &dev, &yes, BPF_ANY))
+		count_lost(IOW_LOST_DEVICES);
 }
 
 static __always_inline struct block_start *note_submitter(struct request *rq, bool known)

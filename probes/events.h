@@ -167,7 +167,8 @@ struct iow_offcpu {
 #define IOW_LOST_FILES 5       /* an open of a target file the file set (`files`) had no room for */
 #define IOW_LOST_PROCESSES 6   /* a process forked in the set that the set (`procs`) had no room for */
 #define IOW_LOST_THREADS 7     /* a thread of the set the kernel gave no task storage: its calls unseen */
-#define IOW_LOST_SLOTS 8
+#define IOW_LOST_DEVICES 8     /* a block device under a target file the device filter had no room for */
+#define IOW_LOST_SLOTS 9
 
 /* A name rule: a file called `name` in the directory (dev, ino); empty name = any file in it. */
 #define IOW_NAME_MAX 128

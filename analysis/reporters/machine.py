@@ -66,7 +66,8 @@ def device_json(report, trace) -> dict:
     view = trace.meta.get("device_view") or {}
     return {"devices": view.get("devices", []), "no_block_device": view.get("no_block_device", {}),
             "phases": phases, "cross_check": _records(device_checks.cross_check(trace)),
-            "lost_block": int(trace.counters.get("lost_block", 0)), "notes": device.no_device_lines(trace)}
+            "lost_block": int(trace.counters.get("lost_block", 0)),
+            "devices_not_watched": int(trace.counters.get("devices_not_watched", 0)), "notes": device.no_device_lines(trace)}
 
 
 def to_json(report, trace, verdicts=None) -> str:

@@ -287,4 +287,8 @@ def device_notes(report, trace) -> dict[str, list[str]]:
     lost = int(trace.counters.get("lost_block", 0))
     if lost:
         notes["after"].append(f"WARNING: {lost} block requests were lost; device figures are low")
+    unwatched = int(trace.counters.get("devices_not_watched", 0))
+    if unwatched:
+        notes["after"].append(f"WARNING: {unwatched} block devices under target files were not watched (the "
+                              "device filter was full); their requests are missing and device figures are low")
     return notes

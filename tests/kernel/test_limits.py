@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from iowitness.analysis.run import load
+from tests.support import blockdev
 from tests.support.cli import IOWITNESS, iowitness
 from tests.support.workload import build
 
@@ -146,3 +147,36 @@ def test_a_stranger_that_reuses_an_exited_childs_pid_is_not_traced(crowd, tmp_pa
     assert list(mine["syscall"]) == ["openat", "write", "close"]
     assert int(mine["ret"].max()) == 100
     assert not (trace.events["ret"] == 777).any()
+
+
+def test_block_devices_beyond_the_device_filter_are_counted(tmp_path):
+    # GIVEN a probe whose device filter has room for one device, and targets on two disks
+    # (this machine's root disk under tmp_path, and a fresh loop device)
+    from iowitness.collector import targets
+    from iowitness.collector.probe import Probe, ProbeConfig
+    with blockdev.loop_ext4() as (_, mount):
+        on_root, on_loop = tmp_path / "a", Path(mount) / "b"
+        # WHEN user space watches the disks of named targets at start ...
+        probe = Probe(ProbeConfig(file_set=targets.file_set([str(on_root), str(on_loop)]), bpf_stats=False,
+                                  max_devices=1))
+        try:
+            # THEN one is watched and the other counted
+            assert len(probe.watched_devices()) == 1
+            assert probe.lost()["devices_not_watched"] == 1
+        finally:
+            probe.close()
+
+        # WHEN the probe itself meets the second disk at an open (every file of a process is a target)
+        probe = Probe(ProbeConfig(file_set=targets.FileSet(), bpf_stats=False, max_devices=1))
+        try:
+            writer = subprocess.Popen(["sh", "-c", f"read go; echo a > {on_root}; echo b > {on_loop}"],
+                                      stdin=subprocess.PIPE, text=True)
+            probe.add_process(writer.pid)
+            probe.attach()
+            writer.communicate("go\n", timeout=30)
+            # THEN both files were written, one disk is watched and the other counted in the kernel
+            assert on_root.read_text() == "a\n" and on_loop.read_text() == "b\n"
+            assert len(probe.watched_devices()) == 1
+            assert probe.lost()["devices_not_watched"] == 1
+        finally:
+            probe.close()
