@@ -136,14 +136,20 @@ def not_followed(counters: dict) -> dict[str, int]:
     return {name: int(counters[name]) for name in NOT_FOLLOWED if int(counters.get(name, 0))}
 
 
-def missing_text(counters: dict) -> str:
-    """What the trace misses, in words; "" when it misses nothing. Every report, the end-of-run
-    line and every verdict say it the same way."""
-    parts = [f"{lost_total(counters):,} events lost"] if lost_total(counters) else []
+def not_followed_text(counters: dict) -> str:
+    """What the probe could not follow, in words; "" when it followed everything."""
+    parts = []
     for name, count in not_followed(counters).items():
         one, many, why = NOT_FOLLOWED[name]
         parts.append(f"{count:,} {one if count == 1 else many} not followed ({why})")
-    return ", ".join(parts)
+    return "; ".join(parts)
+
+
+def missing_text(counters: dict) -> str:
+    """What the trace misses, in words; "" when it misses nothing. Every report, the end-of-run
+    line and every verdict say it the same way."""
+    lost = f"{lost_total(counters):,} events lost" if lost_total(counters) else ""
+    return "; ".join(part for part in (lost, not_followed_text(counters)) if part)
 
 
 def ops_of_kind(kind: str) -> tuple[str, ...]:

@@ -21,8 +21,8 @@ def _phases(trace) -> pd.DataFrame:
 
 def render(trace) -> str:
     phases = _phases(trace)
-    parts = [f"trace {trace.meta.get('path')}   mode: summary (in-kernel aggregates)   lost events: {tables.lost_figure(trace)}",
-             observer.line(trace)]
+    parts = [f"trace {trace.meta.get('path')}   mode: summary (in-kernel aggregates)   "
+             f"lost events: {tables.lost_figure(trace)}", observer.line(trace)]
     if trace.lost:
         parts.append(f"WARNING: {trace.lost} calls could not be counted; phases may miss calls")
     if not_followed(trace.counters):
@@ -46,7 +46,8 @@ def render(trace) -> str:
 
 def to_json(trace) -> str:
     return json.dumps({"trace": trace.meta.get("path"), "command": trace.meta.get("command"), "mode": "summary",
-                       "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters), "complete": trace.meta.get("complete"),
+                       "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters),
+                       "complete": trace.meta.get("complete"),
                        "observer": observer.cost(trace), "phases": _records(_phases(trace)),
                        "unavailable": aggregates.UNAVAILABLE}, indent=2)
 

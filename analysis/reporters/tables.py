@@ -14,7 +14,7 @@ import pandas as pd
 from iowitness import units
 from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run
-from iowitness.collector.traceformat import not_followed
+from iowitness.collector.traceformat import not_followed, not_followed_text
 
 
 # integer columns that name something (no thousands separators)
@@ -87,8 +87,8 @@ def group_rows(groups: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
 
 def lost_figure(trace) -> str:
     """The "lost events" figure every report prints, with what the probe could not follow beside it."""
-    unfollowed = [part for part in trace.missing.split(", ") if part and "not followed" in part]
-    return f"{trace.lost:,}" + (f" ({'; '.join(unfollowed)})" if unfollowed else "")
+    unfollowed = not_followed_text(trace.counters)
+    return f"{trace.lost:,}" + (f" ({unfollowed})" if unfollowed else "")
 
 
 def warnings(trace) -> list[str]:

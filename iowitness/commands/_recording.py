@@ -12,7 +12,7 @@ from iowitness.collector.probe import (DEFAULT_MAX_FILES, DEFAULT_MAX_PROCESSES,
                                        MAX_SET_ENTRIES, Probe, ProbeConfig)
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
-from iowitness.collector.traceformat import lost_total, missing_text
+from iowitness.collector.traceformat import lost_total, missing_text, not_followed_text
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import OutputError, UsageError
 
@@ -107,8 +107,8 @@ def saved(reason: str, path: str, counters: dict) -> str:
     lost = lost_total(counters)
     held = (f"{counters['calls']:,} calls summarized" if "calls" in counters
             else f"{counters['events']:,} events")
-    missing = [part for part in missing_text(counters).split(", ") if "not followed" in part]
-    return f"{reason}; saved {path}: {held}, {lost:,} lost" + "".join(f", {part}" for part in missing)
+    unfollowed = not_followed_text(counters)
+    return f"{reason}; saved {path}: {held}, {lost:,} lost" + (f", {unfollowed}" if unfollowed else "")
 
 
 def finished(args, reason: str, path: str, counters: dict) -> None:
