@@ -227,3 +227,14 @@ def test_a_mixed_thread_on_one_file_is_credited_reads_and_writes():
     # THEN its one mixed phase holds both
     assert list(phases["operation"]) == ["mixed"]
     assert list(table["device_bytes"]) == [128 * KIB]
+
+
+def test_a_phase_of_several_threads_owns_what_any_of_them_submitted():
+    # GIVEN phase 1 of thread 10 alone, and phase 2 whose calls come from threads 20 and 21
+    phases = pd.DataFrame({"phase": [1, 2], "threads": [1, 2], "tid": [10, 20]})
+    events = pd.DataFrame({"tid": np.array([10, 20, 21, 21, 30], dtype=np.uint32)})
+    assigned = pd.DataFrame({"phase": [1, 2, 2, 2, -1]})
+    # WHEN their threads are listed
+    rows, tids = device_credit.phase_threads(phases, assigned, events)
+    # THEN each phase (by row) has its own, a call of no phase adds none
+    assert sorted(zip(rows.tolist(), tids.tolist())) == [(0, 10), (1, 20), (1, 21)]
