@@ -17,6 +17,12 @@ and beyond iostat: the ratio of device bytes to the phase's syscall bytes (its d
 write-back after the phase that belongs to it, the time split of its threads (user CPU,
 kernel CPU, blocked in calls, in fsync, waiting for a CPU) and the machine's iowait.
 
+Concurrent phases (threads, IOzone -t children) share their windows: the benchmark's own
+device bytes are credited to them once, each request to the phase whose thread submitted it
+or split among the phases whose windows hold it (analysis/device_credit.py), so the phases'
+device bytes add up to what the device moved. The iostat -x figures stay those of the whole
+window, as iostat would show them for the same interval.
+
 Write-back is attributed first in, first out: a buffered write phase leaves `dirty` bytes
 (its syscall bytes minus the device writes in its window); device writes on the same device
 after its window and outside any later write phase's window pay them off, oldest phase first,
@@ -29,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis.device_credit import claims, credited, holding, phase_threads
 from iowitness.analysis.phases import SYNC, call_kinds, stable_order
 from iowitness.collector.traceformat import dev_name
 
@@ -74,6 +81,7 @@ class Requests:
         start = np.where(start > 0, start, np.where(issue > 0, issue, self.complete))
         self.start = np.minimum(start, self.complete)
         self.bytes = b["bytes"].astype(np.int64)
+        self.tid = b["tid"].astype(np.int64)
         self.read = b["op"] == READ_OP
         self.write = is_write(b["op"])
         self.longest = int((self.complete - self.start).max()) if len(b) else 0
@@ -191,6 +199,11 @@ def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFra
     traced = traced_processes(trace)
     requests = {d: Requests(trace.block[trace.block["dev"] == d], traced) for d in set(devices.values())}
     a, b = _window(phases)
+    threads = phase_threads(phases, assigned, events)
+    moved = credited(phases, devices, requests, threads, a, b)
+    # the same over the data calls alone: what a benchmark that times only its calls timed
+    calls_end = np.maximum(phases["data_last_ns"].to_numpy(np.int64), a)
+    calls_moved = credited(phases, devices, requests, threads, a, calls_end)
     rows = []
     for i, r in enumerate(phases.itertuples()):
         dev = devices.get(int(r.phase))
@@ -198,14 +211,8 @@ def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFra
                "window_s": (b[i] - a[i]) / 1e9, "syscall_bytes": _syscall_bytes(r)}
         if dev is not None:
             row.update(requests[dev].window(int(a[i]), int(b[i])))
-            moved = row["own_read_bytes"] if r.operation == "read" else row["own_write_bytes"] \
-                if r.operation == "write" else row["own_read_bytes"] + row["own_write_bytes"]
-            row["device_bytes"] = moved
-            # the same over the data calls alone: what a benchmark that times only its calls timed
-            calls = requests[dev].window(int(r.data_first_ns), int(max(r.data_last_ns, r.data_first_ns)))
-            row["calls_device_bytes"] = calls["own_read_bytes"] if r.operation == "read" else \
-                calls["own_write_bytes"] if r.operation == "write" else calls["own_read_bytes"] + calls["own_write_bytes"]
-            row["device_ratio"] = moved / row["syscall_bytes"] if row["syscall_bytes"] else np.nan
+            row["device_bytes"], row["calls_device_bytes"] = int(moved[i]), int(calls_moved[i])
+            row["device_ratio"] = moved[i] / row["syscall_bytes"] if row["syscall_bytes"] else np.nan
         rows.append(row)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
     _writeback(table, phases, devices, requests, a, b)
@@ -220,19 +227,18 @@ def _writeback(table, phases, devices, requests, a, b) -> None:
     table["dirty_bytes"] = 0
     table["writeback_bytes"] = 0
     table["writeback_s"] = np.nan
-    writes = (phases["operation"] == "write").to_numpy()
-    is_write_phase = writes & ~phases["O_DIRECT"].to_numpy(bool)
+    is_write_phase = (phases["operation"] == "write").to_numpy() & ~phases["O_DIRECT"].to_numpy(bool)
+    # a write inside the window of a phase that claims writes (mixed ones too) is in that
+    # phase's device bytes already: paying it out again as write-back would count it twice
+    _, claims_write = claims(phases)
     device_of = np.array([devices.get(int(p)) for p in phases["phase"]], dtype=object)
     for dev, req in requests.items():
         on_dev = device_of == dev
         mine = np.flatnonzero(is_write_phase & on_dev)
         if not len(mine):
             continue
-        # device writes outside every write phase's window of this device
-        inside = np.zeros(len(req.complete), dtype=bool)
-        for i in np.flatnonzero(writes & on_dev):
-            lo, hi = np.searchsorted(req.complete, [a[i], b[i]])
-            inside[lo:hi] = True
+        claimed = np.flatnonzero(claims_write & on_dev)
+        inside = holding(req.complete, a[claimed], b[claimed]) > 0
         free = req.write & req.own & ~inside
         t, amount = req.complete[free], req.bytes[free]
         total = np.cumsum(amount)

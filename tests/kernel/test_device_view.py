@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +149,46 @@ def test_cold_read_comes_from_the_device_and_a_warm_reread_from_the_page_cache(d
     assert warm_dev["limiter"] in ("kernel", "user", "cpu")
     assert warm_dev["blocked_s"] <= 0.2 * warm_dev["window_s"]
 
+
+
+def _reason_bytes(doc: dict) -> tuple[str, int, int]:
+    """(the reason, syscall bytes, device bytes) of the one read reason of the device view."""
+    [reason] = [r for r in _reasons(doc) if " bytes read, " in r and " from the device" in r]
+    said, device = re.search(r"([\d,]+) bytes read, ([\d,]+) from the device", reason).groups()
+    return reason, int(said.replace(",", "")), int(device.replace(",", ""))
+
+
+def test_threads_reading_at_once_credit_each_device_byte_once(tmp_path):
+    require_tool("fio")
+    jobs, size = 8, 8 * MIB
+    with loop_ext4(64) as (device, mnt):
+        name = os.path.basename(device)
+        data = mnt / "shared.bin"
+        data.write_bytes(os.urandom(size))
+        os.sync()
+        found = {}
+        for direct in (1, 0):
+            # GIVEN 8 fio threads reading the same cold 8 MiB file at once, with O_DIRECT (each
+            # thread's reads go to the device) and through the page cache (the file is read once)
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
+            before = diskstats(name)
+            trace = _record(tmp_path, ["fio", "--name=r", f"--filename={data}", "--rw=read", "--bs=64k",
+                                       f"--size={size}", f"--numjobs={jobs}", "--thread", "--group_reporting",
+                                       f"--direct={direct}"], f"threads{direct}")
+            after = diskstats(name)
+            found[direct] = (_report(trace), after["read_bytes"] - before["read_bytes"])
+    for direct, (doc, device_read) in found.items():
+        # WHEN the group's claim is judged, THEN its reason counts what /proc/diskstats says the
+        # device read over the run, once, not once per thread
+        reason, said, credited = _reason_bytes(doc)
+        assert said == jobs * size, reason
+        assert abs(credited - device_read) <= 0.05 * device_read, (reason, device_read)
+        phases = [p for p in doc["device"]["phases"] if p["device"] == name]
+        assert len(phases) == jobs and abs(sum(p["device_bytes"] for p in phases) - device_read) <= 0.05 * device_read
+    (direct_doc, direct_read), (cached_doc, cached_read) = found[1], found[0]
+    assert abs(direct_read / (jobs * size) - 1) <= 0.05 and abs(cached_read / size - 1) <= 0.05
+    assert _reason_bytes(direct_doc)[0].startswith("the device answered")
+    assert _reason_bytes(cached_doc)[0].startswith("partly from the page cache")
 
 def test_a_partition_maps_to_its_own_diskstats_line(tmp_path):
     require_tool("dd")
