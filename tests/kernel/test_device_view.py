@@ -95,7 +95,10 @@ def test_direct_writes_reach_the_device_at_the_throttled_rate(disk, tmp_path):
     assert abs(phase["wall_Bps"] / RATE - 1) <= 0.10
     # and the phase's device figures agree with the test's own /proc/diskstats deltas
     assert abs(dev["write_bytes"] / (after["write_bytes"] - before["write_bytes"]) - 1) <= 0.05
-    assert abs(dev["writes"] / (after["writes"] - before["writes"]) - 1) <= 0.05
+    # (diskstats also counts what came outside the phase: ext4's journal commits, a few small
+    # writes each, which on a busy machine came to 10 requests beside the phase's 32)
+    outside = after["writes"] - before["writes"] - dev["writes"]
+    assert 0 <= outside <= 16
     # and the collector's own cross-check agrees too
     assert all(c["agree"] for c in doc["device"]["cross_check"])
     assert dev["limiter"] == "device" and "ahead of the device" in dev["limiter_text"]
