@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from iowitness import escape
 from iowitness.analysis.observer import cost as observer_cost
 
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # 1 µs .. 16 s, log2
@@ -83,8 +84,8 @@ def to_json(report, trace, verdicts=None) -> str:
         "verdicts": verdict_records(verdicts),
         "device": device_json(report, trace),
     }
-    return json.dumps(doc, indent=2)
+    return json.dumps(doc, indent=2)   # ensure_ascii: every control character of a name escaped
 
 
 def to_csv(report) -> str:
-    return report.phases.to_csv(index=False)
+    return escape.csv(report.phases)

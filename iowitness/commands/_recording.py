@@ -14,11 +14,14 @@ from iowitness.collector.targets import FileSet
 from iowitness.collector.traceformat import lost_total
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import OutputError, UsageError
+from iowitness.outputfile import TRACE_HINT, Output, add_mode_option, parse_mode
 
 
 def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> None:
     parser.add_argument("-o", "--output", metavar="TRACE",
-                        help="where to save the trace (default: ./iowitness-NAME-DATE-TIME.iwt)")
+                        help="where to save the trace (default: ./iowitness-NAME-DATE-TIME.iwt, or "
+                             "NAME-DATE-TIME-2.iwt, -3... when that name is taken); a symlink is refused")
+    add_mode_option(parser)
     parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH", help=file_help)
     parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
     parser.add_argument("-q", "--quiet", action="store_true", help="no live status line on stderr")
@@ -38,6 +41,8 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
 
 
 def output_path(args, name: str) -> str:
+    """The trace's name: -o, else a default one (open_recording may number it to make it new)."""
+    parse_mode(args.mode)   # a bad --mode fails before the probe is loaded
     if args.output:
         return args.output
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -87,8 +92,16 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
 
 
 def open_recording(args, probe: Probe, path: str, mode: str, command, attached: list[dict] | None = None) -> Recorder:
+    """The recorder of a new trace at `path`; a default name is taken exclusively (another run
+    may pick it in the same second): recorder.writer.path is the one used."""
     warn_if_output_shares_a_disk(path, probe.config.file_set)
-    writer = TraceWriter(path, base_metadata(mode, command, probe, path, attached))
+    out = Output(path, parse_mode(args.mode), "trace", TRACE_HINT)
+    fd, path = (out.open_growing(), path) if args.output else out.open_numbered()
+    try:
+        writer = TraceWriter(path, base_metadata(mode, command, probe, path, attached), fd=fd)
+    except BaseException:
+        os.close(fd)
+        raise
     return Recorder(probe, writer, quiet=args.quiet)
 
 

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 from iowitness.analysis.run import load
-from iowitness.commands import _claims
+from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
 
 
@@ -30,5 +30,5 @@ def execute(args) -> int:
     if not verdicts:
         raise UsageError("the benchmark's output holds no claims to check")
     for v in verdicts:
-        print(text.verdict_line(v))
+        _output.print_text(text.verdict_line(v))
     return 0 if all(v.ok for v in verdicts) else 1
