@@ -82,7 +82,7 @@ def render_compare(runs) -> str:
 
     parts = [f"# iowitness compare: {_cell(' vs '.join(r.label for r in runs))}", ""]
     for run in runs:
-        parts += [f"{_cell(run.label)}: {w}\n" for w in warnings(run.trace)]
+        parts += [f"{_cell(run.label)}: {_cell(w)}\n" for w in warnings(run.trace)]
     parts += ["## Runs", "", table(compare.run_table(runs)), "", "## Each phase", "",
               "Phases are matched by name and rank (the first write with the first write). active = the claim's window where a claim "
               "matched the phase, else the wall rate.", ""]

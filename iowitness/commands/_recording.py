@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -14,6 +15,7 @@ from iowitness.collector.targets import FileSet
 from iowitness.collector.traceformat import lost_total
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import OutputError, UsageError
+from iowitness.escape import terminal
 from iowitness.outputfile import TRACE_HINT, Output, add_mode_option, parse_mode
 
 
@@ -46,7 +48,9 @@ def output_path(args, name: str) -> str:
     if args.output:
         return args.output
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return f"iowitness-{os.path.basename(name) or 'trace'}-{stamp}.iwt"
+    # the command's name, in characters any shell and terminal take as they are
+    label = re.sub(r"[^A-Za-z0-9._+-]", "_", os.path.basename(name)).lstrip(".-") or "trace"
+    return f"iowitness-{label}-{stamp}.iwt"
 
 
 def check_output_is_not_a_target(path: str, file_set: FileSet) -> None:
@@ -73,9 +77,9 @@ def warn_if_output_shares_a_disk(path: str, file_set: FileSet) -> None:
         return
     for rule in file_set.rules:
         if blockdev.disk_under(rule.path, table) == disk:
-            print(f"iowitness: warning: the trace {os.path.abspath(path)} goes to disk {disk}, which "
-                  f"also holds {rule.path}: the benchmark's device will see the trace's writes "
-                  "(a few bytes per event); choose another place with -o", file=sys.stderr)
+            print(terminal(f"iowitness: warning: the trace {os.path.abspath(path)} goes to disk {disk}, which "
+                           f"also holds {rule.path}: the benchmark's device will see the trace's writes "
+                           "(a few bytes per event); choose another place with -o"), file=sys.stderr)
             return
 
 
@@ -115,4 +119,4 @@ def saved(reason: str, path: str, counters: dict) -> str:
 
 def say(args, message: str) -> None:
     if not args.quiet:
-        print(f"iowitness: {message}", file=sys.stderr)
+        print(f"iowitness: {terminal(message)}", file=sys.stderr)

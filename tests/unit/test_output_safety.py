@@ -282,3 +282,14 @@ def test_matplotlib_settings_planted_in_the_directory_or_environment_are_not_rea
     assert not marker.exists()
     assert not re.search(r"#(123456|654321|abcdef)", page, re.IGNORECASE)
     assert page.count("<svg") >= 2
+
+
+def test_the_default_trace_name_takes_only_plain_characters_of_the_command():
+    from argparse import Namespace
+
+    from iowitness.commands._recording import output_path
+
+    # GIVEN a benchmark whose file name holds an escape, a newline and a space
+    name = output_path(Namespace(output=None, mode=None), "/opt/bench/\x1b[31mmy bench\nv2")
+    # THEN the default trace name keeps its letters, digits, dots and dashes only
+    assert re.fullmatch(r"iowitness-__31mmy_bench_v2-\d{8}-\d{6}\.iwt", name), name
