@@ -20,7 +20,7 @@ import pandas as pd
 
 from iowitness.collector.traceformat import dev_name, json_bytes
 from iowitness.collector.tracereader import TraceData, read
-from iowitness.errors import OutputError
+from iowitness.outputfile import Output
 
 
 class Trace:
@@ -188,16 +188,13 @@ def load(path) -> Trace:
     return Trace(read(path))
 
 
-def export_parquet(trace: Trace, out_path) -> None:
-    """Write the events table to Parquet, with the trace metadata under the key b"iowitness"."""
+def export_parquet(trace: Trace, out) -> None:
+    """Write the events table to Parquet, with the trace metadata under the key b"iowitness".
+    `out`: a path, or an iowitness.outputfile.Output (created fresh, never through a symlink)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pandas(trace.events, preserve_index=False)
     metadata = {**(table.schema.metadata or {}), b"iowitness": json_bytes(trace.meta)}
-    try:
-        pq.write_table(table.replace_schema_metadata(metadata), str(out_path))
-    except OSError as exc:
-        reason = exc.strerror or str(exc).splitlines()[0]
-        message = f"cannot write {out_path}: {reason}; choose another output path"
-        raise OutputError(message) from None
+    table = table.replace_schema_metadata(metadata)
+    (out if isinstance(out, Output) else Output(out)).write(lambda f: pq.write_table(table, f))

@@ -58,7 +58,9 @@ def _restore_signals() -> None:
 
 
 class Launched:
-    def __init__(self, argv: list[str], trace_path: str | None = None):
+    def __init__(self, argv: list[str], trace_fd: int | None = None):
+        """trace_fd: the trace, opened O_APPEND; the capture appends to this open file, never
+        reopens it by name (the name could be swapped for a link meanwhile)."""
         self.argv = argv
         self.path = resolve_command(argv)
         self.returncode: int | None = None
@@ -71,11 +73,11 @@ class Launched:
             try:
                 # only the output ends: an inherited fd would outlive the collector's close of it
                 # (a BPF statistics fd kept open here would keep the kernel timing every program run)
-                _close_all_but({0, 1, 2, out_read, err_read})
+                _close_all_but({0, 1, 2, out_read, err_read} | ({trace_fd} if trace_fd is not None else set()))
                 # a Ctrl-C is for the benchmark and the collector; the capture ends with the output
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-                _capture({out_read: "stdout", err_read: "stderr"}, trace_path, use_pty)
+                _capture({out_read: "stdout", err_read: "stderr"}, trace_fd, use_pty)
             except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
                 os.write(2, f"iowitness: the output capture stopped: {exc!r}\n".encode())
             os._exit(0)
@@ -151,15 +153,9 @@ def _close_all_but(keep: set[int]) -> None:
                 pass   # the directory's own fd, closed by now
 
 
-def _capture(sources: dict[int, str], trace_path: str | None, pty_stdout: bool) -> None:
+def _capture(sources: dict[int, str], trace: int | None, pty_stdout: bool) -> None:
     """The capture process's loop: each read goes to our stream of the same name and, as an
     OUTPUT chunk, to the trace (appended whole, next to the collector's own chunks)."""
-    trace = None
-    if trace_path:
-        try:
-            trace = os.open(trace_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-        except OSError:
-            trace = None   # the output still reaches the user; the collector says the trace failed
     sinks = {"stdout": 1, "stderr": 2}
     poller = select.poll()
     for fd in sources:

@@ -13,6 +13,7 @@ from iowitness.collector.traceformat import (BLOCK, CHUNK, END, EVENTS, FACTS, F
                                              MAGIC, OFFCPU, OUTPUT, SAMPLES, START, STREAMS, SUMMARY, SUMMARY_HEAD,
                                              COUNTERS, describe_layout, json_bytes)
 from iowitness.errors import OutputError
+from iowitness.outputfile import DEFAULT_MODE, TRACE_HINT, Output
 from iowitness.probes.layout import layout
 
 
@@ -48,7 +49,9 @@ def _write_all(fd: int, parts: list) -> None:
 class TraceWriter:
     """Appends chunks to a new .iwt file. Safe to call from several threads."""
 
-    def __init__(self, path, start_meta: dict):
+    def __init__(self, path, start_meta: dict, mode: int = DEFAULT_MODE, fd: int | None = None):
+        """A new trace at `path` (an old file of that name is replaced, a symlink refused), with
+        permissions `mode`; or, given `fd`, the new file the caller made exclusively there."""
         self.path = str(path)
         lay = layout()
         self._event, self._meta = lay.event, lay.meta
@@ -57,16 +60,18 @@ class TraceWriter:
         self._closed = False
         self._waiting: dict[int, list[np.ndarray]] = {}   # kind -> small batches not yet written
         self.bytes_written = 0
-        try:
-            # O_APPEND: a chunk goes out in one writev, whole, even when another process (the
-            # output capture of a launched benchmark, collector/launch.py) appends chunks too
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o666)
-        except OSError as exc:
-            raise self._cannot_write(exc) from None
+        # never through a planted name (iowitness/outputfile.py); O_APPEND: a chunk goes out in one
+        # writev, whole, even when another process (the output capture of a launched benchmark,
+        # collector/launch.py) appends chunks too
+        self._fd = fd if fd is not None else Output(self.path, mode, "trace", TRACE_HINT).open_growing()
         self._write(HEADER.pack(MAGIC, FORMAT_VERSION, 0))
         self._chunk(START, json_bytes({**start_meta, "layout": describe_layout(lay)}))
         # a trace killed in its first second still names what it traced
         self.flush()
+
+    def fileno(self) -> int:
+        """The trace's fd (O_APPEND), for a process that appends chunks to this same file."""
+        return self._fd
 
     def write_events(self, records) -> None:
         """One EVENTS chunk: an array of layout().event, or the raw bytes of such records."""

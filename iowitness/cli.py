@@ -13,6 +13,7 @@ import ctypes.util
 import importlib
 import sys
 
+from iowitness.escape import terminal
 from iowitness.errors import EXIT_USAGE, IowitnessError
 from iowitness.version import __version__
 
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.execute(args)
     except IowitnessError as exc:
-        print(f"iowitness: {exc}", file=sys.stderr)
+        print(f"iowitness: {terminal(exc)}", file=sys.stderr)   # one line, whatever the names in it
         return exc.exit_code
     except KeyboardInterrupt:
         print("iowitness: interrupted", file=sys.stderr)

@@ -53,15 +53,18 @@ def seconds(s: float) -> str:
 
 
 def table(frame: pd.DataFrame, headers: dict | None = None, title: str = "") -> str:
-    """A plain aligned text table: text left, numbers right."""
+    """A plain aligned text table: text left, numbers right. Every cell is shown with
+    escape.terminal: a file or process name cannot break the table or drive the terminal."""
+    from iowitness.escape import terminal
+
     headers = headers or {}
     if frame.empty:
         return f"{title}: none"
     cols = list(frame.columns)
-    cells = [[str(headers.get(c, c)) for c in cols]]
+    cells = [[terminal(headers.get(c, c)) for c in cols]]
     identifiers = {"tgid", "tid", "pid", "fd", "dev", "ino"}
     for row in frame.itertuples(index=False):
-        cells.append([f"{v:,}" if isinstance(v, int) and c not in identifiers else str(v)
+        cells.append([f"{v:,}" if isinstance(v, int) and c not in identifiers else terminal(v)
                       for c, v in zip(cols, row)])
     widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
     from pandas.api.types import is_numeric_dtype  # here: the collector imports this module without pandas

@@ -8,7 +8,7 @@ import os
 
 import pandas as pd
 
-from iowitness import units
+from iowitness import escape, units
 from iowitness.analysis import aggregates, observer
 from iowitness.analysis.reporters import tables
 from iowitness.analysis.reporters.machine import _records
@@ -21,8 +21,8 @@ def _phases(trace) -> pd.DataFrame:
 
 def render(trace) -> str:
     phases = _phases(trace)
-    parts = [f"trace {trace.meta.get('path')}   mode: summary (in-kernel aggregates)   "
-             f"lost events: {tables.lost_figure(trace)}", observer.line(trace)]
+    parts = [escape.terminal(f"trace {trace.meta.get('path')}   mode: summary (in-kernel aggregates)   "
+                             f"lost events: {tables.lost_figure(trace)}"), observer.line(trace)]
     if trace.lost:
         parts.append(f"WARNING: {trace.lost} calls could not be counted; phases may miss calls")
     if not_followed(trace.counters):
@@ -53,4 +53,4 @@ def to_json(trace) -> str:
 
 
 def to_csv(trace) -> str:
-    return _phases(trace).to_csv(index=False)
+    return escape.csv(_phases(trace))

@@ -17,7 +17,8 @@ import itertools
 
 import numpy as np
 
-from iowitness import units
+from iowitness import escape, units
+from iowitness.analysis.reporters.isolated_matplotlib import imported, style
 
 # Okabe-Ito colours, ordered so neighbours differ in lightness too (they stay apart in grey)
 COLOURS = ("#000000", "#E69F00", "#0072B2", "#56B4E9", "#D55E00", "#009E73", "#CC79A7", "#999999")
@@ -36,7 +37,17 @@ _rc = {
     "font.family": "sans-serif", "font.size": 8.5, "axes.titlesize": 9.5, "axes.titleweight": "bold",
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd",
     "grid.linewidth": 0.6, "legend.frameon": False, "legend.fontsize": 7.5, "path.simplify": True,
+    "text.parse_math": False,     # a "$" in a file or job name is a dollar, not TeX to parse (or fail on)
+    "text.usetex": False,
 }
+
+def _shown(value):
+    """A chart's text argument with control characters shown (escape.visible); numbers as they are."""
+    if isinstance(value, str):
+        return escape.visible(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_shown(v) for v in value)
+    return value
 
 
 def _figure(height: float = HEIGHT, width: float = WIDTH, cols: int = 1, left: float = 0.75,
@@ -55,19 +66,18 @@ _serial = itertools.count(1)
 
 
 def _styled(chart):
-    """Draw `chart` with the report's style, leaving the caller's matplotlib settings as they were."""
+    """Draw `chart` with the report's style, leaving the caller's matplotlib settings as they were;
+    its text arguments (titles, labels: names from the trace) shown by escape.visible."""
     @functools.wraps(chart)
     def draw(*args, **kwargs):
-        import matplotlib
-
-        with matplotlib.rc_context(_rc):
-            return chart(*args, **kwargs)
+        matplotlib = imported()
+        with matplotlib.rc_context(style(_rc)):
+            return chart(*_shown(args), **{k: _shown(v) for k, v in kwargs.items()})
     return draw
 
 
 def _svg(fig) -> str:
-    import matplotlib
-
+    matplotlib = imported()
     # ids inside each SVG (clip paths, markers) must not collide with another chart's on the page
     with matplotlib.rc_context({"svg.hashsalt": f"iow{next(_serial)}"}):
         buf = io.StringIO()
@@ -139,7 +149,7 @@ def _count_ticks(ax) -> None:
 
 def empty(message: str) -> str:
     """Not a chart: a line saying why there is none (kept out of the chart checks)."""
-    return f'<p class="nochart">{message}</p>'
+    return f'<p class="nochart">{escape.html(message)}</p>'
 
 
 # ---- one run ------------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def run_table(runs: list[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         meta = dict(zip(*tables.run_metadata(run.trace).T.to_numpy()))
-        rows.append({"run": run.label, "trace": run.trace.meta.get("path") or "", "command": meta["command"],
+        rows.append({"run": run.label, "trace": meta["trace"], "command": meta["command"],
                      "file system": meta["file system"], "device": meta["device"], "phases": len(run.report.phases),
                      "events": meta["events"], "lost events": meta["lost events"]})
     return pd.DataFrame(rows)

@@ -10,7 +10,6 @@ every phase is in the tables, and the page stays small and quick to write (MAX_P
 
 from __future__ import annotations
 
-import html
 import os
 import string
 from importlib import resources
@@ -18,7 +17,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from iowitness import units
+from iowitness import escape, units
 from iowitness.analysis import figures as active_figures
 from iowitness.analysis.reporters import charts, tables
 from iowitness.analysis.reporters.phase_calls import PhaseCalls
@@ -26,8 +25,7 @@ from iowitness.analysis.reporters.phase_calls import PhaseCalls
 MAX_PHASE_SECTIONS = 12
 
 
-def esc(value) -> str:
-    return html.escape(str(value), quote=True)
+esc = escape.html   # every value on the page goes through it: text and attributes alike
 
 
 def page(title: str, body: str) -> str:

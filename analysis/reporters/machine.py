@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from iowitness import escape
 from iowitness.analysis.observer import cost as observer_cost
 from iowitness.collector.traceformat import not_followed
 
@@ -86,8 +87,8 @@ def to_json(report, trace, verdicts=None) -> str:
         "verdicts": verdict_records(verdicts),
         "device": device_json(report, trace),
     }
-    return json.dumps(doc, indent=2)
+    return json.dumps(doc, indent=2)   # ensure_ascii: every control character of a name escaped
 
 
 def to_csv(report) -> str:
-    return report.phases.to_csv(index=False)
+    return escape.csv(report.phases)

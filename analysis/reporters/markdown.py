@@ -6,14 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iowitness import escape
 from iowitness.analysis.reporters import tables
 
 
 def _cell(value, column: str = "") -> str:
     is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-    text = tables.number(column, value) if is_int else str(value)
-    # a pipe would end the cell, a newline the row
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return escape.markdown(tables.number(column, value) if is_int else value)
 
 
 def table(frame: pd.DataFrame) -> str:
@@ -30,7 +29,7 @@ def table(frame: pd.DataFrame) -> str:
 
 
 def warnings(trace) -> list[str]:
-    return [f"**WARNING:** {w}" for w in tables.warnings(trace)]
+    return [f"**WARNING:** {_cell(w)}" for w in tables.warnings(trace)]
 
 
 def device_section(report, trace) -> list[str]:
@@ -53,7 +52,8 @@ def device_section(report, trace) -> list[str]:
 def render(report, trace, verdicts=None, note: str | None = None) -> str:
     name = trace.meta.get("path") or "trace"
     parts = [f"# iowitness report: {_cell(name)}", "",
-             f"Benchmark: {report.benchmark or 'not recognised'}. Lost events: {_cell(tables.lost_figure(trace))}.", ""]
+             f"Benchmark: {_cell(report.benchmark or 'not recognised')}. "
+             f"Lost events: {_cell(tables.lost_figure(trace))}.", ""]
     parts += [w + "\n" for w in warnings(trace)]
     parts += ["## Claims vs active", ""]
     if verdicts is None:
@@ -83,7 +83,7 @@ def render_compare(runs) -> str:
 
     parts = [f"# iowitness compare: {_cell(' vs '.join(r.label for r in runs))}", ""]
     for run in runs:
-        parts += [f"{_cell(run.label)}: {w}\n" for w in warnings(run.trace)]
+        parts += [f"{_cell(run.label)}: {_cell(w)}\n" for w in warnings(run.trace)]
     parts += ["## Runs", "", table(compare.run_table(runs)), "", "## Each phase", "",
               "Phases are matched by name and rank (the first write with the first write). active = the claim's window where a claim "
               "matched the phase, else the wall rate.", ""]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
+from iowitness.escape import terminal
 from iowitness.analysis import aggregates, observer
 from iowitness.analysis.phases import READS, WRITES
 from iowitness.analysis.reporters import tables
@@ -76,16 +77,17 @@ def render(trace) -> str:
     command = " ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})"
     duration = (meta.get("clock_end", {}).get("monotonic_ns", 0) - meta["clock_start"]["monotonic_ns"]) / 1e9 \
         if meta.get("clock_end") else None
-    lines.append(f"trace     {meta.get('path')}")
-    lines.append(f"command   {command}")
-    lines.append(f"host      {meta.get('host')}  kernel {meta.get('kernel')}")
+    # names from the trace: each line escaped whole, so a newline in one stays on its line
+    lines.append(terminal(f"trace     {meta.get('path')}"))
+    lines.append(terminal(f"command   {command}"))
+    lines.append(terminal(f"host      {meta.get('host')}  kernel {meta.get('kernel')}"))
     unread = tables.unread_note(meta)
     if unread:
         lines.append(f"WARNING   {unread}")
     status = "complete" if meta.get("complete") else "INCOMPLETE (collector stopped before the end)"
-    lines.append(f"recorded  {units.seconds(duration) if duration is not None else '?'}  {status}"
-                 + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")
-                 + (f", stopped: {meta['stop_reason']}" if meta.get("stop_reason") else ""))
+    lines.append(terminal(f"recorded  {units.seconds(duration) if duration is not None else '?'}  {status}"
+                          + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")
+                          + (f", stopped: {meta['stop_reason']}" if meta.get("stop_reason") else "")))
     lost = tables.lost_figure(trace)
     if trace.summary is not None:
         lines.append(f"mode      summary (in-kernel aggregates, no record per call)   lost {lost}")

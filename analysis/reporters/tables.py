@@ -12,6 +12,7 @@ import os
 import pandas as pd
 
 from iowitness import units
+from iowitness.escape import visible
 from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run
 from iowitness.collector.traceformat import not_followed, not_followed_text
@@ -191,9 +192,10 @@ def run_metadata(trace) -> pd.DataFrame:
     duration = (end.get("monotonic_ns", 0) - start.get("monotonic_ns", 0)) / 1e9 if end and start else None
     fs, devices = _files_where(meta)
     status = "complete" if meta.get("complete") else "INCOMPLETE (the collector stopped before the end)"
+    # visible(): names from argv may hold undecodable bytes, which no table column can store
     rows = [
-        ("trace", meta.get("path") or ""),
-        ("command", " ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})"),
+        ("trace", visible(meta.get("path") or "")),
+        ("command", visible(" ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})")),
         *([("attached", ", ".join(f"PID {p.get('pid')} {p.get('comm') or ''}".strip()
                                   for p in meta["attached"] if isinstance(p, dict)))] if meta.get("attached") else []),
         ("host", str(meta.get("host") or "")),
@@ -212,7 +214,7 @@ def run_metadata(trace) -> pd.DataFrame:
 def label_of(trace) -> str:
     """A short name for a run in a comparison: its file system and device, else its file name."""
     files = [f for f in trace.meta.get("files") or [] if isinstance(f, dict) and f.get("fs_type")]
-    stem = os.path.splitext(os.path.basename(trace.meta.get("path") or "trace"))[0]
+    stem = visible(os.path.splitext(os.path.basename(trace.meta.get("path") or "trace"))[0])
     if files:
         first = files[0]
         where = first.get("block_device") or first.get("device") or ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness import units
+from iowitness.escape import terminal
 from iowitness.analysis import figures, observer
 from iowitness.analysis.reporters import tables
 
@@ -37,9 +38,10 @@ def outlier_lines(outliers: pd.DataFrame) -> str:
 
 
 def render(report, trace) -> str:
-    parts = [f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
-             f"lost events: {tables.lost_figure(trace)}", observer.line(trace)]
-    parts += [f"WARNING: {w}" for w in tables.warnings(trace)]
+    # each line from names in the trace is escaped whole: a newline in a name stays on its line
+    parts = [terminal(f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
+                      f"lost events: {tables.lost_figure(trace)}"), terminal(observer.line(trace))]
+    parts += [terminal(f"WARNING: {w}") for w in tables.warnings(trace)]
     if report.phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")
         return "\n".join(parts)
@@ -56,12 +58,13 @@ def device_section(report, trace) -> str:
     """Per phase: what reached the device over the phase's window (iostat -x terms), and the limiter."""
     rows = tables.device_rows(report)
     if rows.empty:
-        return "\n".join(tables.device_notes(report, trace)["before"]
-                         or ["device view: no block device under the target files"])
+        return "\n".join(map(terminal, tables.device_notes(report, trace)["before"]
+                              or ["device view: no block device under the target files"]))
     notes = tables.device_notes(report, trace)
-    out = notes["before"] + [units.table(rows, title=tables.DEVICE_TITLE), "limiter (where each phase's time went)"]
-    out += [f"  {line}" for line in notes["limiter"]]
-    return "\n".join(out + notes["after"])
+    out = [*map(terminal, notes["before"]), units.table(rows, title=tables.DEVICE_TITLE),
+           "limiter (where each phase's time went)"]
+    out += [f"  {terminal(line)}" for line in notes["limiter"]]
+    return "\n".join(out + [terminal(line) for line in notes["after"]])
 
 
 def verdict_line(v) -> str:
@@ -74,17 +77,17 @@ def verdict_line(v) -> str:
         head += f"; phase {', '.join(map(str, v.phases))}"
     if v.reasons:
         head += f" — {v.reasons[0]}"
-    return head
+    return terminal(head)
 
 
 def verdict_section(verdicts, note: str | None) -> str:
     if verdicts is None:
-        return f"claims: none read ({note})"
+        return terminal(f"claims: none read ({note})")
     if not verdicts:
         return "claims: the output holds none"
     lines = ["claims vs active (window = what the benchmark timed; busy = time inside the calls only)"]
     for v in verdicts:
         lines.append("  " + verdict_line(v))
         for reason in v.reasons[1:]:
-            lines.append(f"  {'':12} · {reason}")
+            lines.append(f"  {'':12} · {terminal(reason)}")
     return "\n".join(lines)

@@ -1,33 +1,22 @@
-"""Writing a report file: checked before the work starts, so a bad path fails in a second."""
+"""Writing a report or export file: checked before the work starts, so a bad path or --mode
+fails in a second; written by iowitness/outputfile.py (fresh file, renamed into place, never
+through a symlink, mode 0600 unless --mode says otherwise)."""
 
 from __future__ import annotations
 
-import os
-
-from iowitness.errors import OutputError
-
-
-def check_writable(path: str) -> None:
-    """Fail now, with one line, if `path` cannot be written (no such directory, no permission)."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    if os.path.isdir(path):
-        raise OutputError(f"cannot write {path}: it is a directory; give a file name")
-    if not os.path.isdir(folder):
-        raise OutputError(f"cannot write {path}: no such directory {folder}")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise OutputError(f"cannot write {path}: permission denied; choose another output path")
+from iowitness import escape
+from iowitness.outputfile import Output, parse_mode
 
 
-def write_text(path: str, text: str) -> None:
-    """Write the whole file (a temporary beside it, then renamed: no half-written report)."""
-    temporary = f"{path}.part"
-    try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(temporary, path)
-    except OSError as exc:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}; choose another output path") from None
+def destination(args, path: str) -> Output:
+    """The output file `path` with the permissions of --mode, checked now (exit 2 for a bad
+    --mode, 5 for a path that cannot be written)."""
+    out = Output(path, parse_mode(args.mode))
+    out.check()
+    return out
+
+
+def print_text(text: str) -> None:
+    """A report for a terminal: nothing in it (a file name, the benchmark's output) can move
+    the cursor, change colours or fake a line: every control character is shown escaped."""
+    print(escape.terminal(text, keep_newlines=True))

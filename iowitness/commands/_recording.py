@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -15,11 +16,15 @@ from iowitness.collector.targets import FileSet
 from iowitness.collector.traceformat import lost_total, missing_text, not_followed_text
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import OutputError, UsageError
+from iowitness.escape import terminal
+from iowitness.outputfile import TRACE_HINT, Output, add_mode_option, parse_mode
 
 
 def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> None:
     parser.add_argument("-o", "--output", metavar="TRACE",
-                        help="where to save the trace (default: ./iowitness-NAME-DATE-TIME.iwt)")
+                        help="where to save the trace (default: ./iowitness-NAME-DATE-TIME.iwt, or "
+                             "NAME-DATE-TIME-2.iwt, -3... when that name is taken); a symlink is refused")
+    add_mode_option(parser)
     parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH", help=file_help)
     parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
     parser.add_argument("-q", "--quiet", action="store_true", help="no live status line on stderr")
@@ -45,10 +50,14 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
 
 
 def output_path(args, name: str) -> str:
+    """The trace's name: -o, else a default one (open_recording may number it to make it new)."""
+    parse_mode(args.mode)   # a bad --mode fails before the probe is loaded
     if args.output:
         return args.output
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return f"iowitness-{os.path.basename(name) or 'trace'}-{stamp}.iwt"
+    # the command's name, in characters any shell and terminal take as they are
+    label = re.sub(r"[^A-Za-z0-9._+-]", "_", os.path.basename(name)).lstrip(".-") or "trace"
+    return f"iowitness-{label}-{stamp}.iwt"
 
 
 def check_output_is_not_a_target(path: str, file_set: FileSet) -> None:
@@ -75,9 +84,9 @@ def warn_if_output_shares_a_disk(path: str, file_set: FileSet) -> None:
         return
     for rule in file_set.rules:
         if blockdev.disk_under(rule.path, table) == disk:
-            print(f"iowitness: warning: the trace {os.path.abspath(path)} goes to disk {disk}, which "
-                  f"also holds {rule.path}: the benchmark's device will see the trace's writes "
-                  "(a few bytes per event); choose another place with -o", file=sys.stderr)
+            print(terminal(f"iowitness: warning: the trace {os.path.abspath(path)} goes to disk {disk}, which "
+                           f"also holds {rule.path}: the benchmark's device will see the trace's writes "
+                           "(a few bytes per event); choose another place with -o"), file=sys.stderr)
             return
 
 
@@ -97,8 +106,16 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
 
 
 def open_recording(args, probe: Probe, path: str, mode: str, command, attached: list[dict] | None = None) -> Recorder:
+    """The recorder of a new trace at `path`; a default name is taken exclusively (another run
+    may pick it in the same second): recorder.writer.path is the one used."""
     warn_if_output_shares_a_disk(path, probe.config.file_set)
-    writer = TraceWriter(path, base_metadata(mode, command, probe, path, attached))
+    out = Output(path, parse_mode(args.mode), "trace", TRACE_HINT)
+    fd, path = (out.open_growing(), path) if args.output else out.open_numbered()
+    try:
+        writer = TraceWriter(path, base_metadata(mode, command, probe, path, attached), fd=fd)
+    except BaseException:
+        os.close(fd)
+        raise
     return Recorder(probe, writer, quiet=args.quiet)
 
 
@@ -122,4 +139,4 @@ def finished(args, reason: str, path: str, counters: dict) -> None:
 
 def say(args, message: str) -> None:
     if not args.quiet:
-        print(f"iowitness: {message}", file=sys.stderr)
+        print(f"iowitness: {terminal(message)}", file=sys.stderr)

@@ -67,6 +67,7 @@ def execute(args) -> int:
         attached = [processes.describe(pid) for pid in [*args.pids, *sorted(pids - set(args.pids))]]
         command = attached[0]["cmdline"] if attached else None
         recorder = _recording.open_recording(args, probe, path, "attach", command, attached)
+        path = recorder.writer.path
         for pid in pids:
             probe.add_process(pid)
             probe.wake_on_exit(pid)

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from iowitness.analysis.run import load
-from iowitness.commands import _claims
+from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
 
 
@@ -34,7 +34,7 @@ def execute(args) -> int:
     if not verdicts:
         raise UsageError("the benchmark's output holds no claims to check")
     for v in verdicts:
-        print(text.verdict_line(v))
+        _output.print_text(text.verdict_line(v))
     if trace.missing and not args.allow_loss:
         print(f"FAILS: the trace misses calls ({trace.missing}); a claim that agrees may still be wrong "
               "(pass --allow-loss to let the verdicts alone decide)")

@@ -17,6 +17,7 @@ import argparse
 from iowitness.analysis.run import load
 from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
+from iowitness.outputfile import add_mode_option
 
 
 def add_arguments(parser) -> None:
@@ -26,6 +27,7 @@ def add_arguments(parser) -> None:
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--markdown", action="store_true", help="the tables as Markdown, on stdout")
     form.add_argument("--html", metavar="FILE", help="write the tables and overlaid charts to FILE (one page)")
+    add_mode_option(parser)
     parser.add_argument("--tolerance", default=_claims.DEFAULT_TOLERANCE, metavar="PCT",
                         help="how far a claim may be from the active figure and still agree (default %(default)s)")
 
@@ -35,9 +37,8 @@ def execute(args) -> int:
         raise UsageError("compare needs two or more traces")
     if args.label and len(args.label) > len(args.traces):
         raise UsageError(f"{len(args.label)} --label for {len(args.traces)} traces: give at most one per trace")
-    if args.html:
-        _output.check_writable(args.html)
-    from iowitness import units
+    out = _output.destination(args, args.html) if args.html else None
+    from iowitness import escape, units
     from iowitness.analysis.reporters import compare
 
     traces = [load(path) for path in args.traces]
@@ -48,14 +49,13 @@ def execute(args) -> int:
     if args.html:
         from iowitness.analysis.reporters import html
 
-        _output.write_text(args.html, html.render_compare(runs))
+        out.write_text(html.render_compare(runs))
     elif args.markdown:
         from iowitness.analysis.reporters import markdown
 
         print(markdown.render_compare(runs), end="")
     else:
-        print(units.table(compare.run_table(runs), title="runs"))
-        for label, frame in compare.phase_tables(runs):
-            print()
-            print(units.table(frame, title=label))
+        parts = [units.table(compare.run_table(runs), title="runs")]
+        parts += ["\n" + units.table(frame, title=escape.terminal(label)) for label, frame in compare.phase_tables(runs)]
+        _output.print_text("\n".join(parts))
     return 0

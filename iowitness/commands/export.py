@@ -10,18 +10,22 @@ Example:
 from __future__ import annotations
 
 from iowitness.analysis.run import export_parquet, load
+from iowitness.commands import _output
 from iowitness.errors import UsageError
+from iowitness.outputfile import add_mode_option
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
     parser.add_argument("--parquet", metavar="OUT", help="write the events to this Parquet file")
+    add_mode_option(parser)
 
 
 def execute(args) -> int:
     if not args.parquet:
         raise UsageError("say where to export: --parquet OUT")
+    out = _output.destination(args, args.parquet)
     trace = load(args.trace)
-    export_parquet(trace, args.parquet)
-    print(f"wrote {args.parquet}: {len(trace.events):,} events")
+    export_parquet(trace, out)
+    _output.print_text(f"wrote {args.parquet}: {len(trace.events):,} events")
     return 0

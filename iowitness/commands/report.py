@@ -27,6 +27,7 @@ import sys
 
 from iowitness.analysis.run import load
 from iowitness.commands import _claims, _output
+from iowitness.outputfile import add_mode_option
 
 
 def add_arguments(parser) -> None:
@@ -36,20 +37,20 @@ def add_arguments(parser) -> None:
     form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
     form.add_argument("--markdown", action="store_true", help="the report's tables as Markdown, on stdout")
     form.add_argument("--html", metavar="FILE", help="write the report with its charts to FILE (one self-contained page)")
+    add_mode_option(parser)
     _claims.add_claim_options(parser)
 
 
 def execute(args) -> int:
     from iowitness.analysis.reporters import machine, text  # pandas: only analysis pays for it
 
-    if args.html:
-        _output.check_writable(args.html)
+    out = _output.destination(args, args.html) if args.html else None
     trace = load(args.trace)
     if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
         return _summary_report(trace, args)
     report = trace.report()
     if args.csv:  # the phase table only
-        print(machine.to_csv(report), end="")
+        print(machine.to_csv(report), end="")   # escaped by escape.csv
         return 0
     explicit = bool(args.claims or args.spec or args.format)
     verdicts, note = _claims.verdicts_for(trace, args, required=explicit)
@@ -58,15 +59,13 @@ def execute(args) -> int:
     elif args.markdown:
         from iowitness.analysis.reporters import markdown
 
-        print(markdown.render(report, trace, verdicts, note), end="")
+        print(markdown.render(report, trace, verdicts, note), end="")   # escaped by escape.markdown
     elif args.html:
         from iowitness.analysis.reporters import html
 
-        _output.write_text(args.html, html.render(report, trace, verdicts, note))
+        out.write_text(html.render(report, trace, verdicts, note))
     else:
-        print(text.render(report, trace))
-        print()
-        print(text.verdict_section(verdicts, note))
+        _output.print_text(text.render(report, trace) + "\n\n" + text.verdict_section(verdicts, note))
     return 0
 
 
@@ -76,6 +75,8 @@ def _summary_report(trace, args) -> int:
     if args.claims or args.spec or args.format:
         print("iowitness: claims are not judged for a --summary trace (no per-call timing); "
               "showing the phases only", file=sys.stderr)
-    print(aggregate.to_csv(trace) if args.csv else aggregate.to_json(trace) if args.json
-          else aggregate.render(trace), end="" if args.csv else "\n")
+    if args.csv or args.json:
+        print(aggregate.to_csv(trace) if args.csv else aggregate.to_json(trace), end="" if args.csv else "\n")
+    else:
+        _output.print_text(aggregate.render(trace))
     return 0

@@ -37,7 +37,8 @@ def execute(args) -> int:
     probe = Probe(_recording.probe_config(args, file_set, all_processes=False))
     try:
         recorder = _recording.open_recording(args, probe, path, "run", command)
-        child = Launched(command, path)
+        path = recorder.writer.path
+        child = Launched(command, recorder.writer.fileno())
         try:
             probe.add_process(child.pid)
             probe.wake_on_exit(child.pid)

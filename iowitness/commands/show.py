@@ -7,6 +7,7 @@ Example:
 from __future__ import annotations
 
 from iowitness.analysis.run import load
+from iowitness.commands import _output
 
 
 def add_arguments(parser) -> None:
@@ -16,5 +17,5 @@ def add_arguments(parser) -> None:
 def execute(args) -> int:
     from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it
 
-    print(summary.render(load(args.trace)))
+    _output.print_text(summary.render(load(args.trace)))
     return 0

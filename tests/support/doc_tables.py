@@ -46,11 +46,12 @@ def html_tables(text: str) -> list[dict]:
 
 
 def markdown_tables(text: str) -> list[list[list[str]]]:
-    """Each pipe table's rows (header first, the --- line left out), cells unescaped."""
+    """Each pipe table's rows (header first, the --- line left out), cells unescaped as a
+    Markdown reader does: a backslash before ASCII punctuation stands for that character."""
     tables, current = [], None
     for line in text.splitlines():
         if line.startswith("|") and line.rstrip().endswith("|"):
-            cells = [c.strip().replace("\\|", "|").replace("\\\\", "\\")
+            cells = [re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", c.strip())
                      for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
             if all(re.fullmatch(r"-*:?-+:?", c) for c in cells):
                 continue

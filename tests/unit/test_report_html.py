@@ -110,7 +110,8 @@ def test_an_unwritable_html_path_and_a_lone_trace_are_one_line_errors(big_trace,
     # THEN it fails at once with one line and the output-error code, and writes nothing
     assert bad.returncode == 5 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines() == [f"iowitness: cannot write {tmp_path / 'missing' / 'r.html'}: "
-                                               f"no such directory {tmp_path / 'missing'}"]
+                                               f"no such directory {tmp_path / 'missing'}; create it or "
+                                               "choose another output path"]
     # AND compare with a single trace is a usage error
     lone = iowitness("compare", str(big_trace), check=False)
     assert lone.returncode == 2 and lone.stderr.strip() == "iowitness: compare needs two or more traces"
@@ -125,5 +126,5 @@ def test_markdown_cells_keep_pipes_and_backslashes():
     frame = pd.DataFrame({"path": ["/data/a|b", "C:\\dir"], "note": ["two\nlines", "plain"], "ops": [1024, 7]})
     # WHEN it is written as Markdown and read back
     tables = markdown_tables(markdown.table(frame))
-    # THEN every cell reads as it was (the newline as a space), numbers with thousands separators
-    assert tables == [[["path", "note", "ops"], ["/data/a|b", "two lines", "1,024"], ["C:\\dir", "plain", "7"]]]
+    # THEN every cell reads as it was (the newline shown as \n), numbers with thousands separators
+    assert tables == [[["path", "note", "ops"], ["/data/a|b", "two\\nlines", "1,024"], ["C:\\dir", "plain", "7"]]]

@@ -401,7 +401,7 @@ def test_unwritable_places_raise_output_error_with_advice(tmp_path):
     # GIVEN a directory that does not exist
     missing = tmp_path / "no" / "such" / "dir"
     # WHEN a trace or an export is written there THEN OutputError says what to do
-    with pytest.raises(OutputError, match=r"cannot write trace .*; choose another place with -o$"):
+    with pytest.raises(OutputError, match=r"cannot write trace .*: no such directory .*choose another place with -o$"):
         TraceWriter(missing / "run.iwt", {})
     path = tmp_path / "run.iwt"
     write_trace(path, CALLS, end={})
