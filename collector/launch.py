@@ -28,14 +28,14 @@ import time
 from iowitness.collector import stopping
 from iowitness.collector.traceformat import OUTPUT, STREAMS
 from iowitness.collector.tracewriter import append_chunk
-from iowitness.errors import NotFound
+from iowitness.errors import NotFound, UsageError
 
 LET_GO = b"e"   # on the lifeline: the collector has dealt with the benchmark (Launched.let_go)
 
 
 def resolve_command(argv: list[str]) -> str:
     if not argv:
-        raise NotFound("no command given; put it after --, e.g. iowitness run -- dd if=/dev/zero of=f bs=1M count=10")
+        raise UsageError("no command given; put it after --, e.g. iowitness run -- dd if=/dev/zero of=f bs=1M count=10")
     exe = argv[0]
     path = exe if "/" in exe else shutil.which(exe)
     if not path or not os.path.isfile(path):

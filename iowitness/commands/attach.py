@@ -37,7 +37,7 @@ def execute(args) -> int:
     _recording.check_numbers(args)
     preflight.require_tracing()
     for pid in args.pids:
-        if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
+        if pid <= 0 or not processes.alive(pid):   # a zombie has exited: nothing of it to trace
             raise NotFound(f"no process with PID {pid}; check it with: ps -p {pid}")
     file_set = targets.file_set(args.files)
     label = f"pid{args.pids[0]}" if args.pids else os.path.basename(os.path.abspath(args.files[0]))
