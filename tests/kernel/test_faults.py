@@ -224,3 +224,38 @@ def test_a_killed_collector_escalates_too(tmp_path):
     first, second = iowitness_lines(stderr)
     assert "stopping the benchmark" in first and "killed with SIGKILL (--on-fault stop)" in second
     assert GRACE_S - 0.5 < elapsed < GRACE_S + 10 and gone(pid_in(second))
+
+
+CRASHING = textwrap.dedent("""
+    import sys, time
+    from iowitness import cli
+    from iowitness.collector import session
+
+    drain, started = session.Recorder.drain, time.monotonic()
+
+    def crash_after_two_seconds(self):
+        if time.monotonic() - started > 2:
+            raise RuntimeError("a bug in the collector")
+        return drain(self)
+
+    session.Recorder.drain = crash_after_two_seconds
+    sys.exit(cli.main(sys.argv[1:]))
+""")
+
+
+def test_a_crashing_collector_leaves_the_benchmark_to_the_capture(tmp_path):
+    # GIVEN a collector with a bug that raises two seconds in, recording the printer
+    counted, out = tmp_path / "counted", tmp_path / "crash.iwt"
+    proc = subprocess.run([sys.executable, "-c", CRASHING, "run", "-q", "-o", str(out), "--",
+                           "bash", "-c", PRINTER, "printer", str(counted)],
+                          capture_output=True, text=True, timeout=60)
+    # THEN the bug shows as such (its traceback, exit 1), and the output capture, left behind,
+    # stops the benchmark as --on-fault stop says and says so
+    assert proc.returncode == 1 and "RuntimeError: a bug in the collector" in proc.stderr
+    line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("iowitness:"))
+    assert "ended without closing the trace (killed or crashed)" in line and "stopping the benchmark" in line
+    assert gone(pid_in(line)) and len(counted.read_text().split()) < 120
+    # AND every line it printed reached us, and the trace reads up to the crash
+    assert proc.stdout.splitlines() == [f"line {i}" for i in range(1, len(counted.read_text().split()) + 1)]
+    trace = load(out)
+    assert trace.meta["complete"] is False and trace.meta["truncated_bytes"] == 0 and len(trace.events) > 0

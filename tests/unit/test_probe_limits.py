@@ -22,12 +22,11 @@ def _map_max_entries(name: str) -> int:
                           capture_output=True, text=True, check=True).stdout
     types, current = {}, None
     for line in dump.splitlines():
-        head = re.match(r"\[(\d+)\] (\w+) ", line)
+        head = re.match(r"\[(\d+)\] \w+ ", line)
         if head:
             current = int(head.group(1))
             of, elems = re.search(r" type_id=(\d+)", line), re.search(r" nr_elems=(\d+)", line)
-            types[current] = {"kind": head.group(2), "type": of and of.group(1), "elems": elems and elems.group(1),
-                              "members": {}}
+            types[current] = {"type": of and of.group(1), "elems": elems and elems.group(1), "members": {}}
             continue
         member = re.match(r"\s+'(\w+)' type_id=(\d+)", line)
         if member and current is not None:
