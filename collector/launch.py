@@ -72,7 +72,6 @@ class Launched:
     def __init__(self, argv: list[str], trace_path: str | None = None, on_fault: str = "stop"):
         self.argv = argv
         self.path = resolve_command(argv)
-        self.on_fault = on_fault
         self.returncode: int | None = None
         use_pty = sys.stdout.isatty()
         out_read, out_write = pty.openpty() if use_pty else os.pipe()
@@ -273,8 +272,11 @@ class _Watchdog:
             _say(f"{self.stopping.outcome()} (--on-fault stop)")
 
     def _collector_died(self, poller) -> None:
-        what = (f"the collector ended without closing the trace (killed or crashed); the trace is readable "
-                f"up to its last flush")
+        if not self.tree.alive():   # it ended as the collector did: nothing to say or do
+            self._unwatch(self.tree.pidfd, poller)
+            return
+        what = ("the collector ended without closing the trace (killed or crashed); the trace is readable "
+                "up to its last flush")
         if self.on_fault == "continue":
             _say(f"{what}; the benchmark (PID {self.tree.pid}) runs on untraced (--on-fault continue), "
                  "its output still reaches you and the trace")

@@ -37,8 +37,8 @@ class ProcessTree:
     def __init__(self, pid: int, pidfd: int):
         self.pid = pid
         self.pidfd = pidfd
-        self._held = {pid: pidfd}   # pid -> pidfd; those opened here are closed by close()
-        self._own = set()           # the pidfds opened here (the benchmark's is the launcher's)
+        # pid -> pidfd, kept open for the life of the process: a tree is stopped once, at its end
+        self._held = {pid: pidfd}
 
     def signal(self, signum: int) -> None:
         """signum to the benchmark and every descendant, those found now included."""
@@ -46,7 +46,6 @@ class ProcessTree:
             for pid in descendants({self.pid}) - set(self._held):
                 try:
                     self._held[pid] = os.pidfd_open(pid)
-                    self._own.add(self._held[pid])
                 except OSError:
                     continue   # gone already
         for pidfd in self._held.values():
@@ -57,11 +56,6 @@ class ProcessTree:
 
     def alive(self) -> bool:
         return any(not _exited(pidfd) for pidfd in self._held.values())
-
-    def close(self) -> None:
-        for pidfd in self._own:
-            os.close(pidfd)
-        self._own.clear()
 
 
 class Stopping:
