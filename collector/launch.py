@@ -7,10 +7,12 @@ live), a pipe otherwise; stderr is a pipe.
 
 Both are read by a capture process of their own, not by the collector: it copies them to our
 own streams as they come and appends them to the trace as OUTPUT chunks. It outlives the
-collector, so a collector that is killed loses neither the benchmark's output (to the user
-and to the trace) nor the benchmark (which would otherwise write into a dead pipe). When our
-own stdout is a pipe that its reader closes, the capture closes the benchmark's: the
-benchmark gets SIGPIPE, as it would have without us.
+collector, so a collector that is killed or crashes loses none of the benchmark's output (to
+the user and to the trace), and the benchmark never writes into a dead pipe. The capture is
+also the benchmark's watchdog: when the collector ends without saying it has dealt with the
+benchmark (Launched.let_go), the capture does what --on-fault says: stop it (stopping.py) or
+let it run on. When our own stdout is a pipe that its reader closes, the capture closes the
+benchmark's: the benchmark gets SIGPIPE, as it would have without us.
 """
 
 from __future__ import annotations
@@ -23,15 +25,17 @@ import signal
 import sys
 import time
 
+from iowitness.collector import stopping
 from iowitness.collector.traceformat import OUTPUT, STREAMS
 from iowitness.collector.tracewriter import append_chunk
-from iowitness.errors import NotFound
+from iowitness.errors import NotFound, UsageError
 
+LET_GO = b"e"   # on the lifeline: the collector has dealt with the benchmark (Launched.let_go)
 
 
 def resolve_command(argv: list[str]) -> str:
     if not argv:
-        raise NotFound("no command given; put it after --, e.g. iowitness run -- dd if=/dev/zero of=f bs=1M count=10")
+        raise UsageError("no command given; put it after --, e.g. iowitness run -- dd if=/dev/zero of=f bs=1M count=10")
     exe = argv[0]
     path = exe if "/" in exe else shutil.which(exe)
     if not path or not os.path.isfile(path):
@@ -58,7 +62,14 @@ def _restore_signals() -> None:
 
 
 class Launched:
-    def __init__(self, argv: list[str], trace_fd: int | None = None):
+    """The benchmark, held at its gate until release(), and its output capture.
+
+    on_fault: what the capture does with the benchmark if the collector dies without saying
+    goodbye (SIGKILL, a crash): "stop" (stopping.py: SIGINT to its process tree, SIGKILL after
+    a grace period) or "continue" (it runs on untraced; its output still reaches the user and
+    the trace)."""
+
+    def __init__(self, argv: list[str], trace_fd: int | None = None, on_fault: str = "stop"):
         """trace_fd: the trace, opened O_APPEND; the capture appends to this open file, never
         reopens it by name (the name could be swapped for a link meanwhile)."""
         self.argv = argv
@@ -68,36 +79,38 @@ class Launched:
         out_read, out_write = pty.openpty() if use_pty else os.pipe()
         err_read, err_write = os.pipe()
         gate_read, gate_write = os.pipe()
-        self.capture_pid = os.fork()
-        if self.capture_pid == 0:  # the capture: copy the benchmark's output until it closes it
-            try:
-                # only the output ends: an inherited fd would outlive the collector's close of it
-                # (a BPF statistics fd kept open here would keep the kernel timing every program run)
-                _close_all_but({0, 1, 2, out_read, err_read} | ({trace_fd} if trace_fd is not None else set()))
-                # a Ctrl-C is for the benchmark and the collector; the capture ends with the output
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                signal.signal(signal.SIGTERM, signal.SIG_IGN)
-                _capture({out_read: "stdout", err_read: "stderr"}, trace_fd, use_pty)
-            except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
-                os.write(2, f"iowitness: the output capture stopped: {exc!r}\n".encode())
-            os._exit(0)
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: wait at the gate, then become the benchmark
-            try:
-                os.close(gate_write)
-                go = os.read(gate_read, 1)
-                if go != b"g":
-                    os._exit(126)
-                os.dup2(out_write, 1)
-                os.dup2(err_write, 2)
-                for fd in (out_read, out_write, err_read, err_write, gate_read):
-                    os.close(fd)
-                _restore_signals()
-                os.execv(self.path, argv)
-            except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
-                os.write(2, f"iowitness: cannot start {argv[0]}: {exc}\n".encode())
-            os._exit(127)
-        for fd in (out_read, out_write, err_read, err_write, gate_read):
+        # no SIGINT or SIGTERM between the forks and the children's own dispositions: a Ctrl-C
+        # while the probe loads would otherwise raise KeyboardInterrupt inside a child; the
+        # benchmark gets anything still pending once its own dispositions are set
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            self.pid = os.fork()
+            if self.pid == 0:  # the child: wait at the gate, then become the benchmark
+                _become_benchmark(self.path, argv, gate_read, gate_write, out_write, err_write,
+                                  (out_read, err_read), mask)
+            # opened before the benchmark can exit: the capture and stopping.py signal this
+            # process and no other, whatever becomes of its PID
+            self.tree = stopping.ProcessTree(self.pid, os.pidfd_open(self.pid))
+            lifeline_read, self._lifeline = os.pipe()
+            self.capture_pid = os.fork()
+            if self.capture_pid == 0:  # the capture: copy the benchmark's output until it closes it
+                try:
+                    # only the output ends: an inherited fd would outlive the collector's close of it
+                    # (a BPF statistics fd kept open here would keep the kernel timing every program run)
+                    _close_all_but({0, 1, 2, out_read, err_read, lifeline_read, self.tree.pidfd}
+                                   | ({trace_fd} if trace_fd is not None else set()))
+                    # a Ctrl-C is for the benchmark and the collector; the capture ends with the output
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                    watchdog = _Watchdog(lifeline_read, self.tree, on_fault)
+                    _capture({out_read: "stdout", err_read: "stderr"}, trace_fd, use_pty, watchdog)
+                except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
+                    os.write(2, f"iowitness: the output capture stopped: {exc!r}\n".encode())
+                os._exit(0)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for fd in (out_read, out_write, err_read, err_write, gate_read, lifeline_read):
             os.close(fd)
         self._gate = gate_write
 
@@ -108,9 +121,21 @@ class Launched:
 
     def abort(self) -> None:
         """The collector failed before release: the child exits at the gate without running."""
+        self.let_go()
         os.close(self._gate)
         os.waitpid(self.pid, 0)
         self.finish_output()
+
+    def let_go(self) -> None:
+        """Tell the capture that the collector has dealt with the benchmark (it ended, was
+        stopped, or is left running on purpose): the collector's exit is then no fault."""
+        if self._lifeline is not None:
+            try:
+                os.write(self._lifeline, LET_GO)
+            except BrokenPipeError:
+                pass   # the capture has ended already: it watches nothing any more
+            os.close(self._lifeline)
+            self._lifeline = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -135,12 +160,29 @@ class Launched:
                 time.sleep(0.01)
         return True
 
-    def interrupt(self) -> None:
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
+    def stop(self, wait) -> stopping.Stopping:
+        """SIGINT to the benchmark and its descendants, SIGKILL after stopping.GRACE_S; wait(s)
+        is called in between (the collector traces the benchmark's last calls meanwhile)."""
+        return stopping.stop(self.tree, wait)
+
+
+def _become_benchmark(path, argv, gate_read, gate_write, out_write, err_write, readers, mask) -> None:
+    """In the forked child: wait for the gate, then exec the benchmark. Never returns."""
+    try:
+        os.close(gate_write)
+        go = os.read(gate_read, 1)
+        if go != b"g":
+            os._exit(126)
+        os.dup2(out_write, 1)
+        os.dup2(err_write, 2)
+        for fd in (*readers, out_write, err_write, gate_read):
+            os.close(fd)
+        _restore_signals()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.execv(path, argv)
+    except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
+        os.write(2, f"iowitness: cannot start {argv[0]}: {exc}\n".encode())
+    os._exit(127)
 
 
 def _close_all_but(keep: set[int]) -> None:
@@ -153,15 +195,19 @@ def _close_all_but(keep: set[int]) -> None:
                 pass   # the directory's own fd, closed by now
 
 
-def _capture(sources: dict[int, str], trace: int | None, pty_stdout: bool) -> None:
+def _capture(sources: dict[int, str], trace: int | None, pty_stdout: bool, watchdog: _Watchdog) -> None:
     """The capture process's loop: each read goes to our stream of the same name and, as an
-    OUTPUT chunk, to the trace (appended whole, next to the collector's own chunks)."""
+    OUTPUT chunk, to the trace (appended whole, next to the collector's own chunks). It ends
+    when the output is closed and the watchdog has nothing left to watch."""
     sinks = {"stdout": 1, "stderr": 2}
     poller = select.poll()
-    for fd in sources:
+    for fd in (*sources, *watchdog.fds):
         poller.register(fd, select.POLLIN)
-    while sources:
-        for fd, _ in poller.poll():
+    while sources or watchdog.active:
+        for fd, _ in poller.poll(watchdog.timeout_ms()):
+            if fd in watchdog.fds:
+                watchdog.ready(fd, poller)
+                continue
             name = sources.get(fd)
             if name is None:
                 continue
@@ -182,6 +228,69 @@ def _capture(sources: dict[int, str], trace: int | None, pty_stdout: bool) -> No
                 poller.unregister(fd)
                 os.close(fd)
                 del sources[fd]
+        watchdog.tick()
+
+
+class _Watchdog:
+    """In the capture: what becomes of the benchmark when the collector ends without let_go()
+    (SIGKILL, a crash). It watches the lifeline (its pipe from the collector, which only the
+    collector's end closes) and the benchmark's pidfd; either ends the watch when all is well."""
+
+    def __init__(self, lifeline: int, tree: stopping.ProcessTree, on_fault: str):
+        self.lifeline, self.tree, self.on_fault = lifeline, tree, on_fault
+        self.fds = {lifeline, tree.pidfd}
+        self.stopping: stopping.Stopping | None = None
+
+    @property
+    def active(self) -> bool:
+        if self.stopping is not None:
+            return not (self.stopping.killed or self.stopping.done())
+        return bool(self.fds)
+
+    def timeout_ms(self) -> int | None:
+        """How long the capture may sleep: a short while when stopping (the tree is looked at
+        for its end, and for the SIGKILL deadline), else until an fd is ready."""
+        return None if self.stopping is None or not self.active else 100
+
+    def ready(self, fd: int, poller) -> None:
+        if fd == self.lifeline:
+            said = os.read(self.lifeline, 1)
+            self._unwatch(self.lifeline, poller)
+            if said == LET_GO:
+                self._unwatch(self.tree.pidfd, poller)
+            else:
+                self._collector_died(poller)
+        else:   # the benchmark exited: nothing left to do for it
+            self._unwatch(self.lifeline, poller)
+            self._unwatch(self.tree.pidfd, poller)
+
+    def tick(self) -> None:
+        if self.stopping is not None and self.stopping.escalate():
+            _say(f"{self.stopping.outcome()} (--on-fault stop)")
+
+    def _collector_died(self, poller) -> None:
+        if not self.tree.alive():   # it ended as the collector did: nothing to say or do
+            self._unwatch(self.tree.pidfd, poller)
+            return
+        what = ("the collector ended without closing the trace (killed or crashed); the trace is readable "
+                "up to its last flush")
+        if self.on_fault == "continue":
+            _say(f"{what}; the benchmark (PID {self.tree.pid}) runs on untraced (--on-fault continue), "
+                 "its output still reaches you and the trace")
+            self._unwatch(self.tree.pidfd, poller)
+            return
+        _say(f"{what}; stopping the benchmark (PID {self.tree.pid}) with SIGINT, SIGKILL after "
+             f"{stopping.GRACE_S:g} s (--on-fault stop)")
+        self.stopping = stopping.Stopping(self.tree)
+
+    def _unwatch(self, fd: int, poller) -> None:
+        if fd in self.fds:
+            self.fds.discard(fd)
+            poller.unregister(fd)
+
+
+def _say(line: str) -> None:
+    os.write(2, f"iowitness: {line}\n".encode())
 
 
 def _write_to(fd: int, data: bytes) -> bool:

@@ -1,4 +1,4 @@
-"""What /proc says of a running process: its name, command line, directory and age.
+"""What /proc says of a running process: its name, command line, directory, age and descendants.
 
 `attach --pid` records this at attach time, so that a trace that begins mid-run still names
 its benchmark (and the analysis can recognise it from its command line), and says how long the
@@ -15,6 +15,16 @@ def describe(pid: int) -> dict:
     """{pid, comm, cmdline, cwd, age_s}: what can be read now; a field that cannot is None."""
     return {"pid": pid, "comm": _read(f"/proc/{pid}/comm", lambda raw: raw.decode(errors="replace").strip()),
             "cmdline": _read(f"/proc/{pid}/cmdline", _argv), "cwd": _link(f"/proc/{pid}/cwd"), "age_s": age_s(pid)}
+
+
+def alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
 
 
 def age_s(pid: int) -> float | None:
@@ -48,3 +58,20 @@ def _link(path: str) -> str | None:
         return os.readlink(path)
     except OSError:
         return None
+
+
+def descendants(pids: set[int]) -> set[int]:
+    """pids and every process descended from them now, read from /proc."""
+    parent_of = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    parent_of[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue   # exited while we read
+    found, frontier = set(pids), set(pids)
+    while frontier:
+        frontier = {pid for pid, ppid in parent_of.items() if ppid in frontier and pid not in found}
+        found |= frontier
+    return found

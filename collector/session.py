@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iowitness import units
-from iowitness.collector import blockdev, mounts, stats_windows
+from iowitness.collector import blockdev, mounts, processes, stats_windows
 from iowitness.collector.probe import Probe
 from iowitness.collector.traceformat import STATS_SAMPLED, dev_name, lost_total, not_followed
 from iowitness.collector.tracewriter import TraceWriter
+from iowitness.errors import OutputError
 from iowitness.probes.layout import layout
 from iowitness.version import __version__
 
@@ -79,15 +80,6 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _process_alive(tgid: int) -> bool:
-    try:
-        with open(f"/proc/{tgid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 @dataclass
 class Stats:
     events: int = 0
@@ -105,6 +97,7 @@ class Recorder:
         self.probe, self.writer, self.quiet = probe, writer, quiet
         self.stats = Stats()
         self._stop_reason: str | None = None
+        self.stop_signal: int | None = None   # SIGINT or SIGTERM, when one ended the recording
         # op -> is a read or write, as a table: indexing costs a third of np.isin per event
         self._is_data = np.zeros(1 << 16, dtype=bool)
         ops = layout().names("iow_op", "IOW_OP_")
@@ -128,9 +121,20 @@ class Recorder:
 
     def install_signal_handlers(self) -> None:
         def handler(signum, _frame):
+            if self.stop_signal is None:
+                self.stop_signal = signum
             self.request_stop("interrupted" if signum == signal.SIGINT else "terminated")
         signal.signal(signal.SIGINT, handler)
         signal.signal(signal.SIGTERM, handler)
+
+    def abandon(self) -> None:
+        """After a fault: close the trace as it is, without END (it reads as incomplete, with
+        every chunk written before the fault), and never raise: the fault is what to report."""
+        self.clear_status()
+        try:
+            self.writer.abort()
+        except OutputError:
+            pass   # the records still waiting could not be written either; the file is closed
 
     def drain(self) -> int:
         events = self.probe.events.read()
@@ -381,7 +385,7 @@ def processes_gone(probe: Probe):
     def check() -> str | None:
         alive = 0
         for tgid in probe.processes():
-            if _process_alive(tgid):
+            if processes.alive(tgid):
                 alive += 1
             else:
                 probe.forget_process(tgid)

@@ -49,6 +49,10 @@ class KnownFile:
     generation: int | None = None
 
 
+# entries of the probe's `names` map (probes/targets.bpf.h), one per --file path: a test reads
+# the map's size from the compiled object and fails when the two disagree
+NAME_RULES_MAX = 1024
+
 FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long)
 
 
@@ -82,8 +86,11 @@ def file_set(paths: list[str]) -> FileSet:
     fs = FileSet()
     table = mounts.mounts()
     max_name = layout().constants["IOW_NAME_MAX"] - 1
-    for raw in paths:
-        path = os.path.abspath(raw)
+    paths = list(dict.fromkeys(os.path.abspath(raw) for raw in paths))   # a path named twice is one rule
+    if len(paths) > NAME_RULES_MAX:
+        raise UsageError(f"{len(paths):,} --file paths, but the probe holds at most {NAME_RULES_MAX:,}; "
+                         "name their directory instead (one path for every file directly in it)")
+    for path in paths:
         if os.path.isdir(path):
             kdev, ino = mounts.kernel_identity(path, table)
             fs.rules.append(FileRule(kdev, ino, "", path))

@@ -36,14 +36,32 @@ def append_chunk(fd: int, kind: int, payload) -> int:
 
 def _write_all(fd: int, parts: list) -> None:
     views = [memoryview(p).cast("B") for p in parts]
+    written = 0
     while views:
-        done = os.writev(fd, views)
+        try:
+            done = os.writev(fd, views)
+        except OSError:
+            if written:
+                _cut_torn_chunk(fd, written)
+            raise
+        written += done
         # a short write (a full disk) leaves the rest for the next writev, which then fails
         while views and done >= len(views[0]):
             done -= len(views[0])
             views.pop(0)
         if views:
             views[0] = views[0][done:]
+
+
+def _cut_torn_chunk(fd: int, written: int) -> None:
+    """A write that failed halfway (a full disk) leaves part of a chunk at the end: cut it off,
+    so the trace ends on a whole chunk, readable up to the fault with nothing damaged. With
+    O_APPEND our offset is just past our own bytes; anything another writer appended after them
+    sat behind the torn part and could never have been read."""
+    try:
+        os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR) - written)
+    except OSError:
+        pass   # the reader still stops at the torn chunk and keeps what came before it
 
 
 class TraceWriter:

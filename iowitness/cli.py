@@ -2,15 +2,12 @@
 
 Each command module has a docstring (its help, ending with an example), `add_arguments(parser)`
 and `execute(args) -> int`. Errors are IowitnessError subclasses, turned into one line on
-stderr and an exit code here and nowhere else.
+stderr and an exit code here and nowhere else; so are argparse's own complaints.
 """
 
 from __future__ import annotations
 
-import argparse
-import ctypes
-import ctypes.util
-import importlib
+# the modules are imported inside main(): a Ctrl-C while they load is then one line too
 import sys
 
 from iowitness.escape import terminal
@@ -20,8 +17,18 @@ from iowitness.version import __version__
 COMMANDS = ["run", "attach", "show", "report", "compare", "check", "export", "doctor"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser():
+    import argparse
+    import importlib
+
+    class Parser(argparse.ArgumentParser):
+        """argparse's usage errors as one line, like every other error (its default is the
+        usage text, then the error)."""
+
+        def error(self, message: str):
+            self.exit(EXIT_USAGE, f"{self.prog}: {message}; see {self.prog} --help\n")
+
+    parser = Parser(
         prog="iowitness",
         description="Watch a file-system benchmark from the kernel and check the numbers it prints.",
         epilog="Example: sudo iowitness run -- iozone -i0 -i1 -s 64m -r 4k -f /tmp/w/iozone.tmp",
@@ -48,6 +55,9 @@ def _reuse_freed_memory() -> None:
     maps each one afresh and unmaps it when freed, so every page of every array is faulted in
     again: a third of `report`'s time on 10 million events went to the kernel doing that. A
     command is one short process, so it keeps what it freed (the peak is unchanged)."""
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         mallopt = libc.mallopt
@@ -59,13 +69,14 @@ def _reuse_freed_memory() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _reuse_freed_memory()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "execute", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
     try:
+        _reuse_freed_memory()
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "execute", None):
+            print(f"iowitness: say which command to run ({', '.join(COMMANDS)}); see iowitness --help",
+                  file=sys.stderr)
+            return EXIT_USAGE
         return args.execute(args)
     except IowitnessError as exc:
         print(f"iowitness: {terminal(exc)}", file=sys.stderr)   # one line, whatever the names in it

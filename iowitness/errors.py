@@ -8,6 +8,8 @@ Exit codes (documented in README.md, "Exit codes"):
   4  a target does not exist: PID, command, file or directory
   5  cannot write the output (trace, export)
   6  a trace file cannot be read: not a trace, unknown version, corrupt
+  130, 143  interrupted (SIGINT, SIGTERM) before the benchmark started, or with `run
+            --on-fault continue` (128 + the signal's number, as shells report it)
 """
 
 EXIT_USAGE = 2
@@ -41,3 +43,11 @@ class OutputError(IowitnessError):
 
 class BadTrace(IowitnessError):
     exit_code = EXIT_BAD_TRACE
+
+
+class Interrupted(IowitnessError):
+    """SIGINT or SIGTERM ended iowitness before it could pass on a benchmark's exit code."""
+
+    def __init__(self, message: str, signum: int):
+        super().__init__(message)
+        self.exit_code = 128 + signum

@@ -104,9 +104,12 @@ class Spec:
 def load(path: str | Path) -> Spec:
     """A checked spec from a .toml file."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
-        raise SpecError(f"cannot read spec {path}: {e.strerror}") from None
+        raise SpecError(f"cannot read spec {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:   # TOML is UTF-8 (toml.io, "Spec")
+        raise SpecError(f"spec {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                        "save it as UTF-8") from None
     return loads(text)
 
 
@@ -160,11 +163,11 @@ def _rule(number: int, table: dict) -> Rule:
     if "test" not in table:
         fail("test", "missing: the benchmark's name for the test, or \"{group}\"")
     for key in ("test", "direction", "phase"):
-        for field in _fields(table.get(key, "")):
+        for field in _fields(table.get(key, ""), lambda why, key=key: fail(key, why)):
             if field not in regex.groupindex:
                 fail(key, f"uses {{{field}}} but the pattern has no (?P<{field}>...) group")
     direction = table.get("direction")
-    if direction is not None and not _fields(direction) and direction not in DIRECTIONS:
+    if direction is not None and not _fields(direction, None) and direction not in DIRECTIONS:
         fail("direction", f"{direction!r} is not one of {', '.join(DIRECTIONS)}")
     unit = table.get("unit")
     if unit is None and "unit" not in regex.groupindex:
@@ -188,18 +191,41 @@ def _rule(number: int, table: dict) -> Rule:
     scope = table.get("scope", "auto")
     if scope not in SCOPES:
         fail("scope", f"{scope!r} is not one of {', '.join(SCOPES)}")
-    for field in _fields(table.get("key", "")):
+    for field in _fields(table.get("key", ""), lambda why: fail("key", why)):
         if field not in regex.groupindex and field != "test":
             fail("key", f"uses {{{field}}} but the pattern has no (?P<{field}>...) group")
     return Rule(number, regex, table["test"], direction, unit, match, table.get("phase", table["test"]),
                 operation, table.get("access"), table.get("required", True), scope, table.get("key"))
 
 
-def _fields(template: str) -> list[str]:
+def _fields(template: str, fail) -> list[str]:
+    """The groups a template names. Only plain {name} fields (and {{ }} for braces) are allowed:
+    a conversion (!r), a format spec ({x:>99999999999}), an index or an attribute ({x.y}) would
+    make str.format raise, allocate without bound, or reach into Python objects; fail(why) says
+    so (with fail None, the template is known to be checked already)."""
+    help_ = "write {name} for a group of the pattern, and {{ or }} for a brace"
     try:
-        return [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
-    except ValueError:
-        return ["?"]  # an unbalanced brace: reported as a group the pattern lacks
+        parts = list(string.Formatter().parse(template))
+    except ValueError as e:
+        fail(f"is not a template ({e}); {help_}")
+    fields = []
+    for _, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if not field.isidentifier() or spec or conversion:
+            shown = field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            fail(f"{{{shown}}} is not a plain group name; {help_}")
+        fields.append(field)
+    return fields
+
+
+def _fill(template: str, groups: dict, where: str, key: str) -> str:
+    """A checked template (_fields) with the groups of one match; a group the line left
+    unmatched (an optional one) cannot fill it."""
+    try:
+        return template.format_map(groups)
+    except KeyError as e:
+        raise UnparsableOutput(f"{where}: '{key}' uses {{{e.args[0]}}}, which this line leaves unmatched") from None
 
 
 def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
@@ -234,18 +260,18 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
     unit = groups.get("unit", rule.unit)
     if unit not in UNITS:
         raise UnparsableOutput(f"{where}: unit {unit!r} is not one of {', '.join(UNITS)}")
-    direction = rule.direction.format(**groups) if rule.direction else None
+    direction = _fill(rule.direction, groups, where, "direction") if rule.direction else None
     if direction is not None and direction not in DIRECTIONS:
         raise UnparsableOutput(f"{where}: direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
     field, factor = UNITS[unit]
     # the benchmark's own MB and kB, when its spec says what they are
     factor = {"MB/s": spec.mb, "GB/s": spec.mb * spec.kb, "kB/s": spec.kb}.get(unit, factor)
-    test = rule.test.format(**groups)
+    test = _fill(rule.test, groups, where, "test")
     extra = {"from": "spec", "rule": rule.number, "match": rule.match, "benchmark": spec.name,
              "groups": {k: v for k, v in groups.items() if k not in ("value", "unit")}, "scope": rule.scope,
-             "key": rule.key.format(**{"test": test, **groups}) if rule.key else None}
+             "key": _fill(rule.key, {"test": test, **groups}, where, "key") if rule.key else None}
     if rule.match == "name":
-        extra["phase"] = rule.phase.format(**groups)
+        extra["phase"] = _fill(rule.phase, groups, where, "phase")
     if rule.match == "operation":
         # "pattern" as in the phase table (analysis/phases.py): the access pattern
         extra.update(operation=rule.operation, pattern=rule.access)

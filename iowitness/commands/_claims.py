@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from pathlib import Path
@@ -47,9 +48,10 @@ def rate(text: str) -> float:
     """'200MB/s', '8MiB/s', '1.5GB', '4096' -> bytes per second."""
     m = _RATE.match(text)
     factor = units.BYTE_UNITS.get(m.group(2) or "B") if m else None
-    if factor is None:
+    value = float(m.group(1)) * factor if factor is not None else math.nan
+    if not (math.isfinite(value) and value > 0):   # 0, or so many digits that it overflows
         raise UsageError(f"--device-ceiling {text!r}: give a rate such as 200MB/s or 8MiB/s")
-    return float(m.group(1)) * factor
+    return value
 
 
 def device_ceiling(trace, text: str | None) -> dict | None:
@@ -87,11 +89,11 @@ def verdicts_for(trace, args, required: bool):
     tol = tolerance(args.tolerance)
     if args.claims:
         try:
+            # a benchmark may print bytes that are not UTF-8: they are shown as U+FFFD, the rest is read
             text = Path(args.claims).read_text(errors="replace")
-        except FileNotFoundError:
-            raise NotFound(f"no such file: {args.claims}") from None
-        except OSError as exc:
-            raise NotFound(f"cannot read {args.claims}: {exc.strerror}") from None
+        except OSError as exc:   # a bad argument (exit 2), as a --spec that cannot be read
+            raise UsageError(f"--claims {args.claims}: cannot read it: {exc.strerror or exc}; "
+                             "give the file that holds the benchmark's output") from None
     else:
         text = trace.output.get("stdout", "") + trace.output.get("stderr", "")
         if not text.strip():

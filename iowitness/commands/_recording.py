@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
+import signal
 import sys
 import time
 
@@ -15,7 +17,7 @@ from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
 from iowitness.collector.traceformat import lost_total, missing_text, not_followed_text
 from iowitness.collector.tracewriter import TraceWriter
-from iowitness.errors import OutputError, UsageError
+from iowitness.errors import Interrupted, OutputError, UsageError
 from iowitness.escape import terminal
 from iowitness.outputfile import TRACE_HINT, Output, add_mode_option, parse_mode
 
@@ -90,16 +92,22 @@ def warn_if_output_shares_a_disk(path: str, file_set: FileSet) -> None:
             return
 
 
-def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
-    if args.ring_buffer_mb <= 0:
-        raise UsageError("--ring-buffer-mb must be positive")
+def check_numbers(args) -> None:
+    """The numeric options, before anything is loaded or created (nan passes every comparison)."""
+    if not math.isfinite(args.ring_buffer_mb) or args.ring_buffer_mb <= 0:
+        raise UsageError(f"--ring-buffer-mb must be positive, not {args.ring_buffer_mb:g}")
     if args.ring_buffer_mb * 2**20 > MAX_RING_BYTES:
-        raise UsageError(f"--ring-buffer-mb must be at most {MAX_RING_BYTES >> 20}")
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError("--duration must be positive")
+        raise UsageError(f"--ring-buffer-mb must be at most {MAX_RING_BYTES >> 20}, not {args.ring_buffer_mb:g}")
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        raise UsageError(f"--duration must be a positive number of seconds, not {args.duration:g}; "
+                         "leave it out to record until the end")
     for option, value in (("--max-files", args.max_files), ("--max-processes", args.max_processes)):
         if not 1 <= value <= MAX_SET_ENTRIES:
-            raise UsageError(f"{option} must be between 1 and {MAX_SET_ENTRIES:,}")
+            raise UsageError(f"{option} must be between 1 and {MAX_SET_ENTRIES:,}, not {value}")
+
+
+def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
+    check_numbers(args)
     return ProbeConfig(file_set=file_set, all_processes=all_processes,
                        ring_bytes=int(args.ring_buffer_mb * 2**20), summary=args.summary,
                        bpf_stats=args.bpf_stats, max_files=args.max_files, max_processes=args.max_processes)
@@ -140,3 +148,27 @@ def finished(args, reason: str, path: str, counters: dict) -> None:
 def say(args, message: str) -> None:
     if not args.quiet:
         print(f"iowitness: {terminal(message)}", file=sys.stderr)
+
+
+class SignalLatch:
+    """SIGINT and SIGTERM noted, not raised, from the start of a recording command until its
+    Recorder takes them over. Raised as KeyboardInterrupt they could land anywhere: inside a
+    ctypes callback of libbpf's loader (where Python prints a traceback and carries on, the
+    Ctrl-C lost), or between two steps of setting up the benchmark. `check` acts on them at
+    the points where stopping is clean. A signal the user had ignored (nohup) stays ignored."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, self._note)
+
+    def _note(self, signum, _frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    def check(self, what: str) -> None:
+        """Raise Interrupted (exit 128 + the signal) when a signal came: `what` says what was not done."""
+        if self.signum is not None:
+            name = "interrupted" if self.signum == signal.SIGINT else "terminated"
+            raise Interrupted(f"{name} {what}", self.signum)

@@ -20,7 +20,7 @@ from iowitness.collector import preflight, processes, targets
 from iowitness.collector.probe import Probe
 from iowitness.collector.session import processes_gone
 from iowitness.commands import _recording
-from iowitness.errors import NotFound, UsageError
+from iowitness.errors import NotFound, OutputError, UsageError
 
 
 def add_arguments(parser) -> None:
@@ -30,29 +30,14 @@ def add_arguments(parser) -> None:
         parser, "a file (or directory) to watch; without --pid, any process that uses it; repeatable")
 
 
-def _children(pids: set[int]) -> set[int]:
-    """Every existing descendant of pids (later forks are followed by the probe)."""
-    parent_of = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent_of[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    found, frontier = set(pids), set(pids)
-    while frontier:
-        frontier = {pid for pid, ppid in parent_of.items() if ppid in frontier and pid not in found}
-        found |= frontier
-    return found
-
-
 def execute(args) -> int:
+    signals = _recording.SignalLatch()
     if not args.pids and not args.files:
         raise UsageError("say what to attach to: --pid PID or --file PATH")
+    _recording.check_numbers(args)
     preflight.require_tracing()
     for pid in args.pids:
-        if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
+        if pid <= 0 or not processes.alive(pid):   # a zombie has exited: nothing of it to trace
             raise NotFound(f"no process with PID {pid}; check it with: ps -p {pid}")
     file_set = targets.file_set(args.files)
     label = f"pid{args.pids[0]}" if args.pids else os.path.basename(os.path.abspath(args.files[0]))
@@ -61,7 +46,8 @@ def execute(args) -> int:
     all_processes = not args.pids
     probe = Probe(_recording.probe_config(args, file_set, all_processes=all_processes))
     try:
-        pids = _children(set(args.pids))
+        signals.check("while the probe was loading: nothing was written")
+        pids = processes.descendants(set(args.pids))
         # a trace that begins mid-run still names its benchmark and its processes, and says how
         # far into the run it began: the PIDs given first, then their children
         attached = [processes.describe(pid) for pid in [*args.pids, *sorted(pids - set(args.pids))]]
@@ -83,6 +69,13 @@ def execute(args) -> int:
                 probe.attach()
         recorder.note_known_files(list(known.values()))
         recorder.install_signal_handlers()
+        if signals.signum is not None:
+            recorder.abandon()
+            signals.check(f"while attaching: the trace {path} holds what came before")
+        if args.pids and not any(processes.alive(pid) for pid in pids):
+            recorder.abandon()
+            raise NotFound(f"process {args.pids[0]} exited while iowitness was attaching to it; "
+                           f"nothing of it was traced ({path} holds no call)")
         if args.files and not args.pids:
             missing = [p for p in args.files if not os.path.exists(p)]
             for p in missing:
@@ -91,8 +84,16 @@ def execute(args) -> int:
         else:
             finished = processes_gone(probe)
         _recording.say(args, f"attached; recording to {path} (Ctrl-C to stop)")
-        reason = recorder.loop(finished, args.duration)
-        end = recorder.finish({"pids": sorted(pids)})
+        try:
+            reason = recorder.loop(finished, args.duration)
+            end = recorder.finish({"pids": sorted(pids)})
+        except OutputError as fault:   # a full disk: what was written stays readable
+            recorder.abandon()
+            raise OutputError(f"{fault}; the trace holds the recording up to here "
+                              "(attach never signals the processes it watches)") from None
+        except BaseException:
+            recorder.abandon()
+            raise
     finally:
         probe.close()
     _recording.finished(args, reason, path, end["counters"])

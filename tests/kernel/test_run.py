@@ -281,9 +281,11 @@ PRINTER = ('for i in $(seq 1 30); do echo "line $i"; echo "$i" >> "$1"; sleep 0.
 
 
 def test_a_killed_collector_loses_neither_the_benchmark_nor_its_output(tmp_path):
-    # GIVEN a benchmark that prints 30 lines over 1.5 s and counts them in a file of its own
+    # GIVEN a benchmark that prints 30 lines over 1.5 s and counts them in a file of its own,
+    # run with --on-fault continue (the default stops it: tests/kernel/test_faults.py)
     counted, out = tmp_path / "counted", tmp_path / "killed.iwt"
-    proc = subprocess.Popen([*IOWITNESS, "run", "-q", "-o", str(out), "--", "bash", "-c", PRINTER, "printer",
+    proc = subprocess.Popen([*IOWITNESS, "run", "-q", "--on-fault", "continue", "-o", str(out), "--",
+                             "bash", "-c", PRINTER, "printer",
                              str(counted)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # WHEN the collector is killed with SIGKILL while the benchmark prints
     deadline = time.monotonic() + 30

@@ -600,6 +600,49 @@ def test_spec_errors_name_the_key(toml, message):
     assert got.startswith(message) if message.endswith(": ") else got == message
 
 
+PLAIN = "write {name} for a group of the pattern, and {{ or }} for a brace"
+GROUPED = VALID.replace("'^W: ", "'^(?P<op>W)(?: (?P<size>\\d+k))?: ")
+
+
+@pytest.mark.parametrize("template, message", [
+    ("{op!z}", f"{{op!z}} is not a plain group name; {PLAIN}"),               # str.format: ValueError
+    ("{op:99999999999}", f"{{op:99999999999}} is not a plain group name; {PLAIN}"),   # allocates, or raises
+    ("{op.__class__}", f"{{op.__class__}} is not a plain group name; {PLAIN}"),      # reaches into Python
+    ("{op[0]}", f"{{op[0]}} is not a plain group name; {PLAIN}"),
+    ("{0}", f"{{0}} is not a plain group name; {PLAIN}"),
+    ("{op", f"is not a template (expected '}}' before end of string); {PLAIN}"),
+    ("op}", f"is not a template (Single '}}' encountered in format string); {PLAIN}"),
+])
+@pytest.mark.parametrize("key", ["test", "direction", "phase", "key"])
+def test_spec_templates_are_plain_group_names(template, message, key):
+    # GIVEN a template Python's str.format would run as more than a substitution
+    toml = GROUPED.replace('test = "w"', f'test = "w"\n{key} = "{template}"' if key != "test" else f'test = "{template}"')
+    toml += 'match = "name"\n' if key == "phase" else ""
+    # WHEN the spec is loaded, THEN one line names the key and says what a template may hold
+    with pytest.raises(spec.SpecError) as e:
+        spec.loads(toml)
+    assert one_line_error(e) == f"spec [[claim]] 1 '{key}': {message}"
+
+
+def test_spec_template_of_a_group_a_line_leaves_unmatched():
+    # GIVEN a test named after an optional group, and two lines: one with it, one without
+    rules = spec.loads(GROUPED.replace('test = "w"', 'test = "w {size}"'))
+    assert [c.test for c in spec.parse("W 4k: 10", rules)] == ["w 4k"]
+    # WHEN the line without it is read, THEN one line names the rule, the key and the group
+    with pytest.raises(UnparsableOutput) as e:
+        spec.parse("W: 10", rules)
+    assert one_line_error(e) == "[[claim]] 1 on line 'W: 10': 'test' uses {size}, which this line leaves unmatched"
+
+
+def test_a_spec_file_that_is_not_utf8(tmp_path):
+    # GIVEN a spec saved as Latin-1 (TOML is UTF-8), WHEN it is loaded, THEN one line says where
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(('[benchmark]\nname = "d\xe9bit"\n' + VALID).encode("latin-1"))
+    with pytest.raises(spec.SpecError) as e:
+        spec.load(path)
+    assert one_line_error(e) == f"spec {path} is not UTF-8 text (byte 0xe9 at offset 21); save it as UTF-8"
+
+
 def test_spec_output_that_does_not_fit():
     # GIVEN the worked example's spec and dd's output: nothing matches
     with pytest.raises(UnparsableOutput) as e:

@@ -1,0 +1,53 @@
+"""Stopping a benchmark's process tree: SIGINT to all of it, SIGKILL to what ignores it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from iowitness.collector import stopping
+from iowitness.collector.processes import alive, descendants
+
+# a parent with one child, which ignores SIGINT when told to
+TREE = ("import signal, subprocess, sys, time\n"
+        "child = [sys.executable, '-c', 'import signal, time\\n"
+        "if %r: signal.signal(signal.SIGINT, signal.SIG_IGN)\\n"
+        "time.sleep(60)']\n"
+        "p = subprocess.Popen(child)\n"
+        "time.sleep(60)\n")
+
+
+def _tree(child_ignores: bool):
+    parent = subprocess.Popen([sys.executable, "-c", TREE % child_ignores], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while len(descendants({parent.pid})) < 2:
+        assert time.monotonic() < deadline, "the child never started"
+        time.sleep(0.01)
+    time.sleep(0.3)   # the child has set its disposition
+    (child,) = descendants({parent.pid}) - {parent.pid}
+    return parent, child
+
+
+def test_sigint_reaches_every_process_of_the_tree():
+    # GIVEN a parent and its child, neither ignoring SIGINT
+    parent, child = _tree(child_ignores=False)
+    # WHEN the tree is stopped
+    stopped = stopping.stop(stopping.ProcessTree(parent.pid, os.pidfd_open(parent.pid)), time.sleep, grace=5)
+    # THEN SIGINT ended both, no SIGKILL was needed, and the words say so
+    assert parent.wait(5) != 0 and not alive(child)
+    assert not stopped.killed and stopped.outcome() == f"the benchmark (PID {parent.pid}) was stopped with SIGINT"
+
+
+def test_a_process_that_ignores_sigint_is_killed_at_the_deadline():
+    # GIVEN a child that ignores SIGINT (its parent does not)
+    parent, child = _tree(child_ignores=True)
+    started = time.monotonic()
+    # WHEN the tree is stopped with a grace of half a second
+    stopped = stopping.stop(stopping.ProcessTree(parent.pid, os.pidfd_open(parent.pid)), time.sleep, grace=0.5)
+    # THEN the child outlived SIGINT, got SIGKILL at the deadline, and the words say so
+    assert stopped.killed and 0.5 <= time.monotonic() - started < 5
+    assert parent.wait(5) != 0 and not alive(child)
+    assert stopped.outcome() == (f"the benchmark (PID {parent.pid}) did not stop within 0.5 s of SIGINT "
+                                 "and was killed with SIGKILL")
