@@ -90,11 +90,12 @@ def _file_bytes(path) -> bytes:
         raise BadTrace(f"no such trace: {path}") from None
     except OSError as exc:
         raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        raise BadTrace(f"{path} is {what}, not a trace file; give the file that `iowitness run -o` wrote")
     with open(fd, "rb") as file:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
-            raise BadTrace(f"{path} is {what}, not a trace file; give the file that `iowitness run -o` wrote")
         try:
             return file.read()
         except OSError as exc:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from iowitness import units
 from iowitness.analysis import aggregates, observer
+from iowitness.analysis.reporters import tables
 from iowitness.analysis.reporters.machine import _records
 
 
@@ -43,6 +44,7 @@ def render(trace) -> str:
 def to_json(trace) -> str:
     return json.dumps({"trace": trace.meta.get("path"), "command": trace.meta.get("command"), "mode": "summary",
                        "lost_events": int(trace.lost), "complete": trace.meta.get("complete"),
+                       "warnings": tables.warnings(trace),
                        "observer": observer.cost(trace), "phases": _records(_phases(trace)),
                        "unavailable": aggregates.UNAVAILABLE}, indent=2)
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.observer import cost as observer_cost
+from iowitness.analysis.reporters import tables
 
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # 1 µs .. 16 s, log2
 
@@ -78,6 +79,7 @@ def to_json(report, trace, verdicts=None) -> str:
     doc = {
         "trace": trace.meta.get("path"), "command": trace.meta.get("command"), "benchmark": report.benchmark,
         "lost_events": int(trace.lost), "complete": trace.meta.get("complete"),
+        "warnings": tables.warnings(trace),
         "observer": observer_cost(trace),
         "phases": phases, "groups": _records(report.groups),
         "verdicts": verdict_records(verdicts),

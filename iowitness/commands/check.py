@@ -3,7 +3,8 @@
 One line per claim, fit for CI logs: the verdict, the claim, the active figure of the
 window the benchmark timed, their ratio, and the main reason. Exit codes: 0 every claim
 agrees or is explained by the trace, 1 at least one disagrees or cannot be judged,
-2 usage error (no claims found, bad tolerance).
+2 usage error (no claims found, bad tolerance). A trace that is incomplete or damaged
+is said on stderr, one line each, before the verdicts.
 
 Example:
   iowitness check iozone.iwt --tolerance 5%
@@ -11,6 +12,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import sys
 
 from iowitness.analysis.run import load
 from iowitness.commands import _claims
@@ -26,9 +29,18 @@ def execute(args) -> int:
     from iowitness.analysis.reporters import text
 
     trace = load(args.trace)
+    for note in _trace_notes(trace.meta):
+        print(f"iowitness: warning: {note}", file=sys.stderr)
     verdicts, _ = _claims.verdicts_for(trace, args, required=True)
     if not verdicts:
         raise UsageError("the benchmark's output holds no claims to check")
     for v in verdicts:
         print(text.verdict_line(v))
     return 0 if all(v.ok for v in verdicts) else 1
+
+
+def _trace_notes(meta: dict) -> list[str]:
+    from iowitness.analysis.reporters import tables
+
+    incomplete = [] if meta.get("complete") else [f"the trace is {tables.status(meta)}"]
+    return incomplete + tables.integrity_notes(meta)
