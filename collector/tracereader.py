@@ -138,14 +138,16 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
                     raise ValueError("it names no output stream")
                 output[stream_of[payload[0]]].append(bytes(payload[1:]))
             elif kind == COUNTERS:
-                counters = _json_object(payload, "COUNTERS")
-                traceschema.check_counters(counters)
+                read_counters = _json_object(payload, "COUNTERS")
+                traceschema.check_counters(read_counters)
+                counters = read_counters
             elif kind == END:
-                end = _json_object(payload, "END")
-                traceschema.check_meta(end, "END")
-                if "clock_end" in end and "clock_start" not in {**start, **end}:
+                read_end = _json_object(payload, "END")
+                traceschema.check_meta(read_end, "END")
+                if "clock_end" in read_end and "clock_start" not in {**start, **read_end}:
                     raise ValueError("END has an end clock, but the trace has no start clock")
-                traceschema.check_samples_against_view(samples, end.get("device_view"))
+                traceschema.check_samples_against_view(samples, read_end.get("device_view"))
+                end = read_end
             elif kind == SAMPLES:
                 sample = _json_object(payload, "SAMPLES")
                 traceschema.check_sample(sample, samples[0] if samples else None)
@@ -159,8 +161,6 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
                 unknown[str(kind)] = unknown.get(str(kind), 0) + 1
         except (ValueError, TypeError) as exc:
             good_end, damage = at, f"{_kind_name(kind)} chunk at byte {at:,}: {exc}"
-            if kind == END:
-                end = None
             break
         name = _kind_name(kind).lower()
         stored[name] = stored.get(name, 0) + CHUNK.size + len(payload)
