@@ -162,7 +162,7 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
         except (ValueError, TypeError) as exc:
             good_end, damage = at, f"{_kind_name(kind)} chunk at byte {at:,}: {exc}"
             break
-        name = _kind_name(kind).lower()
+        name = KIND_NAMES.get(kind, str(kind))
         stored[name] = stored.get(name, 0) + CHUNK.size + len(payload)
 
     records = {}

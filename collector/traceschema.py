@@ -96,14 +96,26 @@ def check(value, spec, where: str) -> None:
                 raise ValueError(f"{where} has no {key}")
 
 
+# a trace's JSON nests 5 deep; anything deeper than this is not a writer's, and a value nested
+# near Python's recursion limit would load here and raise RecursionError wherever it is dumped
+MAX_DEPTH = 32
+
+
 def parse_json(payload, what: str):
-    """A chunk's JSON; ValueError when it is not UTF-8 JSON (nesting too deep included)."""
+    """A chunk's JSON; ValueError when it is not UTF-8 JSON, or nests deeper than MAX_DEPTH."""
     try:
-        return json.loads(bytes(payload))
+        value = json.loads(bytes(payload))
     except RecursionError:
         raise ValueError(f"{what} is nested too deep to be a trace's") from None
     except ValueError as exc:   # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ValueError(f"{what} is not JSON ({exc})") from None
+    level = [value]
+    for _ in range(MAX_DEPTH + 1):
+        level = [v for item in level if isinstance(item, (list, dict))
+                 for v in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            return value
+    raise ValueError(f"{what} is nested too deep to be a trace's")
 
 
 # --- the JSON chunks ----------------------------------------------------------------------
