@@ -123,7 +123,7 @@ def parse_json(payload, what: str):
 CLOCK = {"monotonic_ns": Need(NS), "realtime_ns": NS, "offset_ns": INT}
 PROCESS = {"pid": Need(U32), "comm": Maybe(TEXT), "cwd": Maybe(TEXT), "cmdline": Maybe([TEXT]),
            "age_s": Maybe(NUMBER)}
-FILE = {"dev": U32, "ino": U64, "path": Maybe(TEXT), "device": Maybe(TEXT), "mount_point": Maybe(TEXT),
+FILE = {"dev": Need(U32), "ino": U64, "path": Maybe(TEXT), "device": Maybe(TEXT), "mount_point": Maybe(TEXT),
         "fs_type": Maybe(TEXT), "source": Maybe(TEXT), "block_device": Maybe(TEXT)}
 DEVICE = {"device": Need(TEXT), "dev": Need(U32), "name": Maybe(TEXT)}
 # the /proc/diskstats counters device_checks.py reads by name
@@ -143,7 +143,7 @@ META = {
     "trace_file_bytes": Maybe(NS), "exit_code": Maybe(INT), "stop_reason": Maybe(TEXT),
     "device_view": Maybe(DEVICE_VIEW),
 }
-RUN_COST = {"run_time_ns": NS, "run_cnt": NS, "recursion_misses": NS}
+RUN_COST = {"run_time_ns": Need(NS), "run_cnt": Need(NS), "recursion_misses": NS}
 COUNTERS = {
     **{name: NS for name in ("events", "facts", "calls", "block_requests", "lost_events", "lost_meta",
                              "lost_block", "lost_offcpu", "lost_summary", "missed_runs")},

@@ -355,7 +355,8 @@ def odd_summary(data, chunks, rng):
     elif how == 1:
         description = _odd_value(rng)
     elif how == 2:
-        rows = rows[:rng.randrange(len(rows) + 1)]
+        # rows cut short of a whole row (whole rows fewer would be a valid snapshot)
+        rows = rows[:len(rows) - rng.randrange(1, 64)]
     else:
         new = _json_dump(description)
         return _reframed(data, at, kind, SUMMARY_HEAD.pack(rng.choice([2**32 - 1, len(new) + 1, 0])) + new + rows)
