@@ -33,6 +33,8 @@ from functools import lru_cache
 import numpy as np
 import zstandard
 
+from iowitness.collector.traceformat import MAX_BLOCK_BYTES
+
 HEAD = struct.Struct("<IIHBB")      # rows, itemsize, columns, compressor, reserved
 COLUMN = struct.Struct("<BBQ")      # transform, width, first
 ZSTD = 1
@@ -237,15 +239,40 @@ def encode(records, dtype: np.dtype | None = None, level: int = LEVEL) -> bytes:
 
 
 def rows_of(block) -> int:
-    """How many records a block holds, from its head alone."""
+    """How many records a block holds, from its head alone (unchecked: see checked_rows)."""
     if len(block) < HEAD.size:
         raise CodecError("block shorter than its head")
     return HEAD.unpack_from(block)[0]
 
 
+def checked_rows(block, dtype: np.dtype) -> int:
+    """How many records a block of `dtype` holds, once its head matches the dtype and what it
+    would decode to is known to be bounded: at most MAX_BLOCK_BYTES of records (the writer
+    splits larger batches), and a zstd frame that declares no more than that. CodecError
+    otherwise, before anything is allocated or decompressed."""
+    plan = _plan(dtype)
+    rows, itemsize, count, compressor, _ = _head(block, plan)
+    if rows * itemsize > MAX_BLOCK_BYTES:
+        raise CodecError(f"block of {rows:,} records of {itemsize} bytes is larger than a writer writes "
+                         f"({MAX_BLOCK_BYTES >> 20} MiB)")
+    _check_declared(block, COLUMN.size * count + rows * itemsize)
+    return rows
+
+
+def _check_declared(block, most: int) -> None:
+    """A frame that declares more than `most` bytes is refused before zstd allocates them."""
+    try:
+        # the frame header is at most 18 bytes
+        declared = zstandard.frame_content_size(bytes(block[HEAD.size:HEAD.size + 18]))
+    except zstandard.ZstdError as exc:
+        raise CodecError(f"compressed frame has no valid header: {exc}") from None
+    if declared > most:
+        raise CodecError(f"compressed frame declares {declared:,} bytes, more than its records can take ({most:,})")
+
+
 def decode(block, dtype: np.dtype) -> np.ndarray:
     """The records of one block, as a new array of `dtype`."""
-    out = np.empty(rows_of(block), dtype)
+    out = np.empty(checked_rows(block, dtype), dtype)
     decode_into(block, out)
     return out
 
@@ -289,7 +316,7 @@ def decode_columns(block, dtype: np.dtype, columns: dict, at_row: int) -> int:
     The analysis reads whole columns; decoding into them directly spares it a copy of each
     field out of 72-byte records."""
     plan = _plan(dtype)
-    rows, heads, body = _parse(block, plan, rows_of(block))
+    rows, heads, body = _parse(block, plan, checked_rows(block, dtype))
     at = COLUMN.size * len(heads)
     for (transform, width, first), column in zip(heads, plan.columns):
         target = columns.get(column.name)
@@ -322,19 +349,27 @@ def decode_columns(block, dtype: np.dtype, columns: dict, at_row: int) -> int:
     return rows
 
 
-def _parse(block, plan: _Plan, rows_wanted: int) -> tuple[int, list, bytes]:
-    """Check a block's head against the plan, decompress its frame, check the column table."""
+def _head(block, plan: _Plan) -> tuple:
     if len(block) < HEAD.size:
         raise CodecError("block shorter than its head")
-    rows, itemsize, count, compressor, _ = HEAD.unpack_from(block)
+    head = rows, itemsize, count, compressor, _ = HEAD.unpack_from(block)
     if itemsize != plan.itemsize or count != len(plan.columns):
         raise CodecError(f"block of {count} columns of {itemsize}-byte records does not match "
                          f"the layout ({len(plan.columns)} columns of {plan.itemsize}-byte records)")
-    if rows != rows_wanted:
-        raise CodecError(f"block holds {rows} records, not {rows_wanted}")
     if compressor != ZSTD:
         raise CodecError(f"unknown compressor {compressor}")
+    return head
+
+
+def _parse(block, plan: _Plan, rows_wanted: int) -> tuple[int, list, bytes]:
+    """Check a block's head against the plan, decompress its frame, check the column table.
+    The caller has bounded the rows (checked_rows): zstd trusts a frame's declared size and
+    would allocate it whole."""
+    rows, _, count, _, _ = _head(block, plan)
+    if rows != rows_wanted:
+        raise CodecError(f"block holds {rows} records, not {rows_wanted}")
     table = COLUMN.size * count
+    _check_declared(block, table + rows * plan.itemsize)
     try:
         body = zstandard.ZstdDecompressor().decompress(
             block[HEAD.size:], max_output_size=table + rows * plan.itemsize)

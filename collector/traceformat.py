@@ -1,34 +1,59 @@
 """The trace contract (.iwt): constants, record descriptions, device names, the loss total.
 
 Layout, byte by byte, in docs/trace-format.md. In short: a 16-byte header (magic, format
-version) and then chunks, each `kind, crc32, length, payload`. The writer
+version) and then chunks, each `kind, crc32, length, payload`; from format 3 the CRC covers
+the kind and the length as well as the payload (chunk_crc). The writer
 (collector/tracewriter.py) only ever appends whole chunks, so whatever a SIGKILL leaves behind
 is a run of good chunks plus at most one torn one; the reader (collector/tracereader.py) keeps
 the good run and reports the rest as `truncated_bytes`.
 
 Record chunks (EVENTS, FACTS, and any kind listed in RECORD_KINDS) hold a batch of records of
-one dtype. Format 2 stores each batch as a block of collector/codec.py (columnar, lossless,
-zstd: about 3 to 7 bytes per event instead of 72); format 1 stored the records as they were.
+one dtype. Formats 2 and 3 store each batch as a block of collector/codec.py (columnar,
+lossless, zstd: about 3 to 7 bytes per event instead of 72); format 1 stored the records as
+they were.
 
 The START chunk describes the record dtypes it was written with, and the reader builds its
-dtypes from that description, never from events.h: a trace stays readable after the probe's
-layout changes. Nothing here imports pandas or the analysis.
+dtypes from that description (checked by collector/traceschema.py), never from events.h: a
+trace stays readable after the probe's layout changes. Nothing here imports pandas or the analysis.
 """
 
 from __future__ import annotations
 
 import json
 import struct
+import zlib
 
 import numpy as np
 
 from iowitness.probes.layout import Layout, layout
 
 MAGIC = b"IOWTRACE"
-FORMAT_VERSION = 2               # what the writer writes
-READABLE_VERSIONS = (1, 2)       # what the reader reads: 1 = raw record chunks, 2 = codec blocks
+FORMAT_VERSION = 3               # what the writer writes
+# what the reader reads: 1 = raw record chunks, 2 = codec blocks, 3 = codec blocks and chunk
+# heads under the CRC
+READABLE_VERSIONS = (1, 2, 3)
+HEADS_CHECKED_SINCE = 3
 HEADER = struct.Struct("<8sII")        # magic, format version, reserved (0)
-CHUNK = struct.Struct("<IIQ")          # kind, crc32 of payload, payload length
+CHUNK = struct.Struct("<IIQ")          # kind, crc32, payload length
+_CHUNK_FIELDS = struct.Struct("<IQ")   # kind and length as the format 3 CRC sees them
+
+
+def chunk_crc(version: int, kind: int, payload) -> int:
+    """The CRC a chunk head carries: of the payload alone before format 3; from format 3 of
+    the kind and length (u32, u64, little-endian) followed by the payload, so that one flipped
+    bit in a head can no longer move or rename a chunk unseen."""
+    if version < HEADS_CHECKED_SINCE:
+        return zlib.crc32(payload)
+    return zlib.crc32(payload, zlib.crc32(_CHUNK_FIELDS.pack(kind, len(payload))))
+
+
+# What a reader allocates is bounded before it allocates (docs/trace-format.md, "Limits"):
+# a record block decodes to at most MAX_BLOCK_BYTES (the writer splits larger batches), and
+# all the records of a trace to at most DECODE_FLOOR or DECODE_RATIO times the file's size,
+# whichever is larger. Real traces' records take 10 to 30 times their bytes on disk.
+MAX_BLOCK_BYTES = 64 << 20
+DECODE_FLOOR = 64 << 20
+DECODE_RATIO = 1024
 
 START, EVENTS, FACTS, OUTPUT, COUNTERS, END = 1, 2, 3, 4, 5, 6
 # the device view (docs/trace-format.md): block requests, off-CPU stretches, kernel counters
@@ -49,12 +74,6 @@ KIND_NAMES = {START: "start", EVENTS: "events", FACTS: "facts", OUTPUT: "output"
               COUNTERS: "counters", END: "end", BLOCK: "block", OFFCPU: "offcpu", SAMPLES: "samples",
               SUMMARY: "summary"}
 
-# fields the reader derives columns and tables from; a layout without them is not readable
-EVENT_NEEDS = ("start_ns", "latency_ns", "op", "dev", "ino")
-META_NEEDS = ("ts_ns", "kind", "tgid", "parent_tgid", "dev", "ino", "fd", "dirfd",
-               "s_magic", "comm", "path")
-
-
 def describe_layout(lay: Layout) -> dict:
     """The JSON form of the record layout that START carries."""
     def struct_of(dtype: np.dtype) -> dict:
@@ -72,21 +91,6 @@ def describe_layout(lay: Layout) -> dict:
         "block": struct_of(lay.structs["iow_block"]),
         "offcpu": struct_of(lay.structs["iow_offcpu"]),
     }
-
-
-def dtype_from(description: dict, needs: tuple[str, ...]) -> np.dtype:
-    """Rebuild a record dtype from its START description; ValueError/KeyError/TypeError if bad."""
-    fields = description["fields"]
-    dtype = np.dtype({
-        "names": [f[0] for f in fields],
-        "formats": [(f[1], tuple(f[3])) if f[3] else f[1] for f in fields],
-        "offsets": [int(f[2]) for f in fields],
-        "itemsize": int(description["itemsize"]),
-    })
-    missing = [n for n in needs if n not in dtype.names]
-    if missing:
-        raise ValueError(f"the layout has no field {', '.join(missing)}")
-    return dtype
 
 
 MINOR_BITS = 20  # the kernel's dev_t, as the probe records it: major << 20 | minor

@@ -1,25 +1,26 @@
 """The trace reader: a .iwt file into numpy arrays, with no pandas and no analysis.
 
 A bad header or START chunk raises BadTrace; a damaged tail ends the reading, and what came
-before it is kept (`meta["truncated_bytes"]` says how much was left). The format is in
+before it is kept (`meta["truncated_bytes"]` says how much was left, `meta["unread_reason"]`
+why). Nothing is allocated on a size the file states before that size is checked against
+what the chunk can hold (traceformat, "Limits"); every JSON value the analysis uses is
+checked by collector/traceschema.py. The format is in
 collector/traceformat.py and docs/trace-format.md; the pandas view of a run is
 analysis/run.py.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import zlib
-from pathlib import Path
+import os
+import stat
 
 import numpy as np
 
-from iowitness.collector import codec
-from iowitness.collector.traceformat import (BLOCK, CHUNK, COUNTERS, END, EVENT_NEEDS, EVENTS, FACTS, HEADER,
-                                             KIND_NAMES, MAGIC, META_NEEDS, OFFCPU, OUTPUT, READABLE_VERSIONS,
-                                             RECORD_KINDS, SAMPLES, START, STREAMS, SUMMARY, SUMMARY_HEAD, dtype_from,
-                                             lost_total, missing_text, spoken)
+from iowitness.collector import codec, traceschema
+from iowitness.collector.traceformat import (BLOCK, CHUNK, COUNTERS, DECODE_FLOOR, DECODE_RATIO, END, EVENTS, FACTS,
+                                             HEADER, HEADS_CHECKED_SINCE, KIND_NAMES, MAGIC, OFFCPU, OUTPUT,
+                                             READABLE_VERSIONS, RECORD_KINDS, SAMPLES, START, STREAMS, SUMMARY,
+                                             SUMMARY_HEAD, chunk_crc, lost_total, missing_text, spoken)
 from iowitness.errors import BadTrace
 from iowitness.version import __version__
 
@@ -63,13 +64,7 @@ class TraceData:
 
 def read(path) -> TraceData:
     """Read a .iwt file. A bad header or START raises BadTrace; a damaged tail ends the reading."""
-    try:
-        data = memoryview(Path(path).read_bytes())
-    except FileNotFoundError:
-        raise BadTrace(f"no such trace: {path}") from None
-    except OSError as exc:
-        raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
-
+    data = memoryview(_file_bytes(path))
     if len(data) < HEADER.size and MAGIC.startswith(bytes(data[:len(MAGIC)])):
         raise BadTrace(f"{path} ends before its header: the tracer stopped at once; trace again")
     if bytes(data[:len(MAGIC)]) != MAGIC:
@@ -77,58 +72,97 @@ def read(path) -> TraceData:
                        "give the file that `iowitness run -o` wrote")
     _, version, _ = HEADER.unpack_from(data)
     if version not in READABLE_VERSIONS:
-        from iowitness.version import __version__
         raise BadTrace(f"{path} is trace format version {version}, but iowitness {__version__} "
                        f"reads versions {spoken(READABLE_VERSIONS)} only; open it "
                        "with the iowitness that wrote it")
     return _read(path, data, version, len(data))
 
 
-def _read(path, data: memoryview, version: int, file_size: int) -> TraceData:
-    """The trace in data[:len(data)] (all of the file, or the part before a damaged chunk)."""
-    chunks, good_end = _good_chunks(data)
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _file_bytes(path) -> bytes:
+    """The whole file, when it is a regular file: a pipe or a device (/dev/zero) has no end
+    to read up to, and opening a FIFO waits for a writer (hence O_NONBLOCK, and fstat after
+    the open: the path cannot become something else in between)."""
     try:
-        if not chunks or chunks[0][1] != START:
-            raise BadTrace(f"{path} has no readable START chunk; it cannot be read, trace again")
-        start = json.loads(bytes(chunks[0][2]))
-        lay = start["layout"]
-        dtypes = {EVENTS: dtype_from(lay["event"], EVENT_NEEDS),
-                  FACTS: dtype_from(lay["meta"], META_NEEDS)}
-        # the device view's records, in traces written since they exist
-        dtypes.update({kind: dtype_from(lay[name], ()) for kind, name in RECORD_KINDS.items()
-                       if kind not in dtypes and name in lay})
-        ops = {int(k): str(v) for k, v in lay["ops"].items()}
-        meta_kinds = {int(k): str(v) for k, v in lay["meta_kinds"].items()}
-        for target in start.get("targets", []):
-            int(target["dev"]), int(target["ino"]), str(target["path"])   # checked here, used later
-        _check_attached(start.get("attached"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise BadTrace(f"no such trace: {path}") from None
+    except OSError as exc:
+        raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        raise BadTrace(f"{path} is {what}, not a trace file; give the file that `iowitness run -o` wrote")
+    with open(fd, "rb") as file:
+        try:
+            return file.read()
+        except OSError as exc:
+            raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
+
+
+def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None) -> TraceData:
+    """The trace in data[:len(data)] (all of the file, or the part before a damaged chunk);
+    `damage` says why the reading ended before the end of the file, when it did."""
+    chunks, good_end, torn = _good_chunks(data, version)
+    damage = damage or torn
+    if not chunks or chunks[0][1] != START:
+        why = f" ({damage})" if damage else ""
+        raise BadTrace(f"{path} has no readable START chunk{why}; it cannot be read, trace again")
+    try:
+        start, dtypes, ops, meta_kinds = _start(chunks[0][2])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BadTrace(f"{path} has a broken START chunk ({exc}); it cannot be read") from None
 
     stored = {"start": CHUNK.size + len(chunks[0][2])}
-    end, counters, samples, summary = None, {}, [], None
+    end, counters, samples, summary, unknown = None, {}, [], None, {}
     output = {name: [] for name in STREAMS}
     stream_of = {number: name for name, number in STREAMS.items()}
     batches = {kind: [] for kind in dtypes}     # kind -> [(offset, payload, rows)]
+    # what the records would decode to, bounded before anything is decoded (traceformat, Limits)
+    budget, decoded = max(DECODE_FLOOR, DECODE_RATIO * file_size), 0
     for at, kind, payload in chunks[1:]:
-        # a chunk whose CRC holds but whose content does not parse ends the reading, as a bad CRC
+        # a chunk whose CRC holds but whose content is not what its kind holds ends the
+        # reading, as a bad CRC does: never a silent drop, never a traceback
         try:
             if kind in batches:
-                batches[kind].append((at, payload, _rows_in(payload, dtypes[kind], version)))
-            elif kind == OUTPUT and len(payload) and payload[0] in stream_of:
+                rows = _rows_in(payload, dtypes[kind], version)
+                decoded += rows * dtypes[kind].itemsize
+                if decoded > budget:
+                    raise ValueError(f"its records would make {decoded:,} bytes from a file of {file_size:,}, "
+                                     "more than any trace holds (a decompression bomb?)")
+                batches[kind].append((at, payload, rows))
+            elif kind == OUTPUT:
+                if not len(payload) or payload[0] not in stream_of:
+                    raise ValueError("it names no output stream")
                 output[stream_of[payload[0]]].append(bytes(payload[1:]))
             elif kind == COUNTERS:
-                counters = dict(json.loads(bytes(payload)))
-                missing_text(counters)   # a counter that is not a number ends the reading here
+                read_counters = _json_object(payload, "COUNTERS")
+                traceschema.check_counters(read_counters)
+                counters = read_counters
             elif kind == END:
-                end = dict(json.loads(bytes(payload)))
+                read_end = _json_object(payload, "END")
+                traceschema.check_meta(read_end, "END")
+                if "clock_end" in read_end and "clock_start" not in {**start, **read_end}:
+                    raise ValueError("END has an end clock, but the trace has no start clock")
+                traceschema.check_samples_against_view(samples, read_end.get("device_view"))
+                end = read_end
             elif kind == SAMPLES:
-                samples.append(_sample(payload))
+                sample = _json_object(payload, "SAMPLES")
+                traceschema.check_sample(sample, samples[0] if samples else None)
+                traceschema.check_samples_against_view([sample], (end or {}).get("device_view"))
+                samples.append(sample)
             elif kind == SUMMARY:
                 summary = _summary_rows(payload)
-            # any other kind comes from a newer writer of the same format: skipped on purpose
-        except (ValueError, TypeError):
-            good_end = at
+            else:
+                # a kind this reader does not know, under a good CRC: a newer writer's, skipped
+                # and counted (meta["unknown_chunks"]), so that the reports can say so
+                unknown[str(kind)] = unknown.get(str(kind), 0) + 1
+        except (ValueError, TypeError) as exc:
+            good_end, damage = at, f"{_kind_name(kind)} chunk at byte {at:,}: {exc}"
             break
         name = KIND_NAMES.get(kind, str(kind))
         stored[name] = stored.get(name, 0) + CHUNK.size + len(payload)
@@ -137,14 +171,17 @@ def _read(path, data: memoryview, version: int, file_size: int) -> TraceData:
     for kind, dtype in dtypes.items():
         # events are read column by column (what the analysis uses), other records as records
         decode_all = _decode_columns if kind == EVENTS else _decode_all
-        records[kind], bad_at = decode_all(batches[kind], dtype, version)
+        records[kind], bad_at, why = decode_all(batches[kind], dtype, version)
         if bad_at is not None:
             # a record chunk that passed its CRC yet does not decode: it and what comes after
             # it are dropped, exactly as after a bad CRC (the writer never produces one)
-            return _read(path, data[:bad_at], version, file_size)
+            return _read(path, data[:bad_at], version, file_size,
+                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}")
 
     meta = {**start, **(end or {}), "complete": end is not None,
-            "truncated_bytes": file_size - good_end, "path": str(path)}
+            "truncated_bytes": file_size - good_end, "unread_reason": damage if good_end < file_size else None,
+            "format_version": version, "chunk_heads_checked": version >= HEADS_CHECKED_SINCE,
+            "unknown_chunks": unknown, "path": str(path)}
     text = {name: b"".join(parts).decode("utf-8", errors="replace")
             for name, parts in output.items()}
     trace = TraceData(meta, records[EVENTS], dtypes[EVENTS], records[FACTS], ops, meta_kinds, text, counters)
@@ -154,41 +191,62 @@ def _read(path, data: memoryview, version: int, file_size: int) -> TraceData:
     return trace
 
 
-def _check_attached(attached) -> None:
-    """START's `attached` (attach --pid: what /proc said of each process): ValueError unless it
-    is a list of {pid: int, comm: str, cmdline: [str], cwd: str, age_s: finite number}, each
-    but pid possibly null."""
-    if attached is None:
-        return
-    if not isinstance(attached, list):
-        raise ValueError("'attached' is not a list")
-    for p in attached:
-        if not isinstance(p, dict) or type(p.get("pid")) is not int:
-            raise ValueError("an 'attached' process has no PID")
-        age = p.get("age_s")
-        if age is not None and (type(age) not in (int, float) or not math.isfinite(age)):
-            raise ValueError("an 'attached' process has an age that is not a number")
-        for key in ("comm", "cwd"):
-            if p.get(key) is not None and not isinstance(p[key], str):
-                raise ValueError(f"an 'attached' process has a {key} that is not text")
-        cmdline = p.get("cmdline")
-        if cmdline is not None and not (isinstance(cmdline, list) and all(isinstance(a, str) for a in cmdline)):
-            raise ValueError("an 'attached' process has a command line that is not a list of words")
+def _kind_name(kind: int) -> str:
+    return KIND_NAMES[kind].upper() if kind in KIND_NAMES else f"kind {kind}"
+
+
+_LAYOUT = {"event": traceschema.Need(traceschema.ANY), "meta": traceschema.Need(traceschema.ANY),
+           "ops": traceschema.Need(traceschema.MapOf(traceschema.TEXT)),
+           "meta_kinds": traceschema.Need(traceschema.MapOf(traceschema.TEXT))}
+# the records' descriptions in START's layout, and what of each the reader and analysis read
+_NEEDS = {EVENTS: traceschema.EVENT_FIELDS, FACTS: traceschema.META_FIELDS,
+          BLOCK: traceschema.BLOCK_FIELDS, OFFCPU: traceschema.OFFCPU_FIELDS}
+
+
+def _start(payload) -> tuple[dict, dict, dict, dict]:
+    """START's metadata, the record dtypes its layout describes, and its name tables;
+    ValueError naming what is wrong."""
+    start = _json_object(payload, "START")
+    traceschema.check_meta(start, "START")
+    traceschema.check(start.get("layout"), traceschema.Need(_LAYOUT), "START.layout")
+    lay = start["layout"]
+    # the device view's records, in traces written since they exist
+    dtypes = {kind: traceschema.dtype_from(lay[name], _NEEDS[kind]) for kind, name in RECORD_KINDS.items()
+              if kind in (EVENTS, FACTS) or name in lay}
+    return start, dtypes, _numbered(lay["ops"], "ops"), _numbered(lay["meta_kinds"], "meta_kinds")
+
+
+def _numbered(names: dict, what: str) -> dict:
+    """{"1": "open", ...} as {1: "open", ...}: the numbers a record's op or kind can take."""
+    try:
+        numbered = {int(k): v for k, v in names.items()}
+    except ValueError:
+        raise ValueError(f"START.layout.{what} has a key that is not a number") from None
+    if any(not 0 <= k < 2**32 for k in numbered):
+        raise ValueError(f"START.layout.{what} has a number out of range")
+    return numbered
+
+
+def _json_object(payload, kind: str) -> dict:
+    value = traceschema.parse_json(payload, kind)
+    if not isinstance(value, dict):
+        raise ValueError(f"{kind} is not a JSON object")
+    return value
 
 
 def _summary_rows(payload) -> np.ndarray:
+    """A SUMMARY chunk's rows (a view of the payload: nothing is allocated for them)."""
+    if len(payload) < SUMMARY_HEAD.size:
+        raise ValueError("it is shorter than its head")
     (size,) = SUMMARY_HEAD.unpack_from(payload)
-    fields = json.loads(bytes(payload[SUMMARY_HEAD.size:SUMMARY_HEAD.size + size]))
-    dtype = np.dtype([(name, kind, tuple(shape)) if shape else (name, kind) for name, kind, shape in fields])
-    return np.frombuffer(payload[SUMMARY_HEAD.size + size:], dtype=dtype)
-
-
-def _sample(payload) -> dict:
-    """A SAMPLES chunk: /proc/diskstats and /proc/stat at one moment; ValueError when it does not parse."""
-    sample = json.loads(bytes(payload))
-    if not isinstance(sample, dict):
-        raise ValueError("a SAMPLES chunk is not a JSON object")
-    return sample
+    if size > len(payload) - SUMMARY_HEAD.size:
+        raise ValueError(f"its description of {size:,} bytes runs past its end")
+    fields = traceschema.parse_json(payload[SUMMARY_HEAD.size:SUMMARY_HEAD.size + size], "SUMMARY's description")
+    dtype = traceschema.summary_dtype(fields)
+    rows = payload[SUMMARY_HEAD.size + size:]
+    if len(rows) % dtype.itemsize:
+        raise ValueError(f"{len(rows):,} bytes are not whole {dtype.itemsize}-byte rows")
+    return np.frombuffer(rows, dtype=dtype)
 
 
 def _attach_device_view(trace: TraceData, records: dict, samples: list) -> None:
@@ -199,15 +257,16 @@ def _attach_device_view(trace: TraceData, records: dict, samples: list) -> None:
 
 
 def _rows_in(payload, dtype: np.dtype, version: int) -> int:
-    """How many records a record chunk holds (ValueError when it cannot hold whole ones)."""
+    """How many records a record chunk holds (ValueError when it cannot hold whole ones, or
+    its head promises more than any block holds)."""
     if version == 1:
         if len(payload) % dtype.itemsize:
             raise ValueError(f"{len(payload)} bytes are not whole {dtype.itemsize}-byte records")
         return len(payload) // dtype.itemsize
-    return codec.rows_of(payload)
+    return codec.checked_rows(payload, dtype)
 
 
-def _decode_columns(batches: list, dtype: np.dtype, version: int) -> tuple[dict, int | None]:
+def _decode_columns(batches: list, dtype: np.dtype, version: int) -> tuple[dict, int | None, str | None]:
     """As _decode_all, into one contiguous array per field (padding left out)."""
     total = sum(rows for _, _, rows in batches)
     columns = {name: np.empty((total, *dtype.fields[name][0].shape), dtype.fields[name][0].base)
@@ -221,46 +280,44 @@ def _decode_columns(batches: list, dtype: np.dtype, version: int) -> tuple[dict,
                     column[at:at + rows] = records[name]
             else:
                 codec.decode_columns(payload, dtype, columns, at)
-        except (ValueError, TypeError):
-            return {name: column[:at] for name, column in columns.items()}, offset
+        except (ValueError, TypeError) as exc:
+            return {name: column[:at] for name, column in columns.items()}, offset, str(exc)
         at += rows
-    return columns, None
+    return columns, None, None
 
 
-def _decode_all(batches: list, dtype: np.dtype, version: int) -> tuple[np.ndarray, int | None]:
-    """Every batch of one record kind into one array, allocated once; and the offset of the
-    first chunk that did not decode (None when all did)."""
+def _decode_all(batches: list, dtype: np.dtype, version: int) -> tuple[np.ndarray, int | None, str | None]:
+    """Every batch of one record kind into one array, allocated once; the offset of the first
+    chunk that did not decode and why (None, None when all did)."""
     out = np.empty(sum(rows for _, _, rows in batches), dtype)
-    firsts = np.cumsum([0] + [rows for _, _, rows in batches])
-
-    def decode(k: int) -> bool:
-        _, payload, rows = batches[k]
-        part = out[firsts[k]:firsts[k] + rows]
+    first = 0
+    for offset, payload, rows in batches:
+        part = out[first:first + rows]
         try:
             if version == 1:
                 part[...] = np.frombuffer(payload, dtype)
             else:
                 codec.decode_into(payload, part)
-        except (ValueError, TypeError):
-            return False
-        return True
-
-    for k in range(len(batches)):
-        if not decode(k):
-            return out[:firsts[k]], batches[k][0]
-    return out, None
+        except (ValueError, TypeError) as exc:
+            return out[:first], offset, str(exc)
+        first += rows
+    return out, None, None
 
 
-def _good_chunks(data: memoryview) -> tuple[list, int]:
-    """(offset, kind, payload) of each chunk up to the first torn or corrupt one, and where
-    the good run ends."""
+def _good_chunks(data: memoryview, version: int) -> tuple[list, int, str | None]:
+    """(offset, kind, payload) of each chunk up to the first torn or corrupt one, where the
+    good run ends, and what is wrong with the chunk there (None at the end of the file)."""
     chunks, at = [], HEADER.size
-    while at + CHUNK.size <= len(data):
+    while at < len(data):
+        if at + CHUNK.size > len(data):
+            return chunks, at, f"the file ends inside a chunk head at byte {at:,}"
         kind, crc, length = CHUNK.unpack_from(data, at)
         end = at + CHUNK.size + length
-        if end > len(data) or zlib.crc32(data[at + CHUNK.size:end]) != crc:
-            break
-        chunks.append((at, kind, data[at + CHUNK.size:end]))
+        if end > len(data):
+            return chunks, at, f"chunk at byte {at:,} runs past the end of the file"
+        payload = data[at + CHUNK.size:end]
+        if chunk_crc(version, kind, payload) != crc:
+            return chunks, at, f"chunk at byte {at:,} fails its CRC"
+        chunks.append((at, kind, payload))
         at = end
-    return chunks, at
-
+    return chunks, at, None

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import threading
-import zlib
 
 import numpy as np
 
 from iowitness.collector import codec
 from iowitness.collector.traceformat import (BLOCK, CHUNK, END, EVENTS, FACTS, FORMAT_VERSION, GATHER_ROWS, HEADER,
-                                             MAGIC, OFFCPU, OUTPUT, SAMPLES, START, STREAMS, SUMMARY, SUMMARY_HEAD,
-                                             COUNTERS, describe_layout, json_bytes)
+                                             MAGIC, MAX_BLOCK_BYTES, OFFCPU, OUTPUT, SAMPLES, START, STREAMS, SUMMARY,
+                                             SUMMARY_HEAD, COUNTERS, chunk_crc, describe_layout, json_bytes)
 from iowitness.errors import OutputError
 from iowitness.outputfile import DEFAULT_MODE, TRACE_HINT, Output
 from iowitness.probes.layout import layout
@@ -26,12 +25,31 @@ def _joined(batches: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.ascontiguousarray(b).view(np.uint8) for b in batches]).view(batches[0].dtype)
 
 
+def file_header(version: int = FORMAT_VERSION) -> bytes:
+    """The 16 bytes a trace of this format version starts with."""
+    return HEADER.pack(MAGIC, version, 0)
+
+
+def chunk_head(kind: int, payload, version: int = FORMAT_VERSION) -> bytes:
+    """The 16-byte head of a chunk: kind, CRC (traceformat.chunk_crc), payload length.
+    Older versions are written only by tests, to check that the reader still reads them."""
+    return CHUNK.pack(kind, chunk_crc(version, kind, payload), len(payload))
+
+
 def append_chunk(fd: int, kind: int, payload) -> int:
     """Append one chunk (head and payload in one writev) to a trace opened with O_APPEND;
     the bytes written. Two writers of one trace never interleave inside a chunk."""
-    head = CHUNK.pack(kind, zlib.crc32(payload), len(payload))
+    head = chunk_head(kind, payload)
     _write_all(fd, [head, payload])
     return len(head) + len(payload)
+
+
+def _blocks(batch: np.ndarray):
+    """A batch in slices that each fit a block (MAX_BLOCK_BYTES): a reader refuses larger
+    ones, so that a damaged or crafted block cannot make it allocate more."""
+    rows = max(1, MAX_BLOCK_BYTES // batch.dtype.itemsize)
+    for at in range(0, len(batch), rows):
+        yield batch[at:at + rows]
 
 
 def _write_all(fd: int, parts: list) -> None:
@@ -121,14 +139,16 @@ class TraceWriter:
                 batch = _joined(waiting)
             waiting.clear()
         # encoded outside the lock: the output pumps need not wait for the compression
-        self._chunk(kind, codec.encode(batch))
+        for block in _blocks(batch):
+            self._chunk(kind, codec.encode(block))
 
     def _write_waiting(self) -> None:
         with self._lock:
             waiting, self._waiting = self._waiting, {}
         for kind, batches in waiting.items():
             if batches:
-                self._chunk(kind, codec.encode(_joined(batches)))
+                for block in _blocks(_joined(batches)):
+                    self._chunk(kind, codec.encode(block))
 
     def write_device(self, block, offcpu) -> None:
         """BLOCK and OFFCPU chunks: arrays of iow_block and iow_offcpu records (empty ones are skipped)."""

@@ -7,7 +7,7 @@ Exit codes (documented in README.md, "Exit codes"):
   3  this machine cannot trace: not root, no BTF, probe load or attach refused
   4  a target does not exist: PID, command, file or directory
   5  cannot write the output (trace, export)
-  6  a trace file cannot be read: not a trace, unknown version, corrupt
+  6  a trace file cannot be read: not a regular file, not a trace, unknown version, damaged start
   130, 143  interrupted (SIGINT, SIGTERM) before the benchmark started, or with `run
             --on-fault continue` (128 + the signal's number, as shells report it)
 """

@@ -47,7 +47,7 @@ def render(trace) -> str:
 def to_json(trace) -> str:
     return json.dumps({"trace": trace.meta.get("path"), "command": trace.meta.get("command"), "mode": "summary",
                        "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters),
-                       "complete": trace.meta.get("complete"),
+                       "complete": trace.meta.get("complete"), "warnings": tables.warnings(trace),
                        "observer": observer.cost(trace), "phases": _records(_phases(trace)),
                        "unavailable": aggregates.UNAVAILABLE}, indent=2)
 

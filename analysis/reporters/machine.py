@@ -9,6 +9,7 @@ import pandas as pd
 
 from iowitness import escape
 from iowitness.analysis.observer import cost as observer_cost
+from iowitness.analysis.reporters import tables
 from iowitness.collector.traceformat import not_followed
 
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # 1 µs .. 16 s, log2
@@ -81,7 +82,7 @@ def to_json(report, trace, verdicts=None) -> str:
     doc = {
         "trace": trace.meta.get("path"), "command": trace.meta.get("command"), "benchmark": report.benchmark,
         "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters),
-        "complete": trace.meta.get("complete"),
+        "complete": trace.meta.get("complete"), "warnings": tables.warnings(trace),
         "observer": observer_cost(trace),
         "phases": phases, "groups": _records(report.groups),
         "verdicts": verdict_records(verdicts),

@@ -81,11 +81,8 @@ def render(trace) -> str:
     lines.append(terminal(f"trace     {meta.get('path')}"))
     lines.append(terminal(f"command   {command}"))
     lines.append(terminal(f"host      {meta.get('host')}  kernel {meta.get('kernel')}"))
-    unread = tables.unread_note(meta)
-    if unread:
-        lines.append(f"WARNING   {unread}")
-    status = "complete" if meta.get("complete") else "INCOMPLETE (collector stopped before the end)"
-    lines.append(terminal(f"recorded  {units.seconds(duration) if duration is not None else '?'}  {status}"
+    lines += [terminal(f"WARNING   {note}") for note in tables.integrity_notes(meta)]
+    lines.append(terminal(f"recorded  {units.seconds(duration) if duration is not None else '?'}  {tables.status(meta)}"
                           + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")
                           + (f", stopped: {meta['stop_reason']}" if meta.get("stop_reason") else "")))
     lost = tables.lost_figure(trace)

@@ -106,11 +106,8 @@ def warnings(trace) -> list[str]:
                    "on that CPU, e.g. interrupted by a block completion): the records they would have "
                    "made are missing and counted as lost.")
     if not trace.meta.get("complete", True):
-        out.append("the trace is INCOMPLETE (the collector stopped before the end); "
-                   "the last phases may be cut short.")
-    unread = unread_note(trace.meta)
-    if unread:
-        out.append(unread + ".")
+        out.append(f"the trace is {status(trace.meta)}; the last phases may be cut short.")
+    out += [note + "." for note in integrity_notes(trace.meta)]
     began = mid_run(trace.meta)
     if began:
         out.append(began + ".")
@@ -123,8 +120,33 @@ def unread_note(meta: dict) -> str | None:
     unread = int(meta.get("truncated_bytes") or 0)
     if not unread:
         return None
-    return (f"the last {unread:,} bytes of the file could not be read (a torn or damaged chunk); "
-            "the events in them, and any after them, are missing")
+    why = meta.get("unread_reason")
+    return (f"the last {unread:,} bytes of the file could not be read (a torn or damaged chunk"
+            + (f": {why}" if why else "") + "); the events in them, and any after them, are missing")
+
+
+def integrity_notes(meta: dict) -> list[str]:
+    """What the reader could not vouch for (docs/trace-format.md, Rules): a part left unread,
+    chunk heads no CRC covered (formats 1 and 2), chunks of kinds it does not know."""
+    notes = [unread_note(meta)]
+    if meta.get("chunk_heads_checked") is False:
+        notes.append(f"format {meta.get('format_version')}: chunk headers not checksummed (a damaged head "
+                     "could drop a chunk unseen; traces written since format 3 are checked)")
+    unknown = meta.get("unknown_chunks") or {}
+    if unknown:
+        count = sum(unknown.values())
+        notes.append(f"{count:,} chunk{'s' if count > 1 else ''} of a kind this iowitness does not know "
+                     f"({', '.join(sorted(unknown))}) skipped: a newer iowitness may read more of this trace")
+    return [n for n in notes if n]
+
+
+def status(meta: dict) -> str:
+    """'complete', or why not."""
+    if meta.get("complete"):
+        return "complete"
+    if meta.get("unread_reason"):
+        return "INCOMPLETE (the reading stopped at a torn or damaged chunk)"
+    return "INCOMPLETE (the collector stopped before the end)"
 
 
 def describe_claim(claim) -> str:
@@ -191,7 +213,6 @@ def run_metadata(trace) -> pd.DataFrame:
     start, end = meta.get("clock_start") or {}, meta.get("clock_end") or {}
     duration = (end.get("monotonic_ns", 0) - start.get("monotonic_ns", 0)) / 1e9 if end and start else None
     fs, devices = _files_where(meta)
-    status = "complete" if meta.get("complete") else "INCOMPLETE (the collector stopped before the end)"
     # visible(): names from argv may hold undecodable bytes, which no table column can store
     rows = [
         ("trace", visible(meta.get("path") or "")),
@@ -202,7 +223,7 @@ def run_metadata(trace) -> pd.DataFrame:
         ("kernel", str(meta.get("kernel") or "")),
         ("file system", fs),
         ("device", devices),
-        ("recorded", (units.seconds(duration) if duration is not None else "?") + f", {status}"
+        ("recorded", (units.seconds(duration) if duration is not None else "?") + f", {status(meta)}"
          + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")),
         ("events", f"{len(trace.events):,}"),
         ("lost events", lost_figure(trace) + (" (phases may miss calls)" if trace.missing else "")),

@@ -4,7 +4,8 @@ One line per claim, fit for CI logs: the verdict, the claim, the active figure o
 window the benchmark timed, their ratio, and the main reason. Exit codes: 0 every claim
 agrees or is explained by the trace, 1 at least one disagrees or cannot be judged, or the
 trace misses calls (lost events, files or processes the probe could not follow; --allow-loss
-judges such a trace anyway), 2 usage error (no claims found, bad tolerance).
+judges such a trace anyway), 2 usage error (no claims found, bad tolerance). A trace that is
+incomplete or damaged is said on stderr, one line each, before the verdicts.
 
 Example:
   iowitness check iozone.iwt --tolerance 5%
@@ -12,6 +13,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import sys
 
 from iowitness.analysis.run import load
 from iowitness.commands import _claims, _output
@@ -30,6 +33,8 @@ def execute(args) -> int:
     from iowitness.analysis.reporters import text
 
     trace = load(args.trace)
+    for note in _trace_notes(trace.meta):
+        print(f"iowitness: warning: {note}", file=sys.stderr)
     verdicts, _ = _claims.verdicts_for(trace, args, required=True)
     if not verdicts:
         raise UsageError("the benchmark's output holds no claims to check")
@@ -40,3 +45,10 @@ def execute(args) -> int:
               "(pass --allow-loss to let the verdicts alone decide)")
         return 1
     return 0 if all(v.ok for v in verdicts) else 1
+
+
+def _trace_notes(meta: dict) -> list[str]:
+    from iowitness.analysis.reporters import tables
+
+    incomplete = [] if meta.get("complete") else [f"the trace is {tables.status(meta)}"]
+    return incomplete + tables.integrity_notes(meta)

@@ -8,7 +8,6 @@ import struct
 import subprocess
 import sys
 import threading
-import zlib
 from collections import Counter
 
 import numpy as np
@@ -18,8 +17,8 @@ import zstandard
 
 from iowitness.analysis.run import export_parquet, load
 from iowitness.collector import codec
-from iowitness.collector.traceformat import describe_layout
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.traceformat import CHUNK, describe_layout
+from iowitness.collector.tracewriter import TraceWriter, chunk_head, file_header
 from iowitness.errors import BadTrace, OutputError
 from iowitness.probes.layout import layout
 
@@ -59,6 +58,22 @@ CALLS = [
     {"start_ns": 300, "latency_ns": 9, "op": "write", "dev": NVME, "ino": 77, "offset": 0,
      "requested": 512, "ret": -28, "tgid": 41, "tid": 43, "fd": 4},
 ]
+
+
+def hand_written(version, chunks):
+    """A trace file's bytes of one format version: its header, then these (kind, payload)
+    chunks, framed by the writer's own functions."""
+    return file_header(version) + b"".join(chunk_head(kind, payload, version) + payload for kind, payload in chunks)
+
+
+def chunk_offsets(data):
+    """(offset, kind, payload length) of each chunk of a trace file."""
+    found, at = [], 16
+    while at < len(data):
+        kind, _, length = CHUNK.unpack_from(data, at)
+        found.append((at, kind, length))
+        at += CHUNK.size + length
+    return found
 
 
 def write_trace(path, *event_batches, facts=(), start=None, end=None, counters=(), output=()):
@@ -311,16 +326,14 @@ def test_unknown_format_version_is_refused_naming_both_versions(tmp_path):
     struct.pack_into("<I", data, 8, 7)
     path.write_bytes(bytes(data))
     # WHEN loaded THEN BadTrace names the file's version and the one this iowitness reads
-    with pytest.raises(BadTrace, match="format version 7, but iowitness .* reads versions 1 and 2 only"):
+    with pytest.raises(BadTrace, match="format version 7, but iowitness .* reads versions 1, 2 and 3 only"):
         load(path)
 
 
 def test_broken_start_chunk_is_refused(tmp_path):
     # GIVEN a trace whose START chunk has a good CRC but no layout
     path = tmp_path / "run.iwt"
-    payload = json.dumps({"command": ["x"]}).encode()
-    header = struct.pack("<8sII", b"IOWTRACE", 1, 0)
-    path.write_bytes(header + struct.pack("<IIQ", 1, zlib.crc32(payload), len(payload)) + payload)
+    path.write_bytes(hand_written(3, [(1, json.dumps({"command": ["x"]}).encode())]))
     # WHEN loaded THEN BadTrace says START is broken
     with pytest.raises(BadTrace, match="broken START chunk"):
         load(path)
@@ -338,10 +351,13 @@ def test_trace_cut_before_its_start_chunk_is_refused(tmp_path):
 
 def test_a_trace_is_read_with_the_layout_it_describes_not_the_current_one(tmp_path):
     # GIVEN a trace written by hand, as docs/trace-format.md describes, by an older writer
-    # whose event record is smaller and has a field today's layout lacks
-    old_event = np.dtype({"names": ["start_ns", "latency_ns", "ino", "dev", "op", "pad0", "old"],
-                          "formats": ["<u8", "<u8", "<u8", "<u4", "<u2", "<u2", "<u4"],
-                          "offsets": [0, 8, 16, 24, 28, 30, 32], "itemsize": 40})
+    # whose event record orders its fields otherwise and has a field today's layout lacks
+    today = layout().event
+    names = [n for n in reversed(today.names) if n != "pad0"] + ["old"]
+    formats = [today.fields[n][0] for n in names[:-1]] + [np.dtype("<u4")]
+    offsets = list(np.cumsum([0] + [f.itemsize for f in formats]))
+    old_event = np.dtype({"names": names, "formats": formats, "offsets": [int(o) for o in offsets[:-1]],
+                          "itemsize": int(offsets[-1]) + 4})
     def describe(dtype):
         return {"itemsize": dtype.itemsize, "fields": [
             [name, sub.base.str, offset, list(sub.shape)]
@@ -351,12 +367,9 @@ def test_a_trace_is_read_with_the_layout_it_describes_not_the_current_one(tmp_pa
                         "ops": {"1": "read"}, "meta_kinds": {"1": "file"}}}
     records = np.zeros(2, old_event)
     records["start_ns"], records["op"], records["old"], records["dev"] = [5, 6], 1, [70, 71], SDA1
-    chunks = [(1, json.dumps(start).encode()), (2, records.tobytes()), (6, b"{}")]
-    data = struct.pack("<8sII", b"IOWTRACE", 1, 0) + b"".join(
-        struct.pack("<IIQ", kind, zlib.crc32(payload), len(payload)) + payload
-        for kind, payload in chunks)
+    records["requested"] = [4096, 512]
     path = tmp_path / "old.iwt"
-    path.write_bytes(data)
+    path.write_bytes(hand_written(1, [(1, json.dumps(start).encode()), (2, records.tobytes()), (6, b"{}")]))
 
     # WHEN loaded
     trace = load(path)
@@ -364,7 +377,7 @@ def test_a_trace_is_read_with_the_layout_it_describes_not_the_current_one(tmp_pa
     # THEN the columns are those of the trace's own layout
     assert list(trace.events["old"]) == [70, 71]
     assert list(trace.events["syscall"]) == ["read", "read"]
-    assert "requested" not in trace.events.columns
+    assert list(trace.events["requested"]) == [4096, 512]
     assert trace.meta["complete"] is True
 
 
@@ -467,24 +480,9 @@ def fio_like(rows, first_ns=10**12):
     return records
 
 
-def hand_written(version, chunks):
-    """A trace file's bytes, built as docs/trace-format.md describes: header, then chunks."""
-    return struct.pack("<8sII", b"IOWTRACE", version, 0) + b"".join(
-        struct.pack("<IIQ", kind, zlib.crc32(payload), len(payload)) + payload
-        for kind, payload in chunks)
 
 
-def chunk_offsets(data):
-    """(offset, kind, payload length) of each chunk of a trace file."""
-    found, at = [], 16
-    while at < len(data):
-        kind, _, length = struct.unpack_from("<IIQ", data, at)
-        found.append((at, kind, length))
-        at += 16 + length
-    return found
-
-
-def test_the_writer_writes_format_2_with_event_chunks_under_16_bytes_per_event(tmp_path):
+def test_the_writer_writes_format_3_with_event_chunks_under_16_bytes_per_event(tmp_path):
     # GIVEN 50,000 events written in batches as the collector drains them
     path = tmp_path / "run.iwt"
     records = fio_like(50_000)
@@ -496,8 +494,8 @@ def test_the_writer_writes_format_2_with_event_chunks_under_16_bytes_per_event(t
     # WHEN loaded
     trace = load(path)
 
-    # THEN the file says format 2, its event chunks take under 16 bytes per event
-    assert struct.unpack_from("<I", path.read_bytes(), 8) == (2,)
+    # THEN the file says format 3, its event chunks take under 16 bytes per event
+    assert struct.unpack_from("<I", path.read_bytes(), 8) == (3,)
     assert trace.stored_bytes["events"] / len(records) < 16
     assert sum(trace.stored_bytes.values()) == path.stat().st_size
     # AND every byte of every record comes back
@@ -566,8 +564,7 @@ def test_a_format_2_chunk_with_a_good_crc_that_does_not_decode_ends_the_reading(
     at, kind, length = [c for c in chunk_offsets(data) if c[1] == 2][1]
     payload = bytearray(data[at + 16:at + 16 + length])
     payload[0] += 1                                   # one record more than the block holds
-    data[at + 4:at + 8] = struct.pack("<I", zlib.crc32(payload))
-    data[at + 16:at + 16 + length] = payload
+    data[at:at + 16 + length] = chunk_head(kind, payload) + payload
     path.write_bytes(bytes(data))
 
     # WHEN loaded
@@ -712,10 +709,11 @@ def test_a_killed_run_is_counted_by_what_its_trace_holds_not_by_its_last_counter
 
 
 @pytest.mark.parametrize("attached, why", [
-    ("str", "'attached' is not a list"),
-    ([{"pid": "x"}], "an 'attached' process has no PID"),
-    ([{"pid": 1, "age_s": "y"}], "an 'attached' process has an age that is not a number"),
-    ([{"pid": 1, "cmdline": 7}], "an 'attached' process has a command line that is not a list of words"),
+    ("str", "START.attached is not a list"),
+    ([{"pid": "x"}], "START.attached[0].pid is not an integer from 0 to 2^32 - 1"),
+    ([{"comm": "fio"}], "START.attached[0] has no pid"),
+    ([{"pid": 1, "age_s": "y"}], "START.attached[0].age_s is not a finite number"),
+    ([{"pid": 1, "cmdline": 7}], "START.attached[0].cmdline is not a list"),
 ])
 def test_a_start_chunk_with_a_broken_attached_list_is_refused_in_one_line(tmp_path, attached, why):
     # GIVEN a trace whose START says something impossible of the processes attached to
