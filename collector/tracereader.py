@@ -178,8 +178,10 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
             return _read(path, data[:bad_at], version, file_size,
                          f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}")
 
-    meta = {**start, **(end or {}), "complete": end is not None,
+    missing = _records_missing(end, records)
+    meta = {**start, **(end or {}), "complete": end is not None and not missing,
             "truncated_bytes": file_size - good_end, "unread_reason": damage if good_end < file_size else None,
+            "records_missing": missing,
             "format_version": version, "chunk_heads_checked": version >= HEADS_CHECKED_SINCE,
             "unknown_chunks": unknown, "path": str(path)}
     text = {name: b"".join(parts).decode("utf-8", errors="replace")
@@ -189,6 +191,19 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     _attach_device_view(trace, records, samples)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace
+
+
+def _records_missing(end: dict | None, records: dict) -> str | None:
+    """What END's counters say the collector wrote and the file does not hold (whole chunks
+    cut out with their framing intact: no CRC sees that); None when all is there."""
+    if end is None or not isinstance(end.get("counters"), dict):
+        return None
+    held = {"events": len(records[EVENTS]["start_ns"]), "facts": len(records[FACTS]),
+            "block_requests": len(records[BLOCK]) if BLOCK in records else None}
+    gaps = [f"{int(end['counters'][name]):,} {name.replace('_', ' ')} counted, {count:,} held"
+            for name, count in held.items()
+            if count is not None and isinstance(end["counters"].get(name), int) and end["counters"][name] != count]
+    return "; ".join(gaps) or None
 
 
 def _kind_name(kind: int) -> str:

@@ -145,7 +145,9 @@ META = {
 }
 RUN_COST = {"run_time_ns": Need(NS), "run_cnt": Need(NS), "recursion_misses": NS}
 COUNTERS = {
-    **{name: NS for name in ("events", "facts", "calls", "block_requests", "lost_events", "lost_meta",
+    # every collector writes these two: a COUNTERS chunk without them cannot say what was lost
+    "events": Need(NS), "lost_events": Need(NS),
+    **{name: NS for name in ("facts", "calls", "block_requests", "lost_meta",
                              "lost_block", "lost_offcpu", "lost_summary", "missed_runs", "files_not_followed",
                              "processes_not_followed", "threads_not_followed", "devices_not_watched")},
     "probe_cost": Maybe({"run_time_ns": NS, "run_cnt": NS, "source": TEXT, "mode": TEXT,

@@ -129,6 +129,9 @@ def integrity_notes(meta: dict) -> list[str]:
     """What the reader could not vouch for (docs/trace-format.md, Rules): a part left unread,
     chunk heads no CRC covered (formats 1 and 2), chunks of kinds it does not know."""
     notes = [unread_note(meta)]
+    if meta.get("records_missing"):
+        notes.append(f"records are missing though every chunk read well ({meta['records_missing']}): "
+                     "whole chunks were cut out of the file; figures are low")
     if meta.get("chunk_heads_checked") is False:
         notes.append(f"format {meta.get('format_version')}: chunk headers not checksummed (a damaged head "
                      "could drop a chunk unseen; traces written since format 3 are checked)")
@@ -146,6 +149,8 @@ def status(meta: dict) -> str:
         return "complete"
     if meta.get("unread_reason"):
         return "INCOMPLETE (the reading stopped at a torn or damaged chunk)"
+    if meta.get("records_missing"):
+        return "INCOMPLETE (records counted at the end are missing)"
     return "INCOMPLETE (the collector stopped before the end)"
 
 

@@ -369,11 +369,19 @@ def unknown_kind(data, chunks, rng):
     return _reframed(data, at, rng.choice([11, 99, 2**31]), data[at + CHUNK.size:at + CHUNK.size + length])
 
 
+def cut(data, chunks, rng):
+    """A whole record chunk taken out, the framing of the rest intact: no CRC can see it."""
+    at, _, length = rng.choice([c for c in chunks if c[1] in (EVENTS, FACTS, BLOCK)])
+    return data[:at] + data[at + CHUNK.size + length:]
+
+
 MUTATIONS = {"truncate": truncate, "flip": flip, "head": head, "field": field_edit, "json": odd_json,
-             "layout": odd_layout, "block": odd_block, "bomb": bomb, "summary": odd_summary, "kind": unknown_kind}
+             "layout": odd_layout, "block": odd_block, "bomb": bomb, "summary": odd_summary, "kind": unknown_kind,
+             "cut": cut}
 
 # the chunk kinds a mutation works on, when not any
-_NEEDS = {"block": (EVENTS, FACTS, BLOCK, OFFCPU), "bomb": (EVENTS, FACTS), "summary": (SUMMARY,)}
+_NEEDS = {"block": (EVENTS, FACTS, BLOCK, OFFCPU), "bomb": (EVENTS, FACTS), "summary": (SUMMARY,),
+          "cut": (EVENTS, FACTS, BLOCK)}
 
 
 def mutants(bases: dict[str, bytes], count: int, seed: int):

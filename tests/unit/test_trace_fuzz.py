@@ -128,6 +128,26 @@ def test_a_format_3_trace_of_this_writer_reads_as_checked_and_whole(tmp_path, ca
     assert "WARNING" not in capsys.readouterr().out
 
 
+def test_a_record_chunk_cut_out_whole_reads_incomplete_by_the_counts_at_the_end(tmp_path, capsys):
+    # GIVEN a trace with one EVENTS chunk taken out, the framing of the rest intact (no CRC sees it)
+    path, data, chunks = dd_trace(tmp_path)
+    whole = read(path)
+    at, _, length = next(c for c in chunks if c[1] == EVENTS)
+    cut = tmp_path / "cut.iwt"
+    cut.write_bytes(data[:at] + data[at + CHUNK.size + length:])
+    # WHEN it is read
+    trace = read(cut)
+    # THEN it holds fewer events than END counted, and says so: incomplete, in show's warnings
+    assert trace.event_count < whole.event_count
+    assert trace.meta["complete"] is False
+    assert trace.meta["records_missing"] == (f"{whole.event_count:,} events counted, "
+                                             f"{trace.event_count:,} held")
+    assert cli.main(["show", str(cut)]) == 0
+    shown = capsys.readouterr().out
+    assert "records are missing though every chunk read well" in shown
+    assert "INCOMPLETE (records counted at the end are missing)" in shown
+
+
 def test_a_decompression_bomb_is_refused_before_it_is_expanded(tmp_path):
     # GIVEN an EVENTS block whose zstd frame (14 bytes) declares 8 GiB, and whose head claims
     # as many rows as a block may hold
