@@ -88,7 +88,9 @@ CASES = [
      lambda g: ["run", "-o", g.out, *[f"--file={g.tmp}/f{i}" for i in range(2000)], "--", "true"]),
     *[(2, f"run {option} {value}", lambda g, option=option, value=value: ["run", option, value, "-o", g.out, "--", "true"])
       for option, values in (("--duration", ["nan", "inf", "-inf", "-1", "0", "1e400"]),
-                             ("--ring-buffer-mb", ["nan", "inf", "-1", "0", "1e300"]))
+                             ("--ring-buffer-mb", ["nan", "inf", "-1", "0", "1e300"]),
+                             ("--max-files", ["0", "-1", "nan", "99999999999"]),
+                             ("--max-processes", ["0", "1.5", "99999999999"]))
       for value in values],
     *[(2, f"attach {option} {value}", lambda g, option=option, value=value:
        ["attach", "--pid", str(os.getpid()), option, value, "-o", g.out])
