@@ -6,24 +6,19 @@ the ones numpy uses, so the two sides of the ring buffer can never disagree."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import pytest
 
 from iowitness import probes
 from iowitness.probes.layout import LayoutError, layout, parse
+from tests.support.btf import probe_btf_dump
 
 SHARED = ("iow_event", "iow_meta", "iow_block", "iow_offcpu", "iow_settings", "iow_name_key", "iow_file_key",
           "iow_file_state", "iow_exclude", "iow_summary_key", "iow_summary")
 
 
 def _btf_structs() -> dict[str, tuple[int, dict[str, int]]]:
-    bpftool = shutil.which("bpftool") or ("/usr/sbin/bpftool" if shutil.os.path.exists("/usr/sbin/bpftool") else None)
-    if not bpftool or not probes.OBJECT.exists():
-        pytest.skip("needs bpftool and the built probe (scripts/setup.sh)")
-    dump = subprocess.run([bpftool, "btf", "dump", "file", str(probes.OBJECT)],
-                          capture_output=True, text=True, check=True).stdout
+    dump = probe_btf_dump()
     structs, current = {}, None
     for line in dump.splitlines():
         head = re.match(r"\[\d+\] STRUCT '(\w+)' size=(\d+)", line)

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import pytest
 
 from iowitness import probes
 from iowitness.collector import targets
 from iowitness.errors import UsageError
+from tests.support.btf import probe_btf_dump
 
 
 def _map_max_entries(name: str) -> int:
     """A map's max_entries as compiled: `__uint(max_entries, N)` is a pointer to an array of N."""
-    bpftool = shutil.which("bpftool") or ("/usr/sbin/bpftool" if shutil.os.path.exists("/usr/sbin/bpftool") else None)
-    if not bpftool or not probes.OBJECT.exists():
-        pytest.skip("needs bpftool and the built probe (scripts/setup.sh)")
-    dump = subprocess.run([bpftool, "btf", "dump", "file", str(probes.OBJECT)],
-                          capture_output=True, text=True, check=True).stdout
+    dump = probe_btf_dump()
     types, current = {}, None
     for line in dump.splitlines():
         head = re.match(r"\[(\d+)\] \w+ ", line)
