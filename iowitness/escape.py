@@ -28,7 +28,9 @@ _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\
 _HIDDEN_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
                                  "\ud800-\udfff]")
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>|&~!$#])")
-_MARKDOWN_LEAD = re.compile(r"^(\s*)([-+=]|\d+(?=[.)]))")
+# a list item or a setext heading's underline opens only with a space (or nothing) after it:
+# "- x", "12. x", "=", not "-5" or "8.0 MiB", which stay as they are
+_MARKDOWN_LEAD = re.compile(r"^(\s*)([-+=]|\d+(?=[.)]))(?=[.)]?(\s|$))")
 
 
 def _shown(match: re.Match) -> str:

@@ -52,8 +52,17 @@ def run(count: int, seed: int, folder: Path) -> dict:
             (folder / f"problem-{k}.iwt").write_bytes(data)
     return {"mutants": count, "seed": seed, "seconds": round(time.monotonic() - began, 1),
             "slowest_s": round(slowest, 2), "outcomes": dict(outcomes), "problems": problems,
-            "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+            "max_rss_mib": _peak_rss_mib()}
 
+
+
+def _peak_rss_mib() -> int:
+    """This process's peak resident memory since its exec (VmHWM). Not getrusage's ru_maxrss:
+    that keeps the peak of the process it was forked from (a large pytest, say) before the exec."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

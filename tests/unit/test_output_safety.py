@@ -98,6 +98,8 @@ def test_markdown_has_no_raw_html_no_code_span_and_one_cell_per_value():
     # AND a value that looks like a list item or a heading is text
     assert escape.markdown("- x") == "\\- x" and escape.markdown("12. x") == "12\\. x"
     assert escape.markdown("# x") == "\\# x"
+    # AND a number is left as it is: "8.0 MiB" opens no list
+    assert escape.markdown("8.0 MiB") == "8.0 MiB" and escape.markdown("-5") == "-5"
 
 
 def test_csv_reads_back_one_row_per_phase_with_the_name_shown():

@@ -33,24 +33,42 @@ SEED = int(os.environ.get("IOWITNESS_FUZZ_SEED", "19"))
 MUTANTS = 300
 
 
+# Forks the command from a small process and writes the command's peak RSS (KiB, from wait4)
+# to the fd named in its first argument. Why not wait4 from pytest itself: a process's
+# ru_maxrss keeps the peak of the process it was forked from, up to its exec, and pytest is
+# hundreds of MiB by the end of the suite.
+_LAUNCHER = ("import os, sys\n"
+             "pid = os.fork()\n"
+             "if pid == 0:\n"
+             "    os.execv(sys.argv[2], sys.argv[2:])\n"
+             "_, status, usage = os.wait4(pid, 0)\n"
+             "os.write(int(sys.argv[1]), str(usage.ru_maxrss).encode())\n"
+             "code = os.waitstatus_to_exitcode(status)\n"
+             "sys.exit(code if code >= 0 else 128 - code)\n")
+
+
 def run_measured(argv: list[str], timeout: float = 120) -> tuple[int, str, str, int]:
-    """A subprocess's exit code, stdout, stderr and max RSS in MiB: its own, from wait4 (the
-    output goes to files, so that nothing else reaps it first)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, cwd=ROOT)
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
+    """A subprocess's exit code, stdout, stderr and peak RSS in MiB: its own (_LAUNCHER)."""
+    rss_read, rss_write = os.pipe()
+    try:
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(rss_write), *argv], stdout=out,
+                                    stderr=err, text=True, cwd=ROOT, pass_fds=(rss_write,))
+            os.close(rss_write)
+            rss_write = None
+            try:
+                code = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
                 proc.kill()
                 pytest.fail(f"{' '.join(argv)} ran over {timeout} s")
-            time.sleep(0.05)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return proc.returncode, out.read(), err.read(), usage.ru_maxrss // 1024
+            out.seek(0)
+            err.seek(0)
+            peak_kib = int(os.read(rss_read, 64) or b"0")
+            return code, out.read(), err.read(), peak_kib // 1024
+    finally:
+        os.close(rss_read)
+        if rss_write is not None:
+            os.close(rss_write)
 
 
 def dd_trace(tmp_path) -> tuple[Path, bytes, list]:
