@@ -17,7 +17,7 @@ import pandas as pd
 
 from iowitness.analysis import benchmarks, buffering, device_checks, verdicts
 from iowitness.analysis.claims import Claim
-from iowitness.analysis.report import mid_run
+from iowitness.analysis.report import ended_early, mid_run
 
 
 def match(report, claims: list[Claim], source: str, command: list[str] | None,
@@ -51,15 +51,16 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if verdict.verdict in ("disagrees", "cannot judge") and len(rows) == 1 and trace is not None:
             _final_flush(claim, rows, verdict, trace, report, tolerance)
         out.append(verdict)
-    began = mid_run(trace.meta) if trace is not None else None
-    if began:
-        # a benchmark's figure covers its whole test; an attached trace saw only its end: a
-        # figure that fits is noted so, one that does not cannot be judged on the part seen
+    for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
+        if not partial:
+            continue
+        # a benchmark's figure covers its whole test; a trace that began late or ended early saw
+        # only part of it: a figure that fits is noted so, one that does not cannot be judged
         for verdict in out:
             if verdict.verdict == "disagrees":
-                verdicts.cannot_judge(verdict, began)
+                verdicts.cannot_judge(verdict, partial)
             elif verdict.verdict in ("agrees", "explained"):
-                verdict.reasons.append(began)
+                verdict.reasons.append(partial)
     return out
 
 

@@ -31,6 +31,15 @@ class Report:
         return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
 
 
+def ended_early(meta: dict) -> str | None:
+    """Why a launched benchmark's trace ended before the benchmark did (a fault under `run
+    --on-fault continue`: it ran on untraced); None when the trace saw it to its end."""
+    if not meta.get("left_running"):
+        return None
+    return ("the trace ended before the benchmark (it ran on untraced after a fault, --on-fault continue): "
+            "a test under way then is seen only in part, and the tests after it not at all")
+
+
 def mid_run(meta: dict) -> str | None:
     """How far into the benchmark an attached trace began, so that no figure is read as the
     whole run's; None for a trace that saw the run from its start (`run`)."""

@@ -109,6 +109,23 @@ def test_a_claim_no_figure_fits_disagrees(one_phase):
     assert v.reasons[0].startswith("no active figure within 5%") and "(3.00×)" in v.reasons[0]
 
 
+def test_a_trace_that_ended_before_its_benchmark_cannot_refute_a_claim():
+    # GIVEN one write phase, and the same trace marked as ended before the benchmark (a fault
+    # under run --on-fault continue: the benchmark ran on untraced)
+    calls = Calls().open(F, O_WRONLY | O_CREAT | O_TRUNC)
+    for _ in range(WRITES):
+        calls.write(REC, latency=WRITE_NS).gap(GAP_NS)
+    command = ["./bench"]
+    rep, trace = built(calls.close(), command)
+    c = claim(3 * CALLS_BPS, source="spec", extra={"match": "order"})
+    [whole] = matching.match(rep, [c], "spec", command, trace=trace)
+    trace.meta["left_running"] = True
+    [cut] = matching.match(rep, [c], "spec", command, trace=trace)
+    # THEN the claim the whole trace refutes cannot be judged on the part seen, and says why
+    assert whole.verdict == "disagrees"
+    assert cut.verdict == "cannot judge" and cut.reasons[0].startswith("the trace ended before the benchmark")
+
+
 def test_a_claim_on_a_phase_too_short_to_time_cannot_be_judged():
     # GIVEN ten writes (below 100 calls): a clock's resolution dominates
     calls = Calls().open(F, O_WRONLY | O_CREAT | O_TRUNC)
