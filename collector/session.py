@@ -279,8 +279,10 @@ class Recorder:
         c = self.counters()
         line = (f"[iowitness] {elapsed:6.1f} s  events {c['events']:,} "
                 f"({c['events'] / elapsed:,.0f}/s)  bytes {units.bytes_(self.stats.data_bytes)}  "
-                f"lost {lost_total(c):,}" + ("  NOT FOLLOWED " + ", ".join(
-                    f"{n:,} {name.split('_')[0]}" for name, n in not_followed(c).items()) if not_followed(c) else ""))
+                f"lost {lost_total(c):,}")
+        unfollowed = not_followed(c)   # {"files_not_followed": 20, ...}
+        if unfollowed:
+            line += "  NOT FOLLOWED " + ", ".join(f"{n:,} {name.split('_')[0]}" for name, n in unfollowed.items())
         if sys.stderr.isatty():
             sys.stderr.write("\r\x1b[K" + line)
             self._status_shown = True
