@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -29,6 +30,48 @@ class Report:
         """Per phase: the device view (analysis/device.py), plain data. Built on first use:
         `report --csv` never needs it."""
         return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
+
+
+# how a benchmark can move a file's bytes without a call this version of the probe traces
+UNSEEN_PATHS = "io_uring, libaio (io_submit), mmap, copy_file_range, sendfile and splice"
+
+
+def unseen(trace) -> str | None:
+    """Why a trace holds no read or write call on a target file, when it holds none: a file of
+    the command line the all-files mode skips (/dev/shm is under /dev/), and the ways of moving
+    data the probe does not see. None when the trace has data calls."""
+    if trace.summary is not None and len(trace.summary):
+        return None
+    events = trace.events
+    if len(events) and events["syscall"].isin(phase_module.READS + phase_module.WRITES).any():
+        return None
+    meta = trace.meta
+    words = ["no read or write call on a target file was recorded"]
+    skipped = _skipped_paths(meta.get("command") or [], meta.get("cwd") or "/", meta.get("excluded_prefixes") or [])
+    if skipped:
+        path, prefix = skipped[0]
+        words.append(f"{path} is under {prefix}, which iowitness skips unless it is named: trace again with "
+                     f"--file {path}")
+    words.append(f"a benchmark that moves its data with {UNSEEN_PATHS} makes no call this version traces")
+    return "; ".join(words)
+
+
+def _skipped_paths(command: list, cwd: str, prefixes: list) -> list[tuple[str, str]]:
+    """(path, prefix) for each path of the command line (an argument, or the value of
+    `of=PATH`, `--filename=PATH`) under a prefix the all-files mode skips."""
+    found = []
+    for word in command:
+        for candidate in {str(word), str(word).split("=", 1)[-1]}:
+            if "/" not in candidate:
+                continue
+            path = os.path.normpath(os.path.join(cwd, candidate))
+            # /dev/zero and the like are never targets, named or not (a device, here as anywhere)
+            if os.path.exists(path) and not os.path.isfile(path):
+                continue
+            prefix = next((p for p in prefixes if isinstance(p, str) and (path + "/").startswith(p)), None)
+            if prefix:
+                found.append((path, prefix))
+    return found
 
 
 def ended_early(meta: dict) -> str | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iowitness import units
-from iowitness.collector import blockdev, mounts, processes, stats_windows
+from iowitness.collector import blockdev, mounts, processes, stats_windows, targets
 from iowitness.collector.probe import Probe
 from iowitness.collector.traceformat import STATS_SAMPLED, dev_name, lost_total, not_followed
 from iowitness.collector.tracewriter import TraceWriter
@@ -63,6 +63,9 @@ def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path
         "clock_start": clock_pair(),
         "file_rules": [{"path": r.path, "directory": not r.name} for r in probe.config.file_set.rules],
         "all_files": probe.config.file_set.all_files,
+        # what the all-files mode skips unless named with --file: a report says so when it
+        # finds the benchmark's files among them
+        "excluded_prefixes": list(targets.DEFAULT_EXCLUDES) if probe.config.file_set.all_files else [],
         "all_processes": probe.config.all_processes,
         "targets": [{"dev": f.kdev, "ino": f.ino, "path": f.path} for f in probe.config.file_set.known],
         "ring_buffer_bytes": probe.ring_bytes,

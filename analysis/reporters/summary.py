@@ -12,6 +12,7 @@ from iowitness import units
 from iowitness.escape import terminal
 from iowitness.analysis import aggregates, observer
 from iowitness.analysis.phases import READS, WRITES
+from iowitness.analysis.report import unseen
 from iowitness.analysis.reporters import tables
 
 PERCENTILES = (50, 90, 99, 99.9)
@@ -92,6 +93,9 @@ def render(trace) -> str:
         lines.append(f"events    {len(events):,}   lost {lost}" + ("" if not trace.lost else
                      "   (the trace misses calls: re-run with a larger --ring-buffer-mb)"))
     lines.append(observer.line(trace))
+    blind = unseen(trace)
+    if blind:
+        lines.append(terminal(f"WARNING   {blind}"))
     lines.append("")
     if trace.summary is not None:
         return "\n".join(lines + [_aggregate_tables(trace)])

@@ -14,7 +14,7 @@ import pandas as pd
 from iowitness import units
 from iowitness.escape import visible
 from iowitness.analysis import device, device_checks, figures
-from iowitness.analysis.report import mid_run
+from iowitness.analysis.report import mid_run, unseen
 from iowitness.collector.traceformat import not_followed, not_followed_text
 
 
@@ -95,6 +95,9 @@ def lost_figure(trace) -> str:
 def warnings(trace) -> list[str]:
     """What makes a trace's figures incomplete, one sentence each, for every reporter."""
     out = []
+    blind = unseen(trace)
+    if blind:
+        out.append(blind + ".")
     if trace.lost:
         out.append(f"{trace.lost:,} events were lost; phases may miss calls.")
     if not_followed(trace.counters):

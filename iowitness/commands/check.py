@@ -33,7 +33,7 @@ def execute(args) -> int:
     from iowitness.analysis.reporters import text
 
     trace = load(args.trace)
-    for note in _trace_notes(trace.meta):
+    for note in _trace_notes(trace):
         print(f"iowitness: warning: {note}", file=sys.stderr)
     verdicts, _ = _claims.verdicts_for(trace, args, required=True)
     if not verdicts:
@@ -47,8 +47,10 @@ def execute(args) -> int:
     return 0 if all(v.ok for v in verdicts) else 1
 
 
-def _trace_notes(meta: dict) -> list[str]:
+def _trace_notes(trace) -> list[str]:
+    from iowitness.analysis.report import unseen
     from iowitness.analysis.reporters import tables
 
+    meta = trace.meta
     incomplete = [] if meta.get("complete") else [f"the trace is {tables.status(meta)}"]
-    return incomplete + tables.integrity_notes(meta)
+    return incomplete + tables.integrity_notes(meta) + [note for note in (unseen(trace),) if note]

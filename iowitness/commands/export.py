@@ -26,6 +26,12 @@ def execute(args) -> int:
         raise UsageError("say where to export: --parquet OUT")
     out = _output.destination(args, args.parquet)
     trace = load(args.trace)
+    if trace.summary is not None:
+        raise UsageError(f"{args.trace} is a --summary trace: it holds the kernel's aggregates, no record per "
+                         "call, so there are no events to export; record without --summary to export them")
+    if not len(trace.events):
+        from iowitness.analysis.report import unseen
+        raise UsageError(f"{args.trace} holds no event to export ({unseen(trace) or 'no call on a target file'})")
     export_parquet(trace, out)
     _output.print_text(f"wrote {args.parquet}: {len(trace.events):,} events")
     return 0

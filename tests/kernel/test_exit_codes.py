@@ -57,10 +57,12 @@ def given(tmp_path_factory):
         spec.write_text(f"version = 1\n[[claim]]\npattern = '(?P<x>copied), (?P<value>[\\d.]+) s'\n"
                         f"test = \"{template}\"\nunit = \"s\"\n")
         templates[name] = str(spec)
+    empty = tmp / "empty.iwt"   # a run that touched no file: no event to export
+    iowitness("run", "-q", "-o", str(empty), "--", "true")
     not_a_trace = tmp / "notes.iwt"
     not_a_trace.write_text("hello")
     return SimpleNamespace(trace=str(trace), tmp=tmp, slow=str(slow), latin1=str(latin1), templates=templates,
-                           not_a_trace=str(not_a_trace), out=str(tmp / "out.iwt"))
+                           not_a_trace=str(not_a_trace), out=str(tmp / "out.iwt"), empty=str(empty))
 
 
 def _numbers(command: list[str], option: str, values: list[str]) -> list:
@@ -84,6 +86,7 @@ CASES = [
     (2, "a spec that is not UTF-8", lambda g: ["report", g.trace, "--spec", g.latin1]),
     *[(2, f"a spec template with {name}", lambda g, name=name: ["check", g.trace, "--spec", g.templates[name]])
       for name in ("conversion", "width", "attribute", "unbalanced")],
+    (2, "export of a trace with no event", lambda g: ["export", g.empty, "--parquet", f"{g.tmp}/e.parquet"]),
     (2, "more --file paths than the probe holds",
      lambda g: ["run", "-o", g.out, *[f"--file={g.tmp}/f{i}" for i in range(2000)], "--", "true"]),
     *[(2, f"run {option} {value}", lambda g, option=option, value=value: ["run", option, value, "-o", g.out, "--", "true"])
