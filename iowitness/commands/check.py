@@ -33,11 +33,12 @@ def execute(args) -> int:
     from iowitness.analysis.reporters import text
 
     trace = load(args.trace)
-    for note in _trace_notes(trace):
-        print(f"iowitness: warning: {note}", file=sys.stderr)
     verdicts, _ = _claims.verdicts_for(trace, args, required=True)
     if not verdicts:
         raise UsageError("the benchmark's output holds no claims to check")
+    # after the claims are found: an error stays one line
+    for note in _trace_notes(trace):
+        print(f"iowitness: warning: {note}", file=sys.stderr)
     for v in verdicts:
         _output.print_text(text.verdict_line(v))
     if trace.missing and not args.allow_loss:
