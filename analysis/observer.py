@@ -52,7 +52,8 @@ def cost(trace) -> dict:
     run_time_ns, runs = int(probe.get("run_time_ns", 0)), int(probe.get("run_cnt", 0))
     timed = bool(runs)
     # statistics sampled in windows: the calls made inside them are what run_time_ns paid for
-    sampled = probe.get("sampled_calls") if _sampled(probe) else None
+    # (the collector writes both figures of the windows or neither: one alone is not a measure)
+    sampled = probe.get("sampled_calls") if _sampled(probe) and probe.get("sampled_s") is not None else None
     timed_calls = sampled if sampled is not None else calls
     sampled_s = probe.get("sampled_s") if sampled is not None else seconds
     # a traced call runs the entry and the exit program once each: their mean run time (over

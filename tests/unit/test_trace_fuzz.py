@@ -19,7 +19,7 @@ import pytest
 
 from iowitness import cli
 from iowitness.collector import codec, tracewriter
-from iowitness.collector.traceformat import CHUNK, EVENTS, START
+from iowitness.collector.traceformat import CHUNK, COUNTERS, EVENTS, START
 from iowitness.collector.tracereader import read
 from iowitness.collector.tracewriter import TraceWriter, chunk_head, file_header
 from iowitness.errors import BadTrace
@@ -164,6 +164,21 @@ def test_a_record_chunk_cut_out_whole_reads_incomplete_by_the_counts_at_the_end(
     shown = capsys.readouterr().out
     assert "records are missing though every chunk read well" in shown
     assert "INCOMPLETE (records counted at the end are missing)" in shown
+
+
+def test_a_probe_cost_with_one_of_its_two_window_figures_is_shown_as_not_sampled(tmp_path, capsys):
+    # GIVEN a trace whose COUNTERS say calls were timed in windows but not for how long (a
+    # crafted chunk under a good CRC: what scripts/fuzz_traces.py --seed 7 found, mutant 444)
+    path, data, chunks = dd_trace(tmp_path)
+    at, kind, length = [c for c in chunks if c[1] == COUNTERS][-1]
+    counters = json.loads(data[at + CHUNK.size:at + CHUNK.size + length])
+    counters["probe_cost"] = {"run_time_ns": 5000, "run_cnt": 10, "source": "sampled", "mode": "sampled",
+                              "sampled_calls": 4, "sampled_s": None}
+    odd = tmp_path / "odd.iwt"
+    odd.write_bytes(trace_mutants._reframed(data, at, kind, json.dumps(counters).encode()))
+    # WHEN show and report read it, THEN they print the observer line, no traceback
+    assert cli.main(["show", str(odd)]) == 0 and cli.main(["report", str(odd)]) == 0
+    assert "probe" in capsys.readouterr().out
 
 
 def test_a_decompression_bomb_is_refused_before_it_is_expanded(tmp_path):
