@@ -15,7 +15,7 @@ from iowitness.collector import aggregates, blockdev, eventarea, libbpf, mounts,
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
-from iowitness.collector.traceformat import STATS_OFF, STATS_SAMPLED, STATS_SYSCTL
+from iowitness.collector.traceformat import ASYNC_CALLS, LOST_SLOTS, STATS_OFF, STATS_SAMPLED, STATS_SYSCTL
 from iowitness.errors import CannotTrace
 from iowitness.probes.layout import layout
 
@@ -98,6 +98,7 @@ class Probe:
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")
             self._lost = self._obj.map("lost")
+            self._async_calls = self._obj.map("async_calls")
             self._summary_slots = self._obj.map("summary_slots")
             self._summary = self._obj.map("summary")
             names = self._obj.map("names")
@@ -214,15 +215,23 @@ class Probe:
     def lost(self) -> dict[str, int]:
         """The kernel's counts of what it could not deliver or follow, by counter name."""
         counts = {}
-        for name, slot in (("lost_events", "IOW_LOST_EVENTS"), ("lost_meta", "IOW_LOST_META"),
-                           ("lost_block", "IOW_LOST_BLOCK"), ("lost_offcpu", "IOW_LOST_OFFCPU"),
-                           ("lost_summary", "IOW_LOST_SUMMARY"), ("files_not_followed", "IOW_LOST_FILES"),
-                           ("processes_not_followed", "IOW_LOST_PROCESSES"),
-                           ("threads_not_followed", "IOW_LOST_THREADS"), ("devices_not_watched", "IOW_LOST_DEVICES")):
+        for name, slot in LOST_SLOTS.items():
             raw = self._lost.lookup(struct.pack("<I", layout().constants[slot]), 8 * self._cpus)
             counts[name] = sum(struct.unpack(f"<{self._cpus}Q", raw)) if raw else 0
         counts["devices_not_watched"] += self._devices_not_watched
         return counts
+
+    def async_calls(self) -> dict[str, dict[str, int]]:
+        """Calls that drive asynchronous I/O (io_uring_enter, io_submit, io_getevents): how
+        many, and the time inside them, by name; only the ones made."""
+        found = {}
+        for name, slot in ASYNC_CALLS.items():
+            raw = self._async_calls.lookup(struct.pack("<I", layout().constants[slot]), 16 * self._cpus)
+            values = struct.unpack(f"<{2 * self._cpus}Q", raw) if raw else (0, 0)
+            calls, ns = sum(values[0::2]), sum(values[1::2])
+            if calls:
+                found[name] = {"calls": calls, "ns": ns}
+        return found
 
     def stats_window(self, on: bool) -> bool:
         """Open (on) or close a window of BPF statistics; False when the kernel refuses."""

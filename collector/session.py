@@ -222,6 +222,9 @@ class Recorder:
         missed = sum(p["recursion_misses"] for p in cost["programs"].values())
         counters = {"events": self.stats.events, "facts": self.stats.facts, "block_requests": self.stats.block,
                     **self.probe.lost(), "missed_runs": missed}
+        async_calls = self.probe.async_calls()
+        if async_calls:
+            counters["async_calls"] = async_calls
         if self.probe.config.summary:
             counters["calls"] = self.stats.summarized_calls
         counters["probe_cost"] = {**cost, "sampled_calls": self.stats.sampled_calls,

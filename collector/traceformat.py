@@ -127,7 +127,27 @@ NOT_FOLLOWED = {
                            "the file set was full: raise --max-files"),
     "processes_not_followed": ("process", "processes", "the process set was full: raise --max-processes"),
     "threads_not_followed": ("thread", "threads", "the kernel gave them no task storage: memory was short"),
+    "requests_not_followed": ("asynchronous request", "asynchronous requests",
+                              "more were in flight at once than the probe's in-flight map holds"),
+    "transfers_not_decoded": ("transfer on a target file", "transfers on target files",
+                              "made in a way the probe does not decode yet, such as an io_uring "
+                              "op other than read, write and fsync"),
 }
+
+# The probe's per-CPU `lost` slots (probes/events.h IOW_LOST_*), by the counter name the trace
+# carries: the one table the collector reads them with and the schema checks them by.
+LOST_SLOTS = {
+    "lost_events": "IOW_LOST_EVENTS", "lost_meta": "IOW_LOST_META", "lost_block": "IOW_LOST_BLOCK",
+    "lost_offcpu": "IOW_LOST_OFFCPU", "lost_summary": "IOW_LOST_SUMMARY",
+    "files_not_followed": "IOW_LOST_FILES", "processes_not_followed": "IOW_LOST_PROCESSES",
+    "threads_not_followed": "IOW_LOST_THREADS", "devices_not_watched": "IOW_LOST_DEVICES",
+    "requests_not_followed": "IOW_LOST_REQUESTS", "transfers_not_decoded": "IOW_LOST_UNDECODED",
+}
+
+# Calls that drive asynchronous I/O without moving file data (probes/events.h IOW_ASYNC_*):
+# the COUNTERS chunk's `async_calls` holds {"calls", "ns"} under these names.
+ASYNC_CALLS = {"io_uring_enter": "IOW_ASYNC_URING_ENTER", "io_submit": "IOW_ASYNC_IO_SUBMIT",
+               "io_getevents": "IOW_ASYNC_IO_GETEVENTS"}
 
 
 def lost_total(counters: dict) -> int:

@@ -20,6 +20,8 @@ import re
 
 import numpy as np
 
+from iowitness.collector.traceformat import LOST_SLOTS
+
 # --- leaves: a name for the message, and the test -------------------------------------------
 
 
@@ -147,9 +149,8 @@ RUN_COST = {"run_time_ns": Need(NS), "run_cnt": Need(NS), "recursion_misses": NS
 COUNTERS = {
     # every collector writes these two: a COUNTERS chunk without them cannot say what was lost
     "events": Need(NS), "lost_events": Need(NS),
-    **{name: NS for name in ("facts", "calls", "block_requests", "lost_meta",
-                             "lost_block", "lost_offcpu", "lost_summary", "missed_runs", "files_not_followed",
-                             "processes_not_followed", "threads_not_followed", "devices_not_watched")},
+    **{name: NS for name in ("facts", "calls", "block_requests", "missed_runs", *LOST_SLOTS)},
+    "async_calls": Maybe(MapOf({"calls": Need(NS), "ns": Need(NS)})),
     "probe_cost": Maybe({"run_time_ns": NS, "run_cnt": NS, "source": TEXT, "mode": TEXT,
                          "sampled_calls": Maybe(NS), "sampled_s": Maybe(NUMBER),
                          "programs": Maybe(MapOf(RUN_COST))}),

@@ -44,6 +44,7 @@ struct call_args {
 	__u64 requested;
 	__u32 flags;
 	long fd;
+	__u16 ring;        /* async requests: their context's number; 0 for a syscall */
 };
 
 /* One record into this CPU's ring of the event area; a full ring is counted, never silent. */
@@ -78,7 +79,7 @@ static __always_inline void send_event(struct task_struct *task, struct iow_file
 	e->fd = args->fd;
 	e->flags = args->flags;
 	e->op = op;
-	e->pad0 = 0;
+	e->ring = args->ring;
 	/* the record before the head that publishes it: x86 keeps stores in program order, the
 	 * barrier keeps the compiler from moving them */
 	asm volatile("" ::: "memory");

@@ -12,7 +12,7 @@
 #ifndef IOWITNESS_EVENTS_H
 #define IOWITNESS_EVENTS_H
 
-#define IOW_LAYOUT_VERSION 1
+#define IOW_LAYOUT_VERSION 2
 
 /* What a record in the event ring describes: one completed syscall on a target file. */
 enum iow_op {
@@ -40,6 +40,29 @@ enum iow_op {
 	IOW_OP_FCNTL = 22,
 	IOW_OP_FTRUNCATE = 23,
 	IOW_OP_FALLOCATE = 24,
+	/* asynchronous requests (struct iow_event: start_ns = submission, latency_ns = until the
+	 * completion, `ring` = the io_uring or libaio context; flags say more per family) */
+	IOW_OP_URING_READ = 25,     /* io_uring READ, READV, READ_FIXED, READV_FIXED */
+	IOW_OP_URING_WRITE = 26,    /* io_uring WRITE, WRITEV, WRITE_FIXED, WRITEV_FIXED */
+	IOW_OP_URING_FSYNC = 27,    /* io_uring FSYNC (flags: IORING_FSYNC_DATASYNC), SYNC_FILE_RANGE */
+	IOW_OP_AIO_READ = 28,       /* libaio IOCB_CMD_PREAD, PREADV (io_submit .. io_getevents) */
+	IOW_OP_AIO_WRITE = 29,      /* libaio IOCB_CMD_PWRITE, PWRITEV */
+	IOW_OP_AIO_FSYNC = 30,      /* libaio IOCB_CMD_FSYNC, FDSYNC */
+	/* calls that move data between two files: one record per target side, each with the
+	 * call's bytes and times; `flags` holds the fd of the other side */
+	IOW_OP_COPY_FILE_RANGE_FROM = 31,
+	IOW_OP_COPY_FILE_RANGE_TO = 32,
+	IOW_OP_SENDFILE_FROM = 33,
+	IOW_OP_SENDFILE_TO = 34,
+	IOW_OP_SPLICE_FROM = 35,
+	IOW_OP_SPLICE_TO = 36,
+	/* memory-mapped files */
+	IOW_OP_MMAP = 37,           /* offset: file offset mapped; requested: length; ret: address; flags: prot | map flags << 8 */
+	IOW_OP_MUNMAP = 38,         /* offset: file offset of the range; requested: length */
+	IOW_OP_MSYNC = 39,          /* offset, requested: the file range synced; flags: MS_* */
+	IOW_OP_MADVISE = 40,        /* offset, requested: the file range; flags: MADV_* */
+	IOW_OP_FAULT_READ = 41,     /* a page fault reading a mapped target page: offset, requested = bytes */
+	IOW_OP_FAULT_WRITE = 42,    /* a page fault writing one */
 };
 
 /* What an op does, whatever its arguments: the classes both sides reason with (is this call
@@ -54,6 +77,8 @@ enum iow_kind {
 	IOW_KIND_DUP = 7,       /* a second fd on the same open file */
 	IOW_KIND_FCNTL = 8,
 	IOW_KIND_RESIZE = 9,    /* changes the file's size or allocation: ftruncate, fallocate */
+	IOW_KIND_MAP = 10,      /* maps, unmaps or advises on a mapping of the file: mmap, munmap, madvise */
+	IOW_KIND_FAULT = 11,    /* a load or store on a mapped page the kernel had to resolve: no syscall, no latency */
 };
 
 /* The kind of every op, one line each. The probe expands it into kind_of_op() (ops.bpf.h);
@@ -82,9 +107,28 @@ enum iow_kind {
 	X(IOW_OP_DUP3, IOW_KIND_DUP) \
 	X(IOW_OP_FCNTL, IOW_KIND_FCNTL) \
 	X(IOW_OP_FTRUNCATE, IOW_KIND_RESIZE) \
-	X(IOW_OP_FALLOCATE, IOW_KIND_RESIZE)
+	X(IOW_OP_FALLOCATE, IOW_KIND_RESIZE) \
+	X(IOW_OP_URING_READ, IOW_KIND_READ) \
+	X(IOW_OP_URING_WRITE, IOW_KIND_WRITE) \
+	X(IOW_OP_URING_FSYNC, IOW_KIND_SYNC) \
+	X(IOW_OP_AIO_READ, IOW_KIND_READ) \
+	X(IOW_OP_AIO_WRITE, IOW_KIND_WRITE) \
+	X(IOW_OP_AIO_FSYNC, IOW_KIND_SYNC) \
+	X(IOW_OP_COPY_FILE_RANGE_FROM, IOW_KIND_READ) \
+	X(IOW_OP_COPY_FILE_RANGE_TO, IOW_KIND_WRITE) \
+	X(IOW_OP_SENDFILE_FROM, IOW_KIND_READ) \
+	X(IOW_OP_SENDFILE_TO, IOW_KIND_WRITE) \
+	X(IOW_OP_SPLICE_FROM, IOW_KIND_READ) \
+	X(IOW_OP_SPLICE_TO, IOW_KIND_WRITE) \
+	X(IOW_OP_MMAP, IOW_KIND_MAP) \
+	X(IOW_OP_MUNMAP, IOW_KIND_MAP) \
+	X(IOW_OP_MSYNC, IOW_KIND_SYNC) \
+	X(IOW_OP_MADVISE, IOW_KIND_MAP) \
+	X(IOW_OP_FAULT_READ, IOW_KIND_FAULT) \
+	X(IOW_OP_FAULT_WRITE, IOW_KIND_FAULT)
 
-/* One completed syscall. Field meaning per op is in docs/trace-format.md. */
+/* One completed syscall, asynchronous request or page fault. Field meaning per op is in
+ * docs/trace-format.md. */
 struct iow_event {
 	__u64 start_ns;    /* syscall entry, CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 latency_ns;  /* exit - entry */
@@ -98,7 +142,7 @@ struct iow_event {
 	__s32 fd;          /* fd the call used (opens: the fd returned, -1 on failure) */
 	__u32 flags;       /* opens: open flags; lseek: whence; fcntl: cmd; fallocate: mode; p*v2: RWF flags */
 	__u16 op;          /* enum iow_op */
-	__u16 pad0;
+	__u16 ring;        /* async ops: the io_uring or libaio context, numbered from 1 in order of first use; 0 otherwise */
 };
 
 /* What a record in the side ring describes: rare facts that give events their context. */
@@ -168,7 +212,20 @@ struct iow_offcpu {
 #define IOW_LOST_PROCESSES 6   /* a process forked in the set that the set (`procs`) had no room for */
 #define IOW_LOST_THREADS 7     /* a thread of the set the kernel gave no task storage: its calls unseen */
 #define IOW_LOST_DEVICES 8     /* a block device under a target file the device filter had no room for */
-#define IOW_LOST_SLOTS 9
+#define IOW_LOST_REQUESTS 9    /* an async request on a target the in-flight map had no room for: its completion unseen */
+#define IOW_LOST_UNDECODED 10  /* a transfer on a target file made in a way the probe does not decode */
+#define IOW_LOST_SLOTS 11
+
+/* Calls that drive asynchronous I/O without moving file data themselves: counted per CPU in
+ * `async_calls` (calls and time inside them), never recorded one by one. */
+#define IOW_ASYNC_URING_ENTER 0
+#define IOW_ASYNC_IO_SUBMIT 1
+#define IOW_ASYNC_IO_GETEVENTS 2   /* io_getevents and io_pgetevents */
+#define IOW_ASYNC_SLOTS 3
+struct iow_async_count {
+	__u64 calls;
+	__u64 ns;          /* time inside them, entry to exit */
+};
 
 /* A name rule: a file called `name` in the directory (dev, ino); empty name = any file in it. */
 #define IOW_NAME_MAX 128

@@ -46,6 +46,24 @@ static __always_inline void count_lost(__u32 slot)
 		*n += 1;
 }
 
+/* io_uring_enter, io_submit, io_getevents of traced processes: counted, not recorded */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IOW_ASYNC_SLOTS);
+	__type(key, __u32);
+	__type(value, struct iow_async_count);
+} async_calls SEC(".maps");
+
+static __always_inline void count_async_call(__u32 slot, __u64 ns)
+{
+	struct iow_async_count *c = bpf_map_lookup_elem(&async_calls, &slot);
+
+	if (c) {
+		c->calls += 1;
+		c->ns += ns;
+	}
+}
+
 /* never used at run time: keeps struct iow_event in the object's BTF, which is what
  * tests/unit/test_layout.py compares with the Python reader's layout */
 struct {

@@ -76,7 +76,7 @@ def test_edge_values_round_trip():
     ev["requested"] = [2**63, 2**63 - 1, 0, U64_MAX, 1, 2]
     ev["fd"] = [-100, -1, 2**31 - 1, -2**31, 0, 3]
     ev["tgid"] = ev["tid"] = ev["dev"] = ev["flags"] = [0, 2**32 - 1, 1, 2**31, 7, 7]
-    ev["op"] = ev["pad0"] = [65535, 0, 1, 2, 3, 65535]
+    ev["op"] = ev["ring"] = [65535, 0, 1, 2, 3, 65535]
     for rows in range(len(ev) + 1):
         # WHEN any prefix (0 to 6 records) is encoded and decoded THEN it comes back
         assert_same_bytes(round_trip(ev[:rows]), ev[:rows])
