@@ -47,9 +47,11 @@ struct call_args {
 	__u16 ring;        /* async requests: their context's number; 0 for a syscall */
 };
 
-/* One record into this CPU's ring of the event area; a full ring is counted, never silent. */
-static __always_inline void send_event(struct task_struct *task, struct iow_file_key *key, __u16 op,
-				       __u64 start_ts, __u64 now, long ret, struct call_args *args)
+/* One record into this CPU's ring of the event area, on behalf of thread tid of process tgid
+ * (an async completion may run in another task's context); a full ring is counted, never
+ * silent. */
+static __always_inline void send_record(__u32 tgid, __u32 tid, struct iow_file_key *key, __u16 op,
+					__u64 start_ts, __u64 now, long ret, struct call_args *args)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), index;
 	struct iow_area_position *position = bpf_map_lookup_elem(&event_positions, &cpu);
@@ -73,8 +75,8 @@ static __always_inline void send_event(struct task_struct *task, struct iow_file
 	e->offset = args->offset;
 	e->requested = args->requested;
 	e->ret = ret;
-	e->tgid = task->tgid;
-	e->tid = task->pid;
+	e->tgid = tgid;
+	e->tid = tid;
 	e->dev = key->dev;
 	e->fd = args->fd;
 	e->flags = args->flags;
@@ -87,6 +89,13 @@ static __always_inline void send_event(struct task_struct *task, struct iow_file
 	/* wake the reader once per batch, never per record; it also polls on a timer */
 	if (((head + 1) & (settings.doorbell_events - 1)) == 0)
 		bpf_ringbuf_output(&doorbell, &head, sizeof(head), BPF_RB_FORCE_WAKEUP);
+}
+
+/* A syscall's record: its own thread's */
+static __always_inline void send_event(struct task_struct *task, struct iow_file_key *key, __u16 op,
+				       __u64 start_ts, __u64 now, long ret, struct call_args *args)
+{
+	send_record(task->tgid, task->pid, key, op, start_ts, now, ret, args);
 }
 
 #endif

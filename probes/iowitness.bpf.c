@@ -55,6 +55,9 @@
 #include "summary.bpf.h"
 #include "block.bpf.h"
 #include "offcpu.bpf.h"
+#include "aio.bpf.h"
+#include "transfer.bpf.h"
+#include "mapping.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -65,7 +68,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 	struct task_struct *task;
 	struct cpu_slot *slot;
 
-	if (!op)
+	if (!op && !async_call_of_syscall(nr))
 		return 0;
 	task = bpf_get_current_task_btf();
 	slot = this_cpu_slot();
@@ -108,10 +111,13 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	struct file *file = NULL;
 	bool epoch_known = false;
 	__u64 now, start_ts;
-	__u32 epoch = 0;
+	__u32 epoch = 0, async = 0;
 
-	if (!op)
-		return 0;
+	if (!op) {
+		async = async_call_of_syscall(nr);
+		if (!async)
+			return 0;
+	}
 	/* the clock after the cheap test: most syscalls of the machine are not file syscalls */
 	now = bpf_ktime_get_ns();
 	task = bpf_get_current_task_btf();
@@ -121,6 +127,19 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	start = end_of_call(slot, task, nr, &start_ts);
 	if (!start)
 		return 0;
+	if (async) {
+		count_async_call(async - 1, now - start_ts);
+		on_aio_call(async - 1, task, regs, ret, start_ts, now);
+		return 0;
+	}
+	if (op_is_transfer(op)) {
+		on_transfer_call(op, task, regs, ret, start_ts, now);
+		return 0;
+	}
+	if (op_is_mapping(op)) {
+		on_mapping_call(op, task, regs, ret, start_ts, now);
+		return 0;
+	}
 
 	/* the call's file, and whether it is a target */
 	if (op_is_open(op)) {

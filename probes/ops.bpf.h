@@ -39,27 +39,59 @@ static __always_inline __u16 op_of_syscall(long nr)
 	case 2: return IOW_OP_OPEN;
 	case 3: return IOW_OP_CLOSE;
 	case 8: return IOW_OP_LSEEK;
+	case 9: return IOW_OP_MMAP;
+	case 11: return IOW_OP_MUNMAP;
 	case 17: return IOW_OP_PREAD64;
 	case 18: return IOW_OP_PWRITE64;
 	case 19: return IOW_OP_READV;
 	case 20: return IOW_OP_WRITEV;
+	case 26: return IOW_OP_MSYNC;
+	case 28: return IOW_OP_MADVISE;
 	case 32: return IOW_OP_DUP;
 	case 33: return IOW_OP_DUP2;
+	case 40: return IOW_OP_SENDFILE_FROM;      /* and _TO: one record per target side */
 	case 72: return IOW_OP_FCNTL;
 	case 74: return IOW_OP_FSYNC;
 	case 75: return IOW_OP_FDATASYNC;
 	case 77: return IOW_OP_FTRUNCATE;
 	case 85: return IOW_OP_CREAT;
 	case 257: return IOW_OP_OPENAT;
+	case 275: return IOW_OP_SPLICE_FROM;
 	case 285: return IOW_OP_FALLOCATE;
 	case 292: return IOW_OP_DUP3;
 	case 295: return IOW_OP_PREADV;
 	case 296: return IOW_OP_PWRITEV;
+	case 326: return IOW_OP_COPY_FILE_RANGE_FROM;
 	case 327: return IOW_OP_PREADV2;
 	case 328: return IOW_OP_PWRITEV2;
 	case 437: return IOW_OP_OPENAT2;
 	}
 	return 0;
+}
+
+/* Calls that drive asynchronous I/O without moving file data: IOW_ASYNC_* + 1, or 0. They
+ * are timed like traced calls and counted in `async_calls`; io_submit and io_getevents also
+ * carry the libaio requests (aio.bpf.h). */
+static __always_inline __u32 async_call_of_syscall(long nr)
+{
+	switch (nr) {
+	case 208: return IOW_ASYNC_IO_GETEVENTS + 1;
+	case 209: return IOW_ASYNC_IO_SUBMIT + 1;
+	case 333: return IOW_ASYNC_IO_GETEVENTS + 1;   /* io_pgetevents */
+	case 426: return IOW_ASYNC_URING_ENTER + 1;
+	}
+	return 0;
+}
+
+/* calls whose first argument is not the fd of the file they move data on */
+static __always_inline bool op_is_transfer(__u16 op)
+{
+	return op == IOW_OP_COPY_FILE_RANGE_FROM || op == IOW_OP_SENDFILE_FROM || op == IOW_OP_SPLICE_FROM;
+}
+
+static __always_inline bool op_is_mapping(__u16 op)
+{
+	return op == IOW_OP_MMAP || op == IOW_OP_MUNMAP || op == IOW_OP_MSYNC || op == IOW_OP_MADVISE;
 }
 
 /* enum iow_kind of an op, from the table in events.h (a duplicate line fails to compile here;

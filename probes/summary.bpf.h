@@ -180,4 +180,20 @@ static __always_inline void summarize_call(struct cpu_slot *slot, struct iow_fil
 		next_phase_of(key);
 }
 
+/* A record made outside a data syscall's exit (an async request's completion, a fault, one
+ * side of a copy): into the event area, or into its aggregate under --summary. */
+static __always_inline void deliver_record(__u32 tgid, __u32 tid, struct iow_file_key *key, __u16 op,
+					   __u64 start_ts, __u64 end_ts, long ret, struct call_args *args)
+{
+	struct cpu_slot *slot;
+
+	if (!settings.summary) {
+		send_record(tgid, tid, key, op, start_ts, end_ts, ret, args);
+		return;
+	}
+	slot = this_cpu_slot();
+	if (slot)
+		summarize_call(slot, key, 0, false, op, tgid, start_ts, end_ts, args, ret);
+}
+
 #endif
