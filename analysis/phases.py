@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.collector.traceformat import ops_of_kind
+from iowitness.analysis import inflight
+from iowitness.collector.traceformat import async_ops, ops_of_kind
 
 # what counts as a read, a write, ...: the table of operation kinds in probes/events.h
 READS, WRITES, OPENS, SYNCS = (ops_of_kind(k) for k in ("read", "write", "open", "sync"))
@@ -530,6 +531,8 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     for label, bit in (("O_DIRECT", O_DIRECT), ("O_SYNC", O_SYNC), ("O_DSYNC", O_DSYNC), ("O_APPEND", O_APPEND)):
         rows[label] = (rows["open_flags"] & bit) == bit
 
+    _async_figures(rows, events, slot, d_rows, phase_d, start_d, end_d, all_phase)
+
     rows["duration_s"] = (rows["data_last_ns"] - rows["data_first_ns"]).clip(lower=0) / 1e9
     rows["wall_Bps"] = rows["bytes"] / rows["duration_s"].where(rows["duration_s"] > 0)
     rows["busy_Bps"] = rows["bytes"] / (rows["data_ns"] / 1e9).where(rows["data_ns"] > 0)
@@ -538,7 +541,10 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["other_targets_ns"] = _other_targets_ns(events, slot, rows)
     # several threads in one phase overlap their calls: user time is what no call covered,
     # neither the phase's own nor its thread's calls on other targets meanwhile
-    rows["user_ns"] = (window_ns - rows["all_calls_ns"] / rows["threads"] - rows["other_targets_ns"]).clip(lower=0)
+    in_calls = rows["all_calls_ns"] / rows["threads"]
+    # asynchronous requests overlap: the time covered by at least one call, not their sum
+    in_calls = in_calls.where(rows["async_ops"] == 0, rows["covered_ns"])
+    rows["user_ns"] = (window_ns - in_calls - rows["other_targets_ns"]).clip(lower=0)
     rows["other_calls_ns"] = rows["all_calls_ns"] - rows["data_ns"] - rows["fsync_ns"] - rows["openclose_ns"]
     rows["read_fraction"] = rows["read_ops"] / rows["ops"].where(rows["ops"] > 0)
     rows["too_short"] = (rows["duration_s"] < SHORT_SECONDS) | (rows["ops"] < SHORT_OPS)
@@ -547,6 +553,32 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows = rows.reset_index()
     rows[["reread", "rewrite"]] = _repeats(rows, extents, _truncations(events, all_kinds))
     return rows[COLUMNS]
+
+
+def _async_figures(rows, events, slot, d_rows, phase_d, start_d, end_d, all_phase) -> None:
+    """Phases with asynchronous requests (io_uring, libaio): their data time is the time
+    covered by at least one request (analysis/inflight.py), and their queue depth is measured.
+    Phases of plain syscalls keep the sum of their calls' latencies, and no depth."""
+    is_async = named(events["syscall"], async_ops())
+    rows["async_ops"] = pd.Series(np.bincount(phase_d[is_async[d_rows]], minlength=int(rows.index.max()) + 1)
+                                  if len(d_rows) else 0, dtype=np.int64).reindex(rows.index, fill_value=0)
+    rows["covered_ns"] = 0
+    for column in ("depth_max", "depth_mean"):
+        rows[column] = np.nan
+    rows["depth_levels"] = ""
+    if not rows["async_ops"].any():
+        return
+    wanted = rows.index[rows["async_ops"] > 0].to_numpy(np.int64)
+    mine = np.isin(phase_d, wanted)
+    rows.loc[wanted, "data_ns"] = inflight.covered_ns(phase_d[mine], start_d[mine], end_d[mine]).reindex(wanted).to_numpy()
+    depth = inflight.depth_table(phase_d[mine], start_d[mine], end_d[mine]).reindex(wanted)
+    rows.loc[wanted, "depth_max"] = depth["depth_max"].to_numpy(np.float64)
+    rows.loc[wanted, "depth_mean"] = depth["depth_mean"].to_numpy(np.float64)
+    rows.loc[wanted, "depth_levels"] = [inflight.level_text(r) for _, r in depth.iterrows()]
+    every = np.flatnonzero(np.isin(all_phase, wanted))
+    covered = inflight.covered_ns(all_phase[every], events["start_ns"].to_numpy()[every],
+                                  events["end_ns"].to_numpy()[every])
+    rows.loc[wanted, "covered_ns"] = covered.reindex(wanted).fillna(0).to_numpy(np.int64)
 
 
 def _other_targets_ns(events: pd.DataFrame, slot: np.ndarray, rows: pd.DataFrame) -> pd.Series:
@@ -608,6 +640,7 @@ COLUMNS = [
     "bytes", "read_bytes", "write_bytes", "ops", "read_ops", "read_fraction", "warmup_ops", "fill_ops", "fill_bytes",
     "duration_s", "wall_Bps", "busy_Bps", "iops",
     "lat_min_us", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us", "lat_max_us",
+    "async_ops", "depth_max", "depth_mean", "depth_levels",
     "data_ns", "fsyncs", "fsync_ns", "openclose_ns", "other_calls_ns", "other_targets_ns", "user_ns",
     "errors", "short", "positioned_ops", "seeks", "too_short", "reread", "rewrite",
     "open_flags", "O_DIRECT", "O_SYNC", "O_DSYNC", "O_APPEND",

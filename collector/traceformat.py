@@ -144,6 +144,16 @@ LOST_SLOTS = {
     "requests_not_followed": "IOW_LOST_REQUESTS", "transfers_not_decoded": "IOW_LOST_UNDECODED",
 }
 
+# The ops of asynchronous requests (probes/events.h IOW_OP_URING_*, IOW_OP_AIO_*): their
+# start is the submission and their end the completion, and one thread has many in flight
+ASYNC_OP_PREFIXES = ("uring_", "aio_")
+
+
+def async_ops() -> tuple[str, ...]:
+    """The names of the asynchronous request ops, in op number order."""
+    return tuple(name for name in layout().names("iow_op", "IOW_OP_").values() if name.startswith(ASYNC_OP_PREFIXES))
+
+
 # Calls that drive asynchronous I/O without moving file data (probes/events.h IOW_ASYNC_*):
 # the COUNTERS chunk's `async_calls` holds {"calls", "ns"} under these names.
 ASYNC_CALLS = {"io_uring_enter": "IOW_ASYNC_URING_ENTER", "io_submit": "IOW_ASYNC_IO_SUBMIT",

@@ -42,13 +42,15 @@ LATENCY_NS = 1000
 # in the order of enum iow_op (probes/events.h)
 SYSCALLS = ("open", "openat", "openat2", "creat", "read", "write", "pread64", "pwrite64", "readv", "writev",
             "preadv", "pwritev", "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "close",
-            "dup", "dup2", "dup3", "fcntl", "ftruncate", "fallocate")
+            "dup", "dup2", "dup3", "fcntl", "ftruncate", "fallocate", "uring_read", "uring_write", "uring_fsync",
+            "aio_read", "aio_write", "aio_fsync")
 READS = ("read", "readv", "pread64", "preadv", "preadv2")
 WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
+ASYNC = ("uring_read", "uring_write", "uring_fsync", "aio_read", "aio_write", "aio_fsync")
 
 COLUMNS = {"start_ns": "uint64", "latency_ns": "uint64", "ino": "uint64", "offset": "int64",
            "requested": "int64", "ret": "int64", "tgid": "uint32", "tid": "uint32", "dev": "uint32",
-           "fd": "int32", "flags": "uint32"}
+           "fd": "int32", "flags": "uint32", "ring": "uint16"}
 
 
 @dataclass
@@ -154,6 +156,19 @@ class Calls:
         assert syscall in WRITES
         return self._data(syscall, size, offset, ret, fd, positional=True, **timing)
 
+    def request(self, syscall: str, size: int, offset: int, *, latency: int, ret: int | None = None,
+                fd: int | None = None, ring: int = 1, at: int | None = None) -> Calls:
+        """An asynchronous request (io_uring, libaio) submitted now (or `at`) that completes
+        `latency` ns later; the thread goes on at once, so the clock does not move."""
+        assert syscall in ASYNC
+        if at is not None:
+            self.now = at
+        fd = self._fd(fd)
+        done = size if ret is None else ret
+        self._record(syscall, fd, offset, size, done, 0, latency=latency, ring=ring)
+        self.now -= latency
+        return self
+
     # everything else
 
     def lseek(self, offset: int, whence: int = SEEK_SET, *, ret: int | None = None, fd: int | None = None,
@@ -231,13 +246,13 @@ class Calls:
         return self
 
     def _record(self, syscall, fd, offset, requested, ret, flags, *, latency: int | None = None,
-                at: int | None = None) -> None:
+                at: int | None = None, ring: int = 0) -> None:
         if at is not None:
             self.now = at
         latency = self.latency if latency is None else latency
         path = self.fds[self.tgid][fd].path
         self.rows.append({"start_ns": self.now, "latency_ns": latency, "ino": self.files[path].ino,
                           "offset": offset, "requested": requested, "ret": ret, "tgid": self.tgid,
-                          "tid": self.tid, "dev": DEV, "fd": fd, "flags": flags, "syscall": syscall,
+                          "tid": self.tid, "dev": DEV, "fd": fd, "flags": flags, "ring": ring, "syscall": syscall,
                           "path": path})
         self.now += latency

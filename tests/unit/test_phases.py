@@ -56,7 +56,7 @@ def test_builder_places_calls_like_the_kernel():
     assert events["end_ns"].tolist() == [1_000_001_000 + 1000 * i for i in range(11)]
     assert dict(events.dtypes.astype(str)) == {
         "start_ns": "uint64", "latency_ns": "uint64", "ino": "uint64", "offset": "int64", "requested": "int64",
-        "ret": "int64", "tgid": "uint32", "tid": "uint32", "dev": "uint32", "fd": "int32", "flags": "uint32",
+        "ret": "int64", "tgid": "uint32", "tid": "uint32", "dev": "uint32", "fd": "int32", "flags": "uint32", "ring": "uint16",
         "syscall": "category", "end_ns": "uint64", "device": "category", "path": "category"}
     assert isinstance(events.index, pd.RangeIndex)
 

@@ -1,0 +1,98 @@
+"""Requests in flight: how deep an asynchronous benchmark's queue really was.
+
+A thread that submits io_uring or libaio requests keeps many of them in flight at once, so
+the time its phase spent waiting on I/O is the time covered by at least one request, not the
+sum of their latencies (32 requests of 1 ms in flight together cover 1 ms, not 32), and the
+queue depth it reached is a figure of its own. For each phase this module gives:
+
+- covered_ns: the union of its calls' [start, end] intervals;
+- depth_mean: the requests in flight on average over its data window (the sum of their
+  latencies over the window: Little's law, exact for a window from first start to last end);
+- depth_max: the most in flight at one time;
+- depth_levels: at each submission, how many were in flight counting it, in fio's buckets
+  (fio's `iodepth_level`: 1, 2, 4, 8, 16, 32, >=64; a depth of 5 counts under 4), as shares;
+- a depth-over-time series for the charts.
+
+A call that ends exactly when another starts does not overlap it: ends are taken before
+starts at the same nanosecond.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+# fio's iodepth_level buckets (fio's stat.c names them by their lower bound)
+DEPTH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+DEPTH_LABELS = ("1", "2", "4", "8", "16", "32", ">=64")
+
+
+def _sweep(phase: np.ndarray, start: np.ndarray, end: np.ndarray):
+    """The +1/-1 steps of every interval, in (phase, time, ends first) order, and the number in
+    flight after each step. Every interval opens and closes within its phase, so the running
+    sum over all phases comes back to 0 at each phase's end."""
+    n = len(phase)
+    when = np.concatenate([start, end]).astype(np.int64)
+    step = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
+    where = np.concatenate([phase, phase]).astype(np.int64)
+    order = np.lexsort((step, when, where))    # last key first: phase, then time, then -1 before +1
+    return where[order], when[order], step[order], np.cumsum(step[order])
+
+
+def covered_ns(phase: np.ndarray, start: np.ndarray, end: np.ndarray) -> pd.Series:
+    """Per phase: the time covered by at least one of its intervals."""
+    if not len(phase):
+        return pd.Series(dtype=np.int64)
+    where, when, _, depth = _sweep(phase, start, end)
+    busy = depth[:-1] > 0
+    same = where[1:] == where[:-1]
+    length = np.where(busy & same, np.diff(when), 0)
+    return pd.Series(length, index=where[:-1]).groupby(level=0).sum().astype(np.int64)
+
+
+def depth_table(phase: np.ndarray, start: np.ndarray, end: np.ndarray) -> pd.DataFrame:
+    """Per phase: depth_max, depth_mean and the share of submissions in each fio bucket
+    (columns depth_level_1 ... depth_level_>=64)."""
+    columns = ["depth_max", "depth_mean"] + [f"depth_level_{label}" for label in DEPTH_LABELS]
+    if not len(phase):
+        return pd.DataFrame(columns=columns)
+    where, when, step, depth = _sweep(phase, start, end)
+    frame = pd.DataFrame({"phase": where, "depth": depth})
+    out = pd.DataFrame({"depth_max": frame.groupby("phase")["depth"].max()})
+    span = pd.Series(end.astype(np.int64), index=phase).groupby(level=0).max() - \
+        pd.Series(start.astype(np.int64), index=phase).groupby(level=0).min()
+    in_calls = pd.Series((end - start).astype(np.int64), index=phase).groupby(level=0).sum()
+    out["depth_mean"] = (in_calls / span.where(span > 0)).reindex(out.index)
+    submitted = step > 0
+    bucket = np.searchsorted(DEPTH_BUCKETS, depth[submitted], side="right") - 1
+    counts = pd.crosstab(where[submitted], bucket).reindex(columns=range(len(DEPTH_LABELS)), fill_value=0)
+    shares = counts.div(counts.sum(axis=1), axis=0)
+    for i, label in enumerate(DEPTH_LABELS):
+        out[f"depth_level_{label}"] = shares[i].reindex(out.index).fillna(0.0)
+    return out[columns]
+
+
+def depth_series(start: np.ndarray, end: np.ndarray, points: int = 400) -> pd.DataFrame:
+    """Requests in flight over time for one phase, at most `points` rows: the highest depth of
+    each time bucket, so a short burst stays visible (columns t_s from the first start, depth)."""
+    if not len(start):
+        return pd.DataFrame(columns=["t_s", "depth"])
+    _, when, _, depth = _sweep(np.zeros(len(start), np.int64), start, end)
+    t0, t1 = int(when[0]), int(when[-1])
+    if t1 <= t0:
+        return pd.DataFrame({"t_s": [0.0], "depth": [int(depth.max())]})
+    bucket = np.minimum((when - t0) * points // (t1 - t0), points - 1)
+    highest = pd.Series(depth).groupby(bucket).max()
+    return pd.DataFrame({"t_s": highest.index.to_numpy() * (t1 - t0) / points / 1e9,
+                         "depth": highest.to_numpy()})
+
+
+def level_text(row) -> str:
+    """The depth distribution of a phase row, as fio prints iodepth_level: '16=0.4%, 32=99.6%'."""
+    parts = []
+    for label in DEPTH_LABELS:
+        share = float(row.get(f"depth_level_{label}", 0) or 0)
+        if share >= 0.001:
+            parts.append(f"{label}={share:.1%}")
+    return ", ".join(parts)

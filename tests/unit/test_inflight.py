@@ -1,0 +1,69 @@
+"""Queue depth and busy time of asynchronous requests (analysis/inflight.py, phases.table)."""
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import inflight
+from iowitness.analysis.phases import table
+from tests.support.synthetic import O_RDONLY, Calls
+
+
+def _depth_run(depth: int, requests: int, latency: int = 1000):
+    """One thread keeps `depth` reads of 4 KiB in flight: a new one each latency/depth ns."""
+    calls = Calls().open("/data/f", O_RDONLY, size=1 << 30)
+    t0 = calls.now + 10
+    for i in range(requests):
+        calls.request("uring_read", 4096, 4096 * ((i * 7919) % 100_000), latency=latency, at=t0 + i * latency // depth)
+    calls.at(t0 + requests * latency // depth + 2 * latency).close()
+    return calls.frame()
+
+
+def test_a_queue_kept_full_covers_its_window_once_and_shows_its_depth():
+    # GIVEN 4,000 reads kept 8 deep, each 1 µs
+    phases = table(_depth_run(depth=8, requests=4000))
+    row = phases[phases["ops"] > 0].iloc[0]
+    # THEN the phase's time in calls is its window, not 8x it, and its depth is 8
+    assert row["async_ops"] == 4000
+    window = 4000 * 1000 // 8 - 1000 // 8 + 1000
+    assert row["data_ns"] == window
+    assert row["busy_Bps"] == row["bytes"] / (window / 1e9)
+    assert row["depth_max"] == 8
+    assert abs(row["depth_mean"] - 4000 * 1000 / window) < 1e-9
+    # AND almost every submission found 8 in flight counting itself (fio's bucket "8"); the
+    # ramp-up's 1 to 3 (3 of 4,000) are under 0.1 % and not shown, 4 to 7 are bucket "4"
+    assert row["depth_levels"] == "4=0.1%, 8=99.8%"
+
+
+def test_plain_syscalls_keep_their_sum_and_no_depth():
+    # GIVEN a thread of 200 plain reads
+    calls = Calls().open("/data/f", O_RDONLY, size=1 << 20)
+    for _ in range(200):
+        calls.read(4096, latency=2000)
+    phases = table(calls.close().frame())
+    row = phases[phases["ops"] > 0].iloc[0]
+    # THEN nothing changes for them: data time is the sum, depth is not given
+    assert row["async_ops"] == 0 and row["data_ns"] == 200 * 2000
+    assert np.isnan(row["depth_max"]) and row["depth_levels"] == ""
+
+
+def test_covered_time_is_the_union_of_intervals_per_phase():
+    # GIVEN intervals [0,10] [5,20] [30,40] in phase 1 and [0,5] [5,6] in phase 2 (touching)
+    phase = np.array([1, 1, 1, 2, 2])
+    start = np.array([0, 5, 30, 0, 5])
+    end = np.array([10, 20, 40, 5, 6])
+    covered = inflight.covered_ns(phase, start, end)
+    # THEN phase 1 covers 20 + 10 and phase 2 covers 6; touching intervals do not overlap
+    assert covered.to_dict() == {1: 30, 2: 6}
+    depth = inflight.depth_table(phase, start, end)
+    assert depth.loc[1, "depth_max"] == 2 and depth.loc[2, "depth_max"] == 1
+    assert depth.loc[2, "depth_level_1"] == 1.0
+
+
+def test_the_depth_series_keeps_a_short_burst_visible():
+    # GIVEN one long request and a burst of 50 short ones in its middle
+    start = np.r_[0, np.full(50, 500_000)]
+    end = np.r_[1_000_000, np.full(50, 500_100)]
+    series = inflight.depth_series(start, end, points=100)
+    # THEN the series has at most 100 points and shows the 51 in flight
+    assert len(series) <= 100 and series["depth"].max() == 51
+    assert isinstance(series, pd.DataFrame) and series["t_s"].iloc[0] == 0.0
