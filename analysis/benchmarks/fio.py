@@ -109,10 +109,25 @@ def _from_json(text: str, starts: list[int]) -> list[Claim]:
                        "groupid": job.get("groupid"), "error": job.get("error", 0),
                        "io_bytes": int(s["io_bytes"]), "runtime_ms": s.get("runtime"),
                        "lat_mean_s": lat, "clat_mean_s": clat, "total": total,
-                       "interim_reports": len(docs) - 1}))
+                       "interim_reports": len(docs) - 1, **_queue(job, final)}))
     if not claims:
         raise UnparsableOutput("fio JSON output has no job that moved any data")
     return claims
+
+
+def _queue(job: dict, final: dict) -> dict:
+    """The job's ioengine and iodepth as asked (its options over the global ones; fio's
+    defaults psync and 1), and fio's own iodepth_level: the share of its submissions made at
+    each depth, in percent (HOWTO, "IO depths")."""
+    options = {**(final.get("global options") or {}), **(job.get("job options") or {})}
+    try:
+        depth = int(str(options.get("iodepth", 1)).strip())
+    except ValueError:
+        depth = None
+    levels = job.get("iodepth_level")
+    return {"ioengine": str(options.get("ioengine", "psync")), "iodepth": depth,
+            "iodepth_level": {str(k): float(v) for k, v in levels.items() if isinstance(v, (int, float))}
+            if isinstance(levels, dict) else None}
 
 
 def _bytes_per_s(stats: dict) -> float:
@@ -247,9 +262,42 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
             k = seen[(claim.job, claim.direction)]
             seen[(claim.job, claim.direction)] += 1
             rows = rows[rows["tid"] == clones[k]] if k < len(clones) else rows.iloc[0:0]
-        return Match(rows, combine=combine)
+        depth = depth_note(claim, rows)
+        return Match(rows, combine=combine, notes=[depth] if depth else [])
 
     return find
+
+
+def depth_note(claim: Claim, rows: pd.DataFrame) -> str | None:
+    """The queue depth fio asked for, what fio counted, and what the trace saw in the claim's
+    phases; None when there is nothing to say (a synchronous job at depth 1, or no phase)."""
+    asked = claim.extra.get("iodepth")
+    if not len(rows) or not asked or "async_ops" not in rows:
+        return None
+    engine = claim.extra.get("ioengine", "psync")
+    queued = rows[rows["async_ops"] > 0]
+    if not len(queued):
+        if asked <= 1:
+            return None
+        return (f"queue depth: iodepth={asked} was asked, but the trace saw no asynchronous request in these "
+                f"phases, only plain calls (ioengine={engine} makes one call at a time, whatever iodepth says)")
+    seen_max = int(queued["depth_max"].max())
+    means = queued["depth_mean"].dropna()
+    mean = f"{means.mean():.1f}" if len(means) == 1 else f"{means.min():.1f}-{means.max():.1f} (per phase)"
+    words = [f"queue depth: iodepth={asked} asked ({engine}); the trace saw at most {seen_max} in flight, "
+             f"{mean} on average"]
+    levels = "; ".join(text for text in queued["depth_levels"] if text)
+    if levels:
+        words.append(f"at submission {levels}")
+    fio_levels = claim.extra.get("iodepth_level") or {}
+    fio_text = ", ".join(f"{k}={v:.1f}%" for k, v in fio_levels.items() if v >= 0.1)
+    if fio_text:
+        words.append(f"fio counted {fio_text} (iodepth_level)")
+    if seen_max < asked / 2:
+        words.append(f"the queue never got deeper than {seen_max} of the {asked} asked: requests completed "
+                     "about as fast as they were submitted (buffered I/O served from the page cache completes "
+                     "at submission), so the figure is not one of a deep queue")
+    return "; ".join(words)
 
 
 def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root) -> tuple[pd.DataFrame, str]:

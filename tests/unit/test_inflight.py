@@ -67,3 +67,34 @@ def test_the_depth_series_keeps_a_short_burst_visible():
     # THEN the series has at most 100 points and shows the 51 in flight
     assert len(series) <= 100 and series["depth"].max() == 51
     assert isinstance(series, pd.DataFrame) and series["t_s"].iloc[0] == 0.0
+
+
+def _fio_claim(iodepth, engine="io_uring", levels=None):
+    from iowitness.analysis.claims import Claim
+    return Claim(source="fio", test="j read", value=1.0, unit="KiB/s", printed="", job="j", direction="read",
+                 extra={"iodepth": iodepth, "ioengine": engine, "iodepth_level": levels or {}})
+
+
+def test_fio_depth_note_says_asked_counted_and_seen():
+    from iowitness.analysis.benchmarks.fio import depth_note
+    # GIVEN a phase kept 8 deep, and fio's claim that asked 8 and counted 8 at 99.9 %
+    rows = table(_depth_run(depth=8, requests=4000))
+    rows = rows[rows["ops"] > 0]
+    note = depth_note(_fio_claim(8, levels={"1": 0.1, "8": 99.9, "16": 0.0}), rows)
+    # THEN the note says all three, and no warning about a shallow queue
+    assert note.startswith("queue depth: iodepth=8 asked (io_uring); the trace saw at most 8 in flight, 8.0 on average")
+    assert "at submission 4=0.1%, 8=99.8%" in note and "fio counted 1=0.1%, 8=99.9% (iodepth_level)" in note
+    assert "never got deeper" not in note
+    # WHEN fio asked 32 of the same run THEN the shallow queue is said
+    assert "never got deeper than 8 of the 32 asked" in depth_note(_fio_claim(32), rows)
+
+
+def test_fio_depth_note_for_a_synchronous_engine_says_iodepth_did_nothing():
+    from iowitness.analysis.benchmarks.fio import depth_note
+    calls = Calls().open("/data/f", O_RDONLY, size=1 << 20)
+    for _ in range(200):
+        calls.read(4096)
+    rows = table(calls.close().frame())
+    rows = rows[rows["ops"] > 0]
+    assert "ioengine=psync makes one call at a time" in depth_note(_fio_claim(16, "psync"), rows)
+    assert depth_note(_fio_claim(1, "psync"), rows) is None
