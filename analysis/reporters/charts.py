@@ -290,6 +290,24 @@ def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title:
 
 
 @_styled
+def depth_over_time(t_s: np.ndarray, depth: np.ndarray, asked: float | None, title: str) -> str:
+    """Asynchronous requests in flight over a phase (the highest count of each time bucket), and
+    the depth the benchmark asked for as a dashed level when it said."""
+    fig, ax = _figure()
+    span = float(t_s.max()) if len(t_s) else 0.0
+    scale = _time_axis(ax, span, "time since the phase's first request")
+    ax.step(t_s * scale, depth, where="post", color=COLOURS[0], lw=1, label="in flight (highest per bucket)")
+    if asked:
+        ax.axhline(asked, color=COLOURS[4], lw=1.5, ls="--", label=f"asked: {asked:g}")
+    ax.set_ylim(bottom=0, top=max(float(depth.max()) if len(depth) else 1, asked or 0) * 1.1 + 0.5)
+    ax.set_ylabel("requests in flight")
+    ax.legend(loc="lower right", bbox_to_anchor=(1, 1.0), ncol=2, fontsize=7)
+    ax.set_title(title, loc="left")
+    _note(ax, f"each request counted from its submission to its completion, {len(t_s):,} time buckets")
+    return _svg(fig)
+
+
+@_styled
 def device_vs_syscall(bars: list[tuple[str, float]], title: str) -> str:
     """Bytes the calls moved vs bytes the device moved: one bar each, told apart by hatching."""
     longest = max(len(name) for name, _ in bars)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import escape, units
-from iowitness.analysis import figures as active_figures
+from iowitness.analysis import figures as active_figures, inflight
 from iowitness.analysis.reporters import charts, tables
 from iowitness.analysis.reporters.phase_calls import PhaseCalls
 
@@ -225,11 +225,25 @@ def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
         out.append(figure(charts.offset_time(t, pc.calls.offset[rows].astype(float), pc.is_read[rows],
                                              f"offset vs time (access pattern: {pattern})"),
                           f"offset {int(r.phase)}"))
+        if getattr(r, "async_ops", 0):
+            depth = inflight.depth_series(pc.calls.start_ns[rows], pc.calls.end_ns[rows])
+            out.append(figure(charts.depth_over_time(depth["t_s"].to_numpy(float), depth["depth"].to_numpy(float),
+                                                     _asked_depth(r.phase, verdicts),
+                                                     f"requests in flight (max {int(r.depth_max)}, "
+                                                     f"mean {r.depth_mean:.1f})"), f"depth {int(r.phase)}"))
     out.append(device_chart(report, r))
     slow = report.outliers[report.outliers["phase"] == r.phase]
     out.append("<h4>Slowest calls</h4>" + table(tables.outlier_rows(slow).drop(columns="phase"), "outliers"))
     out.append("</section>")
     return "\n".join(out)
+
+
+def _asked_depth(phase, verdicts) -> float | None:
+    """The queue depth a claim about this phase says the benchmark asked for (fio's iodepth)."""
+    for v in verdicts or []:
+        if int(phase) in v.phases and v.claim.extra.get("iodepth"):
+            return float(v.claim.extra["iodepth"])
+    return None
 
 
 def device_section(report, trace) -> str:
@@ -265,6 +279,9 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
         body += ['<h2 id="phases">Phases</h2>', run_timeline(report, pc), table(rows, "phases", html_columns=("#",))]
         if not report.groups.empty:
             body += [f"<h3>{esc(tables.GROUPS_TITLE)}</h3>", table(tables.group_rows(report.groups, report.phases))]
+        depth = tables.depth_rows(report.phases)
+        if not depth.empty:
+            body += [f"<h3>{esc(tables.DEPTH_TITLE[0].upper() + tables.DEPTH_TITLE[1:])}</h3>", table(depth, "depth")]
         body.append(sweep_section(report, verdicts))
         body.append('<h2 id="each-phase">Each phase</h2>')
         if len(chosen) < len(report.phases):

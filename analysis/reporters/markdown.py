@@ -71,6 +71,9 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
         if not report.groups.empty:
             parts += ["", f"### {tables.GROUPS_TITLE[0].upper()}{tables.GROUPS_TITLE[1:]}", "",
                       table(tables.group_rows(report.groups, report.phases))]
+        depth = tables.depth_rows(report.phases)
+        if not depth.empty:
+            parts += ["", f"### {tables.DEPTH_TITLE[0].upper()}{tables.DEPTH_TITLE[1:]}", "", table(depth)]
         parts += ["", "### Slowest calls of each phase", "", table(tables.outlier_rows(report.outliers))]
         parts += ["", "## Device", "", *device_section(report, trace)]
     parts += ["", "## Run", "", table(tables.run_metadata(trace)), ""]

@@ -70,6 +70,22 @@ def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+DEPTH_TITLE = ("queue depth (asynchronous requests, io_uring and libaio: in flight from submission to "
+               "completion; 'at submission' counts the request itself, in fio's iodepth_level buckets)")
+
+
+def depth_rows(phases: pd.DataFrame) -> pd.DataFrame:
+    """Per phase with asynchronous requests: how deep its queue was. Empty when none has any."""
+    if "async_ops" not in phases:
+        return pd.DataFrame()
+    rows = []
+    for r in phases[phases["async_ops"] > 0].itertuples():
+        rows.append({"#": r.phase, "name": phase_label(r), "requests": int(r.async_ops),
+                     "max in flight": int(r.depth_max), "mean in flight": f"{r.depth_mean:.1f}",
+                     "at submission": r.depth_levels})
+    return pd.DataFrame(rows)
+
+
 GROUPS_TITLE = ("groups (concurrent phases: children = sum of member rates, "
                 "parent = all bytes / group wall time)")
 

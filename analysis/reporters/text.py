@@ -49,6 +49,9 @@ def render(report, trace) -> str:
     groups = group_table(report.groups, report.phases)
     if groups:
         parts += ["", groups]
+    depth = tables.depth_rows(report.phases)
+    if not depth.empty:
+        parts += ["", units.table(depth, title=tables.DEPTH_TITLE)]
     parts += ["", outlier_lines(report.outliers)]
     parts += ["", device_section(report, trace)]
     return "\n".join(parts)
