@@ -112,6 +112,9 @@ def render(trace) -> str:
         for col in [c for c in calls.columns if c.endswith("_us")]:
             calls[col] = calls[col].map(units.micros)
     lines.append(units.table(calls, {c: c.replace("_us", " µs") for c in calls.columns}, title="syscalls"))
+    driving = tables.async_calls_line(trace.counters)
+    if driving:
+        lines.append(f"asynchronous I/O driven by (counted, not recorded): {driving}")
     return "\n".join(lines)
 
 

@@ -102,6 +102,15 @@ def group_rows(groups: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def async_calls_line(counters: dict) -> str | None:
+    """The calls that drove asynchronous I/O (counted in the kernel, not recorded one by one),
+    e.g. 'io_uring_enter 1,204 calls (0.41 s inside)'; None when the run made none."""
+    found = counters.get("async_calls") or {}
+    parts = [f"{name} {int(c['calls']):,} call{'s' if int(c['calls']) != 1 else ''} "
+             f"({units.seconds(int(c['ns']) / 1e9)} inside)" for name, c in found.items() if int(c.get("calls", 0))]
+    return ", ".join(parts) or None
+
+
 def lost_figure(trace) -> str:
     """The "lost events" figure every report prints, with what the probe could not follow beside it."""
     unfollowed = not_followed_text(trace.counters)
