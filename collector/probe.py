@@ -94,6 +94,13 @@ class Probe:
             # device view still has every request, with the submitter unknown
             if not _kernel_has_tracepoint("block_io_start"):
                 self._obj.skip_program("on_block_io_start")
+            # a kernel without io_uring (CONFIG_IO_URING=n) has none of its tracepoints: no
+            # request can be made there, so nothing is missed by not loading them
+            for program, tracepoint in (("on_uring_submit", "io_uring_submit_req"),
+                                        ("on_uring_complete", "io_uring_complete"),
+                                        ("on_uring_create", "io_uring_create")):
+                if not _kernel_has_tracepoint(tracepoint):
+                    self._obj.skip_program(program)
             self._obj.load()
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")

@@ -314,4 +314,16 @@ struct iow_summary {
 	__u64 hist[IOW_HIST_BUCKETS];
 };
 
+/* io_uring requests (IOW_OP_URING_*, probes/uring.bpf.h): struct iow_event.flags holds the
+ * request's IORING_OP_* opcode in bits 0-7 and these bits above it. */
+#define IOW_URING_OPCODE_MASK 0xff
+#define IOW_URING_FIXED_FILE 0x100   /* fd is an index into the ring's registered files, not an fd */
+#define IOW_URING_SQPOLL 0x200       /* submitted by the ring's SQPOLL kernel thread (iou-sqp-PID, a thread of the process) */
+#define IOW_URING_FIXED_BUF 0x400    /* into or out of a registered buffer (READ_FIXED, WRITE_FIXED, READV_FIXED, WRITEV_FIXED) */
+#define IOW_URING_DATASYNC 0x800     /* FSYNC with IORING_FSYNC_DATASYNC: fdatasync */
+#define IOW_URING_FILE_POS 0x1000    /* sqe offset -1: at the file position (offset is where it was, found at completion) */
+#define IOW_URING_IOPOLL 0x2000      /* the ring polls for completions (IORING_SETUP_IOPOLL) */
+#define IOW_URING_ASYNC 0x4000       /* IOSQE_ASYNC: handed to an io-wq worker, never tried inline */
+#define IOW_URING_LINKED 0x8000      /* part of a chain (IOSQE_IO_LINK or IOSQE_IO_HARDLINK) */
+
 #endif

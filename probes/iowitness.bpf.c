@@ -58,6 +58,7 @@
 #include "aio.bpf.h"
 #include "transfer.bpf.h"
 #include "mapping.bpf.h"
+#include "uring.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -270,5 +271,27 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		return 0;
 	note_off_cpu(prev, preempt ? 0 : prev_state & 0xff);
 	send_off_cpu_stretch(next);
+	return 0;
+}
+
+/* io_uring requests (uring.bpf.h): in flight from the SQE's submission to its CQE */
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(on_uring_submit, struct io_kiocb *req)
+{
+	uring_submit(req);
+	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(on_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	uring_complete(req, cqe);
+	return 0;
+}
+
+SEC("tp_btf/io_uring_create")
+int BPF_PROG(on_uring_create, int fd, void *ring, __u32 sq_entries, __u32 cq_entries, __u32 flags)
+{
+	uring_created(ring);
 	return 0;
 }

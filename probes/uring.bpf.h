@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* uring.bpf.h — io_uring requests on target files: one record per request, submission to CQE.
+ *
+ * Purpose: a benchmark on io_uring (fio ioengine=io_uring, ...) moves its data without any
+ * read or write syscall: io_uring_enter only hands the kernel a batch of SQEs (and is merely
+ * counted, `async_calls`). This header follows each request itself, on two tracepoints:
+ * io_uring_submit_req, after the SQE is prepared (io_init_req: opcode, fd, offset and length
+ * are in the request, the file may not be: it is looked up at issue time), in the context of
+ * the thread that submitted it (the io_uring_enter caller, or the ring's SQPOLL thread
+ * iou-sqp-PID, a thread of the same process); and io_uring_complete, when its CQE is posted
+ * (res known; in any task's context). Between the two the request waits in `uring_inflight`,
+ * keyed by its struct io_kiocb address.
+ *
+ * Example (`iowitness show` of fio --ioengine=io_uring --rw=randread --bs=4k --iodepth=32
+ * --size=16m on a cached file; latency is submission to CQE, so it includes the queueing a
+ * deep queue adds):
+ *
+ *     syscall      calls  errors      bytes  short  min µs  mean µs  p50 µs  p90 µs  p99 µs
+ *     uring_read   4,096       0   16.0 MiB      0    ...
+ *
+ * How to read a record (struct iow_event): op IOW_OP_URING_READ/WRITE/FSYNC; start_ns the
+ * submission, latency_ns until the CQE; offset where the I/O began in the file (an SQE offset
+ * of -1, the file position, is resolved at completion: ki_pos then minus res); requested the
+ * length asked (vectored ops: the sum of the iovecs); ret the CQE's res; fd the SQE's fd, or
+ * the registered-file index with IOW_URING_FIXED_FILE; flags the IORING_OP_* opcode in bits
+ * 0-7 and IOW_URING_* bits (events.h); ring the io_ring_ctx, numbered from 1 in the order
+ * the probe first saw each ring used; tgid/tid the submitting thread.
+ *
+ * What is counted rather than recorded: a target request the in-flight map has no room for,
+ * one that asks for no CQE on success (IOSQE_CQE_SKIP_SUCCESS), and one whose slot is found
+ * still taken when its address is reused (its completion was never seen: a CQE overflow
+ * flush posts without the request) count IOW_LOST_REQUESTS; other opcodes that move data of a
+ * target file (READ_MULTISHOT, SPLICE, TEE, URING_CMD) count IOW_LOST_UNDECODED.
+ *
+ * Overhead: per io_uring request on the machine, an opcode switch; for a file-data opcode of
+ * a traced process, the fd-table walk and the `files` lookup the syscalls make, a few plain
+ * loads of the prepared request and one hash update; per CQE on the machine one hash lookup
+ * (and for a traced request a record and a hash delete). Vectored requests add one
+ * bpf_probe_read_user per iovec (at most MAX_IOVEC).
+ */
+#ifndef IOWITNESS_URING_BPF_H
+#define IOWITNESS_URING_BPF_H
+
+#include "maps.bpf.h"
+#include "core_fixes.bpf.h"
+#include "targets.bpf.h"
+#include "ops.bpf.h"
+#include "summary.bpf.h"
+
+/* io_uring's user ABI (include/uapi/linux/io_uring.h): numbers that never change, spelled
+ * here so the probe builds against a vmlinux.h that lacks the newer ones */
+#define URING_OP_READV 1
+#define URING_OP_WRITEV 2
+#define URING_OP_FSYNC 3
+#define URING_OP_READ_FIXED 4
+#define URING_OP_WRITE_FIXED 5
+#define URING_OP_SYNC_FILE_RANGE 8
+#define URING_OP_READ 22
+#define URING_OP_WRITE 23
+#define URING_OP_SPLICE 30
+#define URING_OP_TEE 33
+#define URING_OP_URING_CMD 46
+#define URING_OP_READ_MULTISHOT 49
+#define URING_OP_READV_FIXED 60
+#define URING_OP_WRITEV_FIXED 61
+/* the low byte of io_kiocb.flags is the SQE's IOSQE_* flags, bit for bit */
+#define URING_SQE_FIXED_FILE 0x01
+#define URING_SQE_IO_LINK 0x04
+#define URING_SQE_IO_HARDLINK 0x08
+#define URING_SQE_ASYNC 0x10
+#define URING_SQE_CQE_SKIP_SUCCESS 0x40
+#define URING_SETUP_IOPOLL 0x1
+#define URING_SETUP_SQPOLL 0x2
+#define URING_FSYNC_DATASYNC 0x1
+#define URING_SPLICE_FD_IN_FIXED (1U << 31)
+/* a registered file's slot keeps two flag bits under the file pointer (FFS_NOWAIT, FFS_ISREG) */
+#define URING_FILE_PTR_FLAGS 0x3UL
+
+/* not an op of events.h: an opcode that moves file data in a way no record describes */
+#define URING_UNDECODED 0xffff
+
+/* A request between submission and CQE. key.ino == 0: its file was not known at submission
+ * (a registered slot filled by an earlier linked request), it is looked at on completion. */
+struct uring_request {
+	__u64 start_ns;
+	__s64 offset;      /* the SQE's; -1: the file position (IOW_URING_FILE_POS) */
+	__u64 requested;
+	struct iow_file_key key;
+	__u32 tgid;
+	__u32 tid;
+	__s32 fd;
+	__u32 flags;       /* opcode | IOW_URING_* */
+	__u16 op;
+	__u16 ring;
+	__u32 pad0;
+};
+
+/* 16,384 requests in flight at once over every traced ring (fio: numjobs x iodepth); a
+ * request with no room counts IOW_LOST_REQUESTS. Preallocated: the update on the submission
+ * path takes no allocation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct uring_request);
+} uring_inflight SEC(".maps");
+
+/* io_ring_ctx address -> its number; an entry goes when a new ring is created at the address */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u16);
+} uring_rings SEC(".maps");
+
+/* ring numbers handed out: an insert that fails when the number is taken is the atomic claim
+ * (the BPF instructions our clang targets have no fetch-and-add returning the old value) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, __u16);
+	__type(value, __u8);
+} uring_ring_numbers SEC(".maps");
+
+__u32 uring_next_ring = 1;
+
+/* The ring's number, given at its first traced request; 0 when the table is full. */
+static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
+{
+	__u64 key = (__u64)ctx;
+	__u16 *found = bpf_map_lookup_elem(&uring_rings, &key);
+	__u32 candidate;
+	__u8 taken = 1;
+
+	if (found)
+		return *found;
+	candidate = *(volatile __u32 *)&uring_next_ring;
+	for (int i = 0; i < 8; i++, candidate++) {
+		__u16 number = candidate;
+
+		if (candidate > 0xffff)
+			return 0;
+		if (bpf_map_update_elem(&uring_ring_numbers, &number, &taken, BPF_NOEXIST))
+			continue;
+		uring_next_ring = candidate + 1;
+		if (bpf_map_update_elem(&uring_rings, &key, &number, BPF_NOEXIST)) {
+			/* another CPU numbered this ring first */
+			found = bpf_map_lookup_elem(&uring_rings, &key);
+			return found ? *found : 0;
+		}
+		return number;
+	}
+	return 0;
+}
+
+/* What an opcode is to the trace: an IOW_OP_URING_*, URING_UNDECODED, or 0 (not file data) */
+static __always_inline __u16 uring_op_of(__u8 opcode)
+{
+	switch (opcode) {
+	case URING_OP_READ:
+	case URING_OP_READV:
+	case URING_OP_READ_FIXED:
+	case URING_OP_READV_FIXED:
+		return IOW_OP_URING_READ;
+	case URING_OP_WRITE:
+	case URING_OP_WRITEV:
+	case URING_OP_WRITE_FIXED:
+	case URING_OP_WRITEV_FIXED:
+		return IOW_OP_URING_WRITE;
+	case URING_OP_FSYNC:
+	case URING_OP_SYNC_FILE_RANGE:
+		return IOW_OP_URING_FSYNC;
+	case URING_OP_READ_MULTISHOT:
+	case URING_OP_SPLICE:
+	case URING_OP_TEE:
+	case URING_OP_URING_CMD:
+		return URING_UNDECODED;
+	}
+	return 0;
+}
+
+/* The file an SQE's fd names, as the issue will find it: the submitter's fd table (an SQPOLL
+ * thread shares it), or the ring's registered files. NULL when not found now. */
+static __always_inline struct file *uring_file_of(struct task_struct *task, struct io_ring_ctx *ctx, int fd,
+						  bool fixed)
+{
+	struct io_rsrc_node *node = NULL;
+	struct io_rsrc_node **nodes;
+
+	if (!fixed)
+		return file_of_fd(task, fd);
+	if (!bpf_core_field_exists(ctx->file_table.data.nodes))
+		return NULL;   /* an older table layout: the file is looked at on completion */
+	if (fd < 0 || fd >= ctx->file_table.data.nr)
+		return NULL;
+	nodes = ctx->file_table.data.nodes;
+	bpf_probe_read_kernel(&node, sizeof(node), &nodes[fd]);
+	if (!node)
+		return NULL;
+	node = bpf_rdonly_cast(node, bpf_core_type_id_kernel(struct io_rsrc_node));
+	return bpf_rdonly_cast((void *)(node->file_ptr & ~URING_FILE_PTR_FLAGS),
+			       bpf_core_type_id_kernel(struct file));
+}
+
+static __always_inline bool uring_file_is_target(struct file *file, struct iow_file_key *key)
+{
+	if (!file)
+		return false;
+	return is_target(key, file_key_of(file, key));
+}
+
+/* SPLICE and TEE read from a second file (the SQE's splice_fd_in) */
+static __always_inline bool uring_undecoded_on_target(struct task_struct *task, struct io_kiocb *req,
+						      struct file *file)
+{
+	struct iow_file_key key;
+	struct io_splice *sp;
+
+	if (uring_file_is_target(file, &key))
+		return true;
+	if (req->opcode != URING_OP_SPLICE && req->opcode != URING_OP_TEE)
+		return false;
+	sp = bpf_rdonly_cast(&req->cmd, bpf_core_type_id_kernel(struct io_splice));
+	return uring_file_is_target(uring_file_of(task, req->ctx, sp->splice_fd_in,
+						  sp->flags & URING_SPLICE_FD_IN_FIXED), &key);
+}
+
+/* offset, length and flag bits of a prepared request, per op family */
+static __always_inline void uring_request_args(struct io_kiocb *req, struct uring_request *r)
+{
+	__u8 opcode = req->opcode;
+
+	if (r->op == IOW_OP_URING_FSYNC) {
+		struct io_sync *sync = bpf_rdonly_cast(&req->cmd, bpf_core_type_id_kernel(struct io_sync));
+
+		r->offset = sync->off;
+		r->requested = sync->len;
+		if (opcode == URING_OP_FSYNC && (sync->flags & URING_FSYNC_DATASYNC))
+			r->flags |= IOW_URING_DATASYNC;
+		return;
+	}
+	struct io_rw *rw = bpf_rdonly_cast(&req->cmd, bpf_core_type_id_kernel(struct io_rw));
+
+	r->offset = rw->kiocb.ki_pos;
+	if (r->offset == -1)
+		r->flags |= IOW_URING_FILE_POS;
+	if (opcode == URING_OP_READV || opcode == URING_OP_WRITEV || opcode == URING_OP_READV_FIXED ||
+	    opcode == URING_OP_WRITEV_FIXED)
+		/* the iovec array is still the submitter's (an SQPOLL thread shares its memory) */
+		r->requested = iovec_bytes((const struct iovec *)rw->addr, rw->len);
+	else
+		r->requested = rw->len;
+	if (opcode == URING_OP_READ_FIXED || opcode == URING_OP_WRITE_FIXED || opcode == URING_OP_READV_FIXED ||
+	    opcode == URING_OP_WRITEV_FIXED)
+		r->flags |= IOW_URING_FIXED_BUF;
+}
+
+/* io_uring_submit_req: a prepared request of a traced thread on a target file goes in flight */
+static __always_inline void uring_submit(struct io_kiocb *req)
+{
+	__u16 op = uring_op_of(req->opcode);
+	struct task_struct *task;
+	struct uring_request r = {};
+	struct io_ring_ctx *ctx;
+	struct file *file;
+	__u64 key = (__u64)req, sqe_flags;
+	__u32 ctx_flags;
+	long err;
+
+	if (!op)
+		return;
+	task = bpf_get_current_task_btf();
+	if (!process_is_traced(task->tgid))
+		return;
+	ctx = req->ctx;
+	sqe_flags = req->flags;
+	r.fd = req->cqe.fd;
+	/* the file is looked up at issue, after this tracepoint: find it the way the issue will */
+	file = req->file;
+	if (!file)
+		file = uring_file_of(task, ctx, r.fd, sqe_flags & URING_SQE_FIXED_FILE);
+	if (op == URING_UNDECODED) {
+		if (uring_undecoded_on_target(task, req, file))
+			count_lost(IOW_LOST_UNDECODED);
+		return;
+	}
+	if (file && !uring_file_is_target(file, &r.key))
+		return;
+	if (sqe_flags & URING_SQE_CQE_SKIP_SUCCESS) {
+		/* no CQE when it succeeds: its end is never seen */
+		count_lost(IOW_LOST_REQUESTS);
+		return;
+	}
+
+	r.start_ns = bpf_ktime_get_ns();
+	r.tgid = task->tgid;
+	r.tid = task->pid;
+	r.op = op;
+	r.ring = uring_ring_number(ctx);
+	ctx_flags = ctx->flags;
+	r.flags = req->opcode;
+	if (sqe_flags & URING_SQE_FIXED_FILE)
+		r.flags |= IOW_URING_FIXED_FILE;
+	if (ctx_flags & URING_SETUP_SQPOLL)
+		r.flags |= IOW_URING_SQPOLL;
+	if (ctx_flags & URING_SETUP_IOPOLL)
+		r.flags |= IOW_URING_IOPOLL;
+	if (sqe_flags & URING_SQE_ASYNC)
+		r.flags |= IOW_URING_ASYNC;
+	if (sqe_flags & (URING_SQE_IO_LINK | URING_SQE_IO_HARDLINK))
+		r.flags |= IOW_URING_LINKED;
+	uring_request_args(req, &r);
+
+	err = bpf_map_update_elem(&uring_inflight, &key, &r, BPF_NOEXIST);
+	if (!err)
+		return;
+	/* a request is freed after its CQE: one still here at its address never showed its end
+	 * (a CQE overflow flushed later posts without the request); this one takes its slot */
+	count_lost(IOW_LOST_REQUESTS);
+	if (err == -17 /* EEXIST */)
+		bpf_map_update_elem(&uring_inflight, &key, &r, BPF_ANY);
+}
+
+/* io_uring_complete: the CQE of a request in flight is posted; its record goes out */
+static __always_inline void uring_complete(void *req_address, struct io_uring_cqe *cqe)
+{
+	__u64 key = (__u64)req_address;
+	struct uring_request *r = bpf_map_lookup_elem(&uring_inflight, &key);
+	struct io_kiocb *req;
+	struct call_args args;
+	long res;
+	__u64 now;
+
+	if (!r)
+		return;
+	now = bpf_ktime_get_ns();
+	res = cqe->res;
+	req = bpf_rdonly_cast(req_address, bpf_core_type_id_kernel(struct io_kiocb));
+	if (!r->key.ino && !uring_file_is_target(req->file, &r->key))
+		goto done;
+	args.offset = r->offset;
+	args.requested = r->requested;
+	args.flags = r->flags;
+	args.fd = r->fd;
+	args.ring = r->ring;
+	if (r->flags & IOW_URING_FILE_POS) {
+		/* the file position was read at issue into ki_pos, which moved by what was done */
+		struct io_rw *rw = bpf_rdonly_cast(&req->cmd, bpf_core_type_id_kernel(struct io_rw));
+
+		args.offset = rw->kiocb.ki_pos - (res > 0 ? res : 0);
+	}
+	deliver_record(r->tgid, r->tid, &r->key, r->op, r->start_ns, now, res, &args);
+done:
+	bpf_map_delete_elem(&uring_inflight, &key);
+}
+
+/* io_uring_create: a new ring at an address an old one may have had gets a number of its own */
+static __always_inline void uring_created(void *ctx)
+{
+	__u64 key = (__u64)ctx;
+
+	bpf_map_delete_elem(&uring_rings, &key);
+}
+
+#endif
