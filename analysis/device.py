@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.device_credit import claims, credited, holding, phase_threads
-from iowitness.analysis.phases import SYNC, call_kinds, stable_order
-from iowitness.collector.traceformat import dev_name
+from iowitness.analysis.phases import SYNC, call_kinds, named, stable_order
+from iowitness.collector.traceformat import async_ops, dev_name
 
 READ_OP = 0
 DISCARD_OPS = (3, 5)
@@ -264,6 +264,12 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
     (or waiting for a CPU, when the thread was preempted); the rest of the call is kernel CPU.
     Outside calls, the window's time on the CPU is user CPU (page faults and interrupts in
     user code count there too).
+
+    Asynchronous requests (io_uring, libaio) are not time the thread spends in a call: it
+    submits and goes on. Their phases count only their syscalls as calls; a thread that sleeps
+    outside them is waiting for completions (in io_uring_enter or io_getevents, which are not
+    recorded one by one), so it is blocked; its time on the CPU outside calls, submitting and
+    reaping included, is user time (limiter_line says so).
     """
     off = trace.offcpu
     have = off is not None and (trace.meta.get("device_view") or {}).get("offcpu", True)
@@ -274,6 +280,9 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
     kind = call_kinds(events["syscall"])
     start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
     tid = events["tid"].to_numpy()
+    is_request = named(events["syscall"], async_ops())
+    queued = phases["async_ops"].to_numpy() > 0 if "async_ops" in phases else np.zeros(len(phases), bool)
+    table["queued"] = queued
     order = stable_order(phase)
     bounds = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="left")
     ends = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="right")
@@ -291,6 +300,8 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
         lo, hi = a[i], b[i]
         window = hi - lo
         threads = np.unique(tid[rows])
+        if queued[i]:
+            rows = rows[~is_request[rows]]
         near = slice(first[i], max(first[i], last[i]))
         sel = np.isin(o_tid[near], threads) & (o_on[near] > lo) & (o_off[near] < hi)
         s, e = np.clip(o_off[near][sel], lo, hi), np.clip(o_on[near][sel], lo, hi)
@@ -315,6 +326,8 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
         in_calls_ns = calls_ns.sum()
         off_in_calls = dur[inside].sum()
         blocked = dur[inside & ~preempted & ~sync_call].sum()
+        if queued[i]:
+            blocked += dur[~inside & ~preempted].sum()
         runnable = dur[preempted].sum()
         sync_off = dur[inside & sync_call].sum()
         table.at[i, "fsync_s"] = sync_ns / 1e9
@@ -380,6 +393,10 @@ def limiter_line(r) -> str:
              (("blocked", r.blocked_s), ("kernel", r.kernel_s), ("user", r.user_s), ("fsync", r.fsync_s),
               ("runnable", r.runnable_s)) if value == value]
     line = f"{text} ({pct(r.limiter_share)} of the window; {', '.join(parts)})"
+    if getattr(r, "queued", False) is True:
+        line += ("; asynchronous requests: blocked is the threads' sleep waiting for completions, user includes "
+                 "the kernel's work submitting and reaping them (io_uring_enter, io_submit, io_getevents are counted, "
+                 "not timed one by one)")
     if r.limiter == "device" and r.util == r.util and r.util < 0.5 * (r.limiter_share or 0):
         line += (f"; the device itself was busy {pct(r.util)} of it: the wait is ahead of the device "
                  "(an I/O throttle such as a cgroup limit, or a queue in a layer above)")

@@ -18,6 +18,13 @@ import pandas as pd
 
 from iowitness.analysis import inflight
 from iowitness.collector.traceformat import async_ops, ops_of_kind
+from iowitness.probes.layout import layout
+
+# an io_uring request on a registered file (probes/events.h): its fd is the table index
+URING_FIXED_FILE = layout().constants["IOW_URING_FIXED_FILE"]
+URING_OPS = tuple(name for name in async_ops() if name.startswith("uring_"))
+# registered files no traced open named get fds from here down: never a real fd
+FIXED_FD_BASE = -1000
 
 # what counts as a read, a write, ...: the table of operation kinds in probes/events.h
 READS, WRITES, OPENS, SYNCS = (ops_of_kind(k) for k in ("read", "write", "open", "sync"))
@@ -168,7 +175,7 @@ def _spans(events: pd.DataFrame, kind: np.ndarray, ok: np.ndarray) -> tuple[np.n
     """
     n = len(events)
     tgid = events["tgid"].to_numpy(np.int64)
-    fd = events["fd"].to_numpy(np.int64)
+    fd = _description_fds(events, kind, ok)
     ret = events["ret"].to_numpy(np.int64)
     dups = named(events["syscall"], ops_of_kind("dup"))
     fcntl = named(events["syscall"], ops_of_kind("fcntl"))
@@ -203,6 +210,31 @@ def _spans(events: pd.DataFrame, kind: np.ndarray, ok: np.ndarray) -> tuple[np.n
     del span_of_row
     by_span = stable_order(span)
     return span, by_span
+
+
+def _description_fds(events: pd.DataFrame, kind: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per event, the fd that names its open file description. An io_uring request on a
+    registered file names it by its index in the ring's table, not by an fd (fio
+    --registerfiles): it takes the fd of the last open of the same file by its process
+    before it, or, with none, a negative number of its own that no real fd has."""
+    fd = events["fd"].to_numpy(np.int64)
+    if "ring" not in events or not len(events):
+        return fd
+    fixed = np.flatnonzero(named(events["syscall"], URING_OPS) &
+                           ((events["flags"].to_numpy(np.int64) & URING_FIXED_FILE) != 0))
+    if not len(fixed):
+        return fd
+    fd = fd.copy()
+    opens = np.flatnonzero(((kind == OPEN) | (kind == CREAT)) & ok)
+    keys = ["tgid", "dev", "ino"]
+    found = pd.merge_asof(
+        events.iloc[fixed][keys + ["start_ns"]].assign(row=fixed).astype({"start_ns": np.int64}),
+        events.iloc[opens][keys + ["start_ns"]].assign(open_fd=fd[opens]).astype({"start_ns": np.int64}),
+        on="start_ns", by=keys, direction="backward")
+    opened = found["open_fd"].to_numpy(np.float64)
+    rows = found["row"].to_numpy(np.int64)
+    fd[rows] = np.where(np.isnan(opened), FIXED_FD_BASE - fd[rows], np.nan_to_num(opened)).astype(np.int64)
+    return fd
 
 
 def assign(events: pd.DataFrame) -> pd.DataFrame:

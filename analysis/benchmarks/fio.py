@@ -292,7 +292,8 @@ def depth_note(claim: Claim, rows: pd.DataFrame) -> str | None:
     fio_levels = claim.extra.get("iodepth_level") or {}
     fio_text = ", ".join(f"{k}={v:.1f}%" for k, v in fio_levels.items() if v >= 0.1)
     if fio_text:
-        words.append(f"fio counted {fio_text} (iodepth_level)")
+        words.append(f"fio counted {fio_text} (iodepth_level: fio holds a request until it reaps its "
+                     "completion, the trace until the kernel completes it)")
     if seen_max < asked / 2:
         words.append(f"the queue never got deeper than {seen_max} of the {asked} asked: requests completed "
                      "about as fast as they were submitted (buffered I/O served from the page cache completes "

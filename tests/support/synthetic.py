@@ -33,6 +33,7 @@ O_RDONLY, O_WRONLY, O_RDWR = 0, 0o1, 0o2
 O_CREAT, O_TRUNC, O_APPEND, O_DSYNC, O_DIRECT, O_SYNC = 0o100, 0o1000, 0o2000, 0o10000, 0o40000, 0o4010000
 SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
 EBADF, EIO, EINVAL = 9, 5, 22
+URING_FIXED_FILE = 0x100     # probes/events.h IOW_URING_FIXED_FILE
 
 DEV = (8 << 20) | 1          # kernel encoding of device 8:1
 FIRST_INO = 11
@@ -157,15 +158,21 @@ class Calls:
         return self._data(syscall, size, offset, ret, fd, positional=True, **timing)
 
     def request(self, syscall: str, size: int, offset: int, *, latency: int, ret: int | None = None,
-                fd: int | None = None, ring: int = 1, at: int | None = None) -> Calls:
+                fd: int | None = None, ring: int = 1, flags: int = 0, fixed_index: int | None = None,
+                at: int | None = None) -> Calls:
         """An asynchronous request (io_uring, libaio) submitted now (or `at`) that completes
-        `latency` ns later; the thread goes on at once, so the clock does not move."""
+        `latency` ns later; the thread goes on at once, so the clock does not move.
+        fixed_index: an io_uring request on a registered file, which the probe records by its
+        index in the ring's table (in `fd`) with IOW_URING_FIXED_FILE in `flags`."""
         assert syscall in ASYNC
         if at is not None:
             self.now = at
         fd = self._fd(fd)
+        path = self.fds[self.tgid][fd].path
+        if fixed_index is not None:
+            fd, flags = fixed_index, flags | URING_FIXED_FILE
         done = size if ret is None else ret
-        self._record(syscall, fd, offset, size, done, 0, latency=latency, ring=ring)
+        self._record(syscall, fd, offset, size, done, flags, latency=latency, ring=ring, path=path)
         self.now -= latency
         return self
 
@@ -246,11 +253,11 @@ class Calls:
         return self
 
     def _record(self, syscall, fd, offset, requested, ret, flags, *, latency: int | None = None,
-                at: int | None = None, ring: int = 0) -> None:
+                at: int | None = None, ring: int = 0, path: str | None = None) -> None:
         if at is not None:
             self.now = at
         latency = self.latency if latency is None else latency
-        path = self.fds[self.tgid][fd].path
+        path = self.fds[self.tgid][fd].path if path is None else path
         self.rows.append({"start_ns": self.now, "latency_ns": latency, "ino": self.files[path].ino,
                           "offset": offset, "requested": requested, "ret": ret, "tgid": self.tgid,
                           "tid": self.tid, "dev": DEV, "fd": fd, "flags": flags, "ring": ring, "syscall": syscall,

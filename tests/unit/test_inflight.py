@@ -83,7 +83,7 @@ def test_fio_depth_note_says_asked_counted_and_seen():
     note = depth_note(_fio_claim(8, levels={"1": 0.1, "8": 99.9, "16": 0.0}), rows)
     # THEN the note says all three, and no warning about a shallow queue
     assert note.startswith("queue depth: iodepth=8 asked (io_uring); the trace saw at most 8 in flight, 8.0 on average")
-    assert "at submission 4=0.1%, 8=99.8%" in note and "fio counted 1=0.1%, 8=99.9% (iodepth_level)" in note
+    assert "at submission 4=0.1%, 8=99.8%" in note and "fio counted 1=0.1%, 8=99.9% (iodepth_level: " in note
     assert "never got deeper" not in note
     # WHEN fio asked 32 of the same run THEN the shallow queue is said
     assert "never got deeper than 8 of the 32 asked" in depth_note(_fio_claim(32), rows)
@@ -98,3 +98,18 @@ def test_fio_depth_note_for_a_synchronous_engine_says_iodepth_did_nothing():
     rows = rows[rows["ops"] > 0]
     assert "ioengine=psync makes one call at a time" in depth_note(_fio_claim(16, "psync"), rows)
     assert depth_note(_fio_claim(1, "psync"), rows) is None
+
+
+def test_requests_on_a_registered_file_join_the_open_that_named_it():
+    # GIVEN a file opened as fd 3 and read by io_uring through the ring's registered file 0
+    # (fd 0 is also stdin: the index must not be taken for it), then closed
+    calls = Calls().open("/data/f", O_RDONLY, size=1 << 30)
+    t0 = calls.now + 10
+    for i in range(300):
+        calls.request("uring_read", 4096, 4096 * i, latency=1000, fixed_index=0, at=t0 + i * 250)
+    events = calls.at(t0 + 300 * 250 + 2000).close().frame()
+    phases = table(events)
+    # THEN open, requests and close are one phase of one description: its flags come from the open
+    data = phases[phases["ops"] > 0]
+    assert len(data) == 1 and int(data.iloc[0]["ops"]) == 300 and data.iloc[0]["pattern"] == "sequential"
+    assert data.iloc[0]["open_flags"] == O_RDONLY and data.iloc[0]["first_ns"] < t0
