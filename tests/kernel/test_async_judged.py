@@ -1,0 +1,91 @@
+"""Asynchronous fio runs judged: phases, queue depth and verdicts of io_uring and libaio jobs.
+
+tests/kernel/test_uring.py and test_aio.py prove that every request is recorded; this file
+proves what the report makes of them. Ground truth is fio's own JSON (total_ios per job, the
+iodepth it was given) and what O_DIRECT on a real disk must do (a queue of 16 fills up).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_tool
+from tests.support.cli import iowitness
+
+SIZE = "16m"
+
+
+def _run(tmp_path: Path, *options: str) -> tuple[dict, dict]:
+    """fio under `iowitness run`; its JSON and `report --json` of the trace."""
+    trace, out = tmp_path / "t.iwt", tmp_path / "fio.json"
+    command = [require_tool("fio"), f"--directory={tmp_path}", f"--size={SIZE}", "--bs=4k", "--randrepeat=0",
+               "--output-format=json", f"--output={out}", *options]
+    iowitness("run", "-q", "-o", str(trace), "--", *command)
+    report = json.loads(iowitness("report", str(trace), "--json", "--claims", str(out), "--format", "fio").stdout)
+    return json.loads(out.read_text()), report
+
+
+def _job_phases(report: dict) -> list[dict]:
+    return [p for p in report["phases"] if p.get("benchmark_name") != "fio layout" and p["ops"] > 0]
+
+
+@pytest.mark.parametrize("engine", ["io_uring", "libaio"])
+def test_direct_random_reads_at_depth_16_fill_the_queue_and_agree(tmp_path, engine):
+    # GIVEN two fio jobs of O_DIRECT 4 KiB random reads kept 16 deep, on this machine's disk
+    fio, report = _run(tmp_path, "--name=j", f"--ioengine={engine}", "--iodepth=16", "--direct=1",
+                       "--rw=randread", "--numjobs=2")
+    phases = _job_phases(report)
+    # THEN one phase per job, each with as many requests as fio counted for that job
+    assert sorted(p["async_ops"] for p in phases) == sorted(j["read"]["total_ios"] for j in fio["jobs"])
+    for p in phases:
+        # AND a queue that reached fio's depth and never passed it; a disk keeps it mostly full
+        assert p["depth_max"] == 16
+        assert 4 <= p["depth_mean"] <= 16
+        # AND the time in calls is the time covered by requests, never their sum (16x the window)
+        assert p["busy_Bps"] >= p["wall_Bps"] * 0.98
+    # AND each job's claim agrees, with the depth asked, fio's count and the trace's in its reasons
+    verdicts = report["verdicts"]
+    assert len(verdicts) == 2 and all(v["verdict"] == "agrees" for v in verdicts), verdicts
+    for v in verdicts:
+        text = " ".join(v["reasons"])
+        assert f"iodepth=16 asked ({engine}); the trace saw at most 16 in flight" in text
+        assert "fio counted" in text
+
+
+def test_group_reporting_judges_the_jobs_together(tmp_path):
+    # GIVEN two io_uring jobs reported as one group
+    fio, report = _run(tmp_path, "--name=g", "--ioengine=io_uring", "--iodepth=8", "--direct=1",
+                       "--rw=randwrite", "--numjobs=2", "--group_reporting")
+    # THEN fio's one entry is judged against both jobs' phases, and agrees
+    assert len(fio["jobs"]) == 1
+    (verdict,) = report["verdicts"]
+    assert verdict["verdict"] == "agrees", verdict
+    assert len(verdict["phases"]) == 2
+    assert sum(p["async_ops"] for p in _job_phases(report)) == fio["jobs"][0]["write"]["total_ios"]
+
+
+def test_a_synchronous_engine_given_a_depth_is_said_to_make_one_call_at_a_time(tmp_path):
+    # GIVEN fio's default engine (psync) told iodepth=16, which it cannot use
+    _, report = _run(tmp_path, "--name=s", "--iodepth=16", "--rw=randread")
+    # THEN no phase has requests in flight, and the claim's reasons say why
+    assert all(p["async_ops"] == 0 for p in _job_phases(report))
+    (verdict,) = report["verdicts"]
+    assert any("ioengine=psync makes one call at a time" in r for r in verdict["reasons"]), verdict
+
+
+def test_the_text_and_html_reports_show_the_queue(tmp_path):
+    # GIVEN an io_uring job 8 deep
+    _run(tmp_path, "--name=q", "--ioengine=io_uring", "--iodepth=8", "--direct=1", "--rw=randread")
+    trace = tmp_path / "t.iwt"
+    # THEN the text report has the queue-depth table, and the HTML the in-flight chart
+    text = iowitness("report", str(trace)).stdout
+    assert "queue depth (asynchronous requests" in text and "max in flight" in text
+    page = tmp_path / "r.html"
+    iowitness("report", str(trace), "--html", str(page))
+    html = page.read_text()
+    assert 'data-chart="depth' in html and "requests in flight (max 8" in html
+    # AND show counts the io_uring_enter calls that drove the requests
+    assert "io_uring_enter" in iowitness("show", str(trace)).stdout
