@@ -27,7 +27,7 @@ URING_OPS = tuple(name for name in async_ops() if name.startswith("uring_"))
 FIXED_FD_BASE = -1000
 
 # what counts as a read, a write, ...: the table of operation kinds in probes/events.h
-READS, WRITES, OPENS, SYNCS = (ops_of_kind(k) for k in ("read", "write", "open", "sync"))
+READS, WRITES, OPENS, SYNCS, FAULTS = (ops_of_kind(k) for k in ("read", "write", "open", "sync", "fault"))
 
 # the data calls that carry their own offset
 POSITIONED = tuple(name for name in READS + WRITES if name.startswith("p"))

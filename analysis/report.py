@@ -32,8 +32,11 @@ class Report:
         return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
 
 
-# how a benchmark can move a file's bytes without a call this version of the probe traces
-UNSEEN_PATHS = "io_uring, libaio (io_submit), mmap, copy_file_range, sendfile and splice"
+# how a benchmark can move a file's bytes without a record in the trace: plain loads and
+# stores on mapped pages already in memory make no syscall and no fault; the rest that the
+# probe sees but cannot decode is counted (transfers_not_decoded) and said beside "lost"
+UNSEEN_PATHS = ("loads and stores on pages of a mapped file that are already in memory (only the faults that "
+                "bring pages in are seen)")
 
 
 def unseen(trace) -> str | None:
@@ -43,16 +46,16 @@ def unseen(trace) -> str | None:
     if trace.summary is not None and len(trace.summary):
         return None
     events = trace.events
-    if len(events) and events["syscall"].isin(phase_module.READS + phase_module.WRITES).any():
+    if len(events) and events["syscall"].isin(phase_module.READS + phase_module.WRITES + phase_module.FAULTS).any():
         return None
     meta = trace.meta
-    words = ["no read or write call on a target file was recorded"]
+    words = ["no read, write, asynchronous request or page fault on a target file was recorded"]
     skipped = _skipped_paths(meta.get("command") or [], meta.get("cwd") or "/", meta.get("excluded_prefixes") or [])
     if skipped:
         path, prefix = skipped[0]
         words.append(f"{path} is under {prefix}, which iowitness skips unless it is named: trace again with "
                      f"--file {path}")
-    words.append(f"a benchmark that moves its data with {UNSEEN_PATHS} makes no call this version traces")
+    words.append(f"the one way of moving data this version cannot see is {UNSEEN_PATHS}")
     return "; ".join(words)
 
 
