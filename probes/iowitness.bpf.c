@@ -272,20 +272,3 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	send_off_cpu_stretch(next);
 	return 0;
 }
-
-/* clone and dedupe ioctls on target files (transfer.bpf.h): counted as undecoded transfers.
- * A syscall event of its own, not a case of on_sys_exit: the kernel runs it for ioctls only,
- * so other ioctls of traced processes pay nothing for it (see transfer.bpf.h's overhead). */
-struct ioctl_exit_args {
-	__u64 common;      /* common_type, common_flags, common_preempt_count, common_pid */
-	__s32 nr;
-	__u32 pad0;
-	__s64 ret;
-};
-
-SEC("tracepoint/syscalls/sys_exit_ioctl")
-int on_ioctl_exit(struct ioctl_exit_args *ctx)
-{
-	on_clone_ioctl(ctx->ret);
-	return 0;
-}

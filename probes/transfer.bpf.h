@@ -10,9 +10,10 @@
  * began on that side (the offset argument or the file position, minus what moved). A side
  * that is a pipe or a socket is never a target: splice file -> pipe -> file gives one
  * SPLICE_FROM and, by the second call, one SPLICE_TO.
- * The FICLONE, FICLONERANGE and FIDEDUPERANGE ioctls share or compare file extents without a
- * byte count to record: each successful one on a target fd is counted in
- * lost[IOW_LOST_UNDECODED] instead (on_ioctl_exit, iowitness.bpf.c).
+ * The FICLONE, FICLONERANGE and FIDEDUPERANGE ioctls share (or compare) file extents with no
+ * byte count to record: each successful one with a target on either side is counted in
+ * lost[IOW_LOST_UNDECODED] instead. ioctl is in the syscall table for that alone
+ * (IOW_CALL_IOCTL, ops.bpf.h): it is routed here like a transfer and never recorded.
  *
  * Example (`iowitness run -- cp src.dat dst.dat` on ext4, 32 MiB, coreutils 9.1; trace columns
  * syscall, fd, flags, offset, requested, ret):
@@ -31,9 +32,12 @@
  *
  * Overhead: the calls are rare (one per large chunk); per call, two fd-table walks and at
  * most two `files` lookups, a user read of each offset pointer given, one record per target
- * side. The ioctl program runs only at the exit of an ioctl (syscalls:sys_exit_ioctl: the
- * kernel tests a bitmap for other syscalls) and stops after one compare unless it succeeded
- * with one of the three clone commands.
+ * side. Every ioctl of a traced thread is now timed like a traced call (~200 ns more on an
+ * ioctl loop, measured) and stops after two compares unless it succeeded with one of the three
+ * clone commands; benchmarks make a few ioctls at start, none per I/O. Ioctls of other
+ * processes pay the untraced-thread test only, other syscalls nothing. The alternatives cost
+ * every syscall of the machine: a second tp_btf/sys_exit program, or syscalls:sys_exit_ioctl
+ * (which hooks sys_exit for all), each added ~60-90 ns to a getppid loop.
  */
 #ifndef IOWITNESS_TRANSFER_BPF_H
 #define IOWITNESS_TRANSFER_BPF_H
@@ -79,36 +83,6 @@ static __always_inline void record_transfer_side(__u16 op, struct task_struct *t
 	deliver_record(task->tgid, task->pid, &key, op, start_ts, now, ret, &args);
 }
 
-/* copy_file_range, sendfile or splice (op: its _FROM op) of a traced thread has returned */
-static __always_inline void on_transfer_call(__u16 op, struct task_struct *task, struct pt_regs *regs, long ret,
-					     __u64 start_ts, __u64 now)
-{
-	long in_fd, out_fd;
-	__u64 in_off, out_off, len;
-	__u16 to_op;
-
-	if (op == IOW_OP_SENDFILE_FROM) {
-		/* sendfile(out_fd, in_fd, *offset, count): the pointer is the input's; the output
-		 * is written at its file position */
-		out_fd = (int)ARG1(regs);
-		in_fd = (int)ARG2(regs);
-		in_off = ARG3(regs);
-		out_off = 0;
-		len = ARG4(regs);
-		to_op = IOW_OP_SENDFILE_TO;
-	} else {
-		/* splice and copy_file_range(fd_in, *off_in, fd_out, *off_out, len, flags) */
-		in_fd = (int)ARG1(regs);
-		in_off = ARG2(regs);
-		out_fd = (int)ARG3(regs);
-		out_off = ARG4(regs);
-		len = ARG5(regs);
-		to_op = op == IOW_OP_SPLICE_FROM ? IOW_OP_SPLICE_TO : IOW_OP_COPY_FILE_RANGE_TO;
-	}
-	record_transfer_side(op, task, in_fd, in_off, out_fd, len, ret, start_ts, now);
-	record_transfer_side(to_op, task, out_fd, out_off, in_fd, len, ret, start_ts, now);
-}
-
 static __always_inline bool fd_is_target(struct task_struct *task, long fd)
 {
 	struct file *file = file_of_fd(task, fd);
@@ -148,26 +122,51 @@ static __always_inline bool clone_touches_target(struct task_struct *task, long 
 	return false;
 }
 
-/* An ioctl returned: a clone or dedupe that succeeded on a target of a traced process moved
+/* An ioctl of a traced thread returned: a clone or dedupe that succeeded on a target moved
  * (or compared) file data the probe cannot put in a record: counted, never silent. */
-static __always_inline void on_clone_ioctl(long ret)
+static __always_inline void on_clone_ioctl(struct task_struct *task, struct pt_regs *regs, long ret)
 {
-	struct task_struct *task;
-	struct pt_regs *regs;
-	__u32 cmd;
+	__u32 cmd = ARG2(regs);
 
-	if (ret != 0)
-		return;
-	task = bpf_get_current_task_btf();
-	/* the syscall's saved user registers: its arguments, as on_sys_exit reads them */
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	cmd = ARG2(regs);
-	if (cmd != IOW_FICLONE && cmd != IOW_FICLONERANGE && cmd != IOW_FIDEDUPERANGE)
-		return;
-	if (!process_is_traced(task->tgid))
+	if (ret != 0 || (cmd != IOW_FICLONE && cmd != IOW_FICLONERANGE && cmd != IOW_FIDEDUPERANGE))
 		return;
 	if (clone_touches_target(task, (int)ARG1(regs), cmd, ARG3(regs)))
 		count_lost(IOW_LOST_UNDECODED);
+}
+
+/* copy_file_range, sendfile or splice (op: its _FROM op) of a traced thread has returned; or an
+ * ioctl (IOW_CALL_IOCTL, ops.bpf.h) */
+static __always_inline void on_transfer_call(__u16 op, struct task_struct *task, struct pt_regs *regs, long ret,
+					     __u64 start_ts, __u64 now)
+{
+	long in_fd, out_fd;
+	__u64 in_off, out_off, len;
+	__u16 to_op;
+
+	if (op == IOW_CALL_IOCTL) {
+		on_clone_ioctl(task, regs, ret);
+		return;
+	}
+	if (op == IOW_OP_SENDFILE_FROM) {
+		/* sendfile(out_fd, in_fd, *offset, count): the pointer is the input's; the output
+		 * is written at its file position */
+		out_fd = (int)ARG1(regs);
+		in_fd = (int)ARG2(regs);
+		in_off = ARG3(regs);
+		out_off = 0;
+		len = ARG4(regs);
+		to_op = IOW_OP_SENDFILE_TO;
+	} else {
+		/* splice and copy_file_range(fd_in, *off_in, fd_out, *off_out, len, flags) */
+		in_fd = (int)ARG1(regs);
+		in_off = ARG2(regs);
+		out_fd = (int)ARG3(regs);
+		out_off = ARG4(regs);
+		len = ARG5(regs);
+		to_op = op == IOW_OP_SPLICE_FROM ? IOW_OP_SPLICE_TO : IOW_OP_COPY_FILE_RANGE_TO;
+	}
+	record_transfer_side(op, task, in_fd, in_off, out_fd, len, ret, start_ts, now);
+	record_transfer_side(to_op, task, out_fd, out_off, in_fd, len, ret, start_ts, now);
 }
 
 #endif
