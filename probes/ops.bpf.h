@@ -34,7 +34,8 @@
 /* Not an op of events.h, never in a record: ioctl is timed and routed like a transfer only so
  * that a clone or dedupe of a target file (FICLONE, FICLONERANGE, FIDEDUPERANGE) is counted as
  * an undecoded transfer (transfer.bpf.h). A case here costs only the traced threads' ioctls;
- * a program of its own on sys_exit cost every syscall of the machine ~60-90 ns (measured). */
+ * a program of its own on sys_exit cost every syscall of the machine ~60-90 ns (measured: an
+ * ioctl loop of a traced process went from 405 to 515 ns a call, getppid stayed at 288). */
 #define IOW_CALL_IOCTL 0xffff
 
 static __always_inline __u16 op_of_syscall(long nr)

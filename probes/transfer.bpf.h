@@ -32,7 +32,7 @@
  *
  * Overhead: the calls are rare (one per large chunk); per call, two fd-table walks and at
  * most two `files` lookups, a user read of each offset pointer given, one record per target
- * side. Every ioctl of a traced thread is now timed like a traced call (~200 ns more on an
+ * side. Every ioctl of a traced thread is now timed like a traced call (~110 ns more on an
  * ioctl loop, measured) and stops after two compares unless it succeeded with one of the three
  * clone commands; benchmarks make a few ioctls at start, none per I/O. Ioctls of other
  * processes pay the untraced-thread test only, other syscalls nothing. The alternatives cost
