@@ -12,7 +12,8 @@
  * SPLICE_FROM and, by the second call, one SPLICE_TO.
  * The FICLONE, FICLONERANGE and FIDEDUPERANGE ioctls share (or compare) file extents with no
  * byte count to record: each successful one with a target on either side is counted in
- * lost[IOW_LOST_UNDECODED] instead. ioctl is in the syscall table for that alone
+ * lost[IOW_LOST_UNDECODED] instead, and so is each btrfs encoded read or write
+ * (BTRFS_IOC_ENCODED_READ/WRITE, compressed extents as they are on disk) that moved bytes. ioctl is in the syscall table for that alone
  * (IOW_CALL_IOCTL, ops.bpf.h): it is routed here like a transfer and never recorded.
  *
  * Example (`iowitness run -- cp src.dat dst.dat` on ext4, 32 MiB, coreutils 9.1; trace columns
@@ -33,8 +34,8 @@
  * Overhead: the calls are rare (one per large chunk); per call, two fd-table walks and at
  * most two `files` lookups, a user read of each offset pointer given, one record per target
  * side. Every ioctl of a traced thread is now timed like a traced call (~110 ns more on an
- * ioctl loop, measured) and stops after two compares unless it succeeded with one of the three
- * clone commands; benchmarks make a few ioctls at start, none per I/O. Ioctls of other
+ * ioctl loop, measured) and stops at a switch on the command unless it is one of the five
+ * clone, dedupe or encoded ones; benchmarks make a few ioctls at start, none per I/O. Ioctls of other
  * processes pay the untraced-thread test only, other syscalls nothing. The alternatives cost
  * every syscall of the machine: a second tp_btf/sys_exit program, or syscalls:sys_exit_ioctl
  * (which hooks sys_exit for all), each added ~60-90 ns to a getppid loop.
@@ -52,6 +53,9 @@
 #define IOW_FICLONE 0x40049409
 #define IOW_FICLONERANGE 0x4020940d
 #define IOW_FIDEDUPERANGE 0xc0189436
+/* linux/btrfs.h: _IOR and _IOW(0x94, 64, struct btrfs_ioctl_encoded_io_args), 128 bytes on x86-64 */
+#define IOW_BTRFS_ENCODED_READ 0x80809440
+#define IOW_BTRFS_ENCODED_WRITE 0x40809440
 /* FIDEDUPERANGE: destinations looked at (the kernel allows up to a page's worth) */
 #define MAX_DEDUPE_DESTS 8
 
@@ -122,16 +126,28 @@ static __always_inline bool clone_touches_target(struct task_struct *task, long 
 	return false;
 }
 
-/* An ioctl of a traced thread returned: a clone or dedupe that succeeded on a target moved
- * (or compared) file data the probe cannot put in a record: counted, never silent. */
-static __always_inline void on_clone_ioctl(struct task_struct *task, struct pt_regs *regs, long ret)
+/* An ioctl of a traced thread returned. A clone or dedupe that succeeded (0) with a target on
+ * either side shared or compared its data; a btrfs encoded read or write that moved bytes (> 0)
+ * moved them in a form the probe does not decode (compressed extents, no file offset known
+ * here): each is counted, never silent. Any other ioctl stops at the switch. */
+static __always_inline void on_file_ioctl(struct task_struct *task, struct pt_regs *regs, long ret)
 {
 	__u32 cmd = ARG2(regs);
+	long fd = (int)ARG1(regs);
 
-	if (ret != 0 || (cmd != IOW_FICLONE && cmd != IOW_FICLONERANGE && cmd != IOW_FIDEDUPERANGE))
+	switch (cmd) {
+	case IOW_FICLONE:
+	case IOW_FICLONERANGE:
+	case IOW_FIDEDUPERANGE:
+		if (ret == 0 && clone_touches_target(task, fd, cmd, ARG3(regs)))
+			count_lost(IOW_LOST_UNDECODED);
 		return;
-	if (clone_touches_target(task, (int)ARG1(regs), cmd, ARG3(regs)))
-		count_lost(IOW_LOST_UNDECODED);
+	case IOW_BTRFS_ENCODED_READ:
+	case IOW_BTRFS_ENCODED_WRITE:
+		if (ret > 0 && fd_is_target(task, fd))
+			count_lost(IOW_LOST_UNDECODED);
+		return;
+	}
 }
 
 /* copy_file_range, sendfile or splice (op: its _FROM op) of a traced thread has returned; or an
@@ -144,7 +160,7 @@ static __always_inline void on_transfer_call(__u16 op, struct task_struct *task,
 	__u16 to_op;
 
 	if (op == IOW_CALL_IOCTL) {
-		on_clone_ioctl(task, regs, ret);
+		on_file_ioctl(task, regs, ret);
 		return;
 	}
 	if (op == IOW_OP_SENDFILE_FROM) {

@@ -169,9 +169,10 @@ def test_a_reflink_copy_is_counted_as_undecoded(traced, tmp_path):
     assert len(_transfers(trace.events)) == 0
 
 
-def test_clone_and_dedupe_ioctls_on_a_target_are_counted_once_each(traced, tmp_path):
-    # GIVEN clone_known on btrfs: FICLONE, FICLONERANGE and FIDEDUPERANGE that succeed and one
-    # FICLONERANGE the kernel refuses (its own output says which)
+def test_clone_dedupe_and_encoded_ioctls_on_a_target_are_counted_once_each(traced, tmp_path):
+    # GIVEN clone_known on btrfs: FICLONE, FICLONERANGE and FIDEDUPERANGE into the destination
+    # that succeed, one FICLONERANGE the kernel refuses, an encoded read of the source that
+    # returns its bytes and one at its end that returns none (its own output says which)
     exe = build("clone_known", tmp_path)
     with loop_fs("btrfs", 128) as (_, mnt):
         src, dst, other = mnt / "src.dat", mnt / "dst.dat", mnt / "other.dat"
@@ -180,10 +181,11 @@ def test_clone_and_dedupe_ioctls_on_a_target_are_counted_once_each(traced, tmp_p
         counted = {}
         for name, target in (("source", src), ("destination", dst), ("neither", other)):
             trace, proc = traced([str(exe), str(src), str(dst)], "--file", str(target))
-            assert proc.stdout.splitlines()[-1] == "cloned 3"
+            assert proc.stdout.splitlines()[-1] == "cloned 4"
             counted[name] = trace.counters["transfers_not_decoded"]
             assert len(_transfers(trace.events)) == 0
         assert dst.read_bytes()[:65536] == src.read_bytes()[:65536]
-    # THEN each successful ioctl with a target on either side is counted once, the refused one
-    # is not, and none is counted when neither file is a target
-    assert counted == {"source": 3, "destination": 3, "neither": 0}
+    # THEN each successful clone or dedupe with a target on either side is counted once, and
+    # the encoded read that moved bytes when the source is a target; the refused clone and the
+    # empty read are not, and nothing is counted when neither file is a target
+    assert counted == {"source": 4, "destination": 3, "neither": 0}

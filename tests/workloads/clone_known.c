@@ -3,20 +3,24 @@
  *
  * Usage: clone_known SRC DST
  *   SRC must exist and hold at least 65536 bytes; DST is created or truncated. Both must be on
- *   a file system that shares extents (btrfs, XFS with reflink). Makes these ioctls on DST,
- *   prints one line per call and, last, "cloned N" with N the calls that succeeded:
+ *   btrfs (clones, dedupes and encoded reads: XFS has the first two only). Makes these ioctls,
+ *   prints one line per call and, last, "cloned N" with N the calls that succeeded and moved or
+ *   shared data (the ones the probe should count):
  *     1  FICLONE from SRC                                   succeeds
  *     2  FICLONERANGE 16384 bytes of SRC @0 to DST @65536   succeeds
  *     3  FIDEDUPERANGE SRC @0 16384 bytes against DST @0    succeeds (the same bytes since 1)
  *     4  FICLONERANGE from SRC @1 (not block aligned)       refused: -EINVAL, nothing shared
+ *     5  BTRFS_IOC_ENCODED_READ of SRC @0 (root only)       succeeds: the extent's bytes as stored
+ *     6  BTRFS_IOC_ENCODED_READ of SRC @ its size           0: nothing there, nothing moved
  *   Exits 1 with a message on stderr when a call did not return what is documented.
  *
  * Build: gcc -O1 -pthread -Wall -Werror -o clone_known clone_known.c (tests/support/workload.py)
- * Overhead: none to speak of; four ioctls, no data copied.
+ * Overhead: none to speak of; six ioctls, 128 KiB read at most.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/btrfs.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +75,25 @@ int main(int argc, char **argv)
 	}
 	range.src_offset = 1;
 	check("ioctl(DST, FICLONERANGE, SRC @1 ...)", ioctl(d, FICLONERANGE, &range), EINVAL);
+	/* an encoded read returns the bytes of the extent as stored (here: not compressed) */
+	static char buf[131072];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct btrfs_ioctl_encoded_io_args enc = { .iov = &iov, .iovcnt = 1, .offset = 0 };
+	long r = ioctl(s, BTRFS_IOC_ENCODED_READ, &enc);
+
+	printf("ioctl(SRC, BTRFS_IOC_ENCODED_READ, @0) = %ld%s%s\n", r, r < 0 ? " " : "", r < 0 ? strerror(errno) : "");
+	if (r <= 0) {
+		fprintf(stderr, "clone_known: the encoded read returned %ld\n", r);
+		return 1;
+	}
+	ok++;
+	enc.offset = lseek(s, 0, SEEK_END);
+	r = ioctl(s, BTRFS_IOC_ENCODED_READ, &enc);
+	printf("ioctl(SRC, BTRFS_IOC_ENCODED_READ, @end) = %ld\n", r);
+	if (r != 0) {
+		fprintf(stderr, "clone_known: the encoded read at the end returned %ld\n", r);
+		return 1;
+	}
 	printf("cloned %d\n", ok);
 	close(d);
 	close(s);
