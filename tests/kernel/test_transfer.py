@@ -90,12 +90,14 @@ def known_transfers(tmp_path):
     return [str(exe), str(src), str(dst), str(log)], src, dst, log
 
 
-def test_every_transfer_of_a_known_workload_is_recorded_exactly(traced, known_transfers):
+@pytest.mark.parametrize("filter_by_file", [True, False], ids=["file-set", "all-files"])
+def test_every_transfer_of_a_known_workload_is_recorded_exactly(traced, known_transfers, filter_by_file):
     # GIVEN transfer_known: sendfile, splice through a pipe and copy_file_range, with and
     # without offset pointers, a short copy, one at the end of the file and a refused one
     command, src, dst, log = known_transfers
-    # WHEN it runs under iowitness watching both files
-    trace, _ = traced(command, "--file", str(src), "--file", str(dst))
+    # WHEN it runs under iowitness watching both files (or every file it opens)
+    options = ("--file", str(src), "--file", str(dst)) if filter_by_file else ()
+    trace, _ = traced(command, *options)
     truth = read_truth(log)
     events = _transfers(trace.events)
     # THEN every side it logged is in the trace once, field for field, and nothing else
