@@ -17,6 +17,7 @@
 #define ARG2(regs) ((regs)->si)
 #define ARG3(regs) ((regs)->dx)
 #define ARG4(regs) ((regs)->r10)
+#define ARG5(regs) ((regs)->r8)
 #define ARG6(regs) ((regs)->r9)
 
 /* The hot path reads kernel memory with plain loads (the verifier turns them into

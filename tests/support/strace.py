@@ -188,3 +188,35 @@ def strace_file_calls(cmd: list[str], path: PathFilter, workdir, *, out=None, ti
     if not callable(path):
         path = os.path.realpath(path)
     return parse_strace(out.read_text(encoding="utf-8", errors="surrogateescape"), path)
+
+
+# The calls that move bytes from one fd to another in the kernel (probes/transfer.bpf.h).
+TRANSFERS = ("copy_file_range", "sendfile", "splice")
+_DECORATED_FD = re.compile(r"(?<![\w\[])(-?\d+)" + _DECORATION.format("path"))
+
+
+def parse_transfers(text: str) -> list[dict]:
+    """The copy_file_range, sendfile and splice calls in the text of `strace -f -qq -y` output.
+
+    In order of return: dicts with op, in_fd, in_path, out_fd, out_path, ret (the
+    decoration's path, or None for an fd strace could not name). sendfile's first argument
+    is its output: in_* and out_* are the source and the destination whatever the call.
+    """
+    calls = []
+    for number, line in _complete_calls(text):
+        name = _NAME.match(line)
+        if not name or name.group(1) not in TRANSFERS:
+            continue
+        ret_m = _RETURN.search(line)
+        if ret_m is None:
+            raise ValueError(f"line {number}: cannot read the return value of {line!r}")
+        if ret_m.group("ret") == "?":
+            continue
+        fds = [(int(m.group(1)), _unescape(m.group("path")))
+               for m in _DECORATED_FD.finditer(line[name.end():ret_m.start()])]
+        if len(fds) != 2:
+            raise ValueError(f"line {number}: expected two decorated fds in {line!r}")
+        (in_fd, in_path), (out_fd, out_path) = fds if name.group(1) != "sendfile" else fds[::-1]
+        calls.append({"op": name.group(1), "in_fd": in_fd, "in_path": in_path, "out_fd": out_fd, "out_path": out_path,
+                      "ret": int(ret_m.group("ret"), 0)})
+    return calls
