@@ -29,6 +29,9 @@ FIXED_FD_BASE = -1000
 # what counts as a read, a write, ...: the table of operation kinds in probes/events.h
 READS, WRITES, OPENS, SYNCS, FAULTS = (ops_of_kind(k) for k in ("read", "write", "open", "sync", "fault"))
 
+# the calls that move data between two files (one record per target side, probes/events.h)
+TRANSFERS = tuple(name for name in READS + WRITES if name.startswith(("copy_file_range_", "sendfile_", "splice_")))
+
 # the data calls that carry their own offset
 POSITIONED = tuple(name for name in READS + WRITES if name.startswith("p"))
 
@@ -527,7 +530,11 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["operation"] = pd.Series(np.asarray(OPERATIONS, dtype=object)[dby.first(op_codes)],
                                   index=dby.phases).reindex(rows.index)
     size = col("requested", d_rows)
-    rows["short"] = data_sum(((ret_d >= 0) & (ret_d < size)).astype(np.int64))
+    # a copy_file_range, sendfile or splice asks for "up to" its length (cp asks for 2^63): less
+    # is no short call, and its record is what it moved
+    transfer = named(events["syscall"], TRANSFERS)[d_rows]
+    rows["short"] = data_sum(((ret_d >= 0) & (ret_d < size) & ~transfer).astype(np.int64))
+    size = np.where(transfer, np.maximum(ret_d, 0), size)
     # calls that carry their own offset (pread, pwritev, ...): a C stdio stream never makes them
     positioned = named(events["syscall"], POSITIONED)[d_rows]
     rows["positioned_ops"] = data_sum(positioned.astype(np.int64))
@@ -538,6 +545,9 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
         lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d_rows))
         values, counts = np.unique(size[dby.perm[lo:hi]], return_counts=True)
         record.iloc[i] = values[np.argmax(counts)]
+    # a copy's last call returns 0 at the end of the file: its record is the largest it moved
+    all_transfers = pd.Series(dby.min(transfer.astype(np.int64)), index=dby.phases) == 1
+    record = record.where(~all_transfers, pd.Series(dby.max(size), index=dby.phases))
     rows["record_size"] = record
     # a failed call moved nothing: the next call starts where the one before it ended
     done = moved
@@ -632,7 +642,12 @@ def _other_targets_ns(events: pd.DataFrame, slot: np.ndarray, rows: pd.DataFrame
     by = stable_order(tid)
     s_tid, s_start = tid[by], events["start_ns"].to_numpy()[mine][by].astype(np.int64)
     latency = events["latency_ns"].to_numpy()[mine].astype(np.int64)
-    cum = np.r_[0, np.cumsum(latency[by])]
+    # both sides of one copy_file_range (or sendfile, splice) are records of one call: its time once
+    s_latency = latency[by]
+    once = s_latency.copy()
+    if len(once) > 1:
+        once[1:][(s_tid[1:] == s_tid[:-1]) & (s_start[1:] == s_start[:-1]) & (s_latency[1:] == s_latency[:-1])] = 0
+    cum = np.r_[0, np.cumsum(once)]
     del by
     p_tid, lo, hi = rows["tid"].to_numpy(np.int64), rows["first_ns"].to_numpy(np.int64), rows["last_ns"].to_numpy(np.int64)
     # the thread's calls that start inside the phase's window, as a range of the sorted rows

@@ -44,7 +44,7 @@ LATENCY_NS = 1000
 SYSCALLS = ("open", "openat", "openat2", "creat", "read", "write", "pread64", "pwrite64", "readv", "writev",
             "preadv", "pwritev", "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "close",
             "dup", "dup2", "dup3", "fcntl", "ftruncate", "fallocate", "uring_read", "uring_write", "uring_fsync",
-            "aio_read", "aio_write", "aio_fsync")
+            "aio_read", "aio_write", "aio_fsync", "copy_file_range_from", "copy_file_range_to")
 READS = ("read", "readv", "pread64", "preadv", "preadv2")
 WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
 ASYNC = ("uring_read", "uring_write", "uring_fsync", "aio_read", "aio_write", "aio_fsync")
@@ -174,6 +174,15 @@ class Calls:
         done = size if ret is None else ret
         self._record(syscall, fd, offset, size, done, flags, latency=latency, ring=ring, path=path)
         self.now -= latency
+        return self
+
+    def copy(self, source_fd: int, dest_fd: int, asked: int, moved: int, offset: int, **timing) -> Calls:
+        """copy_file_range between two target files: one record per side, one call's times
+        (the probe's way); `flags` holds the other side's fd."""
+        start = self.now if timing.get("at") is None else timing["at"]
+        self._record("copy_file_range_from", source_fd, offset, asked, moved, dest_fd, **timing)
+        self.now = start
+        self._record("copy_file_range_to", dest_fd, offset, asked, moved, source_fd, **timing)
         return self
 
     # everything else

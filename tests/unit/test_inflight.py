@@ -113,3 +113,21 @@ def test_requests_on_a_registered_file_join_the_open_that_named_it():
     data = phases[phases["ops"] > 0]
     assert len(data) == 1 and int(data.iloc[0]["ops"]) == 300 and data.iloc[0]["pattern"] == "sequential"
     assert data.iloc[0]["open_flags"] == O_RDONLY and data.iloc[0]["first_ns"] < t0
+
+
+def test_a_copy_between_two_targets_is_one_call_on_each_side():
+    # GIVEN cp's way: copy_file_range asking for 2^63 - 1 bytes, moving 8 MiB, then 0 at the end
+    from tests.support.synthetic import O_CREAT, O_WRONLY
+    calls = Calls().open("/data/src", O_RDONLY, size=8 << 20).open("/data/dst", O_WRONLY | O_CREAT)
+    calls.copy(3, 4, 2**63 - 1, 8 << 20, 0, latency=5_000_000).copy(3, 4, 2**63 - 1, 0, 8 << 20, latency=1000)
+    phases = table(calls.close(fd=4).close(fd=3).frame())
+    # THEN a read phase on the source and a write phase on the destination, 8 MiB each,
+    # no short call, the record size is what a call moved, and neither phase is said to have
+    # spent the copy's 5 ms in calls on the other file (they are one call; the other file's
+    # open and close, 1 µs each, are)
+    data = phases[phases["ops"] > 0].set_index("path")
+    for path, operation in (("/data/src", "read"), ("/data/dst", "write")):
+        row = data.loc[path]
+        assert row["operation"] == operation and row["bytes"] == 8 << 20
+        assert row["short"] == 0 and row["record_size"] == 8 << 20
+        assert row["other_targets_ns"] <= 2000
