@@ -314,4 +314,8 @@ struct iow_summary {
 	__u64 hist[IOW_HIST_BUCKETS];
 };
 
+/* libaio records (aio.bpf.h): bits of `flags` above the iocb's own RWF_* flags */
+#define IOW_AIO_VECTORED 0x10000   /* IOCB_CMD_PREADV or PWRITEV: requested sums the iovecs */
+#define IOW_AIO_DATASYNC 0x20000   /* IOCB_CMD_FDSYNC (an IOW_OP_AIO_FSYNC without it: FSYNC) */
+
 #endif
