@@ -1,6 +1,6 @@
 /* aio_known.c — libaio requests whose every field is known: the ground truth of tests/kernel/test_aio.py.
  *
- * Usage: aio_known TARGET_DIR LOG_PATH
+ * Usage: aio_known TARGET_DIR LOG_PATH [--abandon]
  *   Works on TARGET_DIR/aio.dat through the raw syscalls (io_setup, io_submit, io_getevents,
  *   io_destroy: no libaio library). For every request it submits, appends one JSON line to
  *   LOG_PATH (outside TARGET_DIR) once the request is reaped. Exits 0, or 1 with a message on
@@ -30,9 +30,11 @@
  *      PWRITE 16384 @32768 + 16384 i in one io_submit: buffered writes complete inside io_submit,
  *      so the reaper may have some before io_submit returns (it prints how many to stdout)
  *   6  io_destroy all three contexts
+ *   7  with --abandon only, requests never reaped (not logged): 5 PWRITE 512 @0 on ring 4,
+ *      then io_destroy it; 3 PWRITE 512 @0 on ring 5, then exit with them unreaped
  *
  * Build: gcc -O1 -pthread -Wall -Werror -o aio_known aio_known.c   (tests/support/workload.py)
- * Overhead: none to speak of; 65 requests, well under a second.
+ * Overhead: none to speak of; 63 requests, well under a second.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -185,6 +187,28 @@ static void *reap_all(void *arg)
 	return NULL;
 }
 
+/* step 7: requests submitted and never reaped, in a context destroyed and in one left open */
+static void abandon(int fd, char *buf)
+{
+	struct iocb cbs[5], *ptrs[5];
+	aio_context_t ctx[2] = { 0, 0 };
+	int n[2] = { 5, 3 };
+
+	for (int c = 0; c < 2; c++) {
+		if (syscall(SYS_io_setup, 8, &ctx[c]))
+			fail("io_setup (step 7)");
+		for (int i = 0; i < n[c]; i++) {
+			prep(&cbs[i], IOCB_CMD_PWRITE, fd, buf, 512, 0);
+			ptrs[i] = &cbs[i];
+		}
+		if (syscall(SYS_io_submit, ctx[c], n[c], ptrs) != n[c])
+			fail("io_submit (step 7)");
+	}
+	if (syscall(SYS_io_destroy, ctx[0]))
+		fail("io_destroy (step 7)");
+	/* ctx[1] is left for the exit to tear down */
+}
+
 int main(int argc, char **argv)
 {
 	static char wbuf[16384], rbuf[16384];
@@ -194,8 +218,8 @@ int main(int argc, char **argv)
 	aio_context_t ctx[3] = { 0, 0, 0 };
 	int b, d;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: aio_known TARGET_DIR LOG_PATH\n");
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "--abandon"))) {
+		fprintf(stderr, "usage: aio_known TARGET_DIR LOG_PATH [--abandon]\n");
 		return 2;
 	}
 	logf = fopen(argv[2], "w");
@@ -288,7 +312,9 @@ int main(int argc, char **argv)
 		if (syscall(SYS_io_destroy, ctx[i]))
 			fail("io_destroy");
 	close(d);
-	close(b);
 	fclose(logf);
+	if (argc == 4)
+		abandon(b, wbuf);
+	close(b);
 	return 0;
 }
