@@ -47,8 +47,9 @@
  * bpf_loop callbacks. fio libaio 4 KiB randread, iodepth 32, cached file: sys_enter 64 ns
  * and sys_exit 140 ns a call on average, io_submit and io_getevents included. Any exit or
  * exec on the machine costs one lookup; that of a process with target requests walks
- * aio_contexts (4,096 slots, ~60 µs), and the in-flight map only when requests were left in
- * it; io_destroy of such a context costs a lookup, plus that walk when requests were left.
+ * aio_contexts (4,096 slots, ~50 µs), and the in-flight map (65,536 slots, ~0.8 ms) only
+ * when requests were left in it; io_destroy of such a context costs a lookup, plus that
+ * second walk when requests were left.
  */
 #ifndef IOWITNESS_AIO_BPF_H
 #define IOWITNESS_AIO_BPF_H
