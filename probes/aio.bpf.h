@@ -38,7 +38,9 @@
  * their context was destroyed or their process ended or called exec (IOW_LOST_REQUESTS,
  * when their entries are cleared). A completion reaped in user space from the ring (fio's
  * userspace_reap) is never seen: its entry stays until the iocb is submitted again (then
- * counted lost) or the process ends (then counted too).
+ * counted lost) or the process ends (then counted too). A request submitted before the
+ * trace began and reaped after is not recorded, nor counted, like a syscall in progress
+ * when the trace begins.
  *
  * Overhead: an io_submit or io_getevents of a process outside the set costs nothing here.
  * Of a traced one: per iocb two user-memory reads (pointer, 64-byte iocb), an fd-table walk
@@ -307,9 +309,12 @@ static long aio_submit_one(__u32 i, void *data)
 		return 0;
 	}
 	if (old) {
-		/* the iocb's previous request was reaped unseen (from the ring in user space, or
-		 * before the trace began): its completion is lost; this one takes its place */
-		count_lost(IOW_LOST_REQUESTS);
+		/* The iocb's previous request: reaped unseen (from the ring in user space), its
+		 * completion lost; or reaped, but submitted before the trace began, which is not
+		 * counted, as a syscall in progress when the trace begins is not. This one takes
+		 * its place. */
+		if (!old->reaped_ns)
+			count_lost(IOW_LOST_REQUESTS);
 		aio_count_inflight(w->tgid, old->ctx, -1);
 		*old = req;
 		aio_count_inflight(w->tgid, w->ctx, 1);
@@ -446,8 +451,10 @@ static long aio_forget_request(struct bpf_map *map, struct aio_key *key, struct 
 
 	if (key->tgid != f->tgid || (f->ctx && req->ctx != f->ctx))
 		return 0;
+	/* one reaped early whose io_submit never returned (the process died in it, or it was
+	 * submitted before the trace) is not a loss, as a call that never returned is not */
 	sums = bpf_map_lookup_elem(&aio_forget_space, &zero);
-	if (sums)
+	if (sums && !req->reaped_ns)
 		sums->requests += 1;
 	bpf_map_delete_elem(map, key);
 	return 0;
