@@ -91,6 +91,26 @@ def test_every_aio_request_is_recorded_exactly(traced, tmp_path, direct_dir):
     assert trace.counters["async_calls"]["io_submit"]["calls"] == 6
 
 
+def test_summary_mode_aggregates_every_aio_request(traced, tmp_path, direct_dir):
+    # GIVEN aio_known's 63 requests
+    exe = build("aio_known", tmp_path)
+    log = tmp_path / "truth.jsonl"
+    # WHEN it runs under iowitness --summary
+    trace, _ = traced([str(exe), str(direct_dir), str(log)], "--summary", "--file", str(direct_dir / "aio.dat"))
+    truth = [json.loads(line) for line in log.read_text().splitlines()]
+    # THEN each op's aggregates hold its requests: calls, errors and bytes done
+    rows = trace.summary
+    ops = {v: k for k, v in trace._ops.items()}
+    for op in AIO_OPS:
+        mine = [r for r in truth if r["op"] == op]
+        agg = rows[rows["op"] == ops[op]]
+        assert int(agg["calls"].sum()) == len(mine), op
+        assert int(agg["errors"].sum()) == sum(r["ret"] < 0 for r in mine), op
+        if op != "aio_fsync":
+            assert int(agg["bytes"].sum()) == sum(max(r["ret"], 0) for r in mine), op
+    assert len(trace.raw_events()) == 0 and trace.lost == 0
+
+
 def test_requests_never_reaped_are_counted_not_kept(traced, tmp_path, direct_dir):
     # GIVEN aio_known --abandon: after its 63 requests, 5 buffered writes submitted and left in
     # a context it destroys, and 3 left in a context still open when it exits
