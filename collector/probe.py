@@ -57,6 +57,12 @@ def _kernel_has_tracepoint(name: str) -> bool:
         return True   # let the load say what is wrong
 
 
+def _tracefs_has_event(path: str) -> bool:
+    """A tracepoint libbpf attaches through tracefs (a syscall's own, e.g.): there, and mounted."""
+    return any(Path(root, "events", path, "id").exists()
+               for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+
+
 class Probe:
     def __init__(self, config: ProbeConfig):
         preflight.require_tracing()
@@ -101,6 +107,10 @@ class Probe:
                                         ("on_uring_create", "io_uring_create")):
                 if not _kernel_has_tracepoint(tracepoint):
                     self._obj.skip_program(program)
+            # io_destroy's own tracepoint needs syscall tracepoints and tracefs mounted; without
+            # it a destroyed context's requests left in flight are cleared at its process's exit
+            if not _tracefs_has_event("syscalls/sys_enter_io_destroy"):
+                self._obj.skip_program("aio_on_destroy")
             self._obj.load()
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")

@@ -128,7 +128,9 @@ NOT_FOLLOWED = {
     "processes_not_followed": ("process", "processes", "the process set was full: raise --max-processes"),
     "threads_not_followed": ("thread", "threads", "the kernel gave them no task storage: memory was short"),
     "requests_not_followed": ("asynchronous request", "asynchronous requests",
-                              "more were in flight at once than the probe's in-flight map holds"),
+                              "submitted but never seen completing: left in flight when its process ended or "
+                              "its libaio context was destroyed, reaped from the ring in user space, or more "
+                              "in flight at once than the probe's in-flight map holds"),
     "transfers_not_decoded": ("transfer on a target file", "transfers on target files",
                               "made in a way the probe does not decode yet, such as an io_uring "
                               "op other than read, write and fsync"),

@@ -1,7 +1,57 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* aio.bpf.h - libaio requests: io_submit's iocbs paired with their io_getevents completions.
+/* aio.bpf.h — libaio requests: each iocb io_submit accepts on a target file, paired with the
+ * io_getevents (or io_pgetevents) that reaps it, becomes one record.
  *
- * (being written: issue 16)
+ * Purpose: Linux native AIO moves file data in requests (struct iocb) that io_submit hands
+ * to the kernel and io_getevents collects later, maybe in another thread. At io_submit's
+ * exit each accepted iocb on a target file is decoded (IOCB_CMD_PREAD, PWRITE, PREADV,
+ * PWRITEV, FSYNC, FDSYNC) and kept in `aio_inflight` under (process, the iocb's user
+ * address), the address the kernel hands back in io_event.obj. At io_getevents' exit each
+ * reaped event finds its request there and leaves as a record: op IOW_OP_AIO_READ/WRITE/
+ * FSYNC, start_ns = io_submit's entry, latency_ns = until this reap, ret = io_event.res,
+ * offset/requested/fd of the iocb, tgid/tid of the submitting thread, `ring` = the context,
+ * numbered from 1 in order of first use. flags: the iocb's RWF_* flags, IOW_AIO_VECTORED
+ * for PREADV/PWRITEV, IOW_AIO_DATASYNC for FDSYNC.
+ *
+ * Example (`iowitness show` of fio --ioengine=libaio --direct=1 --rw=randrw --bs=4k
+ * --iodepth=32 --size=16m on ext4; fio's JSON: 1,992 reads, 2,104 writes, the same bytes):
+ *
+ *     syscall    calls  errors      bytes  short  min µs  mean µs  p50 µs   p90 µs   p99 µs
+ *     aio_write  2,104       0    8.2 MiB      0   240.9    902.8   535.9  1,957.8  5,440.8
+ *     aio_read   1,992       0    7.8 MiB      0    46.7    632.9   371.4  1,306.6  5,270.7
+ *
+ * How to read it: a latency is submission to reap, what the program saw: it includes the
+ * time a completed request waited in the ring before the program asked for it, so it grows
+ * with iodepth. The kernel's own completion time is not recorded: there is no aio
+ * tracepoint, block_rq_complete cannot name the iocb (a request merges bios of several
+ * iocbs, one O_DIRECT iocb spans several bios, ext4 converts unwritten extents after the
+ * I/O), and iomap_dio_complete gives the kiocb (inside struct aio_kiocb, with the user iocb
+ * address in ki_res.obj) only for O_DIRECT on iomap file systems, with no process: matching
+ * it would need the kioctx behind each io_submit (mm->ioctx_table). Buffered requests
+ * complete inside io_submit anyway.
+ * A request completed inside io_submit may be reaped by another thread before io_submit
+ * returns (aio_known.c sees it for nearly all of 48 buffered writes): the reaper leaves it
+ * in the map marked reaped, and io_submit's exit sends it. What is not followed is
+ * counted, never dropped: a full map or an io_submit past AIO_WALK_MAX iocbs
+ * (IOW_LOST_REQUESTS), a request with an opcode that moves data in a way not decoded here
+ * (IOW_LOST_UNDECODED; IOCB_CMD_POLL and NOOP move none), requests never reaped because
+ * their context was destroyed or their process ended or called exec (IOW_LOST_REQUESTS,
+ * when their entries are cleared). A completion reaped in user space from the ring (fio's
+ * userspace_reap) is never seen: its entry stays until the iocb is submitted again (then
+ * counted lost) or the process ends (then counted too). A request submitted before the
+ * trace began and reaped after is not recorded, nor counted, like a syscall in progress
+ * when the trace begins.
+ *
+ * Overhead: an io_submit or io_getevents of a process outside the set costs nothing here.
+ * Of a traced one: per iocb two user-memory reads (pointer, 64-byte iocb), an fd-table walk
+ * and a file-set lookup, and for a target request a hash insert and its context's count;
+ * per reaped event a 32-byte read, a hash lookup and delete and the count. The walks are
+ * bpf_loop callbacks. fio libaio 4 KiB randread, iodepth 32, cached file: sys_enter 64 ns
+ * and sys_exit 140 ns a call on average, io_submit and io_getevents included. Any exit or
+ * exec on the machine costs one lookup; that of a process with target requests walks
+ * aio_contexts (4,096 slots, ~50 µs), and the in-flight map (65,536 slots, ~0.8 ms) only
+ * when requests were left in it; io_destroy of such a context costs a lookup, plus that
+ * second walk when requests were left.
  */
 #ifndef IOWITNESS_AIO_BPF_H
 #define IOWITNESS_AIO_BPF_H
@@ -11,10 +61,438 @@
 #include "ops.bpf.h"
 #include "summary.bpf.h"
 
+/* iocbs (or events) one io_submit (or io_getevents) is followed for: the default aio-max-nr
+ * of the whole machine. More needs the sysctl raised; each one past it is counted lost
+ * without being read, since reading it is the cost the bound is for. */
+#define AIO_WALK_MAX 65536
+/* requests in flight at once, all processes together: again the default aio-max-nr */
+#define AIO_INFLIGHT_MAX 65536
+/* contexts of traced processes alive at once with target requests: small, because an exit
+ * walks them all (about 15 ns a slot) */
+#define AIO_CONTEXTS_MAX 4096
+/* contexts numbered in a run (the record's `ring` is a __u16; 0: past this) */
+#define AIO_RINGS_MAX 65535
+
+struct aio_key {
+	__u32 tgid;
+	__u32 pad0;
+	__u64 iocb;        /* the iocb's user address: io_event.obj */
+};
+
+struct aio_request {
+	__u64 submit_ns;   /* io_submit's entry */
+	__u64 reaped_ns;   /* 0 in flight; else reaped before its io_submit returned, at this time */
+	__s64 res;         /* reaped early: io_event.res */
+	__s64 offset;
+	__u64 requested;
+	__u64 ctx;         /* the aio context (io_submit's ARG1): what io_destroy names */
+	struct iow_file_key file;
+	__u32 tid;         /* the submitting thread */
+	__s32 fd;
+	__u32 flags;
+	__u16 op;
+	__u16 ring;
+};
+
+struct aio_ctx_key {
+	__u32 tgid;
+	__u32 pad0;
+	__u64 ctx;
+};
+
+struct aio_context {
+	__u64 inflight;    /* its entries in aio_inflight: an io_destroy or exit walks that map only if > 0 */
+	__u32 ring;
+	__u32 pad0;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, AIO_INFLIGHT_MAX);
+	__type(key, struct aio_key);
+	__type(value, struct aio_request);
+} aio_inflight SEC(".maps");
+
+/* (process, context) -> its ring number and requests in flight */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AIO_CONTEXTS_MAX);
+	__type(key, struct aio_ctx_key);
+	__type(value, struct aio_context);
+} aio_contexts SEC(".maps");
+
+/* processes with an entry in aio_contexts: an exit or exec of any other costs one lookup */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AIO_CONTEXTS_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} aio_procs SEC(".maps");
+
+/* numbers given, claimed by an insert that fails when taken (see claim_summary_number) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, AIO_RINGS_MAX + 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} aio_ring_numbers SEC(".maps");
+
+/* what a walk of aio_contexts found: in a map, not on the stack, so that the verifier does not
+ * follow each value a sum can take through the callback (it gives up after 8,192) */
+struct aio_forget_sums {
+	__u64 inflight;
+	__u64 requests;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct aio_forget_sums);
+} aio_forget_space SEC(".maps");
+
+__u32 aio_next_ring = 1;
+
+static __always_inline void count_lost_n(__u32 slot, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&lost, &slot);
+
+	if (c)
+		*c += n;
+}
+
+/* A process's context, numbered at its first target request; NULL when the map is full. */
+static __always_inline struct aio_context *aio_context_of(__u32 tgid, __u64 ctx)
+{
+	struct aio_ctx_key key = { .tgid = tgid, .ctx = ctx };
+	struct aio_context *found, fresh = {};
+	__u32 candidate = *(volatile __u32 *)&aio_next_ring;
+	__u8 yes = 1;
+
+	found = bpf_map_lookup_elem(&aio_contexts, &key);
+	if (found)
+		return found;
+	if (bpf_map_update_elem(&aio_procs, &tgid, &yes, BPF_ANY))
+		return NULL;   /* no way to clean its entries up: not followed */
+	for (int i = 0; i < 16; i++, candidate++) {
+		if (candidate > AIO_RINGS_MAX)
+			break;
+		if (!bpf_map_update_elem(&aio_ring_numbers, &candidate, &yes, BPF_NOEXIST)) {
+			aio_next_ring = candidate + 1;
+			fresh.ring = candidate;
+			break;
+		}
+	}
+	/* another thread may number it first: then its number holds (ours stays a gap) */
+	bpf_map_update_elem(&aio_contexts, &key, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&aio_contexts, &key);
+}
+
+/* an entry of aio_inflight was added or removed for the context */
+static __always_inline void aio_count_inflight(__u32 tgid, __u64 ctx, __s64 delta)
+{
+	struct aio_ctx_key key = { .tgid = tgid, .ctx = ctx };
+	struct aio_context *c = bpf_map_lookup_elem(&aio_contexts, &key);
+
+	if (c)
+		__sync_fetch_and_add(&c->inflight, delta);
+}
+
+/* An iocb's op and fields; false when it is not a request on a target file. A target
+ * request that moves data in a way not decoded here is counted (once: at its submission). */
+static __always_inline bool aio_decode(struct task_struct *task, const struct iocb *iocb,
+				       struct aio_request *req, bool count_undecoded)
+{
+	struct file *file = file_of_fd(task, iocb->aio_fildes);
+	__u16 opcode = iocb->aio_lio_opcode;
+
+	if (!file || !is_target(&req->file, file_key_of(file, &req->file)))
+		return false;
+	req->fd = iocb->aio_fildes;
+	req->offset = iocb->aio_offset;
+	req->requested = iocb->aio_nbytes;
+	req->flags = iocb->aio_rw_flags;
+	switch (opcode) {
+	case IOCB_CMD_PREAD:
+		req->op = IOW_OP_AIO_READ;
+		return true;
+	case IOCB_CMD_PWRITE:
+		req->op = IOW_OP_AIO_WRITE;
+		return true;
+	case IOCB_CMD_PREADV:
+	case IOCB_CMD_PWRITEV:
+		req->op = opcode == IOCB_CMD_PREADV ? IOW_OP_AIO_READ : IOW_OP_AIO_WRITE;
+		/* aio_buf is the iovec array, aio_nbytes its length */
+		req->requested = iovec_bytes((const struct iovec *)iocb->aio_buf, iocb->aio_nbytes);
+		req->flags |= IOW_AIO_VECTORED;
+		return true;
+	case IOCB_CMD_FSYNC:
+	case IOCB_CMD_FDSYNC:
+		req->op = IOW_OP_AIO_FSYNC;
+		req->offset = -1;
+		req->requested = 0;
+		req->flags = opcode == IOCB_CMD_FDSYNC ? IOW_AIO_DATASYNC : 0;
+		return true;
+	case IOCB_CMD_POLL:
+	case IOCB_CMD_NOOP:
+		return false;   /* they move no data */
+	}
+	if (count_undecoded)
+		count_lost(IOW_LOST_UNDECODED);
+	return false;
+}
+
+/* A request reaped at `now` with result `res`: its record, as the submitting thread's. */
+static __always_inline void aio_send(__u32 tgid, struct aio_request *req, __u64 start_ns, __u64 now, __s64 res)
+{
+	struct call_args args = {
+		.offset = req->offset, .requested = req->requested, .flags = req->flags,
+		.fd = req->fd, .ring = req->ring,
+	};
+
+	deliver_record(tgid, req->tid, &req->file, req->op, start_ns, now, res, &args);
+}
+
+struct aio_submit_walk {
+	__u64 iocbpp;      /* io_submit's ARG3: user array of iocb pointers */
+	__u64 ctx;
+	__u64 start_ts;
+	__u32 tgid;
+	__u32 tid;
+	__u32 ring;        /* 0 until the call's first target request numbers it */
+	__u32 known;       /* the context is in aio_contexts */
+};
+
+/* One iocb io_submit accepted: into the in-flight map if it is a target request. */
+static long aio_submit_one(__u32 i, void *data)
+{
+	struct aio_submit_walk *w = data;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct aio_key key = { .tgid = w->tgid };
+	struct aio_request req = {}, *old;
+	struct iocb iocb;
+
+	if (bpf_probe_read_user(&key.iocb, sizeof(key.iocb), (void *)(w->iocbpp + i * sizeof(__u64))) ||
+	    bpf_probe_read_user(&iocb, sizeof(iocb), (void *)key.iocb)) {
+		/* not readable at exit (the program changed its mapping?): cannot tell if a target */
+		count_lost(IOW_LOST_REQUESTS);
+		return 0;
+	}
+	if (!aio_decode(task, &iocb, &req, true))
+		return 0;
+	if (!w->known) {
+		struct aio_context *c = aio_context_of(w->tgid, w->ctx);
+
+		if (!c) {
+			count_lost(IOW_LOST_REQUESTS);
+			return 0;
+		}
+		w->ring = c->ring;
+		w->known = 1;
+	}
+	req.submit_ns = w->start_ts;
+	req.ctx = w->ctx;
+	req.tid = w->tid;
+	req.ring = w->ring;
+	if (!bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST)) {
+		aio_count_inflight(w->tgid, w->ctx, 1);
+		return 0;
+	}
+	old = bpf_map_lookup_elem(&aio_inflight, &key);
+	if (old && old->reaped_ns >= w->start_ts) {
+		/* another thread reaped it while this io_submit was still going */
+		aio_send(w->tgid, &req, w->start_ts, old->reaped_ns, old->res);
+		aio_count_inflight(w->tgid, old->ctx, -1);
+		bpf_map_delete_elem(&aio_inflight, &key);
+		return 0;
+	}
+	if (old) {
+		/* The iocb's previous request: reaped unseen (from the ring in user space), its
+		 * completion lost; or reaped, but submitted before the trace began, which is not
+		 * counted, as a syscall in progress when the trace begins is not. This one takes
+		 * its place. */
+		if (!old->reaped_ns)
+			count_lost(IOW_LOST_REQUESTS);
+		aio_count_inflight(w->tgid, old->ctx, -1);
+		*old = req;
+		aio_count_inflight(w->tgid, w->ctx, 1);
+		return 0;
+	}
+	if (bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST))
+		count_lost(IOW_LOST_REQUESTS);
+	else
+		aio_count_inflight(w->tgid, w->ctx, 1);
+	return 0;
+}
+
+struct aio_reap_walk {
+	__u64 events;      /* io_getevents' ARG4: user array of struct io_event */
+	__u64 ctx;
+	__u64 now;
+	__u32 tgid;
+	__u32 tid;
+};
+
+/* the record of a request found in flight, and its entry gone */
+static __always_inline void aio_reaped(struct aio_key *key, struct aio_request *req, __u64 now, __s64 res)
+{
+	aio_send(key->tgid, req, req->submit_ns, now, res);
+	aio_count_inflight(key->tgid, req->ctx, -1);
+	bpf_map_delete_elem(&aio_inflight, key);
+}
+
+/* One event io_getevents reaped: the record of its request. */
+static long aio_reap_one(__u32 i, void *data)
+{
+	struct aio_reap_walk *w = data;
+	struct aio_key key = { .tgid = w->tgid };
+	struct aio_request *req, early = {};
+	struct task_struct *task;
+	struct aio_context *c;
+	struct io_event ev;
+	struct iocb iocb;
+
+	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(w->events + i * sizeof(ev)))) {
+		count_lost(IOW_LOST_REQUESTS);
+		return 0;
+	}
+	key.iocb = ev.obj;
+	req = bpf_map_lookup_elem(&aio_inflight, &key);
+	if (req && !req->reaped_ns) {
+		aio_reaped(&key, req, w->now, ev.res);
+		return 0;
+	}
+	if (req)
+		return 0;   /* reaped twice unseen in between: the entry stands for the earlier */
+	/* Not (yet) in flight: a request on another file, or one whose io_submit has not returned
+	 * (another thread's, completed at once). The iocb is still the program's as submitted:
+	 * it has not seen this event yet. A target request waits for its io_submit's exit. */
+	task = bpf_get_current_task_btf();
+	if (bpf_probe_read_user(&iocb, sizeof(iocb), (void *)ev.obj) || !aio_decode(task, &iocb, &early, false))
+		return 0;
+	c = aio_context_of(w->tgid, w->ctx);
+	if (!c) {
+		count_lost(IOW_LOST_REQUESTS);
+		return 0;
+	}
+	early.reaped_ns = w->now;
+	early.res = ev.res;
+	early.ctx = w->ctx;
+	early.ring = c->ring;
+	if (!bpf_map_update_elem(&aio_inflight, &key, &early, BPF_NOEXIST)) {
+		aio_count_inflight(w->tgid, w->ctx, 1);
+		return 0;
+	}
+	/* its io_submit returned in between: the entry is there now */
+	req = bpf_map_lookup_elem(&aio_inflight, &key);
+	if (req && !req->reaped_ns)
+		aio_reaped(&key, req, w->now, ev.res);
+	else if (!req)
+		count_lost(IOW_LOST_REQUESTS);
+	return 0;
+}
+
 /* io_submit or io_getevents (slot: IOW_ASYNC_*) of a traced thread has returned */
 static __always_inline void on_aio_call(__u32 slot, struct task_struct *task, struct pt_regs *regs, long ret,
 					__u64 start_ts, __u64 now)
 {
+	long walked = ret < AIO_WALK_MAX ? ret : AIO_WALK_MAX;
+
+	if (ret <= 0)
+		return;
+	if (slot == IOW_ASYNC_IO_SUBMIT) {
+		struct aio_submit_walk w = {
+			.iocbpp = ARG3(regs), .ctx = ARG1(regs), .start_ts = start_ts,
+			.tgid = task->tgid, .tid = task->pid,
+		};
+
+		bpf_loop(walked, aio_submit_one, &w, 0);
+	} else if (slot == IOW_ASYNC_IO_GETEVENTS) {
+		struct aio_reap_walk w = {
+			.events = ARG4(regs), .ctx = ARG1(regs), .now = now,
+			.tgid = task->tgid, .tid = task->pid,
+		};
+
+		bpf_loop(walked, aio_reap_one, &w, 0);
+	}
+	if (ret > walked)
+		count_lost_n(IOW_LOST_REQUESTS, ret - walked);
+}
+
+/* Which entries to clear: a process's (ctx 0) or one of its contexts'. */
+struct aio_forget {
+	__u32 tgid;
+	__u32 pad0;
+	__u64 ctx;
+};
+
+static long aio_forget_context(struct bpf_map *map, struct aio_ctx_key *key, struct aio_context *c,
+			       struct aio_forget *f)
+{
+	__u32 zero = 0;
+	struct aio_forget_sums *sums;
+
+	if (key->tgid != f->tgid || (f->ctx && key->ctx != f->ctx))
+		return 0;
+	sums = bpf_map_lookup_elem(&aio_forget_space, &zero);
+	if (sums)
+		sums->inflight += c->inflight;
+	bpf_map_delete_elem(map, key);
+	return 0;
+}
+
+static long aio_forget_request(struct bpf_map *map, struct aio_key *key, struct aio_request *req,
+			       struct aio_forget *f)
+{
+	__u32 zero = 0;
+	struct aio_forget_sums *sums;
+
+	if (key->tgid != f->tgid || (f->ctx && req->ctx != f->ctx))
+		return 0;
+	/* one reaped early whose io_submit never returned (the process died in it, or it was
+	 * submitted before the trace) is not a loss, as a call that never returned is not */
+	sums = bpf_map_lookup_elem(&aio_forget_space, &zero);
+	if (sums && !req->reaped_ns)
+		sums->requests += 1;
+	bpf_map_delete_elem(map, key);
+	return 0;
+}
+
+/* The process's contexts are gone (exit, exec: the kernel's exit_aio) or one is (io_destroy):
+ * requests still in flight will never be reaped, and are counted lost. The contexts' map is
+ * walked at the exit of a process that had target requests; the in-flight map only when
+ * some were left. */
+static __always_inline void aio_forget(__u32 tgid, __u64 ctx)
+{
+	struct aio_forget f = { .tgid = tgid, .ctx = ctx };
+	struct aio_forget_sums *sums;
+	__u32 zero = 0;
+
+	sums = bpf_map_lookup_elem(&aio_forget_space, &zero);
+	if (!sums)
+		return;
+	sums->inflight = 0;
+	sums->requests = 0;
+	if (ctx) {
+		struct aio_ctx_key key = { .tgid = tgid, .ctx = ctx };
+		struct aio_context *c = bpf_map_lookup_elem(&aio_contexts, &key);
+
+		if (!c)
+			return;
+		sums->inflight = c->inflight;
+		bpf_map_delete_elem(&aio_contexts, &key);
+	} else {
+		if (!bpf_map_lookup_elem(&aio_procs, &tgid))
+			return;
+		bpf_for_each_map_elem(&aio_contexts, aio_forget_context, &f, 0);
+		bpf_map_delete_elem(&aio_procs, &tgid);
+	}
+	if (!sums->inflight)
+		return;
+	bpf_for_each_map_elem(&aio_inflight, aio_forget_request, &f, 0);
+	count_lost_n(IOW_LOST_REQUESTS, sums->requests);
 }
 
 #endif

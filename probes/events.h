@@ -325,5 +325,8 @@ struct iow_summary {
 #define IOW_URING_IOPOLL 0x2000      /* the ring polls for completions (IORING_SETUP_IOPOLL) */
 #define IOW_URING_ASYNC 0x4000       /* IOSQE_ASYNC: handed to an io-wq worker, never tried inline */
 #define IOW_URING_LINKED 0x8000      /* part of a chain (IOSQE_IO_LINK or IOSQE_IO_HARDLINK) */
+/* libaio records (aio.bpf.h): bits of `flags` above the iocb's own RWF_* flags */
+#define IOW_AIO_VECTORED 0x10000   /* IOCB_CMD_PREADV or PWRITEV: requested sums the iovecs */
+#define IOW_AIO_DATASYNC 0x20000   /* IOCB_CMD_FDSYNC (an IOW_OP_AIO_FSYNC without it: FSYNC) */
 
 #endif

@@ -295,3 +295,31 @@ int BPF_PROG(on_uring_create, int fd, void *ring, __u32 sq_entries, __u32 cq_ent
 	uring_created(ring);
 	return 0;
 }
+
+/* libaio (aio.bpf.h): requests that will never be reaped are cleared, not kept forever. A
+ * process's contexts die with its last thread or its exec (the kernel's exit_aio); one
+ * context dies at io_destroy, a syscall tracepoint of its own so no other call pays for it. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(aio_on_exit, struct task_struct *task)
+{
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+		aio_forget(BPF_CORE_READ(task, tgid), 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(aio_on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	aio_forget(BPF_CORE_READ(task, tgid), 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_io_destroy")
+int aio_on_destroy(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 aio_ctx = ctx->args[0];
+
+	if (aio_ctx)
+		aio_forget(bpf_get_current_pid_tgid() >> 32, aio_ctx);
+	return 0;
+}
