@@ -307,7 +307,8 @@ def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root) -> tuple[pd
     names = phases["benchmark_name"].astype(object)
     jobs = fio_jobs(argv)
     members = [claim.job]
-    if claim.extra.get("group_reporting") or "--group_reporting" in argv:
+    grouped = bool(claim.extra.get("group_reporting") or "--group_reporting" in argv)
+    if grouped:
         order = list(jobs)
         if claim.job in order:
             members = [claim.job]
@@ -325,4 +326,7 @@ def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root) -> tuple[pd
     # fio lays files out in its main process before the jobs start: not a job's I/O
     if root is not None and (rows["tgid"] != root).any():
         rows = rows[rows["tgid"] != root]
-    return rows, "span" if len(members) > 1 else "sum"
+    # a group's figure is its bytes over the longest member's runtime (fio's stat.c), also when
+    # the members are the clones of one job (numjobs=N): not the sum of the clones' own rates,
+    # which differ from it as soon as one clone runs longer than another
+    return rows, "span" if grouped or len(members) > 1 else "sum"

@@ -48,7 +48,7 @@ def test_direct_random_reads_at_depth_16_fill_the_queue_and_agree(tmp_path, engi
         assert p["busy_Bps"] >= p["wall_Bps"] * 0.98
     # AND each job's claim agrees, with the depth asked, fio's count and the trace's in its reasons
     verdicts = report["verdicts"]
-    assert len(verdicts) == 2 and all(v["verdict"] == "agrees" for v in verdicts), verdicts
+    assert len(verdicts) == 2 and all(v["verdict"] == "agrees" for v in verdicts), [(v["verdict"], v["ratio"], v["figures"], v["reasons"]) for v in verdicts]
     for v in verdicts:
         text = " ".join(v["reasons"])
         assert f"iodepth=16 asked ({engine}); the trace saw at most 16 in flight" in text
@@ -62,7 +62,7 @@ def test_group_reporting_judges_the_jobs_together(tmp_path):
     # THEN fio's one entry is judged against both jobs' phases, and agrees
     assert len(fio["jobs"]) == 1
     (verdict,) = report["verdicts"]
-    assert verdict["verdict"] == "agrees", verdict
+    assert verdict["verdict"] == "agrees", (verdict["ratio"], verdict["figures"], verdict["reasons"])
     assert len(verdict["phases"]) == 2
     assert sum(p["async_ops"] for p in _job_phases(report)) == fio["jobs"][0]["write"]["total_ios"]
 
