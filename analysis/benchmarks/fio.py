@@ -258,14 +258,25 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     def find(claim: Claim) -> Match:
         rows, combine = _rows(claim, phases, argv, root)
         if entries[(claim.job, claim.direction)] > 1 and combine == "sum":
-            clones = list(dict.fromkeys(rows.sort_values("data_first_ns")["tid"]))
             k = seen[(claim.job, claim.direction)]
             seen[(claim.job, claim.direction)] += 1
-            rows = rows[rows["tid"] == clones[k]] if k < len(clones) else rows.iloc[0:0]
+            rows = _clone(rows, claim.job, k)
         depth = depth_note(claim, rows)
         return Match(rows, combine=combine, notes=[depth] if depth else [])
 
     return find
+
+
+def _clone(rows: pd.DataFrame, job: str, k: int) -> pd.DataFrame:
+    """The phases of clone k of a job (numjobs=N; fio prints the clones in this order). Its own
+    files are named "<job>.<k>.<file>" (fio's filesetup.c); clones sharing a file are told
+    apart by the order of their first data call, which a busy machine can shuffle."""
+    numbered = rows["path"].astype(str).map(lambda p: re.fullmatch(rf"{re.escape(job)}\.(\d+)\.\d+",
+                                                                  os.path.basename(p)))
+    if len(rows) and numbered.map(bool).all():
+        return rows[numbered.map(lambda m: int(m.group(1))) == k]
+    clones = list(dict.fromkeys(rows.sort_values("data_first_ns")["tid"]))
+    return rows[rows["tid"] == clones[k]] if k < len(clones) else rows.iloc[0:0]
 
 
 def depth_note(claim: Claim, rows: pd.DataFrame) -> str | None:
