@@ -94,6 +94,9 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 		slot->call.ino = key.ino;
 		slot->call.dev = key.dev;
 	}
+	/* munmap's mapping is gone at exit too: find its file now, as close's (mapping.bpf.h) */
+	if (op == IOW_OP_MUNMAP && !munmap_target(task, regs, &slot->call))
+		return 0;
 	slot->call.ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -270,5 +273,37 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		return 0;
 	note_off_cpu(prev, preempt ? 0 : prev_state & 0xff);
 	send_off_cpu_stretch(next);
+	return 0;
+}
+
+/* memory-mapped target files (mapping.bpf.h): a load or store on a page of a target mapping
+ * that is not mapped yet makes no syscall, only a fault */
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	on_page_fault(address, error_code, false);
+	return 0;
+}
+
+/* the same in kernel mode: a syscall copying to or from a target mapping (write(2) from a
+ * mapped buffer) */
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(on_page_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	on_page_fault(address, error_code, true);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork_mappings, struct task_struct *parent, struct task_struct *child)
+{
+	inherit_span(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit_mappings, struct task_struct *task)
+{
+	forget_span(task);
 	return 0;
 }

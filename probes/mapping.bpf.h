@@ -1,7 +1,56 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* mapping.bpf.h - memory-mapped target files: mmap, munmap, msync, madvise, and the faults on them.
  *
- * (being written: issue 16)
+ * Purpose: a benchmark that maps a file moves its bytes with loads and stores, not syscalls.
+ * What the kernel shows of that: the calls that make, sync, advise on and remove a mapping,
+ * and each page fault, when a load or store touches a page not mapped yet (or a store touches
+ * one mapped read-only). Records (events.h):
+ *   mmap     offset = file offset mapped, requested = length, ret = address or -errno, fd,
+ *            flags = prot | MAP_* << 8 (IOW_MMAP_*)
+ *   munmap, msync, madvise   offset = file offset of the range's start (in the mapping that
+ *            holds it), requested = length, flags = MS_* / MADV_* (munmap: 0), fd = -1
+ *   fault_read, fault_write  offset = file offset of the page, requested = 4096, fd = -1,
+ *            ret = 0, latency 0 (IOW_FAULT_LATENCY_UNKNOWN), IOW_FAULT_MAJOR when the page
+ *            was not ready in the page cache as the fault began, IOW_FAULT_IN_KERNEL for a
+ *            fault a syscall took copying to or from the mapping
+ *
+ * Example (`iowitness show` of tests/workloads/mapped_io.c, a 4 MiB file written and read
+ * through two mappings):
+ *
+ *     syscall       calls  errors   bytes ...
+ *     mmap              2       0     0 B
+ *     msync             1       0     0 B
+ *     madvise           1       0     0 B
+ *     munmap            2       0     0 B
+ *     fault_write   1,024       0     0 B
+ *     fault_read       68       0     0 B
+ *
+ * How to read it: one write fault per page stored to (a shared file mapping maps one page
+ * per write fault): their count times 4 KiB is what was written through the mapping. A read
+ * fault stands for its own page only: the kernel also maps up to fault_around_bytes (64 KiB
+ * by default) of neighbouring pages that are already in the page cache ("fault-around"),
+ * and loads on those make no fault at all, so read faults times 4 KiB is a lower bound of
+ * what was read. A fault's latency is unknown: the kernel has a tracepoint at its entry only
+ * (exceptions:page_fault_user / page_fault_kernel), none at its end.
+ *
+ * How a fault finds its file: bpf_find_vma on the faulting address, whose vm_file is looked
+ * up in the file set; the page cache of that file says whether the page is ready (major or
+ * not). munmap's mapping is gone at its exit: sys_enter resolves it (munmap_target), like
+ * close's fd. msync and madvise are resolved at exit, where their mapping still exists.
+ * What is not seen: mappings made before tracing began (attach), pages a syscall fills
+ * without a fault (MAP_POPULATE, madvise(MADV_WILLNEED/POPULATE_*), get_user_pages such as
+ * O_DIRECT from a mapped buffer), a mapping moved by mremap, and huge-page (PMD) file faults
+ * are recorded as their first 4 KiB.
+ *
+ * Overhead: every user page fault on the machine runs on_page_fault_user: while no traced
+ * process has mapped a target file it returns after one load (mappings_seen); after that,
+ * one `mapped_spans` hash lookup by process, and only a fault inside the span of addresses
+ * where the process mapped target files looks its vma up (bpf_find_vma: mmap lock trylock,
+ * maple-tree walk; with interrupts off, as here, the kernel defers the unlock to an irq_work)
+ * and, for a target page, walks the page cache's xarray (a few reads). mmap of a traced
+ * thread costs a flag test when anonymous, an fd-table walk and a `files` lookup otherwise;
+ * munmap, msync and madvise a span test when the range is outside every target mapping, a
+ * bpf_find_vma when inside.
  */
 #ifndef IOWITNESS_MAPPING_BPF_H
 #define IOWITNESS_MAPPING_BPF_H
@@ -11,10 +60,339 @@
 #include "ops.bpf.h"
 #include "summary.bpf.h"
 
+#ifndef ARG5
+#define ARG5(regs) ((regs)->r8)
+#endif
+
+/* x86-64 (ops.bpf.h refuses any other architecture) */
+#define MAPPING_PAGE_SIZE 4096ULL
+#define MAP_ANONYMOUS 0x20
+#define X86_PF_WRITE 0x2
+#define EBUSY 16
+#define VM_SHARED 0x8
+#define PTES_PER_TABLE 512
+
+/* xarray internals (include/linux/xarray.h): 6 bits of index per level; an internal entry
+ * has low bits 10; a node pointer is an internal entry above 4096, a sibling one below 256 */
+#define XA_CHUNK_SHIFT 6
+#define XA_CHUNK_MASK 63
+#define XA_MAX_LEVELS 11
+
+/* The addresses [lo, hi) that hold every target mapping a process made while traced: the
+ * cheap first test for a fault, a munmap or an madvise, most of which are on anonymous
+ * memory (malloc). Grown at each mmap of a target file, never shrunk (a stale span only
+ * costs a vma lookup); removed when the process exits, copied to a child at fork. */
+struct mapped_span {
+	__u64 lo;
+	__u64 hi;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct mapped_span);
+} mapped_spans SEC(".maps");
+
+/* 0 until a traced process maps a target file: until then a fault returns after one load */
+__u32 mappings_seen = 0;
+
+/* What bpf_find_vma's callback found at an address. */
+struct mapping_hit {
+	__u64 addr;              /* in: the address */
+	__u32 fault;             /* in: 0 a call, 1 a read fault, 2 a write fault */
+	__u32 target;            /* out: the address lies in a mapping of a target file */
+	struct iow_file_key key;
+	__s64 offset;            /* the file offset of addr */
+	/* faults */
+	__u32 page_ready;        /* the page is in the page cache and up to date */
+	__u32 around;            /* a read fault where the kernel maps cached neighbours too */
+	__u64 first;             /* the first file page the fault maps */
+	__u64 pages;             /* and how many */
+};
+
+/* Is file page `index` in the mapping's page cache and up to date, and how many pages has
+ * the folio that holds it? A read of the xarray under the RCU read lock every BPF program
+ * holds: a folio found is not freed meanwhile. Returns 0 when the page is not ready. */
+static __always_inline __u64 cached_folio_pages(struct address_space *mapping, __u64 index)
+{
+	__u64 slots = bpf_core_field_offset(struct xa_node, slots);
+	__u64 entry = (__u64)mapping->i_pages.xa_head, flags = 0, flags_1 = 0;
+	__u8 shift;
+
+	for (int level = 0; level < XA_MAX_LEVELS; level++) {
+		__u64 node, offset;
+
+		if ((entry & 3) != 2 || entry <= 4096)
+			break;   /* not a node: a folio, a shadow of an evicted one, or nothing */
+		node = entry - 2;
+		if (bpf_probe_read_kernel(&shift, sizeof(shift), (void *)node))
+			return 0;
+		offset = index >> shift;
+		if (level == 0 && offset > XA_CHUNK_MASK)
+			return 0;   /* beyond the tree: never cached */
+		offset &= XA_CHUNK_MASK;
+		if (bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slots + offset * 8)))
+			return 0;
+		/* a large folio fills several slots: the others point at its first */
+		if ((entry & 3) == 2 && entry < 256 &&
+		    bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slots + (entry >> 2) * 8)))
+			return 0;
+	}
+	if (!entry || (entry & 3))
+		return 0;   /* nothing, a shadow (value) entry, or an internal retry entry */
+	/* folio->flags is the first word of a folio on every kernel */
+	if (bpf_probe_read_kernel(&flags, sizeof(flags), (void *)entry))
+		return 0;
+	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_uptodate))))
+		return 0;
+	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_head))))
+		return 1;
+	/* a large folio: its order is the low byte of its second flags word */
+	if (bpf_probe_read_kernel(&flags_1, sizeof(flags_1),
+				  (void *)(entry + bpf_core_field_offset(struct folio, _flags_1))))
+		return 1;
+	return 1ULL << (flags_1 & 0xff);
+}
+
+/* The file pages a fault on page `index` maps (mapping_hit.first, .pages), the folio the
+ * kernel found ready holding `pages`: since Linux 6.18 (core_fixes.bpf.h) a fault maps the
+ * whole folio when it lies inside the vma and the page table, and the vma is aligned to
+ * it in the file; before, one page, as for a private write (a copy) and a page not ready. */
+static __always_inline void fault_unit(struct vm_area_struct *vma, __u64 index, __u64 pages, bool write,
+				       struct mapping_hit *hit)
+{
+	__u64 vma_off = index - vma->vm_pgoff, vma_pages = (vma->vm_end - vma->vm_start) / MAPPING_PAGE_SIZE;
+	__u64 pte_off = (hit->addr / MAPPING_PAGE_SIZE) & (PTES_PER_TABLE - 1), idx;
+
+	hit->first = index;
+	hit->pages = 1;
+	if (pages <= 1 || !fault_maps_whole_folio() || (write && !(vma->vm_flags & VM_SHARED)))
+		return;
+	idx = index & (pages - 1);   /* folios are aligned to their size in the file */
+	if (vma_off < idx || vma_off + (pages - idx) > vma_pages || pte_off < idx ||
+	    pte_off + (pages - idx) > PTES_PER_TABLE ||
+	    (((vma->vm_start / MAPPING_PAGE_SIZE) - vma->vm_pgoff) & (pages - 1)))
+		return;
+	hit->first = index - idx;
+	hit->pages = pages;
+}
+
+static long mapping_at_vma(struct task_struct *task, struct vm_area_struct *vma, struct mapping_hit *hit)
+{
+	struct file *file = vma->vm_file;
+	__u32 generation;
+	__u64 index, pages;
+
+	if (!file)
+		return 0;   /* anonymous memory */
+	generation = file_key_of(file, &hit->key);
+	if (!is_target(&hit->key, generation))
+		return 0;
+	index = ((hit->addr - vma->vm_start) / MAPPING_PAGE_SIZE) + vma->vm_pgoff;
+	hit->offset = (hit->addr - vma->vm_start) + vma->vm_pgoff * MAPPING_PAGE_SIZE;
+	hit->target = 1;
+	if (hit->fault) {
+		pages = cached_folio_pages(file->f_mapping, index);
+		hit->page_ready = pages > 0;
+		fault_unit(vma, index, pages, hit->fault == 2, hit);
+		/* do_read_fault: fault-around, where the file system can map pages (map_pages) */
+		hit->around = hit->fault == 1 && vma->vm_ops && vma->vm_ops->map_pages;
+	}
+	return 0;
+}
+
+/* Does `addr` of the current process lie in a mapping of a target file? Fills `hit`.
+ * Returns -EBUSY when the mapping could not be looked up (its mmap lock was taken). */
+static __always_inline long find_target_mapping(struct task_struct *task, __u64 addr, struct mapping_hit *hit)
+{
+	__u32 tgid = task->tgid;
+	struct mapped_span *span;
+
+	hit->target = 0;
+	if (!*(volatile __u32 *)&mappings_seen)
+		return 0;
+	span = bpf_map_lookup_elem(&mapped_spans, &tgid);
+	if (!span || addr < span->lo || addr >= span->hi)
+		return 0;
+	hit->addr = addr;
+	return bpf_find_vma(task, addr, mapping_at_vma, hit, 0);
+}
+
+/* A target file was mapped at [lo, hi): make the process's span cover it. Two threads
+ * mapping at once may each write its own widening; the later write would then lose the
+ * other's, so each one writes until it reads its range covered. */
+static __always_inline void grow_span(__u32 tgid, __u64 lo, __u64 hi)
+{
+	for (int i = 0; i < 4; i++) {
+		struct mapped_span *span = bpf_map_lookup_elem(&mapped_spans, &tgid);
+		struct mapped_span wider = { .lo = lo, .hi = hi };
+
+		if (span) {
+			if (span->lo <= lo && span->hi >= hi)
+				return;
+			wider.lo = span->lo < lo ? span->lo : lo;
+			wider.hi = span->hi > hi ? span->hi : hi;
+		}
+		if (bpf_map_update_elem(&mapped_spans, &tgid, &wider, BPF_ANY)) {
+			/* the span map is full: this mapping's faults and calls will go unseen */
+			count_lost(IOW_LOST_UNDECODED);
+			return;
+		}
+		mappings_seen = 1;
+	}
+}
+
+/* sys_enter of munmap: the mapping is gone at exit, so find its file now. True when the
+ * range starts in a target mapping; the file and offset are left in `call`. */
+static __always_inline bool munmap_target(struct task_struct *task, struct pt_regs *regs, struct call_start *call)
+{
+	struct mapping_hit hit = {};
+
+	if (find_target_mapping(task, ARG1(regs), &hit) == -EBUSY) {
+		count_lost(IOW_LOST_UNDECODED);
+		return false;
+	}
+	if (!hit.target)
+		return false;
+	call->ino = hit.key.ino;
+	call->dev = hit.key.dev;
+	call->offset = hit.offset;
+	return true;
+}
+
+/* what sys_enter left for this thread's call (end_of_call has consumed its time already) */
+static __always_inline struct call_start *call_of(struct task_struct *task)
+{
+	struct cpu_slot *slot = this_cpu_slot();
+
+	if (slot && slot->owner == (__u64)task)
+		return &slot->call;
+	return bpf_task_storage_get(&starts, task, 0, 0);
+}
+
+static __always_inline void on_mmap(struct task_struct *task, struct pt_regs *regs, long ret,
+				    __u64 start_ts, __u64 now)
+{
+	__u64 map_flags = ARG4(regs), length = ARG2(regs);
+	struct call_args args = {};
+	struct iow_file_key key;
+	struct file *file;
+	long fd;
+
+	if (map_flags & MAP_ANONYMOUS)
+		return;
+	fd = (int)ARG5(regs);
+	file = file_of_fd(task, fd);
+	if (!file || !is_target(&key, file_key_of(file, &key)))
+		return;
+	args.offset = ARG6(regs);
+	args.requested = length;
+	args.fd = fd;
+	args.flags = (ARG3(regs) & IOW_MMAP_PROT_MASK) | ((map_flags & 0xffffff) << IOW_MMAP_FLAGS_SHIFT);
+	/* a successful mmap returns an address: at most -4095 is an error */
+	if ((unsigned long)ret < (unsigned long)-4095L)
+		grow_span(task->tgid, ret, ret + length);
+	deliver_record(task->tgid, task->pid, &key, IOW_OP_MMAP, start_ts, now, ret, &args);
+}
+
 /* mmap, munmap, msync or madvise of a traced thread has returned */
 static __always_inline void on_mapping_call(__u16 op, struct task_struct *task, struct pt_regs *regs, long ret,
 					    __u64 start_ts, __u64 now)
 {
+	struct call_args args = { .requested = ARG2(regs), .fd = -1 };
+	struct iow_file_key key = {};
+
+	if (op == IOW_OP_MMAP) {
+		on_mmap(task, regs, ret, start_ts, now);
+		return;
+	}
+	if (op == IOW_OP_MUNMAP) {
+		/* sys_enter found the range in a target mapping (munmap_target), or did not time it */
+		struct call_start *call = call_of(task);
+
+		if (!call)
+			return;
+		key.ino = call->ino;
+		key.dev = call->dev;
+		args.offset = call->offset;
+	} else {
+		/* msync, madvise: the mapping is still there */
+		struct mapping_hit hit = {};
+
+		if (find_target_mapping(task, ARG1(regs), &hit) == -EBUSY) {
+			count_lost(IOW_LOST_UNDECODED);
+			return;
+		}
+		if (!hit.target)
+			return;
+		key = hit.key;
+		args.offset = hit.offset;
+		args.flags = ARG3(regs);
+	}
+	deliver_record(task->tgid, task->pid, &key, op, start_ts, now, ret, &args);
+}
+
+/* A page fault of the current task at `address` (exceptions:page_fault_user / _kernel). */
+static __always_inline void on_page_fault(__u64 address, __u64 error_code, bool in_kernel)
+{
+	struct task_struct *task;
+	struct mapping_hit hit = { .fault = error_code & X86_PF_WRITE ? 2 : 1 };
+	struct call_args args = { .fd = -1 };
+	__u64 now;
+	long err;
+
+	if (!*(volatile __u32 *)&mappings_seen)
+		return;
+	task = bpf_get_current_task_btf();
+	/* a copy that may not fault (a BPF probe read among them) is not the program's access */
+	if (in_kernel && task->pagefault_disabled)
+		return;
+	now = bpf_ktime_get_ns();
+	err = find_target_mapping(task, address & ~(MAPPING_PAGE_SIZE - 1), &hit);
+	if (err == -EBUSY) {
+		count_lost(IOW_LOST_UNDECODED);
+		return;
+	}
+	if (!hit.target)
+		return;
+	args.offset = hit.first * MAPPING_PAGE_SIZE;
+	args.requested = hit.pages * MAPPING_PAGE_SIZE;
+	args.flags = IOW_FAULT_LATENCY_UNKNOWN | (hit.page_ready ? 0 : IOW_FAULT_MAJOR) |
+		     (in_kernel ? IOW_FAULT_IN_KERNEL : 0) | (hit.around ? IOW_FAULT_AROUND : 0);
+	deliver_record(task->tgid, task->pid, &hit.key,
+		       error_code & X86_PF_WRITE ? IOW_OP_FAULT_WRITE : IOW_OP_FAULT_READ, now, now, 0, &args);
+}
+
+/* a process forked: the child has the parent's mappings, so its span too (a parent with a
+ * span is traced, and on_fork follows its child) */
+static __always_inline void inherit_span(__u32 parent_tgid, __u32 child_tgid)
+{
+	struct mapped_span *span;
+	struct mapped_span copy;
+
+	if (!*(volatile __u32 *)&mappings_seen || parent_tgid == child_tgid)
+		return;
+	span = bpf_map_lookup_elem(&mapped_spans, &parent_tgid);
+	if (!span)
+		return;
+	copy = *span;
+	if (bpf_map_update_elem(&mapped_spans, &child_tgid, &copy, BPF_ANY))
+		count_lost(IOW_LOST_UNDECODED);
+}
+
+/* the last thread of a process exits: its span goes (its PID may be reused) */
+static __always_inline void forget_span(struct task_struct *task)
+{
+	__u32 tgid;
+
+	if (!*(volatile __u32 *)&mappings_seen)
+		return;
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return;
+	tgid = BPF_CORE_READ(task, tgid);
+	bpf_map_delete_elem(&mapped_spans, &tgid);
 }
 
 #endif
