@@ -14,43 +14,49 @@
  *            was not ready in the page cache as the fault began, IOW_FAULT_IN_KERNEL for a
  *            fault a syscall took copying to or from the mapping
  *
- * Example (`iowitness show` of tests/workloads/mapped_io.c, a 4 MiB file written and read
- * through two mappings):
+ * Example (tests/workloads/mapped_io.c on ext4, Linux 6.18: a 4 MiB file written with
+ * write(2), stored to once a page through a shared mapping, msync'ed, dropped from the page
+ * cache, then loaded once a page through a read-only mapping; `iowitness show`):
  *
- *     syscall       calls  errors   bytes ...
- *     mmap              2       0     0 B
- *     msync             1       0     0 B
- *     madvise           1       0     0 B
- *     munmap            2       0     0 B
- *     fault_write   1,024       0     0 B
- *     fault_read       68       0     0 B
+ *     syscall       calls ...
+ *     mmap              2      offset 0, requested 4 MiB, flags 0x103 then 0x101
+ *     fault_write      64      requested 64 KiB each: 4 MiB, the file
+ *     msync             1      offset 0, 4 MiB, MS_SYNC
+ *     munmap            2
+ *     fault_read       64      requested 4 KiB each, 4 of them major (the cold file)
+ *     madvise           1      offset 2 MiB, 2 MiB, MADV_DONTNEED
  *
- * How to read it: one write fault per page stored to (a shared file mapping maps one page
- * per write fault): their count times 4 KiB is what was written through the mapping. A read
- * fault stands for its own page only: the kernel also maps up to fault_around_bytes (64 KiB
- * by default) of neighbouring pages that are already in the page cache ("fault-around"),
- * and loads on those make no fault at all, so read faults times 4 KiB is a lower bound of
- * what was read. A fault's latency is unknown: the kernel has a tracepoint at its entry only
- * (exceptions:page_fault_user / page_fault_kernel), none at its end.
+ * How to read it: a fault record stands for the pages the kernel maps for that fault's own
+ * page: the folio holding it when the kernel maps whole folios (Linux 6.18 and later, when
+ * the folio fits the vma; core_fixes.bpf.h), else the one page. A write fault on a shared
+ * mapping maps nothing else, so write faults' `requested` adds up to what became writable
+ * through the mapping: above, exactly the file. A read fault also maps the cached pages
+ * around it up to fault_around_bytes (64 KiB by default; IOW_FAULT_AROUND), which then
+ * never fault: read faults' `requested` is a lower bound of what was read (above, 64 faults
+ * of 4 KiB each for a 4 MiB read). A fault's latency is unknown: the kernel has tracepoints
+ * at fault entry only (exceptions:page_fault_user, page_fault_kernel). IOW_FAULT_MAJOR is
+ * the page cache's state as the fault began (page absent, or its read in flight): the
+ * kernel's own major count (getrusage) leaves out a fault that waited for a read already
+ * in flight.
  *
- * How a fault finds its file: bpf_find_vma on the faulting address, whose vm_file is looked
- * up in the file set; the page cache of that file says whether the page is ready (major or
- * not). munmap's mapping is gone at its exit: sys_enter resolves it (munmap_target), like
- * close's fd. msync and madvise are resolved at exit, where their mapping still exists.
- * What is not seen: mappings made before tracing began (attach), pages a syscall fills
- * without a fault (MAP_POPULATE, madvise(MADV_WILLNEED/POPULATE_*), get_user_pages such as
- * O_DIRECT from a mapped buffer), a mapping moved by mremap, and huge-page (PMD) file faults
- * are recorded as their first 4 KiB.
+ * How a fault finds its file: the vma holding the address, read from the process's maple
+ * tree of vmas without a lock (vma_at), its vm_file looked up in the file set, and the
+ * file's page cache (an xarray) for the page's folio. munmap's mapping is gone at its exit:
+ * sys_enter resolves it (munmap_target), as it resolves close's fd; msync and madvise are
+ * resolved at exit, where their mapping still exists. Not seen: mappings made before
+ * tracing began (attach), pages a syscall maps without a fault (MAP_POPULATE,
+ * madvise(MADV_WILLNEED / MADV_POPULATE_*), get_user_pages as in O_DIRECT from a mapped
+ * buffer), a mapping mremap moved, a munmap, msync or madvise whose range starts outside a
+ * target mapping (one that spans several mappings is recorded with its first one).
  *
  * Overhead: every user page fault on the machine runs on_page_fault_user: while no traced
- * process has mapped a target file it returns after one load (mappings_seen); after that,
- * one `mapped_spans` hash lookup by process, and only a fault inside the span of addresses
- * where the process mapped target files looks its vma up (bpf_find_vma: mmap lock trylock,
- * maple-tree walk; with interrupts off, as here, the kernel defers the unlock to an irq_work)
- * and, for a target page, walks the page cache's xarray (a few reads). mmap of a traced
- * thread costs a flag test when anonymous, an fd-table walk and a `files` lookup otherwise;
- * munmap, msync and madvise a span test when the range is outside every target mapping, a
- * bpf_find_vma when inside.
+ * process has a target file mapped it returns after one load (live_spans); then one
+ * `mapped_spans` hash lookup, and only a fault inside the span of addresses where its
+ * process mapped target files walks the vma tree and the page cache (about 10
+ * bpf_probe_read_kernel calls; about 1 us a recorded fault with BPF statistics on, in this
+ * VM). mmap of a traced thread costs a flag test when anonymous, an fd-table walk and a
+ * `files` lookup otherwise; munmap, msync and madvise a span test when outside every target
+ * mapping, a vma walk when inside.
  */
 #ifndef IOWITNESS_MAPPING_BPF_H
 #define IOWITNESS_MAPPING_BPF_H
@@ -71,6 +77,16 @@
 #define EBUSY 16
 #define VM_SHARED 0x8
 #define PTES_PER_TABLE 512
+
+/* maple tree internals (include/linux/maple_tree.h): a node pointer carries its type in
+ * bits 3-6; range nodes have 15 pivots, allocation-range nodes (internal nodes of the vma
+ * tree) 9; a process's vma tree is 3 or 4 levels deep at most in practice */
+#define MAPLE_NODE_MASK 255ULL
+#define MAPLE_TYPE_SHIFT 3
+#define MAPLE_TYPE_MASK 15
+#define MAPLE_RANGE64_PIVOTS 15
+#define MAPLE_ARANGE64_PIVOTS 9
+#define MAPLE_MAX_LEVELS 8
 
 /* xarray internals (include/linux/xarray.h): 6 bits of index per level; an internal entry
  * has low bits 10; a node pointer is an internal entry above 4096, a sibling one below 256 */
@@ -95,8 +111,9 @@ struct {
 	__type(value, struct mapped_span);
 } mapped_spans SEC(".maps");
 
-/* 0 until a traced process maps a target file: until then a fault returns after one load */
-__u32 mappings_seen = 0;
+/* spans in `mapped_spans`: while no traced process has mapped a target file, a fault on the
+ * machine returns after one load */
+__u64 live_spans = 0;
 
 /* What bpf_find_vma's callback found at an address. */
 struct mapping_hit {
@@ -179,17 +196,17 @@ static __always_inline void fault_unit(struct vm_area_struct *vma, __u64 index, 
 	hit->pages = pages;
 }
 
-static long mapping_at_vma(struct task_struct *task, struct vm_area_struct *vma, struct mapping_hit *hit)
+static __always_inline void mapping_at_vma(struct vm_area_struct *vma, struct mapping_hit *hit)
 {
 	struct file *file = vma->vm_file;
 	__u32 generation;
 	__u64 index, pages;
 
 	if (!file)
-		return 0;   /* anonymous memory */
+		return;   /* anonymous memory */
 	generation = file_key_of(file, &hit->key);
 	if (!is_target(&hit->key, generation))
-		return 0;
+		return;
 	index = ((hit->addr - vma->vm_start) / MAPPING_PAGE_SIZE) + vma->vm_pgoff;
 	hit->offset = (hit->addr - vma->vm_start) + vma->vm_pgoff * MAPPING_PAGE_SIZE;
 	hit->target = 1;
@@ -200,24 +217,91 @@ static long mapping_at_vma(struct task_struct *task, struct vm_area_struct *vma,
 		/* do_read_fault: fault-around, where the file system can map pages (map_pages) */
 		hit->around = hit->fault == 1 && vma->vm_ops && vma->vm_ops->map_pages;
 	}
-	return 0;
+}
+
+/* The vma holding `addr` in `mm`, read from the maple tree of vmas under the RCU read lock
+ * every BPF program holds, as the kernel's own lockless lookup does (mtree_lookup_walk):
+ * bpf_find_vma takes the mmap lock, and with interrupts off (the page-fault tracepoints)
+ * defers the unlock to an irq_work, a self-IPI: 7 us a fault measured in this VM. NULL when
+ * no vma holds it; *unsure when the walk met a node being replaced (a concurrent mmap or
+ * munmap) or a tree deeper than MAPLE_MAX_LEVELS. */
+static __always_inline struct vm_area_struct *vma_at(struct mm_struct *mm, __u64 addr, bool *unsure)
+{
+	__u64 entry = (__u64)mm->mm_mt.ma_root, pivots[MAPLE_RANGE64_PIVOTS];
+	__u32 leaf = bpf_core_enum_value(enum maple_type, maple_leaf_64);
+	__u32 range = bpf_core_enum_value(enum maple_type, maple_range_64);
+	__u32 arange = bpf_core_enum_value(enum maple_type, maple_arange_64);
+	struct vm_area_struct *vma;
+
+	/* a root that is no node holds one entry, at address 0: no vma of ours */
+	if ((entry & 3) != 2 || entry <= 4096)
+		return NULL;
+	for (int level = 0; level < MAPLE_MAX_LEVELS; level++) {
+		__u64 node = entry & ~MAPLE_NODE_MASK, type = (entry >> MAPLE_TYPE_SHIFT) & MAPLE_TYPE_MASK;
+		__u64 pivot_at, slot_at, count, offset = 0, parent = 0;
+
+		if (type == arange) {
+			pivot_at = bpf_core_field_offset(struct maple_arange_64, pivot);
+			slot_at = bpf_core_field_offset(struct maple_arange_64, slot);
+			count = MAPLE_ARANGE64_PIVOTS;
+		} else if (type == range || type == leaf) {
+			pivot_at = bpf_core_field_offset(struct maple_range_64, pivot);
+			slot_at = bpf_core_field_offset(struct maple_range_64, slot);
+			count = MAPLE_RANGE64_PIVOTS;
+		} else {
+			break;
+		}
+		if (bpf_probe_read_kernel(pivots, sizeof(pivots), (void *)(node + pivot_at)))
+			break;
+		/* the first slot whose pivot (last address) reaches addr; past the last, the last */
+		for (int i = 0; i < MAPLE_RANGE64_PIVOTS; i++) {
+			if (i >= count || pivots[i] >= addr)
+				break;
+			offset++;
+		}
+		if (bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slot_at + offset * 8)) ||
+		    bpf_probe_read_kernel(&parent, sizeof(parent), (void *)node))
+			break;
+		/* a dead node (replaced by a writer) points at itself */
+		if ((parent & ~MAPLE_NODE_MASK) == node)
+			break;
+		if (type != leaf)
+			continue;
+		if (!entry)
+			return NULL;
+		/* vmas are reused without an RCU grace period: check it is still ours and holds addr */
+		vma = bpf_rdonly_cast((void *)entry, bpf_core_type_id_kernel(struct vm_area_struct));
+		if (vma->vm_mm != mm || addr < vma->vm_start || addr >= vma->vm_end)
+			break;
+		return vma;
+	}
+	*unsure = true;
+	return NULL;
 }
 
 /* Does `addr` of the current process lie in a mapping of a target file? Fills `hit`.
- * Returns -EBUSY when the mapping could not be looked up (its mmap lock was taken). */
+ * Returns -EBUSY when the vma could not be read (the tree changing under the walk): the
+ * caller counts it as a call or fault that may have been on a target, unrecorded. */
 static __always_inline long find_target_mapping(struct task_struct *task, __u64 addr, struct mapping_hit *hit)
 {
 	__u32 tgid = task->tgid;
 	struct mapped_span *span;
+	struct vm_area_struct *vma;
+	bool unsure = false;
 
 	hit->target = 0;
-	if (!*(volatile __u32 *)&mappings_seen)
+	if (!*(volatile __u64 *)&live_spans)
 		return 0;
 	span = bpf_map_lookup_elem(&mapped_spans, &tgid);
 	if (!span || addr < span->lo || addr >= span->hi)
 		return 0;
 	hit->addr = addr;
-	return bpf_find_vma(task, addr, mapping_at_vma, hit, 0);
+	vma = vma_at(task->mm, addr, &unsure);
+	if (unsure)
+		return -EBUSY;
+	if (vma)
+		mapping_at_vma(vma, hit);
+	return 0;
 }
 
 /* A target file was mapped at [lo, hi): make the process's span cover it. Two threads
@@ -234,13 +318,14 @@ static __always_inline void grow_span(__u32 tgid, __u64 lo, __u64 hi)
 				return;
 			wider.lo = span->lo < lo ? span->lo : lo;
 			wider.hi = span->hi > hi ? span->hi : hi;
-		}
-		if (bpf_map_update_elem(&mapped_spans, &tgid, &wider, BPF_ANY)) {
+			bpf_map_update_elem(&mapped_spans, &tgid, &wider, BPF_EXIST);
+		} else if (!bpf_map_update_elem(&mapped_spans, &tgid, &wider, BPF_NOEXIST)) {
+			__sync_fetch_and_add(&live_spans, 1);
+		} else if (!bpf_map_lookup_elem(&mapped_spans, &tgid)) {
 			/* the span map is full: this mapping's faults and calls will go unseen */
 			count_lost(IOW_LOST_UNDECODED);
 			return;
 		}
-		mappings_seen = 1;
 	}
 }
 
@@ -343,7 +428,7 @@ static __always_inline void on_page_fault(__u64 address, __u64 error_code, bool 
 	__u64 now;
 	long err;
 
-	if (!*(volatile __u32 *)&mappings_seen)
+	if (!*(volatile __u64 *)&live_spans)
 		return;
 	task = bpf_get_current_task_btf();
 	/* a copy that may not fault (a BPF probe read among them) is not the program's access */
@@ -372,14 +457,16 @@ static __always_inline void inherit_span(__u32 parent_tgid, __u32 child_tgid)
 	struct mapped_span *span;
 	struct mapped_span copy;
 
-	if (!*(volatile __u32 *)&mappings_seen || parent_tgid == child_tgid)
+	if (!*(volatile __u64 *)&live_spans || parent_tgid == child_tgid)
 		return;
 	span = bpf_map_lookup_elem(&mapped_spans, &parent_tgid);
 	if (!span)
 		return;
 	copy = *span;
-	if (bpf_map_update_elem(&mapped_spans, &child_tgid, &copy, BPF_ANY))
+	if (bpf_map_update_elem(&mapped_spans, &child_tgid, &copy, BPF_NOEXIST))
 		count_lost(IOW_LOST_UNDECODED);
+	else
+		__sync_fetch_and_add(&live_spans, 1);
 }
 
 /* the last thread of a process exits: its span goes (its PID may be reused) */
@@ -387,12 +474,13 @@ static __always_inline void forget_span(struct task_struct *task)
 {
 	__u32 tgid;
 
-	if (!*(volatile __u32 *)&mappings_seen)
+	if (!*(volatile __u64 *)&live_spans)
 		return;
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return;
 	tgid = BPF_CORE_READ(task, tgid);
-	bpf_map_delete_elem(&mapped_spans, &tgid);
+	if (!bpf_map_delete_elem(&mapped_spans, &tgid))
+		__sync_fetch_and_sub(&live_spans, 1);
 }
 
 #endif
