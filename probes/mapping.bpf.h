@@ -73,6 +73,7 @@
 /* x86-64 (ops.bpf.h refuses any other architecture) */
 #define MAPPING_PAGE_SIZE 4096ULL
 #define MAP_ANONYMOUS 0x20
+#define X86_PF_PROT 0x1    /* the page was present: a protection fault (a store to a read-only PTE) */
 #define X86_PF_WRITE 0x2
 #define EBUSY 16
 #define VM_SHARED 0x8
@@ -118,13 +119,14 @@ __u64 live_spans = 0;
 /* What bpf_find_vma's callback found at an address. */
 struct mapping_hit {
 	__u64 addr;              /* in: the address */
-	__u32 fault;             /* in: 0 a call, 1 a read fault, 2 a write fault */
+	__u32 fault;             /* in: a fault (with error_code), not a call */
 	__u32 target;            /* out: the address lies in a mapping of a target file */
 	struct iow_file_key key;
 	__s64 offset;            /* the file offset of addr */
 	/* faults */
 	__u32 page_ready;        /* the page is in the page cache and up to date */
 	__u32 around;            /* a read fault where the kernel maps cached neighbours too */
+	__u64 error_code;        /* in: the fault's X86_PF_* bits */
 	__u64 first;             /* the first file page the fault maps */
 	__u64 pages;             /* and how many */
 };
@@ -173,19 +175,30 @@ static __always_inline __u64 cached_folio_pages(struct address_space *mapping, _
 	return 1ULL << (flags_1 & 0xff);
 }
 
-/* The file pages a fault on page `index` maps (mapping_hit.first, .pages), the folio the
- * kernel found ready holding `pages`: since Linux 6.18 (core_fixes.bpf.h) a fault maps the
- * whole folio when it lies inside the vma and the page table, and the vma is aligned to
- * it in the file; before, one page, as for a private write (a copy) and a page not ready. */
-static __always_inline void fault_unit(struct vm_area_struct *vma, __u64 index, __u64 pages, bool write,
+/* The file pages a fault on page `index` maps (mapping_hit.first, .pages), `pages` being
+ * the size of the ready folio that holds it (0: not ready). Which path the kernel takes
+ * (mm/memory.c, handle_pte_fault):
+ *   read, not present, the file can map pages (map_pages): do_fault_around maps the cached
+ *     folios of a window of fault_around_bytes, limited to that window, whose size the probe
+ *     cannot read: the faulting page is all that is sure (IOW_FAULT_AROUND says more may be)
+ *   write on a present page (X86_PF_PROT): do_wp_page makes that one page writable
+ *   write to a private mapping: do_cow_fault copies one page
+ *   otherwise finish_fault maps the folio: since Linux 6.18 (core_fixes.bpf.h) all of it
+ *     when it lies inside the vma and the page table and the vma is aligned to it in the
+ *     file; before, one page. A page not ready is read first, into a folio of a size not
+ *     known yet: one page is all that is sure. */
+static __always_inline void fault_unit(struct vm_area_struct *vma, __u64 index, __u64 pages, __u64 error_code,
 				       struct mapping_hit *hit)
 {
 	__u64 vma_off = index - vma->vm_pgoff, vma_pages = (vma->vm_end - vma->vm_start) / MAPPING_PAGE_SIZE;
 	__u64 pte_off = (hit->addr / MAPPING_PAGE_SIZE) & (PTES_PER_TABLE - 1), idx;
+	bool write = error_code & X86_PF_WRITE;
 
 	hit->first = index;
 	hit->pages = 1;
-	if (pages <= 1 || !fault_maps_whole_folio() || (write && !(vma->vm_flags & VM_SHARED)))
+	hit->around = !write && vma->vm_ops && vma->vm_ops->map_pages;
+	if (pages <= 1 || hit->around || (error_code & X86_PF_PROT) || !fault_maps_whole_folio() ||
+	    (write && !(vma->vm_flags & VM_SHARED)))
 		return;
 	idx = index & (pages - 1);   /* folios are aligned to their size in the file */
 	if (vma_off < idx || vma_off + (pages - idx) > vma_pages || pte_off < idx ||
@@ -213,9 +226,7 @@ static __always_inline void mapping_at_vma(struct vm_area_struct *vma, struct ma
 	if (hit->fault) {
 		pages = cached_folio_pages(file->f_mapping, index);
 		hit->page_ready = pages > 0;
-		fault_unit(vma, index, pages, hit->fault == 2, hit);
-		/* do_read_fault: fault-around, where the file system can map pages (map_pages) */
-		hit->around = hit->fault == 1 && vma->vm_ops && vma->vm_ops->map_pages;
+		fault_unit(vma, index, pages, hit->error_code, hit);
 	}
 }
 
@@ -423,7 +434,7 @@ static __always_inline void on_mapping_call(__u16 op, struct task_struct *task, 
 static __always_inline void on_page_fault(__u64 address, __u64 error_code, bool in_kernel)
 {
 	struct task_struct *task;
-	struct mapping_hit hit = { .fault = error_code & X86_PF_WRITE ? 2 : 1 };
+	struct mapping_hit hit = { .fault = 1, .error_code = error_code };
 	struct call_args args = { .fd = -1 };
 	__u64 now;
 	long err;
