@@ -24,7 +24,7 @@ MAP_SHARED, MAP_PRIVATE = 1, 2
 MS_SYNC, MADV_DONTNEED = 4, 4
 # probes/events.h: IOW_MMAP_FLAGS_SHIFT and IOW_FAULT_*
 FLAGS_SHIFT = 8
-MAJOR, LATENCY_UNKNOWN, AROUND = 1, 2, 8
+MAJOR, LATENCY_UNKNOWN, IN_KERNEL, AROUND = 1, 2, 4, 8
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,8 @@ def _covers_exactly(faults, start: int, size: int) -> bool:
 def test_mapped_io_calls_and_faults_match_what_the_program_did(disk, traced, tmp_path):
     # GIVEN mapped_io on an 8 MiB file of a fresh ext4: written with write(2), stored to once a
     # page through a shared mapping, msync'ed and unmapped, dropped from the page cache, read
-    # once a page through a read-only mapping, half advised away, unmapped
+    # once a page through a read-only mapping, half advised away, 64 KiB of that half copied
+    # into another file with write(2), unmapped
     _, mnt = disk
     exe = build("mapped_io", tmp_path)
     data, log = mnt / "mapped.dat", tmp_path / "mapped.jsonl"
@@ -104,6 +105,16 @@ def test_mapped_io_calls_and_faults_match_what_the_program_did(disk, traced, tmp
     assert reading["offset"].is_unique
     assert ((reading["offset"] >= 0) & (reading["offset"] + reading["requested"] <= size)).all()
     assert 0 < int(reading["requested"].sum()) <= size
+
+    # AND write(2) from the advised-away half made the kernel fault those pages in itself:
+    # read faults taken in kernel mode, inside the 64 KiB it copied
+    copied = next(t for t in truth if "copied" in t)
+    in_kernel = _between(events, madvise, munmap2)
+    assert len(in_kernel) >= 1 and set(in_kernel["syscall"].astype(str)) == {"fault_read"}
+    assert (in_kernel["flags"] & IN_KERNEL).all()
+    assert ((in_kernel["offset"] >= copied["offset"]) &
+            (in_kernel["offset"] < copied["offset"] + copied["length"])).all()
+    assert not (_ops(events, "fault_read", "fault_write").drop(in_kernel.index)["flags"] & IN_KERNEL).any()
 
     # AND every fault has an unknown latency, said so, and no fd
     faults = _ops(events, "fault_read", "fault_write")

@@ -1,7 +1,7 @@
 /* mapped_io.c — a workload that moves a file's bytes through two memory mappings, and says how.
  *
  * Usage: mapped_io FILE SIZE_KIB LOG_PATH
- *   FILE is created (SIZE_KIB KiB, a multiple of 4) and left in place. Every call made on the
+ *   FILE is created (SIZE_KIB KiB, a multiple of 64) and left in place, with FILE.copy. Every call made on the
  *   file's mappings, and what each pass saw, is appended to LOG_PATH as one JSON line (the
  *   ground truth of tests/kernel/test_mmap.py); the same lines go to stdout.
  *
@@ -14,7 +14,9 @@
  *   4  posix_fadvise(DONTNEED) on the (now clean) file: its pages leave the page cache
  *   5  mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0); mincore counts pages resident before
  *      the read; load one byte of each page; the sum of the bytes is checked
- *   6  madvise(second half, MADV_DONTNEED); munmap(whole mapping); close
+ *   6  madvise(second half, MADV_DONTNEED)
+ *   7  write(2) 64 KiB from the start of that half into FILE.copy (not mapped, so the kernel
+ *      faults the pages in itself, in kernel mode); munmap(whole mapping); close
  * Each pass logs the process's minor and major fault counts (getrusage) before and after.
  *
  * Example log lines:
@@ -74,7 +76,8 @@ int main(int argc, char **argv)
 	unsigned char *vec;
 	char piece[64 * 1024];
 	char *p;
-	int fd, ret;
+	char copy_path[4096];
+	int fd, copy, ret;
 
 	if (argc != 4) {
 		fprintf(stderr, "usage: mapped_io FILE SIZE_KIB LOG_PATH\n");
@@ -86,6 +89,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mapped_io: SIZE_KIB must be a positive multiple of 64\n");
 		return 2;
 	}
+	snprintf(copy_path, sizeof(copy_path), "%s.copy", argv[1]);
 	logf = fopen(argv[3], "a");
 	if (!logf)
 		die("log");
@@ -154,6 +158,14 @@ int main(int argc, char **argv)
 	ret = madvise(p + size / 2, size / 2, MADV_DONTNEED);
 	say("{\"call\": \"madvise\", \"addr\": %lu, \"offset\": %ld, \"length\": %ld, \"flags\": %d, \"ret\": %d}\n",
 	    (unsigned long)(p + size / 2), size / 2, size / 2, MADV_DONTNEED, ret);
+
+	/* 7: 64 KiB of the advised-away half copied into another file by write(2): the kernel
+	 * faults the pages in itself, in kernel mode */
+	copy = open(copy_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (copy < 0 || write(copy, p + size / 2, sizeof(piece)) != sizeof(piece))
+		die("copy");
+	close(copy);
+	say("{\"copied\": \"%s\", \"offset\": %ld, \"length\": %zu}\n", copy_path, size / 2, sizeof(piece));
 	ret = munmap(p, size);
 	say("{\"call\": \"munmap\", \"addr\": %lu, \"offset\": 0, \"length\": %ld, \"flags\": 0, \"ret\": %d}\n",
 	    (unsigned long)p, size, ret);
