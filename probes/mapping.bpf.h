@@ -9,35 +9,42 @@
  *            flags = prot | MAP_* << 8 (IOW_MMAP_*)
  *   munmap, msync, madvise   offset = file offset of the range's start (in the mapping that
  *            holds it), requested = length, flags = MS_* / MADV_* (munmap: 0), fd = -1
- *   fault_read, fault_write  offset = file offset of the page, requested = 4096, fd = -1,
- *            ret = 0, latency 0 (IOW_FAULT_LATENCY_UNKNOWN), IOW_FAULT_MAJOR when the page
- *            was not ready in the page cache as the fault began, IOW_FAULT_IN_KERNEL for a
- *            fault a syscall took copying to or from the mapping
+ *   fault_read, fault_write  offset = file offset of the first page the fault surely maps,
+ *            requested = its bytes (4 KiB, or a whole folio: fault_unit), fd = -1, ret = 0,
+ *            latency 0 (IOW_FAULT_LATENCY_UNKNOWN), IOW_FAULT_MAJOR when the page was not
+ *            ready in the page cache as the fault began, IOW_FAULT_IN_KERNEL for a fault a
+ *            syscall took copying to or from the mapping, IOW_FAULT_AROUND (read faults)
  *
- * Example (tests/workloads/mapped_io.c on ext4, Linux 6.18: a 4 MiB file written with
- * write(2), stored to once a page through a shared mapping, msync'ed, dropped from the page
- * cache, then loaded once a page through a read-only mapping; `iowitness show`):
+ * Example (`iowitness show` of tests/workloads/mapped_io.c on an ext4 loop device, Linux
+ * 6.18: an 8 MiB file written with write(2) in 64 KiB pieces, stored to once a page through
+ * a shared mapping, msync'ed, dropped from the page cache, loaded once a page through a
+ * read-only mapping, half advised away; columns cut):
  *
- *     syscall       calls ...
- *     mmap              2      offset 0, requested 4 MiB, flags 0x103 then 0x101
- *     fault_write      64      requested 64 KiB each: 4 MiB, the file
- *     msync             1      offset 0, 4 MiB, MS_SYNC
- *     munmap            2
- *     fault_read       64      requested 4 KiB each, 4 of them major (the cold file)
- *     madvise           1      offset 2 MiB, 2 MiB, MADV_DONTNEED
+ *     syscall      calls  errors    bytes   min µs  mean µs
+ *     write          128       0  8.0 MiB    162.1   1883.5
+ *     fault_write    128       0      0 B     0.00     0.00
+ *     fault_read     128       0      0 B     0.00     0.00
+ *     mmap             2       0      0 B     13.7     14.4
+ *     munmap           2       0      0 B     59.3    114.9
+ *     msync            1       0      0 B  13.9 ms  13.9 ms
+ *     madvise          1       0      0 B     24.1     24.1
  *
- * How to read it: a fault record stands for the pages the kernel maps for that fault's own
- * page: the folio holding it when the kernel maps whole folios (Linux 6.18 and later, when
- * the folio fits the vma; core_fixes.bpf.h), else the one page. A write fault on a shared
- * mapping maps nothing else, so write faults' `requested` adds up to what became writable
- * through the mapping: above, exactly the file. A read fault also maps the cached pages
- * around it up to fault_around_bytes (64 KiB by default; IOW_FAULT_AROUND), which then
- * never fault: read faults' `requested` is a lower bound of what was read (above, 64 faults
- * of 4 KiB each for a 4 MiB read). A fault's latency is unknown: the kernel has tracepoints
- * at fault entry only (exceptions:page_fault_user, page_fault_kernel). IOW_FAULT_MAJOR is
- * the page cache's state as the fault began (page absent, or its read in flight): the
- * kernel's own major count (getrusage) leaves out a fault that waited for a read already
- * in flight.
+ * In the records: fault_write's `requested` add up to 8 MiB, 128 folios of 64 KiB, the
+ * file; fault_read's to 512 KiB (4 KiB each, 5 major); the process's own getrusage counted
+ * 128 faults in each pass too.
+ *
+ * How to read it: a fault record stands for the pages the kernel surely maps for it: the
+ * whole folio holding the page when the kernel maps whole folios (a store to a page not
+ * mapped yet, Linux 6.18 and later, the folio inside the vma; fault_unit), else the one
+ * page. A write fault on a shared mapping maps nothing else, so write faults' `requested`
+ * adds up to what became writable through the mapping: above, exactly the file. A read
+ * fault also maps cached pages around it (fault-around: fault_around_bytes, 64 KiB by
+ * default, or a whole large folio; IOW_FAULT_AROUND), which then never fault: read faults'
+ * `requested` is a lower bound of what was read (above, 512 KiB of an 8 MiB read). A
+ * fault's latency is unknown: the kernel has tracepoints at fault entry only
+ * (exceptions:page_fault_user, page_fault_kernel). IOW_FAULT_MAJOR is the page cache's
+ * state as the fault began (page absent, or its read in flight): the kernel's own major
+ * count (getrusage) leaves out a fault that waited for a read already in flight.
  *
  * How a fault finds its file: the vma holding the address, read from the process's maple
  * tree of vmas without a lock (vma_at), its vm_file looked up in the file set, and the
