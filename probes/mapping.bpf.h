@@ -59,9 +59,8 @@
  * Overhead: every user page fault on the machine runs on_page_fault_user: while no traced
  * process has a target file mapped it returns after one load (live_spans); then one
  * `mapped_spans` hash lookup, and only a fault inside the span of addresses where its
- * process mapped target files walks the vma tree and the page cache (about 10
- * bpf_probe_read_kernel calls; about 1 us a recorded fault with BPF statistics on, in this
- * VM). mmap of a traced thread costs a flag test when anonymous, an fd-table walk and a
+ * process mapped target files walks the vma tree and the page cache (plain loads,
+ * kernel_word). mmap of a traced thread costs a flag test when anonymous, an fd-table walk and a
  * `files` lookup otherwise; munmap, msync and madvise a span test when outside every target
  * mapping, a vma walk when inside.
  */
@@ -138,48 +137,53 @@ struct mapping_hit {
 	__u64 pages;             /* and how many */
 };
 
+/* One 8-byte word of kernel memory at `addr`, by a plain load that the verifier makes
+ * fault-safe (a bad address reads 0): a bpf_probe_read_kernel call costs ~20-40 ns, and a
+ * fault walks two trees of several levels. The word is read as the first field of a struct
+ * that starts with an unsigned long (rb_node), as file_of_fd does (core_fixes.bpf.h). */
+static __always_inline __u64 kernel_word(__u64 addr)
+{
+	struct rb_node *word = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct rb_node));
+
+	return word->__rb_parent_color;
+}
+
 /* Is file page `index` in the mapping's page cache and up to date, and how many pages has
  * the folio that holds it? A read of the xarray under the RCU read lock every BPF program
  * holds: a folio found is not freed meanwhile. Returns 0 when the page is not ready. */
 static __always_inline __u64 cached_folio_pages(struct address_space *mapping, __u64 index)
 {
 	__u64 slots = bpf_core_field_offset(struct xa_node, slots);
-	__u64 entry = (__u64)mapping->i_pages.xa_head, flags = 0, flags_1 = 0;
-	__u8 shift;
+	__u64 entry = (__u64)mapping->i_pages.xa_head, flags, order;
 
 	for (int level = 0; level < XA_MAX_LEVELS; level++) {
-		__u64 node, offset;
+		struct xa_node *node;
+		__u64 at, offset;
 
 		if ((entry & 3) != 2 || entry <= 4096)
 			break;   /* not a node: a folio, a shadow of an evicted one, or nothing */
-		node = entry - 2;
-		if (bpf_probe_read_kernel(&shift, sizeof(shift), (void *)node))
-			return 0;
-		offset = index >> shift;
+		at = entry - 2;   /* the node's address: kept as a number, the verifier allows math on it */
+		node = bpf_rdonly_cast((void *)at, bpf_core_type_id_kernel(struct xa_node));
+		offset = index >> node->shift;
 		if (level == 0 && offset > XA_CHUNK_MASK)
 			return 0;   /* beyond the tree: never cached */
 		offset &= XA_CHUNK_MASK;
-		if (bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slots + offset * 8)))
-			return 0;
+		entry = kernel_word(at + slots + offset * 8);
 		/* a large folio fills several slots: the others point at its first */
-		if ((entry & 3) == 2 && entry < 256 &&
-		    bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slots + (entry >> 2) * 8)))
-			return 0;
+		if ((entry & 3) == 2 && entry < 256)
+			entry = kernel_word(at + slots + (entry >> 2) * 8);
 	}
 	if (!entry || (entry & 3))
 		return 0;   /* nothing, a shadow (value) entry, or an internal retry entry */
 	/* folio->flags is the first word of a folio on every kernel */
-	if (bpf_probe_read_kernel(&flags, sizeof(flags), (void *)entry))
-		return 0;
+	flags = kernel_word(entry);
 	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_uptodate))))
 		return 0;
 	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_head))))
 		return 1;
 	/* a large folio: its order is the low byte of its second flags word */
-	if (bpf_probe_read_kernel(&flags_1, sizeof(flags_1),
-				  (void *)(entry + bpf_core_field_offset(struct folio, _flags_1))))
-		return 1;
-	return 1ULL << (flags_1 & 0xff);
+	order = kernel_word(entry + bpf_core_field_offset(struct folio, _flags_1)) & 0xff;
+	return order < 32 ? 1ULL << order : 1;
 }
 
 /* The file pages a fault on page `index` maps (mapping_hit.first, .pages), `pages` being
@@ -245,7 +249,7 @@ static __always_inline void mapping_at_vma(struct vm_area_struct *vma, struct ma
  * munmap) or a tree deeper than MAPLE_MAX_LEVELS. */
 static __always_inline struct vm_area_struct *vma_at(struct mm_struct *mm, __u64 addr, bool *unsure)
 {
-	__u64 entry = (__u64)mm->mm_mt.ma_root, pivots[MAPLE_RANGE64_PIVOTS];
+	__u64 entry = (__u64)mm->mm_mt.ma_root;
 	__u32 leaf = bpf_core_enum_value(enum maple_type, maple_leaf_64);
 	__u32 range = bpf_core_enum_value(enum maple_type, maple_range_64);
 	__u32 arange = bpf_core_enum_value(enum maple_type, maple_arange_64);
@@ -256,7 +260,7 @@ static __always_inline struct vm_area_struct *vma_at(struct mm_struct *mm, __u64
 		return NULL;
 	for (int level = 0; level < MAPLE_MAX_LEVELS; level++) {
 		__u64 node = entry & ~MAPLE_NODE_MASK, type = (entry >> MAPLE_TYPE_SHIFT) & MAPLE_TYPE_MASK;
-		__u64 pivot_at, slot_at, count, offset = 0, parent = 0;
+		__u64 pivot_at, slot_at, count, offset = 0;
 
 		if (type == arange) {
 			pivot_at = bpf_core_field_offset(struct maple_arange_64, pivot);
@@ -269,19 +273,15 @@ static __always_inline struct vm_area_struct *vma_at(struct mm_struct *mm, __u64
 		} else {
 			break;
 		}
-		if (bpf_probe_read_kernel(pivots, sizeof(pivots), (void *)(node + pivot_at)))
-			break;
 		/* the first slot whose pivot (last address) reaches addr; past the last, the last */
 		for (int i = 0; i < MAPLE_RANGE64_PIVOTS; i++) {
-			if (i >= count || pivots[i] >= addr)
+			if (i >= count || kernel_word(node + pivot_at + i * 8) >= addr)
 				break;
 			offset++;
 		}
-		if (bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slot_at + offset * 8)) ||
-		    bpf_probe_read_kernel(&parent, sizeof(parent), (void *)node))
-			break;
-		/* a dead node (replaced by a writer) points at itself */
-		if ((parent & ~MAPLE_NODE_MASK) == node)
+		entry = kernel_word(node + slot_at + offset * 8);
+		/* a dead node (replaced by a writer) has its parent pointing at itself */
+		if ((kernel_word(node) & ~MAPLE_NODE_MASK) == node)
 			break;
 		if (type != leaf)
 			continue;
