@@ -56,13 +56,18 @@
  * buffer), a mapping mremap moved, a munmap, msync or madvise whose range starts outside a
  * target mapping (one that spans several mappings is recorded with its first one).
  *
- * Overhead: every user page fault on the machine runs on_page_fault_user: while no traced
- * process has a target file mapped it returns after one load (live_spans); then one
- * `mapped_spans` hash lookup, and only a fault inside the span of addresses where its
- * process mapped target files walks the vma tree and the page cache (plain loads,
- * kernel_word). mmap of a traced thread costs a flag test when anonymous, an fd-table walk and a
- * `files` lookup otherwise; munmap, msync and madvise a span test when outside every target
- * mapping, a vma walk when inside.
+ * Overhead: every user or kernel page fault on the machine runs a fault program: while no
+ * traced process has mapped a target file it returns after one load (live_spans); then one
+ * `mapped_spans` hash lookup by process, and only a fault inside the span of addresses where
+ * its process mapped target files walks the vma tree and the page cache, by plain loads
+ * (kernel_word). Measured with BPF statistics on (tests/kernel/test_mmap.py's machine, a
+ * 2-CPU VM): 386 ns of fault-program time per recorded fault over a loop of 20,480 private
+ * write faults on a target mapping (about 2 us each untraced), every other fault of the
+ * machine in the window included. mmap of a traced thread costs a flag test when anonymous,
+ * an fd-table walk and a `files` lookup otherwise; munmap, msync and madvise a span test when
+ * outside every target mapping, a vma walk when inside. Why not bpf_find_vma: it takes the
+ * mmap lock, and with interrupts off, as in the fault tracepoints, defers the unlock to an
+ * irq_work, a self-interrupt: about 7 us a fault in this VM.
  */
 #ifndef IOWITNESS_MAPPING_BPF_H
 #define IOWITNESS_MAPPING_BPF_H
