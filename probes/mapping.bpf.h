@@ -127,7 +127,7 @@ struct {
  * machine returns after one load */
 __u64 live_spans = 0;
 
-/* What bpf_find_vma's callback found at an address. */
+/* What the vma walk found at an address (find_target_mapping). */
 struct mapping_hit {
 	__u64 addr;              /* in: the address */
 	__u32 fault;             /* in: a fault (with error_code), not a call */

@@ -174,3 +174,31 @@ def test_iozone_mmap_mode_faults_calls_and_device_bytes(disk, traced, tmp_path):
     assert device_writes >= 2 * size
     assert abs(int(dev["bytes"].sum()) / device_writes - 1) <= 0.05
     assert trace.counters["lost_events"] == 0 and trace.counters["transfers_not_decoded"] == 0
+
+
+def test_summary_mode_counts_the_same_mapping_calls_and_faults(disk, traced, tmp_path):
+    # GIVEN mapped_io on a 4 MiB file, run twice: once recorded call by call, once --summary
+    _, mnt = disk
+    exe = build("mapped_io", tmp_path)
+    counts = []
+    for i, options in enumerate(((), ("--summary",))):
+        data, log = mnt / f"summary{i}.dat", tmp_path / f"summary{i}.jsonl"
+        # WHEN each runs under iowitness
+        trace, _ = traced([str(exe), str(data), str(4 * MIB // KIB), str(log)], "--file", str(data), *options)
+        truth = [json.loads(line) for line in log.read_text().splitlines()]
+        if options:
+            rows, names = trace.summary, {v: k for k, v in trace._ops.items()}
+            assert len(trace.raw_events()) == 0 and trace.lost == 0
+            got = {op: int(rows[rows["op"] == names[op]]["calls"].sum()) for op in names}
+        else:
+            got = trace.events["syscall"].astype(str).value_counts().to_dict()
+        calls = {op: got.get(op, 0) for op in ("mmap", "munmap", "msync", "madvise")}
+        writes = got.get("fault_write", 0)
+        # THEN the mapping calls are those the program logged, and the write faults as many as
+        # the kernel counted for its write pass
+        assert calls == {"mmap": 2, "munmap": 2, "msync": 1, "madvise": 1}
+        write_pass = next(t for t in truth if t.get("pass") == "write")
+        assert writes == write_pass["minflt"] + write_pass["majflt"]
+        counts.append((calls, writes))
+    # AND both modes agree
+    assert counts[0] == counts[1]
