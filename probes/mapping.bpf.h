@@ -186,7 +186,10 @@ static __always_inline __u64 cached_folio_pages(struct address_space *mapping, _
 		return 0;
 	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_head))))
 		return 1;
-	/* a large folio: its order is the low byte of its second flags word */
+	/* a large folio: its order is the low byte of its second flags word (folio->_flags_1,
+	 * Linux 6.3 and later; before, the probe takes the page alone) */
+	if (!bpf_core_field_exists(struct folio, _flags_1))
+		return 1;
 	order = kernel_word(entry + bpf_core_field_offset(struct folio, _flags_1)) & 0xff;
 	return order < 32 ? 1ULL << order : 1;
 }
