@@ -47,8 +47,8 @@
  * count (getrusage) leaves out a fault that waited for a read already in flight.
  *
  * How a fault finds its file: the vma holding the address, read from the process's maple
- * tree of vmas without a lock (vma_at), its vm_file looked up in the file set, and the
- * file's page cache (an xarray) for the page's folio. munmap's mapping is gone at its exit:
+ * tree of vmas without a lock (vma_at, memory_walk.bpf.h), its vm_file looked up in the
+ * file set, and the file's page cache (an xarray) for the page's folio. munmap's mapping is gone at its exit:
  * sys_enter resolves it (munmap_target), as it resolves close's fd; msync and madvise are
  * resolved at exit, where their mapping still exists. Not seen: mappings made before
  * tracing began (attach), pages a syscall maps without a fault (MAP_POPULATE,
@@ -65,9 +65,8 @@
  * write faults on a target mapping (about 2 us each untraced), every other fault of the
  * machine in the window included. mmap of a traced thread costs a flag test when anonymous,
  * an fd-table walk and a `files` lookup otherwise; munmap, msync and madvise a span test when
- * outside every target mapping, a vma walk when inside. Why not bpf_find_vma: it takes the
- * mmap lock, and with interrupts off, as in the fault tracepoints, defers the unlock to an
- * irq_work, a self-interrupt: about 7 us a fault in this VM.
+ * outside every target mapping, a vma walk when inside. (Not bpf_find_vma: about 7 us a
+ * fault, memory_walk.bpf.h says why.)
  */
 #ifndef IOWITNESS_MAPPING_BPF_H
 #define IOWITNESS_MAPPING_BPF_H
@@ -76,6 +75,7 @@
 #include "targets.bpf.h"
 #include "ops.bpf.h"
 #include "summary.bpf.h"
+#include "memory_walk.bpf.h"
 
 #ifndef ARG5
 #define ARG5(regs) ((regs)->r8)
@@ -89,22 +89,6 @@
 #define EBUSY 16
 #define VM_SHARED 0x8
 #define PTES_PER_TABLE 512
-
-/* maple tree internals (include/linux/maple_tree.h): a node pointer carries its type in
- * bits 3-6; range nodes have 15 pivots, allocation-range nodes (internal nodes of the vma
- * tree) 9; a process's vma tree is 3 or 4 levels deep at most in practice */
-#define MAPLE_NODE_MASK 255ULL
-#define MAPLE_TYPE_SHIFT 3
-#define MAPLE_TYPE_MASK 15
-#define MAPLE_RANGE64_PIVOTS 15
-#define MAPLE_ARANGE64_PIVOTS 9
-#define MAPLE_MAX_LEVELS 8
-
-/* xarray internals (include/linux/xarray.h): 6 bits of index per level; an internal entry
- * has low bits 10; a node pointer is an internal entry above 4096, a sibling one below 256 */
-#define XA_CHUNK_SHIFT 6
-#define XA_CHUNK_MASK 63
-#define XA_MAX_LEVELS 11
 
 /* The addresses [lo, hi) that hold every target mapping a process made while traced: the
  * cheap first test for a fault, a munmap or an madvise, most of which are on anonymous
@@ -141,58 +125,6 @@ struct mapping_hit {
 	__u64 first;             /* the first file page the fault maps */
 	__u64 pages;             /* and how many */
 };
-
-/* One 8-byte word of kernel memory at `addr`, by a plain load that the verifier makes
- * fault-safe (a bad address reads 0): a bpf_probe_read_kernel call costs ~20-40 ns, and a
- * fault walks two trees of several levels. The word is read as the first field of a struct
- * that starts with an unsigned long (rb_node), as file_of_fd does (core_fixes.bpf.h). */
-static __always_inline __u64 kernel_word(__u64 addr)
-{
-	struct rb_node *word = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct rb_node));
-
-	return word->__rb_parent_color;
-}
-
-/* Is file page `index` in the mapping's page cache and up to date, and how many pages has
- * the folio that holds it? A read of the xarray under the RCU read lock every BPF program
- * holds: a folio found is not freed meanwhile. Returns 0 when the page is not ready. */
-static __always_inline __u64 cached_folio_pages(struct address_space *mapping, __u64 index)
-{
-	__u64 slots = bpf_core_field_offset(struct xa_node, slots);
-	__u64 entry = (__u64)mapping->i_pages.xa_head, flags, order;
-
-	for (int level = 0; level < XA_MAX_LEVELS; level++) {
-		struct xa_node *node;
-		__u64 at, offset;
-
-		if ((entry & 3) != 2 || entry <= 4096)
-			break;   /* not a node: a folio, a shadow of an evicted one, or nothing */
-		at = entry - 2;   /* the node's address: kept as a number, the verifier allows math on it */
-		node = bpf_rdonly_cast((void *)at, bpf_core_type_id_kernel(struct xa_node));
-		offset = index >> node->shift;
-		if (level == 0 && offset > XA_CHUNK_MASK)
-			return 0;   /* beyond the tree: never cached */
-		offset &= XA_CHUNK_MASK;
-		entry = kernel_word(at + slots + offset * 8);
-		/* a large folio fills several slots: the others point at its first */
-		if ((entry & 3) == 2 && entry < 256)
-			entry = kernel_word(at + slots + (entry >> 2) * 8);
-	}
-	if (!entry || (entry & 3))
-		return 0;   /* nothing, a shadow (value) entry, or an internal retry entry */
-	/* folio->flags is the first word of a folio on every kernel */
-	flags = kernel_word(entry);
-	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_uptodate))))
-		return 0;
-	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_head))))
-		return 1;
-	/* a large folio: its order is the low byte of its second flags word (folio->_flags_1,
-	 * Linux 6.3 and later; before, the probe takes the page alone) */
-	if (!bpf_core_field_exists(struct folio, _flags_1))
-		return 1;
-	order = kernel_word(entry + bpf_core_field_offset(struct folio, _flags_1)) & 0xff;
-	return order < 32 ? 1ULL << order : 1;
-}
 
 /* The file pages a fault on page `index` maps (mapping_hit.first, .pages), `pages` being
  * the size of the ready folio that holds it (0: not ready). Which path the kernel takes
@@ -247,62 +179,6 @@ static __always_inline void mapping_at_vma(struct vm_area_struct *vma, struct ma
 		hit->page_ready = pages > 0;
 		fault_unit(vma, index, pages, hit->error_code, hit);
 	}
-}
-
-/* The vma holding `addr` in `mm`, read from the maple tree of vmas under the RCU read lock
- * every BPF program holds, as the kernel's own lockless lookup does (mtree_lookup_walk):
- * bpf_find_vma takes the mmap lock, and with interrupts off (the page-fault tracepoints)
- * defers the unlock to an irq_work, a self-IPI: 7 us a fault measured in this VM. NULL when
- * no vma holds it; *unsure when the walk met a node being replaced (a concurrent mmap or
- * munmap) or a tree deeper than MAPLE_MAX_LEVELS. */
-static __always_inline struct vm_area_struct *vma_at(struct mm_struct *mm, __u64 addr, bool *unsure)
-{
-	__u64 entry = (__u64)mm->mm_mt.ma_root;
-	__u32 leaf = bpf_core_enum_value(enum maple_type, maple_leaf_64);
-	__u32 range = bpf_core_enum_value(enum maple_type, maple_range_64);
-	__u32 arange = bpf_core_enum_value(enum maple_type, maple_arange_64);
-	struct vm_area_struct *vma;
-
-	/* a root that is no node holds one entry, at address 0: no vma of ours */
-	if ((entry & 3) != 2 || entry <= 4096)
-		return NULL;
-	for (int level = 0; level < MAPLE_MAX_LEVELS; level++) {
-		__u64 node = entry & ~MAPLE_NODE_MASK, type = (entry >> MAPLE_TYPE_SHIFT) & MAPLE_TYPE_MASK;
-		__u64 pivot_at, slot_at, count, offset = 0;
-
-		if (type == arange) {
-			pivot_at = bpf_core_field_offset(struct maple_arange_64, pivot);
-			slot_at = bpf_core_field_offset(struct maple_arange_64, slot);
-			count = MAPLE_ARANGE64_PIVOTS;
-		} else if (type == range || type == leaf) {
-			pivot_at = bpf_core_field_offset(struct maple_range_64, pivot);
-			slot_at = bpf_core_field_offset(struct maple_range_64, slot);
-			count = MAPLE_RANGE64_PIVOTS;
-		} else {
-			break;
-		}
-		/* the first slot whose pivot (last address) reaches addr; past the last, the last */
-		for (int i = 0; i < MAPLE_RANGE64_PIVOTS; i++) {
-			if (i >= count || kernel_word(node + pivot_at + i * 8) >= addr)
-				break;
-			offset++;
-		}
-		entry = kernel_word(node + slot_at + offset * 8);
-		/* a dead node (replaced by a writer) has its parent pointing at itself */
-		if ((kernel_word(node) & ~MAPLE_NODE_MASK) == node)
-			break;
-		if (type != leaf)
-			continue;
-		if (!entry)
-			return NULL;
-		/* vmas are reused without an RCU grace period: check it is still ours and holds addr */
-		vma = bpf_rdonly_cast((void *)entry, bpf_core_type_id_kernel(struct vm_area_struct));
-		if (vma->vm_mm != mm || addr < vma->vm_start || addr >= vma->vm_end)
-			break;
-		return vma;
-	}
-	*unsure = true;
-	return NULL;
 }
 
 /* Does `addr` of the current process lie in a mapping of a target file? Fills `hit`.
