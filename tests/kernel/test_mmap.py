@@ -105,6 +105,12 @@ def test_mapped_io_calls_and_faults_match_what_the_program_did(disk, traced, tmp
     assert reading["offset"].is_unique
     assert ((reading["offset"] >= 0) & (reading["offset"] + reading["requested"] <= size)).all()
     assert 0 < int(reading["requested"].sum()) <= size
+    # AND those faults are what read the file from the device: the block requests completed
+    # during the read pass (the device view) carry the file, once
+    block = trace.block
+    device_reads = block[(block["op"] == 0) & (block["start_ns"] > mmap2.end_ns) &
+                         (block["complete_ns"] < madvise.start_ns)]
+    assert abs(int(device_reads["bytes"].sum()) - size) <= 64 * KIB
 
     # AND write(2) from the advised-away half made the kernel fault those pages in itself:
     # read faults taken in kernel mode, inside the 64 KiB it copied
