@@ -301,9 +301,26 @@ int BPF_PROG(on_fork_mappings, struct task_struct *parent, struct task_struct *c
 	return 0;
 }
 
+/* a read fault's fault-around is done, or it looks its page up: how much the fault mapped
+ * (mapping.bpf.h, struct pending_fault) */
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(on_fault_around_done, struct address_space *mapping, unsigned long start, unsigned long end)
+{
+	on_fault_around(mapping, start);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(on_filemap_fault_start, struct address_space *mapping, unsigned long index)
+{
+	on_filemap_fault(mapping);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit_mappings, struct task_struct *task)
 {
+	flush_pending_fault(task);
 	forget_span(task);
 	return 0;
 }

@@ -51,13 +51,80 @@ static __always_inline __u64 kernel_word(__u64 addr)
 	return word->__rb_parent_color;
 }
 
+/* Each CPU's per-CPU offset (the kernel's __per_cpu_offset[], which BPF cannot name on a
+ * kernel without KALLSYMS_ALL): the address of CPU c's copy of a per-CPU array's value,
+ * less the value's per-CPU pointer (bpf_array.pptrs[0]). Found once, on first use. */
+#define MAX_SUM_CPUS 256
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} percpu_probe SEC(".maps");
+
+__u64 cpu_offsets[MAX_SUM_CPUS] = {};
+__u32 cpu_count = 0;   /* possible CPUs, once cpu_offsets is filled; 0 before */
+
+/* a pointer's value as a number the verifier lets the program compute with */
+static __always_inline __u64 as_number(const void *pointer)
+{
+	__u64 n = 0;
+
+	bpf_probe_read_kernel(&n, sizeof(n), &pointer);
+	return n;
+}
+
+static __always_inline __u32 find_cpu_offsets(void)
+{
+	__u64 pptr = kernel_word(as_number(&percpu_probe) + bpf_core_field_offset(struct bpf_array, pptrs));
+	__u32 zero = 0, cpu;
+
+	for (cpu = 0; cpu < MAX_SUM_CPUS; cpu++) {
+		void *copy = bpf_map_lookup_percpu_elem(&percpu_probe, &zero, cpu);
+
+		if (!copy)
+			break;
+		cpu_offsets[cpu] = as_number(copy) - pptr;
+	}
+	if (cpu < MAX_SUM_CPUS)
+		cpu_count = cpu;
+	return cpu_count;
+}
+
+/* How many file pages the process has mapped: mm->rss_stat[MM_FILEPAGES], a per-CPU
+ * counter, read as percpu_counter_sum() does (the shared count plus every CPU's part).
+ * -1 when it cannot be summed (more than MAX_SUM_CPUS possible CPUs). */
+#define MM_FILEPAGES_SLOT 0   /* enum MM_FILEPAGES: 0 on every kernel */
+
+static __always_inline __s64 mapped_file_pages(struct mm_struct *mm)
+{
+	struct percpu_counter *fbc = &mm->rss_stat[MM_FILEPAGES_SLOT];
+	__u64 counters = as_number(fbc->counters);
+	__u32 cpus = *(volatile __u32 *)&cpu_count;
+	__s64 sum = fbc->count;
+
+	if (!cpus)
+		cpus = find_cpu_offsets();
+	if (!cpus)
+		return -1;
+	for (__u32 cpu = 0; cpu < MAX_SUM_CPUS; cpu++) {
+		if (cpu >= cpus)
+			break;
+		sum += (__s32)kernel_word(counters + cpu_offsets[cpu]);
+	}
+	return sum;
+}
+
 /* Is file page `index` in the mapping's page cache and up to date, and how many pages has
  * the folio that holds it? A read of the xarray under the RCU read lock every BPF program
  * holds: a folio found is not freed meanwhile. Returns 0 when the page is not ready. */
-static __always_inline __u64 cached_folio_pages(struct address_space *mapping, __u64 index)
+static __always_inline __u64 cached_folio(struct address_space *mapping, __u64 index, __u64 *folio_flags)
 {
 	__u64 slots = bpf_core_field_offset(struct xa_node, slots);
 	__u64 entry = (__u64)mapping->i_pages.xa_head, flags, order;
+
+	*folio_flags = 0;
 
 	for (int level = 0; level < XA_MAX_LEVELS; level++) {
 		struct xa_node *node;
@@ -80,6 +147,7 @@ static __always_inline __u64 cached_folio_pages(struct address_space *mapping, _
 		return 0;   /* nothing, a shadow (value) entry, or an internal retry entry */
 	/* folio->flags is the first word of a folio on every kernel */
 	flags = kernel_word(entry);
+	*folio_flags = flags;
 	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_uptodate))))
 		return 0;
 	if (!(flags & (1ULL << bpf_core_enum_value(enum pageflags, PG_head))))
@@ -90,6 +158,25 @@ static __always_inline __u64 cached_folio_pages(struct address_space *mapping, _
 		return 1;
 	order = kernel_word(entry + bpf_core_field_offset(struct folio, _flags_1)) & 0xff;
 	return order < 32 ? 1ULL << order : 1;
+}
+
+static __always_inline __u64 cached_folio_pages(struct address_space *mapping, __u64 index)
+{
+	__u64 flags;
+
+	return cached_folio(mapping, index, &flags);
+}
+
+/* Would fault-around map this page now? It maps a folio that is up to date, not locked and
+ * not marked for readahead (the fault on a marked page starts the next readahead itself). */
+static __always_inline bool page_mappable_around(struct address_space *mapping, __u64 index)
+{
+	__u64 flags = 0;
+
+	if (!cached_folio(mapping, index, &flags))
+		return false;
+	return !(flags & ((1ULL << bpf_core_enum_value(enum pageflags, PG_locked)) |
+			  (1ULL << bpf_core_enum_value(enum pageflags, PG_readahead))));
 }
 
 /* The vma holding `addr` in `mm`, read from the maple tree of vmas as the kernel's own
