@@ -58,6 +58,7 @@
 #include "aio.bpf.h"
 #include "transfer.bpf.h"
 #include "mapping.bpf.h"
+#include "faults.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
