@@ -12,12 +12,18 @@
  * meets a node being replaced says so (*unsure); a vma is checked to still be the process's
  * and to hold the address, since vmas are reused without waiting for a grace period.
  *
- * Example and how to read it: see mapping.bpf.h, the only user (fault records, and munmap,
- * msync and madvise ranges).
+ * It also sums a process's count of mapped file pages (mapped_file_pages: a per-CPU
+ * counter, each CPU's part found at that CPU's per-CPU offset, which find_cpu_offsets learns
+ * from a per-CPU array of our own), which tells how many pages a read fault's fault-around
+ * mapped.
+ *
+ * Example and how to read it: see mapping.bpf.h and faults.bpf.h, the users (munmap, msync
+ * and madvise ranges; fault records).
  *
  * Overhead: a vma lookup is 3-4 tree levels of at most 15 pivot loads and one slot load
- * each; a page-cache lookup 2-3 levels of two loads, and two loads of the folio. No helper
- * call, no lock.
+ * each; a page-cache lookup 2-3 levels of two loads, and two loads of the folio; a count of
+ * mapped file pages one load per possible CPU (the offsets: one helper call per CPU, once).
+ * No lock.
  */
 #ifndef IOWITNESS_MEMORY_WALK_BPF_H
 #define IOWITNESS_MEMORY_WALK_BPF_H
