@@ -324,6 +324,6 @@ struct iow_summary {
 #define IOW_FAULT_LATENCY_UNKNOWN 2  /* latency_ns is 0: the kernel marks a fault's entry only */
 #define IOW_FAULT_IN_KERNEL 4        /* taken in kernel mode: a syscall copying to or from the mapping */
 #define IOW_FAULT_AROUND 8           /* a read fault: the kernel may also map cached neighbours (fault-around) */
-#define IOW_FAULT_AROUND_COUNTED 16  /* ... it did, and requested counts them: offset is then the start of the fault-around window */
+#define IOW_FAULT_AROUND_COUNTED 16  /* ... it did, and requested counts them: offset is then the start of the window they came from */
 
 #endif

@@ -11,7 +11,8 @@
  * or its read in flight), IOW_FAULT_IN_KERNEL for a fault a syscall took copying to or from
  * the mapping, IOW_FAULT_AROUND for a read fault (the kernel maps cached neighbours too),
  * IOW_FAULT_AROUND_COUNTED when it did and `requested` counts them (offset is then the
- * fault-around window's start).
+ * fault-around window's start: which pages of the window were mapped, and which were mapped
+ * already, the count does not say).
  *
  * Example: see mapping.bpf.h (tests/workloads/mapped_io.c through `iowitness show`).
  *
