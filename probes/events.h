@@ -328,5 +328,16 @@ struct iow_summary {
 /* libaio records (aio.bpf.h): bits of `flags` above the iocb's own RWF_* flags */
 #define IOW_AIO_VECTORED 0x10000   /* IOCB_CMD_PREADV or PWRITEV: requested sums the iovecs */
 #define IOW_AIO_DATASYNC 0x20000   /* IOCB_CMD_FDSYNC (an IOW_OP_AIO_FSYNC without it: FSYNC) */
+/* Memory-mapped target files (mapping.bpf.h). IOW_OP_MMAP's flags: prot in the low 8 bits,
+ * the MAP_* flags shifted left by 8 (their low 24 bits: every flag a file mapping can take;
+ * MAP_UNINITIALIZED and the MAP_HUGE_* size bits, 26 and up, are dropped). */
+#define IOW_MMAP_PROT_MASK 0xff
+#define IOW_MMAP_FLAGS_SHIFT 8
+/* IOW_OP_FAULT_READ / IOW_OP_FAULT_WRITE flags */
+#define IOW_FAULT_MAJOR 1            /* the page was not ready in the page cache as the fault began (absent, or its read in flight): the fault waited for a read of the file */
+#define IOW_FAULT_LATENCY_UNKNOWN 2  /* latency_ns is 0: the kernel marks a fault's entry only */
+#define IOW_FAULT_IN_KERNEL 4        /* taken in kernel mode: a syscall copying to or from the mapping */
+#define IOW_FAULT_AROUND 8           /* a read fault: the kernel may also map cached neighbours (fault-around) */
+#define IOW_FAULT_AROUND_COUNTED 16  /* ... it did, and requested counts them: offset is then the start of the window they came from */
 
 #endif

@@ -59,6 +59,7 @@
 #include "transfer.bpf.h"
 #include "mapping.bpf.h"
 #include "uring.bpf.h"
+#include "faults.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -95,6 +96,9 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 		slot->call.ino = key.ino;
 		slot->call.dev = key.dev;
 	}
+	/* munmap's mapping is gone at exit too: find its file now, as close's (mapping.bpf.h) */
+	if (op == IOW_OP_MUNMAP && !munmap_target(task, regs, &slot->call))
+		return 0;
 	slot->call.ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -321,5 +325,54 @@ int aio_on_destroy(struct trace_event_raw_sys_enter *ctx)
 
 	if (aio_ctx)
 		aio_forget(bpf_get_current_pid_tgid() >> 32, aio_ctx);
+	return 0;
+}
+
+/* memory-mapped target files (mapping.bpf.h): a load or store on a page of a target mapping
+ * that is not mapped yet makes no syscall, only a fault */
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	on_page_fault(address, error_code, false);
+	return 0;
+}
+
+/* the same in kernel mode: a syscall copying to or from a target mapping (write(2) from a
+ * mapped buffer) */
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(on_page_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	on_page_fault(address, error_code, true);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork_mappings, struct task_struct *parent, struct task_struct *child)
+{
+	inherit_span(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid));
+	return 0;
+}
+
+/* a read fault's fault-around is done, or it looks its page up: how much the fault mapped
+ * (mapping.bpf.h, struct pending_fault) */
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(on_fault_around_done, struct address_space *mapping, unsigned long start, unsigned long end)
+{
+	on_fault_around(mapping, start);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(on_filemap_fault_start, struct address_space *mapping, unsigned long index)
+{
+	on_filemap_fault(mapping);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit_mappings, struct task_struct *task)
+{
+	flush_pending_fault(task);
+	forget_span(task);
 	return 0;
 }

@@ -111,9 +111,10 @@ struct {
  */
 struct call_start {
 	__u64 ts;    /* entry time; 0: no traced call in progress */
-	__u64 ino;   /* close: identity of the file, resolved before the fd disappears */
+	__u64 ino;   /* close, munmap: identity of the file, resolved before the fd or mapping disappears */
 	__u32 dev;
 	__u32 nr;
+	__s64 offset;   /* munmap: file offset of the range's start, resolved with the file */
 };
 
 struct {
