@@ -23,11 +23,17 @@ from iowitness.probes.layout import layout
 # an io_uring request on a registered file (probes/events.h): its fd is the table index
 URING_FIXED_FILE = layout().constants["IOW_URING_FIXED_FILE"]
 URING_OPS = tuple(name for name in async_ops() if name.startswith("uring_"))
+FAULT_MAJOR = layout().constants["IOW_FAULT_MAJOR"]
 # registered files no traced open named get fds from here down: never a real fd
 FIXED_FD_BASE = -1000
 
 # what counts as a read, a write, ...: the table of operation kinds in probes/events.h
 READS, WRITES, OPENS, SYNCS, FAULTS = (ops_of_kind(k) for k in ("read", "write", "open", "sync", "fault"))
+
+# faults and calls on a mapping (fd -1 in the record) join the description of the fd the
+# file was mapped from; a mapping made before tracing began gets one of these
+MAPPED_FD_BASE = -100_000
+ON_MAPPINGS = FAULTS + ("munmap", "msync", "madvise")
 
 # the calls that move data between two files (one record per target side, probes/events.h)
 TRANSFERS = tuple(name for name in READS + WRITES if name.startswith(("copy_file_range_", "sendfile_", "splice_")))
@@ -39,6 +45,7 @@ POSITIONED = tuple(name for name in READS + WRITES if name.startswith("p"))
 # kinds (open, resize) because each empties a file
 OTHER, READ, WRITE, OPEN, CLOSE, SYNC, CREAT, FTRUNCATE = range(8)
 _KIND_OF = {**{n: READ for n in READS}, **{n: WRITE for n in WRITES}, **{n: OPEN for n in OPENS},
+            "fault_read": READ, "fault_write": WRITE,
             **{n: CLOSE for n in ops_of_kind("close")}, **{n: SYNC for n in SYNCS},
             "creat": CREAT, "ftruncate": FTRUNCATE}
 
@@ -221,23 +228,33 @@ def _description_fds(events: pd.DataFrame, kind: np.ndarray, ok: np.ndarray) -> 
     --registerfiles): it takes the fd of the last open of the same file by its process
     before it, or, with none, a negative number of its own that no real fd has."""
     fd = events["fd"].to_numpy(np.int64)
-    if "ring" not in events or not len(events):
+    if not len(events):
         return fd
     fixed = np.flatnonzero(named(events["syscall"], URING_OPS) &
                            ((events["flags"].to_numpy(np.int64) & URING_FIXED_FILE) != 0))
-    if not len(fixed):
+    mapped = np.flatnonzero(named(events["syscall"], ON_MAPPINGS) & (fd < 0))
+    if not len(fixed) and not len(mapped):
         return fd
     fd = fd.copy()
-    opens = np.flatnonzero(((kind == OPEN) | (kind == CREAT)) & ok)
+    for rows, makers, base in ((fixed, np.flatnonzero(((kind == OPEN) | (kind == CREAT)) & ok), FIXED_FD_BASE),
+                               (mapped, np.flatnonzero(named(events["syscall"], ("mmap",)) & ok), MAPPED_FD_BASE)):
+        if len(rows):
+            fd[rows] = _fd_of_last(events, rows, makers, fd, base)
+    return fd
+
+
+def _fd_of_last(events: pd.DataFrame, rows: np.ndarray, makers: np.ndarray, fd: np.ndarray, base: int) -> np.ndarray:
+    """For each of `rows`, the fd of the last of `makers` (opens, mmaps) on the same file by the
+    same process before it; base minus its own fd (a negative number no real fd has) without one."""
     keys = ["tgid", "dev", "ino"]
     found = pd.merge_asof(
-        events.iloc[fixed][keys + ["start_ns"]].assign(row=fixed).astype({"start_ns": np.int64}),
-        events.iloc[opens][keys + ["start_ns"]].assign(open_fd=fd[opens]).astype({"start_ns": np.int64}),
+        events.iloc[rows][keys + ["start_ns"]].assign(row=rows).astype({"start_ns": np.int64}),
+        events.iloc[makers][keys + ["start_ns"]].assign(maker_fd=fd[makers]).astype({"start_ns": np.int64}),
         on="start_ns", by=keys, direction="backward")
-    opened = found["open_fd"].to_numpy(np.float64)
-    rows = found["row"].to_numpy(np.int64)
-    fd[rows] = np.where(np.isnan(opened), FIXED_FD_BASE - fd[rows], np.nan_to_num(opened)).astype(np.int64)
-    return fd
+    made = found["maker_fd"].to_numpy(np.float64)
+    order = np.argsort(found["row"].to_numpy(np.int64))
+    made = made[order]
+    return np.where(np.isnan(made), base - fd[rows], np.nan_to_num(made)).astype(np.int64)
 
 
 def assign(events: pd.DataFrame) -> pd.DataFrame:
@@ -473,7 +490,9 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     kind_d = all_kinds[d_rows]
     ret_d, lat_d = col("ret", d_rows), col("latency_ns", d_rows)
     start_d, end_d = col("start_ns", d_rows), col("end_ns", d_rows)
-    moved = np.maximum(ret_d, 0)
+    # a fault moved what it mapped (its record's `requested`; it returns nothing)
+    fault_d = named(events["syscall"], FAULTS)[d_rows]
+    moved = np.where(fault_d, col("requested", d_rows), np.maximum(ret_d, 0))
     is_read = kind_d == READ
 
     def data_sum(values):
@@ -533,7 +552,7 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     # a copy_file_range, sendfile or splice asks for "up to" its length (cp asks for 2^63): less
     # is no short call, and its record is what it moved
     transfer = named(events["syscall"], TRANSFERS)[d_rows]
-    rows["short"] = data_sum(((ret_d >= 0) & (ret_d < size) & ~transfer).astype(np.int64))
+    rows["short"] = data_sum(((ret_d >= 0) & (ret_d < size) & ~transfer & ~fault_d).astype(np.int64))
     size = np.where(transfer, np.maximum(ret_d, 0), size)
     # calls that carry their own offset (pread, pwritev, ...): a C stdio stream never makes them
     positioned = named(events["syscall"], POSITIONED)[d_rows]
@@ -548,21 +567,32 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     # a copy's last call returns 0 at the end of the file: its record is the largest it moved
     all_transfers = pd.Series(dby.min(transfer.astype(np.int64)), index=dby.phases) == 1
     record = record.where(~all_transfers, pd.Series(dby.max(size), index=dby.phases))
+    # a load or store has no size the kernel sees: a phase with faults has the record of its
+    # calls (IOzone -B writes one to size the file), 0 when it has none
+    for i in np.flatnonzero(dby.sum(fault_d.astype(np.int64)) > 0):
+        lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d_rows))
+        calls = dby.perm[lo:hi][~fault_d[dby.perm[lo:hi]]]
+        values, counts = np.unique(size[calls], return_counts=True)
+        record.iloc[i] = values[np.argmax(counts)] if len(values) else 0
     rows["record_size"] = record
     # a failed call moved nothing: the next call starts where the one before it ended
     done = moved
     offset = col("offset", d_rows)
     rows = rows.join(_pattern(phase_d, tid, offset, done, dby))
 
-    lat_us = lat_d / 1e3
-    rows["lat_min_us"] = pd.Series(dby.min(lat_us), index=dby.phases)
-    rows["lat_max_us"] = pd.Series(dby.max(lat_us), index=dby.phases)
-    rows["lat_mean_us"] = pd.Series(dby.sum(lat_us) / np.diff(np.r_[dby.bounds, len(d_rows)]), index=dby.phases)
+    # a fault has no latency the kernel can give (its entry only): not in the latency figures
+    lat_us = np.where(fault_d, np.nan, lat_d / 1e3)
+    timed = np.diff(np.r_[dby.bounds, len(d_rows)]) - dby.sum(fault_d.astype(np.int64))
+    rows["lat_min_us"] = pd.Series(dby.min(np.where(fault_d, np.inf, lat_us)), index=dby.phases).replace(np.inf, np.nan)
+    rows["lat_max_us"] = pd.Series(dby.max(np.where(fault_d, -np.inf, lat_us)), index=dby.phases).replace(-np.inf, np.nan)
+    rows["lat_mean_us"] = pd.Series(dby.sum(np.nan_to_num(lat_us)) / np.where(timed > 0, timed, np.nan), index=dby.phases)
     names = ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us")
     quantiles = {name: {} for name in names}
     sorted_lat = lat_us[dby.perm]
     for p, lo, hi in dby.slices():
-        values = np.percentile(sorted_lat[lo:hi], [50, 90, 99, 99.9])
+        some = sorted_lat[lo:hi]
+        some = some[~np.isnan(some)]
+        values = np.percentile(some, [50, 90, 99, 99.9]) if len(some) else [np.nan] * 4
         for name, v in zip(names, values):
             quantiles[name][p] = v
     for name in names:
@@ -574,10 +604,16 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
         rows[label] = (rows["open_flags"] & bit) == bit
 
     _async_figures(rows, events, slot, d_rows, phase_d, start_d, end_d, all_phase)
+    rows["faults"] = data_sum(fault_d.astype(np.int64))
+    rows["fault_bytes"] = data_sum(np.where(fault_d, moved, 0))
+    major = (col("flags", d_rows) & FAULT_MAJOR) != 0
+    rows["major_faults"] = data_sum((fault_d & major).astype(np.int64))
 
     rows["duration_s"] = (rows["data_last_ns"] - rows["data_first_ns"]).clip(lower=0) / 1e9
     rows["wall_Bps"] = rows["bytes"] / rows["duration_s"].where(rows["duration_s"] > 0)
     rows["busy_Bps"] = rows["bytes"] / (rows["data_ns"] / 1e9).where(rows["data_ns"] > 0)
+    # loads and stores on mapped pages are not calls: a phase with faults has no time in calls
+    rows["busy_Bps"] = rows["busy_Bps"].where(rows["faults"] == 0)
     rows["iops"] = rows["ops"] / rows["duration_s"].where(rows["duration_s"] > 0)
     window_ns = (rows["last_ns"] - rows["first_ns"]).clip(lower=0)
     rows["other_targets_ns"] = _other_targets_ns(events, slot, rows)
@@ -687,7 +723,7 @@ COLUMNS = [
     "bytes", "read_bytes", "write_bytes", "ops", "read_ops", "read_fraction", "warmup_ops", "fill_ops", "fill_bytes",
     "duration_s", "wall_Bps", "busy_Bps", "iops",
     "lat_min_us", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us", "lat_max_us",
-    "async_ops", "depth_max", "depth_mean", "depth_levels",
+    "async_ops", "depth_max", "depth_mean", "depth_levels", "faults", "major_faults", "fault_bytes",
     "data_ns", "fsyncs", "fsync_ns", "openclose_ns", "other_calls_ns", "other_targets_ns", "user_ns",
     "errors", "short", "positioned_ops", "seeks", "too_short", "reread", "rewrite",
     "open_flags", "O_DIRECT", "O_SYNC", "O_DSYNC", "O_APPEND",

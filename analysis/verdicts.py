@@ -270,6 +270,14 @@ def _note_window(rows, figures, window, kind, reasons) -> None:
 
 
 def _note_user_time(rows: pd.DataFrame, reasons: list[str]) -> None:
+    faults = int(rows["faults"].sum()) if "faults" in rows else 0
+    if faults:
+        # loads and stores on a mapping make no call: the time between faults is not user space
+        major = int(rows["major_faults"].sum())
+        reasons.append(f"data moved through a memory mapping: {faults:,} page faults ({major:,} major) mapped "
+                       f"{units.bytes_(int(rows['fault_bytes'].sum()))}; the loads and stores themselves make no "
+                       "syscall and are not timed, so the window is the first fault to the last")
+        return
     duration = float(rows["duration_s"].max())
     # time between the data calls that no call covered (several threads overlap theirs)
     user = ((rows["duration_s"] - rows["data_ns"] / 1e9 / rows["threads"]).clip(lower=0)).max()

@@ -220,7 +220,9 @@ def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None) ->
 def _rows(claim: Claim, phases: pd.DataFrame) -> pd.DataFrame:
     rows = phases[phases["benchmark_name"].astype(object) == claim.test]
     if claim.record_size:
-        rows = rows[rows["record_size"] == claim.record_size]
+        # loads and stores on a mapping (-B) have no size the trace sees: their phase may hold
+        # no call of the record size at all
+        rows = rows[(rows["record_size"] == claim.record_size) | (rows.get("faults", 0) > 0)]
     if claim.file_size and claim.scope == "phase":
         rows = rows[rows["bytes"] == claim.file_size] if (rows["bytes"] == claim.file_size).any() else rows
     return rows

@@ -47,6 +47,9 @@ def flags(row) -> str:
     if getattr(row, "fill_ops", 0):
         marks.append(f"{row.fill_ops:,} read-before-write ({units.bytes_(row.fill_bytes)}: the stream's buffer, "
                      "not counted)")
+    if getattr(row, "faults", 0):
+        marks.append(f"{row.faults:,} page faults ({row.major_faults:,} major, {units.bytes_(row.fault_bytes)} mapped; "
+                     "loads and stores not timed)")
     if row.too_short:
         marks.append("TOO SHORT TO TIME")
     return ", ".join(marks)

@@ -89,3 +89,22 @@ def test_the_text_and_html_reports_show_the_queue(tmp_path):
     assert 'data-chart="depth' in html and "requests in flight (max 8" in html
     # AND show counts the io_uring_enter calls that drove the requests
     assert "io_uring_enter" in iowitness("show", str(trace)).stdout
+
+
+def test_iozone_mmap_tests_become_phases_of_faults_and_are_judged(tmp_path):
+    # GIVEN IOzone -B (its file mapped, written and read by memcpy) of a 16 MiB file in 64 KiB records
+    trace = tmp_path / "b.iwt"
+    iowitness("run", "-q", "-o", str(trace), "--", require_tool("iozone"), "-B", "-i0", "-i1", "-s", "16m",
+              "-r", "64k", "-f", str(tmp_path / "iozone.tmp"), "-w")
+    report = json.loads(iowitness("report", str(trace), "--json").stdout)
+    named = {p["benchmark_name"]: p for p in report["phases"] if p["ops"] > 0}
+    # THEN each of its four tests is a phase whose faults mapped the whole file once
+    for test in ("write", "rewrite", "read", "reread"):
+        assert named[test]["fault_bytes"] == 16 << 20, (test, named[test])
+        assert named[test]["busy_Bps"] is None   # no time in calls: loads and stores are not timed
+    # AND every claim is about its own phase, with the mapping named among the reasons
+    verdicts = {v["claim"]["test"]: v for v in report["verdicts"]}
+    assert set(verdicts) == {"write", "rewrite", "read", "reread"}
+    for test, v in verdicts.items():
+        assert v["phases"] == [named[test]["phase"]], v
+        assert v["verdict"] in ("agrees", "explained") or any("memory mapping" in r for r in v["reasons"]), v
