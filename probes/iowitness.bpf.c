@@ -4,7 +4,8 @@
  * Purpose: follow a process set (a PID and everything it forks, or any process) and a file
  * set (names matched when opened, inodes already known) and stream open/read/write/
  * pread/pwrite/readv/writev/preadv/pwritev(2)/lseek/fsync/fdatasync/close/dup/dup2/dup3/fcntl/
- * ftruncate/fallocate calls on target files, with latency, offset and size, to user space.
+ * ftruncate/fallocate calls on target files, with latency, offset and size, to user space;
+ * and the same for io_uring and libaio requests, copies, mappings and page faults on them.
  *
  * Example (from `iowitness show` of scripts/demo.sh: iozone -i0 -i1 -i2 -s 64m -r 64k):
  *
@@ -35,7 +36,11 @@
  * per-CPU call state, shared maps), core_fixes.bpf.h (what depends on a kernel version),
  * targets.bpf.h (process and file sets), ops.bpf.h (syscall table, op kinds, argument
  * decoding), event_area.bpf.h (the record's way out), summary.bpf.h (--summary), block.bpf.h
- * and offcpu.bpf.h (the device view). events.h is the one definition shared with user space.
+ * and offcpu.bpf.h (the device view), and the other ways of moving a file's bytes: uring.bpf.h
+ * (io_uring requests, submission to CQE), aio.bpf.h (libaio, io_submit to the io_getevents that
+ * reaps), transfer.bpf.h (copy_file_range, sendfile, splice; clones counted), mapping.bpf.h,
+ * faults.bpf.h and memory_walk.bpf.h (mmap and the page faults on target mappings). events.h is
+ * the one definition shared with user space.
  *
  * Why raw tracepoints (tp_btf) and not syscalls:sys_enter_*: one program pair covers every
  * syscall and costs about half as much per call; kprobes and fentry are unavailable on the

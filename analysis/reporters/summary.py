@@ -11,7 +11,7 @@ import pandas as pd
 from iowitness import units
 from iowitness.escape import terminal
 from iowitness.analysis import aggregates, observer
-from iowitness.analysis.phases import READS, WRITES
+from iowitness.analysis.phases import FAULTS, READS, WRITES
 from iowitness.analysis.report import unseen
 from iowitness.analysis.reporters import tables
 
@@ -24,13 +24,18 @@ def syscall_table(events: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for name, group in events.groupby("syscall", observed=True, sort=False):
         latency_us = group["latency_ns"].to_numpy(dtype=np.float64) / 1e3
+        if name in FAULTS:   # the kernel marks a fault's entry only: no latency to show
+            latency_us = np.full(len(group), np.nan)
         ret = group["ret"].to_numpy()
         is_data = name in DATA_SYSCALLS
+        # a fault returns nothing: what it moved is what it mapped
+        moved = int(group["requested"].to_numpy().astype(np.int64).sum()) if name in FAULTS else \
+            int(ret[ret > 0].sum()) if is_data else 0
         row = {
             "syscall": name,
             "calls": len(group),
             "errors": int((ret < 0).sum()),
-            "bytes": int(ret[ret > 0].sum()) if is_data else 0,
+            "bytes": moved,
             "short": int(((ret >= 0) & (ret < group["requested"].to_numpy().astype(np.int64))).sum())
             if is_data else 0,
             "min_us": latency_us.min(),
@@ -49,9 +54,9 @@ def file_table(events: pd.DataFrame) -> pd.DataFrame:
     if events.empty:
         return pd.DataFrame(columns=["path", "calls", "read_bytes", "written_bytes"])
     name = events["syscall"].astype(str)
-    ret = events["ret"].clip(lower=0)
-    reads = name.isin(READS)
-    writes = name.isin(WRITES)
+    ret = events["ret"].clip(lower=0).where(~name.isin(FAULTS), events["requested"].astype(np.int64))
+    reads = name.isin(READS + ("fault_read",))
+    writes = name.isin(WRITES + ("fault_write",))
     frame = pd.DataFrame({"path": events["path"].astype(str), "read_bytes": ret.where(reads, 0),
                           "written_bytes": ret.where(writes, 0)})
     table = frame.groupby("path", sort=False).agg(calls=("path", "size"), read_bytes=("read_bytes", "sum"),
