@@ -173,13 +173,19 @@ class BpfObject:
             raise CannotTrace(f"BPF map {name} has no fd: {_why(fd)}")
         return Map(name, fd)
 
-    def attach_all(self) -> list[str]:
-        names, prog = [], None
+    def attach_all(self, first: tuple[str, ...] = ()) -> list[str]:
+        """Attach every loaded program: those named in `first` before the others, in that
+        order (a program that keeps state the others rely on must see everything they see)."""
+        programs, prog = [], None
         while True:
             prog = lib().bpf_object__next_program(self._obj, prog)
             if not prog:
-                return names
-            name = lib().bpf_program__name(prog).decode()
+                break
+            programs.append((lib().bpf_program__name(prog).decode(), prog))
+        rank = {name: i for i, name in enumerate(first)}
+        programs.sort(key=lambda p: rank.get(p[0], len(rank)))
+        names = []
+        for name, prog in programs:
             if not lib().bpf_program__autoload(prog):
                 continue
             link = lib().bpf_program__attach(prog)
@@ -188,6 +194,7 @@ class BpfObject:
                                   f"{_log_tail()}; run `iowitness doctor`")
             self._links.append(link)
             names.append(name)
+        return names
 
     def program_stats(self) -> dict[str, dict]:
         """The kernel's own measure of each loaded program: runs and time spent in it (counted

@@ -223,7 +223,10 @@ class Probe:
                 self.devices_from_start.add(kdev)
 
     def attach(self) -> list[str]:
-        programs = self._obj.attach_all()
+        # sched_switch first: a call that blocks while sys_enter is attached keeps its entry
+        # stamp across the switch only once on_sched_switch runs (an io_getevents of a
+        # running fio, say, would otherwise lose its requests as not followed)
+        programs = self._obj.attach_all(first=("on_sched_switch",))
         self.attached = True
         for hook in self.on_attached:
             hook()
