@@ -125,18 +125,32 @@ struct {
 } uring_ring_numbers SEC(".maps");
 
 __u32 uring_next_ring = 1;
+/* bumped when a ring is created: a CPU's memo of a ring may name an address now reused */
+__u64 uring_rings_version = 0;
 
-/* The ring's number, given at its first traced request; 0 when the table is full. */
-static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
+/* per CPU, the last ring a request was numbered for: a benchmark's requests come from few
+ * rings, and an array lookup is inlined where a hash lookup is a helper call */
+struct uring_ring_memo {
+	__u64 ctx;
+	__u64 version;
+	__u16 number;
+	__u16 pad0[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uring_ring_memo);
+} uring_ring_memos SEC(".maps");
+
+/* A new ring's number: claimed in `uring_ring_numbers`, then given to the ring (0: no room). */
+static __always_inline __u16 uring_new_ring_number(__u64 key)
 {
-	__u64 key = (__u64)ctx;
-	__u16 *found = bpf_map_lookup_elem(&uring_rings, &key);
-	__u32 candidate;
+	__u32 candidate = *(volatile __u32 *)&uring_next_ring;
+	__u16 *found;
 	__u8 taken = 1;
 
-	if (found)
-		return *found;
-	candidate = *(volatile __u32 *)&uring_next_ring;
 	for (int i = 0; i < 8; i++, candidate++) {
 		__u16 number = candidate;
 
@@ -153,6 +167,27 @@ static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
 		return number;
 	}
 	return 0;
+}
+
+/* The ring's number, given at its first traced request; 0 when the table is full. */
+static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
+{
+	__u64 key = (__u64)ctx, version = *(volatile __u64 *)&uring_rings_version;
+	struct uring_ring_memo *memo;
+	__u32 zero = 0;
+	__u16 *found, number;
+
+	memo = bpf_map_lookup_elem(&uring_ring_memos, &zero);
+	if (memo && memo->ctx == key && memo->version == version && memo->number)
+		return memo->number;
+	found = bpf_map_lookup_elem(&uring_rings, &key);
+	number = found ? *found : uring_new_ring_number(key);
+	if (memo) {
+		memo->ctx = key;
+		memo->version = version;
+		memo->number = number;
+	}
+	return number;
 }
 
 /* What an opcode is to the trace: an IOW_OP_URING_*, URING_UNDECODED, or 0 (not file data) */
@@ -211,6 +246,15 @@ static __always_inline bool uring_file_is_target(struct file *file, struct iow_f
 	return is_target(key, file_key_of(file, key));
 }
 
+/* Is the submitter traced? Inside io_uring_enter, sys_enter has already decided for this
+ * thread on this CPU (struct cpu_slot); an SQPOLL thread makes no syscall: look it up. */
+static __always_inline bool uring_submitter_traced(struct task_struct *task, struct cpu_slot *slot)
+{
+	if (slot && slot->owner == (__u64)task)
+		return slot->traced;
+	return process_is_traced(task->tgid);
+}
+
 /* SPLICE and TEE read from a second file (the SQE's splice_fd_in) */
 static __always_inline bool uring_undecoded_on_target(struct task_struct *task, struct io_kiocb *req,
 						      struct file *file)
@@ -264,15 +308,17 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	struct task_struct *task;
 	struct uring_request r = {};
 	struct io_ring_ctx *ctx;
+	struct cpu_slot *slot;
 	struct file *file;
 	__u64 key = (__u64)req, sqe_flags;
-	__u32 ctx_flags;
+	__u32 ctx_flags, epoch;
 	long err;
 
 	if (!op)
 		return;
 	task = bpf_get_current_task_btf();
-	if (!process_is_traced(task->tgid))
+	slot = this_cpu_slot();
+	if (!slot || !uring_submitter_traced(task, slot))
 		return;
 	ctx = req->ctx;
 	sqe_flags = req->flags;
@@ -286,7 +332,8 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 			count_lost(IOW_LOST_UNDECODED);
 		return;
 	}
-	if (file && !uring_file_is_target(file, &r.key))
+	/* through the CPU's memo of the last target file, as the syscalls */
+	if (file && !target_file(slot, &r.key, file_key_of(file, &r.key), &epoch))
 		return;
 	if (sqe_flags & URING_SQE_CQE_SKIP_SUCCESS) {
 		/* no CQE when it succeeds: its end is never seen */
@@ -361,7 +408,8 @@ static __always_inline void uring_created(void *ctx)
 {
 	__u64 key = (__u64)ctx;
 
-	bpf_map_delete_elem(&uring_rings, &key);
+	if (bpf_map_delete_elem(&uring_rings, &key) == 0)
+		__sync_fetch_and_add(&uring_rings_version, 1);
 }
 
 #endif
