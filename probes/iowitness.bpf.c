@@ -278,9 +278,9 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
  * completion comes first in this file, so it is attached first (attach_all goes in program
  * order): a request the submission hook sees always has its CQE seen too. */
 SEC("tp_btf/io_uring_complete")
-int BPF_PROG(on_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+int BPF_PROG(on_uring_complete, void *ring, void *req)
 {
-	uring_complete(req, cqe);
+	uring_complete(req);
 	return 0;
 }
 

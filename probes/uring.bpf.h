@@ -379,8 +379,11 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 		bpf_map_update_elem(&uring_inflight, &key, &r, BPF_ANY);
 }
 
-/* io_uring_complete: the CQE of a request in flight is posted; its record goes out */
-static __always_inline void uring_complete(void *req_address, struct io_uring_cqe *cqe)
+/* io_uring_complete: the CQE of a request in flight is posted; its record goes out. The
+ * CQE's res is read from the request (io_kiocb.cqe, which the CQE is a copy of), not from the
+ * tracepoint's third argument: that argument is a struct io_uring_cqe pointer on this kernel
+ * and was the user_data on older ones (core_fixes.bpf.h). */
+static __always_inline void uring_complete(void *req_address)
 {
 	__u64 key = (__u64)req_address;
 	struct uring_request *r = bpf_map_lookup_elem(&uring_inflight, &key);
@@ -392,8 +395,8 @@ static __always_inline void uring_complete(void *req_address, struct io_uring_cq
 	if (!r)
 		return;
 	now = bpf_ktime_get_ns();
-	res = cqe->res;
 	req = bpf_rdonly_cast(req_address, bpf_core_type_id_kernel(struct io_kiocb));
+	res = req->cqe.res;
 	if (!r->key.ino && !uring_file_is_target(req->file, &r->key))
 		goto done;
 	args.offset = r->offset;
