@@ -16,6 +16,7 @@
  *   SPLICE of 100 bytes from the file to a pipe (not decoded by the probe: counted)
  *   READ with IOSQE_CQE_SKIP_SUCCESS (no CQE: counted as a request not followed)
  *   READ of 4096 at 0 of DIR/other.dat (not a target)
+ *   the ring closed, a second ring set up, READ of 4096 at 8192 through it
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -172,6 +173,11 @@ int main(int argc, char **argv)
 	/* the skipped request's end is seen by the next one on the same ring */
 	s = rw(IORING_OP_READ, other, buf[2], 4096, 0);
 	request(&r, &s, 0, 4096);
+
+	close(r.fd);
+	ring_setup(&r);
+	s = rw(IORING_OP_READ, fd, buf[2], 4096, 8192);
+	request(&r, &s, 8192, 4096);
 	fclose(logf);
 	return 0;
 }
