@@ -280,7 +280,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(on_uring_complete, void *ring, void *req)
 {
-	uring_complete(req);
+	uring_complete(ring, req);
 	return 0;
 }
 

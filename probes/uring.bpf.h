@@ -8,8 +8,9 @@
  * are in the request, the file may not be: it is looked up at issue time), in the context of
  * the thread that submitted it (the io_uring_enter caller, or the ring's SQPOLL thread
  * iou-sqp-PID, a thread of the same process); and io_uring_complete, when its CQE is posted
- * (res known; in any task's context). Between the two the request waits in `uring_inflight`,
- * keyed by its struct io_kiocb address.
+ * (res known; in any task's context). Between the two the request waits in a slot of its
+ * ring's row of `uring_slots`, or, when that slot is taken, in the hash `uring_inflight`;
+ * either way known by its struct io_kiocb address.
  *
  * Example (`iowitness show` of fio --ioengine=io_uring --rw=randread --bs=4k --iodepth=32
  * --size=8m: fio lays the file out with write(2), drops it from the page cache, then reads
@@ -40,12 +41,13 @@
  * Overhead: per io_uring request on the machine, an opcode switch; for a file-data opcode, the
  * submitter's traced bit (the CPU slot sys_enter claimed for io_uring_enter; a `procs` lookup
  * for an SQPOLL thread); for a traced one, the fd-table walk and target-file memo the syscalls
- * use, a few plain loads of the prepared request and one hash update. Per CQE on the machine
- * one hash lookup, and for a traced request a record and a hash delete. Vectored requests add
- * one bpf_probe_read_user per iovec (at most MAX_IOVEC). Measured with kernel BPF statistics
- * (which add a clock read to each run) on fio io_uring 4 KiB random reads of a cached file at
- * iodepth 32: ~305 ns at submission and ~245 ns at the CQE per traced request, plus ~105 ns
- * for the timing of its io_uring_enter; docs/performance.md has the slowdown.
+ * use, a few plain loads of the prepared request and a few stores into its slot. Per CQE on
+ * the machine one hash lookup (is its ring one a traced request was seen on?), and for a
+ * traced request a record. Vectored requests add one bpf_probe_read_user per iovec (at most
+ * MAX_IOVEC). Measured with kernel BPF statistics (which add a clock read to each run) on fio
+ * io_uring 4 KiB random reads of a cached file at iodepth 32: ~140 ns at submission and
+ * ~125 ns at the CQE per traced request (~310 and ~255 with every request in the hash), plus
+ * ~180 ns for the timing of its io_uring_enter; docs/performance.md has the slowdown.
  */
 #ifndef IOWITNESS_URING_BPF_H
 #define IOWITNESS_URING_BPF_H
@@ -104,9 +106,9 @@ struct uring_request {
 	__u32 pad0;
 };
 
-/* 16,384 requests in flight at once over every traced ring (fio: numjobs x iodepth); a
- * request with no room counts IOW_LOST_REQUESTS. Preallocated: the update on the submission
- * path takes no allocation. */
+/* The second place a request may wait (its ring's slot taken, or its ring without a row):
+ * 16,384 requests in flight at once over every traced ring; a request with no room counts
+ * IOW_LOST_REQUESTS. Preallocated: the update on the submission path takes no allocation. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -153,6 +155,47 @@ struct {
 	__type(value, struct uring_ring_memo);
 } uring_ring_memos SEC(".maps");
 
+/* 1: a ring went without a number (`uring_rings` full): its requests are only in the hash */
+__u32 uring_rings_full = 0;
+
+/* Where a request waits for its CQE, first choice: a slot of its ring's own row, picked by its
+ * address. A ring's submissions are serialised by the kernel (ctx->uring_lock, held by
+ * io_uring_enter and by the SQPOLL thread around io_submit_sqes), so one submission at a
+ * time takes a free slot of a row: no race, no lock, no atomic; the CQE, in any context,
+ * reads the slot and frees it last (req = 0), and a submission writes only into a free slot.
+ * An array slot costs a few stores where the locked hash update cost ~185 ns (BPF statistics,
+ * fio io_uring 4 KiB reads at iodepth 32). A slot already taken, and a ring numbered above
+ * URING_FAST_RINGS, go to `uring_inflight` instead. */
+#define URING_FAST_RINGS 64
+#define URING_FAST_SLOT_BITS 8
+#define URING_FAST_SLOTS (1 << URING_FAST_SLOT_BITS)   /* per ring, a few times a usual iodepth */
+
+struct uring_slot {
+	__u64 req;         /* the request's io_kiocb address; 0: free */
+	struct uring_request r;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, URING_FAST_RINGS * URING_FAST_SLOTS);
+	__type(key, __u32);
+	__type(value, struct uring_slot);
+} uring_slots SEC(".maps");
+
+/* The slot is picked by a hash of the request's user_data, not of its address: the verifier
+ * allows no arithmetic on the typed request pointer at submission. user_data need not be
+ * unique (fio's is the io_u's address): the slot's `req` says whose it is, and a slot taken
+ * sends the request to the hash. */
+static __always_inline struct uring_slot *uring_slot_of(__u16 ring, __u64 user_data)
+{
+	__u32 index;
+
+	if (ring == 0 || ring > URING_FAST_RINGS)
+		return NULL;
+	index = (ring - 1) * URING_FAST_SLOTS + ((user_data * 0x9E3779B97F4A7C15ULL) >> (64 - URING_FAST_SLOT_BITS));
+	return bpf_map_lookup_elem(&uring_slots, &index);
+}
+
 /* A new ring's number: claimed in `uring_ring_numbers`, then given to the ring (0: no room). */
 static __always_inline __u16 uring_new_ring_number(__u64 key)
 {
@@ -178,6 +221,21 @@ static __always_inline __u16 uring_new_ring_number(__u64 key)
 	return 0;
 }
 
+/* The number of a ring a traced request was seen on; 0 for any other ring. */
+static __always_inline __u16 uring_known_ring(void *ctx)
+{
+	__u64 key = (__u64)ctx, version = *(volatile __u64 *)&uring_rings_version;
+	struct uring_ring_memo *memo;
+	__u32 zero = 0;
+	__u16 *found;
+
+	memo = bpf_map_lookup_elem(&uring_ring_memos, &zero);
+	if (memo && memo->ctx == key && memo->version == version && memo->number)
+		return memo->number;
+	found = bpf_map_lookup_elem(&uring_rings, &key);
+	return found ? *found : 0;
+}
+
 /* The ring's number, given at its first traced request; 0 when the table is full. */
 static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
 {
@@ -191,6 +249,8 @@ static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
 		return memo->number;
 	found = bpf_map_lookup_elem(&uring_rings, &key);
 	number = found ? *found : uring_new_ring_number(key);
+	if (!number)
+		uring_rings_full = 1;
 	if (memo) {
 		memo->ctx = key;
 		memo->version = version;
@@ -317,6 +377,7 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	struct task_struct *task;
 	struct uring_request r = {};
 	struct io_ring_ctx *ctx;
+	struct uring_slot *ring_slot;
 	struct cpu_slot *slot;
 	struct file *file;
 	__u64 key = (__u64)req, sqe_flags;
@@ -369,6 +430,19 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 		r.flags |= IOW_URING_LINKED;
 	uring_request_args(req, &r);
 
+	ring_slot = uring_slot_of(r.ring, req->cqe.user_data);
+	if (ring_slot && (!ring_slot->req || ring_slot->req == key)) {
+		/* a request is freed after its CQE: one still here at its address never showed
+		 * its end (a CQE overflow flushed later posts without the request) */
+		if (ring_slot->req)
+			count_lost(IOW_LOST_REQUESTS);
+		ring_slot->r = r;
+		/* the fields before the address that publishes them: x86 keeps stores in order, and
+		 * the CQE's loads (address, then fields) in theirs */
+		asm volatile("" ::: "memory");
+		ring_slot->req = key;
+		return;
+	}
 	err = bpf_map_update_elem(&uring_inflight, &key, &r, BPF_NOEXIST);
 	if (!err)
 		return;
@@ -379,26 +453,18 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 		bpf_map_update_elem(&uring_inflight, &key, &r, BPF_ANY);
 }
 
-/* io_uring_complete: the CQE of a request in flight is posted; its record goes out. The
- * CQE's res is read from the request (io_kiocb.cqe, which the CQE is a copy of), not from the
- * tracepoint's third argument: that argument is a struct io_uring_cqe pointer on this kernel
- * and was the user_data on older ones (core_fixes.bpf.h). */
-static __always_inline void uring_complete(void *req_address)
+/* A request's CQE is posted: its record. The CQE's res is read from the request (io_kiocb.cqe,
+ * which the CQE is a copy of), not from the tracepoint's third argument: that argument is a
+ * struct io_uring_cqe pointer on this kernel and was the user_data on older ones
+ * (core_fixes.bpf.h). */
+static __always_inline void uring_record(struct uring_request *r, void *req_address, __u64 now)
 {
-	__u64 key = (__u64)req_address;
-	struct uring_request *r = bpf_map_lookup_elem(&uring_inflight, &key);
-	struct io_kiocb *req;
+	struct io_kiocb *req = bpf_rdonly_cast(req_address, bpf_core_type_id_kernel(struct io_kiocb));
+	long res = req->cqe.res;
 	struct call_args args;
-	long res;
-	__u64 now;
 
-	if (!r)
-		return;
-	now = bpf_ktime_get_ns();
-	req = bpf_rdonly_cast(req_address, bpf_core_type_id_kernel(struct io_kiocb));
-	res = req->cqe.res;
 	if (!r->key.ino && !uring_file_is_target(req->file, &r->key))
-		goto done;
+		return;
 	args.offset = r->offset;
 	args.requested = r->requested;
 	args.flags = r->flags;
@@ -411,7 +477,33 @@ static __always_inline void uring_complete(void *req_address)
 		args.offset = rw->kiocb.ki_pos - (res > 0 ? res : 0);
 	}
 	deliver_record(r->tgid, r->tid, &r->key, r->op, r->start_ns, now, res, &args);
-done:
+}
+
+/* io_uring_complete: the CQE of a request in flight is posted; its record goes out */
+static __always_inline void uring_complete(void *ring, void *req_address)
+{
+	__u64 key = (__u64)req_address;
+	__u16 number = uring_known_ring(ring);
+	struct uring_slot *ring_slot;
+	struct uring_request *r;
+
+	/* a ring no traced request was seen on: nothing of it is in flight, unless rings went
+	 * without a number (their requests are in the hash) */
+	if (!number && !*(volatile __u32 *)&uring_rings_full)
+		return;
+	ring_slot = uring_slot_of(number, ((struct io_kiocb *)bpf_rdonly_cast(req_address,
+						bpf_core_type_id_kernel(struct io_kiocb)))->cqe.user_data);
+	if (ring_slot && ring_slot->req == key) {
+		uring_record(&ring_slot->r, req_address, bpf_ktime_get_ns());
+		/* free the slot last: the next submission may take it at once */
+		asm volatile("" ::: "memory");
+		ring_slot->req = 0;
+		return;
+	}
+	r = bpf_map_lookup_elem(&uring_inflight, &key);
+	if (!r)
+		return;
+	uring_record(r, req_address, bpf_ktime_get_ns());
 	bpf_map_delete_elem(&uring_inflight, &key);
 }
 
