@@ -57,6 +57,7 @@
 #include "targets.bpf.h"
 #include "ops.bpf.h"
 #include "summary.bpf.h"
+#include "uring_wait.bpf.h"
 
 /* io_uring's user ABI (include/uapi/linux/io_uring.h): numbers that never change, spelled
  * here so the probe builds against a vmlinux.h that lacks the newer ones */
@@ -89,175 +90,6 @@
 
 /* not an op of events.h: an opcode that moves file data in a way no record describes */
 #define URING_UNDECODED 0xffff
-
-/* A request between submission and CQE. key.ino == 0: its file was not known at submission
- * (a registered slot filled by an earlier linked request), it is looked at on completion. */
-struct uring_request {
-	__u64 start_ns;
-	__s64 offset;      /* the SQE's; -1: the file position (IOW_URING_FILE_POS) */
-	__u64 requested;
-	struct iow_file_key key;
-	__u32 tgid;
-	__u32 tid;
-	__s32 fd;
-	__u32 flags;       /* opcode | IOW_URING_* */
-	__u16 op;
-	__u16 ring;
-	__u32 pad0;
-};
-
-/* The second place a request may wait (its ring's slot taken, or its ring without a row):
- * 16,384 requests in flight at once over every traced ring; a request with no room counts
- * IOW_LOST_REQUESTS. Preallocated: the update on the submission path takes no allocation. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct uring_request);
-} uring_inflight SEC(".maps");
-
-/* io_ring_ctx address -> its number; an entry goes when a new ring is created at the address */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u16);
-} uring_rings SEC(".maps");
-
-/* ring numbers handed out: an insert that fails when the number is taken is the atomic claim
- * (the BPF instructions our clang targets have no fetch-and-add returning the old value) */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, __u16);
-	__type(value, __u8);
-} uring_ring_numbers SEC(".maps");
-
-__u32 uring_next_ring = 1;
-/* bumped when a ring is created: a CPU's memo of a ring may name an address now reused */
-__u64 uring_rings_version = 0;
-
-/* per CPU, the last ring a request was numbered for: a benchmark's requests come from few
- * rings, and an array lookup is inlined where a hash lookup is a helper call */
-struct uring_ring_memo {
-	__u64 ctx;
-	__u64 version;
-	__u16 number;
-	__u16 pad0[3];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct uring_ring_memo);
-} uring_ring_memos SEC(".maps");
-
-/* 1: a ring went without a number (`uring_rings` full): its requests are only in the hash */
-__u32 uring_rings_full = 0;
-
-/* Where a request waits for its CQE, first choice: a slot of its ring's own row, picked by its
- * address. A ring's submissions are serialised by the kernel (ctx->uring_lock, held by
- * io_uring_enter and by the SQPOLL thread around io_submit_sqes), so one submission at a
- * time takes a free slot of a row: no race, no lock, no atomic; the CQE, in any context,
- * reads the slot and frees it last (req = 0), and a submission writes only into a free slot.
- * An array slot costs a few stores where the locked hash update cost ~185 ns (BPF statistics,
- * fio io_uring 4 KiB reads at iodepth 32). A slot already taken, and a ring numbered above
- * URING_FAST_RINGS, go to `uring_inflight` instead. */
-#define URING_FAST_RINGS 64
-#define URING_FAST_SLOT_BITS 8
-#define URING_FAST_SLOTS (1 << URING_FAST_SLOT_BITS)   /* per ring, a few times a usual iodepth */
-
-struct uring_slot {
-	__u64 req;         /* the request's io_kiocb address; 0: free */
-	struct uring_request r;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, URING_FAST_RINGS * URING_FAST_SLOTS);
-	__type(key, __u32);
-	__type(value, struct uring_slot);
-} uring_slots SEC(".maps");
-
-/* The slot is picked by a hash of the request's user_data, not of its address: the verifier
- * allows no arithmetic on the typed request pointer at submission. user_data need not be
- * unique (fio's is the io_u's address): the slot's `req` says whose it is, and a slot taken
- * sends the request to the hash. */
-static __always_inline struct uring_slot *uring_slot_of(__u16 ring, __u64 user_data)
-{
-	__u32 index;
-
-	if (ring == 0 || ring > URING_FAST_RINGS)
-		return NULL;
-	index = (ring - 1) * URING_FAST_SLOTS + ((user_data * 0x9E3779B97F4A7C15ULL) >> (64 - URING_FAST_SLOT_BITS));
-	return bpf_map_lookup_elem(&uring_slots, &index);
-}
-
-/* A new ring's number: claimed in `uring_ring_numbers`, then given to the ring (0: no room). */
-static __always_inline __u16 uring_new_ring_number(__u64 key)
-{
-	__u32 candidate = *(volatile __u32 *)&uring_next_ring;
-	__u16 *found;
-	__u8 taken = 1;
-
-	for (int i = 0; i < 8; i++, candidate++) {
-		__u16 number = candidate;
-
-		if (candidate > 0xffff)
-			return 0;
-		if (bpf_map_update_elem(&uring_ring_numbers, &number, &taken, BPF_NOEXIST))
-			continue;
-		uring_next_ring = candidate + 1;
-		if (bpf_map_update_elem(&uring_rings, &key, &number, BPF_NOEXIST)) {
-			/* another CPU numbered this ring first */
-			found = bpf_map_lookup_elem(&uring_rings, &key);
-			return found ? *found : 0;
-		}
-		return number;
-	}
-	return 0;
-}
-
-/* The number of a ring a traced request was seen on; 0 for any other ring. */
-static __always_inline __u16 uring_known_ring(void *ctx)
-{
-	__u64 key = (__u64)ctx, version = *(volatile __u64 *)&uring_rings_version;
-	struct uring_ring_memo *memo;
-	__u32 zero = 0;
-	__u16 *found;
-
-	memo = bpf_map_lookup_elem(&uring_ring_memos, &zero);
-	if (memo && memo->ctx == key && memo->version == version && memo->number)
-		return memo->number;
-	found = bpf_map_lookup_elem(&uring_rings, &key);
-	return found ? *found : 0;
-}
-
-/* The ring's number, given at its first traced request; 0 when the table is full. */
-static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
-{
-	__u64 key = (__u64)ctx, version = *(volatile __u64 *)&uring_rings_version;
-	struct uring_ring_memo *memo;
-	__u32 zero = 0;
-	__u16 *found, number;
-
-	memo = bpf_map_lookup_elem(&uring_ring_memos, &zero);
-	if (memo && memo->ctx == key && memo->version == version && memo->number)
-		return memo->number;
-	found = bpf_map_lookup_elem(&uring_rings, &key);
-	number = found ? *found : uring_new_ring_number(key);
-	if (!number)
-		uring_rings_full = 1;
-	if (memo) {
-		memo->ctx = key;
-		memo->version = version;
-		memo->number = number;
-	}
-	return number;
-}
 
 /* What an opcode is to the trace: an IOW_OP_URING_*, URING_UNDECODED, or 0 (not file data) */
 static __always_inline __u16 uring_op_of(__u8 opcode)
@@ -377,12 +209,10 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	struct task_struct *task;
 	struct uring_request r = {};
 	struct io_ring_ctx *ctx;
-	struct uring_slot *ring_slot;
 	struct cpu_slot *slot;
 	struct file *file;
 	__u64 key = (__u64)req, sqe_flags;
 	__u32 ctx_flags, epoch;
-	long err;
 
 	if (!op)
 		return;
@@ -430,27 +260,7 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 		r.flags |= IOW_URING_LINKED;
 	uring_request_args(req, &r);
 
-	ring_slot = uring_slot_of(r.ring, req->cqe.user_data);
-	if (ring_slot && (!ring_slot->req || ring_slot->req == key)) {
-		/* a request is freed after its CQE: one still here at its address never showed
-		 * its end (a CQE overflow flushed later posts without the request) */
-		if (ring_slot->req)
-			count_lost(IOW_LOST_REQUESTS);
-		ring_slot->r = r;
-		/* the fields before the address that publishes them: x86 keeps stores in order, and
-		 * the CQE's loads (address, then fields) in theirs */
-		asm volatile("" ::: "memory");
-		ring_slot->req = key;
-		return;
-	}
-	err = bpf_map_update_elem(&uring_inflight, &key, &r, BPF_NOEXIST);
-	if (!err)
-		return;
-	/* a request is freed after its CQE: one still here at its address never showed its end
-	 * (a CQE overflow flushed later posts without the request); this one takes its slot */
-	count_lost(IOW_LOST_REQUESTS);
-	if (err == -17 /* EEXIST */)
-		bpf_map_update_elem(&uring_inflight, &key, &r, BPF_ANY);
+	uring_park(key, req->cqe.user_data, &r);
 }
 
 /* A request's CQE is posted: its record. The CQE's res is read from the request (io_kiocb.cqe,
@@ -482,38 +292,15 @@ static __always_inline void uring_record(struct uring_request *r, void *req_addr
 /* io_uring_complete: the CQE of a request in flight is posted; its record goes out */
 static __always_inline void uring_complete(void *ring, void *req_address)
 {
+	struct io_kiocb *req = bpf_rdonly_cast(req_address, bpf_core_type_id_kernel(struct io_kiocb));
 	__u64 key = (__u64)req_address;
-	__u16 number = uring_known_ring(ring);
-	struct uring_slot *ring_slot;
-	struct uring_request *r;
+	struct uring_slot *slot = NULL;
+	struct uring_request *r = uring_find(ring, key, req->cqe.user_data, &slot);
 
-	/* a ring no traced request was seen on: nothing of it is in flight, unless rings went
-	 * without a number (their requests are in the hash) */
-	if (!number && !*(volatile __u32 *)&uring_rings_full)
-		return;
-	ring_slot = uring_slot_of(number, ((struct io_kiocb *)bpf_rdonly_cast(req_address,
-						bpf_core_type_id_kernel(struct io_kiocb)))->cqe.user_data);
-	if (ring_slot && ring_slot->req == key) {
-		uring_record(&ring_slot->r, req_address, bpf_ktime_get_ns());
-		/* free the slot last: the next submission may take it at once */
-		asm volatile("" ::: "memory");
-		ring_slot->req = 0;
-		return;
-	}
-	r = bpf_map_lookup_elem(&uring_inflight, &key);
 	if (!r)
 		return;
 	uring_record(r, req_address, bpf_ktime_get_ns());
-	bpf_map_delete_elem(&uring_inflight, &key);
-}
-
-/* io_uring_create: a new ring at an address an old one may have had gets a number of its own */
-static __always_inline void uring_created(void *ctx)
-{
-	__u64 key = (__u64)ctx;
-
-	if (bpf_map_delete_elem(&uring_rings, &key) == 0)
-		__sync_fetch_and_add(&uring_rings_version, 1);
+	uring_unpark(slot, key);
 }
 
 #endif
