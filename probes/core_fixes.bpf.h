@@ -78,6 +78,15 @@ static __always_inline bool fault_maps_whole_folio(void)
 	return LINUX_KERNEL_VERSION >= KERNEL_VERSION(6, 18, 0);
 }
 
+/* io_uring: the probe follows requests on io_uring_submit_req (struct io_kiocb *req), which
+ * replaced io_uring_submit_sqe when the io_uring tracepoints were given the request (Linux
+ * 5.19/6.0); collector/probe.py does not load the io_uring programs on a kernel without it.
+ * io_uring_complete's arguments changed too (ctx, req, user_data, res, ... before; ctx, req,
+ * cqe now): on_uring_complete reads only the first two, the same on both, and takes the
+ * result from the request. A ring's registered files moved into io_file_table.data.nodes
+ * (checked on 6.18); uring_file_of (uring.bpf.h) tests the field and, where it is missing,
+ * leaves the file to be checked on completion. */
+
 /* sched_switch passes prev_state since Linux 5.18 (fa2c3254d7cf "sched/tracing: Don't re-read
  * p->state when emitting sched_switch event"): on_sched_switch takes it as its fourth
  * argument, which an older kernel's tracepoint does not have (the load fails there). */

@@ -323,7 +323,7 @@ struct iow_summary {
 #define IOW_URING_DATASYNC 0x800     /* FSYNC with IORING_FSYNC_DATASYNC: fdatasync */
 #define IOW_URING_FILE_POS 0x1000    /* sqe offset -1: at the file position (offset is where it was, found at completion) */
 #define IOW_URING_IOPOLL 0x2000      /* the ring polls for completions (IORING_SETUP_IOPOLL) */
-#define IOW_URING_ASYNC 0x4000       /* IOSQE_ASYNC: handed to an io-wq worker, never tried inline */
+#define IOW_URING_ASYNC 0x4000       /* sent to an io-wq worker without an inline try: IOSQE_ASYNC, or the op always is (FSYNC, SYNC_FILE_RANGE) */
 #define IOW_URING_LINKED 0x8000      /* part of a chain (IOSQE_IO_LINK or IOSQE_IO_HARDLINK) */
 /* libaio records (aio.bpf.h): bits of `flags` above the iocb's own RWF_* flags */
 #define IOW_AIO_VECTORED 0x10000   /* IOCB_CMD_PREADV or PWRITEV: requested sums the iovecs */

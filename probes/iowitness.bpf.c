@@ -283,18 +283,20 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-/* io_uring requests (uring.bpf.h): in flight from the SQE's submission to its CQE */
+/* io_uring requests (uring.bpf.h): in flight from the SQE's submission to its CQE. The
+ * completion comes first in this file, so it is attached first (attach_all goes in program
+ * order): a request the submission hook sees always has its CQE seen too. */
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(on_uring_complete, void *ring, void *req)
+{
+	uring_complete(ring, req);
+	return 0;
+}
+
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(on_uring_submit, struct io_kiocb *req)
 {
 	uring_submit(req);
-	return 0;
-}
-
-SEC("tp_btf/io_uring_complete")
-int BPF_PROG(on_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
-{
-	uring_complete(req, cqe);
 	return 0;
 }
 

@@ -8,17 +8,23 @@
  * are in the request, the file may not be: it is looked up at issue time), in the context of
  * the thread that submitted it (the io_uring_enter caller, or the ring's SQPOLL thread
  * iou-sqp-PID, a thread of the same process); and io_uring_complete, when its CQE is posted
- * (res known; in any task's context). Between the two the request waits in `uring_inflight`,
- * keyed by its struct io_kiocb address.
+ * (res known; in any task's context). Between the two the request waits in a slot of its
+ * ring's row of `uring_slots`, or, when that slot is taken, in the hash `uring_inflight`;
+ * either way known by its struct io_kiocb address.
  *
  * Example (`iowitness show` of fio --ioengine=io_uring --rw=randread --bs=4k --iodepth=32
- * --size=16m on a cached file; latency is submission to CQE, so it includes the queueing a
- * deep queue adds):
+ * --size=8m: fio lays the file out with write(2), drops it from the page cache, then reads
+ * it from the disk 32 requests at a time):
  *
- *     syscall      calls  errors      bytes  short  min µs  mean µs  p50 µs  p90 µs  p99 µs
- *     uring_read   4,096       0   16.0 MiB      0    ...
+ *     syscall     calls  errors    bytes  short  min µs  mean µs  p50 µs  p90 µs  p99 µs
+ *     write       2,050       0  8.0 MiB      0    2.67     3.63    3.23    3.66    6.95
+ *     uring_read  2,048       0  8.0 MiB      0    26.6    260.1   264.1   381.4   449.9
  *
- * How to read a record (struct iow_event): op IOW_OP_URING_READ/WRITE/FSYNC; start_ns the
+ * How to read it: a uring_read row counts requests, not syscalls (fio's io_uring_enter calls
+ * are in the trace's `async_calls` counter); its latency runs from submission to the CQE, so
+ * it includes the time spent in flight with up to 31 others, as fio's completion latency does.
+ *
+ * A record (struct iow_event): op IOW_OP_URING_READ/WRITE/FSYNC; start_ns the
  * submission, latency_ns until the CQE; offset where the I/O began in the file (an SQE offset
  * of -1, the file position, is resolved at completion: ki_pos then minus res); requested the
  * length asked (vectored ops: the sum of the iovecs); ret the CQE's res; fd the SQE's fd, or
@@ -32,11 +38,16 @@
  * flush posts without the request) count IOW_LOST_REQUESTS; other opcodes that move data of a
  * target file (READ_MULTISHOT, SPLICE, TEE, URING_CMD) count IOW_LOST_UNDECODED.
  *
- * Overhead: per io_uring request on the machine, an opcode switch; for a file-data opcode of
- * a traced process, the fd-table walk and the `files` lookup the syscalls make, a few plain
- * loads of the prepared request and one hash update; per CQE on the machine one hash lookup
- * (and for a traced request a record and a hash delete). Vectored requests add one
- * bpf_probe_read_user per iovec (at most MAX_IOVEC).
+ * Overhead: per io_uring request on the machine, an opcode switch; for a file-data opcode, the
+ * submitter's traced bit (the CPU slot sys_enter claimed for io_uring_enter; a `procs` lookup
+ * for an SQPOLL thread); for a traced one, the fd-table walk and target-file memo the syscalls
+ * use, a few plain loads of the prepared request and a few stores into its slot. Per CQE on
+ * the machine one hash lookup (is its ring one a traced request was seen on?), and for a
+ * traced request a record. Vectored requests add one bpf_probe_read_user per iovec (at most
+ * MAX_IOVEC). Measured with kernel BPF statistics (which add a clock read to each run) on fio
+ * io_uring 4 KiB random reads of a cached file at iodepth 32: ~140 ns at submission and
+ * ~125 ns at the CQE per traced request (~310 and ~255 with every request in the hash), plus
+ * ~180 ns for the timing of its io_uring_enter; docs/performance.md has the slowdown.
  */
 #ifndef IOWITNESS_URING_BPF_H
 #define IOWITNESS_URING_BPF_H
@@ -46,6 +57,7 @@
 #include "targets.bpf.h"
 #include "ops.bpf.h"
 #include "summary.bpf.h"
+#include "uring_wait.bpf.h"
 
 /* io_uring's user ABI (include/uapi/linux/io_uring.h): numbers that never change, spelled
  * here so the probe builds against a vmlinux.h that lacks the newer ones */
@@ -78,82 +90,6 @@
 
 /* not an op of events.h: an opcode that moves file data in a way no record describes */
 #define URING_UNDECODED 0xffff
-
-/* A request between submission and CQE. key.ino == 0: its file was not known at submission
- * (a registered slot filled by an earlier linked request), it is looked at on completion. */
-struct uring_request {
-	__u64 start_ns;
-	__s64 offset;      /* the SQE's; -1: the file position (IOW_URING_FILE_POS) */
-	__u64 requested;
-	struct iow_file_key key;
-	__u32 tgid;
-	__u32 tid;
-	__s32 fd;
-	__u32 flags;       /* opcode | IOW_URING_* */
-	__u16 op;
-	__u16 ring;
-	__u32 pad0;
-};
-
-/* 16,384 requests in flight at once over every traced ring (fio: numjobs x iodepth); a
- * request with no room counts IOW_LOST_REQUESTS. Preallocated: the update on the submission
- * path takes no allocation. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct uring_request);
-} uring_inflight SEC(".maps");
-
-/* io_ring_ctx address -> its number; an entry goes when a new ring is created at the address */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u16);
-} uring_rings SEC(".maps");
-
-/* ring numbers handed out: an insert that fails when the number is taken is the atomic claim
- * (the BPF instructions our clang targets have no fetch-and-add returning the old value) */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, __u16);
-	__type(value, __u8);
-} uring_ring_numbers SEC(".maps");
-
-__u32 uring_next_ring = 1;
-
-/* The ring's number, given at its first traced request; 0 when the table is full. */
-static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
-{
-	__u64 key = (__u64)ctx;
-	__u16 *found = bpf_map_lookup_elem(&uring_rings, &key);
-	__u32 candidate;
-	__u8 taken = 1;
-
-	if (found)
-		return *found;
-	candidate = *(volatile __u32 *)&uring_next_ring;
-	for (int i = 0; i < 8; i++, candidate++) {
-		__u16 number = candidate;
-
-		if (candidate > 0xffff)
-			return 0;
-		if (bpf_map_update_elem(&uring_ring_numbers, &number, &taken, BPF_NOEXIST))
-			continue;
-		uring_next_ring = candidate + 1;
-		if (bpf_map_update_elem(&uring_rings, &key, &number, BPF_NOEXIST)) {
-			/* another CPU numbered this ring first */
-			found = bpf_map_lookup_elem(&uring_rings, &key);
-			return found ? *found : 0;
-		}
-		return number;
-	}
-	return 0;
-}
 
 /* What an opcode is to the trace: an IOW_OP_URING_*, URING_UNDECODED, or 0 (not file data) */
 static __always_inline __u16 uring_op_of(__u8 opcode)
@@ -211,6 +147,15 @@ static __always_inline bool uring_file_is_target(struct file *file, struct iow_f
 	return is_target(key, file_key_of(file, key));
 }
 
+/* Is the submitter traced? Inside io_uring_enter, sys_enter has already decided for this
+ * thread on this CPU (struct cpu_slot); an SQPOLL thread makes no syscall: look it up. */
+static __always_inline bool uring_submitter_traced(struct task_struct *task, struct cpu_slot *slot)
+{
+	if (slot && slot->owner == (__u64)task)
+		return slot->traced;
+	return process_is_traced(task->tgid);
+}
+
 /* SPLICE and TEE read from a second file (the SQE's splice_fd_in) */
 static __always_inline bool uring_undecoded_on_target(struct task_struct *task, struct io_kiocb *req,
 						      struct file *file)
@@ -264,15 +209,16 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	struct task_struct *task;
 	struct uring_request r = {};
 	struct io_ring_ctx *ctx;
+	struct cpu_slot *slot;
 	struct file *file;
 	__u64 key = (__u64)req, sqe_flags;
-	__u32 ctx_flags;
-	long err;
+	__u32 ctx_flags, epoch;
 
 	if (!op)
 		return;
 	task = bpf_get_current_task_btf();
-	if (!process_is_traced(task->tgid))
+	slot = this_cpu_slot();
+	if (!slot || !uring_submitter_traced(task, slot))
 		return;
 	ctx = req->ctx;
 	sqe_flags = req->flags;
@@ -286,7 +232,8 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 			count_lost(IOW_LOST_UNDECODED);
 		return;
 	}
-	if (file && !uring_file_is_target(file, &r.key))
+	/* through the CPU's memo of the last target file, as the syscalls */
+	if (file && !target_file(slot, &r.key, file_key_of(file, &r.key), &epoch))
 		return;
 	if (sqe_flags & URING_SQE_CQE_SKIP_SUCCESS) {
 		/* no CQE when it succeeds: its end is never seen */
@@ -313,33 +260,21 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 		r.flags |= IOW_URING_LINKED;
 	uring_request_args(req, &r);
 
-	err = bpf_map_update_elem(&uring_inflight, &key, &r, BPF_NOEXIST);
-	if (!err)
-		return;
-	/* a request is freed after its CQE: one still here at its address never showed its end
-	 * (a CQE overflow flushed later posts without the request); this one takes its slot */
-	count_lost(IOW_LOST_REQUESTS);
-	if (err == -17 /* EEXIST */)
-		bpf_map_update_elem(&uring_inflight, &key, &r, BPF_ANY);
+	uring_park(key, req->cqe.user_data, &r);
 }
 
-/* io_uring_complete: the CQE of a request in flight is posted; its record goes out */
-static __always_inline void uring_complete(void *req_address, struct io_uring_cqe *cqe)
+/* A request's CQE is posted: its record. The CQE's res is read from the request (io_kiocb.cqe,
+ * which the CQE is a copy of), not from the tracepoint's third argument: that argument is a
+ * struct io_uring_cqe pointer on this kernel and was the user_data on older ones
+ * (core_fixes.bpf.h). */
+static __always_inline void uring_record(struct uring_request *r, void *req_address, __u64 now)
 {
-	__u64 key = (__u64)req_address;
-	struct uring_request *r = bpf_map_lookup_elem(&uring_inflight, &key);
-	struct io_kiocb *req;
+	struct io_kiocb *req = bpf_rdonly_cast(req_address, bpf_core_type_id_kernel(struct io_kiocb));
+	long res = req->cqe.res;
 	struct call_args args;
-	long res;
-	__u64 now;
 
-	if (!r)
-		return;
-	now = bpf_ktime_get_ns();
-	res = cqe->res;
-	req = bpf_rdonly_cast(req_address, bpf_core_type_id_kernel(struct io_kiocb));
 	if (!r->key.ino && !uring_file_is_target(req->file, &r->key))
-		goto done;
+		return;
 	args.offset = r->offset;
 	args.requested = r->requested;
 	args.flags = r->flags;
@@ -352,16 +287,20 @@ static __always_inline void uring_complete(void *req_address, struct io_uring_cq
 		args.offset = rw->kiocb.ki_pos - (res > 0 ? res : 0);
 	}
 	deliver_record(r->tgid, r->tid, &r->key, r->op, r->start_ns, now, res, &args);
-done:
-	bpf_map_delete_elem(&uring_inflight, &key);
 }
 
-/* io_uring_create: a new ring at an address an old one may have had gets a number of its own */
-static __always_inline void uring_created(void *ctx)
+/* io_uring_complete: the CQE of a request in flight is posted; its record goes out */
+static __always_inline void uring_complete(void *ring, void *req_address)
 {
-	__u64 key = (__u64)ctx;
+	struct io_kiocb *req = bpf_rdonly_cast(req_address, bpf_core_type_id_kernel(struct io_kiocb));
+	__u64 key = (__u64)req_address;
+	struct uring_slot *slot = NULL;
+	struct uring_request *r = uring_find(ring, key, req->cqe.user_data, &slot);
 
-	bpf_map_delete_elem(&uring_rings, &key);
+	if (!r)
+		return;
+	uring_record(r, req_address, bpf_ktime_get_ns());
+	uring_unpark(slot, key);
 }
 
 #endif

@@ -8,7 +8,11 @@ untraced stretches just before and after it.
 
 What is measured: the bytes the benchmark's processes got from read calls, /proc/PID/io
 `rchar`, sampled every 20 ms by this script: a count the kernel keeps for every process,
-independent of the benchmark's report and of iowitness. Each cycle runs, in an order that
+independent of the benchmark's report and of iowitness. io_uring and libaio reads are no read
+calls and add nothing to rchar: for those workloads (Workload.progress "fio-status") fio
+prints its cumulative io_bytes every 100 ms (--status-interval), stamped with its own job
+clock, which is mapped onto CLOCK_MONOTONIC by the smallest lag between a stamp and the
+moment the line arrived. Each cycle runs, in an order that
 rotates: untraced, observer, untraced, next observer, ..., untraced, each for --slot seconds.
 floor and timing-floor (probes/*.bpf.o) are loaded and attached by this process; iowitness
 and iowitness-summary are `iowitness attach --pid PID --file F --duration SLOT`, and their
@@ -52,7 +56,8 @@ from workloads import all_workloads  # noqa: E402
 
 from iowitness.analysis.run import load# noqa: E402
 
-WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop")
+WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop", "fio-iouring-rand-read", "fio-libaio-rand-read")
+DEFAULT_WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop")
 OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary")
 SAMPLE_SECONDS = 0.02
 EDGE_SECONDS = 0.1   # trimmed from each end of a stretch: attach and detach are not instant
@@ -118,9 +123,46 @@ class Sampler(threading.Thread):
         return float((np.interp(end, times, counts) - np.interp(begin, times, counts)) / (end - begin))
 
 
+class FioStatusSampler(threading.Thread):
+    """(CLOCK_MONOTONIC seconds, bytes fio has moved) from fio's --status-interval JSON dumps on
+    its stdout: the progress of io_uring and libaio jobs, which /proc/PID/io does not count."""
+
+    def __init__(self, bench: subprocess.Popen):
+        super().__init__(daemon=True)
+        self.bench, self.samples = bench, []
+        self._clock: list[tuple[float, float, float]] = []   # (arrival, fio's job seconds, bytes)
+        self.halt = threading.Event()
+
+    def run(self):
+        text = []
+        for line in self.bench.stdout:
+            text.append(line)
+            if not line.startswith("}"):   # a dump ends with a closing brace alone on its line
+                continue
+            arrival = time.monotonic()
+            doc = "".join(text)
+            text = []
+            try:
+                jobs = json.loads(doc[doc.index("{"):])["jobs"]
+            except ValueError:
+                continue
+            moved = sum(job[d]["io_bytes"] for job in jobs for d in ("read", "write"))
+            self._clock.append((arrival, max(job["job_runtime"] for job in jobs) / 1e3, moved))
+            # the lag between fio's stamp and the arrival is least for the dump read at once
+            lag = min(a - t for a, t, _ in self._clock)
+            self.samples = [(t + lag, b) for _, t, b in self._clock]
+
+    def rate(self, begin: float, end: float) -> float | None:
+        return Sampler.rate(self, begin, end)
+
+
 def kernel_window(trace_path: Path) -> tuple[float, float] | None:
     """First and last call the trace saw, CLOCK_MONOTONIC seconds."""
     trace = load(trace_path)
+    not_seen = trace.lost + trace.counters.get("requests_not_followed", 0)
+    if not_seen:   # the stretch's figures still count; what it missed is said
+        print(f"{trace_path.name}: {trace.lost} events lost, "
+              f"{trace.counters.get('requests_not_followed', 0)} requests not followed", flush=True)
     if trace.summary is not None and len(trace.summary):
         first, last = trace.summary["first_start_ns"], trace.summary["last_end_ns"]
         return float(first[first > 0].min()) / 1e9, float(last.max()) / 1e9
@@ -175,9 +217,16 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
     """Each cycle's ratios, by observer (an observer whose stretch failed is missing from its cycle)."""
     workload.prepare()
     command = workload.command
-    # nothing is read from the benchmark while it runs: a pipe it filled would stop it
-    bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    sampler = Sampler(bench.pid)
+    if workload.progress == "fio-status":
+        # fio's dumps are read as they come, by the sampler: the pipe never fills
+        bench = subprocess.Popen([*command, "--status-interval=100ms"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        sampler = FioStatusSampler(bench)
+    else:
+        # nothing is read from the benchmark while it runs: a pipe it filled would stop it
+        bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+        sampler = Sampler(bench.pid)
     measured: list[dict[str, float]] = []
     try:
         sampler.start()
@@ -225,7 +274,8 @@ def sampler_rate(sampler: Sampler, window: tuple[float, float]) -> float | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
+                        help=f"comma-separated, of: {', '.join(WORKLOADS)}")
     parser.add_argument("--observers", default=",".join(OBSERVERS))
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--slot", type=float, default=2.0, help="seconds per stretch (default 2)")
@@ -256,11 +306,12 @@ def main() -> int:
         shutil.rmtree(out, ignore_errors=True)
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"\n{'workload':<15}{'observer':<19}{'ratio median (range)':<24}stretches  minus floor, same cycle")
+    width = max([15, *(len(name) + 2 for name in results)])
+    print(f"\n{'workload':<{width}}{'observer':<19}{'ratio median (range)':<24}stretches  minus floor, same cycle")
     for name, rows in results.items():
         for o, r in rows.items():
             paired = f"{r['minus_floor']:+.3f} ({r['paired']})" if "minus_floor" in r else ""
-            print(f"{name:<15}{o:<19}{r['median']:.3f} ({r['min']:.3f}..{r['max']:.3f})".ljust(58)
+            print(f"{name:<{width}}{o:<19}{r['median']:.3f} ({r['min']:.3f}..{r['max']:.3f})".ljust(width + 43)
                   + f"{r['n']}".ljust(11) + paired)
     if args.json:
         args.json.write_text(json.dumps({"cycles": args.cycles, "slot": args.slot, "results": results}, indent=1))

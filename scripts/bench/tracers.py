@@ -1,8 +1,9 @@
 """The observers scripts/bench/observers.py compares: how each wraps a workload's command.
 
 untraced           the command alone
-floor              empty BPF programs on tp_btf sys_enter/sys_exit (probes/floor.bpf.o), loaded
-                   by this process: what any tracer on these tracepoints costs at least
+floor              empty BPF programs on tp_btf sys_enter/sys_exit and io_uring_submit_req/complete
+                   (probes/floor.bpf.o), loaded by this process: what any tracer on these
+                   tracepoints costs at least
 iowitness          `iowitness run --file F`: one record per call, default ring and wake-ups
 iowitness-summary  `iowitness run --summary --file F`: in-kernel aggregates only
 iowitness-nostats  iowitness with --no-bpf-stats: what timing our programs costs (two clock
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from iowitness import probes
 from iowitness.collector.libbpf import BpfObject
+from iowitness.collector.probe import _kernel_has_tracepoint as kernel_has_tracepoint
 from iowitness.probes.layout import layout
 
 IOWITNESS = [sys.executable, "-m", "iowitness.cli"]
@@ -82,6 +84,11 @@ class Floor(Observer):
 
     def start(self):
         self._obj = BpfObject(self.object)
+        # the io_uring tracepoints exist only on kernels built with io_uring
+        for program, tracepoint in (("floor_uring_submit", "io_uring_submit_req"),
+                                    ("floor_uring_complete", "io_uring_complete")):
+            if self.object == probes.FLOOR_OBJECT and not kernel_has_tracepoint(tracepoint):
+                self._obj.skip_program(program)
         self._obj.load()
         self._obj.attach_all()
 

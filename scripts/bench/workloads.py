@@ -32,6 +32,10 @@ class Workload:
     # throughput per CPU-second of the benchmark itself, where it says how much CPU it used:
     # other load on the machine moves it far less than wall-clock throughput
     cpu_score: Callable[[str, str], float] | None = None
+    # how interleaved.py follows its progress inside one run: "rchar" (/proc/PID/io, bytes from
+    # read calls) or "fio-status" (fio's own cumulative io_bytes every 100 ms): io_uring and
+    # libaio reads are no read calls, and the kernel adds nothing to rchar for them
+    progress: str = "rchar"
 
 
 def _fio_bandwidth(direction: str):
@@ -91,11 +95,12 @@ def _removing(*paths: Path):
 
 def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
     """Every workload, keyed by name; files live in `work` (the benchmark's device)."""
-    def fio(name: str, rw: str, direction: str, path: Path) -> list[str]:
+    def fio(name: str, rw: str, direction: str, path: Path, engine: str = "psync", depth: int = 1) -> list[str]:
         # --invalidate=0: fio drops the file's pages from the cache before it starts unless told
         # not to, and the reads would come from the disk
-        return ["fio", f"--name={name}", f"--filename={path}", f"--rw={rw}", "--bs=4k", "--ioengine=psync",
-                "--size=256m", "--invalidate=0", "--time_based", f"--runtime={seconds:g}", "--output-format=json"]
+        return ["fio", f"--name={name}", f"--filename={path}", f"--rw={rw}", "--bs=4k", f"--ioengine={engine}",
+                f"--iodepth={depth}", "--size=256m", "--invalidate=0", "--time_based", f"--runtime={seconds:g}",
+                "--output-format=json"]
 
     reads = work / "fio-read.bin"
     writes = work / "fio-write.bin"
@@ -113,6 +118,14 @@ def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
     add(Workload("fio-rand-read", "fio 4 KiB psync random reads, page cache",
                  fio("rand-read", "randread", "read", reads), [str(reads)], _fio_bandwidth("read"), "B/s",
                  prepare=lambda: cached_file(reads, 256), cpu_score=_fio_bandwidth_per_cpu("read")))
+    # asynchronous I/O: 32 requests in flight from one thread, on the cached file (libaio
+    # without O_DIRECT completes each request inside io_submit, as the page cache does)
+    for engine in ("io_uring", "libaio"):
+        add(Workload(f"fio-{engine.replace('_', '')}-rand-read",
+                     f"fio 4 KiB {engine} random reads, iodepth 32, page cache",
+                     fio(f"{engine}-rand-read", "randread", "read", reads, engine, 32), [str(reads)],
+                     _fio_bandwidth("read"), "B/s", prepare=lambda: cached_file(reads, 256),
+                     cpu_score=_fio_bandwidth_per_cpu("read"), progress="fio-status"))
     add(Workload("fio-write", "fio 4 KiB psync buffered writes",
                  fio("write", "write", "write", writes), [str(writes)], _fio_bandwidth("write"), "B/s",
                  cpu_score=_fio_bandwidth_per_cpu("write")))

@@ -14,12 +14,16 @@ import pytest
 
 from iowitness.probes.layout import layout
 from tests.conftest import require_tool
+from tests.support.workload import build
 
 BS = 4096
 SIZE = 8 << 20
 DIRECTIONS = {"read": "uring_read", "write": "uring_write"}
 # IORING_OP_* (include/uapi/linux/io_uring.h)
 READV, WRITEV, READ_FIXED, WRITE_FIXED, READ, WRITE = 1, 2, 4, 5, 22, 23
+FSYNC, SYNC_FILE_RANGE, SPLICE = 3, 8, 30
+OP_OF_OPCODE = {READV: "uring_read", READ: "uring_read", WRITEV: "uring_write", WRITE: "uring_write",
+                FSYNC: "uring_fsync", SYNC_FILE_RANGE: "uring_fsync"}
 
 # The cases: each option fio's io_uring engine has for the way requests reach the kernel, on
 # both the page cache and O_DIRECT, at queue depth 1 and 32; not their whole cross product.
@@ -152,3 +156,63 @@ def test_io_uring_enter_is_counted_as_strace_counts_it(traced, workdir, tmp_path
     # AND the requests are all there still
     reads = trace.events[trace.events["syscall"].astype(str) == "uring_read"]
     assert len(reads) == _fio_jobs(out)[0]["read"][0] == (2 << 20) // BS
+
+
+def _known_requests(traced, tmp_path, *options):
+    exe = build("uring_known", tmp_path)
+    bench, log = tmp_path / "known", tmp_path / "requests.jsonl"
+    bench.mkdir()
+    trace, _ = traced([str(exe), str(bench), str(log)], "--file", str(bench / "target.dat"), *options)
+    return trace, [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_every_request_of_a_known_sequence_is_recorded_field_by_field(traced, tmp_path):
+    # GIVEN uring_known: writev and read at the file position (SQE offset -1), write, readv and
+    # a short read at offsets, fsync (datasync) and sync_file_range on target.dat; then a splice
+    # from it, a read asking for no CQE, a read of a file that is not a target, and a read
+    # through a second ring set up after the first was closed
+    # WHEN it runs under iowitness watching target.dat
+    trace, log = _known_requests(traced, tmp_path)
+    target_fd = log[0]["fd"]
+    expected = [(OP_OF_OPCODE[r["opcode"]], r["opcode"], r["fd"], r["offset"], r["requested"], r["res"])
+                for r in log if r["fd"] == target_fd and r["res"] is not None]
+    events = trace.events[trace.events["syscall"].astype(str).str.startswith("uring")]
+    flags = events["flags"].astype(int)
+    L = layout().constants
+    recorded = list(zip(events["syscall"].astype(str), flags & L["IOW_URING_OPCODE_MASK"], events["fd"],
+                        events["offset"], events["requested"], events["ret"]))
+    # THEN each request on the target is one record with its fields as the workload logged them
+    # (an offset of -1 resolved to where the file position was), in submission order
+    assert [tuple(int(v) if not isinstance(v, str) else v for v in row) for row in recorded] == expected
+    assert len(expected) == 12
+    # AND the requests at the file position, and the fdatasync, say so in their flags
+    at_position = events[(flags & L["IOW_URING_FILE_POS"]) != 0]
+    assert sorted(at_position["offset"]) == [0, 0, 4096, 4096, 8192, 12288]
+    fsyncs = flags[(flags & L["IOW_URING_OPCODE_MASK"]) == FSYNC]
+    assert len(fsyncs) == 1 and (fsyncs & L["IOW_URING_DATASYNC"]).all()
+    # AND the first ring's requests are numbered 1, the second ring's (set up after the first
+    # was closed) 2, all by the workload's one thread
+    assert list(events["ring"]) == [1] * 11 + [2] and set(events["tid"]) == set(events["tgid"])
+    # AND the splice is counted as not decoded, the read without a CQE as not followed
+    assert trace.counters["transfers_not_decoded"] == 1
+    assert trace.counters["requests_not_followed"] == 1
+    # AND io_uring_enter is counted once per request
+    assert trace.counters["async_calls"]["io_uring_enter"]["calls"] == len(log)
+
+
+def test_summary_mode_aggregates_the_requests(traced, tmp_path):
+    # GIVEN the same known sequence
+    # WHEN it runs under iowitness --summary
+    trace, log = _known_requests(traced, tmp_path, "--summary")
+    # THEN no request is recorded one by one and the aggregates hold each op's requests and bytes
+    assert len(trace.raw_events()) == 0 and trace.lost == 0
+    rows = trace.summary
+    ops = {v: k for k, v in trace._ops.items()}
+    target_fd = log[0]["fd"]
+    for op in ("uring_read", "uring_write", "uring_fsync"):
+        mine = [r for r in log if r["fd"] == target_fd and r["res"] is not None and OP_OF_OPCODE[r["opcode"]] == op]
+        got = rows[rows["op"] == ops[op]]
+        assert int(got["calls"].sum()) == len(mine) > 0
+        if op != "uring_fsync":
+            assert int(got["bytes"].sum()) == sum(r["res"] for r in mine)
+            assert int(got["requested"].sum()) == sum(r["requested"] for r in mine)
