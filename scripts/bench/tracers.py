@@ -39,8 +39,19 @@ TRACEFS = Path("/sys/kernel/tracing/events/syscalls")
 
 
 def traced_syscalls() -> list[str]:
-    """The syscalls iowitness traces (probes/events.h), so every tracer watches the same set."""
-    return sorted(layout().names("iow_op", "IOW_OP_").values())
+    """The syscalls iowitness traces (probes/events.h), so every tracer watches the same set:
+    an op is its syscall's name, but a copy's two sides are one syscall, asynchronous requests
+    are seen by a syscall tracer only as the calls that submit and reap them, and a page fault
+    is no syscall at all."""
+    found = set()
+    for name in layout().names("iow_op", "IOW_OP_").values():
+        if name.startswith("uring_"):
+            found.add("io_uring_enter")
+        elif name.startswith("aio_"):
+            found |= {"io_submit", "io_getevents"}
+        elif not name.startswith("fault_"):
+            found.add(name.removesuffix("_from").removesuffix("_to"))
+    return sorted(found)
 
 
 @dataclass

@@ -68,9 +68,9 @@ def test_interleaved_bench_follows_an_io_uring_workload_through_fio_status(tmp_p
     # GIVEN fio's io_uring random reads, whose bytes /proc/PID/io rchar does not count
     require_tool("fio")
     out = tmp_path / "interleaved.json"
-    # WHEN the interleaved benchmark runs two short cycles of the floor and iowitness on it
+    # WHEN the interleaved benchmark runs three short cycles of the floor and iowitness on it
     proc = subprocess.run([sys.executable, str(REPO / "scripts/bench/interleaved.py"), "--workloads",
-                           "fio-iouring-rand-read", "--observers", "floor,iowitness", "--cycles", "2", "--slot", "1",
+                           "fio-iouring-rand-read", "--observers", "floor,iowitness", "--cycles", "3", "--slot", "1",
                            "--dir", str(tmp_path / "work"), "--json", str(out)],
                           capture_output=True, text=True, timeout=240, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
