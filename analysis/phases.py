@@ -24,6 +24,7 @@ from iowitness.probes.layout import layout
 URING_FIXED_FILE = layout().constants["IOW_URING_FIXED_FILE"]
 URING_OPS = tuple(name for name in async_ops() if name.startswith("uring_"))
 FAULT_MAJOR = layout().constants["IOW_FAULT_MAJOR"]
+PROT_EXEC = 0x4   # mmap's prot bit, in the low bits of an mmap record's flags (IOW_MMAP_PROT_MASK)
 # registered files no traced open named get fds from here down: never a real fd
 FIXED_FD_BASE = -1000
 
@@ -264,6 +265,10 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
     """
     n = len(events)
     kind = call_kinds(events["syscall"])
+    # faults on a program or a library (a file some process mapped executable) are the loader's
+    # and the code's, not the benchmark's data: in no phase
+    code = _faults_on_code(events)
+    kind[code] = OTHER
     ok = events["ret"].to_numpy() >= 0
     start = events["start_ns"].to_numpy()
 
@@ -334,10 +339,24 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
             in_phased_span[span[order]] = True
             if in_phased_span[span[lacking]].any():
                 phase = _fill_within(_codes(span), phase)
+    phase[code] = -1
     return pd.DataFrame({"span": span, "phase": phase,
                          "operation": pd.Categorical.from_codes(operation, OPERATIONS), "warmup": warmup,
                          "fill": filled},
                         index=events.index)
+
+
+def _faults_on_code(events: pd.DataFrame) -> np.ndarray:
+    """Per event: a fault on a file that some traced process mapped with PROT_EXEC (a program
+    or a shared library: the faults of its code and of its data segment alike)."""
+    faults = named(events["syscall"], FAULTS)
+    if not faults.any():
+        return faults
+    mapped = named(events["syscall"], ("mmap",)) & ((events["flags"].to_numpy(np.int64) & PROT_EXEC) != 0)
+    if not mapped.any():
+        return np.zeros(len(events), dtype=bool)
+    key = (events["dev"].to_numpy(np.int64) << 40) ^ events["ino"].to_numpy(np.int64)
+    return faults & np.isin(key, np.unique(key[mapped]))
 
 
 def _buffer_fills(events, order, d_stream, d_kind, stream_no, mixed_stream) -> np.ndarray:
