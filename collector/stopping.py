@@ -21,6 +21,9 @@ import time
 from iowitness.collector.processes import descendants
 
 GRACE_S = 5.0   # from SIGINT to SIGKILL: fio, dd and IOzone print their results well within it
+# scans of the tree after signalling it, for children forked meanwhile, and the pause between
+FORK_RACE_SCANS = 4
+FORK_RACE_PAUSE_S = 0.01
 
 
 def _exited(pidfd: int) -> bool:
@@ -41,18 +44,31 @@ class ProcessTree:
         self._held = {pid: pidfd}
 
     def signal(self, signum: int) -> None:
-        """signum to the benchmark and every descendant, those found now included."""
-        if not _exited(self._held[self.pid]):
-            for pid in descendants({self.pid}) - set(self._held):
+        """signum to the benchmark and every descendant, those found now included. A terminal
+        signals a whole process group at once; a tree is signalled process by process, so a
+        child forked between the scan and the signals would miss it (a shell script's `sleep`:
+        the shell, told to stop while it waits, waits for the child, sees that it did not die
+        of SIGINT and goes on). The tree is scanned again, a moment later, until a scan finds no
+        one new."""
+        targets = list(self._held.values())
+        for scan in range(FORK_RACE_SCANS):
+            found = []
+            if not _exited(self._held[self.pid]):
+                for pid in descendants({self.pid}) - set(self._held):
+                    try:
+                        self._held[pid] = os.pidfd_open(pid)
+                    except OSError:
+                        continue   # gone already
+                    found.append(self._held[pid])
+            for pidfd in targets + found:
                 try:
-                    self._held[pid] = os.pidfd_open(pid)
+                    signal.pidfd_send_signal(pidfd, signum)
                 except OSError:
-                    continue   # gone already
-        for pidfd in self._held.values():
-            try:
-                signal.pidfd_send_signal(pidfd, signum)
-            except OSError:
-                pass   # exited (ESRCH) since
+                    pass   # exited (ESRCH) since
+            if scan and not found:
+                return
+            targets = []
+            time.sleep(FORK_RACE_PAUSE_S)
 
     def alive(self) -> bool:
         return any(not _exited(pidfd) for pidfd in self._held.values())
