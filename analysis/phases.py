@@ -622,7 +622,7 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     for label, bit in (("O_DIRECT", O_DIRECT), ("O_SYNC", O_SYNC), ("O_DSYNC", O_DSYNC), ("O_APPEND", O_APPEND)):
         rows[label] = (rows["open_flags"] & bit) == bit
 
-    _async_figures(rows, events, slot, d_rows, phase_d, start_d, end_d, all_phase)
+    _async_figures(rows, events, d_rows, phase_d, start_d, end_d, all_phase)
     rows["faults"] = data_sum(fault_d.astype(np.int64))
     rows["fault_bytes"] = data_sum(np.where(fault_d, moved, 0))
     major = (col("flags", d_rows) & FAULT_MAJOR) != 0
@@ -652,7 +652,7 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     return rows[COLUMNS]
 
 
-def _async_figures(rows, events, slot, d_rows, phase_d, start_d, end_d, all_phase) -> None:
+def _async_figures(rows, events, d_rows, phase_d, start_d, end_d, all_phase) -> None:
     """Phases with asynchronous requests (io_uring, libaio): their data time is the time
     covered by at least one request (analysis/inflight.py), and their queue depth is measured.
     Phases of plain syscalls keep the sum of their calls' latencies, and no depth."""
