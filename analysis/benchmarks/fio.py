@@ -307,8 +307,8 @@ def depth_note(claim: Claim, rows: pd.DataFrame) -> str | None:
                      "completion, the trace until the kernel completes it)")
     if seen_max < asked / 2:
         words.append(f"the queue never got deeper than {seen_max} of the {asked} asked: requests completed "
-                     "about as fast as they were submitted (buffered I/O served from the page cache completes "
-                     "at submission), so the figure is not one of a deep queue")
+                     "about as fast as they were submitted (as buffered I/O served from the page cache does, "
+                     "completing at submission), so the figure is not one of a deep queue")
     return "; ".join(words)
 
 
