@@ -21,8 +21,8 @@
  *
  *     syscall      calls  errors    bytes   min µs  mean µs
  *     write          128       0  8.0 MiB    162.1   1883.5
- *     fault_write    128       0      0 B     0.00     0.00
- *     fault_read     128       0      0 B     0.00     0.00
+ *     fault_write    128       0  8.0 MiB        -        -
+ *     fault_read     128       0  8.1 MiB        -        -
  *     mmap             2       0      0 B     13.7     14.4
  *     munmap           2       0      0 B     59.3    114.9
  *     msync            1       0      0 B  13.9 ms  13.9 ms
