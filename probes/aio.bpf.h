@@ -155,20 +155,11 @@ struct {
 
 __u32 aio_next_ring = 1;
 
-static __always_inline void count_lost_n(__u32 slot, __u64 n)
-{
-	__u64 *c = bpf_map_lookup_elem(&lost, &slot);
-
-	if (c)
-		*c += n;
-}
-
 /* A process's context, numbered at its first target request; NULL when the map is full. */
 static __always_inline struct aio_context *aio_context_of(__u32 tgid, __u64 ctx)
 {
 	struct aio_ctx_key key = { .tgid = tgid, .ctx = ctx };
 	struct aio_context *found, fresh = {};
-	__u32 candidate = *(volatile __u32 *)&aio_next_ring;
 	__u8 yes = 1;
 
 	found = bpf_map_lookup_elem(&aio_contexts, &key);
@@ -176,15 +167,8 @@ static __always_inline struct aio_context *aio_context_of(__u32 tgid, __u64 ctx)
 		return found;
 	if (bpf_map_update_elem(&aio_procs, &tgid, &yes, BPF_ANY))
 		return NULL;   /* no way to clean its entries up: not followed */
-	for (int i = 0; i < 16; i++, candidate++) {
-		if (candidate > AIO_RINGS_MAX)
-			break;
-		if (!bpf_map_update_elem(&aio_ring_numbers, &candidate, &yes, BPF_NOEXIST)) {
-			aio_next_ring = candidate + 1;
-			fresh.ring = candidate;
-			break;
-		}
-	}
+	if (claim_number(&aio_ring_numbers, &aio_next_ring, AIO_RINGS_MAX, &fresh.ring))
+		fresh.ring = 0;   /* numbers used up: its records say ring 0 */
 	/* another thread may number it first: then its number holds (ours stays a gap) */
 	bpf_map_update_elem(&aio_contexts, &key, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&aio_contexts, &key);

@@ -38,12 +38,39 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
+static __always_inline void count_lost_n(__u32 slot, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&lost, &slot);
+
+	if (c)
+		*c += n;
+}
+
 static __always_inline void count_lost(__u32 slot)
 {
-	__u64 *n = bpf_map_lookup_elem(&lost, &slot);
+	count_lost_n(slot, 1);
+}
 
-	if (n)
-		*n += 1;
+/* A free number for a new key (an aggregate's slot, a ring's number), from `numbers`, a hash
+ * of __u32 numbers taken. Claimed by an insert that fails if the number is there, which is
+ * atomic: no fetch-and-add, which the BPF instruction set our clang targets (v1) lacks.
+ * *next is the next number to try, a hint shared by all CPUs; a CPU that loses a race moves
+ * on to the next. -1 when the numbers up to `last` are used, or 16 races were lost. */
+static __always_inline int claim_number(void *numbers, __u32 *next, __u32 last, __u32 *number)
+{
+	__u32 candidate = *(volatile __u32 *)next;
+	__u8 taken = 1;
+
+	for (int i = 0; i < 16; i++, candidate++) {
+		if (candidate > last)
+			return -1;
+		if (!bpf_map_update_elem(numbers, &candidate, &taken, BPF_NOEXIST)) {
+			*next = candidate + 1;
+			*number = candidate;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 /* io_uring_enter, io_submit, io_getevents of traced processes: counted, not recorded */

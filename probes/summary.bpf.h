@@ -75,27 +75,6 @@ static __always_inline __u32 log2_bucket(__u64 v)
 	return r < IOW_HIST_BUCKETS ? r : IOW_HIST_BUCKETS - 1;
 }
 
-/* A free slot number for a new key. Claimed by inserting it into `summary_numbers` (an insert
- * that fails if the number is there is atomic): no fetch-and-add, which the BPF instruction
- * set our clang targets (v1) lacks. The next number to try is a hint shared by all CPUs; a
- * CPU that loses a race moves on to the next. */
-static __always_inline int claim_summary_number(__u32 *number)
-{
-	__u32 candidate = *(volatile __u32 *)&summary_next_number;
-	__u8 taken = 1;
-
-	for (int i = 0; i < 16; i++, candidate++) {
-		if (candidate >= IOW_SUMMARY_MAX)
-			return -1;
-		if (!bpf_map_update_elem(&summary_numbers, &candidate, &taken, BPF_NOEXIST)) {
-			summary_next_number = candidate + 1;
-			*number = candidate;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* the aggregate of a key on this CPU, through the CPU's memo of the last key */
 static __always_inline struct iow_summary *summary_of(struct cpu_slot *slot, struct iow_summary_key *key)
 {
@@ -109,7 +88,7 @@ static __always_inline struct iow_summary *summary_of(struct cpu_slot *slot, str
 	if (found) {
 		number = *found;
 	} else {
-		if (claim_summary_number(&number))
+		if (claim_number(&summary_numbers, &summary_next_number, IOW_SUMMARY_MAX - 1, &number))
 			return NULL;
 		if (bpf_map_update_elem(&summary_slots, key, &number, BPF_NOEXIST)) {
 			/* another CPU gave the key a number first: use that one */

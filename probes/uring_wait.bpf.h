@@ -67,7 +67,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 4096);
-	__type(key, __u16);
+	__type(key, __u32);
 	__type(value, __u8);
 } uring_ring_numbers SEC(".maps");
 
@@ -135,26 +135,18 @@ static __always_inline struct uring_slot *uring_slot_of(__u16 ring, __u64 user_d
 /* A new ring's number: claimed in `uring_ring_numbers`, then given to the ring (0: no room). */
 static __always_inline __u16 uring_new_ring_number(__u64 key)
 {
-	__u32 candidate = *(volatile __u32 *)&uring_next_ring;
-	__u16 *found;
-	__u8 taken = 1;
+	__u32 claimed;
+	__u16 number, *found;
 
-	for (int i = 0; i < 8; i++, candidate++) {
-		__u16 number = candidate;
-
-		if (candidate > 0xffff)
-			return 0;
-		if (bpf_map_update_elem(&uring_ring_numbers, &number, &taken, BPF_NOEXIST))
-			continue;
-		uring_next_ring = candidate + 1;
-		if (bpf_map_update_elem(&uring_rings, &key, &number, BPF_NOEXIST)) {
-			/* another CPU numbered this ring first */
-			found = bpf_map_lookup_elem(&uring_rings, &key);
-			return found ? *found : 0;
-		}
-		return number;
+	if (claim_number(&uring_ring_numbers, &uring_next_ring, 0xffff, &claimed))
+		return 0;
+	number = claimed;
+	if (bpf_map_update_elem(&uring_rings, &key, &number, BPF_NOEXIST)) {
+		/* another CPU numbered this ring first */
+		found = bpf_map_lookup_elem(&uring_rings, &key);
+		return found ? *found : 0;
 	}
-	return 0;
+	return number;
 }
 
 /* The number of a ring a traced request was seen on; 0 for any other ring. */
