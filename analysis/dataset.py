@@ -217,7 +217,7 @@ def tables_of(trace, report, verdicts) -> tuple[str, str, dict[str, pd.DataFrame
 
 def _folder(path: str, mode: int) -> None:
     """Make a folder of the dataset, refusing one that is a symbolic link (it could point anywhere)."""
-    if os.path.islink(path):
+    if os.path.islink(path.rstrip("/") or "/"):
         raise OutputError(f"cannot write the dataset: {path} is a symbolic link, and iowitness never writes "
                           "through one; remove it or choose another directory")
     if os.path.exists(path) and not os.path.isdir(path):
@@ -234,6 +234,7 @@ def write_run(root: str, rid: str, benchmark: str, frames: dict[str, pd.DataFram
     import pyarrow.parquet as pq
 
     written = []
+    _folder(root, mode)
     for name, frame in frames.items():
         folder = os.path.join(root, name, f"benchmark={benchmark}")
         _folder(os.path.join(root, name), mode)

@@ -92,3 +92,45 @@ def test_verdicts_that_changed(dataset):
     assert [(r[1], r[4]) for r in rows] == [(p.host, "dd write") for p in changed]
     for r, p in zip(rows, changed):
         assert (r[6] == "agrees") == (not p.lies) and (r[5] == "agrees") == p.lies
+
+
+@pytest.fixture
+def two(tmp_path):
+    runs = sweep.plan(2)
+    paths = [tmp_path / f"r{r.number}.iwt" for r in runs]
+    for run, path in zip(runs, paths):
+        sweep.write(run, path)
+    return [str(p) for p in paths]
+
+
+@pytest.mark.parametrize("case, code, words", [
+    ("a symlink", 5, "is a symbolic link"), ("a file", 5, "exists and is not a directory"),
+    ("the same run twice", 2, "are the same run"),
+])
+def test_a_dataset_that_cannot_be_written_is_one_line_and_writes_nothing_through_it(tmp_path, two, case, code, words):
+    # GIVEN a destination a user can get wrong
+    out, traces = tmp_path / "out", two
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if case == "a symlink":
+        out.symlink_to(elsewhere)
+    elif case == "a file":
+        out.write_text("notes")
+    else:
+        traces = [two[0], two[0]]
+    # WHEN the runs are exported there
+    proc = iowitness("export", "--parquet", str(out), *traces, check=False)
+    # THEN one line with the exit code the README gives, and nothing written through a link
+    assert proc.returncode == code and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+    assert not any(elsewhere.iterdir())
+
+
+def test_exporting_a_run_again_replaces_its_files_and_adding_runs_adds_files(tmp_path, two):
+    out = tmp_path / "out"
+    iowitness("export", "--parquet", str(out), two[0])
+    first = sorted(p.name for p in out.rglob("*.parquet"))
+    # WHEN the first run is exported again with a second one, into the same directory
+    iowitness("export", "--parquet", str(out), *two)
+    # THEN the first run's files are the same names (replaced), the second's are new
+    names = sorted(p.name for p in out.rglob("*.parquet"))
+    assert set(first) < set(names) and len(names) == 2 * len(first)
