@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +108,10 @@ def test_each_host_and_all_clients_are_judged_against_their_own_traces(cluster):
     # WHEN the three traces are reported together against the client's output (given out of order)
     out = json.loads(iowitness("report", str(traces[2]), str(traces[0]), str(traces[1]),
                                "--claims", str(client_json), "--json").stdout)
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schema" / "hosts.schema.json").read_text())
+    jsonschema.validate(out, schema, cls=jsonschema.Draft202012Validator)
     assert out["schema_version"] == 1
     by_host = {h["host"]: h for h in out["hosts"]}
     stats = {f"{e['hostname']}:{e['port']}": e for e in doc["client_stats"] if e["jobname"] != "All clients"}
