@@ -76,6 +76,7 @@ CASES = [
     (1, "compare --fail-if a threshold crossed", lambda g: ["compare", g.trace, g.trace, "--fail-if", "bytes>=+0%"]),
     (2, "no command", lambda g: []),
     (2, "a --fail-if that is no expression", lambda g: ["compare", g.trace, g.trace, "--fail-if", "p99>>10%"]),
+    (2, "several traces without the fio client's output", lambda g: ["report", g.trace, g.trace]),
     (2, "an unknown command", lambda g: ["bogus"]),
     (2, "a word for a number", lambda g: ["run", "--duration", "soon", "--", "true"]),
     (2, "run with no benchmark", lambda g: ["run", "-o", g.out]),
