@@ -1,5 +1,6 @@
 """compare as a CI gate on real runs: changes per phase against the first run, --fail-if exit
-codes, and --json checked against docs/schema/compare.schema.json.
+codes, and --json checked against docs/schema/compare.schema.json (and report --json against
+docs/schema/report.schema.json).
 
 Ground truth is what dd was told to do (count × bs bytes in count write calls), and dd's own
 "N bytes copied" line: both independent of iowitness. Thresholds on bytes and calls make the
@@ -87,3 +88,15 @@ def test_a_bad_expression_is_one_line_and_exit_2(two_runs, expression, words):
     proc = iowitness("compare", *two_runs, "--fail-if", expression, check=False)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+
+
+def test_report_json_carries_its_schema_version_and_validates_against_the_schema(two_runs):
+    import jsonschema
+
+    schema = json.loads((SCHEMA.parent / "report.schema.json").read_text())
+    for trace in two_runs:
+        # WHEN a real run is reported as JSON
+        doc = json.loads(iowitness("report", trace, "--json").stdout)
+        # THEN it validates against docs/schema/report.schema.json, dd's claim judged in it
+        jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+        assert doc["schema_version"] == 1 and doc["verdicts"][0]["claim"]["source"] == "dd"
