@@ -78,14 +78,20 @@ def _signed(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _plain(frame: pd.DataFrame) -> pd.DataFrame:
+def _plain(frame: pd.DataFrame, floats: bool = False) -> pd.DataFrame:
     """One type per kind of column, whatever pandas inferred: int64, float64, bool or string;
-    column names Spark selects without quoting (lat_p99.9_us -> lat_p99_9_us)."""
+    column names Spark selects without quoting (lat_p99.9_us -> lat_p99_9_us). `floats`: every
+    number but the phase number as float64, for a table whose integer columns become floats
+    (NaN) in a run without their data, so that every run's file has the same types."""
     out = {}
     for name, column in frame.items():
         key = str(name).replace(".", "_")
         kind = column.dtype.kind
-        if kind in "iu":
+        if floats and key != "phase" and (kind in "iuf" or isinstance(column.dtype, pd.api.extensions.ExtensionDtype)
+                                          and pd.api.types.is_numeric_dtype(column.dtype)
+                                          and not pd.api.types.is_bool_dtype(column.dtype)):
+            out[key] = pd.to_numeric(column, errors="coerce").astype(np.float64).to_numpy()
+        elif kind in "iu":
             out[key] = _signed(column.to_numpy())
         elif kind == "f":
             out[key] = column.to_numpy(np.float64)
@@ -201,7 +207,9 @@ def verdicts_table(verdicts) -> pd.DataFrame:
 
 def device_table(report) -> pd.DataFrame | None:
     table = report.device
-    return _plain(table) if table is not None and len(table) else None
+    # a run without a device view has NaN where another has byte counts: floats in every run
+    # (exact to 2^53 bytes, 8 PiB)
+    return _plain(table, floats=True) if table is not None and len(table) else None
 
 
 def tables_of(trace, report, verdicts) -> tuple[str, str, dict[str, pd.DataFrame]]:

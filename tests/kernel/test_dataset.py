@@ -76,3 +76,23 @@ def test_spark_local_mode_reads_the_dataset_unchanged(real_dataset):
         got.setdefault(row["benchmark"], []).append(int(row["bytes"]))
     assert got == {"dd": sorted(truth["dd"], reverse=True), "fio": truth["fio"]}
     assert pyspark.__version__
+
+
+def test_runs_with_and_without_a_device_view_share_one_schema_per_table(real_dataset, tmp_path):
+    import pyarrow.parquet as pq
+
+    from tests.support import sweep
+
+    out, _ = real_dataset
+    # GIVEN the real runs' dataset and a run whose trace has no device view (its byte counts are NaN)
+    mixed = tmp_path / "mixed"
+    shutil.copytree(out, mixed)
+    [run] = sweep.plan(1)
+    sweep.write(run, tmp_path / "bare.iwt")
+    # WHEN it is added to the dataset
+    iowitness("export", "--parquet", str(mixed), str(tmp_path / "bare.iwt"))
+    # THEN every table still has one column type per column across its files (Spark reads one file's)
+    for table in ("runs", "events", "phases", "verdicts", "device"):
+        files = sorted((mixed / table).glob("*/*.parquet"))
+        assert len(files) == 4
+        assert len({str(pq.read_schema(f).remove_metadata()) for f in files}) == 1, table
