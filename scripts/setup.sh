@@ -5,7 +5,7 @@
 #        iozone3 (Debian non-free, added to the apt sources when missing),
 #        chromium (the HTML report tests open reports in headless Chromium),
 #        btrfs-progs (tests on a btrfs loop device),
-#        default-jre-headless (Spark local mode reads an exported dataset: tests/kernel/test_dataset.py)
+#        default-jre-headless (Spark local mode reads an exported dataset: tests/kernel/test_dataset_real.py)
 #   venv: .venv with iowitness installed (the install builds the BPF probe)
 set -euo pipefail
 cd "$(dirname "$0")/.."
