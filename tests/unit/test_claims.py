@@ -574,10 +574,12 @@ def test_the_specs_shipped_in_docs_load():
 
 @pytest.mark.parametrize("toml, message", [
     (VALID.replace('"MB/s"', '"MB"'),
-     "spec [[claim]] 1 'unit': 'MB' is not one of B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s, ops/s, us/op, ms/op, s"),
+     "spec [[claim]] 1 'unit': 'MB' is not one of B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s, ops/s, ns/op, us/op, "
+     "µs/op, ms/op, s/op, ns, us, µs, ms, s (did you mean 'MB/s'?)"),
     (VALID.replace("?P<value>", ""), "spec [[claim]] 1 'pattern': has no (?P<value>...) group for the number"),
-    (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key (known: pattern, test, direction, unit, "
-                               "match, phase, operation, access, required, scope, key)"),
+    (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key; did you mean 'pattern'? (known: pattern, "
+                               "test, direction, unit, match, phase, operation, access, required, scope, key, "
+                               "statistic, timed, skip, requests, record_size, rank, columns)"),
     (VALID.replace('"w"', '"sequential {op}"'),
      "spec [[claim]] 1 'test': uses {op} but the pattern has no (?P<op>...) group"),
     ("version = 2\n" + VALID, "spec 'version' is 2; this iowitness reads version 1"),
