@@ -144,3 +144,31 @@ def test_a_csv_line_of_four_tests_is_judged_test_by_test(tmp_path):
         assert v.verdict == "agrees", (v.claim.test, v.reasons)
     # AND the sync write's time in fdatasync is not called user space
     assert not any("user space" in r for r in verdicts[4].reasons), verdicts[4].reasons
+
+
+@pytest.mark.parametrize("engine", ["psync", "io_uring", "libaio"])
+def test_fio_completion_latency_percentiles_are_judged_against_each_request(tmp_path, engine):
+    # GIVEN fio reading 16 MiB at random in 4 KiB requests (4 deep for the async engines), its
+    # JSON with clat_ns percentiles (ground truth for the count: fio's own N)
+    from tests.conftest import require_tool
+    out, trace_path = tmp_path / "fio.json", tmp_path / "t.iwt"
+    iowitness("run", "-q", "-o", str(trace_path), "--", require_tool("fio"), "--name=j", f"--directory={tmp_path}",
+              "--size=16m", "--bs=4k", "--rw=randread", f"--ioengine={engine}", "--iodepth=4",
+              "--output-format=json", f"--output={out}")
+    trace = load(trace_path)
+    from iowitness.analysis.benchmarks import claims_from
+    source, claims = claims_from(out.read_text(), trace.meta["command"])
+    verdicts = matching.match(trace.report(), claims, source, trace.meta["command"], 0.05, trace.missing, trace=trace)
+    # THEN one latency verdict for the job's reads, over as many requests as fio counted
+    [v] = [v for v in verdicts if "fio_latency" in v.claim.extra]
+    clat = v.claim.extra["fio_latency"]["clat"]
+    assert v.figures["requests"] == clat["N"] == 4096
+    # AND every clat statistic fio printed (mean, stddev, min, max, 17 percentiles) is within
+    # its band of the trace's requests
+    assert v.verdict == "agrees", v.reasons
+    assert v.reasons[0].startswith("clat: 21 of 21 statistics within their band"), v.reasons[0]
+    # AND the engine's slat is said for what it is
+    if engine == "psync":
+        assert "slat" not in v.claim.extra["fio_latency"] and "no syscall figure" in v.reasons[0]
+    else:
+        assert v.claim.extra["fio_latency"]["slat"]["N"] == 4096 and "not timed apart" in v.reasons[0]

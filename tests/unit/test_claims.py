@@ -328,9 +328,14 @@ def test_iozone_command_line():
 
 # --- fio -------------------------------------------------------------------------------------
 
+def _rates(claims):
+    """fio's rate claims; its latency claims come after them (fio_latency.py)."""
+    return [c for c in claims if "fio_latency" not in c.extra]
+
+
 def test_fio_json_two_jobs():
     # GIVEN a writer job and a reader job, --output-format=json
-    claims = fio.parse(recorded("fio/two_jobs.json"))
+    claims = _rates(fio.parse(recorded("fio/two_jobs.json")))
 
     # THEN one claim per job and direction that moved data
     assert [(c.test, c.job, c.direction) for c in claims] == [
@@ -348,7 +353,7 @@ def test_fio_json_two_jobs():
 
 
 def test_fio_json_group_reporting_names_the_group_after_its_first_job():
-    claims = fio.parse(recorded("fio/two_jobs_group_reporting.json"))
+    claims = _rates(fio.parse(recorded("fio/two_jobs_group_reporting.json")))
     assert [(c.test, c.job, c.bytes_per_s) for c in claims] == [
         ("writer read", "writer", 762600727), ("writer write", "writer", 762600727)]
     assert claims[0].seconds_per_op == pytest.approx(4826.604004e-9)
@@ -357,7 +362,7 @@ def test_fio_json_group_reporting_names_the_group_after_its_first_job():
 
 
 def test_fio_json_plus_randrw_one_claim_per_direction_and_a_total():
-    claims = fio.parse(recorded("fio/randrw.jsonplus"))
+    claims = _rates(fio.parse(recorded("fio/randrw.jsonplus")))
     assert [(c.test, c.bytes_per_s, c.value) for c in claims] == [
         ("mixed read", 49083159, 47932), ("mixed write", 21409344, 20907)]
     assert [c.ops_per_s for c in claims] == pytest.approx([11983.193277, 5226.890756])
@@ -370,7 +375,7 @@ def test_fio_note_printed_before_the_json_is_skipped():
     # GIVEN fio's "note: both iodepth >= 1 and synchronous I/O engine ..." line before the JSON
     text = recorded("fio/note_before_json.json")
     assert text.startswith("note: both iodepth >= 1")
-    claims = fio.parse(text)
+    claims = _rates(fio.parse(text))
     assert [(c.test, c.bytes_per_s, c.ops_per_s) for c in claims] == [("deep read", 838860800, 204800)]
 
 
@@ -391,10 +396,27 @@ def test_fio_normal_text_output():
 
 def test_fio_status_interval_reports_the_last_json():
     # GIVEN --status-interval=1: three full JSON reports, the last one the run's
-    [claim] = fio.parse(recorded("fio/status_interval.json"))
+    [claim] = _rates(fio.parse(recorded("fio/status_interval.json")))
     assert (claim.test, claim.bytes_per_s, claim.extra["io_bytes"], claim.extra["runtime_ms"]) == (
         "paced write", 1048576, 2097152, 2000)
     assert claim.extra["interim_reports"] == 2
+
+
+def test_fio_json_latency_one_claim_per_job_and_direction_after_the_rates():
+    # GIVEN fio's JSON of two psync jobs, and a randrw job with json+
+    two, randrw = fio.parse(recorded("fio/two_jobs.json")), fio.parse(recorded("fio/randrw.jsonplus"))
+    # THEN after the rates, one latency claim per job and direction: clat's mean in ns, and
+    # every figure of clat_ns (and lat_ns) in seconds, its percentiles as pNN
+    latencies = [c for c in two if "fio_latency" in c.extra]
+    assert [(c.test, c.unit, c.index) for c in latencies] == [("writer write latency", "ns", 2),
+                                                             ("reader read latency", "ns", 3)]
+    writer = latencies[0].extra["fio_latency"]
+    assert latencies[0].value == pytest.approx(4803.368164)
+    assert writer["clat"]["p99.99"] == pytest.approx(2605056e-9) and writer["clat"]["N"] == 2048
+    assert writer["clat"]["min"] == pytest.approx(2377e-9) and writer["lat"]["mean"] == pytest.approx(4898.791992e-9)
+    # AND a synchronous job's slat (N = 0: fio measures none) is not there at all
+    assert "slat" not in writer and latencies[0].extra["ioengine"] == "psync"
+    assert [c.test for c in randrw if "fio_latency" in c.extra] == ["mixed read latency", "mixed write latency"]
 
 
 def test_fio_json_cut_in_half_is_refused():

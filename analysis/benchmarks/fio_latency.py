@@ -1,0 +1,111 @@
+"""fio's latency figures (its JSON's clat_ns, lat_ns, slat_ns per job or group and direction),
+as one claim each, judged in one verdict against the requests the trace saw.
+
+What fio times, and what the trace can see of it (fio HOWTO, "Interpreting the output"):
+
+  slat  submission latency: the time fio spent submitting the request. For a synchronous
+        engine (psync, sync, pvsync...) fio measures none (N = 0): it is no syscall figure, and
+        nothing is judged. For io_uring and libaio it is the io_uring_enter/io_submit step,
+        which the trace does not time apart from the request.
+  clat  completion latency: for a synchronous engine the whole read/write call, exactly what
+        the trace times per call; for an asynchronous one from the end of submission until
+        fio reaped the completion.
+  lat   slat + clat: from before the submission until fio reaped the completion.
+
+The trace times a request from the kernel's submission (inside the submitting call) to the
+kernel's completion. So for a synchronous engine each clat statistic is judged against the
+same statistic of the calls; for an asynchronous one the trace's figure must lie between
+fio's clat figure and its lat figure (for a percentile, which fio gives for clat only unless
+lat_percentiles=1, the upper end is the clat percentile plus slat's maximum: a percentile of a
+sum is at most that), each bound widened by the statistic's band (analysis/latency.py:
+tolerance, rank interval for percentiles, ALLOWANCE_S).
+
+Example: for `fio --name=j --rw=randread --ioengine=psync --output-format=json`, claims(job,
+"read", ...) gives one Claim(test="j read latency", unit="ns", value=<clat mean>, extra={"fio_latency":
+{"clat": {"mean": ..., "p99": ...}, ...}}) and judge() one verdict: "clat: 22 of 22 statistics
+within their band ...".
+"""
+
+from __future__ import annotations
+
+from iowitness.analysis import latency
+from iowitness.analysis.claims import Claim
+from iowitness.analysis.figures import fmt
+from iowitness.analysis.verdicts import Verdict, cannot_judge, missing_reason
+
+# fio's engines that make one blocking call per request (HOWTO, "ioengine")
+SYNCHRONOUS = ("psync", "sync", "pvsync", "pvsync2", "vsync")
+KINDS = ("clat", "lat", "slat")
+
+
+def _stats(block: dict) -> dict[str, float] | None:
+    """A clat_ns/lat_ns/slat_ns block in seconds: mean, stddev, min, max, and pNN."""
+    if not isinstance(block, dict) or not block.get("N"):
+        return None
+    out = {name: float(block[name]) * 1e-9 for name in ("mean", "stddev", "min", "max") if name in block}
+    for key, value in (block.get("percentile") or {}).items():
+        try:
+            p = float(key)
+        except ValueError:
+            continue
+        out[f"p{p:g}"] = float(value) * 1e-9
+    out["N"] = float(block["N"])
+    return out
+
+
+def claim(name: str, ddir: str, stats: dict, job_index: int, index: int, extra: dict) -> Claim | None:
+    """One claim for a job's (or group's) latency in one direction, or None when fio gave none."""
+    blocks = {kind: _stats(stats.get(f"{kind}_ns")) for kind in KINDS}
+    if blocks["clat"] is None:
+        return None
+    mean = blocks["clat"]["mean"]
+    return Claim(source="fio", test=f"{name} {ddir} latency", value=mean * 1e9, unit="ns",
+                 printed=f'jobs[{job_index}] "{name}" {ddir}: clat_ns mean={mean * 1e9:.1f}, '
+                         f'N={int(blocks["clat"]["N"])}', seconds_per_op=mean,
+                 direction=ddir if ddir != "trim" else None, job=name, index=index,
+                 extra={**extra, "fio_latency": {k: v for k, v in blocks.items() if v is not None}})
+
+
+def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = "") -> Verdict:
+    blocks = claim.extra["fio_latency"]
+    engine = str(claim.extra.get("ioengine", "psync"))
+    synchronous = engine in SYNCHRONOUS
+    verdict = Verdict(claim, [int(p) for p in rows["phase"]], "agrees", window="each request", kind="latency")
+    if rows.empty:
+        return cannot_judge(verdict, "no phase of the trace matches this job's latency")
+    if missing:
+        verdict.reasons.append(missing_reason(missing))
+    values = latency.operations(trace.events, report.assigned, verdict.phases, "call", claim.direction)
+    if not len(values):
+        return cannot_judge(verdict, "the job's phases have no request the trace timed")
+    clat, lat, slat = blocks["clat"], blocks.get("lat", {}), blocks.get("slat")
+    verdict.figures = {"mean of each request": latency.figure(values, "mean"), "requests": float(len(values))}
+    verdict.ratio = clat["mean"] / verdict.figures["mean of each request"]
+    off = []
+    names = [n for n in clat if n != "N"]
+    for name in names:
+        statistic = latency.statistic_name(name) or name
+        lo, hi, _ = latency.band(values, statistic, tolerance)
+        low = clat[name]
+        # a percentile of slat + clat is at most clat's percentile plus slat's largest value
+        high = low if synchronous else lat.get(name, low + (slat or {}).get("max", 0.0))
+        low, high = min(low, high), max(low, high)
+        if high < lo or low > hi:
+            off.append(f"{name} {fmt(low, 'latency')}" + ("" if high == low else f"..{fmt(high, 'latency')}")
+                       + f" vs trace {fmt(latency.figure(values, statistic), 'latency')}")
+    counted = f"fio counted {int(clat['N']):,} requests, the trace {len(values):,}"
+    what = ("clat is the whole call (a synchronous engine: fio measures no submission latency, slat N=0, "
+            "which is no syscall figure)" if synchronous else
+            f"{engine}: the trace times each request from the kernel's submission to its completion, between "
+            f"fio's clat (from the end of submission to fio's reaping) and its lat (from before the submission)"
+            + ("; slat, fio's submission step, is not timed apart by the trace" if slat else ""))
+    summary = (f"clat: {len(names) - len(off)} of {len(names)} statistics within their band ("
+               + ", ".join(names) + f"); {what}; {counted}")
+    if off:
+        verdict.verdict = "disagrees"
+        summary += "; outside: " + "; ".join(off)
+    verdict.reasons.insert(0, summary)
+    if int(clat["N"]) != len(values):
+        verdict.reasons.append(f"the counts differ ({counted}): the statistics are over different requests")
+    return verdict
+
