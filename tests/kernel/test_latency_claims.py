@@ -164,9 +164,13 @@ def test_fio_completion_latency_percentiles_are_judged_against_each_request(tmp_
     clat = v.claim.extra["fio_latency"]["clat"]
     assert v.figures["requests"] == clat["N"] == 4096
     # AND every clat statistic fio printed (mean, stddev, min, max, 17 percentiles) is within
-    # its band of the trace's requests
-    assert v.verdict == "agrees", v.reasons
-    assert v.reasons[0].startswith("clat: 21 of 21 statistics within their band"), v.reasons[0]
+    # its band of the trace's requests; on a busy machine a psync job's few requests preempted
+    # between fio's clock read and the call are above the call, and the verdict says so
+    assert v.ok, v.reasons
+    if v.verdict == "agrees":
+        assert v.reasons[0].startswith("clat: 21 of 21 statistics within their band"), v.reasons[0]
+    else:
+        assert engine == "psync" and v.reasons[0].startswith("fio's clock took in time outside the calls")
     # AND the engine's slat is said for what it is
     if engine == "psync":
         assert "slat" not in v.claim.extra["fio_latency"] and "no syscall figure" in v.reasons[0]
