@@ -192,13 +192,14 @@ def _rules(number: int, table: dict) -> list[Rule]:
         if unknown:
             raise SpecError(f"spec [[claim]] {number} 'columns.{group}.{unknown[0]}': unknown key "
                             f"(known: {', '.join(COLUMN_KEYS)})")
-        out.append(_rule(number, {**base, **overrides}, column=group))
+        out.append(_rule(number, {**base, **overrides}, column=group, own=tuple(overrides)))
     return out
 
 
-def _rule(number: int, table: dict, column: str | None = None) -> Rule:
+def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) -> Rule:
     def fail(key: str, why: str):
-        raise SpecError(f"spec [[claim]] {number} '{f'columns.{column}.' if column else ''}{key}': {why}")
+        # a key the column set is named under it; the others are the [[claim]]'s
+        raise SpecError(f"spec [[claim]] {number} '{f'columns.{column}.' if key in own else ''}{key}': {why}")
 
     unknown = sorted(set(table) - set(CLAIM_KEYS))
     if unknown:

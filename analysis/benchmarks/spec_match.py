@@ -48,7 +48,8 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
             return ("key", claim.extra["key"])
         before = current["claim"]
         # what a test states once: a unit, or a latency statistic in it
-        said = (claim.unit, claim.extra.get("statistic"), claim.extra.get("column"))
+        said = (claim.unit, "requests" if claim.extra.get("requests") else claim.extra.get("statistic"),
+                claim.extra.get("column"))
         if before is not None and before.test == claim.test and (
                 before.printed == claim.printed or said not in current["units"]
                 or (claim.extra.get("requests") and before.extra.get("requests"))):

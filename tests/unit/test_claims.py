@@ -614,10 +614,29 @@ def test_the_specs_shipped_in_docs_load():
     (VALID + 'direction = "writes"\n', "spec [[claim]] 1 'direction': 'writes' is not one of read, write, mixed"),
     (VALID.replace(")$'", "$'"), "spec [[claim]] 1 'pattern': not a regular expression: "
                                  "missing ), unterminated subpattern at position 4"),
+    (VALID + '[claim.columns]\nw = { tset = "a" }\n', "spec [[claim]] 1 'columns.w.tset': unknown key (known: test, "
+     "direction, unit, match, phase, operation, access, scope, key, statistic, timed, skip, record_size, rank)"),
+    (VALID.replace("?P<value>", "?P<w>") + '[claim.columns]\nlat = { test = "a" }\n',
+     "spec [[claim]] 1 'pattern': has no (?P<lat>...) group for the number of this column"),
+    (VALID.replace('"MB/s"', '"us"') + 'statistic = "p999"\n', "spec [[claim]] 1 'statistic': 'p999' is not one "
+     "of mean, min, max, stddev, mdev, median, pNN (p99, p99.9, ...), avg"),
+    (VALID + 'statistic = "p99"\n', "spec [[claim]] 1 'statistic': goes with a time per operation (ns/op, us/op, "
+     "ms/op, s/op, ns, us, ms), not 'MB/s'"),
+    (VALID.replace('"MB/s"', '"us"') + 'timed = "call+fsync"\n',
+     "spec [[claim]] 1 'timed': 'call+fsync' is not one of call, call+sync, open..close"),
+    (VALID + 'skip = "1"\n', "spec [[claim]] 1 'skip': must be a whole number"),
+    (VALID + 'rank = 0\n', "spec [[claim]] 1 'rank': must be 1 or more"),
+    (VALID + 'requests = true\n', "spec [[claim]] 1 'requests': per-request lines are latencies: give a time per "
+     "operation as the unit, not 'MB/s'"),
+    (VALID + 'record_size = "big"\n', "spec [[claim]] 1 'record_size': 'big' is not a size (4096, 4k, 64KiB) nor "
+     "a template such as \"{size}\""),
+    ('[benchmark]\nmultipliers = "si"\n' + VALID, "spec [benchmark] 'multipliers' is 'si'; give \"decimal\" "
+     "(k = 1000) or \"binary\" (k = 1024)"),
     ("claim = [", "spec is not valid TOML: "),  # then tomllib's own words, which vary with Python
     ("", "spec has no [[claim]] table"),
 ])
 def test_spec_errors_name_the_key(toml, message):
+    # GIVEN a spec with one thing wrong WHEN loaded THEN one line names the key and the problem
     with pytest.raises(spec.SpecError) as e:
         spec.loads(toml)
     got = one_line_error(e)
@@ -725,3 +744,12 @@ def test_detect_command_recognised_but_output_of_another_tool():
     # GIVEN the command says iozone but the output is dd's: IOzone's parser refuses it
     with pytest.raises(UnparsableOutput, match="^not IOzone output"):
         claims_from(recorded("dd/write.txt"), ["iozone", "-i0"])
+
+
+def test_an_unreadable_number_names_the_line_and_what_a_number_is():
+    # GIVEN a number with a thousands separator (docs/claims-spec.md, Errors)
+    checked = spec.loads(VALID.replace("[\\d.]+", "[\\d.,]+"))
+    with pytest.raises(UnparsableOutput) as e:
+        spec.parse("W: 1,234.5\n", checked)
+    assert one_line_error(e) == ("[[claim]] 1 on line 'W: 1,234.5': value '1,234.5' is not a number (digits, a "
+                                 "point, an exponent, and one of k, K, m, M, g, G after it)")
