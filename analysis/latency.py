@@ -169,7 +169,8 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         return cannot_judge(verdict, f"the phases have no {timed} operation to time"
                                      + (f" after the {claim.extra.get('skip')} skipped" if claim.extra.get("skip") else ""))
     active = figure(values, name)
-    verdict.figures = {label: active, "operations": float(len(values))}
+    verdict.figures = {label: active}
+    verdict.counts = {"operations": len(values)}
     value = float(claim.seconds_per_op)
     verdict.ratio = value / active if active else None
     lo, hi, rule = band(values, name, tolerance)
@@ -248,8 +249,8 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
                                      f"the {len(claims):,} printed requests")
     within, ratios, active, count = said
     verdict.ratio = float(np.nanmedian(ratios))
-    verdict.figures = {"requests": float(len(claims)), "within": float(within.sum()),
-                       f"median {timed}": float(np.median(active))}
+    verdict.figures = {f"median {timed}": float(np.median(active))}
+    verdict.counts = {"requests": len(claims), "within": int(within.sum())}
     summary = (f"{int(within.sum()):,} of {len(within):,} requests within {tolerance:.0%} ± {ALLOWANCE_S * 1e6:g} µs "
                f"of their own {timed} (the k-th printed request against the k-th operation in time order"
                + (f", after the {skip} skipped" if skip else "") + f"); median ratio {verdict.ratio:.3f}")

@@ -57,6 +57,8 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     kind: str = "bytes"               # what the figures count: "bytes" (per s), "ops" (per s),
                                       # "latency" (s per op), "amount" (bytes, not a rate)
+    counts: dict[str, int] = field(default_factory=dict)  # what a latency verdict counted: "operations",
+                                      # "requests", "within" (not figures: those are all of `kind`)
 
     @property
     def ok(self) -> bool:

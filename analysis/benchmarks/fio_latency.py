@@ -14,8 +14,11 @@ What fio times, and what the trace can see of it (fio HOWTO, "Interpreting the o
 
 The trace times a request from the kernel's submission (inside the submitting call) to the
 kernel's completion. So for a synchronous engine each clat statistic is judged against the
-same statistic of the calls; for an asynchronous one the trace's figure must lie between
-fio's clat figure and its lat figure (for a percentile, which fio gives for clat only unless
+same statistic of the calls (above it but within the time from each call to the next: fio's
+clock took in time outside the call, explained); for an asynchronous one the trace's figure
+agrees when it lies between fio's clat figure and its lat figure, is explained when fio's
+are above it (fio reaps a completion after the kernel makes it, a wait the trace cannot see),
+and disagrees when fio's are below it (for a percentile, which fio gives for clat only unless
 lat_percentiles=1, the upper end is the clat percentile plus slat's maximum: a percentile of a
 sum is at most that), each bound widened by the statistic's band (analysis/latency.py:
 tolerance, rank interval for percentiles, ALLOWANCE_S).
@@ -79,7 +82,8 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     if not len(values):
         return cannot_judge(verdict, "the job's phases have no request the trace timed")
     clat, lat, slat = blocks["clat"], blocks.get("lat", {}), blocks.get("slat")
-    verdict.figures = {"mean of each request": latency.figure(values, "mean"), "requests": float(len(values))}
+    verdict.figures = {"mean of each request": latency.figure(values, "mean")}
+    verdict.counts = {"requests": len(values), "statistics": len([n for n in clat if n != "N"])}
     verdict.ratio = clat["mean"] / verdict.figures["mean of each request"]
     off, unexplained = [], []
     names = [n for n in clat if n != "N"]
@@ -96,8 +100,12 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
         if high < lo or low > hi:
             off.append(f"{name} {fmt(low, 'latency')}" + ("" if high == low else f"..{fmt(high, 'latency')}")
                        + f" vs trace {fmt(latency.figure(values, statistic), 'latency')}")
-            # above the calls, yet within what the gaps between calls allow
-            if not (synchronous and low > hi and low <= latency.band(gaps, statistic, tolerance)[1]):
+            # above the kernel's figure: for a synchronous engine, within what the gaps between
+            # calls allow (fio's clock took in time outside the call); for an asynchronous one,
+            # the wait until fio reaped the completion, which the trace cannot see. Below it,
+            # nothing accounts for it: fio cannot have seen a request end before the kernel did
+            above = low > hi and (not synchronous or low <= latency.band(gaps, statistic, tolerance)[1])
+            if not above:
                 unexplained.append(name)
     counted = f"fio counted {int(clat['N']):,} requests, the trace {len(values):,}"
     what = ("clat is the whole call (a synchronous engine: fio measures no submission latency, slat N=0, "
@@ -111,7 +119,11 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
         verdict.verdict = "explained"
         verdict.reasons.insert(0, f"fio's clock took in time outside the calls: {', '.join(off)}, each within what "
                                   "the time from one call's start to the next one's allows (fio preempted, or at "
-                                  "its own work, between its clock read and the call)")
+                                  "its own work, between its clock read and the call)" if synchronous else
+                                  f"fio reaped completions after the kernel made them: {', '.join(off)}, each above "
+                                  f"the kernel's figure; fio counts a request done when it reaps it ({engine}'s "
+                                  "completion queue), the kernel when it completes it, and the wait between them "
+                                  "is not in the trace")
     elif off:
         verdict.verdict = "disagrees"
     if off:

@@ -103,7 +103,7 @@ def test_per_request_lines_give_one_verdict_and_a_sync_the_benchmark_timed_expla
     # WHEN judged over call+sync, as the benchmark times it
     requests, mean = _judge(output, "call+sync", rep, trace)
     # THEN one verdict for the 100 lines, all within, and the mean agrees
-    assert requests.verdict == "agrees" and requests.figures["within"] == 100
+    assert requests.verdict == "agrees" and requests.counts["within"] == 100
     assert requests.reasons[0].startswith("100 of 100 requests within 5% ± 1 µs of their own call+sync")
     assert mean.verdict == "agrees" and mean.ratio == pytest.approx(1.0)
     # WHEN judged over the calls alone
@@ -119,7 +119,7 @@ def test_requests_that_do_not_fit_disagree_and_name_the_furthest():
     output = "".join(f"req {i} {10.0 if i != 7 else 500.0} us\n" for i in range(1, 101)) + "mean 10.0 us\n"
     requests, _ = _judge(output, "call", rep, trace)
     # THEN 99 of 100 are within: still agreeing (95 % rule); 90 of 100 would not
-    assert requests.verdict == "agrees" and requests.figures["within"] == 99
+    assert requests.verdict == "agrees" and requests.counts["within"] == 99
     output = "".join(f"req {i} {10.0 if i > 10 else 500.0} us\n" for i in range(1, 101)) + "mean 10.0 us\n"
     requests, _ = _judge(output, "call", rep, trace)
     assert requests.verdict == "disagrees" and "furthest: request 1 claims 500.00 µs/op" in requests.reasons[0]
