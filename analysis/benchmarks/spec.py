@@ -35,38 +35,13 @@ import pandas as pd
 from iowitness.analysis import latency
 from iowitness.analysis.claims import Claim, UnparsableOutput
 from iowitness.analysis.benchmarks import spec_match
+from iowitness.analysis.benchmarks.spec_units import UNITS, near, number, size
 
 NAME = "spec"
 PROGRAM = None    # any program: chosen with --spec
 SIGNATURE = None  # any output: never sniffed, not a --format choice
 SPEC_VERSION = 1
 
-# The units a spec may name: (Claim field, factor to bytes/s, ops/s, s/op or seconds).
-# SI prefixes are powers of 1000 (SI Brochure, 9th edition, table 7: k = 10^3, M = 10^6,
-# G = 10^9); binary prefixes powers of 1024 (IEC 80000-13: Ki = 2^10, Mi = 2^20, Gi = 2^30).
-# A program that divides by 1048576 prints MiB/s, whatever its label says: docs/claims-spec.md.
-UNITS = {
-    "B/s": ("bytes_per_s", 1),
-    "kB/s": ("bytes_per_s", 1000), "MB/s": ("bytes_per_s", 1000 ** 2), "GB/s": ("bytes_per_s", 1000 ** 3),
-    "KiB/s": ("bytes_per_s", 1024), "MiB/s": ("bytes_per_s", 1024 ** 2), "GiB/s": ("bytes_per_s", 1024 ** 3),
-    "ops/s": ("ops_per_s", 1),
-    "ns/op": ("seconds_per_op", 1e-9), "us/op": ("seconds_per_op", 1e-6), "µs/op": ("seconds_per_op", 1e-6),
-    "ms/op": ("seconds_per_op", 1e-3), "s/op": ("seconds_per_op", 1),
-    # a time per operation printed without "/op" (a latency line, "avg 12.3 us"): the same
-    "ns": ("seconds_per_op", 1e-9), "us": ("seconds_per_op", 1e-6), "µs": ("seconds_per_op", 1e-6),
-    "ms": ("seconds_per_op", 1e-3),
-    "s": ("seconds", 1),  # a test's elapsed time: extra["seconds"]
-}
-# a number's multiplier suffix ("12.8k", "146 K"): decimal by default; [benchmark]
-# multipliers = "binary" makes them powers of 1024. "m" is mega, as in "1.2m iops": a
-# benchmark that means milli says so in its unit (ms/op)
-MULTIPLIERS = {"": 0, "k": 1, "K": 1, "m": 2, "M": 2, "g": 3, "G": 3}
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kKmMgG]?)\s*$")
-# a record size: bytes, or with a binary suffix (4k, 64K, 1M, 4KiB); "kB"/"MB" are decimal
-_SIZE = re.compile(r"^\s*(\d+)\s*(|[kKmMgG]|KiB|MiB|GiB|kB|KB|MB|GB)\s*$")
-SIZE_FACTORS = {"": 1, "k": 1024, "K": 1024, "KiB": 1024, "m": 1024 ** 2, "M": 1024 ** 2, "MiB": 1024 ** 2,
-                "g": 1024 ** 3, "G": 1024 ** 3, "GiB": 1024 ** 3, "kB": 1000, "KB": 1000, "MB": 1000 ** 2,
-                "GB": 1000 ** 3}
 MATCHES = ("order", "name", "operation")
 # which phases a claim speaks for: the one phase its match finds, that phase and every phase
 # concurrent with it (its group: the threads or files of one test), every phase of the run in
@@ -235,7 +210,7 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     if unit is None and "unit" not in regex.groupindex:
         fail("unit", "missing, and the pattern has no (?P<unit>...) group")
     if unit is not None and unit not in UNITS:
-        fail("unit", f"{unit!r} is not one of {', '.join(UNITS)}" + _near(unit))
+        fail("unit", f"{unit!r} is not one of {', '.join(UNITS)}" + near(unit))
     match = table.get("match", "order")
     if match not in MATCHES:
         fail("match", f"{match!r} is not one of {', '.join(MATCHES)}")
@@ -271,32 +246,12 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     if requests and unit is not None and UNITS[unit][0] != "seconds_per_op":
         fail("requests", f"per-request lines are latencies: give a time per operation as the unit, not {unit!r}")
     record_size = table.get("record_size")
-    if record_size is not None and not _fields(record_size, None) and _size(record_size) is None:
+    if record_size is not None and not _fields(record_size, None) and size(record_size) is None:
         fail("record_size", f"{record_size!r} is not a size (4096, 4k, 64KiB) nor a template such as \"{{size}}\"")
     return Rule(number, regex, table["test"], direction, unit, match, table.get("phase", table["test"]),
                 operation, table.get("access"), table.get("required", True), scope, table.get("key"),
                 statistic, timed, table.get("skip", 0), requests, record_size, table.get("rank"),
                 value_group, column)
-
-
-def _near(unit: str) -> str:
-    """A hint for a unit that is almost one: 'MB' -> MB/s, 'usec' -> us, 'IOPS' -> ops/s."""
-    guesses = {"iops": "ops/s", "op/s": "ops/s", "usec": "us", "msec": "ms", "nsec": "ns", "sec": "s",
-               "kb/s": "kB/s"}
-    guess = unit + "/s" if unit + "/s" in UNITS else guesses.get(unit.lower())
-    return f" (did you mean {guess!r}?)" if guess else ""
-
-
-def _size(text: str) -> int | None:
-    """Bytes in a record size as a benchmark prints it: 4096, 4k, 64K, 1M, 4KiB, 8kB."""
-    m = _SIZE.match(text)
-    return int(m.group(1)) * SIZE_FACTORS[m.group(2)] if m else None
-
-
-def number(text: str, base: int = 1000) -> float | None:
-    """A printed number with its multiplier ("12.8k", "146 K", "1.5M"), or None."""
-    m = _NUMBER.match(text or "")
-    return float(m.group(1)) * base ** MULTIPLIERS[m.group(2)] if m else None
 
 
 def _fields(template: str, fail) -> list[str]:
@@ -382,7 +337,7 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
         extra.update(operation=rule.operation, pattern=rule.access)
     if rule.record_size is not None:
         size_text = _fill(rule.record_size, groups, where, "record_size")
-        extra["record_size"] = _size(size_text)
+        extra["record_size"] = size(size_text)
         if extra["record_size"] is None:
             raise UnparsableOutput(f"{where}: record_size {size_text!r} is not a size (4096, 4k, 64KiB)")
     if rule.rank is not None:
