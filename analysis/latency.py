@@ -234,7 +234,7 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
                                 printed=f"{len(claims):,} request lines ({claims[0].printed!r} ...), median "
                                         f"{printed:g} {claims[0].unit}",
                                 extra={**claims[0].extra, "requests": len(claims)})
-    verdict = Verdict(first, [int(p) for p in rows["phase"]], "agrees", window=f"each request ({timed})",
+    verdict = Verdict(first, [int(p) for p in rows["phase"]], "agrees", window=f"median {timed}",
                       kind="latency")
     if rows.empty:
         return cannot_judge(verdict, f"no phase of the trace matches these {len(claims):,} requests")

@@ -73,7 +73,8 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     blocks = claim.extra["fio_latency"]
     engine = str(claim.extra.get("ioengine", "psync"))
     synchronous = engine in SYNCHRONOUS
-    verdict = Verdict(claim, [int(p) for p in rows["phase"]], "agrees", window="each request", kind="latency")
+    verdict = Verdict(claim, [int(p) for p in rows["phase"]], "agrees", window="mean of each request",
+                      kind="latency")
     if rows.empty:
         return cannot_judge(verdict, "no phase of the trace matches this job's latency")
     if missing:
