@@ -142,3 +142,14 @@ def test_multipliers_decimal_and_binary():
     checked = spec.loads("[benchmark]\nmultipliers = \"binary\"\n[[claim]]\npattern = '^W: (?P<value>\\S+) B/s$'\n"
                          "test = \"w\"\nunit = \"B/s\"\n")
     assert spec.parse("W: 4K B/s\n", checked)[0].bytes_per_s == 4096
+
+
+def test_a_warm_up_the_spec_did_not_mention_is_found_when_it_alone_accounts_for_the_claim():
+    # GIVEN a first request of 5 ms (the benchmark's warm-up, dropped from its figures) and 100
+    # of 100 µs, the program printing the mean of the 100 it counts (the trace's mean of all
+    # 101 is 148.5 µs)
+    rep, trace = _requests([5000] + [100] * 100, [0] * 101)
+    mean_only = "[[claim]]" + SPEC.split("[[claim]]")[2].replace("TIMED", "call")
+    [v] = matching.match(rep, spec.parse("mean 100.0 us\n", spec.loads(mean_only)), "spec", ["./bench"], trace=trace)
+    # THEN it is explained by leaving the first operation out, and says how to say so
+    assert v.verdict == "explained" and "without the first 1" in v.reasons[0] and "skip = 1" in v.reasons[0], v.reasons
