@@ -9,7 +9,9 @@ For each job and each of read / write / trim with io_bytes > 0: Claim.test is
 "<job> <direction>" (the names name_phases gives fio phases), value and unit are
 fio's `bw` in KiB/s, bytes_per_s is `bw_bytes`, ops_per_s is `iops`, seconds_per_op is the
 mean total latency (`lat_ns`, submission + completion). With --group_reporting fio prints
-one entry per group, named after the group's first job.
+one entry per group, named after the group's first job. After all of them, one latency claim
+per job and direction, "<job> <direction> latency" (fio_latency.py: clat/lat/slat statistics
+and percentiles, judged against each request).
 
 Example: `parse(open("fio.json").read())[0]` for `fio --output-format=json --name=writer
 --rw=write ...` is Claim(test="writer write", value=682666, unit="KiB/s",
@@ -185,7 +187,8 @@ def _from_text(text: str) -> list[Claim]:
             claims[-1].seconds_per_op = average * TIMES[m.group("unit")]
     if not claims:
         raise UnparsableOutput("fio text output ends before any job's 'read: IOPS=..., BW=...' line")
-    return claims
+    # then each entry's latency per direction (fio_latency.py), after every rate
+    return claims + fio_latency.text_claims(text, claims)
 
 
 # ---- the command line ----

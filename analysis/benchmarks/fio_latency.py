@@ -31,11 +31,26 @@ within their band ...".
 
 from __future__ import annotations
 
+import re
+
 from iowitness.analysis import latency
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import fmt
 from iowitness.analysis.verdicts import Verdict, cannot_judge, missing_reason
 
+# fio's normal text output: a job's header, a direction's line, its clat/lat lines (values may
+# carry a k or M: "max=5007.4k"), its clat percentiles ("|  1.00th=[  924], ..."), and the
+# number of requests issued per direction ("issued rwts: total=0,2048,0,0")
+_JOB = re.compile(r"^(?P<job>\S.*?): \(groupid=\d+, jobs=\d+\): err=")
+_DDIR = re.compile(r"^\s+(?P<ddir>read|write|trim)\s*: IOPS=")
+_STATS = re.compile(r"^\s+(?P<kind>clat|slat|lat) \((?P<unit>nsec|usec|msec|sec)\): min=\s*(?P<min>[\d.]+[kM]?), "
+                    r"max=\s*(?P<max>[\d.]+[kM]?), avg=\s*(?P<mean>[\d.]+[kM]?), stdev=\s*(?P<stddev>[\d.]+[kM]?)")
+_PERCENTILES = re.compile(r"^\s+clat percentiles \((?P<unit>nsec|usec|msec|sec)\):")
+_PERCENTILE = re.compile(r"(?P<p>[\d.]+)th=\[\s*(?P<value>[\d.]+[kM]?)\]")
+_HEADER = re.compile(r"^(?P<job>\S.*?): \(g=\d+\): .*\bioengine=(?P<engine>[^,\s]+)")
+_ISSUED = re.compile(r"^\s+issued rwts: total=(?P<r>\d+),(?P<w>\d+),(?P<t>\d+)")
+TEXT_UNITS = {"nsec": 1e-9, "usec": 1e-6, "msec": 1e-3, "sec": 1.0}
+SUFFIXES = {"": 1, "k": 1e3, "M": 1e6}
 # fio's engines that make one blocking call per request (HOWTO, "ioengine")
 SYNCHRONOUS = ("psync", "sync", "pvsync", "pvsync2", "vsync")
 KINDS = ("clat", "lat", "slat")
@@ -69,6 +84,74 @@ def claim(name: str, ddir: str, stats: dict, job_index: int, index: int, extra: 
                  extra={**extra, "fio_latency": {k: v for k, v in blocks.items() if v is not None}})
 
 
+def _number(text: str) -> float:
+    return float(text.rstrip("kM")) * SUFFIXES[text[-1] if text[-1] in "kM" else ""]
+
+
+def text_claims(text: str, rates: list[Claim]) -> list[Claim]:
+    """Latency claims from fio's normal text output, one per job entry and direction that has a
+    rate claim (`rates`, in the same order), after them. Its figures are rounded to the unit
+    printed (whole µs for "clat percentiles (usec)"): half that unit widens every band."""
+    found: list[tuple[str, str, dict, float]] = []
+    job = ddir = None
+    blocks: dict = {}
+    resolution = 0.0
+    in_percentiles = None
+    engines: dict[str, str] = {}
+    for line in text.split("\n"):
+        m = _HEADER.match(line)
+        if m:
+            engines.setdefault(m.group("job"), m.group("engine"))
+            continue
+        m = _JOB.match(line)
+        if m:
+            job, ddir = m.group("job"), None
+            continue
+        m = _DDIR.match(line)
+        if m and job is not None:
+            ddir, blocks, in_percentiles = m.group("ddir"), {}, None
+            found.append((job, ddir, blocks, 0.0))
+            continue
+        if ddir is None:
+            continue
+        m = _STATS.match(line)
+        if m:
+            unit = TEXT_UNITS[m.group("unit")]
+            blocks[m.group("kind")] = {k: _number(m.group(k)) * unit for k in ("min", "max", "mean", "stddev")}
+            continue
+        m = _PERCENTILES.match(line)
+        if m:
+            in_percentiles = TEXT_UNITS[m.group("unit")]
+            # percentiles are printed as whole units: up to half a unit off
+            resolution = max(resolution, in_percentiles / 2)
+            found[-1] = (found[-1][0], found[-1][1], blocks, in_percentiles / 2)
+            continue
+        if in_percentiles and line.lstrip().startswith("|") and "clat" in blocks:
+            for p, value in _PERCENTILE.findall(line):
+                blocks["clat"][f"p{float(p):g}"] = _number(value) * in_percentiles
+            continue
+        in_percentiles = None
+        m = _ISSUED.match(line)
+        if m:
+            # every direction of this job entry: its count of requests
+            for entry in found:
+                if entry[0] == job and "clat" in entry[2] and "N" not in entry[2]["clat"]:
+                    entry[2]["clat"]["N"] = float(m.group({"read": "r", "write": "w", "trim": "t"}[entry[1]]))
+    out = []
+    for rate, (job, ddir, blocks, half_unit) in zip(rates, found):
+        if "clat" not in blocks or (rate.job, rate.test) != (job, f"{job} {ddir}"):
+            continue
+        blocks["clat"].setdefault("N", float("nan"))
+        mean = blocks["clat"]["mean"]
+        extra = {"from": "text", "groupid": rate.extra.get("groupid"), "resolution_s": half_unit,
+                 "ioengine": engines.get(job, "psync")}
+        out.append(Claim(source="fio", test=f"{job} {ddir} latency", value=mean * 1e9, unit="ns",
+                         printed=f'"{job}" {ddir}: clat mean={mean * 1e9:.1f} ns', seconds_per_op=mean,
+                         direction=ddir if ddir != "trim" else None, job=job, index=len(rates) + len(out),
+                         extra={**extra, "fio_latency": blocks}))
+    return out
+
+
 def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = "") -> Verdict:
     blocks = claim.extra["fio_latency"]
     engine = str(claim.extra.get("ioengine", "psync"))
@@ -94,6 +177,8 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     for name in names:
         statistic = latency.statistic_name(name) or name
         lo, hi, _ = latency.band(values, statistic, tolerance)
+        # fio's text output rounds its figures to the unit it prints
+        lo, hi = lo - claim.extra.get("resolution_s", 0.0), hi + claim.extra.get("resolution_s", 0.0)
         low = clat[name]
         # a percentile of slat + clat is at most clat's percentile plus slat's largest value
         high = low if synchronous else lat.get(name, low + (slat or {}).get("max", 0.0))
@@ -108,7 +193,8 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
             above = low > hi and (not synchronous or low <= latency.band(gaps, statistic, tolerance)[1])
             if not above:
                 unexplained.append(name)
-    counted = f"fio counted {int(clat['N']):,} requests, the trace {len(values):,}"
+    counted = (f"fio counted {int(clat['N']):,} requests, the trace {len(values):,}" if clat["N"] == clat["N"]
+               else f"the trace counted {len(values):,} requests")
     what = ("clat is the whole call (a synchronous engine: fio measures no submission latency, slat N=0, "
             "which is no syscall figure)" if synchronous else
             f"{engine}: the trace times each request from the kernel's submission to its completion, between "
@@ -130,7 +216,7 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     if off:
         summary += "; outside: " + "; ".join(off)
     verdict.reasons.insert(0 if verdict.verdict != "explained" else 1, summary)
-    if int(clat["N"]) != len(values):
+    if clat["N"] == clat["N"] and int(clat["N"]) != len(values):
         verdict.reasons.append(f"the counts differ ({counted}): the statistics are over different requests")
     return verdict
 

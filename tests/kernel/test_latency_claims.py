@@ -180,3 +180,21 @@ def test_fio_completion_latency_percentiles_are_judged_against_each_request(tmp_
         assert "slat" not in v.claim.extra["fio_latency"] and "no syscall figure" in said
     else:
         assert v.claim.extra["fio_latency"]["slat"]["N"] == 4096 and "not timed apart" in said
+
+
+def test_fio_text_output_latency_is_judged_too(tmp_path):
+    # GIVEN fio's default (normal text) output of a psync random read: its clat line and
+    # percentiles, rounded to the unit it prints
+    from tests.conftest import require_tool
+    trace_path = tmp_path / "t.iwt"
+    iowitness("run", "-q", "-o", str(trace_path), "--", require_tool("fio"), "--name=j", f"--directory={tmp_path}",
+              "--size=8m", "--bs=4k", "--rw=randread")
+    trace = load(trace_path)
+    from iowitness.analysis.benchmarks import claims_from
+    source, claims = claims_from(trace.output["stdout"], trace.meta["command"])
+    verdicts = matching.match(trace.report(), claims, source, trace.meta["command"], 0.05, trace.missing, trace=trace)
+    # THEN the job's read latency is one verdict over fio's 2048 requests, and it holds
+    [v] = [v for v in verdicts if "fio_latency" in v.claim.extra]
+    assert v.claim.extra["fio_latency"]["clat"]["N"] == v.counts["requests"] == 2048
+    assert v.ok, v.reasons
+    assert v.verdict == "explained" or v.reasons[0].startswith("clat: 21 of 21 statistics within their band"), v.reasons

@@ -381,7 +381,7 @@ def test_fio_note_printed_before_the_json_is_skipped():
 
 def test_fio_normal_text_output():
     # GIVEN the two jobs without --output-format
-    claims = fio.parse(recorded("fio/two_jobs_normal.txt"))
+    claims = _rates(fio.parse(recorded("fio/two_jobs_normal.txt")))
 
     # THEN "write: IOPS=146k, BW=571MiB/s (599MB/s)": the first rate, with its own unit
     writer, reader = claims
@@ -417,6 +417,20 @@ def test_fio_json_latency_one_claim_per_job_and_direction_after_the_rates():
     # AND a synchronous job's slat (N = 0: fio measures none) is not there at all
     assert "slat" not in writer and latencies[0].extra["ioengine"] == "psync"
     assert [c.test for c in randrw if "fio_latency" in c.extra] == ["mixed read latency", "mixed write latency"]
+
+
+def test_fio_normal_text_latency_after_the_rates():
+    # GIVEN the two jobs' normal text output
+    latencies = [c for c in fio.parse(recorded("fio/two_jobs_normal.txt")) if "fio_latency" in c.extra]
+    # THEN one latency claim per job and direction: "clat (usec): min=2, max=3107, avg= 5.95",
+    # its percentiles ("99.99th=[ 3097]"), fio's count from "issued rwts", its engine
+    writer, reader = latencies
+    assert (writer.test, writer.value, writer.extra["ioengine"]) == ("writer write latency", pytest.approx(5950), "psync")
+    clat = writer.extra["fio_latency"]["clat"]
+    assert clat["max"] == pytest.approx(3107e-6) and clat["p99.99"] == pytest.approx(3097e-6) and clat["N"] == 2048
+    # AND figures printed in whole µs are held to half a µs more, those in ns to half a ns
+    assert writer.extra["resolution_s"] == pytest.approx(0.5e-6) and reader.extra["resolution_s"] == pytest.approx(0.5e-9)
+    assert reader.extra["fio_latency"]["clat"]["max"] == pytest.approx(5007.4e-6)   # "max=5007.4k" ns
 
 
 def test_fio_json_cut_in_half_is_refused():
