@@ -9,7 +9,9 @@ For each job and each of read / write / trim with io_bytes > 0: Claim.test is
 "<job> <direction>" (the names name_phases gives fio phases), value and unit are
 fio's `bw` in KiB/s, bytes_per_s is `bw_bytes`, ops_per_s is `iops`, seconds_per_op is the
 mean total latency (`lat_ns`, submission + completion). With --group_reporting fio prints
-one entry per group, named after the group's first job.
+one entry per group, named after the group's first job. After all of them, one latency claim
+per job and direction, "<job> <direction> latency" (fio_latency.py: clat/lat/slat statistics
+and percentiles, judged against each request).
 
 Example: `parse(open("fio.json").read())[0]` for `fio --output-format=json --name=writer
 --rw=write ...` is Claim(test="writer write", value=682666, unit="KiB/s",
@@ -26,6 +28,7 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
+from iowitness.analysis.benchmarks import fio_latency
 from iowitness.analysis.claims import Claim, Match, UnparsableOutput
 
 NAME = "fio"
@@ -112,6 +115,15 @@ def _from_json(text: str, starts: list[int]) -> list[Claim]:
                        "interim_reports": len(docs) - 1, **_queue(job, final)}))
     if not claims:
         raise UnparsableOutput("fio JSON output has no job that moved any data")
+    # then each job's latency per direction, one claim each (fio_latency.py), after every rate
+    # so that the rates keep their places
+    for claim in list(claims):
+        s = final["jobs"][claim.extra["job_index"]].get(claim.test.rsplit(" ", 1)[1]) or {}
+        keep = {k: claim.extra[k] for k in ("from", "fio_version", "job_index", "groupid", "ioengine", "iodepth")}
+        latency_claim = fio_latency.claim(claim.job, claim.test.rsplit(" ", 1)[1], s, claim.extra["job_index"],
+                                          len(claims), keep)
+        if latency_claim is not None:
+            claims.append(latency_claim)
     return claims
 
 
@@ -175,7 +187,8 @@ def _from_text(text: str) -> list[Claim]:
             claims[-1].seconds_per_op = average * TIMES[m.group("unit")]
     if not claims:
         raise UnparsableOutput("fio text output ends before any job's 'read: IOPS=..., BW=...' line")
-    return claims
+    # then each entry's latency per direction (fio_latency.py), after every rate
+    return claims + fio_latency.text_claims(text, claims)
 
 
 # ---- the command line ----
@@ -252,15 +265,20 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     (numjobs=N), all under the job's name: the k-th entry is about the k-th clone."""
     phases = report.phases
     root = trace.meta.get("pid") if trace is not None else None
-    entries = Counter((c.job, c.direction) for c in claims)
+    # a job's rates and its latencies are counted apart: the k-th of each is about clone k
+    entries = Counter((c.job, c.direction, "fio_latency" in c.extra) for c in claims)
     seen: dict[tuple, int] = defaultdict(int)
 
     def find(claim: Claim) -> Match:
         rows, combine = _rows(claim, phases, argv, root)
-        if entries[(claim.job, claim.direction)] > 1 and combine == "sum":
-            k = seen[(claim.job, claim.direction)]
-            seen[(claim.job, claim.direction)] += 1
+        entry = (claim.job, claim.direction, "fio_latency" in claim.extra)
+        if entries[entry] > 1 and combine == "sum":
+            k = seen[entry]
+            seen[entry] += 1
             rows = _clone(rows, claim.job, k)
+        if "fio_latency" in claim.extra and trace is not None:
+            return Match(rows, judge=lambda window, tolerance, missing, rows=rows:
+                         fio_latency.judge(claim, rows, trace, report, tolerance, missing))
         depth = depth_note(claim, rows)
         return Match(rows, combine=combine, notes=[depth] if depth else [])
 
