@@ -31,6 +31,20 @@ class Report:
         `report --csv` never needs it."""
         return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
 
+    @cached_property
+    def verdicts(self) -> pd.DataFrame:
+        """The claims of the output the run captured, judged at the default tolerance: one row per
+        claim (analysis/judged.py; judged.verdicts for an output saved apart or other options).
+        Empty when there is no claim to judge, and .attrs["why"] then says why."""
+        from iowitness.analysis import judged
+
+        try:
+            return judged.table(judged.verdicts(self.trace))
+        except judged.NoClaims as exc:
+            empty = judged.table([])
+            empty.attrs["why"] = str(exc)
+            return empty
+
 
 # how a benchmark can move a file's bytes without a record in the trace: plain loads and
 # stores on mapped pages already in memory make no syscall and no fault; the rest that the
@@ -165,14 +179,26 @@ class Calls:
     offset = _column_property("offset")
 
 
+def own_files(events: pd.DataFrame, module, command: list[str], cwd: str | None) -> np.ndarray | None:
+    """Per event: on one of the benchmark's own files (its job file, its output: the module's
+    own_files), which are in no phase; None when the benchmark has none."""
+    hook = getattr(module, "own_files", None)
+    if hook is None or not command or not len(events):
+        return None
+    is_own = hook(command, cwd)
+    path = events["path"]
+    own = np.array([is_own(str(p)) for p in path.cat.categories] + [False], dtype=bool)
+    return own[path.cat.codes.to_numpy()]   # code -1 (no path) takes the last entry, False
+
+
 def build(trace) -> Report:
     events = trace.events
-    assigned = phase_module.assign(events)
-    table = phase_module.table(events, assigned)
-    flat = Calls(events, assigned)
     command = trace.meta.get("command") or []
     benchmark = trace.meta.get("benchmark") or benchmarks.recognise(command)
     module = benchmarks.by_name(benchmark)
+    assigned = phase_module.assign(events, own_files(events, module, command, trace.meta.get("cwd")))
+    table = phase_module.table(events, assigned)
+    flat = Calls(events, assigned)
     # a benchmark that runs N processes per test (IOzone -t N): a group of N even when a short
     # test's processes do not overlap in time
     members = module.processes(command) if module is not None else None

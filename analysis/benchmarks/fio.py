@@ -217,6 +217,45 @@ def fio_jobs(argv: list[str], cwd: str | None = None) -> dict[str, dict]:
     return jobs
 
 
+# ---- fio's own files: never phases ----
+
+# options naming a file fio itself writes or reads, not a job's data (fio HOWTO: --output,
+# the *_log options, which take a prefix for "<prefix>_bw.<N>.log" and the like)
+_OWN_OPTIONS = ("output", "trigger-file")
+_LOG_OPTIONS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
+
+
+def own_files(argv: list[str], cwd: str | None = None):
+    """A test on a path: is it one of fio's own files (a job file, its --output, a log) and
+    not a job's data? Their reads and writes are in the trace (all files are traced) but in no
+    phase: fio times none of them."""
+    cwd = cwd or "/"
+    exact, prefixes = set(), set()
+
+    def full(path: str) -> str:
+        return os.path.normpath(os.path.join(cwd, path))
+
+    args = argv[1:]
+    for i, arg in enumerate(args):
+        key, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if key in _OWN_OPTIONS and eq:
+            exact.add(full(value))
+        elif key in _LOG_OPTIONS and eq:
+            prefixes.add(full(value))
+        elif not arg.startswith("-"):
+            exact.add(full(arg))   # a job file (or the value of "--output FILE")
+    for job, options in fio_jobs(argv, cwd).items():
+        for key in _LOG_OPTIONS:
+            if key in options:   # without a value: the job's name is the prefix
+                prefixes.add(full(options[key] or job))
+    logs = tuple(prefixes)
+
+    def is_own(path: str) -> bool:
+        return path in exact or bool(logs) and path.endswith(".log") and path.startswith(logs)
+
+    return is_own
+
+
 # ---- names for phases ----
 
 def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None) -> list[str | None]:
