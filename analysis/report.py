@@ -205,7 +205,8 @@ def build(trace) -> Report:
     table.insert(1, "group", groups.assign(table, members) if len(table) else pd.Series(dtype=np.int64))
     group_table = groups.table(table, flat)
     table.insert(2, "benchmark_name", None)
-    names = module.name_phases(table, command, trace.meta.get("pid")) if module is not None else None
+    names = module.name_phases(table, command, trace.meta.get("pid"), cwd=trace.meta.get("cwd")) \
+        if module is not None else None
     if names is not None:
         table["benchmark_name"] = names
     return Report(table, group_table, outliers(flat, table), assigned, benchmark, trace, flat)

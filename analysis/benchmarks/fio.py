@@ -258,10 +258,12 @@ def own_files(argv: list[str], cwd: str | None = None):
 
 # ---- names for phases ----
 
-def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None) -> list[str | None]:
+def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None,
+                cwd: str | None = None) -> list[str | None]:
     """'job direction' per phase. fio's own process lays out missing files before the jobs
-    start: those phases are 'fio layout', not the job (fio counts them nowhere)."""
-    jobs = fio_jobs(argv)
+    start: those phases are 'fio layout', not the job (fio counts them nowhere). cwd: the
+    benchmark's working directory, where a relative job file is read from."""
+    jobs = fio_jobs(argv, cwd)
     names = []
     # the main thread of fio's first process (jobs run as other processes, or with --thread as other threads)
     for path, operation, tid in zip(phases["path"], phases["operation"], phases["tid"]):
@@ -291,11 +293,12 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     (numjobs=N), all under the job's name: the k-th entry is about the k-th clone."""
     phases = report.phases
     root = trace.meta.get("pid") if trace is not None else None
+    cwd = trace.meta.get("cwd") if trace is not None else None
     entries = Counter((c.job, c.direction) for c in claims)
     seen: dict[tuple, int] = defaultdict(int)
 
     def find(claim: Claim) -> Match:
-        rows, combine = _rows(claim, phases, argv, root)
+        rows, combine = _rows(claim, phases, argv, root, cwd)
         if entries[(claim.job, claim.direction)] > 1 and combine == "sum":
             k = seen[(claim.job, claim.direction)]
             seen[(claim.job, claim.direction)] += 1
@@ -351,11 +354,11 @@ def depth_note(claim: Claim, rows: pd.DataFrame) -> str | None:
     return "; ".join(words)
 
 
-def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root) -> tuple[pd.DataFrame, str]:
+def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root, cwd=None) -> tuple[pd.DataFrame, str]:
     """A job's phases in the claim's direction; with --group_reporting, those of every job of
     the group that moves data in that direction, as one figure over the group's runtime."""
     names = phases["benchmark_name"].astype(object)
-    jobs = fio_jobs(argv)
+    jobs = fio_jobs(argv, cwd)
     members = [claim.job]
     grouped = bool(claim.extra.get("group_reporting") or "--group_reporting" in argv)
     if grouped:

@@ -206,7 +206,8 @@ def name_units(units: pd.DataFrame, argv: list[str]) -> list[str | None]:
     return names
 
 
-def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None) -> pd.Series | None:
+def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None,
+                cwd: str | None = None) -> pd.Series | None:
     """Each phase named after its group (a throughput-mode test's children share a name)."""
     if not len(table):
         return None
