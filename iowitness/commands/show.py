@@ -48,6 +48,9 @@ def execute(args) -> int:
 
     filters = {"phases": [n for ns in args.phases for n in ns], "files": args.files,
                "syscalls": [s for ss in args.syscalls for s in ss], "pids": [p for ps in args.pids for p in ps]}
+    given = [f"--{name.rstrip('s')}" for name, value in filters.items() if value]
+    if given and not args.events:
+        raise UsageError(f"{given[0]} filters the lines of --events; add --events")
     trace = load(args.trace)
     if args.events:
         from iowitness.analysis import event_lines
@@ -61,9 +64,6 @@ def execute(args) -> int:
             out.write(line + "\n")
         out.flush()
         return 0
-    given = [f"--{name.rstrip('s')}" for name, value in filters.items() if value]
-    if given:
-        raise UsageError(f"{given[0]} filters the lines of --events; add --events")
     from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it
 
     _output.print_text(summary.render(trace))
