@@ -251,6 +251,9 @@ def own_files(argv: list[str], cwd: str | None = None):
     logs = tuple(prefixes)
 
     def is_own(path: str) -> bool:
+        # a relative path: the collector could not resolve it (the process had exited); fio's
+        # processes share its working directory
+        path = full(path)
         return path in exact or bool(logs) and path.endswith(".log") and path.startswith(logs)
 
     return is_own
