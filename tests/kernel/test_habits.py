@@ -157,16 +157,17 @@ def _run_in_a_terminal(argv: list[str], cwd: Path, timeout: float = 60) -> str:
 
 
 def test_status_line_stays_off_dds_progress_line(workdir, tmp_path):
-    # GIVEN dd with status=progress (it rewrites its own line with \r every second) that runs
-    # for over 4 s, past the moment the status line would first be drawn
+    # GIVEN dd with status=progress (it rewrites its own line with \r every second) fed 64 KiB
+    # a second for 6 s: past the moment the status line is first drawn (3 s)
     dd = require_tool("dd")
-    argv = [*IOWITNESS, "run", "-o", str(tmp_path / "t.iwt"), "--", dd, "if=/dev/zero", f"of={workdir / 'out'}",
-            "bs=64k", "count=400", "oflag=dsync", "status=progress"]
+    feed = "for i in 1 2 3 4 5 6; do head -c 65536 /dev/zero; sleep 1; done"
+    argv = [*IOWITNESS, "run", "-o", str(tmp_path / "t.iwt"), "--", "sh", "-c",
+            f"{feed} | {dd} of={workdir / 'out'} bs=64k iflag=fullblock status=progress"]
     # WHEN it runs under iowitness on a terminal
     screen = _run_in_a_terminal(argv, tmp_path)
     # THEN dd's progress line is there, and from its first \r on, no status line was drawn over it
     first = screen.find("copied")
-    assert first >= 0, screen
+    assert first >= 0 and screen.count("copied") >= 3, screen
     after = screen[first:]
     assert "[iowitness]" not in after.split("records out")[0], after
     assert "\x1b[K" not in after.split("records out")[0], after
