@@ -191,8 +191,10 @@ def load(path) -> Trace:
 def export_parquet(trace: Trace, out) -> None:
     """Write the events table to Parquet, with the trace metadata under the key b"iowitness".
     `out`: a path, or an iowitness.outputfile.Output (created fresh, never through a symlink)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from iowitness.extras import require
+
+    pa = require("pyarrow", "parquet", "Parquet export")
+    pq = require("pyarrow.parquet", "parquet", "Parquet export")
 
     table = pa.Table.from_pandas(trace.events, preserve_index=False)
     metadata = {**(table.schema.metadata or {}), b"iowitness": json_bytes(trace.meta)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from iowitness.analysis.run import export_parquet, load
 from iowitness.commands import _output
+from iowitness.extras import require
 from iowitness.errors import UsageError
 from iowitness.outputfile import add_mode_option
 
@@ -25,6 +26,7 @@ def execute(args) -> int:
     if not args.parquet:
         raise UsageError("say where to export: --parquet OUT")
     out = _output.destination(args, args.parquet)
+    require("pyarrow.parquet", "parquet", "export --parquet")   # before the trace is read: one line, at once
     trace = load(args.trace)
     if trace.summary is not None:
         raise UsageError(f"{args.trace} is a --summary trace: it holds the kernel's aggregates, no record per "
