@@ -35,15 +35,9 @@ class Report:
     def verdicts(self) -> pd.DataFrame:
         """The claims of the output the run captured, judged at the default tolerance: one row per
         claim (analysis/judged.py; judged.verdicts for an output saved apart or other options).
-        Empty when there is no claim to judge, and .attrs["why"] then says why."""
-        from iowitness.analysis import judged
-
-        try:
-            return judged.table(judged.verdicts(self.trace))
-        except judged.NoClaims as exc:
-            empty = judged.table([])
-            empty.attrs["why"] = str(exc)
-            return empty
+        Empty when there is no claim to judge, and .attrs["why"] then says why. (Asked of the
+        trace: the judgement builds on this module, not the other way round.)"""
+        return self.trace.verdicts()
 
 
 # how a benchmark can move a file's bytes without a record in the trace: plain loads and

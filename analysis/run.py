@@ -67,6 +67,17 @@ class Trace:
             self._report = build(self)
         return self._report
 
+    def verdicts(self) -> pd.DataFrame:
+        """The captured output's claims judged, one row per claim: what `report().verdicts` gives."""
+        from iowitness.analysis import judged
+
+        try:
+            return judged.table(judged.verdicts(self))
+        except judged.NoClaims as exc:
+            empty = judged.table([])
+            empty.attrs["why"] = str(exc)
+            return empty
+
     def phases(self) -> pd.DataFrame:
         """One row per phase of the benchmark, rebuilt from the events (see analysis/phases.py)."""
         return self.report().phases

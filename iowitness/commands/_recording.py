@@ -38,9 +38,10 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
     # -c: strace's "count, no record per call"
     parser.add_argument("-c", "--summary", action="store_true",
                         help="keep only in-kernel aggregates per file, process, phase and syscall "
-                             "(counts, bytes, latency histograms), no record per call: a trace of a few "
-                             "KiB and almost no collector work for long runs (the benchmark is slowed about "
-                             "as much as in full mode); report then has no per-call figures")
+                             "(counts, bytes, latency histograms), no record per call: a trace that grows "
+                             "with the run's duration, not its calls (about 15 KiB per second measured, "
+                             "docs/performance.md), and almost no collector work for long runs (the benchmark "
+                             "is slowed about as much as in full mode); report then has no per-call figures")
     parser.add_argument("--max-files", type=int, default=DEFAULT_MAX_FILES, metavar="N",
                         help="target files the probe can follow over the run (default %(default)s); an open "
                              "beyond it is counted as not followed, and every report says so")

@@ -90,3 +90,23 @@ def test_fio_own_files_are_its_job_file_output_and_logs(tmp_path):
     assert is_own(str(job)) and is_own(str(tmp_path / "out.json"))
     assert is_own(str(tmp_path / "wlog_bw.1.log"))
     assert not is_own(str(tmp_path / "writer.0.0")) and not is_own(str(tmp_path / "reader.0.0"))
+
+
+def test_status_line_waits_for_the_benchmarks_line_and_stays_off_its_progress_line():
+    # GIVEN the page the collector and the output capture share (collector/statusline.py)
+    from iowitness.collector.statusline import Shared
+
+    shared = Shared()
+    assert shared.drawable
+    # WHEN the benchmark has written half a line, THEN no status line until it ends it
+    shared.wrote(b"Writing the file... ")
+    assert not shared.drawable
+    shared.wrote(b"done\n")
+    assert shared.drawable
+    # AND \r\n is a plain line end (a pseudo-terminal's), not a progress line
+    shared.wrote(b"line\r\n")
+    assert shared.drawable and not shared.benchmark_progress
+    # WHEN it rewrites its own line with \r (dd status=progress), THEN off for the rest of the run
+    shared.wrote(b"\r1048576 bytes (1.0 MB, 1.0 MiB) copied, 1 s, 1.0 MB/s")
+    shared.wrote(b"\n")
+    assert shared.benchmark_progress and not shared.drawable
