@@ -26,12 +26,11 @@ class NoClaims(UsageError):
 
 def no_output(meta: dict) -> str:
     """Why a trace holds no benchmark output, as it came to hold none, and what to do."""
+    why = "this trace holds no benchmark output"
     if meta.get("mode") == "attach":
-        why = "iowitness attached to a running benchmark, and attach does not capture its output"
+        why += ": iowitness attached to a running benchmark, and attach does not capture its output"
     elif meta.get("mode") == "run":
-        why = "the benchmark printed nothing on its standard output or error while it was traced"
-    else:
-        why = "this trace holds no benchmark output"
+        why += ": the benchmark printed nothing on its standard output or error while it was traced"
     return f"{why}; give the output saved elsewhere (e.g. fio --output=FILE) with --claims FILE"
 
 
