@@ -88,6 +88,14 @@ def lines(trace, rows: np.ndarray) -> Iterator[str]:
     if start is None:
         start = int(events["start_ns"].iloc[0]) if len(events) else 0
     phase_all = trace.report().assigned["phase"].to_numpy() if len(rows) else np.empty(0, np.int64)
+    shown: dict = {}   # a name as the terminal may show it, escaped once per distinct name
+
+    def safe(name) -> str:
+        if name not in shown:
+            shown[name] = terminal(name) if isinstance(name, str) else "?"
+        return shown[name]
+
+    line = "%-15.15s %13s %12.6f  %-12s %4d %13s %10s %10s %13.1f %6s  %s"
     for at in range(0, len(rows), CHUNK):
         take = rows[at:at + CHUNK]
         chunk = events.iloc[take]
@@ -99,11 +107,11 @@ def lines(trace, rows: np.ndarray) -> Iterator[str]:
         seconds = (chunk["start_ns"].to_numpy(np.int64) - int(start)) / 1e9
         latency = chunk["latency_ns"].to_numpy(np.int64) / 1e3
         phase = phase_all[take]
+        phase_text = np.where(phase > 0, phase.astype(str), "-")
+        who = np.char.add(np.char.add(chunk["tgid"].to_numpy().astype(str), "/"), chunk["tid"].to_numpy().astype(str))
         paths = chunk["path"].astype(object).to_numpy()
-        for c, tgid, tid, s, call, fd, off, ask, res, lat, ph, path in zip(
-                comm, chunk["tgid"].tolist(), chunk["tid"].tolist(), seconds.tolist(), syscall,
-                chunk["fd"].tolist(), offset, asked, _result(chunk["ret"].to_numpy(np.int64)), latency.tolist(),
-                phase.tolist(), paths):
-            yield (f"{terminal(c)[:15]:<15} {f'{tgid}/{tid}':>13} {s:12.6f}  {call:<12} {fd:>4} {off:>13} "
-                   f"{ask:>10} {res:>10} {lat:13.1f} {ph if ph > 0 else '-':>6}  "
-                   f"{terminal(path) if isinstance(path, str) else '?'}")
+        for c, w, s, call, fd, off, ask, res, lat, ph, path in zip(
+                comm.tolist(), who.tolist(), seconds.tolist(), syscall.tolist(), chunk["fd"].tolist(), offset.tolist(),
+                asked.tolist(), _result(chunk["ret"].to_numpy(np.int64)), latency.tolist(), phase_text.tolist(),
+                paths.tolist()):
+            yield line % (safe(c), w, s, call, fd, off, ask, res, lat, ph, safe(path))
