@@ -11,6 +11,8 @@ apart, what `report --claims FILE` reads); `report` and `check` call the same fu
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 
 from iowitness.analysis import benchmarks, matching
@@ -31,7 +33,21 @@ def no_output(meta: dict) -> str:
         why += ": iowitness attached to a running benchmark, and attach does not capture its output"
     elif meta.get("mode") == "run":
         why += ": the benchmark printed nothing on its standard output or error while it was traced"
+    saved = _output_option(meta.get("command") or [], meta.get("cwd") or "")
+    if saved:
+        return f"{why}; it wrote its results to {saved} (--output): give them with --claims {saved}"
     return f"{why}; give the output saved elsewhere (e.g. fio --output=FILE) with --claims FILE"
+
+
+def _output_option(command: list, cwd: str) -> str | None:
+    """The file a benchmark's --output=FILE (fio's, and many others') sent its results to."""
+    for i, word in enumerate(command):
+        word = str(word)
+        path = word.split("=", 1)[1] if word.startswith("--output=") else \
+            str(command[i + 1]) if word == "--output" and i + 1 < len(command) else None
+        if path:
+            return os.path.normpath(os.path.join(cwd, path))
+    return None
 
 
 def verdicts(trace, text: str | None = None, *, spec: str | None = None, fmt: str | None = None,

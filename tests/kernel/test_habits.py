@@ -83,6 +83,7 @@ def test_fio_job_file_two_jobs_has_no_phase_for_fios_own_files(traced, workdir, 
     # AND with no output captured, the hint says what happened in this run (not "attach")
     why = trace.report().verdicts.attrs["why"]
     assert "printed nothing" in why and "attach" not in why
+    assert why.endswith(f"it wrote its results to {out} (--output): give them with --claims {out}")
 
 
 def _event_lines(text: str) -> list[list[str]]:
