@@ -230,12 +230,56 @@ def fio_jobs(argv: list[str], cwd: str | None = None) -> dict[str, dict]:
     return jobs
 
 
+# ---- fio's own files: never phases ----
+
+# options naming a file fio itself writes or reads, not a job's data (fio HOWTO: --output,
+# the *_log options, which take a prefix for "<prefix>_bw.<N>.log" and the like)
+_OWN_OPTIONS = ("output", "trigger-file")
+_LOG_OPTIONS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
+
+
+def own_files(argv: list[str], cwd: str | None = None):
+    """A test on a path: is it one of fio's own files (a job file, its --output, a log) and
+    not a job's data? Their reads and writes are in the trace (all files are traced) but in no
+    phase: fio times none of them."""
+    cwd = cwd or "/"
+    exact, prefixes = set(), set()
+
+    def full(path: str) -> str:
+        return os.path.normpath(os.path.join(cwd, path))
+
+    args = argv[1:]
+    for i, arg in enumerate(args):
+        key, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if key in _OWN_OPTIONS and eq:
+            exact.add(full(value))
+        elif key in _LOG_OPTIONS and eq:
+            prefixes.add(full(value))
+        elif not arg.startswith("-"):
+            exact.add(full(arg))   # a job file (or the value of "--output FILE")
+    for job, options in fio_jobs(argv, cwd).items():
+        for key in _LOG_OPTIONS:
+            if key in options:   # without a value: the job's name is the prefix
+                prefixes.add(full(options[key] or job))
+    logs = tuple(prefixes)
+
+    def is_own(path: str) -> bool:
+        # a relative path: the collector could not resolve it (the process had exited); fio's
+        # processes share its working directory
+        path = full(path)
+        return path in exact or bool(logs) and path.endswith(".log") and path.startswith(logs)
+
+    return is_own
+
+
 # ---- names for phases ----
 
-def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None) -> list[str | None]:
+def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None,
+                cwd: str | None = None) -> list[str | None]:
     """'job direction' per phase. fio's own process lays out missing files before the jobs
-    start: those phases are 'fio layout', not the job (fio counts them nowhere)."""
-    jobs = fio_jobs(argv)
+    start: those phases are 'fio layout', not the job (fio counts them nowhere). cwd: the
+    benchmark's working directory, where a relative job file is read from."""
+    jobs = fio_jobs(argv, cwd)
     names = []
     # the main thread of fio's first process (jobs run as other processes, or with --thread as other threads)
     for path, operation, tid in zip(phases["path"], phases["operation"], phases["tid"]):
@@ -265,12 +309,13 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     (numjobs=N), all under the job's name: the k-th entry is about the k-th clone."""
     phases = report.phases
     root = trace.meta.get("pid") if trace is not None else None
+    cwd = trace.meta.get("cwd") if trace is not None else None
     # a job's rates and its latencies are counted apart: the k-th of each is about clone k
     entries = Counter((c.job, c.direction, "fio_latency" in c.extra) for c in claims)
     seen: dict[tuple, int] = defaultdict(int)
 
     def find(claim: Claim) -> Match:
-        rows, combine = _rows(claim, phases, argv, root)
+        rows, combine = _rows(claim, phases, argv, root, cwd)
         entry = (claim.job, claim.direction, "fio_latency" in claim.extra)
         if entries[entry] > 1 and combine == "sum":
             k = seen[entry]
@@ -330,11 +375,11 @@ def depth_note(claim: Claim, rows: pd.DataFrame) -> str | None:
     return "; ".join(words)
 
 
-def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root) -> tuple[pd.DataFrame, str]:
+def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root, cwd=None) -> tuple[pd.DataFrame, str]:
     """A job's phases in the claim's direction; with --group_reporting, those of every job of
     the group that moves data in that direction, as one figure over the group's runtime."""
     names = phases["benchmark_name"].astype(object)
-    jobs = fio_jobs(argv)
+    jobs = fio_jobs(argv, cwd)
     members = [claim.job]
     grouped = bool(claim.extra.get("group_reporting") or "--group_reporting" in argv)
     if grouped:

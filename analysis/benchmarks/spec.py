@@ -374,7 +374,7 @@ def window(argv: list[str]) -> str | None:
     return None  # the caller's (matching.match's spec_window)
 
 
-def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None) -> None:
+def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None, cwd: str | None = None) -> None:
     return None  # a spec names no phases: its claims match by order, name or operation
 
 

@@ -27,18 +27,21 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
                         help="where to save the trace (default: ./iowitness-NAME-DATE-TIME.iwt, or "
                              "NAME-DATE-TIME-2.iwt, -3... when that name is taken); a symlink is refused")
     add_mode_option(parser)
-    parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH", help=file_help)
+    # -P PATH: strace's "trace only calls on this path"
+    parser.add_argument("-P", "--file", dest="files", action="append", default=[], metavar="PATH", help=file_help)
     parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
     parser.add_argument("-q", "--quiet", action="store_true", help="no live status line on stderr")
     parser.add_argument("--ring-buffer-mb", type=float, default=DEFAULT_RING_BYTES / 2**20, metavar="MB",
                         help="size of the kernel-to-collector event buffer, shared out between the CPUs "
                              f"(default %(default)g, at most {MAX_RING_BYTES >> 20}; each CPU's share rounded up "
                              "to a power of two records)")
-    parser.add_argument("--summary", action="store_true",
+    # -c: strace's "count, no record per call"
+    parser.add_argument("-c", "--summary", action="store_true",
                         help="keep only in-kernel aggregates per file, process, phase and syscall "
-                             "(counts, bytes, latency histograms), no record per call: a trace of a few "
-                             "KiB and almost no collector work for long runs (the benchmark is slowed about "
-                             "as much as in full mode); report then has no per-call figures")
+                             "(counts, bytes, latency histograms), no record per call: a trace that grows "
+                             "with the run's duration, not its calls (about 15 KiB per second measured, "
+                             "docs/performance.md), and almost no collector work for long runs (the benchmark "
+                             "is slowed about as much as in full mode); report then has no per-call figures")
     parser.add_argument("--max-files", type=int, default=DEFAULT_MAX_FILES, metavar="N",
                         help="target files the probe can follow over the run (default %(default)s); an open "
                              "beyond it is counted as not followed, and every report says so")

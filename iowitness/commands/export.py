@@ -24,6 +24,7 @@ import os
 
 from iowitness.analysis.run import export_parquet, load
 from iowitness.commands import _claims, _output
+from iowitness.extras import require
 from iowitness.errors import UsageError
 from iowitness.outputfile import add_mode_option, parse_mode
 
@@ -57,6 +58,7 @@ def _usable(path: str, trace) -> None:
 def execute(args) -> int:
     if not args.parquet:
         raise UsageError("say where to export: --parquet OUT")
+    require("pyarrow.parquet", "parquet", "export --parquet")   # before a trace is read: one line, at once
     if _one_file(args):
         out = _output.destination(args, args.parquet)
         trace = load(args.traces[0])

@@ -58,6 +58,10 @@ def execute(args) -> int:
 
         return _hosts.execute(args)
     out = _output.destination(args, args.html) if args.html else None
+    if args.html:
+        from iowitness.extras import require
+
+        require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
     trace = load(args.trace)
     if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
         return _summary_report(trace, args)
