@@ -194,7 +194,8 @@ class Importer:
         if not path or not path.startswith("/") or path in self.directories:
             return False
         if self.rules:
-            return any(path == r or path.startswith(r.rstrip("/") + "/") for r in self.rules)
+            # as run --file: the file itself, or a file directly in the directory
+            return any(path == r or os.path.dirname(path) == r for r in self.rules)
         return not path.startswith(DEFAULT_EXCLUDES)
 
     def _ino(self, path: str) -> int:
@@ -362,7 +363,7 @@ def start_meta(imp: Importer, sources: list[str], rules: list[str]) -> dict:
         "mode": "import",
         "command": imp.command,
         "cwd": imp.cwd or "/",
-        "host": None,
+        "host": "not recorded (strace import)",
         "kernel": "not recorded (strace import)",
         # strace's -ttt clock is the wall clock: both clocks are it
         "clock_start": {"monotonic_ns": first, "realtime_ns": first, "offset_ns": 0},

@@ -26,9 +26,9 @@ def add_arguments(parser) -> None:
                         help="strace -o output: a file, or the NAME of strace -ff's NAME.PID files")
     parser.add_argument("-o", "--output-trace", dest="out", metavar="TRACE", required=True,
                         help="the trace to write (.iwt)")
-    parser.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH",
-                        help="only this file, or the files under this directory (repeatable); "
-                             "default: every file outside system directories, as `run` does")
+    parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH",
+                        help="only this file (or every file directly in this directory), as `run --file`; "
+                             "repeatable; default: every file outside system directories, as `run` does")
     parser.add_argument("--output", dest="stdout", metavar="FILE",
                         help="the benchmark's output saved apart (its claims); default: what the "
                              "strace shows it writing on fd 1 and 2")
