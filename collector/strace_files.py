@@ -18,6 +18,8 @@ from iowitness.collector.strace_import import Importer, start_meta
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import BadTrace, NotFound
 
+# calls whose return is the caller's own thread id: glibc's start-up set_tid_address, getpid, gettid
+_OWN_ID = re.compile(r"^\d+\.\d+\s+(?:set_tid_address\(.*|getpid\(\s*|gettid\(\s*)\)\s+=\s+(\d+)")
 _TIME = re.compile(r"^(?:\[pid\s+\d+\]\s+|\d+\s+)?(\d+)\.(\d+)\s")
 
 
@@ -36,6 +38,20 @@ def sources(names: list[str]) -> list[tuple[str, int | None]]:
             raise NotFound(f"no such strace output: {name} (nor {name}.PID files from strace -ff)")
         out += sorted(((p, int(p.rsplit(".", 1)[-1])) for p in parts), key=lambda s: s[1])
     return out
+
+
+def _own_pid(path: str) -> int | None:
+    """The pid of the lines without a pid column (the first process, when strace -f wrote to a
+    terminal; every line without -f): the first call of theirs that returned it."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                m = _OWN_ID.match(line)
+                if m:
+                    return int(m.group(1))
+    except OSError:
+        pass
+    return None
 
 
 def _lines(path: str, pid: int | None):
@@ -59,16 +75,14 @@ def import_strace(names: list[str], out: str, rules: list[str], output_file: str
     command's last line."""
     files = sources(names)
     imp = Importer(rules)
-    readers: dict[int | None, strace_lines.LineReader] = {}
-    merged = heapq.merge(*(_lines(path, pid) for path, pid in files), key=lambda t: t[0])
-    for _, pid, line in merged:
-        reader = readers.get(pid)
-        if reader is None:
-            reader = readers[pid] = strace_lines.LineReader(default_pid=pid or 1)
+    readers = {path: strace_lines.LineReader(default_pid=pid or _own_pid(path) or 1) for path, pid in files}
+    merged = heapq.merge(*(_lines(path, path) for path, _ in files), key=lambda t: t[0])
+    for _, path, line in merged:
+        reader = readers[path]
         item = reader.feed(line)
         if item is not None:
             imp.feed(item)
-    for reader, (path, _) in zip(readers.values(), files):
+    for path, reader in readers.items():
         strace_lines.check_readable(reader, path)
     events, facts = imp.event_records(), imp.fact_records()
     output = imp.output

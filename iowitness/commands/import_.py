@@ -47,6 +47,8 @@ def execute(args) -> int:
         notes.append(f"{done['without_latency']:,} calls without -T latency (0 in the trace)")
     if done["output_cut"]:
         notes.append("strace shortened the benchmark's output: record with -s 4096 or give --output")
+    if done["command_cut"]:
+        notes.append("strace shortened the command line: record with -s 4096 to keep it whole")
     if done["undecorated"]:
         notes.append(f"{done['undecorated']:,} fd calls without a path: record with -y")
     tail = f" ({'; '.join(notes)})" if notes else ""
