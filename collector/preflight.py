@@ -75,8 +75,9 @@ def check_kernel() -> Check:
 def check_probe_object() -> Check:
     if probes.OBJECT.exists():
         return Check("probe object", True, str(probes.OBJECT))
-    return Check("probe object", False, f"{probes.OBJECT} is missing",
-                 "build it: make -C probes, or reinstall: pip install . (scripts/setup.sh does both)")
+    return Check("probe object", False, "this iowitness was installed without its BPF probe (no clang at install time)",
+                 "install clang, llvm, libbpf-dev, bpftool and make, then install iowitness again (or make -C probes "
+                 "in a checkout); without them, record with strace and `iowitness import`")
 
 
 def _exists(path: Path) -> bool:
