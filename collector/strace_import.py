@@ -164,8 +164,7 @@ class Importer:
             return
         if not c.args:
             return
-        if (name in ("write", "writev") and c.args[0] in ("1", "2")
-                and not self._is_target(c.paths.get(0))):
+        if name in ("write", "writev") and c.args[0] in ("1", "2") and _is_terminal_or_pipe(c.paths.get(0)):
             self._stdout(c)
             return
         if name == "getdents64" and 0 in c.paths:
@@ -337,6 +336,11 @@ class Importer:
     def files(self) -> list[dict]:
         return [{"dev": 0, "ino": ino, "path": path, "device": backends.NO_DEVICE}
                 for path, ino in self.inos.items()]
+
+
+def _is_terminal_or_pipe(path: str | None) -> bool:
+    """fd 1 or 2 is the benchmark's output, not a file it writes (dd's of= is its fd 1)."""
+    return path is None or not path.startswith("/") or path.startswith("/dev/")
 
 
 def _symbols(text: str, table: dict) -> int:

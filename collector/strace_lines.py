@@ -31,10 +31,11 @@ _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>\s?")
 _LATENCY = re.compile(r"\s+<(\d+)\.(\d+)>$")
 _CALL = re.compile(r"^(\w+)\((.*)$", re.DOTALL)
 # the return value, anchored at the end: strings printed before it may hold " = " themselves
-_RETURN = re.compile(r"\)\s+=\s+(-?\d+|0x[0-9a-fA-F]+|\?)(<[^<>]*>(?:\(deleted\))?)?"
+_RETURN = re.compile(r"\)\s+=\s+(-?\d+|0x[0-9a-fA-F]+|\?)(<[^<>]*(?:<[^<>]*>)?>(?:\(deleted\))?)?"
                      r"(?:\s+(E[A-Z0-9_]+))?(?:\s+\(.*\))?$")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(\.\.\.)?')
-_DECORATED = re.compile(r"(-?\d+|AT_FDCWD)<([^<>]*)>(\(deleted\))?")
+# -yy adds what a device or socket is inside the decoration: `2</dev/pts/0<char 136:0>>`
+_DECORATED = re.compile(r"(-?\d+|AT_FDCWD)<([^<>]*)(?:<[^<>]*>)?>(\(deleted\))?")
 _ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)", re.DOTALL)
 _SIMPLE = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"v": b"\v", b"f": b"\f", b"a": b"\a", b"b": b"\b"}
 
@@ -133,7 +134,8 @@ def parse_call(pid: int, ts_ns: int, body: str) -> Call | None:
         args.append(arg)
     ret_path = None
     if ret_deco:
-        ret_path = _decorate_path(ret_deco[1:ret_deco.index(">")])
+        inner = ret_deco[1:]
+        ret_path = _decorate_path(inner[:min(i for i in (inner.find("<"), inner.find(">")) if i >= 0)])
     return Call(pid, ts_ns, call.group(1), args, paths, ret, ret_path, latency, rest)
 
 

@@ -167,3 +167,22 @@ def test_a_missing_strace_file_is_one_line(tmp_path):
     proc = iowitness("import", str(tmp_path / "nothing"), "-o", str(tmp_path / "t.iwt"), check=False)
     assert proc.returncode == 4 and "no such strace output" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
+
+
+def test_the_benchmarks_output_is_its_writes_to_a_terminal_or_pipe_not_to_its_files(tmp_path):
+    # GIVEN dd under strace -yy (fds on devices decorated twice: `2</dev/null<char 1:3>>`);
+    # dd writes its data through fd 1 (of=) and its figures to fd 2
+    strace = shutil.which("strace") or pytest.skip("strace is not installed")
+    data, raw = tmp_path / "dd.out", tmp_path / "dd.strace"
+    subprocess.run([strace, "-f", "-ttt", "-T", "-yy", "-s", "4096", "-o", str(raw), "dd", "if=/dev/zero",
+                    f"of={data}", "bs=4k", "count=16"], check=True, capture_output=True, timeout=60)
+
+    # WHEN imported, on the data file only
+    iowitness("import", str(raw), "-o", str(tmp_path / "dd.iwt"), "--file", str(data))
+    trace = load(tmp_path / "dd.iwt")
+
+    # THEN the output is dd's report alone, its 16 writes are the file's, and check reads dd's claim
+    assert "16+0 records out\n65536 bytes" in trace.output["stderr"] and trace.output["stdout"] == ""
+    writes = trace.events[trace.events["syscall"].astype(str) == "write"]
+    assert (len(writes), int(writes["ret"].sum()), set(writes["fd"])) == (16, 65536, {1})
+    assert "dd write" in iowitness("check", str(tmp_path / "dd.iwt"), check=False).stdout
