@@ -62,6 +62,8 @@ def test_known_io_phases_equal(tmp_path):
     # THEN the phases, their bytes and calls are the same
     assert _phases(imported) == _phases(probe)
     assert len(imported.events) == len(probe.events)
+    # AND each trace names the backend that made it
+    assert (probe.meta["backend"], imported.meta["backend"]) == ("libbpf", "strace")
     print(_medians(probe, imported))
 
 
