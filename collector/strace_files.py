@@ -14,7 +14,7 @@ import os
 import re
 
 from iowitness.collector import strace_lines
-from iowitness.collector.strace_import import Importer, start_meta
+from iowitness.collector.strace_import import WANTED, Importer, start_meta
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import BadTrace, NotFound
 
@@ -75,7 +75,7 @@ def import_strace(names: list[str], out: str, rules: list[str], output_file: str
     command's last line."""
     files = sources(names)
     imp = Importer(rules)
-    readers = {path: strace_lines.LineReader(default_pid=pid or _own_pid(path) or 1) for path, pid in files}
+    readers = {path: strace_lines.LineReader(pid or _own_pid(path) or 1, WANTED) for path, pid in files}
     merged = heapq.merge(*(_lines(path, path) for path, _ in files), key=lambda t: t[0])
     for _, path, line in merged:
         reader = readers[path]

@@ -53,6 +53,8 @@ _DATA = {"read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "p
 _FD_CALLS = _DATA | {"lseek", "fsync", "fdatasync", "close", "dup", "dup2", "dup3", "fcntl", "ftruncate", "fallocate"}
 _CLONES = {"clone", "clone3", "fork", "vfork"}
 _IOV_LEN = re.compile(r"iov_len=(\d+)")
+# every call the importer reads; strace_lines skips the others unparsed
+WANTED = frozenset(_OPENS | _FD_CALLS | _CLONES | {"execve", "getdents64"})
 
 
 @dataclass

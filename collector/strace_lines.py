@@ -30,6 +30,7 @@ _UNFINISHED = re.compile(r"\s*<unfinished \.\.\.>$")
 _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>\s?")
 _LATENCY = re.compile(r"\s+<(\d+)\.(\d+)>$")
 _CALL = re.compile(r"^(\w+)\((.*)$", re.DOTALL)
+_NAME = re.compile(r"(\w+)\(")
 # the return value, anchored at the end: strings printed before it may hold " = " themselves
 _RETURN = re.compile(r"\)\s+=\s+(-?\d+|0x[0-9a-fA-F]+|\?)(<[^<>]*(?:<[^<>]*>)?>(?:\(deleted\))?)?"
                      r"(?:\s+(E[A-Z0-9_]+))?(?:\s+\(.*\))?$")
@@ -82,6 +83,9 @@ def strings(raw: str) -> list[tuple[bytes, bool]]:
 
 def _split(text: str) -> list[str]:
     """Top-level comma-separated arguments (strings already replaced)."""
+    if "(" not in text and "[" not in text and "{" not in text:
+        # most calls (read, pwrite64, lseek, close): no nesting, no walk character by character
+        return [a.strip() for a in text.split(",")] if text.strip() else []
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch in "([{":
@@ -148,8 +152,10 @@ class LineReader:
     """Turns lines (in the order strace wrote them) into Calls and Exits, joining each
     `<unfinished ...>` with its `<... resumed>`; the call keeps the start time of the first half."""
 
-    def __init__(self, default_pid: int):
+    def __init__(self, default_pid: int, wanted: frozenset | None = None):
         self.default_pid = default_pid
+        # the calls worth parsing: others (mmap, futex, ...) are skipped after reading their name
+        self.wanted = wanted
         self.pending: dict[int, tuple[int, str]] = {}   # pid -> (start ns, text so far)
         self.lines = self.skipped = self.unclocked = 0
 
@@ -186,6 +192,10 @@ class LineReader:
                 return None
             ts_ns, head = start
             body = head + body[resumed.end():]
+        if self.wanted is not None:
+            name = _NAME.match(body)
+            if name and name.group(1) not in self.wanted:
+                return None
         call = parse_call(pid, ts_ns, body)
         if call is None:
             self.skipped += 1
