@@ -22,7 +22,6 @@ import pytest
 from iowitness.analysis.run import load
 
 pytestmark = pytest.mark.kernel
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture
@@ -48,8 +47,7 @@ def as_user(user, caps: str, *args: str) -> subprocess.CompletedProcess:
     name = user[0]
     command = ["setpriv", f"--reuid={name}", f"--regid={name}", "--clear-groups", f"--inh-caps={caps}",
                f"--ambient-caps={caps}", f"--bounding-set={caps}", "--", sys.executable, *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=user[2],
-                          env={**os.environ, "PYTHONPATH": REPO})
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=user[2])
 
 
 def _usable(user) -> None:
