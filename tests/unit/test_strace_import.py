@@ -161,6 +161,7 @@ def test_a_file_that_is_not_strace_ttt_output_is_refused_in_one_line(tmp_path, c
     # THEN one line says why and how to record, and no trace is left
     assert proc.returncode == 6 and words in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert "strace -f -ttt -T -y" in proc.stderr
+    assert not (tmp_path / "t.iwt").exists()
 
 
 def test_a_missing_strace_file_is_one_line(tmp_path):
