@@ -36,12 +36,13 @@ def _effective_caps() -> int:
 
 
 def check_privileges() -> Check:
-    caps = _effective_caps()
-    has = (caps >> CAP_SYS_ADMIN) & 1 or ((caps >> CAP_BPF) & 1 and (caps >> CAP_PERFMON) & 1)
-    if has:
+    from iowitness.collector import capabilities
+
+    lacking = [c.name for c in capabilities.missing(_effective_caps()) if c.required]
+    if not lacking:
         return Check("privileges", True, "root" if os.geteuid() == 0 else "CAP_BPF + CAP_PERFMON")
-    return Check("privileges", False, "not root and no CAP_BPF/CAP_PERFMON",
-                 "run iowitness as root, e.g. with sudo")
+    return Check("privileges", False, f"not root and no {' or '.join(lacking)}",
+                 "run iowitness as root (sudo), or grant " + " and ".join(lacking) + ": `iowitness doctor` says how")
 
 
 def check_btf() -> Check:
@@ -74,8 +75,9 @@ def check_kernel() -> Check:
 def check_probe_object() -> Check:
     if probes.OBJECT.exists():
         return Check("probe object", True, str(probes.OBJECT))
-    return Check("probe object", False, f"{probes.OBJECT} is missing",
-                 "build it: make -C probes, or reinstall: pip install . (scripts/setup.sh does both)")
+    return Check("probe object", False, "this iowitness was installed without its BPF probe (no clang at install time)",
+                 "install clang, llvm, libbpf-dev, bpftool and make, then install iowitness again (or make -C probes "
+                 "in a checkout); without them, record with strace and `iowitness import`")
 
 
 def _exists(path: Path) -> bool:

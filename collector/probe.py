@@ -58,9 +58,15 @@ def _kernel_has_tracepoint(name: str) -> bool:
 
 
 def _tracefs_has_event(path: str) -> bool:
-    """A tracepoint libbpf attaches through tracefs (a syscall's own, e.g.): there, and mounted."""
-    return any(Path(root, "events", path, "id").exists()
-               for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+    """A tracepoint libbpf attaches through tracefs (a syscall's own, e.g.): there, mounted, and
+    readable by us (tracefs is root's, mode 0700: without root or CAP_DAC_READ_SEARCH it is not)."""
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        try:
+            Path(root, "events", path, "id").read_bytes()
+            return True
+        except OSError:
+            continue
+    return False
 
 
 class Probe:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iowitness import units
-from iowitness.collector import blockdev, mounts, processes, stats_windows, targets
+from iowitness.collector import backends, blockdev, mounts, processes, stats_windows, targets
 from iowitness.collector.probe import Probe
 from iowitness.collector.traceformat import STATS_SAMPLED, dev_name, lost_total, not_followed
 from iowitness.collector.tracewriter import TraceWriter
@@ -52,6 +52,7 @@ def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path
     extra = {"attached": attached} if attached else {}
     return {
         "iowitness_version": __version__,
+        "backend": backends.LIBBPF,
         "mode": mode,
         "command": command,
         **extra,

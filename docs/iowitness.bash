@@ -13,11 +13,11 @@ _iowitness() {
                     else COMPREPLY=($(compgen -c -f -- "$cur")); fi
                     return
                 fi ;;
-            run|attach|show|report|compare|check|export|doctor) [[ -z $cmd ]] && cmd="${COMP_WORDS[i]}" ;;
+            run|attach|import|show|report|compare|check|export|doctor) [[ -z $cmd ]] && cmd="${COMP_WORDS[i]}" ;;
         esac
     done
     case "$cmd" in
-        "") COMPREPLY=($(compgen -W "run attach show report compare check export doctor -h --help --version --completion" -- "$cur")); return ;;
+        "") COMPREPLY=($(compgen -W "run attach import show report compare check export doctor -h --help --version --completion" -- "$cur")); return ;;
         run)
             case "$prev" in
                 -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -43,6 +43,15 @@ _iowitness() {
                 --max-processes) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "-h --help -p --pid -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --no-bpf-stats" -- "$cur"))
+            ;;
+        import)
+            case "$prev" in
+                -o|--output-trace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --mode) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "-h --help -o --output-trace --file --output --mode" -- "$cur"))
             ;;
         show)
             case "$prev" in

@@ -14,7 +14,9 @@ from iowitness.escape import terminal
 from iowitness.errors import EXIT_USAGE, IowitnessError
 from iowitness.version import __version__
 
-COMMANDS = ["run", "attach", "show", "report", "compare", "check", "export", "doctor"]
+COMMANDS = ["run", "attach", "import", "show", "report", "compare", "check", "export", "doctor"]
+# a command whose name is a Python keyword lives in a module with a trailing underscore
+MODULES = {"import": "import_"}
 
 
 def build_parser():
@@ -39,7 +41,7 @@ def build_parser():
                              "after autoload bashcompinit && bashcompinit)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"iowitness.commands.{name}")
+        module = importlib.import_module(f"iowitness.commands.{MODULES.get(name, name)}")
         doc = (module.__doc__ or "").strip()
         summary = doc.splitlines()[0] if doc else name
         command = sub.add_parser(

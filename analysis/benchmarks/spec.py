@@ -26,7 +26,10 @@ from __future__ import annotations
 import difflib
 import re
 import string
-import tomllib
+try:
+    import tomllib
+except ImportError:   # Python 3.9 and 3.10: the same parser, published apart (pyproject.toml pulls it in)
+    import tomli as tomllib
 from dataclasses import dataclass
 from pathlib import Path
 

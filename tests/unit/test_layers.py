@@ -28,8 +28,9 @@ FOLDERS = {"iowitness": ROOT / "iowitness", "iowitness.analysis": ROOT / "analys
 SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness.outputfile", "iowitness.escape",
           "iowitness.extras")
 # the trace contract: what the analysis may read of the collector
+# backends: which backend a trace's START names, and what each cannot see (no loader either)
 TRACE_CONTRACT = ("iowitness.collector.traceformat", "iowitness.collector.tracereader",
-                  "iowitness.collector.codec")
+                  "iowitness.collector.codec", "iowitness.collector.backends")
 
 
 def layer(module: str) -> int:
