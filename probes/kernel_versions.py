@@ -6,14 +6,17 @@ the compatible object (iowitness_compat.bpf.o) must need nothing after COMPAT_FL
 interface missing from this table fails the test until someone adds it with its source.
 
 Sources, cited per row by the commit that added the interface:
-  [bcc]   iovisor/bcc docs/kernel-versions.md, "Helpers", "Tables (a.k.a. Maps)", "Table
+  [bcc]   iovisor/bcc docs/kernel-versions.md (2025 version), "Helpers", "Tables (a.k.a. Maps)", "Table
           userspace API" and "Main features" (each row names the kernel commit)
   [doc]   the kernel's Documentation/bpf/: map_hash.rst ("BPF_MAP_TYPE_HASH was introduced in
           kernel version 3.19", PERCPU_HASH 4.6), map_array.rst (ARRAY 3.19, PERCPU_ARRAY 4.6),
           instruction-set.rst (atomic operations, JMP32, the cpu v4 instructions)
   [uapi]  include/uapi/linux/bpf.h: helper numbers are assigned in order (FN(name, id)), so a
           helper's number is checked against the installed header by the test
-  [commit] the kernel commit itself, for interfaces newer than the bcc table
+  [commit] the kernel commit named from memory and not checked against a source here (the
+          version of those rows is the one the kernel commit's release carries; verify before
+          relying on the hash)
+  [recalled] likewise
 Versions are the first mainline release (distribution kernels may back-port: that is why the
 loader probes features instead of reading versions, collector/kfeatures.py).
 """
@@ -40,13 +43,12 @@ HELPERS = {
     133: ("ringbuf_discard", (5, 8), "[bcc] 457f44363a88"),
     134: ("ringbuf_query", (5, 8), "[bcc] 457f44363a88"),
     # the fast object's own (why it needs a newer kernel)
-    156: ("task_storage_get", (5, 11), "[commit] 4cf1bc1f1045 \"bpf: Implement task local storage\"; "
-                                       "tracing programs 5.12, a10787e6d58c"),
-    158: ("get_current_task_btf", (5, 11), "[commit] 3ca1032ab7ab \"bpf: Add bpf_get_current_task_btf helper\""),
-    164: ("for_each_map_elem", (5, 13), "[commit] 69c087ba6225 \"bpf: Add bpf_for_each_map_elem() helper\""),
-    181: ("loop", (5, 17), "[commit] e6f2dd0f8067 \"bpf: Add bpf_loop helper\""),
-    195: ("map_lookup_percpu_elem", (5, 19), "[commit] 07343110b293 \"bpf: add bpf_map_lookup_percpu_elem for "
-                                            "percpu map\""),
+    156: ("task_storage_get", (5, 11), "[bcc] 4cf1bc1f1045; for tracing programs 5.12, a10787e6d58c "
+                                       "[recalled]"),
+    158: ("get_current_task_btf", (5, 11), "[bcc] 3ca1032ab7ab"),
+    164: ("for_each_map_elem", (5, 13), "[bcc] 69c087ba6225"),
+    181: ("loop", (5, 17), "[bcc] e6f2dd0f8067"),
+    195: ("map_lookup_percpu_elem", (5, 19), "[bcc] 07343110b293"),
 }
 
 # kfunc name -> (version, source)
@@ -61,7 +63,7 @@ MAP_TYPES = {
     2: ("ARRAY", (3, 19), "[doc] map_array.rst; [bcc] 28fbcfa08d8e"),
     6: ("PERCPU_ARRAY", (4, 6), "[doc] map_array.rst; [bcc] a10423b87a7e"),
     27: ("RINGBUF", (5, 8), "[bcc] ring buffer 457f44363a88; Documentation/bpf/ringbuf.rst"),
-    29: ("TASK_STORAGE", (5, 11), "[commit] 4cf1bc1f1045 \"bpf: Implement task local storage\""),
+    29: ("TASK_STORAGE", (5, 11), "[bcc] task_storage helpers 4cf1bc1f1045 (same commit)"),
 }
 
 # map_flags bit -> (name, version, source)
@@ -75,14 +77,13 @@ MAP_FLAGS = {
 PROGRAM_TYPES = {
     "tracepoint/": ("BPF_PROG_TYPE_TRACEPOINT", (4, 7), "[bcc] BPF attached to tracepoints 98b5c2c65c29"),
     "tp_btf/": ("BPF_PROG_TYPE_TRACING + BPF_TRACE_RAW_TP (BTF-typed raw tracepoint)", (5, 5),
-                "[commit] 9e15db66136a \"bpf: Implement accurate raw_tp context access via BTF\", "
-                "f1b9509c2fb0 \"bpf: Replace prog_raw_tp+btf_id with prog_tracing\""),
+                "[bcc] Program types: Tracing (BTF/BPF trampoline) f1b9509c2fb0"),
 }
 
 # tracepoints a tp_btf program attaches to -> (version it has the arguments the compatible
 # program reads, whether the loader skips the program where it is missing, source)
 TRACEPOINTS = {
-    "sys_enter": ((4, 17), False, "raw tracepoints c4f6699dfcb8 [bcc]; (regs, id) since 2.6.33"),
+    "sys_enter": ((4, 17), False, "[bcc] raw tracepoints c4f6699dfcb8; (regs, id) since 2.6.33"),
     "sys_exit": ((4, 17), False, "raw tracepoints c4f6699dfcb8 [bcc]; (regs, ret) since 2.6.33"),
     "sched_process_fork": ((4, 17), False, "(parent, child) since 2.6.28"),
     "sched_process_exit": ((4, 17), False, "(p) until 6.16 added group_dead; the program reads p only"),
@@ -111,7 +112,7 @@ INSTRUCTIONS = {
     "map value address (global data)": ((5, 2), "[commit] d8eca5bbb2be \"bpf: implement lookup-free direct "
                                                 "value access for maps\""),
     "JMP32 class": ((5, 1), "[commit] 092ed0968bb6 \"bpf: verifier support JMP32\""),
-    "bounded loop (backward jump)": ((5, 3), "[commit] 2589726d12a1 \"bpf: introduce bounded loops\""),
+    "bounded loop (backward jump)": ((5, 3), "[bcc] BPF bounded loop 2589726d12a1"),
     "atomic fetch/xchg/cmpxchg/and/or/xor": ((5, 12), "[commit] 5ffa25502b5a, 981f94c3e921 (BPF atomics)"),
     "cpu v4 (sign extension, sdiv/smod, bswap, gotol)": ((6, 6), "[commit] 1f9a1ea821ff and the series "
                                                                  "\"Support new insns from cpu v4\""),
