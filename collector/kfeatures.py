@@ -12,6 +12,7 @@ sets it to run its recording tests through the compatible object (tests/kernel/c
 
 from __future__ import annotations
 
+import array
 import functools
 import os
 import struct
@@ -58,32 +59,39 @@ class Choice:
     missing: list[str] = field(default_factory=list)   # fast-path features this kernel lacks
 
 
-# BTF kinds (include/uapi/linux/btf.h) and the bytes that follow each type's 12-byte header
+# BTF kinds (include/uapi/linux/btf.h) and the 4-byte words that follow each type's 3-word header
 _TYPEDEF, _PTR, _FUNC, _FUNC_PROTO = 8, 2, 12, 13
-_EXTRA_FIXED = {1: 4, 3: 12, 14: 4, 17: 4}
-_EXTRA_PER_MEMBER = {4: 12, 5: 12, 6: 8, 13: 8, 15: 12, 19: 12}
+_EXTRA_FIXED = {1: 1, 3: 3, 14: 1, 17: 1}
+_EXTRA_PER_MEMBER = {4: 3, 5: 3, 6: 2, 13: 2, 15: 3, 19: 3}
 
 
 @functools.lru_cache(maxsize=1)
 def _btf_index() -> tuple[dict[str, list[tuple[int, int, int]]], list[tuple[int, int, int]]]:
-    """The kernel's BTF as {name: [(kind, vlen, type)]} for named types, and every type by id."""
+    """The kernel's BTF as {name: [(kind, vlen, type)]} for typedefs and functions, and every
+    type by id. One pass over ~130,000 types: words, not struct.unpack, keep it near 0.3 s."""
     data = BTF.read_bytes()
     magic, _version, _flags, hdr_len, type_off, type_len, str_off, _str_len = struct.unpack_from("<HBBIIIII", data)
     if magic != 0xEB9F:
         raise CannotTrace(f"{BTF} is not BTF (magic {magic:#x})")
     strings = hdr_len + str_off
-    at, end = hdr_len + type_off, hdr_len + type_off + type_len
+    words = array.array("I", data[hdr_len + type_off:hdr_len + type_off + type_len])
+    fixed = [_EXTRA_FIXED.get(k, 0) for k in range(32)]
+    per_member = [_EXTRA_PER_MEMBER.get(k, 0) for k in range(32)]
     by_id: list[tuple[int, int, int]] = [(0, 0, 0)]
-    names: dict[str, list[tuple[int, int, int]]] = {}
+    named: list[tuple[int, tuple[int, int, int]]] = []
+    at, end = 0, len(words)
     while at < end:
-        name_off, info, size_or_type = struct.unpack_from("<III", data, at)
+        info = words[at + 1]
         kind, vlen = (info >> 24) & 0x1F, info & 0xFFFF
-        entry = (kind, vlen, size_or_type)
+        entry = (kind, vlen, words[at + 2])
         by_id.append(entry)
-        if name_off and kind in (_TYPEDEF, _FUNC):
-            name = data[strings + name_off:data.index(b"\0", strings + name_off)].decode()
-            names.setdefault(name, []).append(entry)
-        at += 12 + _EXTRA_FIXED.get(kind, 0) + vlen * _EXTRA_PER_MEMBER.get(kind, 0)
+        if kind == _TYPEDEF or kind == _FUNC:
+            named.append((words[at], entry))
+        at += 3 + fixed[kind] + vlen * per_member[kind]
+    names: dict[str, list[tuple[int, int, int]]] = {}
+    for name_off, entry in named:
+        start = strings + name_off
+        names.setdefault(data[start:data.index(b"\0", start)].decode(), []).append(entry)
     return names, by_id
 
 
