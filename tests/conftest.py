@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Kernel tests the compatible probe cannot pass: it does not follow libaio, io_uring or page
 # faults (probes/compat.bpf.h), it counts them; tests/kernel/test_compat_path.py checks the counts
-FAST_PROBE_ONLY = ("test_aio.py", "test_uring.py", "test_mmap.py", "test_faults.py", "test_async_judged.py")
+FAST_PROBE_ONLY = ("test_aio.py", "test_uring.py", "test_mmap.py", "test_faults.py", "test_async_judged.py",
+                   "test_bench_smoke.py::test_interleaved_bench_follows_an_io_uring_workload_through_fio_status")
 
 
 def pytest_addoption(parser):
@@ -44,7 +45,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.kernel)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
-            elif os.environ.get("IOWITNESS_PROBE") == "compat" and Path(str(item.fspath)).name in FAST_PROBE_ONLY:
+            elif os.environ.get("IOWITNESS_PROBE") == "compat" and (
+                    Path(str(item.fspath)).name in FAST_PROBE_ONLY
+                    or f"{Path(str(item.fspath)).name}::{item.name}" in FAST_PROBE_ONLY):
                 item.add_marker(pytest.mark.skip(reason="the compatible probe does not follow libaio, io_uring "
                                                         "or page faults (test_compat_path.py checks it counts them)"))
 
