@@ -70,6 +70,8 @@ def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path
         "all_processes": probe.config.all_processes,
         "targets": [{"dev": f.kdev, "ino": f.ino, "path": f.path} for f in probe.config.file_set.known],
         "ring_buffer_bytes": probe.ring_bytes,
+        # which probe object recorded (collector/kfeatures.py): "fast" or "compat", and why
+        "probe_path": {"path": probe.choice.path, "why": probe.choice.why, "missing": probe.choice.missing},
         "summary_mode": probe.config.summary,
         # the collector's CPU time before recording (Python, numpy, loading the probe): fixed per
         # run, so the cost per event is judged on what comes after it

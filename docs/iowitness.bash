@@ -27,9 +27,10 @@ _iowitness() {
                 --ring-buffer-mb) COMPREPLY=(); return ;;
                 --max-files) COMPREPLY=(); return ;;
                 --max-processes) COMPREPLY=(); return ;;
+                --probe) COMPREPLY=($(compgen -W "auto fast compat" -- "$cur")); return ;;
                 --on-fault) COMPREPLY=($(compgen -W "stop continue" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --no-bpf-stats --on-fault" -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --probe --no-bpf-stats --on-fault" -- "$cur"))
             ;;
         attach)
             case "$prev" in
@@ -41,8 +42,9 @@ _iowitness() {
                 --ring-buffer-mb) COMPREPLY=(); return ;;
                 --max-files) COMPREPLY=(); return ;;
                 --max-processes) COMPREPLY=(); return ;;
+                --probe) COMPREPLY=($(compgen -W "auto fast compat" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help -p --pid -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --no-bpf-stats" -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help -p --pid -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --probe --no-bpf-stats" -- "$cur"))
             ;;
         import)
             case "$prev" in

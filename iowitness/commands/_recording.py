@@ -11,6 +11,7 @@ import sys
 import time
 
 from iowitness.collector import blockdev, mounts, stats_windows
+from iowitness.collector.kfeatures import PATHS as PROBE_PATHS
 from iowitness.collector.probe import (DEFAULT_MAX_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_RING_BYTES, MAX_RING_BYTES,
                                        MAX_SET_ENTRIES, Probe, ProbeConfig)
 from iowitness.collector.session import Recorder, base_metadata
@@ -48,6 +49,11 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
     parser.add_argument("--max-processes", type=int, default=DEFAULT_MAX_PROCESSES, metavar="N",
                         help="processes of the benchmark the probe can follow at once (default %(default)s; "
                              "an exited process frees its place); a fork beyond it is counted as not followed")
+    parser.add_argument("--probe", choices=PROBE_PATHS, default=None,
+                        help="which compiled probe to load: auto (default, or $IOWITNESS_PROBE) probes the "
+                             "kernel and takes the fast one where it has every feature, else the compatible "
+                             "one (Linux 5.8+: libaio, io_uring and mmap faults then counted as not "
+                             "followed); fast or compat force one (iowitness doctor says which auto picks)")
     parser.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
                         help="do not ask the kernel to time iowitness's BPF programs (by default timed "
                              f"{stats_windows.policy_text()}; two clock reads per program run while on); "
@@ -113,7 +119,8 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
     check_numbers(args)
     return ProbeConfig(file_set=file_set, all_processes=all_processes,
                        ring_bytes=int(args.ring_buffer_mb * 2**20), summary=args.summary,
-                       bpf_stats=args.bpf_stats, max_files=args.max_files, max_processes=args.max_processes)
+                       bpf_stats=args.bpf_stats, max_files=args.max_files, max_processes=args.max_processes,
+                       probe_path=args.probe)
 
 
 def open_recording(args, probe: Probe, path: str, mode: str, command, attached: list[dict] | None = None) -> Recorder:
