@@ -54,7 +54,7 @@ def seconds(s: float) -> str:
 
 # a cell that reads as a number: right-aligned ("1,024", "0.50", "58%", "4 thr", "6,416,040?"
 # with a verdict mark after it, sweep.py)
-_NUMERIC = re.compile(r"^[<>~+-]?[\d,]*\.?\d+( ?%| thr)?[!~?]?$|^-$|^$")
+_NUMERIC = re.compile(r"^[<>~+-]?[\d,]*\.?\d+( ?%| thr)?[!~?]?$|^-[!~?]?$|^$")
 
 
 def _is_number_column(frame, c, cells) -> bool:

@@ -4,7 +4,7 @@ text report's summary before the per-phase detail and for the HTML report's swee
 
 A cell is the active figure in the window IOzone timed for the phase the claim names (the
 wall rate where no claim matched), in IOzone's own unit (kB/s, kB = 1,024 B) so that it reads
-beside IOzone's table; a mark after it gives the verdict when it is not "agrees"."""
+beside IOzone's table; a mark after it gives the verdict when it is not "agrees" ("-": no active figure)."""
 
 from __future__ import annotations
 
@@ -32,30 +32,40 @@ def cells(report, verdicts) -> dict[str, list[Cell]]:
     phases = report.phases
     if report.benchmark != "iozone" or phases.empty:
         return {}
-    claimed: dict[int, tuple[int, float, str]] = {}
-    for v in verdicts or []:
-        if len(v.phases) == 1 and v.claim.file_size and v.kind == "bytes" and v.phases[0] not in claimed:
-            claimed[v.phases[0]] = (v.claim.file_size, v.figures.get(v.window, float("nan")), v.verdict)
     out: dict[str, list[Cell]] = {}
     seen = set()
-    for r in phases.itertuples():
-        if not r.benchmark_name or "not reported" in r.benchmark_name:
+    # with claims: a cell per number IOzone printed, where IOzone printed it (its test, file size
+    # and record size), holding the active figure of the phase it was matched to; a claim
+    # matched to the wrong phase is marked by its verdict, never left out or put elsewhere
+    for v in verdicts or []:
+        c = v.claim
+        if v.kind != "bytes" or not c.file_size or not c.record_size or v.claim.scope != "phase":
             continue
-        if claimed and r.phase not in claimed:
-            continue   # with claims, only the phases they name: a phase's bytes need not be its file size
-        size, rate, verdict = claimed.get(r.phase, (int(r.bytes), r.wall_Bps, None))
-        key = (r.benchmark_name, int(size), int(r.record_size))
-        if rate != rate or not rate or key in seen:
+        key = (c.test, int(c.file_size), int(c.record_size))
+        if key in seen:
             continue
         seen.add(key)
-        out.setdefault(r.benchmark_name, []).append(Cell(int(size), int(r.record_size), float(rate), verdict))
+        out.setdefault(c.test, []).append(Cell(key[1], key[2], float(v.figures.get(v.window, float("nan"))),
+                                               v.verdict))
+    if not verdicts:   # without claims: each named phase, its bytes as the file size, its wall rate
+        for r in phases.itertuples():
+            if not r.benchmark_name or "not reported" in r.benchmark_name:
+                continue
+            key = (r.benchmark_name, int(r.bytes), int(r.record_size))
+            if r.wall_Bps != r.wall_Bps or not r.wall_Bps or key in seen:
+                continue
+            seen.add(key)
+            out.setdefault(r.benchmark_name, []).append(Cell(key[1], key[2], float(r.wall_Bps), None))
     swept = any(len({c.file_size for c in cs}) > 1 or len({c.record_size for c in cs}) > 1 for cs in out.values())
     return out if swept else {}
 
 
 def points(report, verdicts) -> dict[str, list[tuple[int, int, float]]]:
-    """The same cells as (file size, record size, bytes/s), for the sweep charts."""
-    return {test: [(c.file_size, c.record_size, c.Bps) for c in cs] for test, cs in cells(report, verdicts).items()}
+    """The same cells as (file size, record size, bytes/s), for the sweep charts (cells without
+    an active figure left out)."""
+    found = {test: [(c.file_size, c.record_size, c.Bps) for c in cs if c.Bps == c.Bps]
+             for test, cs in cells(report, verdicts).items()}
+    return {test: pts for test, pts in found.items() if pts}
 
 
 def unit_of(verdicts) -> tuple[str, float]:
@@ -78,7 +88,8 @@ def matrix(test_cells: list[Cell], factor: float) -> pd.DataFrame:
         row = {"file kB": f"{f // 1024:,}"}
         for rec in records:
             c = grid.get((f, rec))
-            row[f"{rec // 1024:,}"] = "" if c is None else f"{c.Bps / factor:,.0f}{MARKS.get(c.verdict or '', '')}"
+            row[f"{rec // 1024:,}"] = ("" if c is None else "-" + MARKS.get(c.verdict or "", "") if c.Bps != c.Bps
+                                      else f"{c.Bps / factor:,.0f}{MARKS.get(c.verdict or '', '')}")
         rows.append(row)
     return pd.DataFrame(rows)
 
