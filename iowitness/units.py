@@ -63,7 +63,8 @@ def _is_number_column(frame, c, cells) -> bool:
     return is_numeric_dtype(frame[c]) or all(_NUMERIC.match(v) for v in cells)
 
 
-WRAP_MIN = 20   # a text column wraps down to this many characters, no narrower
+WRAP_MIN = 20        # a text column wraps down to this many characters before any column is left out
+WRAP_MIN_LAST = 8    # ... and down to this many when leaving columns out was not enough
 
 
 def _fits(widths: list[int]) -> int:
@@ -119,7 +120,8 @@ def table(frame: pd.DataFrame, headers: dict | None = None, title: str = "", wid
         return [max(len(shown[i]), *(len(r[i]) for r in body)) for i in keep]
 
     # the widest text column wraps inside its cells, down to WRAP_MIN characters, before any
-    # column is left out: a wrapped note is still read, a left-out column is not
+    # column is left out (a wrapped note is still read, a left-out column is not), then further
+    # down to WRAP_MIN_LAST when every column of `drop` is out and it is still too wide
     keep = list(range(len(cols)))
     full = widths_of(keep)
     text_cols = [i for i in keep if not numeric[i]]
@@ -140,7 +142,7 @@ def table(frame: pd.DataFrame, headers: dict | None = None, title: str = "", wid
     wrapped = {}
     if width and _fits(widths) > width and wrap_col in keep:
         k = keep.index(wrap_col)
-        widths[k] = max(min(WRAP_MIN, widths[k]), widths[k] - (_fits(widths) - width))
+        widths[k] = max(min(WRAP_MIN_LAST, widths[k]), widths[k] - (_fits(widths) - width))
         wrapped[k] = widths[k]
     out = []
     if title:
@@ -210,7 +212,7 @@ def number(value: float) -> str:
     if value != value:
         return "-"
     v = abs(value)
-    if v >= 100 or float(value).is_integer():
+    if v >= 100 or abs(value - round(value)) < 1e-9 * max(1.0, v):   # 20 µs, not 19.999999 shown as "20.0"
         return f"{value:,.0f}"
     if v >= 10:
         return f"{value:.1f}"
