@@ -266,6 +266,19 @@ def with_unit(name: str, unit: str) -> str:
     return f"{name} {unit}"
 
 
+def unit_worth(unit: str, ratio: float) -> float:
+    """Bytes one `unit` ("kB/s", "MB/s") is worth, given the ratio the benchmark's own figures
+    imply (bytes over printed value): its decimal or its binary meaning, whichever is nearer,
+    exactly (a printed value is rounded: dd's "156 MB/s" of 155.6 MB/s implies 997,472 B per MB).
+    `ratio` itself for a unit that names no multiple of a byte."""
+    prefix = unit.split("/")[0]
+    size = BYTE_UNITS.get(prefix)
+    if not size or size == 1 or not ratio or ratio != ratio:
+        return ratio
+    power = round(math.log(size, 1024 if "i" in prefix else 1000))
+    return min((1000 ** power, 1024 ** power), key=lambda c: abs(math.log(ratio / c)))
+
+
 def claim_unit_note(unit: str, factor: float) -> str:
     """What a benchmark's own byte unit means, where people could read it two ways: "kB = 1,024 B"
     (IOzone), "MB = 10^6 B" (dd). Empty for an IEC binary unit (MiB means one thing), for bytes,

@@ -73,7 +73,7 @@ def unit_of(verdicts) -> tuple[str, float]:
     no byte unit at all, then KiB/s, the same number under its binary name."""
     for v in verdicts or []:
         if v.kind == "bytes" and v.claim.bytes_per_s and v.claim.value:
-            return v.claim.unit, v.claim.bytes_per_s / v.claim.value
+            return v.claim.unit, units.unit_worth(v.claim.unit, v.claim.bytes_per_s / v.claim.value)
     return "KiB/s", 1024.0
 
 

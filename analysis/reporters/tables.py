@@ -232,7 +232,7 @@ def _in_claim_unit(value: float, claim) -> str:
     base, _ = claimed(claim)
     if not base or not claim.value or value is None or value != value:
         return ""
-    converted = value / (base / claim.value)
+    converted = value / units.unit_worth(claim.unit, base / claim.value)
     text = f"{converted:,.0f}" if abs(converted) >= 1000 else f"{converted:.4g}"
     return f"{text} {claim.unit}"
 
@@ -248,7 +248,7 @@ def claimed_value(claim) -> str:
     ours = figures.fmt(base, kind)
     if ours.split()[-1] == claim.unit:
         return printed
-    note = units.claim_unit_note(claim.unit, base / claim.value) if kind == "bytes" else ""
+    note = units.claim_unit_note(claim.unit, units.unit_worth(claim.unit, base / claim.value)) if kind == "bytes" else ""
     return f"{printed} (= {ours}" + (f"; {note}" if note else "") + ")"
 
 

@@ -97,6 +97,16 @@ def test_a_benchmarks_own_unit_says_what_it_is_worth_when_ambiguous(unit, factor
     assert units.claim_unit_note(unit, factor) == note
 
 
+@pytest.mark.parametrize("unit, ratio, worth", [
+    ("MB/s", 997_472, 1e6),          # dd's "156 MB/s" for 155.6 MB/s
+    ("kB/s", 1024, 1024),            # IOzone's kB
+    ("kB/s", 1003, 1000), ("GB/s", 1.07e9, 1024 ** 3), ("MiB/s", 1 << 20, 1 << 20),
+    ("ops/s", 1.0, 1.0), ("us/op", 1e-6, 1e-6),
+])
+def test_what_a_printed_unit_is_worth_from_the_benchmarks_own_rounded_figures(unit, ratio, worth):
+    assert units.unit_worth(unit, ratio) == worth
+
+
 def _verdict(claim: Claim, active: float, kind: str = "bytes") -> Verdict:
     return Verdict(claim, [1], "agrees", {"window": active}, "window", 1.0, kind=kind)
 
@@ -110,8 +120,8 @@ def test_a_verdict_shows_the_benchmarks_unit_next_to_iowitness_conversion():
     # AND the active figure reads in iowitness's unit and in IOzone's: 127 MiB/s = 130,048 kB/s
     assert tables.active_value(v) == "127.0 MiB/s = 130,048 kB/s"
     # GIVEN dd's decimal MB/s THEN the same, saying MB = 10^6 B
-    dd = Claim("dd", "write", 807, "MB/s", "", bytes_per_s=807e6)
-    assert tables.claimed_value(dd) == f"807 MB/s (= {807e6 / 1024 ** 2:.1f} MiB/s; MB = 10^6 B)"
+    dd = Claim("dd", "write", 807, "MB/s", "", bytes_per_s=806.6e6)   # dd rounds what it prints
+    assert tables.claimed_value(dd) == f"807 MB/s (= {806.6e6 / 1024 ** 2:.1f} MiB/s; MB = 10^6 B)"
     assert tables.active_value(_verdict(dd, 800e6)) == f"{800e6 / 1024 ** 2:.1f} MiB/s = 800 MB/s"
     # GIVEN a claim already in iowitness's unit (ops/s) THEN no conversion is repeated
     ops = Claim("fio", "randread", 25000, "ops/s", "", ops_per_s=25000)
