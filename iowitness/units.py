@@ -63,6 +63,12 @@ def _is_number_column(frame, c, cells) -> bool:
     return is_numeric_dtype(frame[c]) or all(_NUMERIC.match(v) for v in cells)
 
 
+def numeric_columns(frame) -> set:
+    """The columns of a table of display values that hold numbers (right-aligned by every
+    reporter): numeric ones, and text ones whose every cell reads as a number."""
+    return {c for c in frame.columns if _is_number_column(frame, c, [str(v) for v in frame[c]])}
+
+
 WRAP_MIN = 20        # a text column wraps down to this many characters before any column is left out
 WRAP_MIN_LAST = 8    # ... and down to this many when leaving columns out was not enough
 
@@ -190,8 +196,8 @@ def latency(us: float) -> str:
         return "-"
     if us >= 1e6:
         return f"{us / 1e6:.2f} s"
-    if us >= 1e4:
-        return f"{us / 1e3:.1f} ms"
+    if us >= 1e3:
+        return f"{us / 1e3:.2f} ms" if us < 1e4 else f"{us / 1e3:.1f} ms"
     return f"{us:.1f} µs" if us >= 10 else f"{us:.2f} µs"
 
 

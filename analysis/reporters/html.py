@@ -41,7 +41,7 @@ def table(frame: pd.DataFrame, css: str = "", row_class=None, html_columns: tupl
     if frame.empty:
         return '<p class="note">none</p>'
     cols = list(frame.columns)
-    numeric = {c for c in cols if pd.api.types.is_numeric_dtype(frame[c])}
+    numeric = units.numeric_columns(frame)
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
     body = []
     for i, row in enumerate(frame.itertuples(index=False)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness import escape
+from iowitness import escape, units
 from iowitness.analysis.reporters import tables
 
 
@@ -20,7 +20,8 @@ def table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "_none_"
     cols = list(frame.columns)
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in cols]
+    found = units.numeric_columns(frame)
+    numeric = [c in found for c in cols]
     lines = ["| " + " | ".join(_cell(c) for c in cols) + " |",
              "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for row in frame.itertuples(index=False):

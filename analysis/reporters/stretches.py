@@ -15,10 +15,10 @@ from iowitness.analysis.phases import READS, SYNCS, WRITES
 from iowitness.analysis.reporters.tables import with_units
 
 TITLE = ("stretches (each open to close of a target file: time inside its calls, by kind; share = in calls / "
-         "open to close)")
+         "open to close; opened: since the trace's first call)")
 # what a narrow terminal loses first, in this order
 DROP = ("pid", "other", "sync", "opened", "calls", "phases")
-UNITS = {"opened": ("seconds", "opened +", False), "open": ("seconds", "open to close", False),
+UNITS = {"opened": ("seconds", "opened", False), "open": ("seconds", "open to close", False),
          "in calls": ("seconds", "in calls", False), "reads": ("seconds", "reads", True),
          "writes": ("seconds", "writes", True), "sync": ("seconds", "sync", True),
          "other": ("seconds", "other", True)}

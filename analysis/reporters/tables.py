@@ -276,13 +276,16 @@ def verdict_rows(verdicts) -> pd.DataFrame:
 
 
 def outlier_rows(outliers: pd.DataFrame) -> pd.DataFrame:
-    """The slowest calls of one phase (or several), each with its share of its phase's time."""
-    rows = [{"phase": int(c.phase), "syscall": c.syscall, "tid": int(c.tid), "at": "+" + units.seconds(c.at_s),
-             "offset": units.bytes_(c.offset), "bytes": units.bytes_(c.bytes), "latency": units.latency(c.latency_us),
+    """The slowest calls of one phase (or several), each with its share of its phase's time;
+    at: since the phase's first data call."""
+    rows = [{"phase": int(c.phase), "syscall": c.syscall, "tid": int(c.tid), "at": c.at_s,
+             "offset": c.offset, "bytes": c.bytes, "latency": c.latency_us,
              "share of phase time": f"{c.share:.1%}" if c.share == c.share else "-"}
             for c in outliers.itertuples()]
-    return pd.DataFrame(rows, columns=["phase", "syscall", "tid", "at", "offset", "bytes", "latency",
-                                       "share of phase time"])
+    frame = pd.DataFrame(rows, columns=["phase", "syscall", "tid", "at", "offset", "bytes", "latency",
+                                        "share of phase time"])
+    return with_units(frame, {"at": ("seconds", "at", False), "offset": ("bytes", "offset", False),
+                              "bytes": ("bytes", "bytes", False), "latency": ("latency", "latency", False)})
 
 
 def _files_where(meta: dict) -> tuple[str, str]:

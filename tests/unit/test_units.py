@@ -30,7 +30,7 @@ def test_a_byte_count_alone_reads_in_binary_units(n, shown):
     assert units.rate(n) == shown + "/s"
 
 
-@pytest.mark.parametrize("us, shown", [(0.5, "0.50 µs"), (9.99, "9.99 µs"), (850, "850.0 µs"), (9999, "9999.0 µs"),
+@pytest.mark.parametrize("us, shown", [(0.5, "0.50 µs"), (9.99, "9.99 µs"), (850, "850.0 µs"), (4057.7, "4.06 ms"),
                                        (12_000, "12.0 ms"), (999_000, "999.0 ms"), (1_200_000, "1.20 s"),
                                        (NAN, "-")])
 def test_a_latency_alone_carries_exactly_one_unit(us, shown):
