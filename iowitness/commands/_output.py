@@ -37,19 +37,18 @@ def print_text(text: str, pager: bool = False) -> None:
 
 def width(wide: bool) -> int | None:
     """The columns a text report may use: None (no limit) with --wide or when stdout is no
-    terminal and COLUMNS is unset (a file or a pipe gets every column, as ps does); else
-    COLUMNS, else the terminal's width."""
-    if wide:
+    terminal (a file or a pipe gets every column, as ps and git give them; COLUMNS is not
+    enough, since a parent may export it for its own terminal); on a terminal, COLUMNS when
+    set (as ls reads it), else the terminal's width."""
+    if wide or not sys.stdout.isatty():
         return None
     given = os.environ.get("COLUMNS", "")
     if given.isdigit() and int(given) > 0:
         return max(int(given), MIN_WIDTH)
-    if sys.stdout.isatty():
-        try:
-            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
-        except OSError:
-            return None
-    return None
+    try:
+        return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+    except OSError:
+        return None
 
 
 MIN_WIDTH = 40   # narrower than this, tables cannot keep a name and a figure side by side

@@ -14,9 +14,10 @@ tables without the charts, for an issue or a wiki.
 
 The text report starts, for an IOzone -a sweep, with a grid per test (file size × record
 size, as IOzone -R), then the phases, and the time spent inside the calls of each
-open-to-close stretch of a file. It fits the terminal (COLUMNS, else its width): a table too wide leaves out
-columns in a stated order and says which; --wide shows them all. Longer than the screen, it
-is shown through $PAGER (else less -FRX), as git does; never when stdout is a pipe or a file.
+open-to-close stretch of a file. On a terminal it fits its width (COLUMNS, else the
+terminal's): a table too wide wraps its notes, then leaves out columns in a stated order and
+says which; --wide shows them all. Longer than the screen, it is shown through $PAGER (else
+less -FRX), as git does. A pipe or a file gets every column and no pager.
 
 Example:
   iowitness report iozone.iwt

@@ -45,7 +45,8 @@ def sweep(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def texts(sweep):
-    """The sweep's text report at 80 columns (the real command, COLUMNS set), and at 200 and
+    """The sweep's text report at 80 columns (the real command on a terminal that wide and taller
+    than the report: printed, not paged), and at 200 and
     with every column (rendered in-process from the same claims: judging 210 claims is the
     slow part of a report, and is done once here); and its HTML report, from the same claims."""
     from iowitness.analysis.reporters import text
@@ -53,7 +54,8 @@ def texts(sweep):
     from iowitness.commands import _claims
 
     trace, _ = sweep
-    out = {80: iowitness("report", str(trace), env={**os.environ, "COLUMNS": "80"}).stdout}
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = {80: _on_a_terminal(["report", str(trace)], 10_000, env, columns=80)}
     loaded = load(trace)
     report = loaded.report()
     verdicts, note = _claims.verdicts_for(loaded, build_parser().parse_args(["report", str(trace)]), required=False)
@@ -157,10 +159,14 @@ def test_each_column_says_its_unit_once_and_each_claim_keeps_its_own(sweep, text
     assert re.search(r"active [\d.]+ [KMG]iB/s = [\d,]+ kB/s", verdicts[0]), verdicts[0]
 
 
-def _on_a_terminal(args: list[str], rows: int, env: dict) -> str:
-    """Run the CLI with its stdout on a pseudo-terminal of `rows` × 100; what reached the screen."""
+def _on_a_terminal(args: list[str], rows: int, env: dict, columns: int = 100) -> str:
+    """Run the CLI with its stdout on a pseudo-terminal of `rows` × `columns`; what reached the
+    screen (its lines ended by a newline as printed, not the terminal's carriage return too)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, 100, 0, 0))
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.ONLCR
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     proc = subprocess.Popen([*IOWITNESS, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
                             env=env)
     os.close(slave)
@@ -216,8 +222,8 @@ def test_a_report_longer_than_the_screen_is_paged_on_a_terminal_never_when_piped
     # AND each line the pager got fits the terminal's 100 columns
     assert max(len(line) for line in paged.read_text().splitlines()) <= 100
     paged.unlink()
-    # WHEN the same report is piped
-    piped = iowitness("report", str(dd_trace), env=env).stdout
+    # WHEN the same report is piped, even with COLUMNS exported
+    piped = iowitness("report", str(dd_trace), env={**env, "COLUMNS": "50"}).stdout
     # THEN no pager runs and the whole report is on stdout, as --wide (no terminal to fit)
     assert not paged.exists() and piped == whole
     # WHEN the terminal is taller than the report, or --no-pager is given
