@@ -1,5 +1,6 @@
 """The report a person reads, on a real IOzone -a sweep: the sweep grid against IOzone's own
-table, the terminal width, the pager, and the HTML's order and legends in headless Chromium.
+table, the terminal width, the pager, and the HTML's order and legends in headless Chromium;
+and the in-call time of each open-to-close stretch against a program's own clock.
 
 Ground truth is IOzone's own output (its table: a row per file size and record size, a kB/s
 column per test), never iowitness. The sweep is small (files of 64 KiB to 1 MiB, records of
@@ -12,10 +13,12 @@ import fcntl
 import os
 import pty
 import re
+import shutil
 import struct
 import subprocess
 import termios
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +27,7 @@ from tests.conftest import require_tool
 from tests.support import browser
 from tests.support.cli import IOWITNESS, iowitness
 
+WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 TESTS = ["write", "rewrite", "read", "reread", "random read", "random write"]
 TOLERANCE = 0.05     # iowitness's default: a cell without a mark is a claim that agreed within it
 
@@ -272,3 +276,61 @@ def test_the_html_opens_with_the_verdicts_then_the_sweep_charts_legends_off_the_
                 overlap_x = min(legend[2], plot[2]) - max(legend[0], plot[0])
                 overlap_y = min(legend[3], plot[3]) - max(legend[1], plot[1])
                 assert overlap_x <= 1 or overlap_y <= 1, (chart["name"], legend, plot)
+
+
+SECONDS_IN = {"µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def stretch_table(text: str) -> list[dict]:
+    """The text report's stretches, each figure in seconds: [{"calls": 19, "in calls": 0.0389, ...}]."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("stretches ("))
+    header = lines[at + 1]
+    names = re.split(r"\s{2,}", header.strip())
+    ends = [m.end() for m in re.finditer(r"\S+(?: \S+)*", header)]
+    rows = []
+    for line in lines[at + 2:]:
+        if not line.strip():
+            break
+        row, start = {}, 0
+        for name, end in zip(names, ends):
+            cell = line[start:end].strip().replace(",", "")
+            start = end
+            unit = name.rsplit(" ", 1)[-1]
+            if unit in SECONDS_IN:
+                row[name.rsplit(" ", 1)[0]] = float(cell) * SECONDS_IN[unit] if cell else 0.0
+            else:
+                row[name] = cell
+        rows.append(row)
+    return rows
+
+
+def test_each_stretch_shows_the_time_inside_its_calls_against_the_programs_own_clock(tmp_path):
+    # GIVEN tests/workloads/timed_stretches.c: a file written (16 writes of 1 MiB, fsync) in one
+    # open-to-close stretch and read back in another, every call timed by the program itself
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed: cannot build tests/workloads/timed_stretches.c")
+    exe, trace = tmp_path / "timed_stretches", tmp_path / "ts.iwt"
+    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-o", str(exe), str(WORKLOADS / "timed_stretches.c")],
+                   check=True)
+    iowitness("run", "-q", "-o", str(trace), "--", str(exe), str(tmp_path / "data"), "16")
+    own = [dict(zip(line.split()[2::2], map(int, line.split()[3::2])))
+           for line in load(trace).output["stdout"].splitlines() if line.startswith("stretch ")]
+    # WHEN its text report is read
+    rows = stretch_table(iowitness("report", str(trace), "--wide").stdout)
+    # THEN there is a row per stretch, with the calls the program made in it (open and close too)
+    assert [int(r["calls"]) for r in rows] == [o["calls"] for o in own] == [19, 18]
+    assert [r["phases"] for r in rows] == ["1", "2"]
+    for row, truth in zip(rows, own):
+        # AND the time inside its calls, by kind, is inside the program's own bracket of each
+        # call (the program's clock also holds the calls' entry and exit, and on a busy machine
+        # the wait for a CPU after a call returns, which is no time inside it: seen up to 3×
+        # on this 2-CPU machine under load, so the lower bound is loose) (rounding: 3 digits)
+        for name, key in (("in calls", "in_calls_ns"), ("writes", "writes_ns"), ("sync", "sync_ns"),
+                          ("reads", "reads_ns"), ("open to close", "open_to_close_ns")):
+            ours, theirs = row[name], truth[key] / 1e9
+            assert ours <= theirs * 1.01 + 1e-5, (name, ours, theirs)
+            assert ours >= 0.2 * theirs, (name, ours, theirs)
+        # AND its kinds add up to its time in calls
+        parts = row["reads"] + row["writes"] + row["sync"] + row["other"]
+        assert parts == pytest.approx(row["in calls"], rel=0.01, abs=2e-5)
