@@ -353,6 +353,9 @@ class Recorder:
         # write-back of the benchmark's last writes may still be under way: the kernel's
         # periodic flusher runs every dirty_writeback_centisecs; the samples say what followed
         self.sample_device_counters()
+        # a backend that delivers through another process (bpftrace) ends it first: its last
+        # records then reach us before the last drain
+        getattr(self.probe, "finish", lambda: None)()
         while self.drain():
             pass
         self.stats_window(False)

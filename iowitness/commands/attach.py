@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import os
 
-from iowitness.collector import preflight, processes, targets
-from iowitness.collector.probe import Probe
+from iowitness.collector import processes, targets
 from iowitness.collector.session import processes_gone
 from iowitness.commands import _recording
 from iowitness.errors import NotFound, OutputError, UsageError
@@ -35,7 +34,7 @@ def execute(args) -> int:
     if not args.pids and not args.files:
         raise UsageError("say what to attach to: --pid PID or --file PATH")
     _recording.check_numbers(args)
-    preflight.require_tracing()
+    _recording.require_backend(args)
     for pid in args.pids:
         if pid <= 0 or not processes.alive(pid):   # a zombie has exited: nothing of it to trace
             raise NotFound(f"no process with PID {pid}; check it with: ps -p {pid}")
@@ -44,7 +43,7 @@ def execute(args) -> int:
     path = _recording.output_path(args, label)
     _recording.check_output_is_not_a_target(path, file_set)
     all_processes = not args.pids
-    probe = Probe(_recording.probe_config(args, file_set, all_processes=all_processes))
+    probe = _recording.make_probe(args, file_set, all_processes)
     try:
         signals.check("while the probe was loading: nothing was written")
         pids = processes.descendants(set(args.pids))
