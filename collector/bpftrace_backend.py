@@ -112,6 +112,7 @@ class LineParser:
         self.facts: list[np.ndarray] = []
         self.lost = 0
         self.exited: list[int] = []
+        self.marks: set[int] = set()   # CPUs whose end mark arrived
         self.ready = False
         self.unknown_lines = 0
 
@@ -133,6 +134,8 @@ class LineParser:
                 facts.append(line)
             elif tag == b"X\t":
                 self.exited.append(int(line[2:]))
+            elif tag == b"S\t":
+                self.marks.add(int(line[2:]))
             elif line.startswith(b"Lost "):
                 match = _LOST.match(line)
                 self.lost += int(match.group(1)) if match else 0
@@ -381,7 +384,32 @@ class BpftraceProbe:
 
     def finish(self) -> None:
         """End bpftrace and keep what it printed up to its end (called before the last drain)."""
+        self._flush_losses()
         self._stop()
+
+    def _flush_losses(self) -> None:
+        """One record on every CPU (the script's S mark, made by our getppid there): a perf
+        buffer tells the records it lost only ahead of its next record, so without one after
+        the benchmark's last call, the last losses would go untold."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        try:
+            mine = os.sched_getaffinity(0)
+        except OSError:
+            return
+        cpus = sorted(mine)
+        try:
+            for cpu in cpus:
+                os.sched_setaffinity(0, {cpu})
+                os.getppid()
+        except OSError:
+            pass
+        finally:
+            os.sched_setaffinity(0, mine)
+        deadline = time.monotonic() + 5
+        while not self._parser.marks >= set(cpus) and time.monotonic() < deadline:
+            select.select([self._proc.stdout.fileno()], [], [], 0.1)
+            self._pump()
 
     def close(self) -> None:
         self._stop()
