@@ -1,7 +1,9 @@
 """Check whether this machine can trace, and say what to do when it cannot.
 
 Loads the real probe into the kernel and removes it again, so a green doctor means `run`
-and `attach` will work.
+and `attach` will work. Where the compiled probe cannot load, it tries the bpftrace backend
+the same way (bpftrace started on the shipped script, then stopped) and says whether
+`--backend bpftrace` will work instead, or why not.
 
 Example:
   sudo iowitness doctor
@@ -32,6 +34,30 @@ def _load_probe() -> preflight.Check:
     return preflight.Check("load and attach", True, f"attached {', '.join(programs)}")
 
 
+def bpftrace_line(compiled_loads: bool) -> str:
+    """The bpftrace backend: recommended only where the compiled probe cannot load."""
+    if compiled_loads:
+        return "ok   bpftrace backend not needed: the compiled probe loads (it records more, at less cost per call)"
+    from iowitness.collector import bpftrace_backend
+    from iowitness.collector.probe import ProbeConfig
+    from iowitness.collector.targets import FileSet
+
+    missing = [c for c in bpftrace_backend.checks() if not c.ok]
+    if missing:
+        return (f"note bpftrace backend cannot be used either: {missing[0].detail}"
+                + (f"; fix: {missing[0].fix}" if missing[0].fix else ""))
+    try:
+        probe = bpftrace_backend.BpftraceProbe(ProbeConfig(file_set=FileSet(), ring_bytes=1 << 20))
+        try:
+            probe.attach()
+        finally:
+            probe.close()
+    except IowitnessError as exc:
+        return f"note bpftrace backend cannot be used either: {exc}"
+    return ("ok   bpftrace backend works here: record with iowitness run --backend bpftrace -- COMMAND "
+            "(plain file syscalls only: no io_uring, libaio, mmap or device view)")
+
+
 def execute(args) -> int:
     checks = preflight.run_checks()
     if all(c.ok for c in checks if c.blocking):
@@ -42,5 +68,10 @@ def execute(args) -> int:
         if not c.ok and c.fix:
             print(f"     {'':16} fix: {c.fix}")
     failed = [c for c in checks if c.blocking and not c.ok]
-    print("this machine can trace" if not failed else "this machine cannot trace yet")
+    fallback = bpftrace_line(compiled_loads=not failed)
+    print(fallback)
+    if failed and fallback.startswith("ok"):
+        print("this machine cannot load the compiled probe; it can trace with --backend bpftrace")
+    else:
+        print("this machine can trace" if not failed else "this machine cannot trace yet")
     return EXIT_CANNOT_TRACE if failed else 0

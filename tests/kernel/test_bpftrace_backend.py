@@ -14,6 +14,7 @@ import json
 import shutil
 import signal
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -189,3 +190,29 @@ def test_attach_by_file_records_any_process(tmp_path, workdir):
     assert int(writes["ret"].sum()) == len(data)
     assert list(writes["offset"]) == [0, 8192]
     assert set(trace.events["path"].astype(str)) == {str(target)}
+
+
+DOCTOR_WITHOUT_OBJECT = """
+import sys
+from pathlib import Path
+import iowitness.probes
+iowitness.probes.OBJECT = Path("/nonexistent/iowitness.bpf.o")
+from iowitness.cli import main
+sys.argv = ["iowitness", "doctor"]
+sys.exit(main())
+"""
+
+
+def test_doctor_recommends_bpftrace_only_where_the_compiled_probe_cannot_load():
+    # GIVEN this machine, where the compiled probe loads
+    proc = iowitness("doctor")
+    # THEN doctor does not recommend bpftrace
+    assert "bpftrace backend not needed" in proc.stdout
+    # GIVEN the same machine without the compiled object (an install without clang, say)
+    without = subprocess.run([sys.executable, "-c", DOCTOR_WITHOUT_OBJECT], capture_output=True, text=True,
+                             timeout=300)
+    # THEN doctor tried bpftrace for real and recommends it, in its last two lines
+    lines = without.stdout.strip().splitlines()
+    assert lines[-2].startswith("ok   bpftrace backend works here"), without.stdout + without.stderr
+    assert lines[-1] == "this machine cannot load the compiled probe; it can trace with --backend bpftrace"
+    assert without.returncode == 3 and "Traceback" not in without.stderr
