@@ -405,10 +405,13 @@ def limiter_line(r) -> str:
 
 def no_device_lines(trace) -> list[str]:
     view = trace.meta.get("device_view")
-    if view is None and getattr(trace, "block", None) is not None:
+    # END present (its clock_end) with no view: a backend without the block probe (bpftrace)
+    if view is None and getattr(trace, "block", None) is not None and "clock_end" not in trace.meta:
         return ["device view from an incomplete trace: devices by number only, files without a device not named"]
     if view is None:
-        return ["no device view: this trace was recorded without the block probe"]
+        backend = trace.meta.get("backend")
+        return ["no device view: this trace was recorded without the block probe"
+                + (f" (backend {backend})" if backend else "")]
     return [f"no device view for {path}: {why}" for path, why in (view.get("no_block_device") or {}).items()]
 
 

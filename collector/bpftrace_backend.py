@@ -207,6 +207,7 @@ class BpftraceProbe:
     """bpftrace running probes/iowitness.bt, with the face of collector.probe.Probe."""
 
     backend = "bpftrace"
+    has_device_view = False   # no block-request or off-CPU probes: END has no device_view
 
     def __init__(self, config):
         require()
