@@ -119,37 +119,58 @@ class LineParser:
     def feed(self, data: bytes) -> None:
         lines = (self._rest + data).split(b"\n")
         self._rest = lines.pop()
-        rows, facts = [], []
-        for line in lines:
-            tag = line[:2]
-            if tag == b"E\t":
-                parts = line.split(b"\t")
-                op = self._ops.get(parts[1].decode()[len(_PROBE_PREFIX):])
-                if op is None or len(parts) != 13:
-                    self.unknown_lines += 1
+        calls = [line for line in lines if line[:2] == b"E\t"]
+        records = self._events_of(calls) if calls else None
+        if records is not None and len(records):
+            self.events.append(records)
+        facts = []
+        if len(calls) < len(lines):
+            for line in lines:
+                tag = line[:2]
+                if tag == b"E\t":
                     continue
-                parts[1] = b"%d" % op
-                rows.append(parts[1:])
-            elif tag in (b"F\t", b"K\t", b"P\t"):
-                facts.append(line)
-            elif tag == b"X\t":
-                self.exited.append(int(line[2:]))
-            elif tag == b"S\t":
-                self.marks.add(int(line[2:]))
-            elif line.startswith(b"Lost "):
-                match = _LOST.match(line)
-                self.lost += int(match.group(1)) if match else 0
-            elif line == b"READY":
-                self.ready = True
-            # "Attaching N probes...", the maps bpftrace prints as it ends: nothing to keep
-        if rows:
-            self.events.append(self._events_of(rows))
+                if tag in (b"F\t", b"K\t", b"P\t"):
+                    facts.append(line)
+                elif tag == b"X\t":
+                    self.exited.append(int(line[2:]))
+                elif tag == b"S\t":
+                    self.marks.add(int(line[2:]))
+                elif line.startswith(b"Lost "):
+                    match = _LOST.match(line)
+                    self.lost += int(match.group(1)) if match else 0
+                elif line == b"READY":
+                    self.ready = True
+                # "Attaching N probes...", the maps bpftrace prints as it ends: nothing to keep
         if facts:
             self.facts.append(self._facts_of(facts))
 
-    def _events_of(self, rows: list[list[bytes]]) -> np.ndarray:
-        # op start latency tgid tid fd dev ino offset requested ret flags
-        v = np.array(rows, dtype=np.int64) if rows else np.zeros((0, 12), np.int64)
+    def _events_of(self, lines: list[bytes]) -> np.ndarray:
+        """E lines into records: the probe names replaced by op numbers in the joined text, then
+        every number read by numpy at once (splitting line by line in Python cost 15 µs a line)."""
+        text = b"\n".join(lines)
+        for name, value in self._ops.items():
+            text = text.replace(b"\t%s%s\t" % (_PROBE_PREFIX.encode(), name.encode()), b"\t%d\t" % value)
+        numbers = np.fromstring(text.replace(b"E\t", b" "), dtype=np.int64, sep=" ") \
+            if b"tracepoint" not in text else np.zeros(0, np.int64)
+        if numbers.size != 12 * len(lines):
+            return self._events_of_rows(lines)   # a line this collector does not know: one by one
+        return self._records(numbers.reshape(-1, 12))
+
+    def _events_of_rows(self, lines: list[bytes]) -> np.ndarray:
+        rows = []
+        for line in lines:
+            parts = line.split(b"\t")
+            op = self._ops.get(parts[1].decode(errors="replace")[len(_PROBE_PREFIX):]) if len(parts) > 1 else None
+            try:
+                if op is None or len(parts) != 13:
+                    raise ValueError
+                rows.append([op, *map(int, parts[2:])])
+            except ValueError:
+                self.unknown_lines += 1
+        return self._records(np.array(rows, dtype=np.int64).reshape(-1, 12))
+
+    def _records(self, v: np.ndarray) -> np.ndarray:
+        # columns: op start latency tgid tid fd dev ino offset requested ret flags
         out = np.zeros(len(v), dtype=self._event)
         out["op"], out["start_ns"], out["latency_ns"] = v[:, 0], v[:, 1], v[:, 2]
         out["tgid"], out["tid"], out["fd"], out["dev"] = v[:, 3], v[:, 4], v[:, 5], v[:, 6]
