@@ -113,6 +113,8 @@ class LineParser:
         self.lost = 0
         self.exited: list[int] = []
         self.marks: set[int] = set()   # CPUs whose end mark arrived
+        self.files_added = 0           # files the script made targets (its N line, at the end)
+        self.forked: list[int] = []    # processes that joined the set (K lines)
         self.ready = False
         self.unknown_lines = 0
 
@@ -131,8 +133,12 @@ class LineParser:
                     continue
                 if tag in (b"F\t", b"K\t", b"P\t"):
                     facts.append(line)
+                    if tag == b"K\t":
+                        self.forked.append(int(line.split(b"\t")[3]))
                 elif tag == b"X\t":
                     self.exited.append(int(line[2:]))
+                elif tag == b"N\t":
+                    self.files_added = int(line[2:])
                 elif tag == b"S\t":
                     self.marks.add(int(line[2:]))
                 elif line.startswith(b"Lost "):
@@ -351,6 +357,9 @@ class BpftraceProbe:
                 os.close(fd)
                 exited = True
         self._pump()
+        # the set as the script keeps it: processes forked in it joined, exited ones left
+        self._processes.update(self._parser.forked)
+        self._parser.forked.clear()
         for tgid in self._parser.exited:
             self._processes.discard(tgid)
         self._parser.exited.clear()
@@ -372,6 +381,9 @@ class BpftraceProbe:
         counts["lost_events"] = self._parser.lost
         # lines in a form this collector does not know are records it could not keep
         counts["lost_events"] += self._parser.unknown_lines
+        # @files holds MAP_KEYS entries: its placeholder, the files known at the start, the rest
+        room = MAP_KEYS - 1 - len(self._known)
+        counts["files_not_followed"] = max(0, self._parser.files_added - room)
         return counts
 
     def late_additions(self) -> list[str]:

@@ -15,11 +15,13 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 
 from iowitness.collector import processes, targets
 from iowitness.collector.session import processes_gone
 from iowitness.commands import _recording
 from iowitness.errors import NotFound, OutputError, UsageError
+from iowitness.escape import terminal
 
 
 def add_arguments(parser) -> None:
@@ -67,6 +69,10 @@ def execute(args) -> int:
             if not probe.attached:
                 probe.attach()
         recorder.note_known_files(list(known.values()))
+        late = getattr(probe, "late_additions", lambda: [])()
+        if late:   # bpftrace's sets are fixed when it starts
+            print(terminal(f"iowitness: warning: --backend bpftrace: found after bpftrace started, not traced: "
+                           f"{', '.join(late[:5])}{' ...' if len(late) > 5 else ''}"), file=sys.stderr)
         recorder.install_signal_handlers()
         if signals.signum is not None:
             recorder.abandon()
