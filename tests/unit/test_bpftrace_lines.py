@@ -116,3 +116,12 @@ def test_the_shipped_script_has_its_header_and_one_settings_place():
     assert text.count(bpftrace_backend.SETTINGS_MARK) == 1
     filled = script_text([7], [], [])
     assert "@procs[(uint64)7]" in filled.split("BEGIN", 1)[1].split("}", 1)[0]
+
+
+def test_the_scripts_example_output_is_real():
+    # GIVEN the example lines in the script's header
+    head = bpftrace_backend.SCRIPT.read_text().split("How to read it", 1)[0].split("Example output", 1)[1]
+    examples = [line.split("*   ", 1)[1] for line in head.splitlines() if line.startswith(" *   ")]
+    # THEN each is a line bpftrace printed in the fixture run it names
+    printed = set(FIXTURE.read_text().splitlines())
+    assert len(examples) >= 8 and all(line in printed for line in examples)
