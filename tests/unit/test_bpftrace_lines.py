@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iowitness.collector import bpftrace_backend
-from iowitness.collector.bpftrace_backend import LineParser, script_text, settings_text
+from iowitness.collector import bpftrace_lines
+from iowitness.collector.bpftrace_lines import LineParser, script_text, settings_text
 from iowitness.collector.targets import FileRule, KnownFile
 from iowitness.errors import UsageError
 from iowitness.probes.layout import layout
@@ -107,20 +107,20 @@ def test_settings_hold_the_sets_and_refuse_what_bpftrace_cannot_match():
 
 def test_the_shipped_script_has_its_header_and_one_settings_place():
     # GIVEN the script as installed
-    text = bpftrace_backend.SCRIPT.read_text()
+    text = bpftrace_lines.SCRIPT.read_text()
     # THEN it opens as every .bt script here does: name, purpose, example, how to read, overhead
     head = text.split("*/", 1)[0]
     for part in ("iowitness.bt", "Example output", "How to read it", "Overhead"):
         assert part in head
     # AND the settings go in exactly one place, inside BEGIN
-    assert text.count(bpftrace_backend.SETTINGS_MARK) == 1
+    assert text.count(bpftrace_lines.SETTINGS_MARK) == 1
     filled = script_text([7], [], [])
     assert "@procs[(uint64)7]" in filled.split("BEGIN", 1)[1].split("}", 1)[0]
 
 
 def test_the_scripts_example_output_is_real():
     # GIVEN the example lines in the script's header
-    head = bpftrace_backend.SCRIPT.read_text().split("How to read it", 1)[0].split("Example output", 1)[1]
+    head = bpftrace_lines.SCRIPT.read_text().split("How to read it", 1)[0].split("Example output", 1)[1]
     examples = [line.split("*   ", 1)[1] for line in head.splitlines() if line.startswith(" *   ")]
     # THEN each is a line bpftrace printed in the fixture run it names
     printed = set(FIXTURE.read_text().splitlines())
