@@ -38,6 +38,7 @@ import pandas as pd
 from iowitness.analysis.device_credit import claims, credited, holding, phase_threads
 from iowitness.analysis.phases import SYNC, call_kinds, named, stable_order
 from iowitness.collector.traceformat import async_ops, dev_name
+from iowitness.collector import backends
 
 READ_OP = 0
 DISCARD_OPS = (3, 5)
@@ -405,13 +406,12 @@ def limiter_line(r) -> str:
 
 def no_device_lines(trace) -> list[str]:
     view = trace.meta.get("device_view")
-    # END present (its clock_end) with no view: a backend without the block probe (bpftrace)
-    if view is None and getattr(trace, "block", None) is not None and "clock_end" not in trace.meta:
+    if view is None and backends.backend_of(trace.meta) != backends.LIBBPF:
+        return [f"no device view: a trace made by {backends.backend_of(trace.meta)} holds no block I/O"]
+    if view is None and getattr(trace, "block", None) is not None:
         return ["device view from an incomplete trace: devices by number only, files without a device not named"]
     if view is None:
-        backend = trace.meta.get("backend")
-        return ["no device view: this trace was recorded without the block probe"
-                + (f" (backend {backend})" if backend else "")]
+        return ["no device view: this trace was recorded without the block probe"]
     return [f"no device view for {path}: {why}" for path, why in (view.get("no_block_device") or {}).items()]
 
 

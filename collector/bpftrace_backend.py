@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from iowitness.collector import preflight
-from iowitness.collector.bpftrace_lines import STRLEN, LineParser, script_text
+from iowitness.collector import backends, preflight
+from iowitness.collector.bpftrace_lines import SCRIPT, STRLEN, LineParser, script_text
+from iowitness.collector.kfeatures import Choice
 from iowitness.collector.targets import KnownFile
 from iowitness.collector.traceformat import LOST_SLOTS, STATS_OFF
 from iowitness.errors import CannotTrace, UsageError
@@ -79,7 +80,7 @@ class _Batches:
 class BpftraceProbe:
     """bpftrace running probes/iowitness.bt, with the face of collector.probe.Probe."""
 
-    backend = "bpftrace"
+    backend = backends.BPFTRACE
     has_device_view = False   # no block-request or off-CPU probes: END has no device_view
 
     def __init__(self, config):
@@ -92,6 +93,8 @@ class BpftraceProbe:
         self.on_attached: list = []
         self.stats_mode, self.stats_source = STATS_OFF, "not measured by the bpftrace backend"
         self.devices_from_start: set[int] = set()
+        # START's probe_path: no compiled object, the script
+        self.choice = Choice(path="bpftrace", object=SCRIPT, why="--backend bpftrace: probes/iowitness.bt run by bpftrace")
         self._processes: set[int] = set()
         self._known: dict[tuple[int, int], KnownFile] = {}
         self._late: list[str] = []   # what was given after bpftrace started: said, not followed

@@ -30,6 +30,7 @@ BAND_GREYS = ("#e4e4e4", "#f3f3f3")
 WIDTH, HEIGHT = 7.2, 3.0          # inches; at 96 px per inch, about 690 × 290 px on screen
 MAX_MARKERS = 400                 # above this many calls, offset-vs-time is binned (markers cost ~90 B each)
 DENSITY_BINS = (360, 140)         # time × offset cells of a binned offset-vs-time chart
+SWEEP_LEGEND_COLUMNS = 3          # a sweep chart's legend, under each of its two plots
 TIMELINE_BINS = 300               # at most, across a run
 
 _rc = {
@@ -51,12 +52,13 @@ def _shown(value):
 
 
 def _figure(height: float = HEIGHT, width: float = WIDTH, cols: int = 1, left: float = 0.75,
-            top: float = 0.35, bottom: float = 0.62):
-    """A figure with fixed margins in inches (an automatic layout costs more than the drawing)."""
+            top: float = 0.35, bottom: float = 0.62, legend: float = 0.0):
+    """A figure with fixed margins in inches (an automatic layout costs more than the drawing);
+    `legend` inches kept free right of the plot for its legend (_legend_right)."""
     from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
 
     fig = Figure(figsize=(width, height))
-    fig.subplots_adjust(left=left / width, right=1 - 0.2 / width, top=1 - top / height, bottom=bottom / height,
+    fig.subplots_adjust(left=left / width, right=1 - (0.2 + legend) / width, top=1 - top / height, bottom=bottom / height,
                         wspace=0.3)
     axes = fig.subplots(1, cols)
     return fig, axes
@@ -85,6 +87,12 @@ def _svg(fig) -> str:
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     return text.replace("\n", "")
+
+
+def _legend_right(ax, **kwargs) -> None:
+    """The legend beside the plot, in the margin _figure(legend=...) kept for it: a legend never
+    covers data (inside the axes, "best" still hides points of a dense sweep)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, **kwargs)
 
 
 def _note(ax, text: str) -> None:
@@ -164,7 +172,8 @@ def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, flo
     end_s: seconds since the run's first data call; bands: (start_s, end_s, label, bytes/s).
     """
     labelled, rotated = len(bands) <= 24, 8 < len(bands) <= 24
-    fig, ax = _figure(height=HEIGHT + (1.0 if rotated else 0), top=1.45 if rotated else 0.55)
+    fig, ax = _figure(height=HEIGHT + (1.0 if rotated else 0), top=1.45 if rotated else 0.55,
+                      legend=1.25 if len(bands) > 1 else 0.0)
     span = float(end_s.max()) if len(end_s) else 1.0
     span = span if span > 0 else 1e-3
     nbins = int(min(TIMELINE_BINS, max(10, len(end_s) // 4)))
@@ -180,7 +189,7 @@ def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, flo
             # a marker too: a phase far shorter than the run is a dot, not an invisible dash
             ax.plot([lo * scale, hi * scale], [level / divisor] * 2, color=COLOURS[4], lw=2, ls="--")
             ax.plot([(lo + hi) / 2 * scale], [level / divisor], color=COLOURS[4], marker="D", ms=3.5, ls="",
-                    label="phase average (its bytes / its span)" if i == 0 else None)
+                    label="phase average\n(its bytes / its span)" if i == 0 else None)
         if labelled:
             ax.annotate(label, xy=((lo + hi) / 2 * scale, 1.0), xycoords=("data", "axes fraction"),
                         ha="center" if not rotated else "left", va="bottom", fontsize=6.5,
@@ -189,7 +198,7 @@ def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, flo
     ax.set_ylim(bottom=0)
     ax.set_xlim(0, span * scale)
     if len(bands) > 1:
-        ax.legend(loc="upper right", fontsize=7, framealpha=0.8, frameon=True)
+        _legend_right(ax, fontsize=7)
         ax.set_title(title, pad=(60 if rotated else 14) if labelled else 6)
     else:   # one phase: no labels above the plot, so the legend goes there, clear of the data
         ax.legend(loc="lower right", bbox_to_anchor=(1, 1.0), ncol=2, fontsize=7)
@@ -234,7 +243,7 @@ def claim_vs_active(claim_Bps: float, claim_label: str, figures: dict[str, float
 @_styled
 def latency_histogram(latency_us: np.ndarray, p50: float, p99: float, top: float) -> str:
     """Calls per latency bin (4 bins per doubling, log axes), with p50, p99 and max marked."""
-    fig, ax = _figure()
+    fig, ax = _figure(legend=1.05)
     lo = max(float(latency_us.min()), 0.01)
     hi = max(float(latency_us.max()), lo * 1.01)
     edges = 2.0 ** np.arange(np.floor(np.log2(lo) * 4) / 4, np.log2(hi) + 0.25, 0.25)
@@ -250,7 +259,7 @@ def latency_histogram(latency_us: np.ndarray, p50: float, p99: float, top: float
     _count_ticks(ax)
     ax.set_xlabel("latency per call (log scale)")
     ax.set_ylabel("calls (log scale)")
-    ax.legend(loc="upper right")
+    _legend_right(ax)
     ax.set_title(f"latency distribution of {len(latency_us):,} data calls")
     return _svg(fig)
 
@@ -258,7 +267,8 @@ def latency_histogram(latency_us: np.ndarray, p50: float, p99: float, top: float
 @_styled
 def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title: str) -> str:
     """Where in the file each call went, over time: the access pattern."""
-    fig, ax = _figure()
+    both = bool(is_read.any() and (~is_read).any()) and len(t_s) <= MAX_MARKERS
+    fig, ax = _figure(legend=0.6 if both else 0.0)
     span = float(t_s.max()) if len(t_s) else 0.0
     scale = _time_axis(ax, span, "time since the phase's first data call")
     divisor = _bytes_axis(ax, float(offset.max()) if len(offset) else 0, "file offset")
@@ -267,8 +277,8 @@ def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title:
         for mask, name, marker, colour in ((~is_read, "write", "s", COLOURS[4]), (is_read, "read", "o", COLOURS[2])):
             if mask.any():
                 ax.plot(x[mask], y[mask], ls="", marker=marker, ms=3.2, mew=0, color=colour, label=name)
-        if is_read.any() and (~is_read).any():
-            ax.legend(loc="upper left")
+        if both:
+            _legend_right(ax)
         _note(ax, f"every one of the {len(t_s):,} data calls drawn")
     else:
         from matplotlib.colors import LinearSegmentedColormap, LogNorm
@@ -330,28 +340,39 @@ def device_vs_syscall(bars: list[tuple[str, float]], title: str) -> str:
 def sweep(test: str, points: list[tuple[int, int, float]]) -> str:
     """IOzone -a: throughput against file size (one line per record size) and against record
     size (one line per file size). points: (file_size, record_size, bytes/s)."""
-    fig, (left, right) = _figure(height=3.2, width=WIDTH + 1.2, cols=2)
     arr = np.array(points, dtype=float)
+    # each plot's legend goes under it, in rows of LEGEND_COLUMNS, never over the lines
+    rows = -(-max(len(set(arr[:, 1])), len(set(arr[:, 0]))) // SWEEP_LEGEND_COLUMNS)
+    below = 0.16 * rows + 0.1
+    fig, (left, right) = _figure(height=3.2 + below, width=WIDTH + 1.2, cols=2, bottom=0.62 + below)
+    plot_height = 3.2 - 0.35 - 0.62
     divisor = _rate_axis(left, float(arr[:, 2].max()))
     right.set_ylabel(left.get_ylabel())
     for ax, (line_col, x_col, what, line_what) in ((left, (1, 0, "file size", "record")),
                                                     (right, (0, 1, "record size", "file"))):
         keys = sorted(set(arr[:, line_col]))
         for i, key in enumerate(keys):
-            rows = arr[arr[:, line_col] == key]
-            rows = rows[np.argsort(rows[:, x_col])]
-            ax.plot(rows[:, x_col], rows[:, 2] / divisor, color=COLOURS[i % len(COLOURS)],
+            rows_of = arr[arr[:, line_col] == key]
+            rows_of = rows_of[np.argsort(rows_of[:, x_col])]
+            ax.plot(rows_of[:, x_col], rows_of[:, 2] / divisor, color=COLOURS[i % len(COLOURS)],
                     marker=MARKERS[i % len(MARKERS)], ls=LINES[(i // len(COLOURS)) % len(LINES)], ms=3.5, lw=1,
                     label=f"{units.bytes_(key)} {line_what}")
         ax.set_xscale("log", base=2)
         from matplotlib.ticker import FuncFormatter
 
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: units.bytes_(v).replace(".0 ", " ")))
-        ax.set_xlabel(f"{what} (log scale)")
+        # short ticks (16K, 1M): a sweep has a tick per power of two, and "128 KiB" overlaps its neighbours
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: units.bytes_(v).replace(".0 ", "").replace("iB", "")))
+        ax.set_xlabel(f"{what} (log scale; K = KiB, M = MiB)")
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=6.5, ncol=1 + len(keys) // 7, loc="best")
+        ax.legend(fontsize=6.5, ncol=SWEEP_LEGEND_COLUMNS, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.5 / plot_height), borderaxespad=0)
     fig.suptitle(f"{test}: active throughput across the sweep", fontsize=9.5, fontweight="bold")
     return _svg(fig)
+
+
+def _legend_inches(labels: list[str]) -> float:
+    """The margin a legend of these labels needs beside the plot, capped at half the figure."""
+    return min(WIDTH / 2, 0.45 + 0.055 * max((len(str(x)) for x in labels), default=4))
 
 
 # ---- several runs -------------------------------------------------------------------------
@@ -359,7 +380,7 @@ def sweep(test: str, points: list[tuple[int, int, float]]) -> str:
 @_styled
 def overlaid_timelines(runs: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
     """Throughput over time of several runs on one axis. runs: (label, end_s, bytes)."""
-    fig, ax = _figure()
+    fig, ax = _figure(legend=_legend_inches([label for label, _, _ in runs]))
     span = max((float(e.max()) for _, e, _ in runs if len(e)), default=1.0) or 1e-3
     nbins = TIMELINE_BINS
     width = span / nbins
@@ -373,7 +394,7 @@ def overlaid_timelines(runs: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
         ax.step(edges[:-1] * scale, rate / divisor, where="post", color=COLOURS[i % len(COLOURS)],
                 ls=LINES[i % len(LINES)], lw=1.1, label=label)
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper right")
+    _legend_right(ax)
     ax.set_title("throughput over time")
     _note(ax, f"each call's bytes counted at its end, in {nbins} bins of {units.seconds(width)}")
     return _svg(fig)
@@ -403,7 +424,7 @@ def grouped_bars(names: list[str], runs: list[str], values: list[list[float]], t
 @_styled
 def overlaid_cdfs(title: str, runs: list[tuple[str, np.ndarray]]) -> str:
     """Latency CDFs of the same phase in several runs, p99 marked on each."""
-    fig, ax = _figure()
+    fig, ax = _figure(legend=_legend_inches([label for label, _ in runs]))
     probabilities = np.linspace(0, 1, 401)
     for i, (label, latency_us) in enumerate(runs):
         if not len(latency_us):
@@ -419,7 +440,7 @@ def overlaid_cdfs(title: str, runs: list[tuple[str, np.ndarray]]) -> str:
     ax.set_xlabel("latency per call (log scale)")
     ax.set_ylabel("share of calls at or below")
     ax.set_ylim(0, 1.02)
-    ax.legend(loc="lower right")
+    _legend_right(ax)
     ax.set_title(title)
     _note(ax, "markers: p99 of each run")
     return _svg(fig)

@@ -1,7 +1,8 @@
 """The report as one self-contained HTML file: tables (tables.py) and SVG charts (charts.py).
 
-Order on the page: the verdict table, the run's throughput over time with its phases, the
-phase table (and groups), IOzone -a sweep charts, one section per phase (claim vs active,
+Order on the page: the verdict table, IOzone -a sweep charts (what a sweep's reader came
+for), the run's throughput over time with its phases, the phase table (groups, queue depth,
+the in-call time of each open-to-close stretch), one section per phase (claim vs active,
 latency distribution, throughput over time, offset vs time, device vs syscall bytes, slowest
 calls), then the run's metadata. A trace with hundreds of phases gets per-phase charts for the
 ones that matter most (a claim that is not simply agreed with, then the longest) and says so:
@@ -19,7 +20,7 @@ import pandas as pd
 
 from iowitness import escape, units
 from iowitness.analysis import figures as active_figures, inflight
-from iowitness.analysis.reporters import charts, tables
+from iowitness.analysis.reporters import charts, stretches, sweep, tables
 from iowitness.analysis.reporters.phase_calls import PhaseCalls
 
 MAX_PHASE_SECTIONS = 12
@@ -40,7 +41,7 @@ def table(frame: pd.DataFrame, css: str = "", row_class=None, html_columns: tupl
     if frame.empty:
         return '<p class="note">none</p>'
     cols = list(frame.columns)
-    numeric = {c for c in cols if pd.api.types.is_numeric_dtype(frame[c])}
+    numeric = units.numeric_columns(frame)
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
     body = []
     for i, row in enumerate(frame.itertuples(index=False)):
@@ -79,7 +80,17 @@ def verdict_table(verdicts, chosen=()) -> str:
     return table(rows, "verdicts", row_class=lambda i: f"verdict-{kinds[i]}", html_columns=("reasons", "phases"))
 
 
-def verdict_section(verdicts, note: str | None, chosen=()) -> str:
+def verdict_counts(verdicts) -> str:
+    """"330 claims: 280 agree, 40 explained, 10 cannot judge"."""
+    order = ("agrees", "explained", "disagrees", "cannot judge")
+    counts = {k: sum(v.verdict == k for v in verdicts) for k in order}
+    return (f"{len(verdicts):,} claims: " + ", ".join(f"{n:,} {'agree' if k == 'agrees' else k}"
+                                                     for k, n in counts.items() if n))
+
+
+def verdict_section(verdicts, note: str | None, chosen=(), folded: bool = False) -> str:
+    """The verdicts, first on the page. folded (a sweep's hundreds of claims): their counts, the
+    table behind a click, so that the sweep charts come next on the screen, not rows later."""
     out = ['<h2 id="verdicts">Claims vs active</h2>']
     if verdicts is None:
         out.append(f'<p class="note">No claims read: {esc(note or "no benchmark output")}.</p>')
@@ -87,8 +98,14 @@ def verdict_section(verdicts, note: str | None, chosen=()) -> str:
         out.append('<p class="note">The benchmark\'s output holds no claims.</p>')
     else:
         out.append('<p class="lead">window = what the benchmark timed; busy = time inside the calls only; '
-                   'ratio = claim / active in the window.</p>')
+                   'ratio = claim / active in the window; each claim in the benchmark\'s own unit, then '
+                   'iowitness\'s conversion.</p>')
+        if folded:
+            out.append(f'<details class="verdicts"><summary>{esc(verdict_counts(verdicts))}: click for '
+                       "the table</summary>")
         out.append(verdict_table(verdicts, chosen))
+        if folded:
+            out.append("</details>")
     return "\n".join(out)
 
 
@@ -112,34 +129,8 @@ def run_timeline(report, pc: PhaseCalls) -> str:
                                   "throughput over time, with the phases"), "timeline")
 
 
-def sweep_points(report, verdicts) -> dict[str, list[tuple[int, int, float]]]:
-    """IOzone -a: per test, (file size, record size, active bytes/s) of each phase a claim names
-    (the claim's file size, the figure in its window); without claims, each phase's bytes and wall rate."""
-    phases = report.phases
-    if report.benchmark != "iozone" or phases.empty:
-        return {}
-    file_size, active = {}, {}
-    for v in verdicts or []:
-        if len(v.phases) == 1 and v.claim.file_size and v.kind == "bytes":
-            file_size[v.phases[0]] = v.claim.file_size
-            active[v.phases[0]] = v.figures.get(v.window)
-    out: dict[str, list] = {}
-    for r in phases.itertuples():
-        if not r.benchmark_name or "not reported" in r.benchmark_name:
-            continue
-        if file_size and r.phase not in file_size:
-            continue   # with claims, only the phases they name: a phase's bytes need not be its file size
-        rate = active.get(r.phase) or r.wall_Bps
-        if rate == rate and rate:
-            out.setdefault(r.benchmark_name, []).append((int(file_size.get(r.phase, r.bytes)), int(r.record_size),
-                                                         float(rate)))
-    # a sweep varies the record or the file size of at least one test
-    swept = any(len({p[0] for p in pts}) > 1 or len({p[1] for p in pts}) > 1 for pts in out.values())
-    return out if swept else {}
-
-
 def sweep_section(report, verdicts) -> str:
-    points = sweep_points(report, verdicts)
+    points = sweep.points(report, verdicts)
     if not points:
         return ""
     out = ['<h2 id="sweep">Across the sweep (IOzone -a)</h2>',
@@ -268,7 +259,10 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
     body = [f"<h1>iowitness report: {esc(os.path.basename(path))}</h1>",
             f'<p class="lead">{esc(" ".join(trace.meta.get("command") or []))}<br>benchmark: '
             f"{esc(report.benchmark or 'not recognised')}; {len(report.phases):,} phases; "
-            f"lost events: {esc(tables.lost_figure(trace))}</p>", warnings(trace), verdict_section(verdicts, note, set(chosen))]
+            f"lost events: {esc(tables.lost_figure(trace))}</p>", warnings(trace)]
+    # what a reader came for first: the verdicts, then a sweep's charts; the tables after
+    swept = sweep_section(report, verdicts) if len(report.phases) else ""
+    body += [verdict_section(verdicts, note, set(chosen), folded=bool(swept) and len(verdicts or ()) > 20), swept]
     if report.phases.empty:
         body.append('<h2>Phases</h2><p class="note">No phases: the trace holds no read or write calls on '
                     "target files.</p>")
@@ -282,7 +276,10 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
         depth = tables.depth_rows(report.phases)
         if not depth.empty:
             body += [f"<h3>{esc(tables.DEPTH_TITLE[0].upper() + tables.DEPTH_TITLE[1:])}</h3>", table(depth, "depth")]
-        body.append(sweep_section(report, verdicts))
+        spans = stretches.stretch_rows(report, trace)
+        if not spans.empty:
+            body += [f'<h3 id="stretches">{esc(stretches.TITLE[0].upper() + stretches.TITLE[1:])}</h3>',
+                     table(spans, "stretches")]
         body.append('<h2 id="each-phase">Each phase</h2>')
         if len(chosen) < len(report.phases):
             body.append(f'<p class="note">Charts for {len(chosen)} of {len(report.phases):,} phases: those with a '

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness import escape
-from iowitness.analysis.reporters import tables
+from iowitness import escape, units
+from iowitness.analysis.reporters import stretches, tables
 
 
 def _cell(value, column: str = "") -> str:
@@ -20,7 +20,8 @@ def table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "_none_"
     cols = list(frame.columns)
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in cols]
+    found = units.numeric_columns(frame)
+    numeric = [c in found for c in cols]
     lines = ["| " + " | ".join(_cell(c) for c in cols) + " |",
              "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for row in frame.itertuples(index=False):
@@ -74,6 +75,9 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
         depth = tables.depth_rows(report.phases)
         if not depth.empty:
             parts += ["", f"### {tables.DEPTH_TITLE[0].upper()}{tables.DEPTH_TITLE[1:]}", "", table(depth)]
+        spans = stretches.stretch_rows(report, trace)
+        if not spans.empty:
+            parts += ["", f"### {stretches.TITLE[0].upper()}{stretches.TITLE[1:]}", "", table(spans)]
         parts += ["", "### Slowest calls of each phase", "", table(tables.outlier_rows(report.outliers))]
         parts += ["", "## Device", "", *device_section(report, trace)]
     parts += ["", "## Run", "", table(tables.run_metadata(trace)), ""]

@@ -15,7 +15,9 @@ from iowitness import units
 from iowitness.escape import visible
 from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run, unseen
+from iowitness.analysis.verdicts import claimed
 from iowitness.collector.traceformat import not_followed, not_followed_text
+from iowitness.collector import backends
 
 
 # integer columns that name something (no thousands separators)
@@ -55,6 +57,29 @@ def flags(row) -> str:
     return ", ".join(marks)
 
 
+def with_units(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    """`frame` with the raw number columns of `spec` ({column: (kind, header name, blank zeros)})
+    formatted in one unit per column, its header saying it once ("p99 ms", "bytes MiB")."""
+    out = {}
+    for c in frame.columns:
+        if c in spec:
+            kind, name, blank = spec[c]
+            unit, cells = units.column(frame[c], kind, blank_zero=blank)
+            out[units.with_unit(name, unit)] = cells
+        else:
+            out[c] = frame[c]
+    return pd.DataFrame(out)
+
+
+# the phase table's columns a narrow terminal loses first, in this order (docs/report.md)
+PHASE_DROP = ("tid", "pid", "user", "fsync", "fsyncs", "busy", "p50", "max", "pattern", "ops", "time", "file",
+              "record")
+PHASE_UNITS = {"record": ("bytes", "record", False), "bytes": ("bytes", "bytes", False),
+               "time": ("seconds", "time", False), "wall": ("rate", "wall", False), "busy": ("rate", "busy", False),
+               "p50": ("latency", "p50", False), "p99": ("latency", "p99", False), "max": ("latency", "max", False),
+               "fsync": ("seconds", "fsync", True), "user": ("seconds", "user", False)}
+
+
 def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in phases.itertuples():
@@ -63,14 +88,13 @@ def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
             "pattern": r.pattern + (f" {units.bytes_(r.stride)}" if r.stride else "")
             if r.benchmark_name else "",
             "file": os.path.basename(r.path), "pid": r.tgid, "tid": r.tid if r.threads == 1 else f"{r.threads} thr",
-            "record": units.bytes_(r.record_size), "bytes": units.bytes_(r.bytes), "ops": int(r.ops),
-            "time": units.seconds(r.duration_s), "wall": units.rate(r.wall_Bps), "busy": units.rate(r.busy_Bps),
-            "p50 µs": units.micros(r.lat_p50_us), "p99 µs": units.micros(r.lat_p99_us),
-            "max µs": units.micros(r.lat_max_us),
-            "fsync": f"{int(r.fsyncs)} / {units.seconds(r.fsync_ns / 1e9)}" if r.fsyncs else "",
-            "user": units.seconds(r.user_ns / 1e9), "notes": flags(r),
+            "record": r.record_size, "bytes": r.bytes, "ops": int(r.ops),
+            "time": r.duration_s, "wall": r.wall_Bps, "busy": r.busy_Bps,
+            "p50": r.lat_p50_us, "p99": r.lat_p99_us, "max": r.lat_max_us,
+            "fsyncs": int(r.fsyncs) if r.fsyncs else "", "fsync": r.fsync_ns / 1e9 if r.fsyncs else 0.0,
+            "user": r.user_ns / 1e9, "notes": flags(r),
         })
-    return pd.DataFrame(rows)
+    return with_units(pd.DataFrame(rows), PHASE_UNITS)
 
 
 DEPTH_TITLE = ("queue depth (asynchronous requests, io_uring and libaio: in flight from submission to "
@@ -93,16 +117,20 @@ GROUPS_TITLE = ("groups (concurrent phases: children = sum of member rates, "
                 "parent = all bytes / group wall time)")
 
 
+GROUP_DROP = ("at stonewall", "phases", "members")
+
+
 def group_rows(groups: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
     names = phases.set_index("phase")
     rows = []
     for g in groups.itertuples():
         first = names.loc[g.phases[0]]
         rows.append({"group": g.group, "name": first["benchmark_name"] or first["name"], "members": g.members,
-                     "phases": " ".join(map(str, g.phases)), "bytes": units.bytes_(g.bytes),
-                     "children": units.rate(g.children_Bps), "parent": units.rate(g.parent_Bps),
+                     "phases": " ".join(map(str, g.phases)), "bytes": g.bytes,
+                     "children": g.children_Bps, "parent": g.parent_Bps,
                      "at stonewall": f"{g.share_at_stonewall:.0%} done"})
-    return pd.DataFrame(rows)
+    return with_units(pd.DataFrame(rows), {"bytes": ("bytes", "bytes", False), "children": ("rate", "children", False),
+                                           "parent": ("rate", "parent", False)})
 
 
 def async_calls_line(counters: dict) -> str | None:
@@ -123,6 +151,8 @@ def lost_figure(trace) -> str:
 def warnings(trace) -> list[str]:
     """What makes a trace's figures incomplete, one sentence each, for every reporter."""
     out = []
+    # what the backend that made the trace cannot see (an strace import: no device view, ...)
+    out += [f"{spot}." for spot in [backends.blind_spot(trace.meta)] if spot]
     blind = unseen(trace)
     if blind:
         out.append(blind + ".")
@@ -199,17 +229,41 @@ def describe_claim(claim) -> str:
     return claim.test + (f" ({', '.join(where)})" if where else "")
 
 
+def _in_claim_unit(value: float, claim) -> str:
+    """`value` (bytes/s, ops/s or s/op) in the unit the benchmark printed its claim in, or "" when
+    the claim does not say what its unit is worth."""
+    base, _ = claimed(claim)
+    if not base or not claim.value or value is None or value != value:
+        return ""
+    converted = value / units.unit_worth(claim.unit, base / claim.value)
+    text = f"{converted:,.0f}" if abs(converted) >= 1000 else f"{converted:.4g}"
+    return f"{text} {claim.unit}"
+
+
 def claimed_value(claim) -> str:
-    """The number as the benchmark printed it, with its own unit."""
+    """The number as the benchmark printed it, with its own unit, then iowitness's conversion
+    and, for a decimal or ambiguous byte unit, what it is worth: "130,201 kB/s (= 127.1 MiB/s; kB = 1,024 B)"."""
     value = f"{claim.value:,.0f}" if abs(claim.value) >= 1000 else f"{claim.value:g}"
-    return f"{value} {claim.unit}"
+    printed = f"{value} {claim.unit}"
+    base, kind = claimed(claim)
+    if base is None or not claim.value:
+        return printed
+    ours = figures.fmt(base, kind)
+    if ours.split()[-1] == claim.unit:
+        return printed
+    note = units.claim_unit_note(claim.unit, units.unit_worth(claim.unit, base / claim.value)) if kind == "bytes" else ""
+    return f"{printed} (= {ours}" + (f"; {note}" if note else "") + ")"
 
 
 def active_value(v) -> str:
-    """The active figure in the window the benchmark timed, as people read it."""
-    if v.figures and v.window in v.figures:
-        return figures.fmt(v.figures[v.window], v.kind)
-    return "-"
+    """The active figure in the window the benchmark timed, as iowitness reads it and in the
+    benchmark's own unit: "127.3 MiB/s = 130,355 kB/s"."""
+    if not (v.figures and v.window in v.figures):
+        return "-"
+    active = v.figures[v.window]
+    ours = figures.fmt(active, v.kind)
+    theirs = _in_claim_unit(active, v.claim) if v.kind in ("bytes", "ops", "latency") else ""
+    return ours if not theirs or theirs.split()[-1] == ours.split()[-1] else f"{ours} = {theirs}"
 
 
 def verdict_rows(verdicts) -> pd.DataFrame:
@@ -225,13 +279,16 @@ def verdict_rows(verdicts) -> pd.DataFrame:
 
 
 def outlier_rows(outliers: pd.DataFrame) -> pd.DataFrame:
-    """The slowest calls of one phase (or several), each with its share of its phase's time."""
-    rows = [{"phase": int(c.phase), "syscall": c.syscall, "tid": int(c.tid), "at": "+" + units.seconds(c.at_s),
-             "offset": units.bytes_(c.offset), "bytes": units.bytes_(c.bytes), "latency": units.latency(c.latency_us),
+    """The slowest calls of one phase (or several), each with its share of its phase's time;
+    at: since the phase's first data call."""
+    rows = [{"phase": int(c.phase), "syscall": c.syscall, "tid": int(c.tid), "at": c.at_s,
+             "offset": c.offset, "bytes": c.bytes, "latency": c.latency_us,
              "share of phase time": f"{c.share:.1%}" if c.share == c.share else "-"}
             for c in outliers.itertuples()]
-    return pd.DataFrame(rows, columns=["phase", "syscall", "tid", "at", "offset", "bytes", "latency",
-                                       "share of phase time"])
+    frame = pd.DataFrame(rows, columns=["phase", "syscall", "tid", "at", "offset", "bytes", "latency",
+                                        "share of phase time"])
+    return with_units(frame, {"at": ("seconds", "at", False), "offset": ("bytes", "offset", False),
+                              "bytes": ("bytes", "bytes", False), "latency": ("latency", "latency", False)})
 
 
 def _files_where(meta: dict) -> tuple[str, str]:
@@ -255,6 +312,7 @@ def run_metadata(trace) -> pd.DataFrame:
         ("command", visible(" ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})")),
         *([("attached", ", ".join(f"PID {p.get('pid')} {p.get('comm') or ''}".strip()
                                   for p in meta["attached"] if isinstance(p, dict)))] if meta.get("attached") else []),
+        ("backend", backends.backend_of(meta)),
         ("host", str(meta.get("host") or "")),
         ("kernel", str(meta.get("kernel") or "")),
         ("file system", fs),
@@ -279,13 +337,15 @@ def label_of(trace) -> str:
     return stem
 
 
-DEVICE_TITLE = ("device (block layer over each phase's window, as iostat -x; await in ms, MB = 10^6 bytes; "
-                "dev/syscall: the benchmark's own device bytes over its syscall bytes; other progs: bytes "
-                "other programs moved on the device meanwhile)")
-
-
-def _ms(value) -> str:
-    return "-" if value != value else f"{value:.2f}"
+DEVICE_TITLE = ("device (block layer over each phase's window, as iostat -x, in binary units as iostat's own "
+                "kB and MB are: MiB = 2^20 B; dev/syscall: the benchmark's own device bytes over its syscall "
+                "bytes; other progs: bytes other programs moved on the device meanwhile)")
+DEVICE_DROP = ("iowait", "write-back after", "other progs", "aqu-sz", "areq-sz", "r/s", "w/s", "r_await", "w_await",
+               "read", "written")
+DEVICE_UNITS = {"read": ("bytes", "read", False), "rB/s": ("rate", "r", False), "r_await": ("seconds", "r_await", False),
+                "written": ("bytes", "written", False), "wB/s": ("rate", "w", False),
+                "w_await": ("seconds", "w_await", False), "areq-sz": ("bytes", "areq-sz", False),
+                "other progs": ("bytes", "other progs", True)}
 
 
 def _device_phases(report):
@@ -305,18 +365,17 @@ def device_rows(report) -> pd.DataFrame:
             continue
         name = names.loc[r.phase]
         rows.append({"#": r.phase, "name": name["benchmark_name"] or name["name"], "device": r.device,
-                     "read": units.bytes_(r.read_bytes), "r/s": f"{r.reads / r.window_s:,.0f}" if r.window_s else "-",
-                     "rMB/s": f"{r.read_Bps / 1e6:,.1f}", "r_await": _ms(r.r_await_ms),
-                     "written": units.bytes_(r.write_bytes), "w/s": f"{r.writes / r.window_s:,.0f}" if r.window_s else "-",
-                     "wMB/s": f"{r.write_Bps / 1e6:,.1f}", "w_await": _ms(r.w_await_ms),
-                     "areq-sz": units.bytes_(r.areq_bytes) if r.areq_bytes == r.areq_bytes else "-",
+                     "read": r.read_bytes, "r/s": f"{r.reads / r.window_s:,.0f}" if r.window_s else "-",
+                     "rB/s": r.read_Bps, "r_await": r.r_await_ms / 1e3,
+                     "written": r.write_bytes, "w/s": f"{r.writes / r.window_s:,.0f}" if r.window_s else "-",
+                     "wB/s": r.write_Bps, "w_await": r.w_await_ms / 1e3, "areq-sz": r.areq_bytes,
                      "aqu-sz": f"{r.aqu_sz:.2f}", "%util": f"{r.util * 100:.1f}",
                      "dev/syscall": f"{r.device_ratio:.2f}" if r.device_ratio == r.device_ratio else "-",
-                     "other progs": units.bytes_(r.other_bytes) if r.other_bytes else "",
+                     "other progs": r.other_bytes,
                      "write-back after": (f"{units.bytes_(r.writeback_bytes)} in {units.seconds(r.writeback_s)}"
                                           if r.writeback_bytes else ""),
                      "iowait": device.pct(r.iowait)})
-    return pd.DataFrame(rows)
+    return with_units(pd.DataFrame(rows), DEVICE_UNITS) if rows else pd.DataFrame()
 
 
 def device_notes(report, trace) -> dict[str, list[str]]:

@@ -6,21 +6,23 @@ import pandas as pd
 
 from iowitness import units
 from iowitness.escape import terminal
-from iowitness.analysis import figures, observer
-from iowitness.analysis.reporters import tables
+from iowitness.analysis import observer
+from iowitness.analysis.reporters import stretches, sweep, tables
+from iowitness.collector import backends
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10
 
 
-def phase_table(phases: pd.DataFrame) -> str:
-    return units.table(tables.phase_rows(phases), title="phases")
+def phase_table(phases: pd.DataFrame, width: int | None = None) -> str:
+    return units.table(tables.phase_rows(phases), title="phases", width=width, drop=tables.PHASE_DROP)
 
 
-def group_table(groups: pd.DataFrame, phases: pd.DataFrame) -> str:
+def group_table(groups: pd.DataFrame, phases: pd.DataFrame, width: int | None = None) -> str:
     if groups.empty:
         return ""
-    return units.table(tables.group_rows(groups, phases), title=tables.GROUPS_TITLE)
+    return units.table(tables.group_rows(groups, phases), title=tables.GROUPS_TITLE, width=width,
+                       drop=tables.GROUP_DROP)
 
 
 def outlier_lines(outliers: pd.DataFrame) -> str:
@@ -29,7 +31,7 @@ def outlier_lines(outliers: pd.DataFrame) -> str:
         share = calls["share"].sum()
         if not share >= OUTLIER_SHARE:
             continue
-        worst = ", ".join(f"{units.micros(c.latency_us)} µs at offset {c.offset} (+{units.seconds(c.at_s)})"
+        worst = ", ".join(f"{units.latency(c.latency_us)} at offset {c.offset:,} (+{units.seconds(c.at_s)})"
                           for c in calls.head(3).itertuples())
         lines.append(f"  phase {phase}: its {len(calls)} slowest calls take {share:.0%} of its time: {worst}")
     if not lines:
@@ -37,34 +39,44 @@ def outlier_lines(outliers: pd.DataFrame) -> str:
     return "slowest calls (phases where a few calls dominate)\n" + "\n".join(lines)
 
 
-def render(report, trace) -> str:
+def render(report, trace, verdicts=None, width: int | None = None) -> str:
+    """The text report, every line at most `width` columns (None: as long as it needs). An
+    IOzone -a sweep starts with its grid per test (sweep.py), before the per-phase detail."""
     # each line from names in the trace is escaped whole: a newline in a name stays on its line
     parts = [terminal(f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
-                      f"lost events: {tables.lost_figure(trace)}"), terminal(observer.line(trace))]
+                      f"lost events: {tables.lost_figure(trace)}   backend: {backends.backend_of(trace.meta)}"),
+             terminal(observer.line(trace))]
     parts += [terminal(f"WARNING: {w}") for w in tables.warnings(trace)]
     if report.phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")
-        return "\n".join(parts)
-    parts += ["", phase_table(report.phases)]
-    groups = group_table(report.groups, report.phases)
+        return units.wrap("\n".join(parts), width)
+    grid = sweep.text_section(report, verdicts, width)
+    if grid:
+        parts += ["", grid]
+    parts += ["", phase_table(report.phases, width)]
+    groups = group_table(report.groups, report.phases, width)
     if groups:
         parts += ["", groups]
     depth = tables.depth_rows(report.phases)
     if not depth.empty:
-        parts += ["", units.table(depth, title=tables.DEPTH_TITLE)]
+        parts += ["", units.table(depth, title=tables.DEPTH_TITLE, width=width)]
+    spans = stretches.stretch_rows(report, trace)
+    if not spans.empty:
+        parts += ["", units.table(spans, title=stretches.TITLE, width=width, drop=stretches.DROP)]
     parts += ["", outlier_lines(report.outliers)]
-    parts += ["", device_section(report, trace)]
-    return "\n".join(parts)
+    parts += ["", device_section(report, trace, width)]
+    return units.wrap("\n".join(parts), width)
 
 
-def device_section(report, trace) -> str:
+def device_section(report, trace, width: int | None = None) -> str:
     """Per phase: what reached the device over the phase's window (iostat -x terms), and the limiter."""
     rows = tables.device_rows(report)
     if rows.empty:
         return "\n".join(map(terminal, tables.device_notes(report, trace)["before"]
                               or ["device view: no block device under the target files"]))
     notes = tables.device_notes(report, trace)
-    out = [*map(terminal, notes["before"]), units.table(rows, title=tables.DEVICE_TITLE),
+    out = [*map(terminal, notes["before"]),
+           units.table(rows, title=tables.DEVICE_TITLE, width=width, drop=tables.DEVICE_DROP),
            "limiter (where each phase's time went)"]
     out += [f"  {terminal(line)}" for line in notes["limiter"]]
     return "\n".join(out + [terminal(line) for line in notes["after"]])
@@ -73,7 +85,7 @@ def device_section(report, trace) -> str:
 def verdict_line(v) -> str:
     head = f"{v.verdict.upper():12} {tables.describe_claim(v.claim)}: claims {tables.claimed_value(v.claim)}"
     if v.figures and v.window in v.figures:
-        head += f"; active {figures.fmt(v.figures[v.window], v.kind)} ({v.window})"
+        head += f"; active {tables.active_value(v)} ({v.window})"
     if v.ratio is not None:
         head += f", ratio {v.ratio:.3f}"
     if v.phases:
@@ -83,14 +95,16 @@ def verdict_line(v) -> str:
     return terminal(head)
 
 
-def verdict_section(verdicts, note: str | None) -> str:
+def verdict_section(verdicts, note: str | None, width: int | None = None) -> str:
     if verdicts is None:
-        return terminal(f"claims: none read ({note})")
+        return units.wrap(terminal(f"claims: none read ({note})"), width)
     if not verdicts:
         return "claims: the output holds none"
-    lines = ["claims vs active (window = what the benchmark timed; busy = time inside the calls only)"]
+    # a verdict's continuation lines start under its claim, its reasons' under the reason
+    lines = [units.wrap("claims vs active (window = what the benchmark timed; busy = time inside the calls only; "
+                        "each claim in the benchmark's own unit, then iowitness's conversion)", width)]
     for v in verdicts:
-        lines.append("  " + verdict_line(v))
+        lines.append(units.wrap("  " + verdict_line(v), width, indent=" " * 13))
         for reason in v.reasons[1:]:
-            lines.append(f"  {'':12} · {terminal(reason)}")
+            lines.append(units.wrap(f"  {'':12} · {terminal(reason)}", width))
     return "\n".join(lines)

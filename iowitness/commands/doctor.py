@@ -1,9 +1,12 @@
 """Check whether this machine can trace, and say what to do when it cannot.
 
 Loads the real probe into the kernel and removes it again, so a green doctor means `run`
-and `attach` will work. Where the compiled probe cannot load, it tries the bpftrace backend
-the same way (bpftrace started on the shipped script, then stopped) and says whether
-`--backend bpftrace` will work instead, or why not.
+and `attach` will work. Without root, it names each capability this process lacks (CAP_BPF
+and CAP_PERFMON are required; CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE each add
+something), one line each, with the ways to grant it; and says whether strace is there for
+`iowitness import`, where no probe can load. Where the compiled probe cannot load, it tries
+the bpftrace backend the same way (bpftrace started on the shipped script, then stopped) and
+says whether `--backend bpftrace` will work instead, or why not.
 
 Example:
   sudo iowitness doctor
@@ -58,7 +61,28 @@ def bpftrace_line(compiled_loads: bool) -> str:
             "(plain file syscalls only: no io_uring, libaio, mmap or device view)")
 
 
+def capability_lines() -> list[str]:
+    """One line per capability this process lacks: what is lost, and how to grant it."""
+    from iowitness.collector import capabilities
+
+    lines = []
+    for cap in capabilities.missing():
+        mark = "FAIL" if cap.required else "note"
+        lines.append(f"{mark} {cap.name:19} missing: {cap.without}; grant it: {capabilities.how_to_grant([cap.name])}")
+    return lines
+
+
+def strace_line() -> str:
+    import shutil
+
+    if shutil.which("strace"):
+        return "ok   strace import    strace -f -ttt -T -y -o run.strace -- CMD, then iowitness import run.strace -o run.iwt"
+    return "note strace import    strace is not installed (apt install strace): the way in where no probe can load"
+
+
 def execute(args) -> int:
+    for line in capability_lines():
+        print(line)
     checks = preflight.run_checks()
     if all(c.ok for c in checks if c.blocking):
         checks.append(_load_probe())
@@ -68,6 +92,7 @@ def execute(args) -> int:
         if not c.ok and c.fix:
             print(f"     {'':16} fix: {c.fix}")
     failed = [c for c in checks if c.blocking and not c.ok]
+    print(strace_line())
     fallback = bpftrace_line(compiled_loads=not failed)
     print(fallback)
     if failed and fallback.startswith("ok"):

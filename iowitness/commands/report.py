@@ -12,13 +12,27 @@ charts: claim vs active, latency distribution, throughput over time, offset vs t
 for an IOzone -a sweep throughput against file and record size. --markdown prints the same
 tables without the charts, for an issue or a wiki.
 
+The text report starts, for an IOzone -a sweep, with a grid per test (file size × record
+size, as IOzone -R), then the phases, and the time spent inside the calls of each
+open-to-close stretch of a file. On a terminal it fits its width (COLUMNS, else the
+terminal's): a table too wide wraps its notes, then leaves out columns in a stated order and
+says which; --wide shows them all. Longer than the screen, it is shown through $PAGER (else
+less -FRX), as git does. A pipe or a file gets every column and no pager.
+
 Example:
   iowitness report iozone.iwt
+  iowitness report iozone.iwt --wide | less -S
   iowitness report iozone.iwt --html report.html
   iowitness report iozone.iwt --markdown > report.md
   iowitness report iozone.iwt --json > phases.json
   iowitness report fio.iwt --claims fio.json
   iowitness report mybench.iwt --spec mybench.toml
+  iowitness report host1.iwt host2.iwt --claims fio-client.json
+
+Several traces are one benchmark run over several hosts: fio --client driving a fio --server
+on each, each server traced by `iowitness attach --pid`. The traces are matched to the
+client's hosts by their server's address, aligned on the wall clock, and the per-host and
+all-clients claims of the client's JSON output are judged (docs/hosts.md).
 """
 
 from __future__ import annotations
@@ -32,11 +46,20 @@ from iowitness.outputfile import add_mode_option
 
 def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+    parser.add_argument("more", metavar="TRACE", nargs="*",
+                        help="the other hosts' traces of a benchmark run over several hosts (fio --client): "
+                             "judged together against --claims CLIENT-OUTPUT")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="everything, as JSON, on stdout")
     form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
     form.add_argument("--markdown", action="store_true", help="the report's tables as Markdown, on stdout")
     form.add_argument("--html", metavar="FILE", help="write the report with its charts to FILE (one self-contained page)")
+    parser.add_argument("--wide", action="store_true",
+                        help="the text report with every column, however wide (by default it fits the "
+                             "terminal: columns are left out in a stated order, and the title says which)")
+    parser.add_argument("--no-pager", action="store_true",
+                        help="never page the text report (by default a report longer than the screen goes "
+                             "through $PAGER, else less -FRX, when stdout is a terminal)")
     add_mode_option(parser)
     _claims.add_claim_options(parser)
 
@@ -44,7 +67,15 @@ def add_arguments(parser) -> None:
 def execute(args) -> int:
     from iowitness.analysis.reporters import machine, text  # pandas: only analysis pays for it
 
+    if args.more:   # one run over several hosts
+        from iowitness.commands import _hosts
+
+        return _hosts.execute(args)
     out = _output.destination(args, args.html) if args.html else None
+    if args.html:
+        from iowitness.extras import require
+
+        require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
     trace = load(args.trace)
     if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
         return _summary_report(trace, args)
@@ -65,7 +96,9 @@ def execute(args) -> int:
 
         out.write_text(html.render(report, trace, verdicts, note))
     else:
-        _output.print_text(text.render(report, trace) + "\n\n" + text.verdict_section(verdicts, note))
+        width = _output.width(args.wide)
+        _output.print_text(text.render(report, trace, verdicts, width) + "\n\n"
+                           + text.verdict_section(verdicts, note, width), pager=not args.no_pager)
     return 0
 
 
@@ -78,5 +111,5 @@ def _summary_report(trace, args) -> int:
     if args.csv or args.json:
         print(aggregate.to_csv(trace) if args.csv else aggregate.to_json(trace), end="" if args.csv else "\n")
     else:
-        _output.print_text(aggregate.render(trace))
+        _output.print_text(aggregate.render(trace), pager=not args.no_pager)
     return 0

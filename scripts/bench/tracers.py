@@ -115,10 +115,12 @@ class TimingFloor(Floor):
 
 
 class Iowitness(Observer):
-    def __init__(self, summary: bool, stats: bool = True, backend: str = "libbpf"):
-        self.summary, self.stats, self.backend = summary, stats, backend
+    def __init__(self, summary: bool, stats: bool = True, probe: str | None = None, backend: str = "libbpf"):
+        # probe: "compat" records with the compatible object (collector/kfeatures.py);
+        # backend: "bpftrace" records with probes/iowitness.bt
+        self.summary, self.stats, self.probe, self.backend = summary, stats, probe, backend
         self.name = (("iowitness-summary" if summary else "iowitness") + ("" if stats else "-nostats")
-                     + ("" if backend == "libbpf" else f"-{backend}"))
+                     + (f"-{probe}" if probe else "") + ("" if backend == "libbpf" else f"-{backend}"))
 
     def unavailable(self):
         if self.backend == "bpftrace" and not shutil.which("bpftrace"):
@@ -128,6 +130,7 @@ class Iowitness(Observer):
     def options(self, files: list[str]) -> list[str]:
         """The recording options of this mode, tracing `files` (run and attach take the same)."""
         options = (["--summary"] if self.summary else []) + ([] if self.stats else ["--no-bpf-stats"])
+        options += ["--probe", self.probe] if self.probe else []
         options += [] if self.backend == "libbpf" else ["--backend", self.backend]
         return options + [arg for f in files for arg in ("--file", f)]
 

@@ -225,9 +225,11 @@ def test_a_partition_maps_to_its_own_diskstats_line(tmp_path):
     assert [c["device"] for c in check] == [name] and check[0]["agree"]
     assert check[0]["probe_write_bytes"] >= 8 * MIB
     # and the Markdown and HTML reports show the same device row and cross-check as the terminal one
-    written = units.bytes_(dev["write_bytes"])
     markdown = iowitness("report", "--markdown", str(trace)).stdout
     device_part = markdown.split("## Device", 1)[1].split("## Run", 1)[0]
+    header = next(line for line in device_part.splitlines() if line.startswith("|"))   # the first row: its header
+    unit = next(c.strip() for c in header.split("|") if c.strip().startswith("written ")).split()[1]
+    written = units.number(dev["write_bytes"] / dict(units.BINARY_UNITS)[unit])   # in the column's unit
     row = next(line for line in device_part.splitlines() if line.startswith(f"| {phase['phase']} |"))
     assert f"| {name} |" in row and f"| {written} |" in row
     assert f"cross-check {name} over" in device_part and "agree" in device_part
