@@ -39,6 +39,14 @@ def bpftrace_path() -> str | None:
     return shutil.which("bpftrace")
 
 
+def _is_dir(path: Path) -> bool:
+    """False too where this user may not look (root's 0700 tracefs): bpftrace could not either."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def checks() -> list[preflight.Check]:
     """What the bpftrace backend needs: privileges, BTF (the script reads kernel structs by
     their BTF types), tracefs (bpftrace attaches syscall tracepoints through it) and bpftrace."""
@@ -46,11 +54,11 @@ def checks() -> list[preflight.Check]:
     tool = (preflight.Check("bpftrace", True, found) if found else
             preflight.Check("bpftrace", False, "bpftrace is not installed",
                             "install it: apt-get install bpftrace (dnf install bpftrace)"))
-    tracefs = any(Path(root, "events", "syscalls").is_dir()
+    tracefs = any(_is_dir(Path(root, "events", "syscalls"))
                   for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
     fs = (preflight.Check("tracefs", True, "syscall tracepoints found") if tracefs else
           preflight.Check("tracefs", False, "no syscall tracepoints under /sys/kernel/tracing",
-                          "mount it: mount -t tracefs nodev /sys/kernel/tracing"))
+                          "mount it (mount -t tracefs nodev /sys/kernel/tracing) and run as root"))
     return [preflight.check_privileges(), preflight.check_btf(), tool, fs]
 
 
