@@ -100,7 +100,7 @@ def _total(by_time: float | None, by_calls: float | None) -> str:
 def line(trace) -> str:
     """One line for text reports."""
     from iowitness.collector import backends
-    if backends.backend_of(trace.meta) != backends.LIBBPF:
+    if backends.backend_of(trace.meta) not in (backends.LIBBPF, backends.BPFTRACE):
         return f"observer  {trace.event_count:,} events; observer cost not available ({backends.backend_of(trace.meta)} import)"
     c = cost(trace)
     noun = "calls summarized" if c["mode"] == "summary" else "events"

@@ -27,10 +27,11 @@ _iowitness() {
                 --ring-buffer-mb) COMPREPLY=(); return ;;
                 --max-files) COMPREPLY=(); return ;;
                 --max-processes) COMPREPLY=(); return ;;
+                --backend) COMPREPLY=($(compgen -W "libbpf bpftrace" -- "$cur")); return ;;
                 --probe) COMPREPLY=($(compgen -W "auto fast compat" -- "$cur")); return ;;
                 --on-fault) COMPREPLY=($(compgen -W "stop continue" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --probe --no-bpf-stats --on-fault" -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --backend --probe --no-bpf-stats --on-fault" -- "$cur"))
             ;;
         attach)
             case "$prev" in
@@ -42,9 +43,10 @@ _iowitness() {
                 --ring-buffer-mb) COMPREPLY=(); return ;;
                 --max-files) COMPREPLY=(); return ;;
                 --max-processes) COMPREPLY=(); return ;;
+                --backend) COMPREPLY=($(compgen -W "libbpf bpftrace" -- "$cur")); return ;;
                 --probe) COMPREPLY=($(compgen -W "auto fast compat" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help -p --pid -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --probe --no-bpf-stats" -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help -p --pid -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --backend --probe --no-bpf-stats" -- "$cur"))
             ;;
         import)
             case "$prev" in

@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 
-from iowitness.collector import blockdev, mounts, stats_windows
+from iowitness.collector import blockdev, mounts, preflight, stats_windows
 from iowitness.collector.kfeatures import PATHS as PROBE_PATHS
 from iowitness.collector.probe import (DEFAULT_MAX_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_RING_BYTES, MAX_RING_BYTES,
                                        MAX_SET_ENTRIES, Probe, ProbeConfig)
@@ -21,6 +21,8 @@ from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import Interrupted, OutputError, UsageError
 from iowitness.escape import terminal
 from iowitness.outputfile import TRACE_HINT, Output, add_mode_option, parse_mode
+
+BACKENDS = ("libbpf", "bpftrace")
 
 
 def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> None:
@@ -49,6 +51,13 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
     parser.add_argument("--max-processes", type=int, default=DEFAULT_MAX_PROCESSES, metavar="N",
                         help="processes of the benchmark the probe can follow at once (default %(default)s; "
                              "an exited process frees its place); a fork beyond it is counted as not followed")
+    parser.add_argument("--backend", choices=BACKENDS, default="libbpf",
+                        help="what records the calls: 'libbpf', the compiled probe (every call kind, the "
+                             "device view, the least cost), or 'bpftrace', probes/iowitness.bt run by "
+                             "bpftrace, for a machine where the compiled probe cannot load (iowitness doctor "
+                             "says which): the same trace of the plain file syscalls, without io_uring, "
+                             "libaio, mmap, the device view or --summary, at several times the cost per call "
+                             "(default %(default)s)")
     parser.add_argument("--probe", choices=PROBE_PATHS, default=None,
                         help="which compiled probe to load: auto (default, or $IOWITNESS_PROBE) probes the "
                              "kernel and takes the fast one where it has every feature, else the compatible "
@@ -123,6 +132,24 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
                        probe_path=args.probe)
 
 
+def require_backend(args) -> None:
+    """What the chosen backend needs from this machine, checked before anything is created."""
+    if getattr(args, "backend", "libbpf") == "bpftrace":
+        from iowitness.collector import bpftrace_backend
+        bpftrace_backend.require()
+    else:
+        preflight.require_tracing()
+
+
+def make_probe(args, file_set: FileSet, all_processes: bool):
+    """The chosen backend, loaded: a Probe, or a BpftraceProbe (started at its attach)."""
+    config = probe_config(args, file_set, all_processes)
+    if getattr(args, "backend", "libbpf") == "bpftrace":
+        from iowitness.collector.bpftrace_backend import BpftraceProbe
+        return BpftraceProbe(config)
+    return Probe(config)
+
+
 def open_recording(args, probe: Probe, path: str, mode: str, command, attached: list[dict] | None = None) -> Recorder:
     """The recorder of a new trace at `path`; a default name is taken exclusively (another run
     may pick it in the same second): recorder.writer.path is the one used."""
@@ -130,7 +157,10 @@ def open_recording(args, probe: Probe, path: str, mode: str, command, attached: 
     out = Output(path, parse_mode(args.mode), "trace", TRACE_HINT)
     fd, path = (out.open_growing(), path) if args.output else out.open_numbered()
     try:
-        writer = TraceWriter(path, base_metadata(mode, command, probe, path, attached), fd=fd)
+        meta = base_metadata(mode, command, probe, path, attached)
+        if getattr(probe, "backend", None):   # the compiled probe's traces leave it out: libbpf
+            meta["backend"] = probe.backend
+        writer = TraceWriter(path, meta, fd=fd)
     except BaseException:
         os.close(fd)
         raise

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
-from iowitness.collector import preflight, processes, targets
-from iowitness.collector.probe import Probe
+from iowitness.collector import processes, targets
 from iowitness.collector.session import processes_gone
 from iowitness.commands import _recording
 from iowitness.errors import NotFound, OutputError, UsageError
+from iowitness.escape import terminal
 
 
 def add_arguments(parser) -> None:
@@ -46,7 +47,7 @@ def execute(args) -> int:
     if not args.pids and not args.files:
         raise UsageError("say what to attach to: --pid PID or --file PATH")
     _recording.check_numbers(args)
-    preflight.require_tracing()
+    _recording.require_backend(args)
     for pid in args.pids:
         if pid <= 0 or not processes.alive(pid):   # a zombie has exited: nothing of it to trace
             raise NotFound(f"no process with PID {pid}; check it with: ps -p {pid}")
@@ -55,7 +56,7 @@ def execute(args) -> int:
     path = _recording.output_path(args, label)
     _recording.check_output_is_not_a_target(path, file_set)
     all_processes = not args.pids
-    probe = Probe(_recording.probe_config(args, file_set, all_processes=all_processes))
+    probe = _recording.make_probe(args, file_set, all_processes)
     try:
         signals.check("while the probe was loading: nothing was written")
         pids = processes.descendants(set(args.pids))
@@ -79,6 +80,10 @@ def execute(args) -> int:
             if not probe.attached:
                 probe.attach()
         recorder.note_known_files(list(known.values()))
+        late = getattr(probe, "late_additions", lambda: [])()
+        if late:   # bpftrace's sets are fixed when it starts
+            print(terminal(f"iowitness: warning: --backend bpftrace: found after bpftrace started, not traced: "
+                           f"{', '.join(late[:5])}{' ...' if len(late) > 5 else ''}"), file=sys.stderr)
         recorder.install_signal_handlers()
         if signals.signum is not None:
             recorder.abandon()

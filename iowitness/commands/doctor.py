@@ -4,7 +4,9 @@ Loads the real probe into the kernel and removes it again, so a green doctor mea
 and `attach` will work. Without root, it names each capability this process lacks (CAP_BPF
 and CAP_PERFMON are required; CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE each add
 something), one line each, with the ways to grant it; and says whether strace is there for
-`iowitness import`, where no probe can load.
+`iowitness import`, where no probe can load. Where the compiled probe cannot load, it tries
+the bpftrace backend the same way (bpftrace started on the shipped script, then stopped) and
+says whether `--backend bpftrace` will work instead, or why not.
 
 Example:
   sudo iowitness doctor
@@ -33,6 +35,30 @@ def _load_probe() -> preflight.Check:
     except IowitnessError as exc:
         return preflight.Check("load and attach", False, str(exc))
     return preflight.Check("load and attach", True, f"attached {', '.join(programs)}")
+
+
+def bpftrace_line(compiled_loads: bool) -> str:
+    """The bpftrace backend: recommended only where the compiled probe cannot load."""
+    if compiled_loads:
+        return "ok   bpftrace backend not needed: the compiled probe loads (it records more, at less cost per call)"
+    from iowitness.collector import bpftrace_backend
+    from iowitness.collector.probe import ProbeConfig
+    from iowitness.collector.targets import FileSet
+
+    missing = [c for c in bpftrace_backend.checks() if not c.ok]
+    if missing:
+        return (f"note bpftrace backend cannot be used either: {missing[0].detail}"
+                + (f"; fix: {missing[0].fix}" if missing[0].fix else ""))
+    try:
+        probe = bpftrace_backend.BpftraceProbe(ProbeConfig(file_set=FileSet(), ring_bytes=1 << 20))
+        try:
+            probe.attach()
+        finally:
+            probe.close()
+    except IowitnessError as exc:
+        return f"note bpftrace backend cannot be used either: {exc}"
+    return ("ok   bpftrace backend works here: record with iowitness run --backend bpftrace -- COMMAND "
+            "(plain file syscalls only: no io_uring, libaio, mmap or device view)")
 
 
 def capability_lines() -> list[str]:
@@ -67,5 +93,10 @@ def execute(args) -> int:
             print(f"     {'':16} fix: {c.fix}")
     failed = [c for c in checks if c.blocking and not c.ok]
     print(strace_line())
-    print("this machine can trace" if not failed else "this machine cannot trace yet")
+    fallback = bpftrace_line(compiled_loads=not failed)
+    print(fallback)
+    if failed and fallback.startswith("ok"):
+        print("this machine cannot load the compiled probe; it can trace with --backend bpftrace")
+    else:
+        print("this machine can trace" if not failed else "this machine cannot trace yet")
     return EXIT_CANNOT_TRACE if failed else 0

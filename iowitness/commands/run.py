@@ -14,6 +14,7 @@ fault or a Ctrl-C or SIGTERM to iowitness (README, "When a run fails").
 Example:
   sudo iowitness run -o iozone.iwt -- iozone -i0 -i1 -s 64m -r 4k -f /tmp/w/iozone.tmp
   sudo iowitness run --file /tmp/w/iozone.tmp -- iozone -i0 -s 64m -r 4k -f /tmp/w/iozone.tmp
+  sudo iowitness run --backend bpftrace -- iozone -i0 -i1 -s 64m -r 4k -f /tmp/w/iozone.tmp
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ import argparse
 import sys
 import time
 
-from iowitness.collector import preflight, stopping, targets
+from iowitness.collector import stopping, targets
 from iowitness.collector.launch import Launched, resolve_command
-from iowitness.collector.probe import Probe
 from iowitness.collector.session import Recorder
 from iowitness.commands import _recording
 from iowitness.errors import Interrupted, OutputError
@@ -47,12 +47,12 @@ def execute(args) -> int:
     signals = _recording.SignalLatch()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     _recording.check_numbers(args)
-    preflight.require_tracing()
+    _recording.require_backend(args)
     resolve_command(command)
     file_set = targets.file_set(args.files)
     path = _recording.output_path(args, command[0])
     _recording.check_output_is_not_a_target(path, file_set)
-    probe = Probe(_recording.probe_config(args, file_set, all_processes=False))
+    probe = _recording.make_probe(args, file_set, all_processes=False)
     try:
         signals.check("while the probe was loading: the benchmark was not started, nothing was written")
         recorder = _recording.open_recording(args, probe, path, "run", command)

@@ -186,7 +186,7 @@ def main() -> int:
     parser.add_argument("--workloads", default=",".join(workloads_all), help="comma-separated (default: all)")
     parser.add_argument("--observers", default=",".join(o for o in observers_all
                                                         if o not in ("untraced", "timing-floor")
-                                                        and not o.endswith("-nostats")),
+                                                        and not o.endswith(("-nostats", "-bpftrace"))),
                         help="comma-separated (default: all); untraced always runs")
     parser.add_argument("--dir", help="where the benchmark's files go (default: a new directory in /var/tmp)")
     parser.add_argument("--smoke", action="store_true",

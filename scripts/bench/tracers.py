@@ -6,6 +6,8 @@ floor              empty BPF programs on tp_btf sys_enter/sys_exit and io_uring_
                    tracepoints costs at least
 iowitness          `iowitness run --file F`: one record per call, default ring and wake-ups
 iowitness-summary  `iowitness run --summary --file F`: in-kernel aggregates only
+iowitness-bpftrace `iowitness run --backend bpftrace --file F`: probes/iowitness.bt; not in
+                   the default set
 iowitness-nostats  iowitness with --no-bpf-stats: what timing our programs costs (two clock
                    reads per program run); not in the default set
 timing-floor       programs that only time every syscall (probes/timing_floor.bpf.o): two clock
@@ -113,16 +115,23 @@ class TimingFloor(Floor):
 
 
 class Iowitness(Observer):
-    def __init__(self, summary: bool, stats: bool = True, probe: str | None = None):
-        # probe: "compat" records with the compatible object (collector/kfeatures.py)
-        self.summary, self.stats, self.probe = summary, stats, probe
+    def __init__(self, summary: bool, stats: bool = True, probe: str | None = None, backend: str = "libbpf"):
+        # probe: "compat" records with the compatible object (collector/kfeatures.py);
+        # backend: "bpftrace" records with probes/iowitness.bt
+        self.summary, self.stats, self.probe, self.backend = summary, stats, probe, backend
         self.name = (("iowitness-summary" if summary else "iowitness") + ("" if stats else "-nostats")
-                     + (f"-{probe}" if probe else ""))
+                     + (f"-{probe}" if probe else "") + ("" if backend == "libbpf" else f"-{backend}"))
+
+    def unavailable(self):
+        if self.backend == "bpftrace" and not shutil.which("bpftrace"):
+            return "bpftrace is not installed (apt-get install bpftrace)"
+        return None
 
     def options(self, files: list[str]) -> list[str]:
         """The recording options of this mode, tracing `files` (run and attach take the same)."""
         options = (["--summary"] if self.summary else []) + ([] if self.stats else ["--no-bpf-stats"])
         options += ["--probe", self.probe] if self.probe else []
+        options += [] if self.backend == "libbpf" else ["--backend", self.backend]
         return options + [arg for f in files for arg in ("--file", f)]
 
     def wrap(self, command, files, out, tag):
@@ -196,5 +205,6 @@ class PerfTrace(Observer):
 
 def all_observers() -> dict[str, Observer]:
     found = [Untraced(), Floor(), Iowitness(False), Iowitness(True), Strace(), Bpftrace(), PerfTrace(),
-             Iowitness(False, stats=False), Iowitness(True, stats=False), TimingFloor()]
+             Iowitness(False, stats=False), Iowitness(True, stats=False), TimingFloor(),
+             Iowitness(False, backend="bpftrace")]
     return {o.name: o for o in found}
