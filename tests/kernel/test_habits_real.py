@@ -79,7 +79,10 @@ def test_fio_job_file_two_jobs_has_no_phase_for_fios_own_files(traced, workdir, 
     # AND fio's own JSON, given with --claims, is judged on the jobs' phases
     verdicts = judged.verdicts(trace, out.read_text())
     by_test = {v.claim.test: phases.set_index("phase").loc[v.phases, "path"].astype(str).tolist() for v in verdicts}
-    assert by_test == {"writer write": [f"{workdir}/writer.0.0"], "reader read": [f"{workdir}/reader.0.0"]}
+    # (each job's throughput and, since issue 21, its latency figures: both on the job's own file)
+    assert by_test == {"writer write": [f"{workdir}/writer.0.0"], "reader read": [f"{workdir}/reader.0.0"],
+                       "writer write latency": [f"{workdir}/writer.0.0"],
+                       "reader read latency": [f"{workdir}/reader.0.0"]}
     # AND with no output captured, the hint says what happened in this run (not "attach")
     why = trace.report().verdicts.attrs["why"]
     assert "printed nothing" in why and "attach" not in why
