@@ -64,7 +64,17 @@ class TraceData:
 
 def read(path) -> TraceData:
     """Read a .iwt file. A bad header or START raises BadTrace; a damaged tail ends the reading."""
-    data = memoryview(_file_bytes(path))
+    return _checked(path, memoryview(_file_bytes(path)))
+
+
+def scan(path, data: memoryview) -> TraceData:
+    """As read, over `data` (the file, mapped by collector/tracestream.py), but the events are
+    only checked, never kept: `columns` is empty and `event_batches` says where each chunk of
+    events is, (offset, payload, rows), for the caller to decode one at a time."""
+    return _checked(path, data, keep_events=False)
+
+
+def _checked(path, data: memoryview, keep_events: bool = True) -> TraceData:
     if len(data) < HEADER.size and MAGIC.startswith(bytes(data[:len(MAGIC)])):
         raise BadTrace(f"{path} ends before its header: the tracer stopped at once; trace again")
     if bytes(data[:len(MAGIC)]) != MAGIC:
@@ -75,7 +85,7 @@ def read(path) -> TraceData:
         raise BadTrace(f"{path} is trace format version {version}, but iowitness {__version__} "
                        f"reads versions {spoken(READABLE_VERSIONS)} only; open it "
                        "with the iowitness that wrote it")
-    return _read(path, data, version, len(data))
+    return _read(path, data, version, len(data), keep_events=keep_events)
 
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
@@ -104,7 +114,8 @@ def _file_bytes(path) -> bytes:
             raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
 
 
-def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None) -> TraceData:
+def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None,
+          keep_events: bool = True) -> TraceData:
     """The trace in data[:len(data)] (all of the file, or the part before a damaged chunk);
     `damage` says why the reading ended before the end of the file, when it did."""
     chunks, good_end, torn = _good_chunks(data, version)
@@ -171,14 +182,16 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     for kind, dtype in dtypes.items():
         # events are read column by column (what the analysis uses), other records as records
         decode_all = _decode_columns if kind == EVENTS else _decode_all
+        if kind == EVENTS and not keep_events:
+            decode_all = _check_columns
         records[kind], bad_at, why = decode_all(batches[kind], dtype, version)
         if bad_at is not None:
             # a record chunk that passed its CRC yet does not decode: it and what comes after
             # it are dropped, exactly as after a bad CRC (the writer never produces one)
             return _read(path, data[:bad_at], version, file_size,
-                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}")
+                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events)
 
-    missing = _records_missing(end, records)
+    missing = _records_missing(end, records, batches)
     meta = {**start, **(end or {}), "complete": end is not None and not missing,
             "truncated_bytes": file_size - good_end, "unread_reason": damage if good_end < file_size else None,
             "records_missing": missing,
@@ -187,18 +200,21 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     text = {name: b"".join(parts).decode("utf-8", errors="replace")
             for name, parts in output.items()}
     trace = TraceData(meta, records[EVENTS], dtypes[EVENTS], records[FACTS], ops, meta_kinds, text, counters)
+    trace.version = version
+    trace.event_batches = [] if keep_events else batches[EVENTS]
+    trace.event_rows = sum(rows for _, _, rows in batches[EVENTS])
     trace.stored_bytes = {"header": HEADER.size, **stored}
     _attach_device_view(trace, records, samples)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace
 
 
-def _records_missing(end: dict | None, records: dict) -> str | None:
+def _records_missing(end: dict | None, records: dict, batches: dict) -> str | None:
     """What END's counters say the collector wrote and the file does not hold (whole chunks
     cut out with their framing intact: no CRC sees that); None when all is there."""
     if end is None or not isinstance(end.get("counters"), dict):
         return None
-    held = {"events": len(records[EVENTS]["start_ns"]), "facts": len(records[FACTS]),
+    held = {"events": sum(rows for _, _, rows in batches[EVENTS]), "facts": len(records[FACTS]),
             "block_requests": len(records[BLOCK]) if BLOCK in records else None}
     gaps = [f"{int(end['counters'][name]):,} {name.replace('_', ' ')} counted, {count:,} held"
             for name, count in held.items()
@@ -299,6 +315,17 @@ def _decode_columns(batches: list, dtype: np.dtype, version: int) -> tuple[dict,
             return {name: column[:at] for name, column in columns.items()}, offset, str(exc)
         at += rows
     return columns, None, None
+
+
+def _check_columns(batches: list, dtype: np.dtype, version: int) -> tuple[dict, int | None, str | None]:
+    """As _decode_columns, one chunk at a time into a scratch block that is dropped: the
+    chunks are known to decode (as the in-memory reading would find) without holding them;
+    the columns returned are empty."""
+    for offset, payload, rows in batches:
+        _, bad_at, why = _decode_columns([(offset, payload, rows)], dtype, version)
+        if bad_at is not None:
+            return _decode_columns([], dtype, version)[0], bad_at, why
+    return _decode_columns([], dtype, version)[0], None, None
 
 
 def _decode_all(batches: list, dtype: np.dtype, version: int) -> tuple[np.ndarray, int | None, str | None]:
