@@ -41,6 +41,8 @@ def percentiles(blocks: Blocks, phases: int, percents) -> np.ndarray:
     """(phases × len(percents)) float64 array: np.percentile(latency_ns / 1e3, percents) of
     each phase's values, NaN for a phase without any."""
     q = np.true_divide(np.asarray(percents, dtype=np.float64), 100)
+    if not phases:
+        return np.full((0, len(q)), np.nan)
     count, lo, hi = _extent(blocks, phases)
     n = count[:, None].astype(np.float64)
     # numpy's own formula for method "linear", in its order of operations, so that the

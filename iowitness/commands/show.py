@@ -6,7 +6,6 @@ Example:
 
 from __future__ import annotations
 
-from iowitness.analysis.run import load
 from iowitness.commands import _output
 
 
@@ -17,5 +16,10 @@ def add_arguments(parser) -> None:
 def execute(args) -> int:
     from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it
 
-    _output.print_text(summary.render(load(args.trace)))
+    from iowitness.analysis import streamed
+
+    # block by block: memory bounded by a block of events, whatever the trace's length, and a
+    # trace still being written is read up to its last whole chunk
+    with streamed.open_trace(args.trace) as trace:
+        _output.print_text(summary.render(trace))
     return 0

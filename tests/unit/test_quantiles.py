@@ -98,3 +98,11 @@ def test_report_percentiles_from_blocks_of_a_trace(tmp_path):
     columns = ["lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us"]
     assert len(table) == 48
     assert got[table.index.to_numpy()].tobytes() == table[columns].to_numpy(np.float64).tobytes()
+
+
+def test_no_phase_no_pass():
+    # GIVEN no phase at all (a --summary trace has no call records)
+    # WHEN percentiles are asked for
+    got = quantiles.percentiles(lambda: iter(()), 0, PERCENTS)
+    # THEN the answer is an empty table of the right width
+    assert got.shape == (0, len(PERCENTS))
