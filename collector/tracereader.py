@@ -11,6 +11,7 @@ analysis/run.py.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
 
@@ -64,7 +65,29 @@ class TraceData:
 
 def read(path) -> TraceData:
     """Read a .iwt file. A bad header or START raises BadTrace; a damaged tail ends the reading."""
-    return _checked(path, memoryview(_file_bytes(path)))
+    data, active = _file_bytes(path)
+    return _mark_active(_checked(path, memoryview(data)), active)
+
+
+def being_written(fd: int) -> bool:
+    """Whether a collector still holds the trace open for writing (collector/tracewriter.py
+    locks it for its life)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def _mark_active(trace: "TraceData", active: bool) -> "TraceData":
+    # a trace read while recorded ends where the collector's last flush ended: incomplete,
+    # not broken (said so by the reports, analysis/reporters/tables.status)
+    if active and not trace.meta.get("complete"):
+        trace.meta["being_written"] = True
+    return trace
 
 
 def scan(path, data: memoryview) -> TraceData:
@@ -92,7 +115,7 @@ _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), 
                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _file_bytes(path) -> bytes:
+def _file_bytes(path) -> tuple[bytes, bool]:
     """The whole file, when it is a regular file: a pipe or a device (/dev/zero) has no end
     to read up to, and opening a FIFO waits for a writer (hence O_NONBLOCK, and fstat after
     the open: the path cannot become something else in between)."""
@@ -107,9 +130,10 @@ def _file_bytes(path) -> bytes:
         os.close(fd)
         what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
         raise BadTrace(f"{path} is {what}, not a trace file; give the file that `iowitness run -o` wrote")
+    active = being_written(fd)
     with open(fd, "rb") as file:
         try:
-            return file.read()
+            return file.read(), active
         except OSError as exc:
             raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
 

@@ -26,7 +26,7 @@ import stat
 import numpy as np
 
 from iowitness.collector import codec
-from iowitness.collector.tracereader import _NOT_REGULAR, TraceData, scan
+from iowitness.collector.tracereader import _NOT_REGULAR, TraceData, _mark_active, being_written, scan
 from iowitness.collector.traceformat import CHUNK
 from iowitness.errors import BadTrace
 
@@ -124,6 +124,7 @@ def open_trace(path, block_rows: int = BLOCK_ROWS) -> Stream:
         if not stat.S_ISREG(info.st_mode):
             what = next((name for test, name in _NOT_REGULAR if test(info.st_mode)), "not a regular file")
             raise BadTrace(f"{path} is {what}, not a trace file; give the file that `iowitness run -o` wrote")
+        active = being_written(fd)
         # a trace still being written grows: what is mapped is what was there at this moment
         mapped = mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ) if info.st_size else None
     except OSError as exc:
@@ -131,7 +132,7 @@ def open_trace(path, block_rows: int = BLOCK_ROWS) -> Stream:
     finally:
         os.close(fd)
     view = memoryview(mapped) if mapped is not None else memoryview(b"")
-    data = scan(path, view)
+    data = _mark_active(scan(path, view), active)
     stream = Stream(path, data, view, mapped, block_rows)
     stream._release(0, len(view))   # the check walked every page
     return stream

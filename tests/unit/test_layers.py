@@ -28,7 +28,7 @@ FOLDERS = {"iowitness": ROOT / "iowitness", "iowitness.analysis": ROOT / "analys
 SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness.outputfile", "iowitness.escape")
 # the trace contract: what the analysis may read of the collector
 TRACE_CONTRACT = ("iowitness.collector.traceformat", "iowitness.collector.tracereader",
-                  "iowitness.collector.codec")
+                  "iowitness.collector.tracestream", "iowitness.collector.codec")
 
 
 def layer(module: str) -> int:
