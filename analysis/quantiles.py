@@ -37,13 +37,14 @@ FLUSH = 4 << 20
 Blocks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
 
-def percentiles(blocks: Blocks, phases: int, percents) -> np.ndarray:
+def percentiles(blocks: Blocks, phases: int, percents, extent=None) -> np.ndarray:
     """(phases × len(percents)) float64 array: np.percentile(latency_ns / 1e3, percents) of
-    each phase's values, NaN for a phase without any."""
+    each phase's values, NaN for a phase without any. `extent`: (count, minimum, maximum) per
+    phase, when the caller counted them already (it saves pass 0)."""
     q = np.true_divide(np.asarray(percents, dtype=np.float64), 100)
     if not phases:
         return np.full((0, len(q)), np.nan)
-    count, lo, hi = _extent(blocks, phases)
+    count, lo, hi = (np.asarray(e, dtype=np.int64) for e in extent) if extent is not None else _extent(blocks, phases)
     n = count[:, None].astype(np.float64)
     # numpy's own formula for method "linear", in its order of operations, so that the
     # floating-point rounding is the same
@@ -95,8 +96,9 @@ def _extent(blocks: Blocks, phases: int) -> tuple[np.ndarray, np.ndarray, np.nda
 
 def _kept(phase: np.ndarray, value: np.ndarray, phases: int) -> tuple[np.ndarray, np.ndarray]:
     phase = np.asarray(phase, dtype=np.int64)
+    value = np.asarray(value).view(np.int64) if np.asarray(value).dtype == np.uint64 else np.asarray(value, np.int64)
     keep = (phase >= 0) & (phase < phases)
-    return phase[keep], np.asarray(value)[keep].astype(np.int64)
+    return (phase, value) if keep.all() else (phase[keep], value[keep])
 
 
 def _select(blocks: Blocks, phases: int, wanted: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -131,24 +133,28 @@ def _histograms(blocks: Blocks, phases: int, ranges: np.ndarray) -> np.ndarray:
     first = np.r_[True, ranges[order][1:, 0] != ranges[order][:-1, 0]] if len(ranges) else np.zeros(0, bool)
     group_start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
     k_of[order] = np.arange(len(order)) - group_start
+    # per k: for each phase, its k-th range's slot, start, width and shift (-1: none), so that
+    # a block is looked up with one-dimensional gathers
     tables = []
     for k in range(int(k_of.max()) + 1 if len(ranges) else 0):
         mine = np.flatnonzero(k_of == k)
         slot = np.full(phases, -1, dtype=np.int64)
+        begin, size = np.zeros(phases, dtype=np.int64), np.zeros(phases, dtype=np.int64)
         slot[ranges[mine, 0]] = mine
-        tables.append(slot)
+        begin[ranges[mine, 0]] = ranges[mine, 1]
+        size[ranges[mine, 0]] = np.int64(1) << ranges[mine, 2]
+        shift = np.maximum(ranges[:, 2] - BITS, 0)
+        tables.append((slot, begin, size, np.where(slot >= 0, shift[np.maximum(slot, 0)], 0)))
     pending, held = [], 0
     for phase, value in blocks():
         phase, value = _kept(phase, value, phases)
-        for slot in tables:
-            s = slot[phase]
-            hit = s >= 0
-            s, v = s[hit], value[hit]
-            begin, width = ranges[s, 1], ranges[s, 2]
-            inside = (v >= begin) & (v - begin < (np.int64(1) << width))
-            s, v, begin, width = s[inside], v[inside], begin[inside], width[inside]
-            pending.append(s * BINS + ((v - begin) >> np.maximum(width - BITS, 0)))
-            held += len(s)
+        for slot, begin, size, shift in tables:
+            offset = value - begin[phase]
+            # phases without a k-th range have size 0: no value is inside
+            inside = np.flatnonzero((offset >= 0) & (offset < size[phase]))
+            p = phase[inside]
+            pending.append(slot[p] * BINS + (offset[inside] >> shift[p]))
+            held += len(inside)
         # a bincount costs its whole length: counted over many blocks at once, not per block
         if held >= FLUSH:
             counts += np.bincount(np.concatenate(pending), minlength=len(counts))

@@ -56,7 +56,7 @@ class StreamedTrace(Trace):
         for block in self._stream.blocks(COLUMNS):
             tables.add(self, block, block.first_row)
         tables.percentiles(lambda: ((self._codes(tables, b), b["latency_ns"])
-                                    for b in self._stream.blocks(["op", "latency_ns"])))
+                                    for b in self._stream.blocks(["op", "latency_ns"])), with_extent=True)
         self._tables = tables
         return tables
 
@@ -85,81 +85,89 @@ class Tables:
         self.first: dict[str, tuple] = {}         # syscall or path -> (start, position) of its first call
         self.per_name: dict[str, dict] = {}
         self.per_path: dict[str, list] = {}       # path -> [calls, read bytes, written bytes]
-        self.per_tgid: dict[int, int] = {}
-        self.threads: set = set()
+        self.per_pair: dict[int, int] = {}         # (tgid << 32 | tid) -> calls
         self.event_count = 0
         self.pct = None
 
     def syscall_codes(self, ops: dict, op: np.ndarray) -> np.ndarray:
-        distinct, inverse = np.unique(op, return_inverse=True)
-        table = np.array([self.names.get(ops.get(int(o), f"op{o}"), -1) for o in distinct], dtype=np.int64)
-        return table[inverse.ravel()] if len(op) else np.empty(0, np.int64)
+        if not len(op):
+            return np.empty(0, np.int64)
+        op = op.astype(np.int64)
+        present = np.flatnonzero(np.bincount(op))
+        table = np.full(int(present[-1]) + 1, -1, dtype=np.int64)
+        for o in present:
+            table[o] = self.names.get(ops.get(int(o), f"op{o}"), -1)
+        return table[op]
 
     def add(self, trace, block, first_row: int) -> None:
         n = len(block["start_ns"])
         self.event_count += n
         if not n:
             return
-        start = block["start_ns"].astype(np.int64)
-        position = first_row + np.arange(n, dtype=np.int64)
-        ret = block["ret"].astype(np.int64)
+        start = block["start_ns"].view(np.int64)
+        ret = block["ret"]
         requested = block["requested"].view(np.int64)
-        latency = block["latency_ns"].astype(np.int64)
-        ops = trace._ops
-        distinct, inverse = np.unique(block["op"], return_inverse=True)
-        inverse = inverse.ravel()
-        for k, op in enumerate(distinct):
-            name = ops.get(int(op), f"op{op}")
-            rows = np.flatnonzero(inverse == k)
-            self._first(name, start[rows], position[rows])
+        latency = block["latency_ns"].view(np.int64)
+        op = block["op"].astype(np.int64)
+        # syscall numbers are small: a table per number, looked up once per distinct number
+        present = np.flatnonzero(np.bincount(op))
+        name_of = {int(o): trace._ops.get(int(o), f"op{o}") for o in present}
+        size = int(present[-1]) + 1
+        is_fault, is_read, is_write = (np.zeros(size, dtype=bool) for _ in range(3))
+        for o, name in name_of.items():
+            is_fault[o] = name in FAULTS
+            is_read[o] = name in READS + ("fault_read",)
+            is_write[o] = name in WRITES + ("fault_write",)
+        for o, name in name_of.items():
+            rows = np.flatnonzero(op == o)
+            self._first(name, start[rows], first_row + rows)
             s = self.per_name.setdefault(name, {"calls": 0, "errors": 0, "bytes": 0, "short": 0,
                                                 "lat_sum": 0, "lat_min": None, "lat_max": None})
             self.names.setdefault(name, len(self.names))
             r, q, lat = ret[rows], requested[rows], latency[rows]
             s["calls"] += len(rows)
-            s["errors"] += int((r < 0).sum())
+            s["errors"] += int(np.count_nonzero(r < 0))
             if name in FAULTS:
                 s["bytes"] += int(q.sum())
             elif name in DATA_SYSCALLS:
                 s["bytes"] += int(r[r > 0].sum())
-                s["short"] += int(((r >= 0) & (r < q)).sum())
+                s["short"] += int(np.count_nonzero((r >= 0) & (r < q)))
             s["lat_sum"] += int(lat.sum())
-            s["lat_min"] = int(lat.min()) if s["lat_min"] is None else min(s["lat_min"], int(lat.min()))
-            s["lat_max"] = int(lat.max()) if s["lat_max"] is None else max(s["lat_max"], int(lat.max()))
+            low, high = int(lat.min()), int(lat.max())
+            s["lat_min"] = low if s["lat_min"] is None else min(s["lat_min"], low)
+            s["lat_max"] = high if s["lat_max"] is None else max(s["lat_max"], high)
         # files: bytes a call moved (a fault: what it mapped), by direction
-        names = np.array([ops.get(int(o), f"op{o}") for o in distinct], dtype=object)[inverse]
-        is_fault = np.isin(names, FAULTS)
-        moved = np.where(is_fault, requested, np.maximum(ret, 0))
-        reads = np.isin(names, READS + ("fault_read",))
-        writes = np.isin(names, WRITES + ("fault_write",))
-        paths = trace._paths(block["dev"], block["ino"], block["start_ns"])
+        moved = np.where(is_fault[op], requested, np.maximum(ret, 0))
+        reads, writes = is_read[op], is_write[op]
         # a call on a file no open or target named has no path: in no row (pandas drops it too)
-        paths = pd.Categorical(paths)
+        paths = pd.Categorical(trace._paths(block["dev"], block["ino"], block["start_ns"]))
         codes = paths.codes.astype(np.int64)
         calls = np.bincount(codes[codes >= 0], minlength=len(paths.categories))
         for k in np.flatnonzero(calls):
-            p = str(paths.categories[k])
             rows = np.flatnonzero(codes == k)
-            self._first(("path", p), start[rows], position[rows])
+            p = str(paths.categories[k])
+            self._first(("path", p), start[rows], first_row + rows)
             entry = self.per_path.setdefault(p, [0, 0, 0])
             entry[0] += int(calls[k])
             entry[1] += int(moved[rows][reads[rows]].sum())
             entry[2] += int(moved[rows][writes[rows]].sum())
-        tgid = block["tgid"].astype(np.int64)
-        t_distinct, t_counts = np.unique(tgid, return_counts=True)
-        for t, c in zip(t_distinct, t_counts):
-            self.per_tgid[int(t)] = self.per_tgid.get(int(t), 0) + int(c)
-        pairs = np.unique((tgid << 32) | block["tid"].astype(np.int64))
-        self.threads.update(int(p) for p in pairs)
+        # processes: calls per (process, thread) pair, a handful per block
+        pair_codes, pairs = pd.factorize((block["tgid"].astype(np.int64) << 32) | block["tid"].astype(np.int64))
+        for pair, c in zip(pairs, np.bincount(pair_codes)):
+            self.per_pair[int(pair)] = self.per_pair.get(int(pair), 0) + int(c)
 
     def _first(self, key, start: np.ndarray, position: np.ndarray) -> None:
-        at = np.lexsort((position, start))[0]
-        candidate = (int(start[at]), int(position[at]))
+        earliest = start.min()
+        candidate = (int(earliest), int(position[start == earliest].min()))
         if key not in self.first or candidate < self.first[key]:
             self.first[key] = candidate
 
-    def percentiles(self, blocks) -> None:
-        self.pct = quantiles.percentiles(blocks, len(self.names), PERCENTILES)
+    def percentiles(self, blocks, with_extent: bool = False) -> None:
+        extent = None
+        if with_extent:   # counted already: the select skips its pass 0
+            by_number = sorted(self.names, key=self.names.get)
+            extent = tuple([self.per_name[n][key] for n in by_number] for key in ("calls", "lat_min", "lat_max"))
+        self.pct = quantiles.percentiles(blocks, len(self.names), PERCENTILES, extent)
 
     def syscall_table(self) -> pd.DataFrame:
         rows = []
@@ -186,15 +194,17 @@ class Tables:
                              "written_bytes": [self.per_path[p][2] for p in order]})
 
     def process_table(self, processes: pd.DataFrame) -> pd.DataFrame:
-        if not self.per_tgid:
+        if not self.per_pair:
             return pd.DataFrame(columns=["tgid", "threads", "calls", "comm"])
-        tgids = sorted(self.per_tgid)
         threads: dict[int, int] = {}
-        for pair in self.threads:
+        calls: dict[int, int] = {}
+        for pair, c in self.per_pair.items():
             threads[pair >> 32] = threads.get(pair >> 32, 0) + 1
+            calls[pair >> 32] = calls.get(pair >> 32, 0) + c
+        tgids = sorted(threads)
         names = {int(row.tgid): row.comm for row in processes.itertuples()} if not processes.empty else {}
         return pd.DataFrame({"tgid": tgids, "threads": [threads[t] for t in tgids],
-                             "calls": [self.per_tgid[t] for t in tgids],
+                             "calls": [calls[t] for t in tgids],
                              "comm": [names.get(t, "") for t in tgids]})
 
     def has_data_calls(self) -> bool:
