@@ -132,7 +132,8 @@ def open_trace(path, block_rows: int = BLOCK_ROWS) -> Stream:
     finally:
         os.close(fd)
     view = memoryview(mapped) if mapped is not None else memoryview(b"")
-    data = _mark_active(scan(path, view), active)
-    stream = Stream(path, data, view, mapped, block_rows)
-    stream._release(0, len(view))   # the check walked every page
+    stream = Stream(path, None, view, mapped, block_rows)
+    # the check walks every page: each stretch is handed back once walked
+    stream.data = _mark_active(scan(path, view, stream._release), active)
+    stream._release(0, len(view))
     return stream

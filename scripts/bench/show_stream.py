@@ -4,9 +4,9 @@
 `show` reads the trace block by block (analysis/streamed.py); the loaded path (the tables of
 analysis/reporters/summary.py over `iowitness.load(TRACE).events`) is what `show` did before.
 Both run in a fresh process; peak resident memory is the kernel's ru_maxrss for it (os.wait4),
-wall time includes Python start-up. The trace is report_10m.py's synthetic IOzone-shaped one
-(written by the collector's TraceWriter), made once per size. Prints the median and range, and
-whether the two texts are identical (when both ran).
+CPU time its user + system time (the same), wall time includes Python start-up. The trace is
+report_10m.py's synthetic IOzone-shaped one (written by the collector's TraceWriter), made once
+per size. Prints the median and range, and whether the two texts are identical (when both ran).
 
 Usage (from the repository, no root needed):
   .venv/bin/python scripts/bench/show_stream.py --events 10000000 --runs 3
@@ -33,8 +33,8 @@ LOADED = [sys.executable, "-c", "import sys; from iowitness.analysis.run import 
           "from iowitness.analysis.reporters import summary; print(summary.render(load(sys.argv[1])))"]
 
 
-def measure(command: list[str], trace: Path) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS bytes, digest of stdout) of one run in a fresh process."""
+def measure(command: list[str], trace: Path) -> tuple[float, int, str, float]:
+    """(wall seconds, peak RSS bytes, digest of stdout, CPU seconds) of one run in a fresh process."""
     with tempfile.TemporaryFile() as out:
         begin = time.perf_counter()
         proc = subprocess.Popen([*command, str(trace)], stdout=out, stderr=subprocess.PIPE)
@@ -45,7 +45,8 @@ def measure(command: list[str], trace: Path) -> tuple[float, int, str]:
         if os.waitstatus_to_exitcode(status) != 0:
             sys.exit(f"{' '.join(command[:3])} exited {os.waitstatus_to_exitcode(status)}:\n{stderr}")
         out.seek(0)
-        return wall, usage.ru_maxrss * 1024, hashlib.sha256(out.read().rstrip(b"\n")).hexdigest()
+        return (wall, usage.ru_maxrss * 1024, hashlib.sha256(out.read().rstrip(b"\n")).hexdigest(),
+                usage.ru_utime + usage.ru_stime)
 
 
 def main() -> int:
@@ -68,9 +69,10 @@ def main() -> int:
             if name == "loaded" and args.no_loaded:
                 continue
             runs = [measure(command, trace) for _ in range(args.runs)]
-            walls, peaks = [r[0] for r in runs], [r[1] / 2**30 for r in runs]
+            walls, peaks, cpus = [r[0] for r in runs], [r[1] / 2**30 for r in runs], [r[3] for r in runs]
             digests[name] = {r[2] for r in runs}
             print(f"show {name:8}  wall {statistics.median(walls):7.2f} s ({min(walls):.2f} .. {max(walls):.2f})  "
+                  f"CPU {statistics.median(cpus):7.2f} s ({min(cpus):.2f} .. {max(cpus):.2f})  "
                   f"peak RSS {statistics.median(peaks):5.2f} GiB ({min(peaks):.2f} .. {max(peaks):.2f})", flush=True)
         if len(digests) == 2:
             same = digests["streamed"] == digests["loaded"] and len(digests["loaded"]) == 1
