@@ -43,8 +43,8 @@ def records_of(frame) -> np.ndarray:
 
 
 def write_interleaved(path: Path) -> None:
-    """Two processes (one with two threads) on two files, a failed read and short reads, the
-    records written out of time order (as two CPUs' batches arrive), a FILE fact per file."""
+    """Two processes (one with two threads) on two files, a failed read and short reads, two
+    syscalls tied in calls, the records written out of time order (as two CPUs' batches arrive), a FILE fact per file."""
     calls = Calls(tgid=100).open("/data/a", O_WRONLY | O_CREAT)
     for _ in range(40):
         calls.write(4096, latency=int(np.random.default_rng(len(calls.rows)).integers(500, 90_000)))
@@ -54,7 +54,10 @@ def write_interleaved(path: Path) -> None:
     calls.thread(201)
     for k in range(25):
         calls.pread(8192, 8192 * k, latency=2000 + 11 * k)
-    frame = calls.process(100).fsync(latency=700_000).close().frame()
+    # close (by 200) comes before fsync (by 100) and both end with 2 calls: a tie that the
+    # tables order by first appearance in time, not by syscall number (fsync's is lower)
+    calls.process(200).close()
+    frame = calls.process(100).fsync(latency=700_000).fsync().close().frame()
     records = records_of(frame)
     lay = layout()
     facts = np.zeros(2, lay.meta)
@@ -94,6 +97,8 @@ def test_show_of_interleaved_records_streams_identically(tmp_path):
     # THEN the texts are the same, and they show what was written: 2 files, the failed read
     assert "/data/a" in text and "/data/b" in text
     assert any(line.split()[:3] == ["read", "30", "1"] for line in text.splitlines())
+    rows = [line.split()[0] for line in text.splitlines() if line.split()[:1] in (["close"], ["fsync"])]
+    assert rows == ["close", "fsync"]
 
 
 def test_show_of_an_iozone_shaped_trace_streams_identically(tmp_path):
