@@ -1,9 +1,23 @@
-"""Build hook: compile the BPF probe (probes/Makefile) before the Python files are collected.
+"""Build hook: compile the BPF probe (probes/Makefile) before the Python files are collected,
+when the toolchain is there; without it, install the analysis side only.
 
 The object is written to probes/build/, inside the source tree, so that an editable install
 (`pip install -e .`) finds it where a regular install packs it.
+
+Without clang, make or bpftool (a laptop reading a colleague's trace, macOS, an arm64 machine)
+the install goes on without the probe: report, show, compare, check, export and import work,
+and run/attach say in one line what to install. IOWITNESS_REQUIRE_PROBE=1 (scripts/setup.sh
+sets it) turns a missing toolchain into a failed install instead.
+
+The wheel's tag says what it holds. With the probe it is `py3-none-linux_x86_64`: the object
+is compiled for x86-64's syscall table, and the event-area reader (collector/eventarea.py)
+relies on x86's in-order stores to read the probe's records without a fence. Without the probe
+it is pure Python, `py3-none-any`, and installs anywhere.
 """
 
+import os
+import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,17 +25,58 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:   # setuptools before 70.1
+    from wheel.bdist_wheel import bdist_wheel
+
 PROBES = Path(__file__).resolve().parent / "probes"
+TOOLS = ("clang", "make", "bpftool")
+INSTALL_HINT = "install clang, llvm, libbpf-dev, bpftool and make (scripts/setup.sh does)"
+
+
+def _missing_tools() -> list[str]:
+    missing = [t for t in TOOLS if shutil.which(t) is None and not (t == "bpftool" and Path("/usr/sbin/bpftool").exists())]
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        missing.append(f"an x86-64 Linux machine (this is {sys.platform} {platform.machine()})")
+    return missing
+
+
+def with_probe() -> bool:
+    missing = _missing_tools()
+    if missing and os.environ.get("IOWITNESS_REQUIRE_PROBE") == "1":
+        sys.exit(f"iowitness: cannot build the BPF probe: {', '.join(missing)} missing; {INSTALL_HINT}")
+    return not missing
 
 
 class BuildWithProbe(build_py):
     def run(self):
-        try:
-            subprocess.run(["make", "-s", "-C", str(PROBES)], check=True)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            sys.exit(f"iowitness: building the BPF probe failed ({exc}); "
-                     "install clang, libbpf-dev and bpftool (scripts/setup.sh does) and retry")
+        if with_probe():
+            try:
+                subprocess.run(["make", "-s", "-C", str(PROBES)], check=True)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                sys.exit(f"iowitness: building the BPF probe failed ({exc}); {INSTALL_HINT}, and retry")
+            super().run()
+            return
+        print(f"iowitness: installing the analysis side only ({', '.join(_missing_tools())} missing): "
+              f"run and attach need the probe; {INSTALL_HINT}, then install again", file=sys.stderr)
         super().run()
+        # an object left in probes/build by an earlier build is not this install's: a pure
+        # wheel must not carry an x86-64 object
+        for stale in Path(self.build_lib, "iowitness", "probes", "build").glob("*.bpf.o"):
+            stale.unlink()
 
 
-setup(cmdclass={"build_py": BuildWithProbe})
+class Wheel(bdist_wheel):
+    def finalize_options(self):
+        if with_probe():
+            # a platform wheel, its files in platlib (not under .data/purelib)
+            self.distribution.has_ext_modules = lambda: True
+        super().finalize_options()
+
+    def get_tag(self):
+        python, abi, plat = super().get_tag()
+        return ("py3", "none", plat) if not self.root_is_pure else (python, abi, plat)
+
+
+setup(cmdclass={"build_py": BuildWithProbe, "bdist_wheel": Wheel})

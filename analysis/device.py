@@ -38,6 +38,7 @@ import pandas as pd
 from iowitness.analysis.device_credit import claims, credited, holding, phase_threads
 from iowitness.analysis.phases import SYNC, call_kinds, named, stable_order
 from iowitness.collector.traceformat import async_ops, dev_name
+from iowitness.collector import backends
 
 READ_OP = 0
 DISCARD_OPS = (3, 5)
@@ -405,6 +406,8 @@ def limiter_line(r) -> str:
 
 def no_device_lines(trace) -> list[str]:
     view = trace.meta.get("device_view")
+    if view is None and backends.backend_of(trace.meta) != backends.LIBBPF:
+        return [f"no device view: a trace made by {backends.backend_of(trace.meta)} holds no block I/O"]
     if view is None and getattr(trace, "block", None) is not None:
         return ["device view from an incomplete trace: devices by number only, files without a device not named"]
     if view is None:

@@ -40,7 +40,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if found.judge is not None:
             out.append(found.judge(window, tolerance, missing))
             continue
-        rows = found.rows
+        # a stream's final flush is what shows its calls are a buffer's (buffering.stream_evidence)
+        rows = found.rows.assign(late_flush=[int(p) in flushes for p in found.rows["phase"]])
         notes = list(found.notes)
         notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
         notes += device_checks.claim_reasons(claim, rows, getattr(report, "device", None), ceiling, window)

@@ -99,6 +99,9 @@ def _total(by_time: float | None, by_calls: float | None) -> str:
 
 def line(trace) -> str:
     """One line for text reports."""
+    from iowitness.collector import backends
+    if backends.backend_of(trace.meta) != backends.LIBBPF:
+        return f"observer  {trace.event_count:,} events; observer cost not available ({backends.backend_of(trace.meta)} import)"
     c = cost(trace)
     noun = "calls summarized" if c["mode"] == "summary" else "events"
     parts = [f"{c['calls']:,} {noun}", f"{c['lost']:,} lost"]

@@ -258,16 +258,20 @@ def _fd_of_last(events: pd.DataFrame, rows: np.ndarray, makers: np.ndarray, fd: 
     return np.where(np.isnan(made), base - fd[rows], np.nan_to_num(made)).astype(np.int64)
 
 
-def assign(events: pd.DataFrame) -> pd.DataFrame:
+def assign(events: pd.DataFrame, outside: np.ndarray | None = None) -> pd.DataFrame:
     """Per event: span, phase (-1 = none), operation and warm-up; phases numbered from 1 in time order.
 
-    `events` must be in time order (iowitness.load gives them so).
+    `events` must be in time order (iowitness.load gives them so). `outside`: per event, true
+    for calls that are in no phase whatever they do (the benchmark's own files, such as fio's
+    job file and its output: benchmarks/*.own_files).
     """
     n = len(events)
     kind = call_kinds(events["syscall"])
     # faults on a program or a library (a file some process mapped executable) are the loader's
     # and the code's, not the benchmark's data: in no phase
     code = _faults_on_code(events)
+    if outside is not None:
+        code = code | outside
     kind[code] = OTHER
     ok = events["ret"].to_numpy() >= 0
     start = events["start_ns"].to_numpy()
@@ -328,6 +332,16 @@ def assign(events: pd.DataFrame) -> pd.DataFrame:
         primes = ((d_offset[1] == d_offset[0]) & (d_size[1] == d_size[0])
                   & (d_offset[2] == d_offset[1] + d_size[1]))
         warmup[rows[0][primes]] = True
+        # a read phase of two calls of one size at one offset: the prime and the one record of
+        # a file no bigger than its record (IOzone -a where the record size reaches the file size)
+        pair = np.flatnonzero(cut)
+        pair = pair[pair + 1 < len(order)]
+        pair = pair[~cut[pair + 1] & ~mixed[pair] & (d_kind[pair] == READ)
+                    & ((pair + 2 == len(order)) | cut[np.minimum(pair + 2, len(order) - 1)])]
+        rows = order[np.stack([pair, pair + 1])]
+        d_offset = events["offset"].to_numpy(np.int64)[rows]
+        d_size = events["requested"].to_numpy(np.int64)[rows]
+        warmup[rows[0][(d_offset[1] == d_offset[0]) & (d_size[1] == d_size[0])]] = True
 
         # other calls: the phase before them in their thread and span, else the next one;
         # then the same within the span, for calls of a thread that did no I/O there

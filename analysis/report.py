@@ -31,6 +31,14 @@ class Report:
         `report --csv` never needs it."""
         return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
 
+    @cached_property
+    def verdicts(self) -> pd.DataFrame:
+        """The claims of the output the run captured, judged at the default tolerance: one row per
+        claim (analysis/judged.py; judged.verdicts for an output saved apart or other options).
+        Empty when there is no claim to judge, and .attrs["why"] then says why. (Asked of the
+        trace: the judgement builds on this module, not the other way round.)"""
+        return self.trace.verdicts()
+
 
 # how a benchmark can move a file's bytes without a record in the trace: plain loads and
 # stores on mapped pages already in memory make no syscall and no fault; the rest that the
@@ -169,21 +177,34 @@ class Calls:
     offset = _column_property("offset")
 
 
+def own_files(events: pd.DataFrame, module, command: list[str], cwd: str | None) -> np.ndarray | None:
+    """Per event: on one of the benchmark's own files (its job file, its output: the module's
+    own_files), which are in no phase; None when the benchmark has none."""
+    hook = getattr(module, "own_files", None)
+    if hook is None or not command or not len(events):
+        return None
+    is_own = hook(command, cwd)
+    path = events["path"]
+    own = np.array([is_own(str(p)) for p in path.cat.categories] + [False], dtype=bool)
+    return own[path.cat.codes.to_numpy()]   # code -1 (no path) takes the last entry, False
+
+
 def build(trace) -> Report:
     events = trace.events
-    assigned = phase_module.assign(events)
-    table = phase_module.table(events, assigned)
-    flat = Calls(events, assigned)
     command = trace.meta.get("command") or []
     benchmark = trace.meta.get("benchmark") or benchmarks.recognise(command)
     module = benchmarks.by_name(benchmark)
+    assigned = phase_module.assign(events, own_files(events, module, command, trace.meta.get("cwd")))
+    table = phase_module.table(events, assigned)
+    flat = Calls(events, assigned)
     # a benchmark that runs N processes per test (IOzone -t N): a group of N even when a short
     # test's processes do not overlap in time
     members = module.processes(command) if module is not None else None
     table.insert(1, "group", groups.assign(table, members) if len(table) else pd.Series(dtype=np.int64))
     group_table = groups.table(table, flat)
     table.insert(2, "benchmark_name", None)
-    names = module.name_phases(table, command, trace.meta.get("pid")) if module is not None else None
+    names = module.name_phases(table, command, trace.meta.get("pid"), cwd=trace.meta.get("cwd")) \
+        if module is not None else None
     if names is not None:
         table["benchmark_name"] = names
     return Report(table, group_table, outliers(flat, table), assigned, benchmark, trace, flat)

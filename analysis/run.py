@@ -67,6 +67,17 @@ class Trace:
             self._report = build(self)
         return self._report
 
+    def verdicts(self) -> pd.DataFrame:
+        """The captured output's claims judged, one row per claim: what `report().verdicts` gives."""
+        from iowitness.analysis import judged
+
+        try:
+            return judged.table(judged.verdicts(self))
+        except judged.NoClaims as exc:
+            empty = judged.table([])
+            empty.attrs["why"] = str(exc)
+            return empty
+
     def phases(self) -> pd.DataFrame:
         """One row per phase of the benchmark, rebuilt from the events (see analysis/phases.py)."""
         return self.report().phases
@@ -191,8 +202,10 @@ def load(path) -> Trace:
 def export_parquet(trace: Trace, out) -> None:
     """Write the events table to Parquet, with the trace metadata under the key b"iowitness".
     `out`: a path, or an iowitness.outputfile.Output (created fresh, never through a symlink)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from iowitness.extras import require
+
+    pa = require("pyarrow", "parquet", "Parquet export")
+    pq = require("pyarrow.parquet", "parquet", "Parquet export")
 
     table = pa.Table.from_pandas(trace.events, preserve_index=False)
     metadata = {**(table.schema.metadata or {}), b"iowitness": json_bytes(trace.meta)}

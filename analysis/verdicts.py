@@ -57,6 +57,8 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     kind: str = "bytes"               # what the figures count: "bytes" (per s), "ops" (per s),
                                       # "latency" (s per op), "amount" (bytes, not a rate)
+    counts: dict[str, int] = field(default_factory=dict)  # what a latency verdict counted: "operations",
+                                      # "requests", "within" (not figures: those are all of `kind`)
 
     @property
     def ok(self) -> bool:
@@ -279,8 +281,15 @@ def _note_user_time(rows: pd.DataFrame, reasons: list[str]) -> None:
                        "syscall and are not timed, so the window is the first fault to the last")
         return
     duration = float(rows["duration_s"].max())
-    # time between the data calls that no call covered (several threads overlap theirs)
-    user = ((rows["duration_s"] - rows["data_ns"] / 1e9 / rows["threads"]).clip(lower=0)).max()
+    # time between the data calls that no call covered (several threads overlap theirs): an
+    # fdatasync after every write, or another call, is time in the kernel, not in user space;
+    # never more than the phase table's own user time (its thread's calls elsewhere out too)
+    zero = pd.Series(0, index=rows.index)
+    in_calls = rows["data_ns"] + rows.get("fsync_ns", zero) + rows.get("other_calls_ns", zero).clip(lower=0)
+    user = (rows["duration_s"] - in_calls / 1e9 / rows["threads"]).clip(lower=0)
+    if "user_ns" in rows:
+        user = user.clip(upper=rows["user_ns"] / 1e9)
+    user = user.max()
     share = float(user) / duration if duration else 0
     if share >= USER_SHARE:
         reasons.append(f"user space between calls: {share:.0%} of the phase's time "

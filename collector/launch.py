@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 
-from iowitness.collector import stopping
+from iowitness.collector import statusline, stopping
 from iowitness.collector.traceformat import OUTPUT, STREAMS
 from iowitness.collector.tracewriter import append_chunk
 from iowitness.errors import NotFound, UsageError
@@ -75,6 +75,8 @@ class Launched:
         self.argv = argv
         self.path = resolve_command(argv)
         self.returncode: int | None = None
+        # the terminal the collector's status line shares with the benchmark's output (statusline.py)
+        self.terminal = statusline.Shared()
         use_pty = sys.stdout.isatty()
         out_read, out_write = pty.openpty() if use_pty else os.pipe()
         err_read, err_write = os.pipe()
@@ -104,7 +106,8 @@ class Launched:
                     signal.signal(signal.SIGTERM, signal.SIG_IGN)
                     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                     watchdog = _Watchdog(lifeline_read, self.tree, on_fault)
-                    _capture({out_read: "stdout", err_read: "stderr"}, trace_fd, use_pty, watchdog)
+                    _capture({out_read: "stdout", err_read: "stderr"}, trace_fd, use_pty, watchdog,
+                             self.terminal)
                 except BaseException as exc:  # noqa: BLE001 - a child must never return into the parent's code
                     os.write(2, f"iowitness: the output capture stopped: {exc!r}\n".encode())
                 os._exit(0)
@@ -195,11 +198,13 @@ def _close_all_but(keep: set[int]) -> None:
                 pass   # the directory's own fd, closed by now
 
 
-def _capture(sources: dict[int, str], trace: int | None, pty_stdout: bool, watchdog: _Watchdog) -> None:
+def _capture(sources: dict[int, str], trace: int | None, pty_stdout: bool, watchdog: _Watchdog,
+             terminal: statusline.Shared | None = None) -> None:
     """The capture process's loop: each read goes to our stream of the same name and, as an
     OUTPUT chunk, to the trace (appended whole, next to the collector's own chunks). It ends
     when the output is closed and the watchdog has nothing left to watch."""
     sinks = {"stdout": 1, "stderr": 2}
+    ttys = {fd for fd in sinks.values() if os.isatty(fd)} if terminal is not None else set()
     poller = select.poll()
     for fd in (*sources, *watchdog.fds):
         poller.register(fd, select.POLLIN)
@@ -217,8 +222,13 @@ def _capture(sources: dict[int, str], trace: int | None, pty_stdout: bool, watch
                 data = b""
             if data and pty_stdout and name == "stdout":
                 data = data.replace(b"\r\n", b"\n")
+            on_tty = data and sinks[name] in ttys
+            if on_tty:
+                terminal.before_write(sinks[name])
             if data and not _write_to(sinks[name], data):
                 data = b""   # our reader is gone: close the benchmark's end, it gets SIGPIPE
+            if on_tty:
+                terminal.wrote(data)
             if data and trace is not None:
                 try:
                     append_chunk(trace, OUTPUT, bytes([STREAMS[name]]) + data)

@@ -75,6 +75,8 @@ def lib():
             "bpf_program__fd": (_c.c_int, [_vp]),
             "bpf_obj_get_info_by_fd": (_c.c_int, [_c.c_int, _vp, _c.POINTER(_c.c_uint32)]),
             "bpf_enable_stats": (_c.c_int, [_c.c_int]),
+            "libbpf_probe_bpf_helper": (_c.c_int, [_c.c_int, _c.c_int, _vp]),
+            "libbpf_probe_bpf_map_type": (_c.c_int, [_c.c_int, _vp]),
         }
         for name, (restype, argtypes) in sig.items():
             fn = getattr(_lib, name)
@@ -247,6 +249,16 @@ def stats_enabled_by_sysctl() -> bool:
             return f.read().strip() == "1"
     except OSError:
         return False
+
+
+def probe_helper(prog_type: int, helper: int) -> bool:
+    """Does the kernel let a program of this type call this helper (libbpf loads a tiny one)?"""
+    return lib().libbpf_probe_bpf_helper(prog_type, helper, None) == 1
+
+
+def probe_map_type(map_type: int) -> bool:
+    """Can the kernel create a map of this type (libbpf creates a one-entry one)?"""
+    return lib().libbpf_probe_bpf_map_type(map_type, None) == 1
 
 
 def possible_cpus() -> int:

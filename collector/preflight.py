@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iowitness import probes
-from iowitness.errors import CannotTrace
+from iowitness.collector import kfeatures
+from iowitness.errors import CannotTrace, IowitnessError
 
 BTF = Path("/sys/kernel/btf/vmlinux")
 TRACEFS = Path("/sys/kernel/tracing")
@@ -36,12 +37,13 @@ def _effective_caps() -> int:
 
 
 def check_privileges() -> Check:
-    caps = _effective_caps()
-    has = (caps >> CAP_SYS_ADMIN) & 1 or ((caps >> CAP_BPF) & 1 and (caps >> CAP_PERFMON) & 1)
-    if has:
+    from iowitness.collector import capabilities
+
+    lacking = [c.name for c in capabilities.missing(_effective_caps()) if c.required]
+    if not lacking:
         return Check("privileges", True, "root" if os.geteuid() == 0 else "CAP_BPF + CAP_PERFMON")
-    return Check("privileges", False, "not root and no CAP_BPF/CAP_PERFMON",
-                 "run iowitness as root, e.g. with sudo")
+    return Check("privileges", False, f"not root and no {' or '.join(lacking)}",
+                 "run iowitness as root (sudo), or grant " + " and ".join(lacking) + ": `iowitness doctor` says how")
 
 
 def check_btf() -> Check:
@@ -60,22 +62,53 @@ def check_arch() -> Check:
 
 
 def check_kernel() -> Check:
+    """What this kernel can run, asked of the kernel itself (collector/kfeatures.py), never read
+    from its version number. Needs BTF and privileges: the probes load tiny programs."""
     release = platform.release()
+    if not check_privileges().ok:
+        return Check("kernel features", True, f"{release}: not probed (probing loads BPF: needs the privileges)",
+                     blocking=False)
+    if not BTF.exists():
+        return Check("kernel features", False, f"{release}: no BTF, so no feature can be probed",
+                     "boot a kernel built with CONFIG_DEBUG_INFO_BTF=y")
     try:
-        major, minor = (int(x) for x in release.split(".")[:2])
-    except ValueError:
-        return Check("kernel", True, release, blocking=False)
-    if (major, minor) >= (6, 2):
-        return Check("kernel", True, release)
-    return Check("kernel", False, f"{release}: the probe needs ring buffers, task storage in tracing programs "
-                 "and the bpf_rdonly_cast kfunc (Linux 6.2)", "use Linux 6.2 or newer")
+        lacking = kfeatures.missing(kfeatures.BOTH_NEED)
+    except IowitnessError as exc:
+        return Check("kernel features", False, f"{release}: {exc}", blocking=False)
+    if lacking:
+        return Check("kernel features", False, f"{release} lacks {'; '.join(lacking)}",
+                     "use Linux 5.8 or newer with BTF, or trace with strace (iowitness import)")
+    return Check("kernel features", True, f"{release}: BPF ring buffers, tp_btf, bpf_probe_read_kernel")
+
+
+def check_probe_path() -> Check:
+    """Which object `run` will load: the fast one, or the compatible one and what it leaves out."""
+    if not check_privileges().ok or not BTF.exists():
+        return Check("probe path", True, "not probed (needs the privileges and BTF)", blocking=False)
+    try:
+        choice = kfeatures.choose()
+    except IowitnessError as exc:
+        return Check("probe path", False, str(exc))
+    detail = choice.why
+    if choice.path == "compat":
+        detail += ("; libaio, io_uring and mmap page faults are then counted as not followed, "
+                   "and the off-CPU state of a thread is read from the thread")
+    return Check("probe path", True, detail, blocking=False)
 
 
 def check_probe_object() -> Check:
-    if probes.OBJECT.exists():
-        return Check("probe object", True, str(probes.OBJECT))
-    return Check("probe object", False, f"{probes.OBJECT} is missing",
-                 "build it: make -C probes, or reinstall: pip install . (scripts/setup.sh does both)")
+    path = probes.OBJECT
+    if check_privileges().ok and BTF.exists():
+        try:
+            path = kfeatures.choose().object
+        except IowitnessError:
+            pass
+    if path.exists():
+        return Check("probe object", True, str(path))
+    return Check("probe object", False, f"{path} is missing: this iowitness was installed without its BPF probe "
+                 "(no clang at install time)",
+                 "install clang, llvm, libbpf-dev, bpftool and make, then install iowitness again (or make -C probes "
+                 "in a checkout); without them, record with strace and `iowitness import`")
 
 
 def _exists(path: Path) -> bool:
@@ -94,7 +127,7 @@ def check_tracefs() -> Check:
     return Check("tracefs", True, detail, blocking=False)
 
 
-CHECKS = (check_privileges, check_btf, check_arch, check_kernel, check_probe_object, check_tracefs)
+CHECKS = (check_privileges, check_btf, check_arch, check_kernel, check_probe_path, check_probe_object, check_tracefs)
 
 
 def run_checks() -> list[Check]:

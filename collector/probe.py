@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iowitness import probes
-from iowitness.collector import aggregates, blockdev, eventarea, libbpf, mounts, preflight
+from iowitness.collector import aggregates, blockdev, eventarea, kfeatures, libbpf, mounts, preflight
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
@@ -48,6 +48,9 @@ class ProbeConfig:
     max_processes: int = DEFAULT_MAX_PROCESSES
     # block devices the device view can watch (no option: a benchmark rarely spans more)
     max_devices: int = DEFAULT_MAX_DEVICES
+    # which object: "auto" (probe the kernel), "fast" or "compat" (collector/kfeatures.py);
+    # None: IOWITNESS_PROBE, else auto
+    probe_path: str | None = None
 
 
 def _kernel_has_tracepoint(name: str) -> bool:
@@ -58,9 +61,15 @@ def _kernel_has_tracepoint(name: str) -> bool:
 
 
 def _tracefs_has_event(path: str) -> bool:
-    """A tracepoint libbpf attaches through tracefs (a syscall's own, e.g.): there, and mounted."""
-    return any(Path(root, "events", path, "id").exists()
-               for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+    """A tracepoint libbpf attaches through tracefs (a syscall's own, e.g.): there, mounted, and
+    readable by us (tracefs is root's, mode 0700: without root or CAP_DAC_READ_SEARCH it is not)."""
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        try:
+            Path(root, "events", path, "id").read_bytes()
+            return True
+        except OSError:
+            continue
+    return False
 
 
 class Probe:
@@ -84,7 +93,8 @@ class Probe:
 
         self._block_devs = None   # the device filter, once the device view is open
         self._devices_not_watched = 0   # devices user space could not add to a full filter
-        self._obj = BpfObject(probes.OBJECT)
+        self.choice = kfeatures.choose(config.probe_path)
+        self._obj = BpfObject(self.choice.object)
         try:
             self._obj.set_initial_value(".rodata.settings", settings.tobytes())
             self._obj.set_max_entries("event_area", cpus * per_cpu)
@@ -96,6 +106,8 @@ class Probe:
             self._obj.set_max_entries("files", config.max_files)
             self._obj.set_max_entries("procs", config.max_processes)
             self._obj.set_max_entries("block_devs", config.max_devices)
+            if self.choice.path == "compat":
+                self._compat_programs()
             # block_io_start (Linux 6.5) only names who submitted a request; without it the
             # device view still has every request, with the submitter unknown
             if not _kernel_has_tracepoint("block_io_start"):
@@ -154,6 +166,16 @@ class Probe:
                 self.stats_mode, self.stats_source = STATS_SYSCTL, "sysctl kernel.bpf_stats_enabled"
             else:
                 self.stats_mode, self.stats_source = STATS_SAMPLED, "BPF_ENABLE_STATS, sampled"
+
+    def _compat_programs(self) -> None:
+        """The compatible object keeps threads' spilled calls in a hash (not task storage):
+        room for every thread of the process set, and the block_rq_issue program that fits
+        this kernel's tracepoint (the request first since Linux 5.11, second before)."""
+        self._obj.set_max_entries("starts", min(4 * self.config.max_processes, MAX_SET_ENTRIES))
+        if kfeatures.tracepoint_args("block_rq_issue") == 2:
+            self._obj.skip_program("on_block_rq_issue")
+        else:
+            self._obj.skip_program("on_block_rq_issue_q")
 
     def _open_device_view(self, L) -> None:
         """The block-request and off-CPU rings, and the device filter seeded from the file set."""

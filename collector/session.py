@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iowitness import units
-from iowitness.collector import blockdev, mounts, processes, stats_windows, targets
+from iowitness.collector import backends, blockdev, mounts, processes, stats_windows, targets
 from iowitness.collector.probe import Probe
 from iowitness.collector.traceformat import STATS_SAMPLED, dev_name, lost_total, not_followed
 from iowitness.collector.tracewriter import TraceWriter
@@ -52,6 +52,7 @@ def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path
     extra = {"attached": attached} if attached else {}
     return {
         "iowitness_version": __version__,
+        "backend": backends.LIBBPF,
         "mode": mode,
         "command": command,
         **extra,
@@ -69,6 +70,8 @@ def base_metadata(mode: str, command: list[str] | None, probe: Probe, trace_path
         "all_processes": probe.config.all_processes,
         "targets": [{"dev": f.kdev, "ino": f.ino, "path": f.path} for f in probe.config.file_set.known],
         "ring_buffer_bytes": probe.ring_bytes,
+        # which probe object recorded (collector/kfeatures.py): "fast" or "compat", and why
+        "probe_path": {"path": probe.choice.path, "why": probe.choice.why, "missing": probe.choice.missing},
         "summary_mode": probe.config.summary,
         # the collector's CPU time before recording (Python, numpy, loading the probe): fixed per
         # run, so the cost per event is judged on what comes after it
@@ -107,6 +110,8 @@ class Recorder:
         self._is_data[[v for v, name in ops.items() if layout().op_kinds[name] in ("read", "write")]] = True
         self._started = time.monotonic()
         self._status_shown = False
+        # shared with a launched benchmark's output capture (statusline.py); None for attach
+        self.terminal = None
         self._windows = stats_windows.Windows(self._started)
         self._watched = 0
         self._cpu_at_recording_start: float | None = None
@@ -290,17 +295,26 @@ class Recorder:
         if unfollowed:
             line += "  NOT FOLLOWED " + ", ".join(f"{n:,} {name.split('_')[0]}" for name, n in unfollowed.items())
         if sys.stderr.isatty():
+            if self.terminal is not None and not self.terminal.drawable:
+                # the benchmark is mid-line or shows its own progress line (statusline.py)
+                self.clear_status()
+                return
             sys.stderr.write("\r\x1b[K" + line)
             self._status_shown = True
+            if self.terminal is not None:
+                self.terminal.shown(True)
         elif force_line:
             sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
     def clear_status(self) -> None:
-        if self._status_shown:
+        # a line the capture cleared already may hold the benchmark's output by now: left alone
+        if self._status_shown and (self.terminal is None or self.terminal.is_shown):
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
-            self._status_shown = False
+        self._status_shown = False
+        if self.terminal is not None:
+            self.terminal.shown(False)
 
     def loop(self, is_finished, duration: float | None = None, on_tick=None) -> str:
         """Drain until is_finished() names a reason, a stop is requested, or duration passes."""

@@ -126,7 +126,8 @@ NOT_FOLLOWED = {
     "files_not_followed": ("open of a target file", "opens of target files",
                            "the file set was full: raise --max-files"),
     "processes_not_followed": ("process", "processes", "the process set was full: raise --max-processes"),
-    "threads_not_followed": ("thread", "threads", "the kernel gave them no task storage: memory was short"),
+    "threads_not_followed": ("thread", "threads", "the kernel gave them no task storage (memory was short), "
+                             "or the compatible probe's thread map was full"),
     "requests_not_followed": ("asynchronous request", "asynchronous requests",
                               "submitted but never seen completing: left in flight when its process ended or "
                               "its libaio context was destroyed, reaped from the ring in user space, or more "
@@ -134,6 +135,9 @@ NOT_FOLLOWED = {
     "transfers_not_decoded": ("transfer on a target file", "transfers on target files",
                               "made in a way the probe does not decode yet, such as an io_uring "
                               "op other than read, write and fsync"),
+    "compat_not_followed": ("libaio/io_uring request or mmap of a target", "libaio/io_uring requests or mmaps "
+                            "of targets", "the compatible probe (an older kernel, or --probe compat) does not "
+                            "follow libaio, io_uring or page faults: iowitness doctor says why it was chosen"),
 }
 
 # The probe's per-CPU `lost` slots (probes/events.h IOW_LOST_*), by the counter name the trace
@@ -144,6 +148,7 @@ LOST_SLOTS = {
     "files_not_followed": "IOW_LOST_FILES", "processes_not_followed": "IOW_LOST_PROCESSES",
     "threads_not_followed": "IOW_LOST_THREADS", "devices_not_watched": "IOW_LOST_DEVICES",
     "requests_not_followed": "IOW_LOST_REQUESTS", "transfers_not_decoded": "IOW_LOST_UNDECODED",
+    "compat_not_followed": "IOW_LOST_COMPAT",
 }
 
 # The ops of asynchronous requests (probes/events.h IOW_OP_URING_*, IOW_OP_AIO_*): their

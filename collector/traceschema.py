@@ -137,6 +137,7 @@ DEVICE_VIEW = {"diskstats_fields": [TEXT], "cpu_fields": [TEXT],
 # START and END: END's keys override START's, so both are checked against the one schema
 META = {
     "command": Maybe([TEXT]), "benchmark": Maybe(TEXT), "pid": Maybe(U32), "mode": Maybe(TEXT), "cwd": Maybe(TEXT),
+    "backend": Maybe(TEXT),
     "attached": Maybe([PROCESS]), "files": [FILE],
     "targets": [{"dev": Need(U32), "ino": Need(U64), "path": Need(TEXT)}],
     "clock_start": CLOCK, "clock_end": CLOCK,

@@ -14,7 +14,9 @@ from iowitness.escape import terminal
 from iowitness.errors import EXIT_USAGE, IowitnessError
 from iowitness.version import __version__
 
-COMMANDS = ["run", "attach", "show", "report", "compare", "check", "export", "doctor"]
+COMMANDS = ["run", "attach", "import", "show", "report", "compare", "check", "export", "doctor"]
+# a command whose name is a Python keyword lives in a module with a trailing underscore
+MODULES = {"import": "import_"}
 
 
 def build_parser():
@@ -34,9 +36,12 @@ def build_parser():
         epilog="Example: sudo iowitness run -- iozone -i0 -i1 -s 64m -r 4k -f /tmp/w/iozone.tmp",
     )
     parser.add_argument("--version", action="version", version=f"iowitness {__version__}")
+    parser.add_argument("--completion", choices=["bash"],
+                        help="print the shell completion script (eval \"$(iowitness --completion bash)\"; zsh: "
+                             "after autoload bashcompinit && bashcompinit)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"iowitness.commands.{name}")
+        module = importlib.import_module(f"iowitness.commands.{MODULES.get(name, name)}")
         doc = (module.__doc__ or "").strip()
         summary = doc.splitlines()[0] if doc else name
         command = sub.add_parser(
@@ -73,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         _reuse_freed_memory()
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.completion:
+            from iowitness.completion import bash
+
+            print(bash(parser), end="")
+            return 0
         if not getattr(args, "execute", None):
             print(f"iowitness: say which command to run ({', '.join(COMMANDS)}); see iowitness --help",
                   file=sys.stderr)

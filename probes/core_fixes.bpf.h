@@ -20,15 +20,44 @@
 #define ARG5(regs) ((regs)->r8)
 #define ARG6(regs) ((regs)->r9)
 
+/* Two builds of one source (probes/Makefile): the fast object, and with -DIOW_COMPAT the
+ * compatible one for kernels back to Linux 5.8. collector/kfeatures.py probes the running
+ * kernel for what the fast one needs and loads the compatible one when something is missing
+ * (or when --probe compat / IOWITNESS_PROBE=compat asks for it). Every kernel interface the
+ * compatible object uses is checked against the version that introduced it by
+ * tests/unit/test_compat_kernel_table.py (table: probes/kernel_versions.py). */
+
 /* The hot path reads kernel memory with plain loads (the verifier turns them into
  * fault-safe ones) instead of bpf_probe_read_kernel calls: BTF-typed pointers allow it, and a
  * load costs a few ns where a helper call costs tens. `regs` of tp_btf is such a pointer, and
- * so is `task`; a file read out of the fd table becomes one through bpf_rdonly_cast, a kfunc
- * since Linux 6.2 (a35b9af4ec2c "bpf: Add a kfunc for generic type cast"). */
+ * so is `task` (bpf_get_current_task_btf, Linux 5.11: 3ca1032ab7ab "bpf: Add
+ * bpf_get_current_task_btf helper"); a file read out of the fd table becomes one through
+ * bpf_rdonly_cast, a kfunc since Linux 6.2 (a35b9af4ec2c "bpf: Add a kfunc for generic type
+ * cast"). The compatible object has neither: its task is a plain number
+ * (bpf_get_current_task, Linux 4.8) and every field of a task or file is read with
+ * BPF_CORE_READ (bpf_probe_read_kernel, Linux 5.5). KFIELD(p, f) is the one spelling of both. */
+#ifdef IOW_COMPAT
+#define KFIELD(p, f) BPF_CORE_READ(p, f)
+#define current_task() ((struct task_struct *)bpf_get_current_task())
+#else
+#define KFIELD(p, f) ((p)->f)
+#define current_task() bpf_get_current_task_btf()
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#endif
 
 static __always_inline struct file *file_of_fd(struct task_struct *task, long fd)
 {
+#ifdef IOW_COMPAT
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **slots;
+	struct file *file = NULL;
+
+	if (fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	slots = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&file, sizeof(file), &slots[fd]);
+	return file;
+#else
 	struct fdtable *fdt = task->files->fdt;
 	struct kiocb *entry;
 
@@ -40,6 +69,7 @@ static __always_inline struct file *file_of_fd(struct task_struct *task, long fd
 	entry = bpf_rdonly_cast((void *)((unsigned long)fdt->fd + fd * sizeof(struct file *)),
 				bpf_core_type_id_kernel(struct kiocb));
 	return entry->ki_filp;
+#endif
 }
 
 /* Who submitted a block request is known only from block_io_start, a tracepoint since Linux
@@ -50,6 +80,44 @@ static __always_inline struct file *file_of_fd(struct task_struct *task, long fd
  * The device a request is accounted to: rq->part, NULL for requests the block layer does not
  * account (flushes, passthrough); then the bio's device (bio->bi_bdev, since Linux 5.12:
  * 309dca309fc3 "block: store a block_device pointer in struct bio"), then the whole disk. */
+#ifdef IOW_COMPAT
+/* Before Linux 5.11 (0d02129e76ed "block: merge struct block_device and struct hd_struct")
+ * rq->part was a struct hd_struct, whose device number is in its struct device; the whole
+ * disk was rq->rq_disk (q->disk came in 5.15). The ___old types name those layouts for CO-RE;
+ * on a newer kernel they do not resolve and bpf_core_type_exists() cuts their branch. */
+struct hd_struct___old {
+	struct device __dev;
+} __attribute__((preserve_access_index));
+
+struct gendisk___old {
+	struct hd_struct___old part0;
+} __attribute__((preserve_access_index));
+
+struct request___old {
+	struct hd_struct___old *part;
+	struct gendisk___old *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 request_dev(struct request *rq)
+{
+	struct block_device *part = NULL;
+
+	if (bpf_core_type_exists(struct hd_struct___old)) {
+		struct request___old *old = (void *)rq;
+		struct hd_struct___old *hd = BPF_CORE_READ(old, part);
+
+		if (hd)
+			return BPF_CORE_READ(hd, __dev.devt);
+		return BPF_CORE_READ(old, rq_disk, part0.__dev.devt);
+	}
+	part = BPF_CORE_READ(rq, part);
+	if (!part && bpf_core_field_exists(struct bio, bi_bdev))
+		part = BPF_CORE_READ(rq, bio, bi_bdev);
+	if (!part && bpf_core_field_exists(struct request_queue, disk))
+		part = BPF_CORE_READ(rq, q, disk, part0);
+	return part ? BPF_CORE_READ(part, bd_dev) : 0;
+}
+#else
 static __always_inline __u32 request_dev(struct request *rq)
 {
 	struct block_device *part = BPF_CORE_READ(rq, part);
@@ -60,6 +128,8 @@ static __always_inline __u32 request_dev(struct request *rq)
 		part = BPF_CORE_READ(rq, q, disk, part0);
 	return part ? BPF_CORE_READ(part, bd_dev) : 0;
 }
+
+#endif
 
 /* REQ_OP_MASK is a macro, which BTF does not carry: the low REQ_OP_BITS (8) bits of cmd_flags */
 #define REQUEST_OP(rq) (BPF_CORE_READ(rq, cmd_flags) & 0xff)
@@ -88,7 +158,22 @@ static __always_inline bool fault_maps_whole_folio(void)
  * leaves the file to be checked on completion. */
 
 /* sched_switch passes prev_state since Linux 5.18 (fa2c3254d7cf "sched/tracing: Don't re-read
- * p->state when emitting sched_switch event"): on_sched_switch takes it as its fourth
- * argument, which an older kernel's tracepoint does not have (the load fails there). */
+ * p->state when emitting sched_switch event"): the fast on_sched_switch takes it as its fourth
+ * argument, which an older kernel's tracepoint does not have. The compatible one reads the
+ * state from the task, as the kernel did before that change (a wake-up racing the switch can
+ * show the thread running where it was blocked: the off-CPU reason is then "preempted").
+ * The field was `state` until Linux 5.14 (2f064a59a11f "sched: Change task_struct::state"). */
+#ifdef IOW_COMPAT
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->__state))
+		return BPF_CORE_READ(task, __state);
+	return BPF_CORE_READ((struct task_struct___old *)task, state);
+}
+#endif
 
 #endif

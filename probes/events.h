@@ -214,7 +214,8 @@ struct iow_offcpu {
 #define IOW_LOST_DEVICES 8     /* a block device under a target file the device filter had no room for */
 #define IOW_LOST_REQUESTS 9    /* an async request on a target the in-flight map had no room for: its completion unseen */
 #define IOW_LOST_UNDECODED 10  /* a transfer on a target file made in a way the probe does not decode */
-#define IOW_LOST_SLOTS 11
+#define IOW_LOST_COMPAT 11     /* libaio, io_uring or mmap the compatible probe does not follow (compat.bpf.h) */
+#define IOW_LOST_SLOTS 12
 
 /* Calls that drive asynchronous I/O without moving file data themselves: counted per CPU in
  * `async_calls` (calls and time inside them), never recorded one by one. */

@@ -60,11 +60,15 @@
 #include "summary.bpf.h"
 #include "block.bpf.h"
 #include "offcpu.bpf.h"
-#include "aio.bpf.h"
 #include "transfer.bpf.h"
+#ifdef IOW_COMPAT
+#include "compat.bpf.h"
+#else
+#include "aio.bpf.h"
 #include "mapping.bpf.h"
 #include "uring.bpf.h"
 #include "faults.bpf.h"
+#endif
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -77,7 +81,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 
 	if (!op && !async_call_of_syscall(nr))
 		return 0;
-	task = bpf_get_current_task_btf();
+	task = current_task();
 	slot = this_cpu_slot();
 	if (!slot)
 		return 0;
@@ -130,7 +134,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	}
 	/* the clock after the cheap test: most syscalls of the machine are not file syscalls */
 	now = bpf_ktime_get_ns();
-	task = bpf_get_current_task_btf();
+	task = current_task();
 	slot = this_cpu_slot();
 	if (!slot)
 		return 0;
@@ -172,7 +176,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	call_args_of(op, regs, file, ret, &args);
 
 	if (settings.summary)  /* no record: the verifier drops send_event in this mode */
-		summarize_call(slot, &key, epoch, epoch_known, op, task->tgid, start_ts, now, &args, ret);
+		summarize_call(slot, &key, epoch, epoch_known, op, KFIELD(task, tgid), start_ts, now, &args, ret);
 	else
 		send_event(task, &key, op, start_ts, now, ret, &args);
 	return 0;
@@ -205,6 +209,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	__u32 tid = BPF_CORE_READ(task, pid);
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
+	forget_task_start(tid);
 	if (settings.all_processes)
 		return 0;
 	forget_off_cpu(tid);
@@ -237,23 +242,39 @@ int BPF_PROG(on_block_io_start, struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(on_block_rq_issue, struct request *rq)
+static __always_inline void block_rq_issued(struct request *rq)
 {
 	__u64 key = (__u64)rq;
 	__u32 dev = request_dev(rq);
 	struct block_start *s;
 
 	if (!bpf_map_lookup_elem(&block_devs, &dev))
-		return 0;
+		return;
 	s = bpf_map_lookup_elem(&block_inflight, &key);
 	/* not seen starting (a flush, or a kernel without block_io_start): the issuer may be anyone */
 	if (!s)
 		s = note_submitter(rq, false);
 	if (s)
 		s->issue_ns = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(on_block_rq_issue, struct request *rq)
+{
+	block_rq_issued(rq);
 	return 0;
 }
+
+#ifdef IOW_COMPAT
+/* before Linux 5.11 (a54895fa057c "block: remove the request_queue to argument request based
+ * tracepoints") the request came second: collector/probe.py loads the one that fits */
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(on_block_rq_issue_q, struct request_queue *q, struct request *rq)
+{
+	block_rq_issued(rq);
+	return 0;
+}
+#endif
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(on_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
@@ -271,10 +292,17 @@ int BPF_PROG(on_block_rq_complete, struct request *rq, blk_status_t error, unsig
 }
 
 /* per-phase CPU (offcpu.bpf.h), and the syscall slot of the thread leaving the CPU */
+#ifdef IOW_COMPAT
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 prev_state = preempt ? 0 : task_state(prev);
+#else
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+#endif
 	release_cpu_slot(prev);
 	if (settings.all_processes)
 		return 0;
@@ -283,6 +311,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
+#ifndef IOW_COMPAT
 /* io_uring requests (uring.bpf.h): in flight from the SQE's submission to its CQE. The
  * completion comes first in this file, so it is attached first (attach_all goes in program
  * order): a request the submission hook sees always has its CQE seen too. */
@@ -383,3 +412,4 @@ int BPF_PROG(on_exit_mappings, struct task_struct *task)
 	forget_span(task);
 	return 0;
 }
+#endif

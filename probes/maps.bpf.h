@@ -144,12 +144,53 @@ struct call_start {
 	__s64 offset;   /* munmap: file offset of the range's start, resolved with the file */
 };
 
+#ifdef IOW_COMPAT
+/* Task storage (BPF_MAP_TYPE_TASK_STORAGE) is Linux 5.11 for LSM programs and 5.12 for
+ * tracing ones (a10787e6d58c "bpf: Enable task local storage for tracing programs"): the
+ * compatible object keeps the spilled entries in a hash by thread id instead, sized by
+ * collector/probe.py and emptied at each thread's exit (forget_task_start, on_exit). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct call_start);
+} starts SEC(".maps");
+
+static __always_inline struct call_start *task_start(struct task_struct *task, bool create)
+{
+	__u32 tid = BPF_CORE_READ(task, pid);
+	struct call_start *start = bpf_map_lookup_elem(&starts, &tid);
+	struct call_start fresh = {};
+
+	if (start || !create)
+		return start;
+	bpf_map_update_elem(&starts, &tid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&starts, &tid);
+}
+
+static __always_inline void forget_task_start(__u32 tid)
+{
+	bpf_map_delete_elem(&starts, &tid);
+}
+#else
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct call_start);
 } starts SEC(".maps");
+
+static __always_inline struct call_start *task_start(struct task_struct *task, bool create)
+{
+	return bpf_task_storage_get(&starts, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* task storage dies with its task */
+static __always_inline void forget_task_start(__u32 tid)
+{
+}
+#endif
 
 struct cpu_slot {
 	__u64 owner;    /* task_struct address of the thread it describes; 0: nobody */
@@ -197,7 +238,7 @@ static __always_inline struct call_start *end_of_call(struct cpu_slot *slot, str
 		start = &slot->call;
 	} else {
 		/* the thread left the CPU during the call: sched_switch kept its entry */
-		start = bpf_task_storage_get(&starts, task, 0, 0);
+		start = task_start(task, false);
 		if (!start)
 			return NULL;
 	}
@@ -217,7 +258,7 @@ static __always_inline void release_cpu_slot(struct task_struct *prev)
 	if (!slot || slot->owner != (__u64)prev)
 		return;
 	if (slot->call.ts) {
-		struct call_start *start = bpf_task_storage_get(&starts, prev, 0, 0);
+		struct call_start *start = task_start(prev, false);
 
 		if (start)
 			*start = slot->call;

@@ -154,7 +154,7 @@ static __always_inline void call_args_of(__u16 op, struct pt_regs *regs, struct 
 	case IOW_OP_READV:
 	case IOW_OP_WRITEV:
 		/* the kernel's own file position moved by ret: where the call began */
-		a->offset = file->f_pos - (ret > 0 ? ret : 0);
+		a->offset = KFIELD(file, f_pos) - (ret > 0 ? ret : 0);
 		if (op == IOW_OP_READ || op == IOW_OP_WRITE)
 			a->requested = ARG3(regs);
 		else
@@ -175,7 +175,7 @@ static __always_inline void call_args_of(__u16 op, struct pt_regs *regs, struct 
 			a->flags = ARG6(regs);
 			/* offset -1 means "at the file position", as readv/writev */
 			if (a->offset == -1)
-				a->offset = file->f_pos - (ret > 0 ? ret : 0);
+				a->offset = KFIELD(file, f_pos) - (ret > 0 ? ret : 0);
 		}
 		break;
 	case IOW_OP_LSEEK:
@@ -225,7 +225,7 @@ static __always_inline const char *open_args_of(struct pt_regs *regs, __u16 op, 
 static __always_inline bool handle_open(struct pt_regs *regs, __u16 op, long fd,
 					struct iow_file_key *key, __u32 *flags)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct file *file = file_of_fd(task, fd);
 	struct iow_file_state state = { .generation_known = 1 };
 	const char *user_path;

@@ -74,9 +74,9 @@ static __always_inline void claim_cpu_slot(struct cpu_slot *slot, struct task_st
 
 	slot->owner = (__u64)task;
 	slot->call.ts = 0;
-	start = bpf_task_storage_get(&starts, task, 0, 0);
-	if (!start && process_is_traced(task->tgid)) {
-		start = bpf_task_storage_get(&starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	start = task_start(task, false);
+	if (!start && process_is_traced(KFIELD(task, tgid))) {
+		start = task_start(task, true);
 		if (!start)
 			count_lost(IOW_LOST_THREADS);
 	}
@@ -130,12 +130,13 @@ static __always_inline void send_process_fact(__u32 kind, struct task_struct *ta
 
 static __always_inline __u32 file_key_of(struct file *file, struct iow_file_key *key)
 {
-	struct inode *inode = file->f_inode;
+	struct inode *inode = KFIELD(file, f_inode);
+	struct super_block *sb = KFIELD(inode, i_sb);
 
-	key->ino = inode->i_ino;
-	key->dev = inode->i_sb->s_dev;
+	key->ino = KFIELD(inode, i_ino);
+	key->dev = KFIELD(sb, s_dev);
 	key->pad0 = 0;
-	return inode->i_generation;
+	return KFIELD(inode, i_generation);
 }
 
 /* Is this (already opened) file a target? Its inode is in the set, and is the same file. */

@@ -76,7 +76,7 @@ static __always_inline void record_transfer_side(__u16 op, struct task_struct *t
 	/* the kernel advanced the pointer (or the position) by what moved: where it began is
 	 * that much before. The pointer was just written by the kernel, so it is resident. */
 	if (!off_ptr)
-		args.offset = file->f_pos - moved;
+		args.offset = KFIELD(file, f_pos) - moved;
 	else if (bpf_probe_read_user(&end, sizeof(end), (void *)off_ptr))
 		args.offset = -1;  /* unreadable: none known */
 	else
@@ -84,7 +84,7 @@ static __always_inline void record_transfer_side(__u16 op, struct task_struct *t
 	args.requested = requested;
 	args.flags = other_fd;
 	args.fd = fd;
-	deliver_record(task->tgid, task->pid, &key, op, start_ts, now, ret, &args);
+	deliver_record(KFIELD(task, tgid), KFIELD(task, pid), &key, op, start_ts, now, ret, &args);
 }
 
 static __always_inline bool fd_is_target(struct task_struct *task, long fd)

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Write docs/cli.md from the command's own --help (tests/unit/test_cli_reference.py fails when stale).
+"""Write docs/cli.md from the command's own --help, and the man page (docs/iowitness.1) and bash
+completion (docs/iowitness.bash) from the same parser (tests/unit/test_cli_reference.py fails
+when one is stale).
 
 Usage: .venv/bin/python scripts/cli_reference.py
 """
@@ -12,7 +14,10 @@ import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOC = DOCS / "cli.md"
+MAN = DOCS / "iowitness.1"
+COMPLETION = DOCS / "iowitness.bash"
 
 
 def help_text(argv: list[str]) -> str:
@@ -40,7 +45,24 @@ def render() -> str:
     return "\n".join(parts)
 
 
+def render_man() -> str:
+    from iowitness.cli import build_parser
+    from iowitness.completion import man
+    from iowitness.version import __version__
+
+    os.environ["COLUMNS"] = "100"
+    return man(build_parser(), __version__)
+
+
+def render_completion() -> str:
+    from iowitness.cli import build_parser
+    from iowitness.completion import bash
+
+    return bash(build_parser())
+
+
 if __name__ == "__main__":
-    DOC.write_text(render())
-    print(f"wrote {DOC}")
+    for path, text in ((DOC, render()), (MAN, render_man()), (COMPLETION, render_completion())):
+        path.write_text(text)
+        print(f"wrote {path}")
     sys.exit(0)

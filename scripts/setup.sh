@@ -4,12 +4,13 @@
 #   apt: clang, llvm, libbpf-dev, bpftool, libelf-dev, zlib1g-dev, fio, strace, sysbench,
 #        iozone3 (Debian non-free, added to the apt sources when missing),
 #        chromium (the HTML report tests open reports in headless Chromium),
-#        btrfs-progs (tests on a btrfs loop device)
+#        btrfs-progs (tests on a btrfs loop device),
+#        default-jre-headless (Spark local mode reads an exported dataset: tests/kernel/test_dataset_real.py)
 #   venv: .venv with iowitness installed (the install builds the BPF probe)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 sysbench python3-venv chromium btrfs-progs)
+packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 sysbench python3-venv chromium btrfs-progs default-jre-headless)
 
 need_root() {
     if [ "$(id -u)" -ne 0 ]; then
@@ -23,7 +24,18 @@ for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# the package names and the non-free source below are Debian 12's: on any other system, say
+# what is missing and stop, instead of adding bookworm's sources to another distribution
+os_release=${OS_RELEASE:-/etc/os-release}   # OS_RELEASE: for the test of this refusal
+known_system() {
+    [ -r "$os_release" ] && . "$os_release" && [ "${ID:-}" = debian ] && [ "${VERSION_ID:-}" = 12 ]
+}
+
 if [ "${#missing[@]}" -gt 0 ]; then
+    if ! known_system; then
+        echo "setup: this script installs packages on Debian 12 only (this is $( (. "$os_release" 2>/dev/null && echo "${PRETTY_NAME:-$ID}") || uname -s)); install by hand: ${missing[*]}" >&2
+        exit 4
+    fi
     need_root
     # iozone3 lives in Debian's non-free component, which a stock machine does not enable.
     if ! grep -rqsE '^(Components:.*non-free([[:space:]]|$)|deb .* non-free)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
@@ -51,7 +63,7 @@ stamp=.venv/.iowitness-installed
 if [ ! -f "$stamp" ] || [ -n "$(find pyproject.toml setup.py probes -newer "$stamp" -print -quit 2>/dev/null)" ]; then
     echo "setup: installing iowitness into .venv (builds the BPF probe)" >&2
     log=.venv/install.log
-    if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test]'; } >"$log" 2>&1; then
+    if ! { .venv/bin/python -m pip install --upgrade pip && IOWITNESS_REQUIRE_PROBE=1 .venv/bin/python -m pip install -e '.[test]'; } >"$log" 2>&1; then
         tail -n 30 "$log" >&2
         echo "setup: installing iowitness failed; the whole log is in $log" >&2
         exit 1

@@ -13,8 +13,11 @@ module in BENCHMARKS provides:
   add_command(claims, argv)   adds what its command line says to the claims, when argv runs it
   processes(argv)             how many processes run each test together, when argv says
                               (IOzone -t N); None: their overlap in time decides
-  name_phases(table, argv, pid)  its name for each phase of the phase table (a list or Series),
-                              or None to leave them unnamed; pid: the traced process
+  name_phases(table, argv, pid, cwd)  its name for each phase of the phase table (a list or
+                              Series), or None to leave them unnamed; pid: the traced process,
+                              cwd: its working directory (relative paths of its command line)
+  own_files(argv, cwd)        optional: a test on paths, true for the benchmark's own files (a job
+                              file, its output, its logs): their calls are in no phase
   window(argv)                the window it times ("calls", "+fsync", "+close"), or None when
                               its command line does not say (then: calls)
   matcher(report, claims, argv, trace)  a function claim -> Match (analysis/claims.py): the

@@ -142,7 +142,8 @@ def window(argv: list[str]) -> str:
     return "+fsync" if "fdatasync" in conv or "fsync" in conv else "calls"
 
 
-def name_phases(phases: pd.DataFrame, argv: list[str], pid: int | None = None) -> list[str | None]:
+def name_phases(phases: pd.DataFrame, argv: list[str], pid: int | None = None,
+                cwd: str | None = None) -> list[str | None]:
     """"dd write" for the writes to of=, "dd read" for the reads of if=."""
     operands = dict(a.split("=", 1) for a in argv[1:] if "=" in a)
     names = []

@@ -9,7 +9,9 @@ For each job and each of read / write / trim with io_bytes > 0: Claim.test is
 "<job> <direction>" (the names name_phases gives fio phases), value and unit are
 fio's `bw` in KiB/s, bytes_per_s is `bw_bytes`, ops_per_s is `iops`, seconds_per_op is the
 mean total latency (`lat_ns`, submission + completion). With --group_reporting fio prints
-one entry per group, named after the group's first job.
+one entry per group, named after the group's first job. After all of them, one latency claim
+per job and direction, "<job> <direction> latency" (fio_latency.py: clat/lat/slat statistics
+and percentiles, judged against each request).
 
 Example: `parse(open("fio.json").read())[0]` for `fio --output-format=json --name=writer
 --rw=write ...` is Claim(test="writer write", value=682666, unit="KiB/s",
@@ -26,6 +28,7 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
+from iowitness.analysis.benchmarks import fio_latency
 from iowitness.analysis.claims import Claim, Match, UnparsableOutput
 
 NAME = "fio"
@@ -112,6 +115,15 @@ def _from_json(text: str, starts: list[int]) -> list[Claim]:
                        "interim_reports": len(docs) - 1, **_queue(job, final)}))
     if not claims:
         raise UnparsableOutput("fio JSON output has no job that moved any data")
+    # then each job's latency per direction, one claim each (fio_latency.py), after every rate
+    # so that the rates keep their places
+    for claim in list(claims):
+        s = final["jobs"][claim.extra["job_index"]].get(claim.test.rsplit(" ", 1)[1]) or {}
+        keep = {k: claim.extra[k] for k in ("from", "fio_version", "job_index", "groupid", "ioengine", "iodepth")}
+        latency_claim = fio_latency.claim(claim.job, claim.test.rsplit(" ", 1)[1], s, claim.extra["job_index"],
+                                          len(claims), keep)
+        if latency_claim is not None:
+            claims.append(latency_claim)
     return claims
 
 
@@ -175,7 +187,8 @@ def _from_text(text: str) -> list[Claim]:
             claims[-1].seconds_per_op = average * TIMES[m.group("unit")]
     if not claims:
         raise UnparsableOutput("fio text output ends before any job's 'read: IOPS=..., BW=...' line")
-    return claims
+    # then each entry's latency per direction (fio_latency.py), after every rate
+    return claims + fio_latency.text_claims(text, claims)
 
 
 # ---- the command line ----
@@ -217,12 +230,56 @@ def fio_jobs(argv: list[str], cwd: str | None = None) -> dict[str, dict]:
     return jobs
 
 
+# ---- fio's own files: never phases ----
+
+# options naming a file fio itself writes or reads, not a job's data (fio HOWTO: --output,
+# the *_log options, which take a prefix for "<prefix>_bw.<N>.log" and the like)
+_OWN_OPTIONS = ("output", "trigger-file")
+_LOG_OPTIONS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
+
+
+def own_files(argv: list[str], cwd: str | None = None):
+    """A test on a path: is it one of fio's own files (a job file, its --output, a log) and
+    not a job's data? Their reads and writes are in the trace (all files are traced) but in no
+    phase: fio times none of them."""
+    cwd = cwd or "/"
+    exact, prefixes = set(), set()
+
+    def full(path: str) -> str:
+        return os.path.normpath(os.path.join(cwd, path))
+
+    args = argv[1:]
+    for i, arg in enumerate(args):
+        key, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if key in _OWN_OPTIONS and eq:
+            exact.add(full(value))
+        elif key in _LOG_OPTIONS and eq:
+            prefixes.add(full(value))
+        elif not arg.startswith("-"):
+            exact.add(full(arg))   # a job file (or the value of "--output FILE")
+    for job, options in fio_jobs(argv, cwd).items():
+        for key in _LOG_OPTIONS:
+            if key in options:   # without a value: the job's name is the prefix
+                prefixes.add(full(options[key] or job))
+    logs = tuple(prefixes)
+
+    def is_own(path: str) -> bool:
+        # a relative path: the collector could not resolve it (the process had exited); fio's
+        # processes share its working directory
+        path = full(path)
+        return path in exact or bool(logs) and path.endswith(".log") and path.startswith(logs)
+
+    return is_own
+
+
 # ---- names for phases ----
 
-def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None) -> list[str | None]:
+def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = None,
+                cwd: str | None = None) -> list[str | None]:
     """'job direction' per phase. fio's own process lays out missing files before the jobs
-    start: those phases are 'fio layout', not the job (fio counts them nowhere)."""
-    jobs = fio_jobs(argv)
+    start: those phases are 'fio layout', not the job (fio counts them nowhere). cwd: the
+    benchmark's working directory, where a relative job file is read from."""
+    jobs = fio_jobs(argv, cwd)
     names = []
     # the main thread of fio's first process (jobs run as other processes, or with --thread as other threads)
     for path, operation, tid in zip(phases["path"], phases["operation"], phases["tid"]):
@@ -252,15 +309,21 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     (numjobs=N), all under the job's name: the k-th entry is about the k-th clone."""
     phases = report.phases
     root = trace.meta.get("pid") if trace is not None else None
-    entries = Counter((c.job, c.direction) for c in claims)
+    cwd = trace.meta.get("cwd") if trace is not None else None
+    # a job's rates and its latencies are counted apart: the k-th of each is about clone k
+    entries = Counter((c.job, c.direction, "fio_latency" in c.extra) for c in claims)
     seen: dict[tuple, int] = defaultdict(int)
 
     def find(claim: Claim) -> Match:
-        rows, combine = _rows(claim, phases, argv, root)
-        if entries[(claim.job, claim.direction)] > 1 and combine == "sum":
-            k = seen[(claim.job, claim.direction)]
-            seen[(claim.job, claim.direction)] += 1
+        rows, combine = _rows(claim, phases, argv, root, cwd)
+        entry = (claim.job, claim.direction, "fio_latency" in claim.extra)
+        if entries[entry] > 1 and combine == "sum":
+            k = seen[entry]
+            seen[entry] += 1
             rows = _clone(rows, claim.job, k)
+        if "fio_latency" in claim.extra and trace is not None:
+            return Match(rows, judge=lambda window, tolerance, missing, rows=rows:
+                         fio_latency.judge(claim, rows, trace, report, tolerance, missing))
         depth = depth_note(claim, rows)
         return Match(rows, combine=combine, notes=[depth] if depth else [])
 
@@ -312,11 +375,11 @@ def depth_note(claim: Claim, rows: pd.DataFrame) -> str | None:
     return "; ".join(words)
 
 
-def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root) -> tuple[pd.DataFrame, str]:
+def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root, cwd=None) -> tuple[pd.DataFrame, str]:
     """A job's phases in the claim's direction; with --group_reporting, those of every job of
     the group that moves data in that direction, as one figure over the group's runtime."""
     names = phases["benchmark_name"].astype(object)
-    jobs = fio_jobs(argv)
+    jobs = fio_jobs(argv, cwd)
     members = [claim.job]
     grouped = bool(claim.extra.get("group_reporting") or "--group_reporting" in argv)
     if grouped:

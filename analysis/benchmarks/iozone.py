@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+import numpy as np
 import pandas as pd
 
 from iowitness.analysis.benchmarks import iozone_groups
@@ -205,7 +206,8 @@ def name_units(units: pd.DataFrame, argv: list[str]) -> list[str | None]:
     return names
 
 
-def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None) -> pd.Series | None:
+def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None,
+                cwd: str | None = None) -> pd.Series | None:
     """Each phase named after its group (a throughput-mode test's children share a name)."""
     if not len(table):
         return None
@@ -224,14 +226,34 @@ def _rows(claim: Claim, phases: pd.DataFrame) -> pd.DataFrame:
         # no call of the record size at all
         rows = rows[(rows["record_size"] == claim.record_size) | (rows.get("faults", 0) > 0)]
     if claim.file_size and claim.scope == "phase":
-        rows = rows[rows["bytes"] == claim.file_size] if (rows["bytes"] == claim.file_size).any() else rows
+        # in a sweep (-a) the same test and record size run on every file size: the file size
+        # tells them apart. Bytes moved, else the extent reached (a random test may skip
+        # records); the k-th claim is then about the k-th phase of its own file size
+        for column in ("bytes", "extent"):
+            if column in rows and (rows[column] == claim.file_size).any():
+                return rows[rows[column] == claim.file_size]
     return rows
+
+
+def with_extents(phases: pd.DataFrame, trace, assigned: pd.DataFrame) -> pd.DataFrame:
+    """The phase table with each phase's extent: the end of the furthest byte its data calls
+    reached (a single run's file size, whatever the pattern)."""
+    if trace is None or not len(phases) or assigned is None:
+        return phases
+    events = trace.events
+    phase = assigned["phase"].to_numpy()
+    data = phase > 0
+    ends = (events["offset"].to_numpy(np.int64) + np.maximum(events["ret"].to_numpy(np.int64), 0))[data]
+    reach = pd.Series(ends).groupby(phase[data]).max()
+    return phases.assign(extent=phases["phase"].map(reach).fillna(0).astype(np.int64))
 
 
 def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     """Claims in order: the k-th claim on a test (and record and file size) is about the k-th
     phase so named; in throughput mode, the k-th group so named (iozone_groups.py)."""
     phases = report.phases
+    if parse_command(argv).get("auto") if argv else False:
+        phases = with_extents(phases, trace, report.assigned)
     groups = report.groups.set_index("group") if len(report.groups) else report.groups
     options = parse_command(argv) if argv else {}
     seen: dict[tuple, int] = defaultdict(int)

@@ -23,37 +23,28 @@ own: it is chosen with --spec, and its claims say which phases they are about (m
 
 from __future__ import annotations
 
-import math
+import difflib
 import re
 import string
-import tomllib
-from collections import defaultdict
+try:
+    import tomllib
+except ImportError:   # Python 3.9 and 3.10: the same parser, published apart (pyproject.toml pulls it in)
+    import tomli as tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from iowitness.analysis.claims import Claim, Match, UnparsableOutput
-from iowitness.analysis.figures import figures_of
-from iowitness.analysis.verdicts import claimed
+from iowitness.analysis import latency
+from iowitness.analysis.claims import Claim, UnparsableOutput
+from iowitness.analysis.benchmarks import spec_match
+from iowitness.analysis.benchmarks.spec_units import UNITS, near, number, size
 
 NAME = "spec"
 PROGRAM = None    # any program: chosen with --spec
 SIGNATURE = None  # any output: never sniffed, not a --format choice
 SPEC_VERSION = 1
 
-# The units a spec may name: (Claim field, factor to bytes/s, ops/s, s/op or seconds).
-# SI prefixes are powers of 1000 (SI Brochure, 9th edition, table 7: k = 10^3, M = 10^6,
-# G = 10^9); binary prefixes powers of 1024 (IEC 80000-13: Ki = 2^10, Mi = 2^20, Gi = 2^30).
-# A program that divides by 1048576 prints MiB/s, whatever its label says: docs/claims-spec.md.
-UNITS = {
-    "B/s": ("bytes_per_s", 1),
-    "kB/s": ("bytes_per_s", 1000), "MB/s": ("bytes_per_s", 1000 ** 2), "GB/s": ("bytes_per_s", 1000 ** 3),
-    "KiB/s": ("bytes_per_s", 1024), "MiB/s": ("bytes_per_s", 1024 ** 2), "GiB/s": ("bytes_per_s", 1024 ** 3),
-    "ops/s": ("ops_per_s", 1),
-    "us/op": ("seconds_per_op", 1e-6), "ms/op": ("seconds_per_op", 1e-3),
-    "s": ("seconds", 1),  # a test's elapsed time: extra["seconds"]
-}
 MATCHES = ("order", "name", "operation")
 # which phases a claim speaks for: the one phase its match finds, that phase and every phase
 # concurrent with it (its group: the threads or files of one test), every phase of the run in
@@ -69,8 +60,12 @@ DIRECTIONS = ("read", "write", "mixed")
 ACCESS = ("sequential", "random", "strided", "backward", "same record", "single call")
 TOP_KEYS = ("version", "benchmark", "claim")
 CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required",
-              "scope", "key")
-BENCHMARK_KEYS = ("name", "mb", "kb")
+              "scope", "key", "statistic", "timed", "skip", "requests", "record_size", "rank", "columns")
+# what a column of `columns` may set for its figure: the rest is the [[claim]]'s
+COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
+               "timed", "skip", "record_size", "rank")
+INTEGER_KEYS = ("skip", "rank")
+BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers")
 
 
 class SpecError(ValueError):
@@ -91,6 +86,14 @@ class Rule:
     required: bool
     scope: str
     key: str | None
+    statistic: str | None = None     # a latency statistic (analysis/latency.py), or a template
+    timed: str = "call"              # what one operation is: analysis/latency.py TIMED
+    skip: int = 0                    # the benchmark's warm-up operations, left out of its figures
+    requests: bool = False           # one line per request: judged together (latency.judge_requests)
+    record_size: str | None = None   # the phase's record size (a template), to choose it by
+    rank: int | None = None          # the rank-th phase (1-based, time order) that matches
+    value_group: str = "value"       # the group holding the number (a column's group)
+    column: str | None = None        # the column of `columns` this rule reads
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Spec:
     rules: tuple[Rule, ...]
     mb: int = 1000 ** 2
     kb: int = 1000
+    multiplier_base: int = 1000
 
 
 def load(path: str | Path) -> Spec:
@@ -130,7 +134,10 @@ def loads(source: str | dict) -> Spec:
     if not isinstance(benchmark, dict) or not isinstance(benchmark.get("name", ""), str) \
             or set(benchmark) - set(BENCHMARK_KEYS):
         raise SpecError("spec [benchmark] takes 'name' (a string), 'mb' and 'kb' (the bytes in the benchmark's "
-                        "MB and kB)")
+                        "MB and kB), 'multipliers' (\"decimal\" or \"binary\": what k, M, G after a number mean)")
+    if benchmark.get("multipliers", "decimal") not in ("decimal", "binary"):
+        raise SpecError(f"spec [benchmark] 'multipliers' is {benchmark['multipliers']!r}; give \"decimal\" "
+                        "(k = 1000) or \"binary\" (k = 1024)")
     mb, kb = benchmark.get("mb", 1000 ** 2), benchmark.get("kb", 1000)
     if mb not in MEGABYTES:
         raise SpecError(f"spec [benchmark] 'mb' is {mb!r}; give one of {', '.join(map(str, MEGABYTES))}")
@@ -139,30 +146,63 @@ def loads(source: str | dict) -> Spec:
     tables = source.get("claim")
     if not isinstance(tables, list) or not tables:
         raise SpecError("spec has no [[claim]] table")
-    return Spec(benchmark.get("name"), tuple(_rule(n, t) for n, t in enumerate(tables, start=1)), mb, kb)
+    rules = tuple(rule for n, t in enumerate(tables, start=1) for rule in _rules(n, t))
+    return Spec(benchmark.get("name"), rules, mb, kb,
+                1024 if benchmark.get("multipliers") == "binary" else 1000)
 
 
-def _rule(number: int, table: dict) -> Rule:
+def _rules(number: int, table: dict) -> list[Rule]:
+    """The rules of one [[claim]] table: itself, or one per column of its `columns`."""
+    if not isinstance(table, dict):
+        raise SpecError(f"spec [[claim]] {number} is not a table")
+    columns = table.get("columns")
+    if columns is None:
+        return [_rule(number, table)]
+    if not isinstance(columns, dict) or not columns:
+        raise SpecError(f"spec [[claim]] {number} 'columns': must be a table of group = {{ test = ..., ... }}")
+    base = {k: v for k, v in table.items() if k != "columns"}
+    out = []
+    for group, overrides in columns.items():
+        if not isinstance(overrides, dict):
+            raise SpecError(f"spec [[claim]] {number} 'columns.{group}': must be a table such as "
+                            f"{{ test = \"write\", unit = \"MB/s\" }}")
+        unknown = sorted(set(overrides) - set(COLUMN_KEYS))
+        if unknown:
+            raise SpecError(f"spec [[claim]] {number} 'columns.{group}.{unknown[0]}': unknown key "
+                            f"(known: {', '.join(COLUMN_KEYS)})")
+        out.append(_rule(number, {**base, **overrides}, column=group, own=tuple(overrides)))
+    return out
+
+
+def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) -> Rule:
     def fail(key: str, why: str):
-        raise SpecError(f"spec [[claim]] {number} '{key}': {why}")
+        # a key the column set is named under it; the others are the [[claim]]'s
+        raise SpecError(f"spec [[claim]] {number} '{f'columns.{column}.' if key in own else ''}{key}': {why}")
 
     unknown = sorted(set(table) - set(CLAIM_KEYS))
     if unknown:
-        fail(unknown[0], f"unknown key (known: {', '.join(CLAIM_KEYS)})")
+        close = difflib.get_close_matches(unknown[0], CLAIM_KEYS, 1)
+        fail(unknown[0], (f"unknown key; did you mean '{close[0]}'? " if close else "unknown key ")
+             + f"(known: {', '.join(CLAIM_KEYS)})")
     for key in CLAIM_KEYS:
-        if key in table and not isinstance(table[key], bool if key == "required" else str):
-            fail(key, "must be " + ("true or false" if key == "required" else "a string"))
+        if key == "columns" or key not in table:
+            continue
+        want = bool if key in ("required", "requests") else int if key in INTEGER_KEYS else str
+        if not isinstance(table[key], want) or (want is int and isinstance(table[key], bool)):
+            fail(key, "must be " + {bool: "true or false", int: "a whole number", str: "a string"}[want])
     if "pattern" not in table:
         fail("pattern", "missing: a regular expression with a (?P<value>...) group")
     try:
         regex = re.compile(table["pattern"])
     except re.error as e:
         fail("pattern", f"not a regular expression: {e}")
-    if "value" not in regex.groupindex:
-        fail("pattern", "has no (?P<value>...) group for the number")
+    value_group = column or "value"
+    if value_group not in regex.groupindex:
+        fail("pattern", f"has no (?P<{value_group}>...) group for the number"
+                        + (" of this column" if column else ""))
     if "test" not in table:
         fail("test", "missing: the benchmark's name for the test, or \"{group}\"")
-    for key in ("test", "direction", "phase"):
+    for key in ("test", "direction", "phase", "statistic", "record_size"):
         for field in _fields(table.get(key, ""), lambda why, key=key: fail(key, why)):
             if field not in regex.groupindex:
                 fail(key, f"uses {{{field}}} but the pattern has no (?P<{field}>...) group")
@@ -173,7 +213,7 @@ def _rule(number: int, table: dict) -> Rule:
     if unit is None and "unit" not in regex.groupindex:
         fail("unit", "missing, and the pattern has no (?P<unit>...) group")
     if unit is not None and unit not in UNITS:
-        fail("unit", f"{unit!r} is not one of {', '.join(UNITS)}")
+        fail("unit", f"{unit!r} is not one of {', '.join(UNITS)}" + near(unit))
     match = table.get("match", "order")
     if match not in MATCHES:
         fail("match", f"{match!r} is not one of {', '.join(MATCHES)}")
@@ -194,8 +234,27 @@ def _rule(number: int, table: dict) -> Rule:
     for field in _fields(table.get("key", ""), lambda why: fail("key", why)):
         if field not in regex.groupindex and field != "test":
             fail("key", f"uses {{{field}}} but the pattern has no (?P<{field}>...) group")
+    statistic = table.get("statistic")
+    if statistic is not None and not _fields(statistic, None) and latency.statistic_name(statistic) is None:
+        fail("statistic", f"{statistic!r} is not one of {', '.join(latency.STATISTICS)} (p99, p99.9, ...), avg")
+    if statistic is not None and unit is not None and UNITS[unit][0] != "seconds_per_op":
+        fail("statistic", f"goes with a time per operation (ns/op, us/op, ms/op, s/op, ns, us, ms), not {unit!r}")
+    timed = table.get("timed", "call")
+    if timed not in latency.TIMED:
+        fail("timed", f"{timed!r} is not one of {', '.join(latency.TIMED)}")
+    for key in INTEGER_KEYS:
+        if key in table and table[key] < (0 if key == "skip" else 1):
+            fail(key, f"must be {'0 or more' if key == 'skip' else '1 or more'}")
+    requests = table.get("requests", False)
+    if requests and unit is not None and UNITS[unit][0] != "seconds_per_op":
+        fail("requests", f"per-request lines are latencies: give a time per operation as the unit, not {unit!r}")
+    record_size = table.get("record_size")
+    if record_size is not None and not _fields(record_size, None) and size(record_size) is None:
+        fail("record_size", f"{record_size!r} is not a size (4096, 4k, 64KiB) nor a template such as \"{{size}}\"")
     return Rule(number, regex, table["test"], direction, unit, match, table.get("phase", table["test"]),
-                operation, table.get("access"), table.get("required", True), scope, table.get("key"))
+                operation, table.get("access"), table.get("required", True), scope, table.get("key"),
+                statistic, timed, table.get("skip", 0), requests, record_size, table.get("rank"),
+                value_group, column)
 
 
 def _fields(template: str, fail) -> list[str]:
@@ -252,11 +311,12 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
 
 def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
     groups = {k: v for k, v in m.groupdict().items() if v is not None}
-    where = f"[[claim]] {rule.number} on line {line.strip()!r}"
-    try:
-        value = float(groups.get("value", ""))
-    except ValueError:
-        raise UnparsableOutput(f"{where}: value {groups.get('value')!r} is not a number") from None
+    where = f"[[claim]] {rule.number}{f' column {rule.column!r}' if rule.column else ''} on line {line.strip()!r}"
+    printed = groups.get(rule.value_group, "")
+    value = number(printed, spec.multiplier_base)
+    if value is None:
+        raise UnparsableOutput(f"{where}: value {printed!r} is not a number (digits, a point, an exponent, "
+                               "and one of k, K, m, M, g, G after it)") from None
     unit = groups.get("unit", rule.unit)
     if unit not in UNITS:
         raise UnparsableOutput(f"{where}: unit {unit!r} is not one of {', '.join(UNITS)}")
@@ -267,14 +327,35 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
     # the benchmark's own MB and kB, when its spec says what they are
     factor = {"MB/s": spec.mb, "GB/s": spec.mb * spec.kb, "kB/s": spec.kb}.get(unit, factor)
     test = _fill(rule.test, groups, where, "test")
+    columns = (rule.value_group, "unit")
     extra = {"from": "spec", "rule": rule.number, "match": rule.match, "benchmark": spec.name,
-             "groups": {k: v for k, v in groups.items() if k not in ("value", "unit")}, "scope": rule.scope,
+             "groups": {k: v for k, v in groups.items() if k not in columns}, "scope": rule.scope,
              "key": _fill(rule.key, {"test": test, **groups}, where, "key") if rule.key else None}
+    if rule.column:
+        extra["column"] = rule.column
     if rule.match == "name":
         extra["phase"] = _fill(rule.phase, groups, where, "phase")
     if rule.match == "operation":
         # "pattern" as in the phase table (analysis/phases.py): the access pattern
         extra.update(operation=rule.operation, pattern=rule.access)
+    if rule.record_size is not None:
+        size_text = _fill(rule.record_size, groups, where, "record_size")
+        extra["record_size"] = size(size_text)
+        if extra["record_size"] is None:
+            raise UnparsableOutput(f"{where}: record_size {size_text!r} is not a size (4096, 4k, 64KiB)")
+    if rule.rank is not None:
+        extra["rank"] = rule.rank
+    if field == "seconds_per_op":
+        statistic = _fill(rule.statistic, groups, where, "statistic") if rule.statistic else "mean"
+        extra["statistic"] = latency.statistic_name(statistic)
+        if extra["statistic"] is None:
+            raise UnparsableOutput(f"{where}: statistic {statistic!r} is not one of "
+                                   f"{', '.join(latency.STATISTICS)}, avg")
+        extra.update(timed=rule.timed, skip=rule.skip)
+        if rule.requests:
+            extra["requests"] = True
+            if "request" in groups:
+                extra["request"] = int(groups["request"]) if groups["request"].isdigit() else None
     fields = {}
     if field == "seconds":
         extra["seconds"] = value * factor
@@ -296,96 +377,10 @@ def window(argv: list[str]) -> str | None:
     return None  # the caller's (matching.match's spec_window)
 
 
-def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None) -> None:
+def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None, cwd: str | None = None) -> None:
     return None  # a spec names no phases: its claims match by order, name or operation
 
 
 def matcher(report, claims: list[Claim], argv: list[str], trace=None):
-    """Each claim as its [[claim]] table's `match` says: "order", the k-th phase in time order;
-    "name", the k-th phase so named; "operation", the k-th with its operation (and access).
-    Then its `scope` widens that phase to the set the claim speaks for.
-
-    Claims about the same test share their phases: those with the same `key`, else a claim
-    printed on the same line as the one before it, or with the same test name and another
-    unit (a test's IOPS and its MB/s on two lines)."""
-    phases = report.phases
-    seen: dict[tuple, int] = defaultdict(int)
-    chosen: dict[tuple, Match] = {}
-    current = {"key": ("claims", 0), "claim": None, "units": set(), "number": 0}
-
-    def same_test(claim: Claim) -> tuple:
-        """What makes claims about the same test: their `key`; else the line of the claim
-        before, or its test name with a unit not yet given for it (one figure in two units, a
-        test's rate of calls and of bytes on two lines)."""
-        if claim.extra.get("key"):
-            return ("key", claim.extra["key"])
-        before = current["claim"]
-        if before is not None and (before.printed == claim.printed
-                                   or (before.test == claim.test and claim.unit not in current["units"])):
-            current["units"].add(claim.unit)
-        else:
-            current["number"] += 1
-            current["key"], current["units"] = ("claims", current["number"]), {claim.unit}
-        current["claim"] = claim
-        return current["key"]
-
-    def find(claim: Claim) -> Match:
-        key = same_test(claim)
-        if key not in chosen:
-            chosen[key] = _widen(claim, _rows(claim, phases, seen), phases)
-        return chosen[key]
-
-    return find
-
-
-def _rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
-    how = claim.extra.get("match", "order")
-    ordered = phases.sort_values("data_first_ns")
-    if how == "name":
-        phase_name = claim.extra.get("phase", claim.test)
-        rows = ordered[(ordered["benchmark_name"].astype(object) == phase_name) | (ordered["name"] == phase_name)]
-    elif how == "operation":
-        rows = ordered[ordered["operation"] == claim.extra.get("operation", claim.direction)]
-        if claim.extra.get("pattern"):
-            rows = rows[rows["pattern"] == claim.extra["pattern"]]
-    else:
-        rows = ordered
-    if claim.extra.get("scope") in ("auto", "concurrent") and how == "order" and len(rows):
-        # in order of tests: concurrent phases of one test are one step, not several
-        rows = rows.drop_duplicates("group")
-    key = ("spec", how, claim.extra.get("phase", claim.test) if how == "name"
-           else (claim.extra.get("operation", claim.direction), claim.extra.get("pattern")) if how == "operation"
-           else "")
-    k = seen[key]
-    seen[key] += 1
-    return rows.iloc[k:k + 1]
-
-
-def _widen(claim: Claim, rows: pd.DataFrame, phases: pd.DataFrame) -> Match:
-    """The phases a claim speaks for, from the one its match found (docs/claims-spec.md, scope)."""
-    scope = claim.extra.get("scope", "auto")
-    if scope == "run":
-        wanted = phases if claim.direction is None else \
-            phases[phases["operation"].isin([claim.direction, "mixed"])]
-        return Match(wanted.sort_values("data_first_ns"), combine="wall")
-    if scope == "phase" or len(rows) != 1:
-        return Match(rows)
-    concurrent = phases[phases["group"] == rows.iloc[0]["group"]].sort_values("data_first_ns")
-    if len(concurrent) < 2:
-        return Match(rows)
-    if scope == "concurrent" or _fits_better(claim, concurrent, rows):
-        return Match(concurrent, combine="wall")
-    return Match(rows)
-
-
-def _fits_better(claim: Claim, concurrent: pd.DataFrame, one: pd.DataFrame) -> bool:
-    """The claim's figure is nearer the concurrent set's (all its bytes over its wall time)
-    than the one phase's: a total over the threads or files of a test."""
-    value, kind = claimed(claim)
-    if value is None or value <= 0 or kind in ("latency", "elapsed"):
-        return False
-    together = figures_of(concurrent, claim.direction, kind, "wall").get("calls")
-    alone = figures_of(one, claim.direction, kind).get("calls")
-    if not together or not alone or together != together or alone != alone:
-        return False
-    return abs(math.log(value / together)) < abs(math.log(value / alone))
+    """Each claim's phases as its [[claim]] table says (spec_match.py; docs/claims-spec.md)."""
+    return spec_match.matcher(report, claims, argv, trace)

@@ -135,3 +135,73 @@ def latencies(run: Run, key: tuple, cache: dict) -> np.ndarray:
     pc = cache[run.label]
     return pc.calls.latency_ns[pc.of(phase)] / 1e3
 
+
+
+SCHEMA_VERSION = 1   # of compare --json; docs/compare.schema.json describes it (a test validates against it)
+
+
+def _run_record(run: Run) -> dict:
+    meta = run.trace.meta
+    files = [f for f in meta.get("files") or [] if isinstance(f, dict)]
+    return {"label": run.label, "trace": meta.get("path"), "command": meta.get("command"),
+            "host": meta.get("host"), "benchmark": run.report.benchmark,
+            "file_systems": sorted({str(f["fs_type"]) for f in files if f.get("fs_type")}),
+            "phases": int(len(run.report.phases)), "events": int(run.trace.event_count),
+            "lost_events": int(run.trace.lost)}
+
+
+def to_json(runs: list[Run], rows: list[dict], judged: list[dict]) -> str:
+    """compare --json: the runs, every phase's metrics with their changes against the first run,
+    and the --fail-if results."""
+    import json
+
+    phases = [{**row, "verdicts": [_verdict_cell(run, row) for run in runs]} for row in rows]
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "iowitness-compare", "baseline": runs[0].label,
+           "runs": [_run_record(r) for r in runs], "phases": phases,
+           "fail_if": judged, "failed": any(j["crossed"] for j in judged)}
+    return json.dumps(doc, indent=2, allow_nan=False)
+
+
+def _verdict_cell(run: Run, row: dict) -> str | None:
+    phase = run.keys.get((row["name"], row["rank"]))
+    v = run.verdict_of(phase) if phase is not None else None
+    return v.verdict if v else None
+
+
+def signed(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    text = shown(abs(value), unit)
+    return ("+" if value > 0 else "-" if value < 0 else "±") + text
+
+
+def shown(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "B/s":
+        return units.rate(value)
+    if unit == "us":
+        return units.latency(value)
+    if unit == "s":
+        return units.seconds(value)
+    if unit == "B":
+        return units.bytes_(value)
+    return f"{value:,.0f}" if unit == "" else f"{value:,.1f}{unit[1:]}"
+
+
+def delta_table(runs: list[Run], rows: list[dict], metrics: tuple[str, ...]) -> pd.DataFrame:
+    """The text form of the changes: per phase and metric, the baseline's figure, then each
+    later run's figure with its change, absolute and in percent."""
+    records = []
+    for row in rows:
+        for m in row["metrics"]:
+            if m["metric"] not in metrics:
+                continue
+            record = {"phase": row["phase"], "metric": m["metric"], runs[0].label: shown(m["values"][0], m["unit"])}
+            for i, run in enumerate(runs[1:], start=1):
+                pct = m["delta_pct"][i]
+                record[run.label] = shown(m["values"][i], m["unit"])
+                record[f"Δ {run.label}"] = signed(m["delta"][i], m["unit"])
+                record[f"Δ% {run.label}"] = "-" if pct is None else f"{pct:+.1f}%"
+            records.append(record)
+    return pd.DataFrame(records)

@@ -28,6 +28,9 @@ def imported():
     then drawn with the built-in defaults plus ours (style), whatever a library user set."""
     if "matplotlib" in sys.modules:
         return sys.modules["matplotlib"]
+    from iowitness.extras import require
+
+    require("matplotlib", "html", "the HTML report's charts")   # missing: one line, before any chdir
     private = tempfile.mkdtemp(prefix="iowitness-mpl-")
     saved_env = {k: os.environ.get(k) for k in (*_SETTINGS_FROM_ENVIRONMENT, "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
     try:

@@ -13,6 +13,7 @@ from iowitness.analysis.reporters import tables
 from iowitness.collector.traceformat import not_followed
 
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # 1 µs .. 16 s, log2
+SCHEMA_VERSION = 1   # of report --json; docs/schema/report.schema.json describes it (a test validates against it)
 
 
 def _plain(value):
@@ -80,6 +81,7 @@ def to_json(report, trace, verdicts=None) -> str:
         p["latency_histogram_us"] = {"bins": LATENCY_BINS_US, "counts": hist[p["phase"]]}
         p["outliers"] = _records(outliers.get_group(p["phase"])) if p["phase"] in outliers.groups else []
     doc = {
+        "schema_version": SCHEMA_VERSION,
         "trace": trace.meta.get("path"), "command": trace.meta.get("command"), "benchmark": report.benchmark,
         "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters),
         "complete": trace.meta.get("complete"), "warnings": tables.warnings(trace),

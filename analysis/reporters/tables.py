@@ -16,6 +16,7 @@ from iowitness.escape import visible
 from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run, unseen
 from iowitness.collector.traceformat import not_followed, not_followed_text
+from iowitness.collector import backends
 
 
 # integer columns that name something (no thousands separators)
@@ -123,6 +124,8 @@ def lost_figure(trace) -> str:
 def warnings(trace) -> list[str]:
     """What makes a trace's figures incomplete, one sentence each, for every reporter."""
     out = []
+    # what the backend that made the trace cannot see (an strace import: no device view, ...)
+    out += [f"{spot}." for spot in [backends.blind_spot(trace.meta)] if spot]
     blind = unseen(trace)
     if blind:
         out.append(blind + ".")
@@ -257,6 +260,7 @@ def run_metadata(trace) -> pd.DataFrame:
         ("command", visible(" ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})")),
         *([("attached", ", ".join(f"PID {p.get('pid')} {p.get('comm') or ''}".strip()
                                   for p in meta["attached"] if isinstance(p, dict)))] if meta.get("attached") else []),
+        ("backend", backends.backend_of(meta)),
         ("host", str(meta.get("host") or "")),
         ("kernel", str(meta.get("kernel") or "")),
         ("file system", fs),

@@ -8,6 +8,7 @@ from iowitness import units
 from iowitness.escape import terminal
 from iowitness.analysis import figures, observer
 from iowitness.analysis.reporters import tables
+from iowitness.collector import backends
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10
@@ -40,7 +41,8 @@ def outlier_lines(outliers: pd.DataFrame) -> str:
 def render(report, trace) -> str:
     # each line from names in the trace is escaped whole: a newline in a name stays on its line
     parts = [terminal(f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
-                      f"lost events: {tables.lost_figure(trace)}"), terminal(observer.line(trace))]
+                      f"lost events: {tables.lost_figure(trace)}   backend: {backends.backend_of(trace.meta)}"),
+             terminal(observer.line(trace))]
     parts += [terminal(f"WARNING: {w}") for w in tables.warnings(trace)]
     if report.phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")

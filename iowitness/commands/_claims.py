@@ -81,12 +81,12 @@ def device_ceiling(trace, text: str | None) -> dict | None:
 
 
 def verdicts_for(trace, args, required: bool):
-    """Read the claims (captured output, --claims or --spec) and judge them against the trace."""
-    from iowitness.analysis import benchmarks, matching
-    from iowitness.analysis.benchmarks import spec
-    from iowitness.analysis.claims import UnparsableOutput
+    """Read the claims (captured output, --claims or --spec) and judge them against the trace:
+    (verdicts, None), or (None, why there are none) when not `required`."""
+    from iowitness.analysis import judged
 
     tol = tolerance(args.tolerance)
+    text = None
     if args.claims:
         try:
             # a benchmark may print bytes that are not UTF-8: they are shown as U+FFFD, the rest is read
@@ -94,26 +94,12 @@ def verdicts_for(trace, args, required: bool):
         except OSError as exc:   # a bad argument (exit 2), as a --spec that cannot be read
             raise UsageError(f"--claims {args.claims}: cannot read it: {exc.strerror or exc}; "
                              "give the file that holds the benchmark's output") from None
-    else:
-        text = trace.output.get("stdout", "") + trace.output.get("stderr", "")
-        if not text.strip():
-            message = ("this trace holds no benchmark output (attach does not capture it); "
-                       "give the saved output with --claims FILE")
-            if required:
-                raise UsageError(message)
-            return None, message
-    command = trace.meta.get("command") or []
     try:
-        if args.spec:
-            source, claims = "spec", spec.parse(text, spec.load(args.spec))
-        else:
-            source, claims = benchmarks.claims_from(text, command, args.format)
-    except UnparsableOutput as exc:
+        source, claims = judged.claims_of(trace, text, spec=args.spec, fmt=args.format)
+    except judged.NoClaims as exc:
         if required:
-            raise UsageError(str(exc)) from None
+            raise
         return None, str(exc)
-    except spec.SpecError as exc:
-        raise UsageError(str(exc)) from None
-    report = trace.report()
+    trace.report()   # phases before the ceiling is measured, as before
     ceiling = device_ceiling(trace, getattr(args, "device_ceiling", None))
-    return matching.match(report, claims, source, command, tol, trace.missing, trace=trace, ceiling=ceiling), None
+    return judged.judge(trace, source, claims, tol, ceiling), None

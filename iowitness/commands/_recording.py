@@ -11,6 +11,7 @@ import sys
 import time
 
 from iowitness.collector import blockdev, mounts, stats_windows
+from iowitness.collector.kfeatures import PATHS as PROBE_PATHS
 from iowitness.collector.probe import (DEFAULT_MAX_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_RING_BYTES, MAX_RING_BYTES,
                                        MAX_SET_ENTRIES, Probe, ProbeConfig)
 from iowitness.collector.session import Recorder, base_metadata
@@ -27,24 +28,32 @@ def add_recording_options(parser: argparse.ArgumentParser, file_help: str) -> No
                         help="where to save the trace (default: ./iowitness-NAME-DATE-TIME.iwt, or "
                              "NAME-DATE-TIME-2.iwt, -3... when that name is taken); a symlink is refused")
     add_mode_option(parser)
-    parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH", help=file_help)
+    # -P PATH: strace's "trace only calls on this path"
+    parser.add_argument("-P", "--file", dest="files", action="append", default=[], metavar="PATH", help=file_help)
     parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
     parser.add_argument("-q", "--quiet", action="store_true", help="no live status line on stderr")
     parser.add_argument("--ring-buffer-mb", type=float, default=DEFAULT_RING_BYTES / 2**20, metavar="MB",
                         help="size of the kernel-to-collector event buffer, shared out between the CPUs "
                              f"(default %(default)g, at most {MAX_RING_BYTES >> 20}; each CPU's share rounded up "
                              "to a power of two records)")
-    parser.add_argument("--summary", action="store_true",
+    # -c: strace's "count, no record per call"
+    parser.add_argument("-c", "--summary", action="store_true",
                         help="keep only in-kernel aggregates per file, process, phase and syscall "
-                             "(counts, bytes, latency histograms), no record per call: a trace of a few "
-                             "KiB and almost no collector work for long runs (the benchmark is slowed about "
-                             "as much as in full mode); report then has no per-call figures")
+                             "(counts, bytes, latency histograms), no record per call: a trace that grows "
+                             "with the run's duration, not its calls (about 15 KiB per second measured, "
+                             "docs/performance.md), and almost no collector work for long runs (the benchmark "
+                             "is slowed about as much as in full mode); report then has no per-call figures")
     parser.add_argument("--max-files", type=int, default=DEFAULT_MAX_FILES, metavar="N",
                         help="target files the probe can follow over the run (default %(default)s); an open "
                              "beyond it is counted as not followed, and every report says so")
     parser.add_argument("--max-processes", type=int, default=DEFAULT_MAX_PROCESSES, metavar="N",
                         help="processes of the benchmark the probe can follow at once (default %(default)s; "
                              "an exited process frees its place); a fork beyond it is counted as not followed")
+    parser.add_argument("--probe", choices=PROBE_PATHS, default=None,
+                        help="which compiled probe to load: auto (default, or $IOWITNESS_PROBE) probes the "
+                             "kernel and takes the fast one where it has every feature, else the compatible "
+                             "one (Linux 5.8+: libaio, io_uring and mmap faults then counted as not "
+                             "followed); fast or compat force one (iowitness doctor says which auto picks)")
     parser.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
                         help="do not ask the kernel to time iowitness's BPF programs (by default timed "
                              f"{stats_windows.policy_text()}; two clock reads per program run while on); "
@@ -110,7 +119,8 @@ def probe_config(args, file_set: FileSet, all_processes: bool) -> ProbeConfig:
     check_numbers(args)
     return ProbeConfig(file_set=file_set, all_processes=all_processes,
                        ring_bytes=int(args.ring_buffer_mb * 2**20), summary=args.summary,
-                       bpf_stats=args.bpf_stats, max_files=args.max_files, max_processes=args.max_processes)
+                       bpf_stats=args.bpf_stats, max_files=args.max_files, max_processes=args.max_processes,
+                       probe_path=args.probe)
 
 
 def open_recording(args, probe: Probe, path: str, mode: str, command, attached: list[dict] | None = None) -> Recorder:

@@ -8,12 +8,13 @@ Both together trace only those files of those processes. Stops when every traced
 has exited (--pid), after --duration, or on Ctrl-C.
 
 Example:
-  sudo iowitness attach --pid 4242 -o fio.iwt
+  sudo iowitness attach -p 4242 -o fio.iwt
   sudo iowitness attach --file /mnt/test/fio.0.0 --duration 60
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 
 from iowitness.collector import preflight, processes, targets
@@ -24,14 +25,24 @@ from iowitness.errors import NotFound, OutputError, UsageError
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--pid", dest="pids", action="append", type=int, default=[], metavar="PID",
-                        help="a running process to follow, with its children; repeatable")
+    # -p as strace, perf and bpftrace spell it; "-p 1,2" as perf takes a list
+    parser.add_argument("-p", "--pid", dest="pid_lists", action="append", type=_pids, default=[], metavar="PID",
+                        help="a running process to follow, with its children; repeatable, or a comma-separated "
+                             "list (-p 4242,4243)")
     _recording.add_recording_options(
         parser, "a file (or directory) to watch; without --pid, any process that uses it; repeatable")
 
 
+def _pids(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a PID or a comma-separated list of PIDs") from None
+
+
 def execute(args) -> int:
     signals = _recording.SignalLatch()
+    args.pids = [pid for pids in args.pid_lists for pid in pids]
     if not args.pids and not args.files:
         raise UsageError("say what to attach to: --pid PID or --file PATH")
     _recording.check_numbers(args)

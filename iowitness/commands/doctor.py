@@ -1,7 +1,10 @@
 """Check whether this machine can trace, and say what to do when it cannot.
 
 Loads the real probe into the kernel and removes it again, so a green doctor means `run`
-and `attach` will work.
+and `attach` will work. Without root, it names each capability this process lacks (CAP_BPF
+and CAP_PERFMON are required; CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE each add
+something), one line each, with the ways to grant it; and says whether strace is there for
+`iowitness import`, where no probe can load.
 
 Example:
   sudo iowitness doctor
@@ -32,7 +35,28 @@ def _load_probe() -> preflight.Check:
     return preflight.Check("load and attach", True, f"attached {', '.join(programs)}")
 
 
+def capability_lines() -> list[str]:
+    """One line per capability this process lacks: what is lost, and how to grant it."""
+    from iowitness.collector import capabilities
+
+    lines = []
+    for cap in capabilities.missing():
+        mark = "FAIL" if cap.required else "note"
+        lines.append(f"{mark} {cap.name:19} missing: {cap.without}; grant it: {capabilities.how_to_grant([cap.name])}")
+    return lines
+
+
+def strace_line() -> str:
+    import shutil
+
+    if shutil.which("strace"):
+        return "ok   strace import    strace -f -ttt -T -y -o run.strace -- CMD, then iowitness import run.strace -o run.iwt"
+    return "note strace import    strace is not installed (apt install strace): the way in where no probe can load"
+
+
 def execute(args) -> int:
+    for line in capability_lines():
+        print(line)
     checks = preflight.run_checks()
     if all(c.ok for c in checks if c.blocking):
         checks.append(_load_probe())
@@ -42,5 +66,6 @@ def execute(args) -> int:
         if not c.ok and c.fix:
             print(f"     {'':16} fix: {c.fix}")
     failed = [c for c in checks if c.blocking and not c.ok]
+    print(strace_line())
     print("this machine can trace" if not failed else "this machine cannot trace yet")
     return EXIT_CANNOT_TRACE if failed else 0

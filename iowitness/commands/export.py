@@ -1,37 +1,98 @@
-"""Export a trace's events to Parquet, for DuckDB, Polars, Spark or pandas.
+"""Export traces to Parquet, for DuckDB, Polars, Spark or pandas.
 
-The trace metadata is kept in the Parquet file's key-value metadata under "iowitness".
+One trace to a FILE.parquet: its events, with the trace metadata in the file's key-value
+metadata under "iowitness".
+
+Several traces, or a directory: one dataset of every run, partitioned by benchmark, with
+tables runs, events, phases, verdicts and device, each row carrying its run_id and host,
+and wall-clock time columns beside the trace's monotonic nanoseconds (docs/dataset.md has
+the layout and the queries to start from). Exporting more runs into the same directory adds
+them; exporting a run again replaces its files. Claims are read from the output each run
+captured.
 
 Example:
   iowitness export iozone.iwt --parquet iozone.parquet
   duckdb -c "select syscall, count(*), sum(ret) from 'iozone.parquet' group by 1"
+  iowitness export --parquet runs/ sweep/*.iwt
+  duckdb -c "select benchmark, name, avg(wall_Bps) from 'runs/phases/*/*.parquet' group by all"
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+
 from iowitness.analysis.run import export_parquet, load
-from iowitness.commands import _output
+from iowitness.commands import _claims, _output
+from iowitness.extras import require
 from iowitness.errors import UsageError
-from iowitness.outputfile import add_mode_option
+from iowitness.outputfile import add_mode_option, parse_mode
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
-    parser.add_argument("--parquet", metavar="OUT", help="write the events to this Parquet file")
+    parser.add_argument("traces", metavar="TRACE", nargs="+", help="traces saved by run or attach")
+    parser.add_argument("--parquet", metavar="OUT",
+                        help="FILE.parquet for one trace's events; a directory (it may exist) for a dataset of "
+                             "several runs")
     add_mode_option(parser)
+    parser.add_argument("--tolerance", default=_claims.DEFAULT_TOLERANCE, metavar="PCT",
+                        help="how far a claim may be from the active figure and still agree, for the verdicts "
+                             "table (default %(default)s)")
+
+
+def _one_file(args) -> bool:
+    """The single-file form: one trace to a name ending in .parquet that is not a directory."""
+    out = args.parquet
+    return len(args.traces) == 1 and out.endswith(".parquet") and not os.path.isdir(out)
+
+
+def _usable(path: str, trace) -> None:
+    if trace.summary is not None:
+        raise UsageError(f"{path} is a --summary trace: it holds the kernel's aggregates, no record per "
+                         "call, so there are no events to export; record without --summary to export them")
+    if not len(trace.events):
+        from iowitness.analysis.report import unseen
+        raise UsageError(f"{path} holds no event to export ({unseen(trace) or 'no call on a target file'})")
 
 
 def execute(args) -> int:
     if not args.parquet:
         raise UsageError("say where to export: --parquet OUT")
-    out = _output.destination(args, args.parquet)
-    trace = load(args.trace)
-    if trace.summary is not None:
-        raise UsageError(f"{args.trace} is a --summary trace: it holds the kernel's aggregates, no record per "
-                         "call, so there are no events to export; record without --summary to export them")
-    if not len(trace.events):
-        from iowitness.analysis.report import unseen
-        raise UsageError(f"{args.trace} holds no event to export ({unseen(trace) or 'no call on a target file'})")
-    export_parquet(trace, out)
-    _output.print_text(f"wrote {args.parquet}: {len(trace.events):,} events")
+    require("pyarrow.parquet", "parquet", "export --parquet")   # before a trace is read: one line, at once
+    if _one_file(args):
+        out = _output.destination(args, args.parquet)
+        trace = load(args.traces[0])
+        _usable(args.traces[0], trace)
+        export_parquet(trace, out)
+        _output.print_text(f"wrote {args.parquet}: {len(trace.events):,} events")
+        return 0
+    return _dataset(args)
+
+
+def _dataset(args) -> int:
+    from iowitness.analysis import dataset
+
+    mode = parse_mode(args.mode)
+    claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=args.tolerance,
+                                    device_ceiling=None)
+    _claims.tolerance(args.tolerance)   # a bad one fails before any file is written
+    seen: list[tuple[str, str]] = []
+    events = 0
+    for k, path in enumerate(args.traces):
+        trace = load(path)
+        try:
+            _usable(path, trace)
+            rid = dataset.run_id(trace.meta)
+            dataset.check_distinct(seen + [(path, rid)])
+        except UsageError as exc:
+            raise UsageError(f"{exc}; {k} run(s) before it were written to {args.parquet}" if k else str(exc)) from None
+        seen.append((path, rid))
+        report = trace.report()
+        verdicts = _claims.verdicts_for(trace, claim_args, required=False)[0]
+        rid, benchmark, frames = dataset.tables_of(trace, report, verdicts)
+        dataset.write_run(args.parquet, rid, benchmark, frames, mode)
+        events += trace.event_count
+        del trace, report, frames   # one run in memory at a time
+    _output.print_text(f"wrote {args.parquet}: {len(seen)} run(s), {events:,} events "
+                       f"(tables {', '.join(dataset.TABLES)})")
     return 0

@@ -19,6 +19,12 @@ Example:
   iowitness report iozone.iwt --json > phases.json
   iowitness report fio.iwt --claims fio.json
   iowitness report mybench.iwt --spec mybench.toml
+  iowitness report host1.iwt host2.iwt --claims fio-client.json
+
+Several traces are one benchmark run over several hosts: fio --client driving a fio --server
+on each, each server traced by `iowitness attach --pid`. The traces are matched to the
+client's hosts by their server's address, aligned on the wall clock, and the per-host and
+all-clients claims of the client's JSON output are judged (docs/hosts.md).
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from iowitness.outputfile import add_mode_option
 
 def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+    parser.add_argument("more", metavar="TRACE", nargs="*",
+                        help="the other hosts' traces of a benchmark run over several hosts (fio --client): "
+                             "judged together against --claims CLIENT-OUTPUT")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="everything, as JSON, on stdout")
     form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
@@ -44,7 +53,15 @@ def add_arguments(parser) -> None:
 def execute(args) -> int:
     from iowitness.analysis.reporters import machine, text  # pandas: only analysis pays for it
 
+    if args.more:   # one run over several hosts
+        from iowitness.commands import _hosts
+
+        return _hosts.execute(args)
     out = _output.destination(args, args.html) if args.html else None
+    if args.html:
+        from iowitness.extras import require
+
+        require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
     trace = load(args.trace)
     if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
         return _summary_report(trace, args)

@@ -58,6 +58,7 @@ def execute(args) -> int:
         recorder = _recording.open_recording(args, probe, path, "run", command)
         path = recorder.writer.path
         child = Launched(command, recorder.writer.fileno(), args.on_fault)
+        recorder.terminal = child.terminal
         try:
             probe.add_process(child.pid)
             probe.wake_on_exit(child.pid)

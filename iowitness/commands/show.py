@@ -1,22 +1,71 @@
 """Print what a trace recorded: processes, files, per-syscall counts, bytes, latency, lost events.
 
+With --events, one line per recorded call instead, in time order, as `perf script` or strace
+print them (process, pid/tid, time, call, fd, offset, bytes asked, result, latency, phase,
+file); --phase, --file, --syscall (-e) and --pid (-p) keep some of them, and combine.
+
 Example:
   iowitness show iozone.iwt
+  iowitness show --events -e read,pread64 --phase 3 iozone.iwt | head
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
+
+from iowitness.analysis.run import load
 from iowitness.commands import _output
+
+
+def _list(kind):
+    def parse(text: str) -> list:
+        try:
+            return [kind(part) for part in text.removeprefix("trace=").split(",") if part]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a comma-separated list") from None
+    return parse
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+    parser.add_argument("--events", action="store_true",
+                        help="one line per recorded call (time in s since the recording began, latency in µs, "
+                             "sizes in bytes) instead of the summary")
+    events = parser.add_argument_group("with --events, keep only the calls")
+    events.add_argument("--phase", dest="phases", action="append", type=_list(int), default=[], metavar="N",
+                        help="of phase N (as report numbers them); repeatable or N,M")
+    events.add_argument("--file", dest="files", action="append", default=[], metavar="PATH",
+                        help="on this file (its path, or its name alone); repeatable")
+    events.add_argument("-e", "--syscall", dest="syscalls", action="append", type=_list(str), default=[],
+                        metavar="CALL", help="of these calls (read,pwrite64; strace's -e trace=read is taken too)")
+    events.add_argument("-p", "--pid", dest="pids", action="append", type=_list(int), default=[], metavar="PID",
+                        help="of this process or thread; repeatable or PID,PID")
 
 
 def execute(args) -> int:
-    from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it
+    from iowitness.errors import UsageError
 
+    filters = {"phases": [n for ns in args.phases for n in ns], "files": args.files,
+               "syscalls": [s for ss in args.syscalls for s in ss], "pids": [p for ps in args.pids for p in ps]}
+    given = [f"--{name.rstrip('s')}" for name, value in filters.items() if value]
+    if given and not args.events:
+        raise UsageError(f"{given[0]} filters the lines of --events; add --events")
+    if args.events:
+        from iowitness.analysis import event_lines
+
+        trace = load(args.trace)   # one line per call: every event, loaded
+        if trace.summary is not None and len(trace.summary) and not trace.event_count:
+            raise UsageError(f"{args.trace} is a summary trace (--summary): it holds no record per call to print")
+        rows = event_lines.select(trace, **filters)
+        out = sys.stdout
+        out.write(event_lines.HEADER + "\n")
+        for line in event_lines.lines(trace, rows):
+            out.write(line + "\n")
+        out.flush()
+        return 0
     from iowitness.analysis import streamed
+    from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it
 
     # block by block: memory bounded by a block of events, whatever the trace's length, and a
     # trace still being written is read up to its last whole chunk

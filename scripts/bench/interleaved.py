@@ -58,7 +58,9 @@ from iowitness.analysis.run import load# noqa: E402
 
 WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop", "fio-iouring-rand-read", "fio-libaio-rand-read")
 DEFAULT_WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop")
-OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary")
+OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary", "iowitness-compat")
+# iowitness-compat (the compatible probe object, --probe compat) only when asked for
+DEFAULT_OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary")
 SAMPLE_SECONDS = 0.02
 EDGE_SECONDS = 0.1   # trimmed from each end of a stretch: attach and detach are not instant
 
@@ -184,7 +186,8 @@ def run_slot(observer: str, pid: int, files: list[str], slot: float, out: Path) 
         finally:
             floor.stop()
     trace = out / "slot.iwt"
-    options = Iowitness(summary=observer == "iowitness-summary").options(files)
+    options = Iowitness(summary=observer == "iowitness-summary",
+                        probe="compat" if observer == "iowitness-compat" else None).options(files)
     done = subprocess.run([*IOWITNESS, "attach", "-q", "--pid", str(pid), "--duration", f"{slot:g}", "-o", str(trace),
                            *options], capture_output=True, text=True)
     if done.returncode != 0:   # one stretch lost, said, and the measurement goes on
@@ -276,7 +279,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
                         help=f"comma-separated, of: {', '.join(WORKLOADS)}")
-    parser.add_argument("--observers", default=",".join(OBSERVERS))
+    parser.add_argument("--observers", default=",".join(DEFAULT_OBSERVERS))
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--slot", type=float, default=2.0, help="seconds per stretch (default 2)")
     parser.add_argument("--dir", type=Path, help="where the benchmark files go (default: a new directory in /var/tmp)")

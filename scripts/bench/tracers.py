@@ -113,13 +113,16 @@ class TimingFloor(Floor):
 
 
 class Iowitness(Observer):
-    def __init__(self, summary: bool, stats: bool = True):
-        self.summary, self.stats = summary, stats
-        self.name = ("iowitness-summary" if summary else "iowitness") + ("" if stats else "-nostats")
+    def __init__(self, summary: bool, stats: bool = True, probe: str | None = None):
+        # probe: "compat" records with the compatible object (collector/kfeatures.py)
+        self.summary, self.stats, self.probe = summary, stats, probe
+        self.name = (("iowitness-summary" if summary else "iowitness") + ("" if stats else "-nostats")
+                     + (f"-{probe}" if probe else ""))
 
     def options(self, files: list[str]) -> list[str]:
         """The recording options of this mode, tracing `files` (run and attach take the same)."""
         options = (["--summary"] if self.summary else []) + ([] if self.stats else ["--no-bpf-stats"])
+        options += ["--probe", self.probe] if self.probe else []
         return options + [arg for f in files for arg in ("--file", f)]
 
     def wrap(self, command, files, out, tag):

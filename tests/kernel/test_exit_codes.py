@@ -73,7 +73,10 @@ def _numbers(command: list[str], option: str, values: list[str]) -> list:
 CASES = [
     (0, "show a trace", lambda g: ["show", g.trace]),
     (1, "check a claim the trace refutes", lambda g: ["check", g.trace, "--claims", g.slow]),
+    (1, "compare --fail-if a threshold crossed", lambda g: ["compare", g.trace, g.trace, "--fail-if", "bytes>=+0%"]),
     (2, "no command", lambda g: []),
+    (2, "a --fail-if that is no expression", lambda g: ["compare", g.trace, g.trace, "--fail-if", "p99>>10%"]),
+    (2, "several traces without the fio client's output", lambda g: ["report", g.trace, g.trace]),
     (2, "an unknown command", lambda g: ["bogus"]),
     (2, "a word for a number", lambda g: ["run", "--duration", "soon", "--", "true"]),
     (2, "run with no benchmark", lambda g: ["run", "-o", g.out]),
@@ -138,8 +141,9 @@ def test_each_case_gives_its_row(given, code, case, argv):
     assert proc.returncode == code, f"{case}: exit {proc.returncode}\n{proc.stderr}"
     if code >= 2:
         assert one_line(proc).startswith("iowitness"), proc.stderr
-    else:
-        assert "Traceback" not in proc.stderr and not proc.stderr.strip(), proc.stderr
+    else:   # compare --fail-if names each threshold crossed on stderr (stdout may be its --json)
+        said = [line for line in proc.stderr.splitlines() if not line.startswith("iowitness: --fail-if ")]
+        assert "Traceback" not in proc.stderr and not said, proc.stderr
     assert not os.path.exists(given.out), "a refused run or attach must not leave a trace behind"
 
 

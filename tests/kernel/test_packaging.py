@@ -20,6 +20,7 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     # THEN the compiled probe and its record header are package data, under one namespace
     assert "iowitness/probes/build/iowitness.bpf.o" in names
+    assert "iowitness/probes/build/iowitness_compat.bpf.o" in names   # older kernels' (kfeatures.py)
     assert "iowitness/probes/events.h" in names
     assert not any(n.split("/")[0] in ("collector", "analysis", "probes") for n in names)
     # WHEN it is installed apart from the checkout

@@ -260,6 +260,12 @@ def _fio_jobs(workdir, *extra):
             f"--filename={workdir / 'beta.dat'}"]
 
 
+def _rates(verdicts):
+    """The verdicts on fio's rates; its latency claims (one per job and direction, after them)
+    are judged in tests/kernel/test_latency_claims.py."""
+    return [v for v in verdicts if "fio_latency" not in v.claim.extra]
+
+
 def _fio_agrees(verdicts, expected):
     assert sorted(v.claim.test for v in verdicts) == sorted(expected)
     for v in verdicts:
@@ -273,7 +279,7 @@ def test_fio_json_two_jobs_agree(traced, workdir):
     # first, in its main process)
     trace, _ = traced(_fio_jobs(workdir))
     # WHEN the claims of fio's JSON are judged
-    verdicts = verdicts_of(trace)
+    verdicts = _rates(verdicts_of(trace))
     # THEN each job's claim is about its own phase (not the layout) and agrees
     _fio_agrees(verdicts, ["alpha write", "beta read"])
     names = trace.phases().set_index("phase")["benchmark_name"]
@@ -286,7 +292,7 @@ def test_fio_group_reporting_claims_are_about_the_group(traced, workdir):
     # with each direction's bytes over the group's runtime for that direction
     trace, _ = traced(_fio_jobs(workdir, "--group_reporting"))
     # WHEN its claims are judged
-    verdicts = verdicts_of(trace)
+    verdicts = _rates(verdicts_of(trace))
     # THEN "alpha read" is beta's reading, "alpha write" alpha's writing, and both agree
     _fio_agrees(verdicts, ["alpha write", "alpha read"])
     names = trace.phases().set_index("phase")["benchmark_name"]
@@ -301,10 +307,14 @@ def test_check_reads_fio_output_saved_to_a_file(traced, workdir, tmp_path):
     assert json.loads(saved.read_text())["jobs"]
     # WHEN `iowitness check` reads the claims from that file
     proc = check(trace, "--claims", str(saved))
-    # THEN both claims agree: exit 0, one line each
+    # THEN both claims agree: exit 0, one line each (and one for each job's latency, which
+    # agrees or is explained: tests/kernel/test_latency_claims.py)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert sorted(line.split()[0:3] for line in proc.stdout.splitlines()) == [["AGREES", "alpha", "write:"],
-                                                                            ["AGREES", "beta", "read:"]]
+    lines = [line.split()[0:3] for line in proc.stdout.splitlines()]
+    assert sorted(line for line in lines if line[2].endswith(":")) == [["AGREES", "alpha", "write:"],
+                                                                      ["AGREES", "beta", "read:"]]
+    assert sorted(line[1:] for line in lines if not line[2].endswith(":")) == [["alpha", "write"], ["beta", "read"]]
+    assert all(line[0] in ("AGREES", "EXPLAINED") for line in lines), proc.stdout
     # AND without --claims there is nothing to check: a usage error
     proc = check(trace)
     assert proc.returncode == EXIT_USAGE and one_line_error(proc)

@@ -63,7 +63,7 @@ def _toy_module() -> types.ModuleType:
         for claim in claims:
             claim.extra["command"] = argv[1:]
 
-    def name_phases(table, argv, pid=None):
+    def name_phases(table, argv, pid=None, cwd=None):
         return ["toy write" if operation == "write" else None for operation in table["operation"]]
 
     def matcher(report_, claims, argv, trace=None):

@@ -328,9 +328,14 @@ def test_iozone_command_line():
 
 # --- fio -------------------------------------------------------------------------------------
 
+def _rates(claims):
+    """fio's rate claims; its latency claims come after them (fio_latency.py)."""
+    return [c for c in claims if "fio_latency" not in c.extra]
+
+
 def test_fio_json_two_jobs():
     # GIVEN a writer job and a reader job, --output-format=json
-    claims = fio.parse(recorded("fio/two_jobs.json"))
+    claims = _rates(fio.parse(recorded("fio/two_jobs.json")))
 
     # THEN one claim per job and direction that moved data
     assert [(c.test, c.job, c.direction) for c in claims] == [
@@ -348,7 +353,7 @@ def test_fio_json_two_jobs():
 
 
 def test_fio_json_group_reporting_names_the_group_after_its_first_job():
-    claims = fio.parse(recorded("fio/two_jobs_group_reporting.json"))
+    claims = _rates(fio.parse(recorded("fio/two_jobs_group_reporting.json")))
     assert [(c.test, c.job, c.bytes_per_s) for c in claims] == [
         ("writer read", "writer", 762600727), ("writer write", "writer", 762600727)]
     assert claims[0].seconds_per_op == pytest.approx(4826.604004e-9)
@@ -357,7 +362,7 @@ def test_fio_json_group_reporting_names_the_group_after_its_first_job():
 
 
 def test_fio_json_plus_randrw_one_claim_per_direction_and_a_total():
-    claims = fio.parse(recorded("fio/randrw.jsonplus"))
+    claims = _rates(fio.parse(recorded("fio/randrw.jsonplus")))
     assert [(c.test, c.bytes_per_s, c.value) for c in claims] == [
         ("mixed read", 49083159, 47932), ("mixed write", 21409344, 20907)]
     assert [c.ops_per_s for c in claims] == pytest.approx([11983.193277, 5226.890756])
@@ -370,13 +375,13 @@ def test_fio_note_printed_before_the_json_is_skipped():
     # GIVEN fio's "note: both iodepth >= 1 and synchronous I/O engine ..." line before the JSON
     text = recorded("fio/note_before_json.json")
     assert text.startswith("note: both iodepth >= 1")
-    claims = fio.parse(text)
+    claims = _rates(fio.parse(text))
     assert [(c.test, c.bytes_per_s, c.ops_per_s) for c in claims] == [("deep read", 838860800, 204800)]
 
 
 def test_fio_normal_text_output():
     # GIVEN the two jobs without --output-format
-    claims = fio.parse(recorded("fio/two_jobs_normal.txt"))
+    claims = _rates(fio.parse(recorded("fio/two_jobs_normal.txt")))
 
     # THEN "write: IOPS=146k, BW=571MiB/s (599MB/s)": the first rate, with its own unit
     writer, reader = claims
@@ -391,10 +396,41 @@ def test_fio_normal_text_output():
 
 def test_fio_status_interval_reports_the_last_json():
     # GIVEN --status-interval=1: three full JSON reports, the last one the run's
-    [claim] = fio.parse(recorded("fio/status_interval.json"))
+    [claim] = _rates(fio.parse(recorded("fio/status_interval.json")))
     assert (claim.test, claim.bytes_per_s, claim.extra["io_bytes"], claim.extra["runtime_ms"]) == (
         "paced write", 1048576, 2097152, 2000)
     assert claim.extra["interim_reports"] == 2
+
+
+def test_fio_json_latency_one_claim_per_job_and_direction_after_the_rates():
+    # GIVEN fio's JSON of two psync jobs, and a randrw job with json+
+    two, randrw = fio.parse(recorded("fio/two_jobs.json")), fio.parse(recorded("fio/randrw.jsonplus"))
+    # THEN after the rates, one latency claim per job and direction: clat's mean in ns, and
+    # every figure of clat_ns (and lat_ns) in seconds, its percentiles as pNN
+    latencies = [c for c in two if "fio_latency" in c.extra]
+    assert [(c.test, c.unit, c.index) for c in latencies] == [("writer write latency", "ns", 2),
+                                                             ("reader read latency", "ns", 3)]
+    writer = latencies[0].extra["fio_latency"]
+    assert latencies[0].value == pytest.approx(4803.368164)
+    assert writer["clat"]["p99.99"] == pytest.approx(2605056e-9) and writer["clat"]["N"] == 2048
+    assert writer["clat"]["min"] == pytest.approx(2377e-9) and writer["lat"]["mean"] == pytest.approx(4898.791992e-9)
+    # AND a synchronous job's slat (N = 0: fio measures none) is not there at all
+    assert "slat" not in writer and latencies[0].extra["ioengine"] == "psync"
+    assert [c.test for c in randrw if "fio_latency" in c.extra] == ["mixed read latency", "mixed write latency"]
+
+
+def test_fio_normal_text_latency_after_the_rates():
+    # GIVEN the two jobs' normal text output
+    latencies = [c for c in fio.parse(recorded("fio/two_jobs_normal.txt")) if "fio_latency" in c.extra]
+    # THEN one latency claim per job and direction: "clat (usec): min=2, max=3107, avg= 5.95",
+    # its percentiles ("99.99th=[ 3097]"), fio's count from "issued rwts", its engine
+    writer, reader = latencies
+    assert (writer.test, writer.value, writer.extra["ioengine"]) == ("writer write latency", pytest.approx(5950), "psync")
+    clat = writer.extra["fio_latency"]["clat"]
+    assert clat["max"] == pytest.approx(3107e-6) and clat["p99.99"] == pytest.approx(3097e-6) and clat["N"] == 2048
+    # AND figures printed in whole µs are held to half a µs more, those in ns to half a ns
+    assert writer.extra["resolution_s"] == pytest.approx(0.5e-6) and reader.extra["resolution_s"] == pytest.approx(0.5e-9)
+    assert reader.extra["fio_latency"]["clat"]["max"] == pytest.approx(5007.4e-6)   # "max=5007.4k" ns
 
 
 def test_fio_json_cut_in_half_is_refused():
@@ -574,10 +610,12 @@ def test_the_specs_shipped_in_docs_load():
 
 @pytest.mark.parametrize("toml, message", [
     (VALID.replace('"MB/s"', '"MB"'),
-     "spec [[claim]] 1 'unit': 'MB' is not one of B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s, ops/s, us/op, ms/op, s"),
+     "spec [[claim]] 1 'unit': 'MB' is not one of B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s, ops/s, ns/op, us/op, "
+     "µs/op, ms/op, s/op, ns, us, µs, ms, s (did you mean 'MB/s'?)"),
     (VALID.replace("?P<value>", ""), "spec [[claim]] 1 'pattern': has no (?P<value>...) group for the number"),
-    (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key (known: pattern, test, direction, unit, "
-                               "match, phase, operation, access, required, scope, key)"),
+    (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key; did you mean 'pattern'? (known: pattern, "
+                               "test, direction, unit, match, phase, operation, access, required, scope, key, "
+                               "statistic, timed, skip, requests, record_size, rank, columns)"),
     (VALID.replace('"w"', '"sequential {op}"'),
      "spec [[claim]] 1 'test': uses {op} but the pattern has no (?P<op>...) group"),
     ("version = 2\n" + VALID, "spec 'version' is 2; this iowitness reads version 1"),
@@ -590,10 +628,29 @@ def test_the_specs_shipped_in_docs_load():
     (VALID + 'direction = "writes"\n', "spec [[claim]] 1 'direction': 'writes' is not one of read, write, mixed"),
     (VALID.replace(")$'", "$'"), "spec [[claim]] 1 'pattern': not a regular expression: "
                                  "missing ), unterminated subpattern at position 4"),
+    (VALID + '[claim.columns]\nw = { tset = "a" }\n', "spec [[claim]] 1 'columns.w.tset': unknown key (known: test, "
+     "direction, unit, match, phase, operation, access, scope, key, statistic, timed, skip, record_size, rank)"),
+    (VALID.replace("?P<value>", "?P<w>") + '[claim.columns]\nlat = { test = "a" }\n',
+     "spec [[claim]] 1 'pattern': has no (?P<lat>...) group for the number of this column"),
+    (VALID.replace('"MB/s"', '"us"') + 'statistic = "p999"\n', "spec [[claim]] 1 'statistic': 'p999' is not one "
+     "of mean, min, max, stddev, mdev, median, pNN (p99, p99.9, ...), avg"),
+    (VALID + 'statistic = "p99"\n', "spec [[claim]] 1 'statistic': goes with a time per operation (ns/op, us/op, "
+     "ms/op, s/op, ns, us, ms), not 'MB/s'"),
+    (VALID.replace('"MB/s"', '"us"') + 'timed = "call+fsync"\n',
+     "spec [[claim]] 1 'timed': 'call+fsync' is not one of call, call+sync, open..close"),
+    (VALID + 'skip = "1"\n', "spec [[claim]] 1 'skip': must be a whole number"),
+    (VALID + 'rank = 0\n', "spec [[claim]] 1 'rank': must be 1 or more"),
+    (VALID + 'requests = true\n', "spec [[claim]] 1 'requests': per-request lines are latencies: give a time per "
+     "operation as the unit, not 'MB/s'"),
+    (VALID + 'record_size = "big"\n', "spec [[claim]] 1 'record_size': 'big' is not a size (4096, 4k, 64KiB) nor "
+     "a template such as \"{size}\""),
+    ('[benchmark]\nmultipliers = "si"\n' + VALID, "spec [benchmark] 'multipliers' is 'si'; give \"decimal\" "
+     "(k = 1000) or \"binary\" (k = 1024)"),
     ("claim = [", "spec is not valid TOML: "),  # then tomllib's own words, which vary with Python
     ("", "spec has no [[claim]] table"),
 ])
 def test_spec_errors_name_the_key(toml, message):
+    # GIVEN a spec with one thing wrong WHEN loaded THEN one line names the key and the problem
     with pytest.raises(spec.SpecError) as e:
         spec.loads(toml)
     got = one_line_error(e)
@@ -701,3 +758,12 @@ def test_detect_command_recognised_but_output_of_another_tool():
     # GIVEN the command says iozone but the output is dd's: IOzone's parser refuses it
     with pytest.raises(UnparsableOutput, match="^not IOzone output"):
         claims_from(recorded("dd/write.txt"), ["iozone", "-i0"])
+
+
+def test_an_unreadable_number_names_the_line_and_what_a_number_is():
+    # GIVEN a number with a thousands separator (docs/claims-spec.md, Errors)
+    checked = spec.loads(VALID.replace("[\\d.]+", "[\\d.,]+"))
+    with pytest.raises(UnparsableOutput) as e:
+        spec.parse("W: 1,234.5\n", checked)
+    assert one_line_error(e) == ("[[claim]] 1 on line 'W: 1,234.5': value '1,234.5' is not a number (digits, a "
+                                 "point, an exponent, and one of k, K, m, M, g, G after it)")

@@ -21,6 +21,15 @@ def test_cli_reference_is_current():
         "docs/cli.md is stale: run .venv/bin/python scripts/cli_reference.py"
 
 
+def test_man_page_and_completion_are_current():
+    # GIVEN the parser now, THEN the man page and the bash completion are what it generates
+    gen = _generator()
+    assert (REPO / "docs" / "iowitness.1").read_text() == gen.render_man(), \
+        "docs/iowitness.1 is stale: run .venv/bin/python scripts/cli_reference.py"
+    assert (REPO / "docs" / "iowitness.bash").read_text() == gen.render_completion(), \
+        "docs/iowitness.bash is stale: run .venv/bin/python scripts/cli_reference.py"
+
+
 def test_every_command_help_ends_with_an_example():
     from iowitness.cli import COMMANDS
 

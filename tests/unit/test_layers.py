@@ -6,7 +6,7 @@
     iowitness.collector                    probe loading, draining, the trace format
     iowitness.probes                       the record layout
     iowitness.errors, .units, .version,    shared by every layer, importing none of them
-    .outputfile, .escape
+    .outputfile, .escape, .extras
 
 Read from the source files (every import statement, also those inside functions), not from
 what happens to be imported at run time, so a lazy import cannot hide an upward step.
@@ -25,10 +25,13 @@ ROOT = Path(__file__).resolve().parents[2]
 # where each part of the one import namespace lives in the source tree (pyproject.toml)
 FOLDERS = {"iowitness": ROOT / "iowitness", "iowitness.analysis": ROOT / "analysis",
            "iowitness.collector": ROOT / "collector", "iowitness.probes": ROOT / "probes"}
-SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness.outputfile", "iowitness.escape")
+SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness.outputfile", "iowitness.escape",
+          "iowitness.extras")
 # the trace contract: what the analysis may read of the collector
+# backends: which backend a trace's START names, and what each cannot see (no loader either)
 TRACE_CONTRACT = ("iowitness.collector.traceformat", "iowitness.collector.tracereader",
-                  "iowitness.collector.tracestream", "iowitness.collector.codec")
+                  "iowitness.collector.tracestream", "iowitness.collector.codec",
+                  "iowitness.collector.backends")
 
 
 def layer(module: str) -> int:

@@ -252,6 +252,22 @@ def test_warm_up_read_is_kept_out_of_the_counts():
          "bytes": 32768, "ops": 8, "warmup_ops": 1}]
 
 
+def test_warm_up_read_of_a_file_no_bigger_than_its_record():
+    # GIVEN IOzone -a where the record size is the file size: prime read, lseek(0), the one record
+    events = Calls().open(F, O_RDONLY, size=REC).read(REC).lseek(0).read(REC).close().frame()
+    # WHEN the phases are rebuilt
+    assigned = phases.assign(events)
+    table = phases.table(events, assigned)
+    # THEN the prime is the warm-up: the phase moved the file once, as IOzone counts it
+    assert assigned["warmup"].tolist() == [False, True, False, False, False]
+    assert rows(table, "phase", "bytes", "ops", "warmup_ops") == [{"phase": 1, "bytes": REC, "ops": 1, "warmup_ops": 1}]
+    # AND two reads of different records, or two writes, are no warm-up
+    other = Calls().open(F, O_RDONLY, size=2 * REC).read(REC).read(REC).close().frame()
+    assert not phases.assign(other)["warmup"].any()
+    writes = Calls().open(F, O_RDWR, size=REC).write(REC).lseek(0).write(REC).close().frame()
+    assert not phases.assign(writes)["warmup"].any()
+
+
 # time
 
 def test_fsyncs_are_counted_and_timed_in_their_phase():

@@ -1,0 +1,78 @@
+"""`report A.iwt B.iwt ... --claims client.json`: one benchmark run over several hosts.
+
+Each trace is one host's (an `iowitness attach` of its fio --server); the claims file is the
+fio client's JSON output. analysis/hosts.py does the matching and the judging; this module
+reads the files and prints: per host, its phases and verdicts; then the hosts on one clock
+and the all-clients verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from iowitness.analysis.run import load
+from iowitness.commands import _claims, _output
+from iowitness.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+
+def execute(args) -> int:
+    paths = [args.trace, *args.more]
+    if not args.claims:
+        raise UsageError("several traces are one run over several hosts: give the fio client's JSON output "
+                         "with --claims FILE (fio --client ... --output-format=json)")
+    if args.spec or args.format not in (None, "fio"):
+        raise UsageError("several traces are judged against a fio --client output only (no --spec, --format fio)")
+    if args.csv or args.markdown or args.html:
+        raise UsageError("several traces: the text report or --json")
+    if len(set(paths)) != len(paths):
+        raise UsageError("a trace is given twice: give each host's trace once")
+    tolerance = _claims.tolerance(args.tolerance)
+    try:
+        text = Path(args.claims).read_text(errors="replace")
+    except OSError as exc:
+        raise UsageError(f"--claims {args.claims}: cannot read it: {exc.strerror or exc}; "
+                         "give the file that holds the fio client's output") from None
+    from iowitness.analysis import hosts
+
+    doc = hosts.read_client_output(text)
+    traces = [(path, load(path)) for path in paths]
+    for path, trace in traces:
+        if trace.summary is not None:
+            raise UsageError(f"{path} is a --summary trace: no per-call timing to judge claims against")
+    cluster = hosts.judge(doc, traces, tolerance)
+    if args.json:
+        print(_json(cluster))
+    else:
+        _output.print_text(_text(cluster))
+    return 0
+
+
+def _text(cluster) -> str:
+    from iowitness import escape, units
+    from iowitness.analysis.reporters import text
+
+    parts = []
+    for host in cluster.hosts:
+        parts.append(f"=== host {escape.terminal(host.name)}: {escape.terminal(host.path)} ===")
+        parts.append(text.render(host.trace.report(), host.trace))
+        parts.append(text.verdict_section(host.verdicts, None))
+    parts.append("=== all clients ===")
+    parts.append(units.table(cluster.timeline, title="hosts on one clock (wall-clock offsets; ms from the "
+                                                     "first data call on any host)"))
+    parts.append(text.verdict_section(cluster.all_clients, None) if cluster.all_clients else
+                 "claims: the client printed no all-clients figure (one host)")
+    return "\n\n".join(parts)
+
+
+def _json(cluster) -> str:
+    from iowitness.analysis.reporters.machine import verdict_records
+
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "iowitness-hosts", "fio_version": cluster.doc.get("fio version"),
+           "hosts": [{"host": h.name, "trace": h.path, "phases": int(len(h.trace.report().phases)),
+                      "verdicts": verdict_records(h.verdicts)} for h in cluster.hosts],
+           "timeline": json.loads(cluster.timeline.to_json(orient="records")),
+           "all_clients": verdict_records(cluster.all_clients)}
+    return json.dumps(doc, indent=2)

@@ -1,0 +1,57 @@
+"""Import an strace text trace (no BPF, no root) into a trace that report, check and compare read.
+
+Record the benchmark with strace, decorating every fd with its file (-y or -yy), the time of
+each call (-ttt) and its duration (-T), following its threads and children (-f, or -ff for one
+file per process: give the -o name and every NAME.PID is read):
+
+  strace -f -ttt -T -y -s 4096 -o run.strace -- ./mybench
+
+-s 4096 keeps what the benchmark prints whole, so that its claims can be judged; or save its
+output apart and give it with --output. strace's latencies include its ptrace stops: the
+report says they are inflated, and that a trace from strace has no device view, no block I/O
+and no observer cost.
+
+Example:
+  iowitness import run.strace -o run.iwt && iowitness report run.iwt
+"""
+
+from __future__ import annotations
+
+from iowitness.commands import _output
+from iowitness.outputfile import add_mode_option
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("strace", metavar="STRACE", nargs="+",
+                        help="strace -o output: a file, or the NAME of strace -ff's NAME.PID files")
+    parser.add_argument("-o", "--output-trace", dest="out", metavar="TRACE", required=True,
+                        help="the trace to write (.iwt)")
+    parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH",
+                        help="only this file (or every file directly in this directory), as `run --file`; "
+                             "repeatable; default: every file outside system directories, as `run` does")
+    parser.add_argument("--output", dest="stdout", metavar="FILE",
+                        help="the benchmark's output saved apart (its claims); default: what the "
+                             "strace shows it writing on fd 1 and 2")
+    add_mode_option(parser)
+
+
+def execute(args) -> int:
+    from iowitness.collector.strace_files import import_strace
+
+    from iowitness.outputfile import parse_mode
+
+    _output.destination(args, args.out)
+    done = import_strace(args.strace, args.out, args.files, args.stdout, parse_mode(args.mode))
+    notes = []
+    if done["without_latency"]:
+        notes.append(f"{done['without_latency']:,} calls without -T latency (0 in the trace)")
+    if done["output_cut"]:
+        notes.append("strace shortened the benchmark's output: record with -s 4096 or give --output")
+    if done["command_cut"]:
+        notes.append("strace shortened the command line: record with -s 4096 to keep it whole")
+    if done["undecorated"]:
+        notes.append(f"{done['undecorated']:,} fd calls without a path: record with -y")
+    tail = f" ({'; '.join(notes)})" if notes else ""
+    _output.print_text(f"wrote {args.out}: {done['events']:,} events on {done['files']:,} files "
+                       f"from {done['lines']:,} strace lines{tail}")
+    return 0

@@ -1,0 +1,141 @@
+"""A fio client/server run over three "hosts" on loopback addresses, each server traced by its
+own `iowitness attach`, judged with `report A.iwt B.iwt C.iwt --claims client.json`.
+
+Ground truth: fio's own client JSON (per host io_bytes and bw, and the "All clients" sum),
+not iowitness. The jobs are rate-limited to different speeds, so the hosts' runtimes differ
+and fio's all-clients figure (all bytes over the longest host's time) is not the sum of the
+hosts' rates: the test tells the two apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import IOWITNESS, iowitness
+
+pytestmark = pytest.mark.kernel
+SIZE = 8 * 2**20
+RATES = ("32m", "16m", "24m")   # per host: 0.25 s, 0.5 s, 0.33 s of 16 KiB writes
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def _listening(address: str, port: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((address, port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"fio --server on {address}:{port} did not listen")
+
+
+def _attached(collector, timeout: float = 60) -> None:
+    deadline, fd, seen = time.monotonic() + timeout, collector.stderr.fileno(), b""
+    while time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.5)[0]:
+            chunk = os.read(fd, 65536)
+            seen += chunk
+            if b"attached; recording" in seen:
+                return
+            if not chunk:
+                break
+    raise AssertionError(f"the collector did not attach: {seen.decode(errors='replace')}")
+
+
+def _stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """GIVEN three fio servers on 127.0.0.2-4, each traced by iowitness attach, and fio --client
+    running a rate-limited sequential write job on each."""
+    tmp = tmp_path_factory.mktemp("hosts")
+    hosts = [(f"127.0.0.{k + 2}", _free_port(f"127.0.0.{k + 2}")) for k in range(3)]
+    traces = [tmp / f"host{k}.iwt" for k in range(3)]
+    client_json = tmp / "client.json"
+    with ExitStack() as stack:
+        argv = ["fio", "--output-format=json"]
+        for k, (address, port) in enumerate(hosts):
+            home = tmp / f"server{k}"
+            home.mkdir()
+            server = subprocess.Popen(["fio", f"--server=ip:{address},{port}"], cwd=home,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stack.callback(_stop, server)
+            _listening(address, port)
+            collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(server.pid), "-o", str(traces[k])],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stack.callback(_stop, collector, signal.SIGINT)
+            _attached(collector)
+            job = tmp / f"job{k}.fio"
+            # the server runs the job in its own directory: each host writes its own file
+            job.write_text(f"[w]\nfilename=data.bin\nrw=write\nbs=16k\nsize={SIZE}\nrate={RATES[k]}\n")
+            argv += [f"--client=ip:{address},{port}", str(job)]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        client_json.write_text(proc.stdout)
+    # (the collectors stopped on SIGINT and saved their traces; the servers are gone)
+    assert all(t.exists() for t in traces)
+    text = client_json.read_text()
+    doc = json.loads(text[text.index("\n{") + 1:] if not text.startswith("{") else text)
+    return hosts, traces, client_json, doc
+
+
+def test_each_host_and_all_clients_are_judged_against_their_own_traces(cluster):
+    hosts, traces, client_json, doc = cluster
+    # WHEN the three traces are reported together against the client's output (given out of order)
+    out = json.loads(iowitness("report", str(traces[2]), str(traces[0]), str(traces[1]),
+                               "--claims", str(client_json), "--json").stdout)
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schema" / "hosts.schema.json").read_text())
+    jsonschema.validate(out, schema, cls=jsonschema.Draft202012Validator)
+    assert out["schema_version"] == 1
+    by_host = {h["host"]: h for h in out["hosts"]}
+    stats = {f"{e['hostname']}:{e['port']}": e for e in doc["client_stats"] if e["jobname"] != "All clients"}
+    # THEN each host's trace went to its host, and its claim is fio's figure for that host, agreed with
+    assert set(by_host) == set(stats) == {f"{a}:{p}" for a, p in hosts}
+    for name, host in by_host.items():
+        assert host["trace"] == str(traces[[f"{a}:{p}" for a, p in hosts].index(name)])
+        [v] = host["verdicts"]
+        assert v["claim"]["bytes_per_s"] == stats[name]["write"]["bw_bytes"]
+        assert v["verdict"] in ("agrees", "explained"), v
+    # AND the all-clients claim (fio: all bytes over the longest host's time) agrees with all
+    # three hosts' phases on one clock, which the sum of the hosts' rates would not
+    [total] = out["all_clients"]
+    everyone = next(e for e in doc["client_stats"] if e["jobname"] == "All clients")
+    assert total["claim"]["bytes_per_s"] == everyone["write"]["bw_bytes"]
+    assert total["verdict"] in ("agrees", "explained"), total
+    assert total["claim"]["bytes_per_s"] < 0.8 * sum(s["write"]["bw_bytes"] for s in stats.values())
+    # AND the timeline holds every byte fio says each host wrote
+    seen = {row["host"]: row["bytes"] for row in out["timeline"]}
+    assert seen == {name: s["write"]["io_bytes"] for name, s in stats.items()}
+
+
+def test_a_trace_of_no_client_host_is_refused_in_one_line(cluster, tmp_path):
+    hosts, traces, client_json, _ = cluster
+    proc = iowitness("report", str(traces[0]), str(traces[1]), "--claims", str(client_json), check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "no trace for fio client host(s)" in proc.stderr
