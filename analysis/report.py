@@ -53,9 +53,13 @@ def unseen(trace) -> str | None:
     data the probe does not see. None when the trace has data calls."""
     if trace.summary is not None and len(trace.summary):
         return None
-    events = trace.events
-    if len(events) and events["syscall"].isin(phase_module.READS + phase_module.WRITES + phase_module.FAULTS).any():
-        return None
+    if hasattr(trace, "has_data_calls"):   # a streamed trace (analysis/streamed.py) has no events table
+        if trace.has_data_calls():
+            return None
+    else:
+        events = trace.events
+        if len(events) and events["syscall"].isin(phase_module.READS + phase_module.WRITES + phase_module.FAULTS).any():
+            return None
     meta = trace.meta
     words = ["no read, write, asynchronous request or page fault on a target file was recorded"]
     skipped = _skipped_paths(meta.get("command") or [], meta.get("cwd") or "/", meta.get("excluded_prefixes") or [])

@@ -11,6 +11,8 @@ analysis/run.py.
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import os
 import stat
 
@@ -64,7 +66,39 @@ class TraceData:
 
 def read(path) -> TraceData:
     """Read a .iwt file. A bad header or START raises BadTrace; a damaged tail ends the reading."""
-    data = memoryview(_file_bytes(path))
+    data, active = _file_bytes(path)
+    return _mark_active(_checked(path, memoryview(data)), active)
+
+
+def being_written(fd: int) -> bool:
+    """Whether a collector still holds the trace open for writing (collector/tracewriter.py
+    locks it for its life)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def _mark_active(trace: "TraceData", active: bool) -> "TraceData":
+    # a trace read while recorded ends where the collector's last flush ended: incomplete,
+    # not broken (said so by the reports, analysis/reporters/tables.status)
+    if active and not trace.meta.get("complete"):
+        trace.meta["being_written"] = True
+    return trace
+
+
+def scan(path, data: memoryview, release=None) -> TraceData:
+    """As read, over `data` (the file, mapped by collector/tracestream.py), but the events are
+    only checked, never kept: `columns` is empty and `event_batches` says where each chunk of
+    events is, (offset, payload, rows), for the caller to decode one at a time."""
+    return _checked(path, data, keep_events=False, release=release)
+
+
+def _checked(path, data: memoryview, keep_events: bool = True, release=None) -> TraceData:
     if len(data) < HEADER.size and MAGIC.startswith(bytes(data[:len(MAGIC)])):
         raise BadTrace(f"{path} ends before its header: the tracer stopped at once; trace again")
     if bytes(data[:len(MAGIC)]) != MAGIC:
@@ -75,14 +109,14 @@ def read(path) -> TraceData:
         raise BadTrace(f"{path} is trace format version {version}, but iowitness {__version__} "
                        f"reads versions {spoken(READABLE_VERSIONS)} only; open it "
                        "with the iowitness that wrote it")
-    return _read(path, data, version, len(data))
+    return _read(path, data, version, len(data), keep_events=keep_events, release=release)
 
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _file_bytes(path) -> bytes:
+def _file_bytes(path) -> tuple[bytes, bool]:
     """The whole file, when it is a regular file: a pipe or a device (/dev/zero) has no end
     to read up to, and opening a FIFO waits for a writer (hence O_NONBLOCK, and fstat after
     the open: the path cannot become something else in between)."""
@@ -97,17 +131,21 @@ def _file_bytes(path) -> bytes:
         os.close(fd)
         what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
         raise BadTrace(f"{path} is {what}, not a trace file; give the file that `iowitness run -o` wrote")
+    active = being_written(fd)
     with open(fd, "rb") as file:
         try:
-            return file.read()
+            return file.read(), active
         except OSError as exc:
             raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
 
 
-def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None) -> TraceData:
+def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None,
+          keep_events: bool = True, release=None) -> TraceData:
     """The trace in data[:len(data)] (all of the file, or the part before a damaged chunk);
-    `damage` says why the reading ended before the end of the file, when it did."""
-    chunks, good_end, torn = _good_chunks(data, version)
+    `damage` says why the reading ended before the end of the file, when it did.
+    `release(begin, end)`, when given, is told of each stretch of `data` walked (about every
+    RELEASE_BYTES): the streamed reader hands those pages back as it goes."""
+    chunks, good_end, torn = _good_chunks(data, version, release)
     damage = damage or torn
     if not chunks or chunks[0][1] != START:
         why = f" ({damage})" if damage else ""
@@ -124,7 +162,11 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     batches = {kind: [] for kind in dtypes}     # kind -> [(offset, payload, rows)]
     # what the records would decode to, bounded before anything is decoded (traceformat, Limits)
     budget, decoded = max(DECODE_FLOOR, DECODE_RATIO * file_size), 0
+    walked = 0
     for at, kind, payload in chunks[1:]:
+        if release is not None and at - walked >= RELEASE_BYTES:
+            release(walked, at)   # the records' heads are read: their pages are walked too
+            walked = at
         # a chunk whose CRC holds but whose content is not what its kind holds ends the
         # reading, as a bad CRC does: never a silent drop, never a traceback
         try:
@@ -171,14 +213,16 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     for kind, dtype in dtypes.items():
         # events are read column by column (what the analysis uses), other records as records
         decode_all = _decode_columns if kind == EVENTS else _decode_all
+        if kind == EVENTS and not keep_events:
+            decode_all = functools.partial(_check_columns, release=release)
         records[kind], bad_at, why = decode_all(batches[kind], dtype, version)
         if bad_at is not None:
             # a record chunk that passed its CRC yet does not decode: it and what comes after
             # it are dropped, exactly as after a bad CRC (the writer never produces one)
             return _read(path, data[:bad_at], version, file_size,
-                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}")
+                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events, release)
 
-    missing = _records_missing(end, records)
+    missing = _records_missing(end, records, batches)
     meta = {**start, **(end or {}), "complete": end is not None and not missing,
             "truncated_bytes": file_size - good_end, "unread_reason": damage if good_end < file_size else None,
             "records_missing": missing,
@@ -187,18 +231,21 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     text = {name: b"".join(parts).decode("utf-8", errors="replace")
             for name, parts in output.items()}
     trace = TraceData(meta, records[EVENTS], dtypes[EVENTS], records[FACTS], ops, meta_kinds, text, counters)
+    trace.version = version
+    trace.event_batches = [] if keep_events else batches[EVENTS]
+    trace.event_rows = sum(rows for _, _, rows in batches[EVENTS])
     trace.stored_bytes = {"header": HEADER.size, **stored}
     _attach_device_view(trace, records, samples)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace
 
 
-def _records_missing(end: dict | None, records: dict) -> str | None:
+def _records_missing(end: dict | None, records: dict, batches: dict) -> str | None:
     """What END's counters say the collector wrote and the file does not hold (whole chunks
     cut out with their framing intact: no CRC sees that); None when all is there."""
     if end is None or not isinstance(end.get("counters"), dict):
         return None
-    held = {"events": len(records[EVENTS]["start_ns"]), "facts": len(records[FACTS]),
+    held = {"events": sum(rows for _, _, rows in batches[EVENTS]), "facts": len(records[FACTS]),
             "block_requests": len(records[BLOCK]) if BLOCK in records else None}
     gaps = [f"{int(end['counters'][name]):,} {name.replace('_', ' ')} counted, {count:,} held"
             for name, count in held.items()
@@ -301,6 +348,27 @@ def _decode_columns(batches: list, dtype: np.dtype, version: int) -> tuple[dict,
     return columns, None, None
 
 
+# the streamed reader's pages are handed back after this many bytes walked
+RELEASE_BYTES = 32 << 20
+
+
+def _check_columns(batches: list, dtype: np.dtype, version: int, release=None) -> tuple[dict, int | None, str | None]:
+    """As _decode_columns, one chunk at a time into a scratch block that is dropped: the
+    chunks are known to decode (as the in-memory reading would find) without holding them;
+    the columns returned are empty."""
+    walked = batches[0][0] if batches else 0
+    for offset, payload, rows in batches:
+        _, bad_at, why = _decode_columns([(offset, payload, rows)], dtype, version)
+        if bad_at is not None:
+            return _decode_columns([], dtype, version)[0], bad_at, why
+        if release is not None and offset - walked >= RELEASE_BYTES:
+            release(walked, offset)
+            walked = offset
+    if release is not None and batches:
+        release(walked, batches[-1][0] + CHUNK.size + len(batches[-1][1]))
+    return _decode_columns([], dtype, version)[0], None, None
+
+
 def _decode_all(batches: list, dtype: np.dtype, version: int) -> tuple[np.ndarray, int | None, str | None]:
     """Every batch of one record kind into one array, allocated once; the offset of the first
     chunk that did not decode and why (None, None when all did)."""
@@ -319,11 +387,15 @@ def _decode_all(batches: list, dtype: np.dtype, version: int) -> tuple[np.ndarra
     return out, None, None
 
 
-def _good_chunks(data: memoryview, version: int) -> tuple[list, int, str | None]:
+def _good_chunks(data: memoryview, version: int, release=None) -> tuple[list, int, str | None]:
     """(offset, kind, payload) of each chunk up to the first torn or corrupt one, where the
     good run ends, and what is wrong with the chunk there (None at the end of the file)."""
     chunks, at = [], HEADER.size
+    walked = 0
     while at < len(data):
+        if release is not None and at - walked >= RELEASE_BYTES:
+            release(walked, at)
+            walked = at
         if at + CHUNK.size > len(data):
             return chunks, at, f"the file ends inside a chunk head at byte {at:,}"
         kind, crc, length = CHUNK.unpack_from(data, at)

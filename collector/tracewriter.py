@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 
@@ -100,6 +101,12 @@ class TraceWriter:
         # writev, whole, even when another process (the output capture of a launched benchmark,
         # collector/launch.py) appends chunks too
         self._fd = fd if fd is not None else Output(self.path, mode, "trace", TRACE_HINT).open_growing()
+        # held until the file is closed: a reader (show of a trace still being recorded) can
+        # tell a trace being written from one whose collector stopped (tracereader.being_written)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            pass   # a file system without locks: readers cannot tell, and say "stopped before the end"
         self._write(HEADER.pack(MAGIC, FORMAT_VERSION, 0))
         self._chunk(START, json_bytes({**start_meta, "layout": describe_layout(lay)}))
         # a trace killed in its first second still names what it traced

@@ -78,7 +78,17 @@ def process_table(events: pd.DataFrame, processes: pd.DataFrame) -> pd.DataFrame
 
 
 def render(trace) -> str:
-    meta, events = trace.meta, trace.events
+    """The text of `show`; `trace` is loaded (analysis/run.py) or streamed (analysis/streamed.py:
+    the same tables from aggregates made block by block)."""
+    meta = trace.meta
+    if hasattr(trace, "show_tables"):
+        streamed = trace.show_tables()
+        count, processes, files, calls = (trace.event_count, streamed.process_table(trace.processes),
+                                          streamed.file_table(), streamed.syscall_table())
+    else:
+        events = trace.events
+        count, processes, files, calls = (len(events), process_table(events, trace.processes), file_table(events),
+                                          syscall_table(events))
     lines = []
     command = " ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})"
     duration = (meta.get("clock_end", {}).get("monotonic_ns", 0) - meta["clock_start"]["monotonic_ns"]) / 1e9 \
@@ -95,7 +105,7 @@ def render(trace) -> str:
     if trace.summary is not None:
         lines.append(f"mode      summary (in-kernel aggregates, no record per call)   lost {lost}")
     else:
-        lines.append(f"events    {len(events):,}   lost {lost}" + ("" if not trace.lost else
+        lines.append(f"events    {count:,}   lost {lost}" + ("" if not trace.lost else
                      "   (the trace misses calls: re-run with a larger --ring-buffer-mb)"))
     lines.append(observer.line(trace))
     blind = unseen(trace)
@@ -104,14 +114,12 @@ def render(trace) -> str:
     lines.append("")
     if trace.summary is not None:
         return "\n".join(lines + [_aggregate_tables(trace)])
-    lines.append(units.table(process_table(events, trace.processes), {"tgid": "pid"}, title="processes"))
+    lines.append(units.table(processes, {"tgid": "pid"}, title="processes"))
     lines.append("")
-    files = file_table(events)
     files["read_bytes"] = files["read_bytes"].map(units.bytes_)
     files["written_bytes"] = files["written_bytes"].map(units.bytes_)
     lines.append(units.table(files, {"read_bytes": "read", "written_bytes": "written"}, title="files"))
     lines.append("")
-    calls = syscall_table(events)
     if not calls.empty:
         calls["bytes"] = calls["bytes"].map(units.bytes_)
         for col in [c for c in calls.columns if c.endswith("_us")]:

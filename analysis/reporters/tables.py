@@ -208,6 +208,8 @@ def status(meta: dict) -> str:
     """'complete', or why not."""
     if meta.get("complete"):
         return "complete"
+    if meta.get("being_written"):
+        return "INCOMPLETE (still being recorded: this is what the collector had written so far)"
     if meta.get("unread_reason"):
         return "INCOMPLETE (the reading stopped at a torn or damaged chunk)"
     if meta.get("records_missing"):

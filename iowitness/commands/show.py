@@ -51,10 +51,10 @@ def execute(args) -> int:
     given = [f"--{name.rstrip('s')}" for name, value in filters.items() if value]
     if given and not args.events:
         raise UsageError(f"{given[0]} filters the lines of --events; add --events")
-    trace = load(args.trace)
     if args.events:
         from iowitness.analysis import event_lines
 
+        trace = load(args.trace)   # one line per call: every event, loaded
         if trace.summary is not None and len(trace.summary) and not trace.event_count:
             raise UsageError(f"{args.trace} is a summary trace (--summary): it holds no record per call to print")
         rows = event_lines.select(trace, **filters)
@@ -64,7 +64,11 @@ def execute(args) -> int:
             out.write(line + "\n")
         out.flush()
         return 0
+    from iowitness.analysis import streamed
     from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it
 
-    _output.print_text(summary.render(trace))
+    # block by block: memory bounded by a block of events, whatever the trace's length, and a
+    # trace still being written is read up to its last whole chunk
+    with streamed.open_trace(args.trace) as trace:
+        _output.print_text(summary.render(trace))
     return 0

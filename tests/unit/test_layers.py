@@ -30,7 +30,8 @@ SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness
 # the trace contract: what the analysis may read of the collector
 # backends: which backend a trace's START names, and what each cannot see (no loader either)
 TRACE_CONTRACT = ("iowitness.collector.traceformat", "iowitness.collector.tracereader",
-                  "iowitness.collector.codec", "iowitness.collector.backends")
+                  "iowitness.collector.tracestream", "iowitness.collector.codec",
+                  "iowitness.collector.backends")
 
 
 def layer(module: str) -> int:

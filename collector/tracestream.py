@@ -1,0 +1,139 @@
+"""A trace read block by block: memory bounded by one block of events, not by the trace.
+
+    >>> with tracestream.open_trace("run.iwt") as stream:
+    ...     stream.data.meta, stream.data.facts          # all of it, as tracereader.read gives
+    ...     for block in stream.blocks(["op", "latency_ns"]):
+    ...         block["op"], block["latency_ns"]          # numpy columns, file order
+
+The file is mapped, not read: the reader (collector/tracereader.py, `scan`) checks every
+chunk exactly as `read` does (CRCs, heads, that each chunk of events decodes, the damaged
+tail), so a streamed trace holds the same events, cut at the same place, with the same meta.
+Pages already walked are handed back to the kernel (MADV_DONTNEED on a read-only shared
+mapping drops them from this process; the page cache keeps them), so the resident size stays
+that of the blocks being decoded.
+
+Blocks are in file order. `read` sorts the events by start time when the CPUs' records
+interleave; a consumer of blocks must not depend on order (aggregates, percentiles), or sort
+itself. The first row of each block is its position in file order (`block.first_row`).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+
+import numpy as np
+
+from iowitness.collector import codec
+from iowitness.collector.tracereader import _NOT_REGULAR, TraceData, _mark_active, being_written, scan
+from iowitness.collector.traceformat import CHUNK
+from iowitness.errors import BadTrace
+
+# events decoded at once: 1 Mi rows of the probe's record are ~70 MiB of columns
+BLOCK_ROWS = 1 << 20
+
+
+class Block(dict):
+    """One block's columns (name -> array), and where it starts among the trace's events."""
+
+    first_row: int = 0
+
+    def __len__(self) -> int:
+        return len(next(iter(self.values()))) if dict.__len__(self) else 0
+
+
+class Stream:
+    def __init__(self, path, data: TraceData, view: memoryview, mapped: mmap.mmap | None, block_rows: int):
+        self.path, self.data, self._view, self._map, self.block_rows = path, data, view, mapped, block_rows
+
+    @property
+    def event_count(self) -> int:
+        return self.data.event_rows
+
+    def blocks(self, columns=None, block_rows: int | None = None):
+        """The events, block by block of about `block_rows` rows (whole chunks: a chunk is
+        never split), as a Block of the `columns` asked for (all fields by default)."""
+        rows_wanted = block_rows or self.block_rows
+        dtype = self.data.event_dtype
+        names = [n for n in (columns or dtype.names) if not n.startswith("pad")]
+        pending, held, first = [], 0, 0
+        for batch in self.data.event_batches:
+            pending.append(batch)
+            held += batch[2]
+            if held >= rows_wanted:
+                yield self._decode(pending, held, names, first)
+                first += held
+                pending, held = [], 0
+        if pending:
+            yield self._decode(pending, held, names, first)
+
+    def _decode(self, batches, rows: int, names, first: int) -> Block:
+        dtype = self.data.event_dtype
+        block = Block({n: np.empty((rows, *dtype.fields[n][0].shape), dtype.fields[n][0].base) for n in names})
+        block.first_row = first
+        at = 0
+        for _, payload, n in batches:
+            if self.data.version == 1:
+                records = np.frombuffer(payload, dtype)
+                for name, column in block.items():
+                    column[at:at + n] = records[name]
+            else:
+                # scan() decoded each chunk once already: it cannot fail now
+                codec.decode_columns(payload, dtype, block, at)
+            at += n
+        self._release(batches[0][0], batches[-1][0] + CHUNK.size + len(batches[-1][1]))
+        return block
+
+    def _release(self, begin: int, end: int) -> None:
+        """Give the pages of [begin, end) back: walked once, they are not needed again."""
+        if self._map is None or not hasattr(self._map, "madvise"):
+            return
+        page = mmap.PAGESIZE
+        lo, hi = begin // page * page, min(-(-end // page) * page, len(self._map))
+        if hi > lo:
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+    def close(self) -> None:
+        # the trace's arrays and the batches are views of the mapping: dropped before it closes
+        self.data.event_batches = []
+        try:
+            self._view.release()
+            if self._map is not None:
+                self._map.close()
+        except BufferError:
+            pass   # a view still held elsewhere (a summary's rows): the mapping closes with it
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_trace(path, block_rows: int = BLOCK_ROWS) -> Stream:
+    """Map a .iwt file and check it (BadTrace as `tracereader.read` raises it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise BadTrace(f"no such trace: {path}") from None
+    except OSError as exc:
+        raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = next((name for test, name in _NOT_REGULAR if test(info.st_mode)), "not a regular file")
+            raise BadTrace(f"{path} is {what}, not a trace file; give the file that `iowitness run -o` wrote")
+        active = being_written(fd)
+        # a trace still being written grows: what is mapped is what was there at this moment
+        mapped = mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ) if info.st_size else None
+    except OSError as exc:
+        raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    view = memoryview(mapped) if mapped is not None else memoryview(b"")
+    stream = Stream(path, None, view, mapped, block_rows)
+    # the check walks every page: each stretch is handed back once walked
+    stream.data = _mark_active(scan(path, view, stream._release), active)
+    stream._release(0, len(view))
+    return stream

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""`iowitness show TRACE` streamed vs loaded: wall time and peak memory against the event count.
+
+`show` reads the trace block by block (analysis/streamed.py); the loaded path (the tables of
+analysis/reporters/summary.py over `iowitness.load(TRACE).events`) is what `show` did before.
+Both run in a fresh process; peak resident memory is the kernel's ru_maxrss for it (os.wait4),
+CPU time its user + system time (the same), wall time includes Python start-up. The trace is
+report_10m.py's synthetic IOzone-shaped one (written by the collector's TraceWriter), made once
+per size. Prints the median and range, and whether the two texts are identical (when both ran).
+
+Usage (from the repository, no root needed):
+  .venv/bin/python scripts/bench/show_stream.py --events 10000000 --runs 3
+  .venv/bin/python scripts/bench/show_stream.py --trace /tmp/big.iwt --reuse --runs 1 --no-loaded
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_10m import build_trace  # noqa: E402  (a sibling script)
+
+STREAMED = [sys.executable, "-m", "iowitness.cli", "show"]
+LOADED = [sys.executable, "-c", "import sys; from iowitness.analysis.run import load; "
+          "from iowitness.analysis.reporters import summary; print(summary.render(load(sys.argv[1])))"]
+
+
+def measure(command: list[str], trace: Path) -> tuple[float, int, str, float]:
+    """(wall seconds, peak RSS bytes, digest of stdout, CPU seconds) of one run in a fresh process."""
+    with tempfile.TemporaryFile() as out:
+        begin = time.perf_counter()
+        proc = subprocess.Popen([*command, str(trace)], stdout=out, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - begin
+        stderr = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"{' '.join(command[:3])} exited {os.waitstatus_to_exitcode(status)}:\n{stderr}")
+        out.seek(0)
+        return (wall, usage.ru_maxrss * 1024, hashlib.sha256(out.read().rstrip(b"\n")).hexdigest(),
+                usage.ru_utime + usage.ru_stime)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--trace", type=Path, help="where to write the trace (default: a temporary file)")
+    parser.add_argument("--reuse", action="store_true", help="use the trace at --trace as it is")
+    parser.add_argument("--keep", action="store_true", help="keep the trace afterwards")
+    parser.add_argument("--no-loaded", action="store_true", help="skip the loaded path (it needs ~300 bytes per event)")
+    args = parser.parse_args()
+
+    trace = args.trace or Path(tempfile.mkdtemp(prefix="iowitness-show-")) / "synthetic.iwt"
+    if not args.reuse:
+        n = build_trace(trace, args.events, 4, 12)
+        print(f"wrote {n:,} events ({trace.stat().st_size / 2**20:,.0f} MiB) to {trace}", flush=True)
+    digests = {}
+    try:
+        for name, command in (("streamed", STREAMED), ("loaded", LOADED)):
+            if name == "loaded" and args.no_loaded:
+                continue
+            runs = [measure(command, trace) for _ in range(args.runs)]
+            walls, peaks, cpus = [r[0] for r in runs], [r[1] / 2**30 for r in runs], [r[3] for r in runs]
+            digests[name] = {r[2] for r in runs}
+            print(f"show {name:8}  wall {statistics.median(walls):7.2f} s ({min(walls):.2f} .. {max(walls):.2f})  "
+                  f"CPU {statistics.median(cpus):7.2f} s ({min(cpus):.2f} .. {max(cpus):.2f})  "
+                  f"peak RSS {statistics.median(peaks):5.2f} GiB ({min(peaks):.2f} .. {max(peaks):.2f})", flush=True)
+        if len(digests) == 2:
+            same = digests["streamed"] == digests["loaded"] and len(digests["loaded"]) == 1
+            print(f"identical text: {'yes' if same else 'NO'}")
+    finally:
+        if not args.keep and not args.reuse:
+            trace.unlink()
+            if args.trace is None:
+                trace.parent.rmdir()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
