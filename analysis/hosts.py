@@ -169,7 +169,8 @@ def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Clus
     totals = [e for e in doc["client_stats"] if isinstance(e, dict) and e.get("jobname") == ALL_CLIENTS]
     all_verdicts = []
     if totals:
-        for claim in fio.parse(_fio_doc(doc, totals)):
+        # the all-clients rates; fio's all-clients latency figures are not judged across hosts yet
+        for claim in (c for c in fio.parse(_fio_doc(doc, totals)) if not _is_latency(c)):
             all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
     return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
 
@@ -184,13 +185,19 @@ def _aligned_rows(host: Host, phases: list[int], base: int) -> pd.DataFrame:
     return rows
 
 
+def _is_latency(claim) -> bool:
+    """fio's clat/lat figures of a job (issue 21): judged per host, never added into a rate."""
+    return "fio_latency" in claim.extra
+
+
 def _judge_total(claim, hosts: list[Host], base: int, tolerance: float):
     """One all-clients claim against the phases each host's own claims of that group and
     direction were matched to, on the common clock."""
     parts = []
     for host in hosts:
         for v in host.verdicts:
-            if v.claim.direction == claim.direction and v.claim.extra.get("groupid") == claim.extra.get("groupid"):
+            if (not _is_latency(v.claim) and v.claim.direction == claim.direction
+                    and v.claim.extra.get("groupid") == claim.extra.get("groupid")):
                 parts.append(_aligned_rows(host, v.phases, base))
     rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if rows.empty:
