@@ -116,16 +116,22 @@ _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), 
                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _file_bytes(path) -> tuple[bytes, bool]:
-    """The whole file, when it is a regular file: a pipe or a device (/dev/zero) has no end
-    to read up to, and opening a FIFO waits for a writer (hence O_NONBLOCK, and fstat after
-    the open: the path cannot become something else in between)."""
+def open_fd(path) -> int:
+    """The trace file opened for reading, or BadTrace saying why not (O_NONBLOCK: opening a
+    FIFO must not wait for a writer)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise BadTrace(f"no such trace: {path}") from None
     except OSError as exc:
         raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
+
+
+def _file_bytes(path) -> tuple[bytes, bool]:
+    """The whole file, when it is a regular file: a pipe or a device (/dev/zero) has no end
+    to read up to, and opening a FIFO waits for a writer (hence O_NONBLOCK, and fstat after
+    the open: the path cannot become something else in between)."""
+    fd = open_fd(path)
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)

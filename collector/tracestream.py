@@ -26,7 +26,7 @@ import stat
 import numpy as np
 
 from iowitness.collector import codec
-from iowitness.collector.tracereader import _NOT_REGULAR, TraceData, _mark_active, being_written, scan
+from iowitness.collector.tracereader import _NOT_REGULAR, TraceData, _mark_active, being_written, open_fd, scan
 from iowitness.collector.traceformat import CHUNK
 from iowitness.errors import BadTrace
 
@@ -113,12 +113,7 @@ class Stream:
 
 def open_trace(path, block_rows: int = BLOCK_ROWS) -> Stream:
     """Map a .iwt file and check it (BadTrace as `tracereader.read` raises it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise BadTrace(f"no such trace: {path}") from None
-    except OSError as exc:
-        raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    fd = open_fd(path)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
