@@ -17,7 +17,7 @@ import numpy as np
 
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
-from tests.support.synthetic import DEV, O_CREAT, O_TRUNC, O_WRONLY, Calls
+from tests.support.synthetic import DEV, O_CREAT, O_TRUNC, O_WRONLY, Calls, event_records
 
 BS = 65536
 HOSTS = ("node-a", "node-b", "node-c")
@@ -57,14 +57,7 @@ def _records(run: Planned) -> np.ndarray:
     for _ in range(run.count):
         calls.write(BS)
     frame = calls.close(latency=5000).frame()
-    records = np.zeros(len(frame), layout().event)
-    ops = {name: number for number, name in layout().names("iow_op", "IOW_OP_").items()}
-    for name in records.dtype.names:
-        if name == "op":
-            records["op"] = [ops[s] for s in frame["syscall"]]
-        elif name in frame:
-            records[name] = frame[name].to_numpy().astype(records.dtype.fields[name][0])
-    return records
+    return event_records(frame)
 
 
 def _text(value: str, size: int) -> np.ndarray:

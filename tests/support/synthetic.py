@@ -272,3 +272,17 @@ class Calls:
                           "tid": self.tid, "dev": DEV, "fd": fd, "flags": flags, "ring": ring, "syscall": syscall,
                           "path": path})
         self.now += latency
+
+
+def event_records(frame: pd.DataFrame) -> np.ndarray:
+    """A Calls frame as the probe's event records (probes/events.h), as the trace writer takes them."""
+    from iowitness.probes.layout import layout
+
+    records = np.zeros(len(frame), layout().event)
+    ops = {name: number for number, name in layout().names("iow_op", "IOW_OP_").items()}
+    for name in records.dtype.names:
+        if name == "op":
+            records["op"] = [ops[s] for s in frame["syscall"]]
+        elif name in frame:
+            records[name] = frame[name].to_numpy().astype(records.dtype.fields[name][0])
+    return records

@@ -48,7 +48,7 @@ from iowitness.collector.tracereader import read
 from iowitness.collector.tracewriter import TraceWriter, chunk_head
 from iowitness.errors import BadTrace
 from iowitness.probes.layout import layout
-from tests.support.synthetic import DEV, O_CREAT, O_TRUNC, O_WRONLY, Calls
+from tests.support.synthetic import DEV, O_CREAT, O_TRUNC, O_WRONLY, Calls, event_records
 
 # what each command may exit with (README, "Exit codes"): check also 1 (a claim disagrees or
 # cannot be judged) and 2 (the output holds no claim)
@@ -73,14 +73,7 @@ def dd_events() -> np.ndarray:
     for _ in range(200):
         calls.write(65536)
     frame = calls.fsync(latency=900_000).close().frame()
-    records = np.zeros(len(frame), layout().event)
-    ops = {name: number for number, name in layout().names("iow_op", "IOW_OP_").items()}
-    for name in records.dtype.names:
-        if name == "op":
-            records["op"] = [ops[s] for s in frame["syscall"]]
-        elif name in frame:
-            records[name] = frame[name].to_numpy().astype(records.dtype.fields[name][0])
-    return records
+    return event_records(frame)
 
 
 def write_dd_trace(path: Path) -> None:

@@ -18,7 +18,7 @@ from iowitness.analysis.run import load
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 from tests.support import trace_mutants
-from tests.support.synthetic import DEV, EIO, O_CREAT, O_RDONLY, O_WRONLY, Calls
+from tests.support.synthetic import DEV, EIO, O_CREAT, O_RDONLY, O_WRONLY, Calls, event_records
 from tests.support.cli import iowitness
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,15 +31,7 @@ def same_show(path, block_rows=1):
     return text
 
 
-def records_of(frame) -> np.ndarray:
-    records = np.zeros(len(frame), layout().event)
-    ops = {name: number for number, name in layout().names("iow_op", "IOW_OP_").items()}
-    for name in records.dtype.names:
-        if name == "op":
-            records["op"] = [ops[s] for s in frame["syscall"]]
-        elif name in frame:
-            records[name] = frame[name].to_numpy().astype(records.dtype.fields[name][0])
-    return records
+records_of = event_records
 
 
 def write_interleaved(path: Path) -> None:
