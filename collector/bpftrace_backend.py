@@ -26,6 +26,7 @@ from iowitness.collector.bpftrace_lines import SCRIPT, STRLEN, LineParser, scrip
 from iowitness.collector.kfeatures import Choice
 from iowitness.collector.targets import KnownFile
 from iowitness.collector.traceformat import LOST_SLOTS, STATS_OFF
+from iowitness.collector.wakeups import Wakeups
 from iowitness.errors import CannotTrace, UsageError
 from iowitness.probes.layout import layout
 
@@ -113,8 +114,7 @@ class BpftraceProbe:
         self.offcpu = _Batches([], layout().structs["iow_offcpu"])
         self._proc: subprocess.Popen | None = None
         self._stderr: list[bytes] = []
-        self._wakeups = select.epoll()
-        self._exit_fds: set[int] = set()
+        self._wakeups = Wakeups()
         # the script itself is checked now: a name bpftrace cannot match fails before any launch
         script_text([], config.file_set.rules, config.file_set.known)
         self.register_files(config.file_set.known)
@@ -162,7 +162,7 @@ class BpftraceProbe:
             pass
         os.set_blocking(out, False)
         threading.Thread(target=self._keep_stderr, daemon=True).start()
-        self._wakeups.register(out, select.EPOLLIN)
+        self._wakeups.on_readable(out)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not self._parser.ready:
             if self._proc.poll() is not None or time.monotonic() > deadline:
@@ -206,13 +206,7 @@ class BpftraceProbe:
             self._parser.feed(data)
 
     def wait(self, timeout: float) -> bool:
-        exited = False
-        for fd, _ in self._wakeups.poll(timeout):
-            if fd in self._exit_fds:
-                self._wakeups.unregister(fd)
-                self._exit_fds.discard(fd)
-                os.close(fd)
-                exited = True
+        exited = self._wakeups.wait(timeout)
         self._pump()
         # the set as the script keeps it: processes forked in it joined, exited ones left
         self._processes.update(self._parser.forked)
@@ -226,12 +220,7 @@ class BpftraceProbe:
         return exited
 
     def wake_on_exit(self, pid: int) -> None:
-        try:
-            fd = os.pidfd_open(pid)
-        except (OSError, AttributeError):
-            return
-        self._exit_fds.add(fd)
-        self._wakeups.register(fd, select.EPOLLIN)
+        self._wakeups.on_exit(pid)
 
     def lost(self) -> dict[str, int]:
         counts = {name: 0 for name in LOST_SLOTS}
@@ -305,9 +294,6 @@ class BpftraceProbe:
     def close(self) -> None:
         self._stop()
         self._wakeups.close()
-        for fd in self._exit_fds:
-            os.close(fd)
-        self._exit_fds.clear()
         if self._proc is not None:
             for stream in (self._proc.stdout, self._proc.stderr):
                 try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import struct
 from pathlib import Path
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
 from iowitness.collector.traceformat import ASYNC_CALLS, LOST_SLOTS, STATS_OFF, STATS_SAMPLED, STATS_SYSCTL
+from iowitness.collector.wakeups import Wakeups
 from iowitness.errors import CannotTrace
 from iowitness.probes.layout import layout
 
@@ -144,10 +144,9 @@ class Probe:
             self._open_device_view(L)
             # one sleep for every ring: the event area's doorbell, and the facts, block-request
             # and off-CPU rings when they fill (the probe wakes us then, not per record)
-            self._wakeups = select.epoll()
-            self._exit_fds: set[int] = set()
+            self._wakeups = Wakeups()
             for reader in (doorbell, self.facts, self.block, self.offcpu):
-                self._wakeups.register(reader.fd, select.EPOLLIN)
+                self._wakeups.on_readable(reader.fd)
         except BaseException:
             self._obj.close()
             raise
@@ -194,24 +193,11 @@ class Probe:
     def wait(self, timeout: float) -> bool:
         """Sleep until a ring asks to be read, a process given to wake_on_exit exits, or the
         timeout passes. True when a process exited."""
-        exited = False
-        for fd, _ in self._wakeups.poll(timeout):
-            if fd in self._exit_fds:
-                # readable for good once the process is gone: woken once, then forgotten
-                self._wakeups.unregister(fd)
-                self._exit_fds.discard(fd)
-                os.close(fd)
-                exited = True
-        return exited
+        return self._wakeups.wait(timeout)
 
     def wake_on_exit(self, pid: int) -> None:
         """Let wait() return as soon as this process exits (a pidfd in the same epoll set)."""
-        try:
-            fd = os.pidfd_open(pid)
-        except (OSError, AttributeError):
-            return   # gone already, or no pidfd (Linux < 5.3): the periodic check still sees it
-        self._exit_fds.add(fd)
-        self._wakeups.register(fd, select.EPOLLIN)
+        self._wakeups.on_exit(pid)
 
     def watch_device(self, kdev: int) -> None:
         if self._block_devs.lookup(struct.pack("<I", kdev), 1) is not None:
@@ -305,9 +291,7 @@ class Probe:
             self._stats_fd = None
         if getattr(self, "_wakeups", None):
             self._wakeups.close()
-            for fd in self._exit_fds:
-                os.close(fd)
-            self._exit_fds.clear()
+            self._wakeups = None
         for reader in (getattr(self, "events", None), getattr(self, "facts", None),
                        getattr(self, "block", None), getattr(self, "offcpu", None)):
             if reader:
