@@ -127,12 +127,17 @@ class Sampler(threading.Thread):
 
 class FioStatusSampler(threading.Thread):
     """(CLOCK_MONOTONIC seconds, bytes fio has moved) from fio's --status-interval JSON dumps on
-    its stdout: the progress of io_uring and libaio jobs, which /proc/PID/io does not count."""
+    its stdout: the progress of io_uring and libaio jobs, which /proc/PID/io does not count.
+
+    Each dump is placed by its own wall-clock stamp (timestamp_ms, taken when fio wrote it),
+    not by its arrival (fio's stdout is a pipe it buffers) nor by job_runtime (the first dumps
+    of a job that is still starting carry a runtime that later restarts from zero: placed by
+    it, every sample fell seconds early and no stretch had a rate)."""
 
     def __init__(self, bench: subprocess.Popen):
         super().__init__(daemon=True)
         self.bench, self.samples = bench, []
-        self._clock: list[tuple[float, float, float]] = []   # (arrival, fio's job seconds, bytes)
+        self.unreadable = 0
         self.halt = threading.Event()
 
     def run(self):
@@ -141,18 +146,17 @@ class FioStatusSampler(threading.Thread):
             text.append(line)
             if not line.startswith("}"):   # a dump ends with a closing brace alone on its line
                 continue
-            arrival = time.monotonic()
             doc = "".join(text)
             text = []
             try:
-                jobs = json.loads(doc[doc.index("{"):])["jobs"]
-            except ValueError:
+                dump = json.loads(doc[doc.index("{"):])
+                moved = sum(job[d]["io_bytes"] for job in dump["jobs"] for d in ("read", "write"))
+                stamp = dump["timestamp_ms"] / 1e3
+            except (ValueError, KeyError, TypeError):
+                self.unreadable += 1
                 continue
-            moved = sum(job[d]["io_bytes"] for job in jobs for d in ("read", "write"))
-            self._clock.append((arrival, max(job["job_runtime"] for job in jobs) / 1e3, moved))
-            # the lag between fio's stamp and the arrival is least for the dump read at once
-            lag = min(a - t for a, t, _ in self._clock)
-            self.samples = [(t + lag, b) for _, t, b in self._clock]
+            wall_minus_monotonic = time.time() - time.monotonic()
+            self.samples.append((stamp - wall_minus_monotonic, moved))
 
     def rate(self, begin: float, end: float) -> float | None:
         return Sampler.rate(self, begin, end)
@@ -255,6 +259,8 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
             measured.append(this_cycle)
             print(f"{workload.name} cycle {cycle + 1}: " + "  ".join(
                 f"{o} {this_cycle[o]:.3f}" if o in this_cycle else f"{o} -" for o in order), flush=True)
+            if len(this_cycle) < len(order):
+                print(f"  (a '-' has no rate: {progress_state(sampler)})", flush=True)
     finally:
         sampler.halt.set()
         if bench.poll() is None:
@@ -265,6 +271,18 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
                 os.killpg(bench.pid, signal.SIGKILL)
                 bench.wait()
     return measured
+
+
+def progress_state(sampler) -> str:
+    """What the sampler holds, for a stretch that got no rate."""
+    samples = sampler.samples[:]
+    state = f"{len(samples)} progress samples"
+    if samples:
+        state += (f" from {samples[0][0]:.2f} to {samples[-1][0]:.2f} s (now {time.monotonic():.2f}), "
+                  f"{samples[-1][1]:.0f} bytes")
+    if getattr(sampler, "unreadable", 0):
+        state += f", {sampler.unreadable} fio dumps unreadable"
+    return state
 
 
 def sampler_rate(sampler: Sampler, window: tuple[float, float]) -> float | None:

@@ -11,6 +11,7 @@ from inside its own programs): the tolerance is stated where it is checked.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import signal
 import subprocess
@@ -170,9 +171,12 @@ def test_fio_same_phases_bytes_and_verdicts(tmp_path, workdir):
 
 
 def test_lost_records_are_counted_from_bpftrace(tmp_path, workdir):
-    # GIVEN dd writing 60,000 records of 512 bytes (a call every few µs) under bpftrace with a
-    # perf buffer of one page per CPU, which it cannot drain as fast
-    command = ["dd", "if=/dev/zero", f"of={workdir / 'out'}", "bs=512", "count=60000"]
+    # GIVEN dd writing 60,000 records of 512 bytes under bpftrace with a perf buffer of one page
+    # per CPU, and bpftrace stopped (SIGSTOP) while dd runs, so that the buffer must overflow
+    # (left running, it drained one page fast enough on a quiet machine and lost nothing)
+    dd = f"dd if=/dev/zero of={shlex.quote(str(workdir / 'out'))} bs=512 count=60000"
+    command = ["sh", "-c", "tracer=$(pgrep -n -x bpftrace) || exit 9; kill -STOP $tracer; "
+               f"trap 'kill -CONT $tracer' EXIT; {dd}"]
     out = tmp_path / "small.iwt"
     proc = iowitness("run", "-q", "--backend", "bpftrace", "--ring-buffer-mb", "0.001", "-o", str(out),
                      "--", *command, check=False)
