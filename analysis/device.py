@@ -73,6 +73,9 @@ class Requests:
     """The block records of one device, as arrays sorted by completion."""
 
     def __init__(self, block: np.ndarray, traced: np.ndarray | None = None):
+        # the end of a flush sequence (a journal commit's PREFLUSH/FUA write) completes the same
+        # request a second time with no bytes left: /proc/diskstats counts that request once
+        block = block[~(((block["op"] == READ_OP) | is_write(block["op"])) & (block["bytes"] == 0))]
         order = np.argsort(block["complete_ns"], kind="stable")
         b = block[order]
         self.complete = b["complete_ns"].astype(np.int64)

@@ -120,8 +120,9 @@ def cross_check(trace) -> pd.DataFrame:
                  "read_bytes": (after["sectors_read"] - before["sectors_read"]) * sector,
                  "write_bytes": (after["sectors_written"] - before["sectors_written"]) * sector}
         # requests in flight at either sample may fall on either side of it
-        slack = (max(before["in_flight"], after["in_flight"]) + 1) * 512 * 1024
-        agree = all(_close(probe[k], stats[k], slack) for k in ("read_bytes", "write_bytes"))
+        in_flight = max(before["in_flight"], after["in_flight"]) + 1
+        agree = (all(_close(probe[k], stats[k], in_flight * 512 * 1024) for k in ("read_bytes", "write_bytes"))
+                 and all(_close(probe[k], stats[k], in_flight) for k in ("reads", "writes")))
         rows.append({"device": d.get("name") or key, "seconds": (last["ts_ns"] - first["ts_ns"]) / 1e9,
                      **{f"probe_{k}": v for k, v in probe.items()}, **{f"diskstats_{k}": v for k, v in stats.items()},
                      "agree": agree})

@@ -40,6 +40,18 @@ def test_window_figures_are_iostat_x_over_the_window():
     assert w["write_Bps"] == pytest.approx((2 << 20) / 0.1)
 
 
+def test_a_flush_sequence_completing_its_request_again_is_not_a_second_request():
+    # GIVEN what the kernel's block_rq_complete gave for one ext4 journal commit on a loop device
+    # (seen in a real trace: the PREFLUSH|FUA write's data completes with its 1024 bytes, the
+    # flushes are their own op, then blk-flush ends the same request again with 0 bytes left),
+    # which /proc/diskstats counted as one write of 1024 bytes
+    req = device.Requests(_requests([(0, 4, 0, 2), (4, 5, 1024, 1), (5, 7, 0, 2), (4, 7, 0, 1)]))
+    # WHEN figures are taken over the commit
+    w = req.window(T0, T0 + 10 * MS)
+    # THEN it is one write of 1024 bytes, as diskstats says, and the flushes are no data requests
+    assert (w["writes"], w["write_bytes"], w["reads"]) == (1, 1024, 0)
+
+
 def test_overlapping_requests_count_once_in_util_and_twice_in_queue_depth():
     req = device.Requests(_requests([(0, 10, 4096, 1), (0, 10, 4096, 1), (5, 15, 4096, 1)]))
     w = req.window(T0, T0 + 20 * MS)
