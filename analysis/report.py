@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import benchmarks, device, groups, phases as phase_module
+from iowitness.analysis import aio_kernel, benchmarks, device, groups, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
 
@@ -196,6 +196,10 @@ def build(trace) -> Report:
     module = benchmarks.by_name(benchmark)
     assigned = phase_module.assign(events, own_files(events, module, command, trace.meta.get("cwd")))
     table = phase_module.table(events, assigned)
+    # one table shape for every trace (a dataset of many runs has one phases schema)
+    kernel = aio_kernel.figures(table, events, assigned["phase"].to_numpy(), getattr(trace, "aio_done", None))
+    for column in aio_kernel.COLUMNS:
+        table[column] = kernel[column]
     flat = Calls(events, assigned)
     # a benchmark that runs N processes per test (IOzone -t N): a group of N even when a short
     # test's processes do not overlap in time

@@ -18,6 +18,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis import aio_kernel
 from iowitness.collector.traceformat import dev_name, json_bytes
 from iowitness.collector.tracereader import TraceData, read
 from iowitness.outputfile import Output
@@ -30,7 +31,9 @@ class Trace:
         self.meta, self.output, self.counters, self.lost = data.meta, data.output, data.counters, data.lost
         # what the trace misses (lost events, files or processes not followed), in words; "" when nothing
         self.missing = data.missing
-        self.block, self.offcpu, self.samples, self.summary = data.block, data.offcpu, data.samples, data.summary
+        self.offcpu, self.samples, self.summary = data.offcpu, data.samples, data.summary
+        # the BLOCK records: the device's requests, and libaio requests' kernel completions
+        self.block, self.aio_done = aio_kernel.split(data.block)
         self.stored_bytes = data.stored_bytes
         self._ops, self._meta_kinds, self._facts = data.ops, data.meta_kinds, data.facts
         self._data, self._columns = data, data.columns

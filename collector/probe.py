@@ -119,6 +119,10 @@ class Probe:
                                         ("on_uring_create", "io_uring_create")):
                 if not _kernel_has_tracepoint(tracepoint):
                     self._obj.skip_program(program)
+            # iomap's direct-I/O completion (a libaio request's kernel completion) exists only
+            # with an iomap file system built in; without it a request has its reap time only
+            if not _kernel_has_tracepoint("iomap_dio_complete"):
+                self._obj.skip_program("on_iomap_dio_complete")
             # io_destroy's own tracepoint needs syscall tracepoints and tracefs mounted; without
             # it a destroyed context's requests left in flight are cleared at its process's exit
             if not _tracefs_has_event("syscalls/sys_enter_io_destroy"):

@@ -22,13 +22,17 @@
  *
  * How to read it: a latency is submission to reap, what the program saw: it includes the
  * time a completed request waited in the ring before the program asked for it, so it grows
- * with iodepth. The kernel's own completion time is not recorded: there is no aio
- * tracepoint, block_rq_complete cannot name the iocb (a request merges bios of several
- * iocbs, one O_DIRECT iocb spans several bios, ext4 converts unwritten extents after the
- * I/O), and iomap_dio_complete gives the kiocb (inside struct aio_kiocb, with the user iocb
- * address in ki_res.obj) only for O_DIRECT on iomap file systems, with no process: matching
- * it would need the kioctx behind each io_submit (mm->ioctx_table). Buffered requests
- * complete inside io_submit anyway.
+ * with iodepth. The kernel's own completion (what posts the io_event) is recorded too, for
+ * direct I/O on iomap file systems (ext4, xfs, btrfs): there is no aio tracepoint, but
+ * iomap_dio_complete gives the kiocb, inside struct aio_kiocb with the user iocb address
+ * (ki_res.obj) and the kernel context (ki_ctx), and no process. So io_submit's exit finds its
+ * kernel context (mm->ioctx_table, at the index the ring's header holds, as lookup_ioctx
+ * does) and files each target request under (kernel context, iocb) in `aio_kernel`; the
+ * completion sets done_ns in the request's entry, or, when it came before io_submit's exit
+ * filed it, leaves its time in `aio_done_early` for that exit to take. The reap then sends an
+ * IOW_BLOCK_AIO_DONE record beside the request's own. Buffered requests complete inside
+ * io_submit and have no such record; block_rq_complete cannot name the iocb (a request
+ * merges bios of several iocbs, one iocb spans several bios).
  * A request completed inside io_submit may be reaped by another thread before io_submit
  * returns (aio_known.c sees it for nearly all of 48 buffered writes): the reaper leaves it
  * in the map marked reaped, and io_submit's exit sends it. What is not followed is
@@ -86,6 +90,8 @@ struct aio_request {
 	__s64 offset;
 	__u64 requested;
 	__u64 ctx;         /* the aio context (io_submit's ARG1): what io_destroy names */
+	__u64 kctx;        /* its struct kioctx, 0 unknown: what the kernel's completion names */
+	__u64 done_ns;     /* the kernel's completion (iomap_dio_complete), 0 not seen */
 	struct iow_file_key file;
 	__u32 tid;         /* the submitting thread */
 	__s32 fd;
@@ -152,6 +158,30 @@ struct {
 	__type(key, __u32);
 	__type(value, struct aio_forget_sums);
 } aio_forget_space SEC(".maps");
+
+/* a request as the kernel's completion names it */
+struct aio_kernel_key {
+	__u64 kctx;        /* struct kioctx */
+	__u64 iocb;        /* the iocb's user address */
+};
+
+/* (kernel context, iocb) -> the process whose aio_inflight entry it is. LRU: an entry whose
+ * request is cleared unreaped (io_destroy, exit) is not looked for and ages out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, AIO_INFLIGHT_MAX);
+	__type(key, struct aio_kernel_key);
+	__type(value, __u32);
+} aio_kernel SEC(".maps");
+
+/* completions of direct I/O on target files that no entry of aio_kernel named yet: the time,
+ * for the io_submit still going to take (a completion on another CPU can come first) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, AIO_INFLIGHT_MAX);
+	__type(key, struct aio_kernel_key);
+	__type(value, __u64);
+} aio_done_early SEC(".maps");
 
 __u32 aio_next_ring = 1;
 
@@ -228,6 +258,116 @@ static __always_inline bool aio_decode(struct task_struct *task, const struct io
 	return false;
 }
 
+/* The kernel's completion of a request (IOW_BLOCK_AIO_DONE in events.h), on the block ring. */
+static __always_inline void aio_send_done(__u32 tgid, struct aio_request *req, __u64 start_ns)
+{
+	struct iow_block *b = bpf_ringbuf_reserve(&block_events, sizeof(*b), 0);
+
+	if (!b) {
+		count_lost(IOW_LOST_BLOCK);
+		return;
+	}
+	b->start_ns = start_ns;
+	b->issue_ns = 0;
+	b->complete_ns = req->done_ns;
+	b->sector = req->offset;
+	b->bytes = req->requested;
+	b->dev = req->file.dev;
+	b->tgid = tgid;
+	b->tid = req->tid;
+	b->op = IOW_BLOCK_AIO_DONE;
+	b->error = 0;
+	__builtin_memset(b->comm, 0, sizeof(b->comm));
+	bpf_ringbuf_submit(b, wake_when_filling(&block_events));
+}
+
+/* The struct kioctx of a process's aio context `ctx` (the ring's user address), 0 if none:
+ * the ring's header holds its index in mm->ioctx_table, as the kernel's lookup_ioctx reads. */
+static __always_inline __u64 aio_kernel_context(struct task_struct *task, __u64 ctx)
+{
+	struct kioctx_table *table = BPF_CORE_READ(task, mm, ioctx_table);
+	struct kioctx *k = NULL;
+	__u32 id;
+
+	if (!table || bpf_probe_read_user(&id, sizeof(id), (void *)ctx) || id >= BPF_CORE_READ(table, nr))
+		return 0;
+	if (bpf_probe_read_kernel(&k, sizeof(k), (void *)table + bpf_core_field_offset(struct kioctx_table, table) +
+				  (__u64)id * sizeof(k)) || !k || BPF_CORE_READ(k, user_id) != ctx)
+		return 0;
+	return (__u64)k;
+}
+
+/* A request is in aio_inflight under `key`: its kernel completion is looked for from now on,
+ * or was already made (before this io_submit's exit). */
+static __always_inline void aio_watch_completion(struct aio_key *key, __u64 kctx, __u64 submit_ns)
+{
+	struct aio_kernel_key k = { .kctx = kctx, .iocb = key->iocb };
+	struct aio_request *req;
+	__u64 *early;
+
+	if (!kctx)
+		return;
+	bpf_map_update_elem(&aio_kernel, &k, &key->tgid, BPF_ANY);
+	early = bpf_map_lookup_elem(&aio_done_early, &k);
+	if (!early)
+		return;
+	req = bpf_map_lookup_elem(&aio_inflight, key);
+	if (req && !req->done_ns && *early >= submit_ns)
+		req->done_ns = *early;
+	bpf_map_delete_elem(&aio_done_early, &k);
+}
+
+/* the kernel completion of a request sent before its entry was filed: from aio_done_early */
+static __always_inline __u64 aio_take_early_completion(__u64 kctx, __u64 iocb, __u64 submit_ns)
+{
+	struct aio_kernel_key k = { .kctx = kctx, .iocb = iocb };
+	__u64 *early = bpf_map_lookup_elem(&aio_done_early, &k), done;
+
+	if (!early)
+		return 0;
+	done = *early >= submit_ns ? *early : 0;
+	bpf_map_delete_elem(&aio_done_early, &k);
+	return done;
+}
+
+/* iomap completed a direct-I/O kiocb: if it is a target libaio request, its kernel completion */
+static __always_inline void aio_dio_completed(struct kiocb *iocb)
+{
+	struct aio_kiocb *aio = (void *)iocb - bpf_core_field_offset(struct aio_kiocb, rw);
+	struct aio_kernel_key k;
+	struct iow_file_key file_key;
+	struct aio_request *req;
+	struct aio_key key = {};
+	__u64 now = bpf_ktime_get_ns();
+	struct file *file;
+	__u32 *tgid;
+
+	if (!iocb->ki_complete)
+		return;   /* a synchronous call's kiocb: its syscall is traced as such */
+	k.kctx = (__u64)BPF_CORE_READ(aio, ki_ctx);
+	k.iocb = BPF_CORE_READ(aio, ki_res.obj);
+	tgid = bpf_map_lookup_elem(&aio_kernel, &k);
+	if (!tgid) {
+		/* not filed yet: a target request's io_submit may still be going (an io_uring
+		 * request or another program's lands here too, and ages out unread) */
+		file = iocb->ki_filp;
+		if (!file || !is_target(&file_key, file_key_of(file, &file_key)))
+			return;
+		bpf_map_update_elem(&aio_done_early, &k, &now, BPF_ANY);
+		/* that io_submit may have filed it and looked for an early time just before the
+		 * update: look again, as it does after filing (one of the two sees the other) */
+		tgid = bpf_map_lookup_elem(&aio_kernel, &k);
+		if (!tgid)
+			return;
+		bpf_map_delete_elem(&aio_done_early, &k);
+	}
+	key.tgid = *tgid;
+	key.iocb = k.iocb;
+	req = bpf_map_lookup_elem(&aio_inflight, &key);
+	if (req && req->kctx == k.kctx && !req->done_ns)
+		req->done_ns = now;
+}
+
 /* A request reaped at `now` with result `res`: its record, as the submitting thread's. */
 static __always_inline void aio_send(__u32 tgid, struct aio_request *req, __u64 start_ns, __u64 now, __s64 res)
 {
@@ -237,6 +377,8 @@ static __always_inline void aio_send(__u32 tgid, struct aio_request *req, __u64 
 	};
 
 	deliver_record(tgid, req->tid, &req->file, req->op, start_ns, now, res, &args);
+	if (req->done_ns)
+		aio_send_done(tgid, req, start_ns);
 }
 
 struct aio_submit_walk {
@@ -245,6 +387,7 @@ struct aio_submit_walk {
 	__u64 start_ts;
 	__u32 tgid;
 	__u32 tid;
+	__u64 kctx;        /* its struct kioctx, 0 unknown */
 	__u32 ring;        /* 0 until the call's first target request numbers it */
 	__u32 known;       /* the context is in aio_contexts */
 };
@@ -278,15 +421,18 @@ static long aio_submit_one(__u32 i, void *data)
 	}
 	req.submit_ns = w->start_ts;
 	req.ctx = w->ctx;
+	req.kctx = w->kctx;
 	req.tid = w->tid;
 	req.ring = w->ring;
 	if (!bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST)) {
 		aio_count_inflight(w->tgid, w->ctx, 1);
+		aio_watch_completion(&key, w->kctx, w->start_ts);
 		return 0;
 	}
 	old = bpf_map_lookup_elem(&aio_inflight, &key);
 	if (old && old->reaped_ns >= w->start_ts) {
 		/* another thread reaped it while this io_submit was still going */
+		req.done_ns = aio_take_early_completion(w->kctx, key.iocb, w->start_ts);
 		aio_send(w->tgid, &req, w->start_ts, old->reaped_ns, old->res);
 		aio_count_inflight(w->tgid, old->ctx, -1);
 		bpf_map_delete_elem(&aio_inflight, &key);
@@ -302,12 +448,15 @@ static long aio_submit_one(__u32 i, void *data)
 		aio_count_inflight(w->tgid, old->ctx, -1);
 		*old = req;
 		aio_count_inflight(w->tgid, w->ctx, 1);
+		aio_watch_completion(&key, w->kctx, w->start_ts);
 		return 0;
 	}
-	if (bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST))
+	if (bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST)) {
 		count_lost(IOW_LOST_REQUESTS);
-	else
+	} else {
 		aio_count_inflight(w->tgid, w->ctx, 1);
+		aio_watch_completion(&key, w->kctx, w->start_ts);
+	}
 	return 0;
 }
 
@@ -322,6 +471,10 @@ struct aio_reap_walk {
 /* the record of a request found in flight, and its entry gone */
 static __always_inline void aio_reaped(struct aio_key *key, struct aio_request *req, __u64 now, __s64 res)
 {
+	struct aio_kernel_key k = { .kctx = req->kctx, .iocb = key->iocb };
+
+	if (req->kctx)
+		bpf_map_delete_elem(&aio_kernel, &k);
 	aio_send(key->tgid, req, req->submit_ns, now, res);
 	aio_count_inflight(key->tgid, req->ctx, -1);
 	bpf_map_delete_elem(&aio_inflight, key);
@@ -389,7 +542,7 @@ static __always_inline void on_aio_call(__u32 slot, struct task_struct *task, st
 	if (slot == IOW_ASYNC_IO_SUBMIT) {
 		struct aio_submit_walk w = {
 			.iocbpp = ARG3(regs), .ctx = ARG1(regs), .start_ts = start_ts,
-			.tgid = task->tgid, .tid = task->pid,
+			.tgid = task->tgid, .tid = task->pid, .kctx = aio_kernel_context(task, ARG1(regs)),
 		};
 
 		bpf_loop(walked, aio_submit_one, &w, 0);

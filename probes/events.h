@@ -182,7 +182,8 @@ struct iow_block {
 	__u32 dev;         /* device, kernel encoding (major << 20 | minor) */
 	__u32 tgid;        /* process that submitted the request; 0 unknown */
 	__u32 tid;         /* its thread */
-	__u32 op;          /* REQ_OP_*: 0 read, 1 write, 2 flush, 3 discard, 5 secure erase, 9 write zeroes */
+	__u32 op;          /* REQ_OP_*: 0 read, 1 write, 2 flush, 3 discard, 5 secure erase, 9 write zeroes;
+			    * IOW_BLOCK_AIO_DONE: not a block request (see there) */
 	__s32 error;       /* blk_status_t of the completion; 0 = success */
 	__u8 comm[IOW_COMM_MAX];   /* the submitter's name (a kworker for write-back) */
 };
@@ -329,6 +330,12 @@ struct iow_summary {
 /* libaio records (aio.bpf.h): bits of `flags` above the iocb's own RWF_* flags */
 #define IOW_AIO_VECTORED 0x10000   /* IOCB_CMD_PREADV or PWRITEV: requested sums the iovecs */
 #define IOW_AIO_DATASYNC 0x20000   /* IOCB_CMD_FDSYNC (an IOW_OP_AIO_FSYNC without it: FSYNC) */
+/* A BLOCK record with this op is no block request: it is a libaio request's completion as the
+ * kernel made it (aio.bpf.h: iomap's direct-I/O completion, which posts the io_event), sent
+ * beside the request's own record when it is reaped. start_ns: the request's submission (its
+ * record's start_ns), complete_ns: the kernel's completion, sector: the request's file offset,
+ * bytes: its length, dev/tgid/tid: its record's; issue_ns 0; error: 0 or the negative errno. */
+#define IOW_BLOCK_AIO_DONE 0x10000
 /* Memory-mapped target files (mapping.bpf.h). IOW_OP_MMAP's flags: prot in the low 8 bits,
  * the MAP_* flags shifted left by 8 (their low 24 bits: every flag a file mapping can take;
  * MAP_UNINITIALIZED and the MAP_HUGE_* size bits, 26 and up, are dropped). */

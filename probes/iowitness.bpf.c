@@ -347,6 +347,14 @@ int BPF_PROG(aio_on_exit, struct task_struct *task)
 	return 0;
 }
 
+/* a libaio request's kernel completion (aio.bpf.h), for direct I/O on iomap file systems */
+SEC("tp_btf/iomap_dio_complete")
+int BPF_PROG(on_iomap_dio_complete, struct kiocb *iocb, int error, ssize_t ret)
+{
+	aio_dio_completed(iocb);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(aio_on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {

@@ -62,6 +62,7 @@ MAP_TYPES = {
     1: ("HASH", (3, 19), "[doc] map_hash.rst; [bcc] 0f8e4bd8a1fc"),
     2: ("ARRAY", (3, 19), "[doc] map_array.rst; [bcc] 28fbcfa08d8e"),
     6: ("PERCPU_ARRAY", (4, 6), "[doc] map_array.rst; [bcc] a10423b87a7e"),
+    9: ("LRU_HASH", (4, 10), "[doc] map_hash.rst; [bcc] LRU hash 29ba732acbee"),
     27: ("RINGBUF", (5, 8), "[bcc] ring buffer 457f44363a88; Documentation/bpf/ringbuf.rst"),
     29: ("TASK_STORAGE", (5, 11), "[bcc] task_storage helpers 4cf1bc1f1045 (same commit)"),
 }
@@ -99,6 +100,9 @@ TRACEPOINTS = {
     "io_uring_submit_req": (None, True, "io_uring's request-based tracepoints, 5.19/6.0 (core_fixes.bpf.h)"),
     "io_uring_complete": (None, True, "arguments changed over time; the program reads the first two"),
     "io_uring_create": (None, True, ""),
+    "iomap_dio_complete": ((6, 4), True, "(iocb, error, ret): \"iomap: Add DIO tracepoints\" (Ritesh Harjani, "
+                                          "fs/iomap/trace.h, merged for 6.4); skipped where missing "
+                                          "(collector/probe.py): libaio requests then have no kernel completion"),
     "page_fault_user": (None, False, "x86 exception tracepoints"),
     "page_fault_kernel": (None, False, "x86 exception tracepoints"),
     "mm_filemap_fault": (None, False, ""),

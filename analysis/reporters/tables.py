@@ -97,6 +97,10 @@ def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
     return with_units(pd.DataFrame(rows), PHASE_UNITS)
 
 
+# libaio's kernel completion (analysis/aio_kernel.py): mean µs from submission, then to the reap
+DEPTH_UNITS = {"to kernel done": ("latency", "to kernel done", False),
+               "then reaped after": ("latency", "then reaped after", False)}
+
 DEPTH_TITLE = ("queue depth (asynchronous requests, io_uring and libaio: in flight from submission to "
                "completion; 'at submission' counts the request itself, in fio's iodepth_level buckets)")
 
@@ -106,11 +110,18 @@ def depth_rows(phases: pd.DataFrame) -> pd.DataFrame:
     if "async_ops" not in phases:
         return pd.DataFrame()
     rows = []
+    kernel = "kernel_done" in phases and bool(phases["kernel_done"].gt(0).any())
     for r in phases[phases["async_ops"] > 0].itertuples():
-        rows.append({"#": r.phase, "name": phase_label(r), "requests": int(r.async_ops),
-                     "max in flight": int(r.depth_max), "mean in flight": f"{r.depth_mean:.1f}",
-                     "at submission": r.depth_levels})
-    return pd.DataFrame(rows)
+        row = {"#": r.phase, "name": phase_label(r), "requests": int(r.async_ops),
+               "max in flight": int(r.depth_max), "mean in flight": f"{r.depth_mean:.1f}",
+               "at submission": r.depth_levels}
+        if kernel:
+            # libaio direct I/O: when the kernel completed each request, before it was reaped
+            known = int(r.kernel_done)
+            row.update({"kernel done": known, "to kernel done": r.kernel_mean_us if known else float("nan"),
+                        "then reaped after": r.reap_wait_mean_us if known else float("nan")})
+        rows.append(row)
+    return with_units(pd.DataFrame(rows), DEPTH_UNITS) if kernel else pd.DataFrame(rows)
 
 
 GROUPS_TITLE = ("groups (concurrent phases: children = sum of member rates, "
