@@ -149,9 +149,11 @@ class Launched:
                     self.returncode = 128 - self.returncode
         return self.returncode
 
-    def finish_output(self, timeout: float = 5.0) -> bool:
+    def finish_output(self, timeout: float = 5.0, meanwhile=time.sleep) -> bool:
         """Wait until the capture has copied all output (the benchmark and anything it left
-        running closed their ends); False when it is still copying after `timeout` seconds."""
+        running closed their ends); False when it is still copying after `timeout` seconds.
+        meanwhile(s) is called between checks: the collector drains the probe's rings, which
+        a process the benchmark left running keeps filling."""
         deadline = time.monotonic() + timeout
         while self.capture_pid:
             pid, _ = os.waitpid(self.capture_pid, os.WNOHANG)
@@ -160,7 +162,7 @@ class Launched:
             elif time.monotonic() >= deadline:
                 return False
             else:
-                time.sleep(0.01)
+                meanwhile(0.01)
         return True
 
     def stop(self, wait) -> stopping.Stopping:

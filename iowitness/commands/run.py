@@ -96,18 +96,18 @@ def _record(args, recorder: Recorder, child: Launched, path: str) -> int:
         child.let_go()
         # an error, said even with -q: we end without the benchmark's exit code to pass on
         raise Interrupted(_recording.saved(reason, path, end["counters"]), recorder.stop_signal)
-    if child.poll() is None:   # --duration passed, or iowitness got SIGINT or SIGTERM
-        def trace_meanwhile(seconds: float) -> None:
-            recorder.probe.wait(seconds)
-            recorder.drain()
+    def trace_meanwhile(seconds: float) -> None:
+        recorder.probe.wait(seconds)
+        recorder.drain()
 
+    if child.poll() is None:   # --duration passed, or iowitness got SIGINT or SIGTERM
         stopped = child.stop(trace_meanwhile)
         child.poll()
         if stopped.killed:
             # said even with -q: a benchmark that had to be killed did not end as it meant to
             print(f"iowitness: {stopped.outcome()}", file=sys.stderr)
     # the capture appends the benchmark's last output before END marks the trace complete
-    child.finish_output()
+    child.finish_output(meanwhile=trace_meanwhile)
     end = recorder.finish({"exit_code": child.returncode, "pid": child.pid})
     child.let_go()
     _recording.finished(args, reason, path, end["counters"])
