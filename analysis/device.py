@@ -69,13 +69,28 @@ def is_write(op: np.ndarray) -> np.ndarray:
     return ((op & 1) == 1) & ~np.isin(op, DISCARD_OPS)
 
 
+def _completed_again(block: np.ndarray) -> np.ndarray:
+    """The end of a flush sequence (a journal commit's PREFLUSH/FUA write with data, where the
+    device has no FUA) completes the same request a second time, with no bytes left: a zero-byte
+    completion with the start time and sector of a data completion before it. /proc/diskstats
+    counts that request once. An empty PREFLUSH write (no data completion of its own) is a
+    write diskstats counts, and stays."""
+    data_op = (block["op"] == READ_OP) | is_write(block["op"])
+    zero = data_op & (block["bytes"] == 0)
+    if not zero.any():
+        return zero
+    data = data_op & (block["bytes"] > 0)
+    done = pd.MultiIndex.from_arrays([block["start_ns"][data], block["sector"][data]])
+    again = np.zeros(len(block), dtype=bool)
+    again[zero] = pd.MultiIndex.from_arrays([block["start_ns"][zero], block["sector"][zero]]).isin(done)
+    return again
+
+
 class Requests:
     """The block records of one device, as arrays sorted by completion."""
 
     def __init__(self, block: np.ndarray, traced: np.ndarray | None = None):
-        # the end of a flush sequence (a journal commit's PREFLUSH/FUA write) completes the same
-        # request a second time with no bytes left: /proc/diskstats counts that request once
-        block = block[~(((block["op"] == READ_OP) | is_write(block["op"])) & (block["bytes"] == 0))]
+        block = block[~_completed_again(block)]
         order = np.argsort(block["complete_ns"], kind="stable")
         b = block[order]
         self.complete = b["complete_ns"].astype(np.int64)

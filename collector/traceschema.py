@@ -150,7 +150,8 @@ RUN_COST = {"run_time_ns": Need(NS), "run_cnt": Need(NS), "recursion_misses": NS
 COUNTERS = {
     # every collector writes these two: a COUNTERS chunk without them cannot say what was lost
     "events": Need(NS), "lost_events": Need(NS),
-    **{name: NS for name in ("facts", "calls", "block_requests", "missed_runs", *LOST_SLOTS)},
+    **{name: NS for name in ("facts", "calls", "block_requests", "missed_runs", "aio_completions_missed",
+                             *LOST_SLOTS)},
     "async_calls": Maybe(MapOf({"calls": Need(NS), "ns": Need(NS)})),
     "probe_cost": Maybe({"run_time_ns": NS, "run_cnt": NS, "source": TEXT, "mode": TEXT,
                          "sampled_calls": Maybe(NS), "sampled_s": Maybe(NUMBER),

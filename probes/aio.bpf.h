@@ -165,17 +165,22 @@ struct aio_kernel_key {
 	__u64 iocb;        /* the iocb's user address */
 };
 
-/* (kernel context, iocb) -> the process whose aio_inflight entry it is. LRU: an entry whose
- * request is cleared unreaped (io_destroy, exit) is not looked for and ages out. */
+/* (kernel context, iocb) -> the process whose aio_inflight entry it is: one per entry there,
+ * removed with it. Not an LRU map: an LRU map evicts live entries long before it is full
+ * when one CPU's share of free slots runs out (seen: bursts of 2-30 requests in 300,000 left
+ * without their completion). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, AIO_INFLIGHT_MAX);
 	__type(key, struct aio_kernel_key);
 	__type(value, __u32);
 } aio_kernel SEC(".maps");
 
 /* completions of direct I/O on target files that no entry of aio_kernel named yet: the time,
- * for the io_submit still going to take (a completion on another CPU can come first) */
+ * for the io_submit still going to take (a completion on another CPU can come first). LRU:
+ * one its io_submit never takes (no kernel context found there) ages out; an entry lives
+ * microseconds, so the early eviction above is rare here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, AIO_INFLIGHT_MAX);
@@ -184,6 +189,18 @@ struct {
 } aio_done_early SEC(".maps");
 
 __u32 aio_next_ring = 1;
+/* the target of aio_fence's atomic */
+__u64 aio_fence_word;
+
+/* A full barrier: an atomic that fetches is ordered with every load and store around it. The
+ * io_submit filing a request and the completion noting its time each store, then look for the
+ * other's store: without it both loads could pass their own store and both miss (seen: 1 to 6
+ * of 300,000 requests without their completion). */
+static __always_inline void aio_fence(void)
+{
+	if (__sync_fetch_and_add(&aio_fence_word, 0) == (__u64)-1)
+		aio_fence_word = 0;   /* never: makes the fetch a fetch */
+}
 
 /* A process's context, numbered at its first target request; NULL when the map is full. */
 static __always_inline struct aio_context *aio_context_of(__u32 tgid, __u64 ctx)
@@ -281,20 +298,31 @@ static __always_inline void aio_send_done(__u32 tgid, struct aio_request *req, _
 	bpf_ringbuf_submit(b, wake_when_filling(&block_events));
 }
 
-/* The struct kioctx of a process's aio context `ctx` (the ring's user address), 0 if none:
- * the ring's header holds its index in mm->ioctx_table, as the kernel's lookup_ioctx reads. */
+/* slots of mm->ioctx_table looked at: it starts at 4 and grows 4-fold as contexts are added */
+#define AIO_TABLE_SLOTS 16
+
+/* The struct kioctx of a process's aio context `ctx` (the ring's user address), 0 if not
+ * found: the table's slots compared with it, as lookup_ioctx does after reading the slot's
+ * index from the ring's header. That header is user memory, which a probe cannot fault in
+ * (the kernel moves the ring's pages, and a read of one in flight fails). */
 static __always_inline __u64 aio_kernel_context(struct task_struct *task, __u64 ctx)
 {
 	struct kioctx_table *table = BPF_CORE_READ(task, mm, ioctx_table);
-	struct kioctx *k = NULL;
-	__u32 id;
+	__u64 slots;
+	__u32 nr;
 
-	if (!table || bpf_probe_read_user(&id, sizeof(id), (void *)ctx) || id >= BPF_CORE_READ(table, nr))
+	if (!table)
 		return 0;
-	if (bpf_probe_read_kernel(&k, sizeof(k), (void *)table + bpf_core_field_offset(struct kioctx_table, table) +
-				  (__u64)id * sizeof(k)) || !k || BPF_CORE_READ(k, user_id) != ctx)
-		return 0;
-	return (__u64)k;
+	nr = BPF_CORE_READ(table, nr);
+	slots = (__u64)table + bpf_core_field_offset(struct kioctx_table, table);
+	for (__u32 i = 0; i < AIO_TABLE_SLOTS && i < nr; i++) {
+		struct kioctx *k = NULL;
+
+		if (bpf_probe_read_kernel(&k, sizeof(k), (void *)(slots + i * sizeof(k))) == 0 && k &&
+		    BPF_CORE_READ(k, user_id) == ctx)
+			return (__u64)k;
+	}
+	return 0;
 }
 
 /* A request is in aio_inflight under `key`: its kernel completion is looked for from now on,
@@ -308,13 +336,24 @@ static __always_inline void aio_watch_completion(struct aio_key *key, __u64 kctx
 	if (!kctx)
 		return;
 	bpf_map_update_elem(&aio_kernel, &k, &key->tgid, BPF_ANY);
+	aio_fence();
 	early = bpf_map_lookup_elem(&aio_done_early, &k);
 	if (!early)
 		return;
+	bpf_printk("IOWDBG early taken iocb=%llx", k.iocb);
 	req = bpf_map_lookup_elem(&aio_inflight, key);
 	if (req && !req->done_ns && *early >= submit_ns)
 		req->done_ns = *early;
 	bpf_map_delete_elem(&aio_done_early, &k);
+}
+
+/* the request's entry leaves aio_inflight: its completion is no longer looked for */
+static __always_inline void aio_unwatch_completion(__u64 kctx, __u64 iocb)
+{
+	struct aio_kernel_key k = { .kctx = kctx, .iocb = iocb };
+
+	if (kctx)
+		bpf_map_delete_elem(&aio_kernel, &k);
 }
 
 /* the kernel completion of a request sent before its entry was filed: from aio_done_early */
@@ -330,6 +369,11 @@ static __always_inline __u64 aio_take_early_completion(__u64 kctx, __u64 iocb, _
 	return done;
 }
 
+/* libaio's completion of a read or write kiocb (fs/aio.c, static): what tells an aio kiocb
+ * from io_uring's or a synchronous call's at once. libbpf finds its address in /proc/kallsyms;
+ * 0 where it cannot (then every kiocb goes through the lookups, which find nothing for others). */
+extern const void aio_complete_rw __ksym __weak;
+
 /* iomap completed a direct-I/O kiocb: if it is a target libaio request, its kernel completion */
 static __always_inline void aio_dio_completed(struct kiocb *iocb)
 {
@@ -344,6 +388,8 @@ static __always_inline void aio_dio_completed(struct kiocb *iocb)
 
 	if (!iocb->ki_complete)
 		return;   /* a synchronous call's kiocb: its syscall is traced as such */
+	if (&aio_complete_rw && (void *)iocb->ki_complete != &aio_complete_rw)
+		return;   /* io_uring's, or another in-kernel user's */
 	k.kctx = (__u64)BPF_CORE_READ(aio, ki_ctx);
 	k.iocb = BPF_CORE_READ(aio, ki_res.obj);
 	tgid = bpf_map_lookup_elem(&aio_kernel, &k);
@@ -356,9 +402,13 @@ static __always_inline void aio_dio_completed(struct kiocb *iocb)
 		bpf_map_update_elem(&aio_done_early, &k, &now, BPF_ANY);
 		/* that io_submit may have filed it and looked for an early time just before the
 		 * update: look again, as it does after filing (one of the two sees the other) */
+		aio_fence();
 		tgid = bpf_map_lookup_elem(&aio_kernel, &k);
-		if (!tgid)
+		if (!tgid) {
+			bpf_printk("IOWDBG early stored iocb=%llx now=%llu", k.iocb, now);
 			return;
+		}
+		bpf_printk("IOWDBG early relookup hit");
 		bpf_map_delete_elem(&aio_done_early, &k);
 	}
 	key.tgid = *tgid;
@@ -446,6 +496,7 @@ static long aio_submit_one(__u32 i, void *data)
 		if (!old->reaped_ns)
 			count_lost(IOW_LOST_REQUESTS);
 		aio_count_inflight(w->tgid, old->ctx, -1);
+		aio_unwatch_completion(old->kctx, key.iocb);
 		*old = req;
 		aio_count_inflight(w->tgid, w->ctx, 1);
 		aio_watch_completion(&key, w->kctx, w->start_ts);
@@ -471,10 +522,7 @@ struct aio_reap_walk {
 /* the record of a request found in flight, and its entry gone */
 static __always_inline void aio_reaped(struct aio_key *key, struct aio_request *req, __u64 now, __s64 res)
 {
-	struct aio_kernel_key k = { .kctx = req->kctx, .iocb = key->iocb };
-
-	if (req->kctx)
-		bpf_map_delete_elem(&aio_kernel, &k);
+	aio_unwatch_completion(req->kctx, key->iocb);
 	aio_send(key->tgid, req, req->submit_ns, now, res);
 	aio_count_inflight(key->tgid, req->ctx, -1);
 	bpf_map_delete_elem(&aio_inflight, key);
@@ -593,6 +641,7 @@ static long aio_forget_request(struct bpf_map *map, struct aio_key *key, struct 
 	sums = bpf_map_lookup_elem(&aio_forget_space, &zero);
 	if (sums && !req->reaped_ns)
 		sums->requests += 1;
+	aio_unwatch_completion(req->kctx, key->iocb);
 	bpf_map_delete_elem(map, key);
 	return 0;
 }

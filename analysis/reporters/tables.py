@@ -177,6 +177,11 @@ def warnings(trace) -> list[str]:
         out.append(f"the kernel skipped {missed:,} runs of iowitness's programs (one was already running "
                    "on that CPU, e.g. interrupted by a block completion): the records they would have "
                    "made are missing and counted as lost.")
+    times_missed = int(trace.counters.get("aio_completions_missed", 0))
+    if times_missed:
+        out.append(f"the kernel skipped {times_missed:,} runs of the libaio completion probe (it was already "
+                   "running on that CPU): up to that many libaio requests have their submission and reap "
+                   "times but not the kernel's completion ('kernel done' counts those that have it).")
     if not trace.meta.get("complete", True):
         out.append(f"the trace is {status(trace.meta)}; the last phases may be cut short.")
     out += [note + "." for note in integrity_notes(trace.meta)]

@@ -240,6 +240,26 @@ def test_a_partition_maps_to_its_own_diskstats_line(tmp_path):
     assert f"cross-check {name} over" in html_device
 
 
+def test_btrfs_files_found_at_open_are_seen_on_the_loop_device_too(tmp_path):
+    require_tool("dd")
+    # GIVEN btrfs on a loop device, and no --file: the file becomes a target when it is opened
+    # (the probe can watch only its anonymous device number; the collector adds the disk)
+    with loop_fs("btrfs", 256) as (device, mnt):
+        name = os.path.basename(device)
+        target = mnt / "found.bin"
+        before = diskstats(name)
+        # WHEN a shell opens the file, and a second later dd writes 8 MiB there with O_DIRECT
+        trace = _record(tmp_path, ["sh", "-c", f"exec 3>{target}; sleep 1; dd if=/dev/zero of={target} bs=1M "
+                                   "count=8 oflag=direct conv=notrunc status=none"], "btrfs-open")
+        after = diskstats(name)
+    doc = _report(trace)
+    # THEN the loop device is watched and its writes are the phase's, as /proc/diskstats says
+    assert [d["name"] for d in doc["device"]["devices"]] == [name]
+    _, dev = _phase(doc, "write")
+    assert dev["write_bytes"] >= 8 * MIB
+    assert abs(dev["write_bytes"] / (after["write_bytes"] - before["write_bytes"]) - 1) <= 0.05
+
+
 def test_btrfs_files_are_seen_on_the_loop_device_under_them(tmp_path):
     require_tool("dd")
     # GIVEN btrfs on a loop device: its files carry an anonymous device number, not the disk's,

@@ -45,11 +45,25 @@ def test_a_flush_sequence_completing_its_request_again_is_not_a_second_request()
     # (seen in a real trace: the PREFLUSH|FUA write's data completes with its 1024 bytes, the
     # flushes are their own op, then blk-flush ends the same request again with 0 bytes left),
     # which /proc/diskstats counted as one write of 1024 bytes
-    req = device.Requests(_requests([(0, 4, 0, 2), (4, 5, 1024, 1), (5, 7, 0, 2), (4, 7, 0, 1)]))
+    rows = [(0, 4, 0, 2), (0, 5, 1024, 1), (5, 7, 0, 2), (0, 7, 0, 1)]
+    block = _requests(rows)
+    block["start_ns"][:] = T0   # one request: the kernel's start time of all of them
+    block["sector"][1] = block["sector"][3] = 229396   # the commit block's
+    req = device.Requests(block)
     # WHEN figures are taken over the commit
     w = req.window(T0, T0 + 10 * MS)
     # THEN it is one write of 1024 bytes, as diskstats says, and the flushes are no data requests
     assert (w["writes"], w["write_bytes"], w["reads"]) == (1, 1024, 0)
+
+
+def test_an_empty_preflush_write_is_a_write_diskstats_counts():
+    # GIVEN what vda gave for an empty PREFLUSH write: its flush, then its own completion with
+    # no bytes and no data completion before it (diskstats counted one write for it)
+    block = _requests([(0, 2, 0, 2), (0, 3, 0, 1)])
+    block["sector"][0] = (1 << 64) - 1
+    # WHEN counted THEN it is one write of no bytes
+    w = device.Requests(block).window(T0, T0 + 10 * MS)
+    assert (w["writes"], w["write_bytes"]) == (1, 0)
 
 
 def test_overlapping_requests_count_once_in_util_and_twice_in_queue_depth():
