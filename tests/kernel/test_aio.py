@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowitness.analysis import aio_kernel
+from iowitness.analysis import aio_kernel, device_checks
 from tests.conftest import require_tool
 from tests.support.blockdev import loop_ext4, loop_fs
 from tests.support.workload import build
@@ -218,8 +218,7 @@ def test_kernel_completion_of_direct_requests_lies_between_their_block_request_a
     kernel = aio_kernel.done_ns(events, trace.aio_done)
     # THEN each of fio's requests (its own total_ios) has the time the kernel completed it
     assert len(events) == _fio_totals(output)["read"][0] == 2048
-    missing = int((kernel == 0).sum())
-    assert missing <= int(trace.counters.get("aio_completions_missed", 0)), f"{missing} without their kernel completion"
+    _no_more_missing_than_the_kernel_explains(trace, kernel)
     kernel, events = kernel[kernel > 0], events[kernel > 0]
     # AND that time lies between its submission and its reap
     start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
@@ -261,6 +260,21 @@ def test_buffered_requests_have_no_kernel_completion_and_say_so(traced, tmp_path
     assert len(events) == 2048 and not (kernel > 0).any()
 
 
+def _no_more_missing_than_the_kernel_explains(trace, kernel: np.ndarray) -> None:
+    """Requests without their kernel completion are at most those the kernel is known not to
+    have shown the probe: runs it skipped (counted), and block completions /proc/diskstats
+    counted that no BPF program saw. (At depth 32 on a loop device the kernel ran neither the
+    block probe nor the completion probe for about 1 completion in 50,000, ftrace's events
+    firing for all of them and no skipped run counted: a kernel finding, said in the issue.)"""
+    missing = int((kernel == 0).sum())
+    checks = device_checks.cross_check(trace)
+    unseen = int((checks["diskstats_reads"] - checks["probe_reads"]).clip(lower=0).sum()) if len(checks) else 0
+    skipped = int(trace.counters.get("aio_completions_missed", 0))
+    assert missing <= unseen + skipped, f"{missing} of {len(kernel)} without a kernel completion; " \
+        f"{unseen} block reads unseen, {skipped} runs skipped"
+    assert missing <= len(kernel) // 1000
+
+
 def _kernel_dev(rdev: int) -> int:
     """A device number as the probe records it (major << 20 | minor)."""
     return os.major(rdev) << 20 | os.minor(rdev)
@@ -286,8 +300,5 @@ def test_a_benchmark_left_running_after_the_command_exits_is_drained_to_the_end(
     # THEN every request fio counted is in the trace with its kernel completion, and no block
     # record was lost (the block ring was drained while fio ran on: before, 0.9 million were)
     assert len(events) == _fio_totals(output)["read"][0] > 100_000
-    # (a completion the probe was too busy on its CPU to see is counted, never silently missing)
-    missing = int((kernel == 0).sum())
-    assert missing <= int(trace.counters.get("aio_completions_missed", 0)), f"{missing} of {len(kernel)}"
-    assert missing <= len(kernel) // 1000
+    _no_more_missing_than_the_kernel_explains(trace, kernel)
     assert int(trace.counters.get("lost_block", 0)) == 0 and trace.lost == 0
