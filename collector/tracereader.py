@@ -23,7 +23,7 @@ from iowitness.collector.traceformat import (BLOCK, CHUNK, COUNTERS, DECODE_FLOO
                                              HEADER, HEADS_CHECKED_SINCE, KIND_NAMES, MAGIC, OFFCPU, OUTPUT,
                                              READABLE_VERSIONS, RECORD_KINDS, SAMPLES, START, STREAMS, SUMMARY,
                                              SUMMARY_HEAD, chunk_crc, lost_total, missing_text, spoken)
-from iowitness.errors import BadTrace
+from iowitness.errors import BadTrace, TooLarge
 from iowitness.version import __version__
 
 
@@ -140,9 +140,15 @@ def _file_bytes(path) -> tuple[bytes, bool]:
     active = being_written(fd)
     with open(fd, "rb") as file:
         try:
-            return file.read(), active
+            head = file.read(len(MAGIC))
+            if head != MAGIC:
+                return head, active   # not a trace: said from these bytes, without reading the rest
+            return head + file.read(), active
         except OSError as exc:
             raise BadTrace(f"cannot read trace {path}: {exc.strerror or exc}") from None
+        except MemoryError:
+            raise TooLarge(f"{path} ({os.fstat(fd).st_size:,} bytes) is larger than the memory free to read "
+                           "it; `iowitness show` reads a trace of any size block by block") from None
 
 
 def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None,

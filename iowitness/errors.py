@@ -17,6 +17,7 @@ EXIT_CANNOT_TRACE = 3
 EXIT_NOT_FOUND = 4
 EXIT_OUTPUT = 5
 EXIT_BAD_TRACE = 6
+EXIT_TOO_LARGE = 7
 
 
 class IowitnessError(Exception):
@@ -43,6 +44,11 @@ class OutputError(IowitnessError):
 
 class BadTrace(IowitnessError):
     exit_code = EXIT_BAD_TRACE
+
+
+class TooLarge(IowitnessError):
+    """The trace cannot be analysed in this machine's memory (analysis/memory_guard.py)."""
+    exit_code = EXIT_TOO_LARGE
 
 
 class Interrupted(IowitnessError):

@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import os
 
+from iowitness.analysis import memory_guard
 from iowitness.analysis.run import export_parquet, load
 from iowitness.commands import _claims, _output
 from iowitness.extras import require
-from iowitness.errors import UsageError
+from iowitness.errors import TooLarge, UsageError
 from iowitness.outputfile import add_mode_option, parse_mode
 
 
@@ -61,6 +62,7 @@ def execute(args) -> int:
     require("pyarrow.parquet", "parquet", "export --parquet")   # before a trace is read: one line, at once
     if _one_file(args):
         out = _output.destination(args, args.parquet)
+        memory_guard.check(args.traces[0])
         trace = load(args.traces[0])
         _usable(args.traces[0], trace)
         export_parquet(trace, out)
@@ -79,6 +81,10 @@ def _dataset(args) -> int:
     seen: list[tuple[str, str]] = []
     events = 0
     for k, path in enumerate(args.traces):
+        try:
+            memory_guard.check(path)
+        except TooLarge as exc:
+            raise TooLarge(f"{exc}; {k} run(s) before it were written to {args.parquet}" if k else str(exc)) from None
         trace = load(path)
         try:
             _usable(path, trace)

@@ -10,9 +10,9 @@ What is measured: the bytes the benchmark's processes got from read calls, /proc
 `rchar`, sampled every 20 ms by this script: a count the kernel keeps for every process,
 independent of the benchmark's report and of iowitness. io_uring and libaio reads are no read
 calls and add nothing to rchar: for those workloads (Workload.progress "fio-status") fio
-prints its cumulative io_bytes every 100 ms (--status-interval), stamped with its own job
-clock, which is mapped onto CLOCK_MONOTONIC by the smallest lag between a stamp and the
-moment the line arrived. Each cycle runs, in an order that
+prints its cumulative io_bytes every 100 ms (--status-interval), each dump stamped with the
+wall-clock millisecond fio wrote it (timestamp_ms), mapped onto CLOCK_MONOTONIC by this
+script's own wall-minus-monotonic offset. Each cycle runs, in an order that
 rotates: untraced, observer, untraced, next observer, ..., untraced, each for --slot seconds.
 floor and timing-floor (probes/*.bpf.o) are loaded and attached by this process; iowitness
 and iowitness-summary are `iowitness attach --pid PID --file F --duration SLOT`, and their
@@ -56,7 +56,8 @@ from workloads import all_workloads  # noqa: E402
 
 from iowitness.analysis.run import load# noqa: E402
 
-WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop", "fio-iouring-rand-read", "fio-libaio-rand-read")
+WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop", "fio-iouring-rand-read", "fio-libaio-rand-read",
+             "fio-libaio-direct-rand-read")
 DEFAULT_WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop")
 OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary", "iowitness-compat")
 # iowitness-compat (the compatible probe object, --probe compat) only when asked for

@@ -95,12 +95,13 @@ def _removing(*paths: Path):
 
 def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
     """Every workload, keyed by name; files live in `work` (the benchmark's device)."""
-    def fio(name: str, rw: str, direction: str, path: Path, engine: str = "psync", depth: int = 1) -> list[str]:
+    def fio(name: str, rw: str, direction: str, path: Path, engine: str = "psync", depth: int = 1,
+            direct: bool = False) -> list[str]:
         # --invalidate=0: fio drops the file's pages from the cache before it starts unless told
         # not to, and the reads would come from the disk
         return ["fio", f"--name={name}", f"--filename={path}", f"--rw={rw}", "--bs=4k", f"--ioengine={engine}",
                 f"--iodepth={depth}", "--size=256m", "--invalidate=0", "--time_based", f"--runtime={seconds:g}",
-                "--output-format=json"]
+                "--output-format=json", *(["--direct=1"] if direct else [])]
 
     reads = work / "fio-read.bin"
     writes = work / "fio-write.bin"
@@ -126,6 +127,12 @@ def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
                      fio(f"{engine}-rand-read", "randread", "read", reads, engine, 32), [str(reads)],
                      _fio_bandwidth("read"), "B/s", prepare=lambda: cached_file(reads, 256),
                      cpu_score=_fio_bandwidth_per_cpu("read"), progress="fio-status"))
+    # the same reads with O_DIRECT, from the disk under `work`: each request also has the
+    # kernel's completion (iomap_dio_complete) to record
+    add(Workload("fio-libaio-direct-rand-read", "fio 4 KiB libaio O_DIRECT random reads, iodepth 32",
+                 fio("libaio-direct-rand-read", "randread", "read", reads, "libaio", 32, direct=True), [str(reads)],
+                 _fio_bandwidth("read"), "B/s", prepare=lambda: cached_file(reads, 256),
+                 cpu_score=_fio_bandwidth_per_cpu("read"), progress="fio-status"))
     add(Workload("fio-write", "fio 4 KiB psync buffered writes",
                  fio("write", "write", "write", writes), [str(writes)], _fio_bandwidth("write"), "B/s",
                  cpu_score=_fio_bandwidth_per_cpu("write")))

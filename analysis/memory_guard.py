@@ -1,0 +1,56 @@
+"""Refuse, before reading it, a trace whose in-memory analysis cannot fit in this machine.
+
+`report`, `check`, `compare`, `export` and `show --events` hold every event in memory: about
+240 bytes per event at the peak (docs/performance.md, 10 million events: 2.42 GiB). A trace
+file stores an event in 3 to 7 bytes, so a file of S bytes holds at least S / 8 events and
+needs at least 30 S bytes. When even that exceeds the memory available (MemAvailable plus
+free swap), the run could only end in the kernel's out-of-memory killer, without a word; it is
+refused with one instead, naming what does work at any size (`show`, which streams). A trace
+that may fit is never refused: the bound is the least it could need.
+
+IOWITNESS_NO_MEMORY_CHECK=1 skips the check (a machine whose memory frees up as it goes).
+"""
+
+from __future__ import annotations
+
+import os
+
+from iowitness import units
+from iowitness.errors import TooLarge
+
+LOADED_BYTES_PER_EVENT = 240
+MOST_STORED_BYTES_PER_EVENT = 8
+ENV = "IOWITNESS_NO_MEMORY_CHECK"
+
+
+def available_bytes(meminfo: str | None = None) -> int | None:
+    """MemAvailable plus SwapFree, in bytes; None when /proc/meminfo cannot say."""
+    try:
+        if meminfo is None:
+            with open("/proc/meminfo") as f:
+                meminfo = f.read()
+        fields = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in meminfo.splitlines()
+                  if line.split(":")[0] in ("MemAvailable", "SwapFree")}
+    except (OSError, ValueError, IndexError):
+        return None
+    return sum(fields.values()) if "MemAvailable" in fields else None
+
+
+def check(*paths, available: int | None = None) -> None:
+    """TooLarge when the traces at `paths`, held in memory together, certainly cannot fit here."""
+    if os.environ.get(ENV):
+        return
+    try:
+        size = sum(os.stat(path).st_size for path in paths)
+    except OSError:
+        return   # the reader says what is wrong with the path
+    available = available_bytes() if available is None else available
+    least_events = size // MOST_STORED_BYTES_PER_EVENT
+    least = least_events * LOADED_BYTES_PER_EVENT
+    if available is None or least <= available:
+        return
+    named = paths[0] if len(paths) == 1 else f"{len(paths)} traces"
+    raise TooLarge(f"{named} ({units.bytes_(size)}) holds at least {least_events:,} events, and this command "
+                   f"holds every event in memory: at least {units.bytes_(least)}, where this machine has "
+                   f"{units.bytes_(available)} available. `iowitness show TRACE` reads a trace of any size "
+                   f"block by block; or run this where there is more memory ({ENV}=1 tries anyway).")

@@ -1,0 +1,62 @@
+"""The check that refuses, before reading it, a trace whose analysis cannot fit in memory
+(analysis/memory_guard.py): the bound is the least the trace can need, never a guess above it."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from iowitness.analysis import memory_guard
+from iowitness.errors import EXIT_TOO_LARGE, TooLarge
+from tests.support.cli import IOWITNESS
+
+GIB = 1 << 30
+
+
+def _file(tmp_path, size: int):
+    path = tmp_path / "big.iwt"
+    with open(path, "wb") as f:
+        f.truncate(size)   # sparse: the size without the disk
+    return path
+
+
+def test_a_trace_that_may_fit_is_never_refused(tmp_path):
+    # GIVEN a 1 GiB trace (at least 134 million events: 30 GiB at 240 bytes each)
+    path = _file(tmp_path, GIB)
+    # WHEN 31 GiB are available THEN it is let through; with 29 GiB it is refused
+    memory_guard.check(path, available=31 * GIB)
+    with pytest.raises(TooLarge, match="at least 134,217,728 events"):
+        memory_guard.check(path, available=29 * GIB)
+
+
+def test_several_traces_held_together_count_together(tmp_path):
+    (tmp_path / "a").mkdir()
+    a, b = _file(tmp_path / "a", GIB // 2), _file(tmp_path, GIB // 2)
+    memory_guard.check(a, available=16 * GIB)
+    with pytest.raises(TooLarge, match="2 traces"):
+        memory_guard.check(a, b, available=16 * GIB)
+
+
+def test_meminfo_gives_available_memory_and_free_swap():
+    meminfo = "MemTotal: 100 kB\nMemFree: 10 kB\nMemAvailable: 50 kB\nSwapTotal: 8 kB\nSwapFree: 4 kB\n"
+    assert memory_guard.available_bytes(meminfo) == 54 * 1024
+    assert memory_guard.available_bytes("nonsense") is None
+
+
+def test_the_commands_refuse_in_one_line_before_reading(tmp_path, monkeypatch):
+    # GIVEN a 4 TiB trace file (sparse), far beyond any memory here
+    path = _file(tmp_path, 4 << 40)
+    for command in (["report", str(path)], ["check", str(path)], ["show", "--events", str(path)],
+                    ["compare", str(path), str(path)], ["export", str(path), "--parquet", str(tmp_path / "o.parquet")]):
+        # WHEN each command that holds every event is run on it
+        monkeypatch.delenv(memory_guard.ENV, raising=False)
+        proc = subprocess.run([*IOWITNESS, *command], capture_output=True, text=True, timeout=60)
+        # THEN it exits with its own code and one line naming what works at any size
+        assert proc.returncode == EXIT_TOO_LARGE, (command, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "iowitness show" in lines[0] and "Traceback" not in proc.stderr, command
+    # AND with the check switched off the reader is reached (and says what the file is not)
+    proc = subprocess.run([*IOWITNESS, "report", str(path)], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, memory_guard.ENV: "1"})
+    assert proc.returncode == 6, proc.stderr
