@@ -340,7 +340,6 @@ static __always_inline void aio_watch_completion(struct aio_key *key, __u64 kctx
 	early = bpf_map_lookup_elem(&aio_done_early, &k);
 	if (!early)
 		return;
-	bpf_printk("IOWDBG early taken iocb=%llx", k.iocb);
 	req = bpf_map_lookup_elem(&aio_inflight, key);
 	if (req && !req->done_ns && *early >= submit_ns)
 		req->done_ns = *early;
@@ -394,8 +393,8 @@ static __always_inline void aio_dio_completed(struct kiocb *iocb)
 	k.iocb = BPF_CORE_READ(aio, ki_res.obj);
 	tgid = bpf_map_lookup_elem(&aio_kernel, &k);
 	if (!tgid) {
-		/* not filed yet: a target request's io_submit may still be going (an io_uring
-		 * request or another program's lands here too, and ages out unread) */
+		/* not filed yet: a target request's io_submit may still be going (where
+		 * aio_complete_rw was not found, an io_uring request lands here too, and ages out) */
 		file = iocb->ki_filp;
 		if (!file || !is_target(&file_key, file_key_of(file, &file_key)))
 			return;
@@ -404,11 +403,8 @@ static __always_inline void aio_dio_completed(struct kiocb *iocb)
 		 * update: look again, as it does after filing (one of the two sees the other) */
 		aio_fence();
 		tgid = bpf_map_lookup_elem(&aio_kernel, &k);
-		if (!tgid) {
-			bpf_printk("IOWDBG early stored iocb=%llx now=%llu", k.iocb, now);
+		if (!tgid)
 			return;
-		}
-		bpf_printk("IOWDBG early relookup hit");
 		bpf_map_delete_elem(&aio_done_early, &k);
 	}
 	key.tgid = *tgid;

@@ -61,8 +61,11 @@ def given(tmp_path_factory):
     iowitness("run", "-q", "-o", str(empty), "--", "true")
     not_a_trace = tmp / "notes.iwt"
     not_a_trace.write_text("hello")
+    huge = tmp / "huge.iwt"   # 4 TiB, sparse: more events than any memory here can hold
+    with open(huge, "wb") as f:
+        f.truncate(4 << 40)
     return SimpleNamespace(trace=str(trace), tmp=tmp, slow=str(slow), latin1=str(latin1), templates=templates,
-                           not_a_trace=str(not_a_trace), out=str(tmp / "out.iwt"), empty=str(empty))
+                           not_a_trace=str(not_a_trace), out=str(tmp / "out.iwt"), empty=str(empty), huge=str(huge))
 
 
 def _numbers(command: list[str], option: str, values: list[str]) -> list:
@@ -119,6 +122,7 @@ CASES = [
     (6, "a file that is not a trace", lambda g: ["show", g.not_a_trace]),
     (6, "a trace that does not exist", lambda g: ["report", f"{g.tmp}/none.iwt"]),
     (6, "a trace that cannot be read (a directory)", lambda g: ["show", str(g.tmp)]),
+    (7, "a trace far larger than this machine's memory", lambda g: ["report", g.huge]),
 ]
 # cases with a process to time, in the tests below
 TIMED = {3: "test_a_user_who_cannot_trace", 4: "test_a_pid_that_exits_while_attach_sets_up",
