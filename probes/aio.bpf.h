@@ -65,6 +65,13 @@
 #include "ops.bpf.h"
 #include "summary.bpf.h"
 
+/* O_DIRECT (uapi asm/fcntl.h): a macro, not in BTF */
+#if defined(__TARGET_ARCH_arm64) || defined(__TARGET_ARCH_arm)
+#define IOW_O_DIRECT 0200000
+#else
+#define IOW_O_DIRECT 040000
+#endif
+
 /* iocbs (or events) one io_submit (or io_getevents) is followed for: the default aio-max-nr
  * of the whole machine. More needs the sysctl raised; each one past it is counted lost
  * without being read, since reading it is the cost the bound is for. */
@@ -98,6 +105,8 @@ struct aio_request {
 	__u32 flags;
 	__u16 op;
 	__u16 ring;
+	__u32 direct;      /* the file is open with O_DIRECT: the kernel's completion is looked for */
+	__u32 pad0;
 };
 
 struct aio_ctx_key {
@@ -194,8 +203,8 @@ __u64 aio_fence_word;
 
 /* A full barrier: an atomic that fetches is ordered with every load and store around it. The
  * io_submit filing a request and the completion noting its time each store, then look for the
- * other's store: without it both loads could pass their own store and both miss (seen: 1 to 6
- * of 300,000 requests without their completion). */
+ * other's store: without it both loads could pass their own store (x86 lets a load go before
+ * an earlier store) and both miss. */
 static __always_inline void aio_fence(void)
 {
 	if (__sync_fetch_and_add(&aio_fence_word, 0) == (__u64)-1)
@@ -241,6 +250,7 @@ static __always_inline bool aio_decode(struct task_struct *task, const struct io
 
 	if (!file || !is_target(&req->file, file_key_of(file, &req->file)))
 		return false;
+	req->direct = (KFIELD(file, f_flags) & IOW_O_DIRECT) != 0;
 	req->fd = iocb->aio_fildes;
 	req->offset = iocb->aio_offset;
 	req->requested = iocb->aio_nbytes;
@@ -433,9 +443,11 @@ struct aio_submit_walk {
 	__u64 start_ts;
 	__u32 tgid;
 	__u32 tid;
-	__u64 kctx;        /* its struct kioctx, 0 unknown */
+	__u64 kctx;        /* its struct kioctx (0 unknown), found at the call's first O_DIRECT request */
 	__u32 ring;        /* 0 until the call's first target request numbers it */
 	__u32 known;       /* the context is in aio_contexts */
+	__u32 kctx_looked; /* kctx was looked for */
+	__u32 pad0;
 };
 
 /* One iocb io_submit accepted: into the in-flight map if it is a target request. */
@@ -465,20 +477,25 @@ static long aio_submit_one(__u32 i, void *data)
 		w->ring = c->ring;
 		w->known = 1;
 	}
+	if (req.direct && !w->kctx_looked) {
+		/* buffered requests complete inside io_submit: only direct ones need it */
+		w->kctx = aio_kernel_context(task, w->ctx);
+		w->kctx_looked = 1;
+	}
 	req.submit_ns = w->start_ts;
 	req.ctx = w->ctx;
-	req.kctx = w->kctx;
+	req.kctx = req.direct ? w->kctx : 0;
 	req.tid = w->tid;
 	req.ring = w->ring;
 	if (!bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST)) {
 		aio_count_inflight(w->tgid, w->ctx, 1);
-		aio_watch_completion(&key, w->kctx, w->start_ts);
+		aio_watch_completion(&key, req.kctx, w->start_ts);
 		return 0;
 	}
 	old = bpf_map_lookup_elem(&aio_inflight, &key);
 	if (old && old->reaped_ns >= w->start_ts) {
 		/* another thread reaped it while this io_submit was still going */
-		req.done_ns = aio_take_early_completion(w->kctx, key.iocb, w->start_ts);
+		req.done_ns = req.kctx ? aio_take_early_completion(req.kctx, key.iocb, w->start_ts) : 0;
 		aio_send(w->tgid, &req, w->start_ts, old->reaped_ns, old->res);
 		aio_count_inflight(w->tgid, old->ctx, -1);
 		bpf_map_delete_elem(&aio_inflight, &key);
@@ -495,14 +512,14 @@ static long aio_submit_one(__u32 i, void *data)
 		aio_unwatch_completion(old->kctx, key.iocb);
 		*old = req;
 		aio_count_inflight(w->tgid, w->ctx, 1);
-		aio_watch_completion(&key, w->kctx, w->start_ts);
+		aio_watch_completion(&key, req.kctx, w->start_ts);
 		return 0;
 	}
 	if (bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST)) {
 		count_lost(IOW_LOST_REQUESTS);
 	} else {
 		aio_count_inflight(w->tgid, w->ctx, 1);
-		aio_watch_completion(&key, w->kctx, w->start_ts);
+		aio_watch_completion(&key, req.kctx, w->start_ts);
 	}
 	return 0;
 }
@@ -586,7 +603,7 @@ static __always_inline void on_aio_call(__u32 slot, struct task_struct *task, st
 	if (slot == IOW_ASYNC_IO_SUBMIT) {
 		struct aio_submit_walk w = {
 			.iocbpp = ARG3(regs), .ctx = ARG1(regs), .start_ts = start_ts,
-			.tgid = task->tgid, .tid = task->pid, .kctx = aio_kernel_context(task, ARG1(regs)),
+			.tgid = task->tgid, .tid = task->pid,
 		};
 
 		bpf_loop(walked, aio_submit_one, &w, 0);
