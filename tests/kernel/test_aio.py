@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from iowitness.analysis import aio_kernel, device_checks
+from iowitness.collector.traceformat import kernel_dev
 from tests.conftest import require_tool
 from tests.support.blockdev import loop_ext4, loop_fs
 from tests.support.workload import build
@@ -226,7 +227,7 @@ def test_kernel_completion_of_direct_requests_lies_between_their_block_request_a
     # AND after the block layer completed a 4 KiB read fio submitted (block_rq_complete, another
     # tracepoint): one inside each request's submission..kernel completion, and the n-th
     # kernel completion never before the n-th such block completion
-    block = trace.block[(trace.block["dev"] == _kernel_dev(dev)) & (trace.block["op"] == 0)
+    block = trace.block[(trace.block["dev"] == kernel_dev(os.major(dev), os.minor(dev))) & (trace.block["op"] == 0)
                         & (trace.block["bytes"] == 4096) & np.isin(trace.block["tgid"], events["tgid"].unique())]
     completed = np.sort(block["complete_ns"].astype(np.int64))
     backed = np.searchsorted(completed, kernel, side="right") > np.searchsorted(completed, start, side="left")
@@ -245,7 +246,7 @@ def test_kernel_completion_of_direct_requests_lies_between_their_block_request_a
     assert (read["kernel_mean_us"] <= read["lat_mean_us"]).all()
 
 
-def test_buffered_requests_have_no_kernel_completion_and_say_so(traced, tmp_path):
+def test_buffered_requests_have_no_kernel_completion(traced, tmp_path):
     # GIVEN fio's libaio engine on buffered writes (they complete inside io_submit)
     fio = require_tool("fio")
     output = tmp_path / "fio.json"
@@ -273,11 +274,6 @@ def _no_more_missing_than_the_kernel_explains(trace, kernel: np.ndarray) -> None
     assert missing <= unseen + skipped, f"{missing} of {len(kernel)} without a kernel completion; " \
         f"{unseen} block reads unseen, {skipped} runs skipped"
     assert missing <= len(kernel) // 1000
-
-
-def _kernel_dev(rdev: int) -> int:
-    """A device number as the probe records it (major << 20 | minor)."""
-    return os.major(rdev) << 20 | os.minor(rdev)
 
 
 def test_a_benchmark_left_running_after_the_command_exits_is_drained_to_the_end(traced, tmp_path):
