@@ -26,8 +26,8 @@
  * direct I/O on iomap file systems (ext4, xfs, btrfs): there is no aio tracepoint, but
  * iomap_dio_complete gives the kiocb, inside struct aio_kiocb with the user iocb address
  * (ki_res.obj) and the kernel context (ki_ctx), and no process. So io_submit's exit finds its
- * kernel context (mm->ioctx_table, at the index the ring's header holds, as lookup_ioctx
- * does) and files each target request under (kernel context, iocb) in `aio_kernel`; the
+ * kernel context (the slot of mm->ioctx_table whose user_id is the context it was given) and
+ * files each O_DIRECT target request under (kernel context, iocb) in `aio_kernel`; the
  * completion sets done_ns in the request's entry, or, when it came before io_submit's exit
  * filed it, leaves its time in `aio_done_early` for that exit to take. The reap then sends an
  * IOW_BLOCK_AIO_DONE record beside the request's own. Buffered requests complete inside
@@ -175,9 +175,8 @@ struct aio_kernel_key {
 };
 
 /* (kernel context, iocb) -> the process whose aio_inflight entry it is: one per entry there,
- * removed with it. Not an LRU map: an LRU map evicts live entries long before it is full
- * when one CPU's share of free slots runs out (seen: bursts of 2-30 requests in 300,000 left
- * without their completion). */
+ * removed with it. Not an LRU map: an LRU map may evict a live entry before it is full, when
+ * one CPU's share of its free slots runs out. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -188,8 +187,8 @@ struct {
 
 /* completions of direct I/O on target files that no entry of aio_kernel named yet: the time,
  * for the io_submit still going to take (a completion on another CPU can come first). LRU:
- * one its io_submit never takes (no kernel context found there) ages out; an entry lives
- * microseconds, so the early eviction above is rare here. */
+ * one its io_submit never takes (no kernel context found there) ages out; an entry is taken
+ * microseconds after it is made, so an early eviction is rare here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, AIO_INFLIGHT_MAX);
