@@ -22,9 +22,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis.phases import named
+from iowitness.collector.traceformat import async_ops
 from iowitness.probes.layout import layout
 
 AIO_DONE = layout().constants["IOW_BLOCK_AIO_DONE"]
+AIO_OPS = tuple(name for name in async_ops() if name.startswith("aio_"))
 COLUMNS = ("kernel_done", "kernel_mean_us", "kernel_p50_us", "kernel_p99_us", "reap_wait_mean_us")
 # the pairing key: a request's record and its completion share these
 _KEY = ("tgid", "tid", "start_ns", "offset")
@@ -44,7 +47,7 @@ def done_ns(events: pd.DataFrame, done: np.ndarray | None) -> np.ndarray:
     out = np.zeros(len(events), dtype=np.int64)
     if done is None or not len(done) or not len(events):
         return out
-    is_aio = events["syscall"].astype(str).str.startswith("aio_").to_numpy()
+    is_aio = named(events["syscall"], AIO_OPS)
     if not is_aio.any():
         return out
     rows = np.flatnonzero(is_aio)

@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import aio_kernel
+from iowitness.analysis import aio_kernel, memory_guard
 from iowitness.collector.traceformat import dev_name, json_bytes
 from iowitness.collector.tracereader import TraceData, read
 from iowitness.outputfile import Output
@@ -198,7 +198,9 @@ def _names(categories: list) -> pd.Index:
 
 
 def load(path) -> Trace:
-    """Read a .iwt file into a Trace (BadTrace when it cannot be read at all)."""
+    """Read a .iwt file into a Trace (BadTrace when it cannot be read at all; TooLarge, before
+    reading, when its events certainly cannot fit in this machine's memory)."""
+    memory_guard.check(path)
     return Trace(read(path))
 
 

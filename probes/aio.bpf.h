@@ -334,37 +334,8 @@ static __always_inline __u64 aio_kernel_context(struct task_struct *task, __u64 
 	return 0;
 }
 
-/* A request is in aio_inflight under `key`: its kernel completion is looked for from now on,
- * or was already made (before this io_submit's exit). */
-static __always_inline void aio_watch_completion(struct aio_key *key, __u64 kctx, __u64 submit_ns)
-{
-	struct aio_kernel_key k = { .kctx = kctx, .iocb = key->iocb };
-	struct aio_request *req;
-	__u64 *early;
-
-	if (!kctx)
-		return;
-	bpf_map_update_elem(&aio_kernel, &k, &key->tgid, BPF_ANY);
-	aio_fence();
-	early = bpf_map_lookup_elem(&aio_done_early, &k);
-	if (!early)
-		return;
-	req = bpf_map_lookup_elem(&aio_inflight, key);
-	if (req && !req->done_ns && *early >= submit_ns)
-		req->done_ns = *early;
-	bpf_map_delete_elem(&aio_done_early, &k);
-}
-
-/* the request's entry leaves aio_inflight: its completion is no longer looked for */
-static __always_inline void aio_unwatch_completion(__u64 kctx, __u64 iocb)
-{
-	struct aio_kernel_key k = { .kctx = kctx, .iocb = iocb };
-
-	if (kctx)
-		bpf_map_delete_elem(&aio_kernel, &k);
-}
-
-/* the kernel completion of a request sent before its entry was filed: from aio_done_early */
+/* the kernel completion of a request made before its entry was filed (from aio_done_early,
+ * which gives it up), 0 if none was, or if the one there is older than the request */
 static __always_inline __u64 aio_take_early_completion(__u64 kctx, __u64 iocb, __u64 submit_ns)
 {
 	struct aio_kernel_key k = { .kctx = kctx, .iocb = iocb };
@@ -375,6 +346,35 @@ static __always_inline __u64 aio_take_early_completion(__u64 kctx, __u64 iocb, _
 	done = *early >= submit_ns ? *early : 0;
 	bpf_map_delete_elem(&aio_done_early, &k);
 	return done;
+}
+
+/* A request is in aio_inflight under `key`: its kernel completion is looked for from now on,
+ * or was already made (before this io_submit's exit). */
+static __always_inline void aio_watch_completion(struct aio_key *key, __u64 kctx, __u64 submit_ns)
+{
+	struct aio_kernel_key k = { .kctx = kctx, .iocb = key->iocb };
+	struct aio_request *req;
+	__u64 done;
+
+	if (!kctx)
+		return;
+	bpf_map_update_elem(&aio_kernel, &k, &key->tgid, BPF_ANY);
+	aio_fence();
+	done = aio_take_early_completion(kctx, key->iocb, submit_ns);
+	if (!done)
+		return;
+	req = bpf_map_lookup_elem(&aio_inflight, key);
+	if (req && !req->done_ns)
+		req->done_ns = done;
+}
+
+/* the request's entry leaves aio_inflight: its completion is no longer looked for */
+static __always_inline void aio_unwatch_completion(__u64 kctx, __u64 iocb)
+{
+	struct aio_kernel_key k = { .kctx = kctx, .iocb = iocb };
+
+	if (kctx)
+		bpf_map_delete_elem(&aio_kernel, &k);
 }
 
 /* libaio's completion of a read or write kiocb (fs/aio.c, static): what tells an aio kiocb

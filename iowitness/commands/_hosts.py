@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from iowitness.analysis import memory_guard
 from iowitness.analysis.run import load
 from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
@@ -39,7 +38,6 @@ def execute(args) -> int:
     from iowitness.analysis import hosts
 
     doc = hosts.read_client_output(text)
-    memory_guard.check(*paths)
     traces = [(path, load(path)) for path in paths]
     for path, trace in traces:
         if trace.summary is not None:

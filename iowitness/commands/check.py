@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import sys
 
-from iowitness.analysis import memory_guard
 from iowitness.analysis.run import load
 from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
@@ -33,7 +32,6 @@ def add_arguments(parser) -> None:
 def execute(args) -> int:
     from iowitness.analysis.reporters import text
 
-    memory_guard.check(args.trace)
     trace = load(args.trace)
     verdicts, _ = _claims.verdicts_for(trace, args, required=True)
     if not verdicts:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from iowitness.analysis import memory_guard
 from iowitness.analysis.run import load
 from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
@@ -61,7 +60,6 @@ def execute(args) -> int:
     from iowitness import escape, units
     from iowitness.analysis.reporters import compare
 
-    memory_guard.check(*args.traces)
     traces = [load(path) for path in args.traces]
     labels = compare.unique_labels(args.label, traces)
     claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=args.tolerance)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from iowitness.analysis import memory_guard
 from iowitness.analysis.run import export_parquet, load
 from iowitness.commands import _claims, _output
 from iowitness.extras import require
@@ -62,7 +61,6 @@ def execute(args) -> int:
     require("pyarrow.parquet", "parquet", "export --parquet")   # before a trace is read: one line, at once
     if _one_file(args):
         out = _output.destination(args, args.parquet)
-        memory_guard.check(args.traces[0])
         trace = load(args.traces[0])
         _usable(args.traces[0], trace)
         export_parquet(trace, out)
@@ -82,16 +80,12 @@ def _dataset(args) -> int:
     events = 0
     for k, path in enumerate(args.traces):
         try:
-            memory_guard.check(path)
-        except TooLarge as exc:
-            raise TooLarge(f"{exc}; {k} run(s) before it were written to {args.parquet}" if k else str(exc)) from None
-        trace = load(path)
-        try:
+            trace = load(path)
             _usable(path, trace)
             rid = dataset.run_id(trace.meta)
             dataset.check_distinct(seen + [(path, rid)])
-        except UsageError as exc:
-            raise UsageError(f"{exc}; {k} run(s) before it were written to {args.parquet}" if k else str(exc)) from None
+        except (UsageError, TooLarge) as exc:
+            raise type(exc)(f"{exc}; {k} run(s) before it were written to {args.parquet}" if k else str(exc)) from None
         seen.append((path, rid))
         report = trace.report()
         verdicts = _claims.verdicts_for(trace, claim_args, required=False)[0]

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import sys
 
-from iowitness.analysis import memory_guard
 from iowitness.analysis.run import load
 from iowitness.commands import _claims, _output
 from iowitness.outputfile import add_mode_option
@@ -77,7 +76,6 @@ def execute(args) -> int:
         from iowitness.extras import require
 
         require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
-    memory_guard.check(args.trace)
     trace = load(args.trace)
     if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
         return _summary_report(trace, args)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from iowitness.analysis import memory_guard
 from iowitness.analysis.run import load
 from iowitness.commands import _output
 
@@ -55,7 +54,6 @@ def execute(args) -> int:
     if args.events:
         from iowitness.analysis import event_lines
 
-        memory_guard.check(args.trace)
         trace = load(args.trace)   # one line per call: every event, loaded
         if trace.summary is not None and len(trace.summary) and not trace.event_count:
             raise UsageError(f"{args.trace} is a summary trace (--summary): it holds no record per call to print")
