@@ -1,9 +1,10 @@
-"""`report A.iwt B.iwt ... --claims client.json`: one benchmark run over several hosts.
+"""`report A.iwt B.iwt ... --claims OUTPUT`: one benchmark run over several hosts.
 
-Each trace is one host's (an `iowitness attach` of its fio --server); the claims file is the
-fio client's JSON output. analysis/hosts.py does the matching and the judging; this module
-reads the files and prints: per host, its phases and verdicts; then the hosts on one clock
-and the all-clients verdicts.
+Each trace is one host's: an `iowitness attach` of its fio --server, with the fio client's
+JSON output as OUTPUT (analysis/hosts.py), or an `iowitness attach --file WORKDIR` of an
+IOzone cluster-mode client, with the IOzone master's output (analysis/iozone_cluster.py).
+This module reads the files and prints: per host, its phases and verdicts; then the hosts on
+one clock and the all-clients verdicts.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ def execute(args) -> int:
     paths = [args.trace, *args.more]
     if not args.claims:
         raise UsageError("several traces are one run over several hosts: give the fio client's JSON output "
-                         "with --claims FILE (fio --client ... --output-format=json)")
-    if args.spec or args.format not in (None, "fio"):
-        raise UsageError("several traces are judged against a fio --client output only (no --spec, --format fio)")
+                         "(fio --client ... --output-format=json) or the IOzone master's output (iozone -+m) "
+                         "with --claims FILE")
+    if args.spec or args.format not in (None, "fio", "iozone"):
+        raise UsageError("several traces are judged against a fio --client output or an IOzone cluster-mode "
+                         "master's output only (no --spec; --format fio or iozone)")
     if args.csv or args.markdown or args.html:
         raise UsageError("several traces: the text report or --json")
     if len(set(paths)) != len(paths):
@@ -34,15 +37,16 @@ def execute(args) -> int:
         text = Path(args.claims).read_text(errors="replace")
     except OSError as exc:
         raise UsageError(f"--claims {args.claims}: cannot read it: {exc.strerror or exc}; "
-                         "give the file that holds the fio client's output") from None
-    from iowitness.analysis import hosts
+                         "give the file that holds the benchmark's output") from None
+    from iowitness.analysis import hosts, iozone_cluster
 
-    doc = hosts.read_client_output(text)
+    iozone = iozone_cluster.is_master_output(text)
+    doc = None if iozone else hosts.read_client_output(text)
     traces = [(path, load(path)) for path in paths]
     for path, trace in traces:
         if trace.summary is not None:
             raise UsageError(f"{path} is a --summary trace: no per-call timing to judge claims against")
-    cluster = hosts.judge(doc, traces, tolerance)
+    cluster = iozone_cluster.judge(text, traces, tolerance) if iozone else hosts.judge(doc, traces, tolerance)
     if args.json:
         print(_json(cluster))
     else:
@@ -55,6 +59,19 @@ def _text(cluster) -> str:
     from iowitness.analysis.reporters import text
 
     parts = []
+    merged = cluster.doc.get("merged")
+    if merged is not None:   # IOzone: each host's children are its lines of the master's figures
+        parts.append(units.table(cluster.timeline, title="hosts on one clock (wall-clock offsets; ms from the "
+                                                         "first data call on any host)"))
+        parts.append("=== every host's phases on one clock (IOzone's groups span the hosts) ===")
+        parts.append(text.render(merged.report(), merged))
+        for host in cluster.hosts:
+            parts.append(f"=== host {escape.terminal(host.name)}: {escape.terminal(host.path)} ===")
+            parts.append(text.verdict_section(host.verdicts, None) if host.verdicts else
+                         "claims: none of this host's own (the master prints a line per child with -C)")
+        parts.append("=== all clients ===")
+        parts.append(text.verdict_section(cluster.all_clients, None))
+        return "\n\n".join(parts)
     for host in cluster.hosts:
         parts.append(f"=== host {escape.terminal(host.name)}: {escape.terminal(host.path)} ===")
         parts.append(text.render(host.trace.report(), host.trace))
@@ -70,7 +87,11 @@ def _text(cluster) -> str:
 def _json(cluster) -> str:
     from iowitness.analysis.reporters.machine import verdict_records
 
-    doc = {"schema_version": SCHEMA_VERSION, "kind": "iowitness-hosts", "fio_version": cluster.doc.get("fio version"),
+    merged = cluster.doc.get("merged")
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "iowitness-hosts",
+           "benchmark": "iozone" if merged is not None else "fio",
+           "fio_version": cluster.doc.get("fio version"), "iozone_version": cluster.doc.get("iozone version"),
+           "phases_numbered": "on one clock over every host" if merged is not None else "in each host's own trace",
            "hosts": [{"host": h.name, "trace": h.path, "phases": int(len(h.trace.report().phases)),
                       "verdicts": verdict_records(h.verdicts)} for h in cluster.hosts],
            "timeline": json.loads(cluster.timeline.to_json(orient="records")),

@@ -10,8 +10,6 @@ hosts' rates: the test tells the two apart.
 from __future__ import annotations
 
 import json
-import os
-import select
 import signal
 import socket
 import subprocess
@@ -22,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import IOWITNESS, iowitness
+from tests.support.collectors import stop, wait_attached
 
 pytestmark = pytest.mark.kernel
 SIZE = 8 * 2**20
@@ -45,29 +44,6 @@ def _listening(address: str, port: int, timeout: float = 20) -> None:
     raise AssertionError(f"fio --server on {address}:{port} did not listen")
 
 
-def _attached(collector, timeout: float = 60) -> None:
-    deadline, fd, seen = time.monotonic() + timeout, collector.stderr.fileno(), b""
-    while time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.5)[0]:
-            chunk = os.read(fd, 65536)
-            seen += chunk
-            if b"attached; recording" in seen:
-                return
-            if not chunk:
-                break
-    raise AssertionError(f"the collector did not attach: {seen.decode(errors='replace')}")
-
-
-def _stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """GIVEN three fio servers on 127.0.0.2-4, each traced by iowitness attach, and fio --client
@@ -83,12 +59,12 @@ def cluster(tmp_path_factory):
             home.mkdir()
             server = subprocess.Popen(["fio", f"--server=ip:{address},{port}"], cwd=home,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            stack.callback(_stop, server)
+            stack.callback(stop, server)
             _listening(address, port)
             collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(server.pid), "-o", str(traces[k])],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            stack.callback(_stop, collector, signal.SIGINT)
-            _attached(collector)
+            stack.callback(stop, collector, signal.SIGINT)
+            wait_attached(collector)
             job = tmp / f"job{k}.fio"
             # the server runs the job in its own directory: each host writes its own file
             job.write_text(f"[w]\nfilename=data.bin\nrw=write\nbs=16k\nsize={SIZE}\nrate={RATES[k]}\n")

@@ -1,0 +1,226 @@
+"""IOzone's cluster mode: `iozone -+m CLIENTS -t N ...`, one trace per client host.
+
+The master starts a new `iozone -+s` on each client host for every test (through `$RSH`),
+each in the workdir its line of CLIENTS names ("host workdir path-to-iozone"); child k runs on
+the host of line k. Each host is traced by its own collector (`iowitness attach --file
+WORKDIR`). The master's figures are throughput-mode figures over all hosts' children, so the
+hosts' traces are merged into one: each trace's events moved to the common wall clock by the
+offset it measured when recording began (the offset of the earliest trace subtracted, so times
+stay positive), then sorted. On that merged trace IOzone's own matcher forms the groups of N
+concurrent children and judges every claim exactly as for `iozone -t N` on one machine: the
+"Children see" sums, min/max/avg per process, min xfer, and with -C each child's line, which
+is its host's claim.
+
+Example: `judge(master_text, [("A.iwt", a), ("B.iwt", b)], 0.05)` gives a hosts.Cluster whose
+hosts carry their child's verdicts and whose all_clients carry the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+import numpy as np
+
+from iowitness.analysis import hosts as host_module
+from iowitness.analysis import matching
+from iowitness.analysis.benchmarks import iozone_claims
+from iowitness.analysis.claims import UnparsableOutput
+from iowitness.analysis.dataset import clock_offset_ns
+from iowitness.analysis.run import Trace
+from iowitness.collector.traceformat import ops_of_kind
+from iowitness.collector.tracereader import TraceData
+from iowitness.errors import UsageError
+
+_COMMAND = re.compile(r"^\s*Command line used:\s*(?P<argv>.+?)\s*$", re.MULTILINE)
+# process numbers of different hosts can be equal: host k's are moved up by k << 22 (above
+# Linux's largest pid_max, 2^22) when they would collide
+PID_SHIFT = 22
+
+
+def is_master_output(text: str) -> bool:
+    """Whether `text` is the output of an IOzone master in cluster mode (-+m)."""
+    found = _COMMAND.search(text)
+    return bool(found) and "-+m" in _argv(found.group("argv"))
+
+
+def _argv(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError:
+        return line.split()
+
+
+def command(text: str) -> list[str]:
+    found = _COMMAND.search(text)
+    if not found:
+        raise UsageError("the --claims output is IOzone's without its 'Command line used:' line: give the master's "
+                         "whole output")
+    return _argv(found.group("argv"))
+
+
+def clients(argv: list[str]) -> tuple[str, list[tuple[str, str]] | None]:
+    """(the -+m file as given, its (host, workdir) lines in order, None when it cannot be read
+    here: the report may run on another machine than the master)."""
+    path = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-+m"), "")
+    try:
+        with open(path, errors="replace") as handle:
+            lines = [line.split() for line in handle]
+    except OSError:
+        return path, None
+    return path, [(words[0], os.path.normpath(words[1])) for words in lines
+                  if len(words) >= 2 and not words[0].startswith("#")]
+
+
+def _workdirs(trace) -> set[str]:
+    """The directories a host's collector watched (attach --file DIR), and those of its files."""
+    found = {os.path.normpath(r["path"]) for r in trace.meta.get("file_rules") or []
+             if isinstance(r, dict) and isinstance(r.get("path"), str) and r.get("directory")}
+    found |= {os.path.dirname(os.path.normpath(f["path"])) for f in trace.meta.get("files") or []
+              if isinstance(f, dict) and isinstance(f.get("path"), str)}
+    return found
+
+
+def assign(lines: list[tuple[str, str]] | None, traces: list[tuple[str, object]], list_path: str) -> list[host_module.Host]:
+    """One Host per line of the client list, each with its trace: the trace whose watched
+    directory is the line's workdir. When the list cannot be read here, one Host per trace,
+    named by its host name and directory."""
+    if lines is None:
+        return [host_module.Host(f"{t.meta.get('host') or '?'}:{','.join(sorted(_workdirs(t))) or p}",
+                                 str(t.meta.get("host") or ""), None, [], t, p) for p, t in traces]
+    free, out = list(traces), []
+    for k, (host, workdir) in enumerate(lines[:len(traces)] if len(lines) > len(traces) else lines):
+        candidates = [(p, t) for p, t in free if workdir in _workdirs(t)]
+        if len(candidates) != 1:
+            given = "; ".join(f"{p}: {', '.join(sorted(_workdirs(t))) or 'no directory'}" for p, t in traces)
+            raise UsageError(f"{'no' if not candidates else 'more than one'} trace watched {workdir}, the workdir of "
+                             f"{host} in {list_path} (the traces watched {given}); trace each host with "
+                             "iowitness attach --file WORKDIR and give each trace once")
+        free.remove(candidates[0])
+        out.append(host_module.Host(f"{host}:{workdir}", host, None, [], candidates[0][1], candidates[0][0]))
+    if free:
+        raise UsageError(f"{', '.join(p for p, _ in free)}: no client of {list_path} has this trace's directory")
+    return out
+
+
+def merged(hosts: list[host_module.Host], argv: list[str]) -> Trace:
+    """One trace of all hosts' events on the common clock, for IOzone's matcher."""
+    datas = [h.trace._data for h in hosts]
+    names = [set(d.columns) for d in datas]
+    if any(n != names[0] for n in names):
+        raise UsageError("the hosts' traces were recorded by different iowitness versions (their events have "
+                         "different fields): record every host with one version")
+    offsets = [clock_offset_ns(h.trace.meta) for h in hosts]
+    if any(o is None for o in offsets):
+        missing = [h.path for h, o in zip(hosts, offsets) if o is None]
+        raise UsageError(f"{', '.join(missing)}: the trace has no wall-clock offset (clock_start), so it cannot be "
+                         "put on one clock with the others")
+    base = min(offsets)
+    pids = [set(np.unique(d.columns["tgid"]).tolist()) for d in datas]
+    collide = any(pids[i] & pids[j] for i in range(len(pids)) for j in range(i))
+    op_number = {name: number for number, name in datas[0].ops.items()}
+    kind_number = {name: number for number, name in datas[0].meta_kinds.items()}
+    columns = {name: [] for name in datas[0].columns}
+    facts = []
+    for k, (data, offset) in enumerate(zip(datas, offsets)):
+        shift = np.uint64(offset - base)
+        lift = (k << PID_SHIFT) if collide else 0
+        op_map = _renumber(data.ops, op_number)
+        for name, column in data.columns.items():
+            if name == "start_ns":
+                column = column + shift
+            elif name in ("tgid", "tid"):
+                column = column + column.dtype.type(lift)
+            elif name == "op":
+                column = op_map[column.astype(np.int64)].astype(column.dtype)
+            columns[name].append(column)
+        f = data.facts.copy()
+        f["ts_ns"] += np.uint64(shift)
+        f["kind"] = _renumber(data.meta_kinds, kind_number)[f["kind"].astype(np.int64)].astype(f["kind"].dtype)
+        if lift:
+            f["tgid"] += f["tgid"].dtype.type(lift)
+            f["parent_tgid"] += f["parent_tgid"].dtype.type(lift)
+        facts.append(f)
+    counters: dict = {}
+    for data in datas:
+        for name, value in data.counters.items():
+            if isinstance(value, int):
+                counters[name] = counters.get(name, 0) + value
+    meta = dict(datas[0].meta)
+    meta.update(command=argv, benchmark="iozone", mode="cluster" if all(map(_seen_whole, hosts)) else "attach",
+                attached=[], clock_start={"offset_ns": base, "monotonic_ns": 0, "realtime_ns": base},
+                targets=[t for d in datas for t in d.meta.get("targets") or []],
+                files=[f for d in datas for f in d.meta.get("files") or []])
+    data = TraceData(meta, {name: np.concatenate(parts) for name, parts in columns.items()}, datas[0].event_dtype,
+                     np.concatenate(facts), {n: name for name, n in op_number.items()},
+                     {n: name for name, n in kind_number.items()}, {"stdout": "", "stderr": ""}, counters)
+    return Trace(data)
+
+
+def _renumber(numbers: dict, into: dict) -> np.ndarray:
+    """A table from one trace's numbers (ops, fact kinds) to the merged trace's, by name;
+    names the first trace did not have get new numbers."""
+    table = np.arange(max(list(numbers) + [0]) + 1, dtype=np.int64)
+    for number, name in numbers.items():
+        if name not in into:
+            into[name] = max(list(into.values()) + [0]) + 1
+        table[number] = into[name]
+    return table
+
+
+def _seen_whole(host: host_module.Host) -> bool:
+    """Whether the host's trace saw each of its children from the start: every process that
+    moved data on a target opened it in the trace (a child under way when the collector
+    attached would not have)."""
+    events = host.trace.events
+    kinds = events["syscall"].astype(str)
+    opens = kinds.isin(ops_of_kind("open")).to_numpy()
+    data = kinds.isin(ops_of_kind("read") + ops_of_kind("write")).to_numpy()
+    tgid = events["tgid"].to_numpy()
+    return set(np.unique(tgid[data]).tolist()) <= set(np.unique(tgid[opens]).tolist())
+
+
+def judge(text: str, traces: list[tuple[str, object]], tolerance: float) -> host_module.Cluster:
+    argv = command(text)
+    list_path, lines = clients(argv)
+    hosts = assign(lines, traces, list_path)
+    try:
+        claims = iozone_claims.parse(text)
+    except UnparsableOutput as exc:
+        raise UsageError(f"the --claims output: {exc}") from None
+    children = _children(hosts)
+    if "-F" not in argv and sorted(children) == list(range(len(children))) and children:
+        # as if the master had named each child's file: IOzone's matcher then knows child k
+        argv = argv + ["-F", *(children[k][0] for k in range(len(children)))]
+    trace = merged(hosts, argv)
+    judged = matching.match(trace.report(), claims, "iozone", argv, tolerance, trace.missing, trace=trace)
+    everyone = []
+    for verdict in judged:
+        child = verdict.claim.extra.get("child") if verdict.claim.scope == "child" else None
+        if child is not None and int(child) in children:
+            hosts[children[int(child)][1]].verdicts.append(verdict)
+        else:
+            everyone.append(verdict)
+    base = min(clock_offset_ns(h.trace.meta) for h in hosts)
+    doc = {"iozone version": _version(text), "merged": trace}
+    return host_module.Cluster(hosts, everyone, host_module.timeline(hosts, base), doc)
+
+
+def _children(hosts: list[host_module.Host]) -> dict[int, tuple[str, int]]:
+    """Child number -> (its file, the index of its host): a cluster child k works on
+    iozone.DUMMY.k in its host's workdir (iozone.c names the file by the child number the
+    master gave it), so the trace itself says which host ran which child."""
+    found: dict[int, tuple[str, int]] = {}
+    for k, host in enumerate(hosts):
+        for f in host.trace.meta.get("files") or []:
+            name = os.path.basename(str(f.get("path") or "")) if isinstance(f, dict) else ""
+            number = re.fullmatch(r"iozone\.DUMMY\.(\d+)", name)
+            if number:
+                found.setdefault(int(number.group(1)), (str(f["path"]), k))
+    return found
+
+
+def _version(text: str) -> str | None:
+    found = re.search(r"Version \$Revision: (\d+\.\d+) \$", text)
+    return found.group(1) if found else None

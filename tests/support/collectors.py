@@ -1,0 +1,35 @@
+"""Collectors run as separate processes by a test (one `iowitness attach` per host, say):
+wait until one is recording, and stop a process however it has to be stopped."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+
+
+def wait_attached(collector: subprocess.Popen, timeout: float = 60) -> None:
+    """Return once `collector` (stderr=PIPE) says it is recording; fail with what it said."""
+    deadline, fd, seen = time.monotonic() + timeout, collector.stderr.fileno(), b""
+    while time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.5)[0]:
+            chunk = os.read(fd, 65536)
+            seen += chunk
+            if b"attached; recording" in seen:
+                return
+            if not chunk:
+                break
+    raise AssertionError(f"the collector did not attach: {seen.decode(errors='replace')}")
+
+
+def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
+    """Stop `proc` with `sig`, then kill it if it has not ended within 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
