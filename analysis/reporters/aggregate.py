@@ -47,9 +47,10 @@ def render(trace) -> str:
 def to_json(trace) -> str:
     """report --json of a --summary trace: report --json's version, as one schema describes both
     (docs/schema/report.schema.json; "mode": "summary" tells them apart)."""
-    return json.dumps({"schema_version": SCHEMA_VERSION, "trace": trace.meta.get("path"), "command": trace.meta.get("command"), "mode": "summary",
-                       "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters),
-                       "complete": trace.meta.get("complete"), "warnings": tables.warnings(trace),
+    return json.dumps({"schema_version": SCHEMA_VERSION, "trace": trace.meta.get("path"),
+                       "command": trace.meta.get("command"), "mode": "summary", "lost_events": int(trace.lost),
+                       "not_followed": not_followed(trace.counters), "complete": trace.meta.get("complete"),
+                       "warnings": tables.warnings(trace),
                        "observer": observer.cost(trace), "phases": _records(_phases(trace)),
                        "unavailable": aggregates.UNAVAILABLE}, indent=2)
 
