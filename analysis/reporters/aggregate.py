@@ -11,7 +11,7 @@ import pandas as pd
 from iowitness import escape, units
 from iowitness.analysis import aggregates, observer
 from iowitness.analysis.reporters import tables
-from iowitness.analysis.reporters.machine import _records
+from iowitness.analysis.reporters.machine import SCHEMA_VERSION, _records
 from iowitness.collector.traceformat import not_followed
 
 
@@ -45,9 +45,12 @@ def render(trace) -> str:
 
 
 def to_json(trace) -> str:
-    return json.dumps({"trace": trace.meta.get("path"), "command": trace.meta.get("command"), "mode": "summary",
-                       "lost_events": int(trace.lost), "not_followed": not_followed(trace.counters),
-                       "complete": trace.meta.get("complete"), "warnings": tables.warnings(trace),
+    """report --json of a --summary trace: report --json's version, as one schema describes both
+    (docs/schema/report.schema.json; "mode": "summary" tells them apart)."""
+    return json.dumps({"schema_version": SCHEMA_VERSION, "trace": trace.meta.get("path"),
+                       "command": trace.meta.get("command"), "mode": "summary", "lost_events": int(trace.lost),
+                       "not_followed": not_followed(trace.counters), "complete": trace.meta.get("complete"),
+                       "warnings": tables.warnings(trace),
                        "observer": observer.cost(trace), "phases": _records(_phases(trace)),
                        "unavailable": aggregates.UNAVAILABLE}, indent=2)
 

@@ -5,7 +5,8 @@ among the phases of that name (IOzone -t's children, an -a sweep's file and reco
 the order the benchmark ran them): the first "write" of one run is the first "write" of the
 other, whatever their record sizes (comparing two record sizes is a use of compare; each
 column shows its record size).
-The same tables feed the terminal, Markdown and HTML forms.
+The same tables, and the changes against the first run (deltas.py, delta_table here), feed
+the terminal, Markdown and HTML forms.
 """
 
 from __future__ import annotations
@@ -189,9 +190,19 @@ def shown(value: float | None, unit: str) -> str:
     return f"{value:,.0f}" if unit == "" else f"{value:,.1f}{unit[1:]}"
 
 
+# under the changes table in Markdown and HTML (the terminal's columns say it with Δ and Δ%)
+CHANGES_NOTE = ("Per phase, the first run's figure, then each later run's figure, its change (Δ) and its "
+                "change in percent (Δ%); compare --json gives every metric.")
+
+
+def changes_title(runs: list[Run]) -> str:
+    return f"changes against {runs[0].label}"
+
+
 def delta_table(runs: list[Run], rows: list[dict], metrics: tuple[str, ...]) -> pd.DataFrame:
-    """The text form of the changes: per phase and metric, the baseline's figure, then each
-    later run's figure with its change, absolute and in percent."""
+    """The changes as people read them (terminal, Markdown and HTML alike): per phase and
+    metric, the baseline's figure, then each later run's figure with its change, absolute and
+    in percent. Metrics of different units share a column, so each cell carries its unit."""
     records = []
     for row in rows:
         for m in row["metrics"]:

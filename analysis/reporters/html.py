@@ -294,8 +294,10 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
     return page(f"iowitness report: {os.path.basename(path)}", "\n".join(body))
 
 
-def render_compare(runs) -> str:
-    """Several runs side by side: a table per phase name, one column per run, and overlaid charts."""
+def render_compare(runs, rows) -> str:
+    """Several runs side by side: a table per phase name, one column per run, and overlaid charts;
+    then the changes against the first run (`rows`: deltas.table, what --json and --fail-if use)."""
+    from iowitness.analysis import deltas
     from iowitness.analysis.reporters import compare
 
     names = [r.label for r in runs]
@@ -311,9 +313,9 @@ def render_compare(runs) -> str:
         if phases.empty:
             continue
         pc = cache.setdefault(run.label, PhaseCalls(run.report))
-        rows = pc.counted
+        counted = pc.counted
         t0 = int(phases["data_first_ns"].min())
-        timelines.append((run.label, (pc.calls.end_ns[rows] - t0) / 1e9, pc.calls.bytes[rows].astype(float)))
+        timelines.append((run.label, (pc.calls.end_ns[counted] - t0) / 1e9, pc.calls.bytes[counted].astype(float)))
     if timelines:
         body.append(figure(charts.overlaid_timelines(timelines), "timelines"))
     keys = compare.labels(runs)
@@ -337,4 +339,7 @@ def render_compare(runs) -> str:
     if len(keys) > compare.MAX_CDF_PHASES:
         body.append(f'<p class="note">Latency charts for the first {compare.MAX_CDF_PHASES} of {len(keys)} phase '
                     "names.</p>")
+    title = compare.changes_title(runs)
+    body += [f'<h2 id="changes">{esc(title[0].upper() + title[1:])}</h2>', f'<p class="lead">{esc(compare.CHANGES_NOTE)}</p>',
+             table(compare.delta_table(runs, rows, deltas.TEXT_METRICS), "changes")]
     return page(f"iowitness compare: {' vs '.join(names)}", "\n".join(body))

@@ -13,7 +13,8 @@ from iowitness.analysis.reporters import tables
 from iowitness.collector.traceformat import not_followed
 
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # 1 µs .. 16 s, log2
-SCHEMA_VERSION = 1   # of report --json; docs/schema/report.schema.json describes it (a test validates against it)
+SCHEMA_VERSION = 1   # of report --json, a --summary trace's too (aggregate.py); docs/schema/report.schema.json
+                     # describes both forms (tests/unit/test_report_schema.py validates against it)
 
 
 def _plain(value):

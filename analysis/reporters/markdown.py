@@ -84,8 +84,10 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
     return "\n".join(parts)
 
 
-def render_compare(runs) -> str:
-    """The comparison's tables: the runs, then one table per phase name with a column per run."""
+def render_compare(runs, rows) -> str:
+    """The comparison's tables: the runs, one table per phase name with a column per run, then
+    the changes against the first run (`rows`: deltas.table, what --json and --fail-if use)."""
+    from iowitness.analysis import deltas
     from iowitness.analysis.reporters import compare
 
     parts = [f"# iowitness compare: {_cell(' vs '.join(r.label for r in runs))}", ""]
@@ -96,4 +98,7 @@ def render_compare(runs) -> str:
               "matched the phase, else the wall rate.", ""]
     for label, frame in compare.phase_tables(runs):
         parts += [f"### {_cell(label)}", "", table(frame), ""]
+    title = compare.changes_title(runs)
+    parts += [f"## {_cell(title[0].upper() + title[1:])}", "", _cell(compare.CHANGES_NOTE), "",
+              table(compare.delta_table(runs, rows, deltas.TEXT_METRICS)), ""]
     return "\n".join(parts)

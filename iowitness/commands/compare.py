@@ -72,16 +72,16 @@ def execute(args) -> int:
     elif args.html:
         from iowitness.analysis.reporters import html
 
-        out.write_text(html.render_compare(runs))
+        out.write_text(html.render_compare(runs, rows))
     elif args.markdown:
         from iowitness.analysis.reporters import markdown
 
-        print(markdown.render_compare(runs), end="")
+        print(markdown.render_compare(runs, rows), end="")
     else:
         parts = [units.table(compare.run_table(runs), title="runs")]
         parts += ["\n" + units.table(frame, title=escape.terminal(label)) for label, frame in compare.phase_tables(runs)]
         parts.append("\n" + units.table(compare.delta_table(runs, rows, deltas.TEXT_METRICS),
-                                        title=f"changes against {escape.terminal(runs[0].label)}"))
+                                        title=escape.terminal(compare.changes_title(runs))))
         _output.print_text("\n".join(parts))
     return _gate(judged)
 
