@@ -11,7 +11,7 @@ duration, bytes, calls) are given with their change against it, absolute and in 
 any later run crossed a threshold, 0 when none did. Metrics: active, wall, busy, iops, mean,
 p50, p90, p99, p99.9, max, duration, bytes, ops. CHANGE is a percentage or an amount with a
 unit (us, ms, s for latency and duration; MiB/s, MB/s, ... for throughput; KiB, MB, ... for
-bytes). --json gives everything, with "schema_version" (docs/compare.schema.json).
+bytes). --json gives everything, with "schema_version" (docs/schema/compare.schema.json).
 
 Example:
   iowitness compare ext4.iwt xfs.iwt btrfs.iwt --html fs.html

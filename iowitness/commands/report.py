@@ -28,11 +28,14 @@ Example:
   iowitness report fio.iwt --claims fio.json
   iowitness report mybench.iwt --spec mybench.toml
   iowitness report host1.iwt host2.iwt --claims fio-client.json
+  iowitness report host1.iwt host2.iwt --claims iozone-master.txt
 
 Several traces are one benchmark run over several hosts: fio --client driving a fio --server
-on each, each server traced by `iowitness attach --pid`. The traces are matched to the
-client's hosts by their server's address, aligned on the wall clock, and the per-host and
-all-clients claims of the client's JSON output are judged (docs/hosts.md).
+on each, each server traced by `iowitness attach --pid`; or IOzone's cluster mode (-+m), each
+client host traced by `iowitness attach --file WORKDIR`. The traces are matched to the hosts
+(by the fio server's address; by the workdir of the IOzone client list), aligned on the wall
+clock, and the per-host and all-clients claims of the client's or master's output are judged
+(docs/hosts.md).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from iowitness.outputfile import add_mode_option
 def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
     parser.add_argument("more", metavar="TRACE", nargs="*",
-                        help="the other hosts' traces of a benchmark run over several hosts (fio --client): "
+                        help="the other hosts' traces of a benchmark run over several hosts (fio --client, iozone -+m): "
                              "judged together against --claims CLIENT-OUTPUT")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="everything, as JSON, on stdout")
