@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from iowitness.analysis import matching, verdicts as verdict_rules
-from iowitness.analysis.benchmarks import fio
+from iowitness.analysis import matching, merged_trace, verdicts as verdict_rules
+from iowitness.analysis.benchmarks import fio, fio_latency
 from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.dataset import clock_offset_ns
 from iowitness.errors import UsageError
@@ -169,9 +169,14 @@ def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Clus
     totals = [e for e in doc["client_stats"] if isinstance(e, dict) and e.get("jobname") == ALL_CLIENTS]
     all_verdicts = []
     if totals:
-        # the all-clients rates; fio's all-clients latency figures are not judged across hosts yet
-        for claim in (c for c in fio.parse(_fio_doc(doc, totals)) if not _is_latency(c)):
-            all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
+        pooled = None
+        for claim in fio.parse(_fio_doc(doc, totals)):
+            if not _is_latency(claim):
+                all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
+                continue
+            if pooled is None:   # every host's requests on one clock, made once
+                pooled = merged_trace.merged([(h.path, h.trace) for h in hosts], ["fio"], "cluster")
+            all_verdicts.append(_judge_total_latency(claim, hosts, *pooled, tolerance))
     return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
 
 
@@ -203,7 +208,36 @@ def _judge_total(claim, hosts: list[Host], base: int, tolerance: float):
     if rows.empty:
         return verdict_rules.judge(claim, pd.DataFrame({"phase": []}), "calls", tolerance)
     verdict = verdict_rules.judge(claim, rows, "calls", tolerance, combine="span",
-                                  notes=(_timeline_note(rows, claim.direction, claim),))
+                                  notes=(_timeline_note(rows, claim.direction, claim), _phases_by_host(rows)))
+    return verdict
+
+
+def _phases_by_host(rows: pd.DataFrame) -> str:
+    """Which host each phase number of an all-clients verdict is of: each is numbered in its
+    own host's trace, so "phase 1, 1, 1" alone would not say."""
+    named = rows.groupby("host", sort=False)["phase"].apply(lambda p: ", ".join(str(int(x)) for x in p))
+    return "phases by host (each numbered in its own host's trace): " + "; ".join(
+        f"{host} phase {phases}" for host, phases in named.items())
+
+
+def _judge_total_latency(claim, hosts: list[Host], pooled, where, tolerance: float):
+    """An all-clients latency figure (fio's statistics over every host's requests) against the
+    same statistics over every host's requests of that group and direction, pooled on one
+    clock (analysis/merged_trace.py): the phases each host's own latency claim was matched to."""
+    parts, engines = [], []
+    for host, place in zip(hosts, where):
+        for v in host.verdicts:
+            if (_is_latency(v.claim) and v.claim.direction == claim.direction
+                    and v.claim.extra.get("groupid") == claim.extra.get("groupid")):
+                table = host.trace.report().phases
+                parts.append(merged_trace.phases_of(pooled, place, table[table["phase"].isin(v.phases)]))
+                engines.append(v.claim.extra.get("ioengine"))
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"phase": []})
+    if "ioengine" not in claim.extra and engines and len(set(engines)) == 1 and engines[0]:
+        claim.extra["ioengine"] = engines[0]   # "All clients" carries no job options
+    verdict = fio_latency.judge(claim, rows, pooled, pooled.report(), tolerance, pooled.missing)
+    verdict.reasons.append(f"over every host's requests of the group pooled on one clock ({len(rows)} phases of "
+                           f"{len(parts)} hosts; phase numbers of that pooled trace, not of each host's)")
     return verdict
 
 

@@ -4,9 +4,8 @@ The master starts a new `iozone -+s` on each client host for every test (through
 each in the workdir its line of CLIENTS names ("host workdir path-to-iozone"); child k runs on
 the host of line k. Each host is traced by its own collector (`iowitness attach --file
 WORKDIR`). The master's figures are throughput-mode figures over all hosts' children, so the
-hosts' traces are merged into one: each trace's events moved to the common wall clock by the
-offset it measured when recording began (the offset of the earliest trace subtracted, so times
-stay positive), then sorted. On that merged trace IOzone's own matcher forms the groups of N
+hosts' traces are merged into one on the common wall clock (analysis/merged_trace.py). On
+that merged trace IOzone's own matcher forms the groups of N
 concurrent children and judges every claim exactly as for `iozone -t N` on one machine: the
 "Children see" sums, min/max/avg per process, min xfer, and with -C each child's line, which
 is its host's claim.
@@ -24,19 +23,14 @@ import shlex
 import numpy as np
 
 from iowitness.analysis import hosts as host_module
-from iowitness.analysis import matching
+from iowitness.analysis import matching, merged_trace
 from iowitness.analysis.benchmarks import iozone_claims
 from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.dataset import clock_offset_ns
-from iowitness.analysis.run import Trace
 from iowitness.collector.traceformat import ops_of_kind
-from iowitness.collector.tracereader import TraceData
 from iowitness.errors import UsageError
 
 _COMMAND = re.compile(r"^\s*Command line used:\s*(?P<argv>.+?)\s*$", re.MULTILINE)
-# process numbers of different hosts can be equal: host k's are moved up by k << 22 (above
-# Linux's largest pid_max, 2^22) when they would collide
-PID_SHIFT = 22
 
 
 def is_master_output(text: str) -> bool:
@@ -104,71 +98,6 @@ def assign(lines: list[tuple[str, str]] | None, traces: list[tuple[str, object]]
     return out
 
 
-def merged(hosts: list[host_module.Host], argv: list[str]) -> Trace:
-    """One trace of all hosts' events on the common clock, for IOzone's matcher."""
-    datas = [h.trace._data for h in hosts]
-    names = [set(d.columns) for d in datas]
-    if any(n != names[0] for n in names):
-        raise UsageError("the hosts' traces were recorded by different iowitness versions (their events have "
-                         "different fields): record every host with one version")
-    offsets = [clock_offset_ns(h.trace.meta) for h in hosts]
-    if any(o is None for o in offsets):
-        missing = [h.path for h, o in zip(hosts, offsets) if o is None]
-        raise UsageError(f"{', '.join(missing)}: the trace has no wall-clock offset (clock_start), so it cannot be "
-                         "put on one clock with the others")
-    base = min(offsets)
-    pids = [set(np.unique(d.columns["tgid"]).tolist()) for d in datas]
-    collide = any(pids[i] & pids[j] for i in range(len(pids)) for j in range(i))
-    op_number = {name: number for number, name in datas[0].ops.items()}
-    kind_number = {name: number for number, name in datas[0].meta_kinds.items()}
-    columns = {name: [] for name in datas[0].columns}
-    facts = []
-    for k, (data, offset) in enumerate(zip(datas, offsets)):
-        shift = np.uint64(offset - base)
-        lift = (k << PID_SHIFT) if collide else 0
-        op_map = _renumber(data.ops, op_number)
-        for name, column in data.columns.items():
-            if name == "start_ns":
-                column = column + shift
-            elif name in ("tgid", "tid"):
-                column = column + column.dtype.type(lift)
-            elif name == "op":
-                column = op_map[column.astype(np.int64)].astype(column.dtype)
-            columns[name].append(column)
-        f = data.facts.copy()
-        f["ts_ns"] += np.uint64(shift)
-        f["kind"] = _renumber(data.meta_kinds, kind_number)[f["kind"].astype(np.int64)].astype(f["kind"].dtype)
-        if lift:
-            f["tgid"] += f["tgid"].dtype.type(lift)
-            f["parent_tgid"] += f["parent_tgid"].dtype.type(lift)
-        facts.append(f)
-    counters: dict = {}
-    for data in datas:
-        for name, value in data.counters.items():
-            if isinstance(value, int):
-                counters[name] = counters.get(name, 0) + value
-    meta = dict(datas[0].meta)
-    meta.update(command=argv, benchmark="iozone", mode="cluster" if all(map(_seen_whole, hosts)) else "attach",
-                attached=[], clock_start={"offset_ns": base, "monotonic_ns": 0, "realtime_ns": base},
-                targets=[t for d in datas for t in d.meta.get("targets") or []],
-                files=[f for d in datas for f in d.meta.get("files") or []])
-    data = TraceData(meta, {name: np.concatenate(parts) for name, parts in columns.items()}, datas[0].event_dtype,
-                     np.concatenate(facts), {n: name for name, n in op_number.items()},
-                     {n: name for name, n in kind_number.items()}, {"stdout": "", "stderr": ""}, counters)
-    return Trace(data)
-
-
-def _renumber(numbers: dict, into: dict) -> np.ndarray:
-    """A table from one trace's numbers (ops, fact kinds) to the merged trace's, by name;
-    names the first trace did not have get new numbers."""
-    table = np.arange(max(list(numbers) + [0]) + 1, dtype=np.int64)
-    for number, name in numbers.items():
-        if name not in into:
-            into[name] = max(list(into.values()) + [0]) + 1
-        table[number] = into[name]
-    return table
-
-
 def _seen_whole(host: host_module.Host) -> bool:
     """Whether the host's trace saw each of its children from the start: every process that
     moved data on a target opened it in the trace (a child under way when the collector
@@ -193,7 +122,8 @@ def judge(text: str, traces: list[tuple[str, object]], tolerance: float) -> host
     if "-F" not in argv and sorted(children) == list(range(len(children))) and children:
         # as if the master had named each child's file: IOzone's matcher then knows child k
         argv = argv + ["-F", *(children[k][0] for k in range(len(children)))]
-    trace = merged(hosts, argv)
+    trace, _ = merged_trace.merged([(h.path, h.trace) for h in hosts], argv,
+                                   "cluster" if all(map(_seen_whole, hosts)) else "attach")
     judged = matching.match(trace.report(), claims, "iozone", argv, tolerance, trace.missing, trace=trace)
     everyone = []
     for verdict in judged:

@@ -10,6 +10,7 @@ hosts' rates: the test tells the two apart.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -109,6 +110,27 @@ def test_each_host_and_all_clients_are_judged_against_their_own_traces(cluster):
     # AND the timeline holds every byte fio says each host wrote
     seen = {row["host"]: row["bytes"] for row in out["timeline"]}
     assert seen == {name: s["write"]["io_bytes"] for name, s in stats.items()}
+
+
+def test_the_all_clients_latency_is_judged_over_every_hosts_requests(cluster):
+    _, traces, client_json, doc = cluster
+    # WHEN the traces are reported together
+    out = json.loads(iowitness("report", *map(str, traces), "--claims", str(client_json), "--json").stdout)
+    # THEN fio's all-clients write latency (statistics over every host's requests) is judged
+    # against the requests of all three hosts pooled on one clock: as many as fio counted
+    everyone = next(e for e in doc["client_stats"] if e["jobname"] == "All clients")
+    [latency] = [v for v in out["all_clients"] if v["kind"] == "latency"]
+    assert latency["claim"]["test"].endswith("write latency")
+    counted = re.search(r"fio counted ([\d,]+) requests, the trace ([\d,]+)", " ".join(latency["reasons"]))
+    assert counted, latency["reasons"]
+    assert int(counted.group(1).replace(",", "")) == everyone["write"]["total_ios"]
+    assert int(counted.group(2).replace(",", "")) == everyone["write"]["total_ios"]
+    assert any("pooled on one clock" in r for r in latency["reasons"])
+    assert latency["verdict"] in ("agrees", "explained"), latency
+    # AND the all-clients rate says which host each of its phase numbers is of
+    [total] = [v for v in out["all_clients"] if v["claim"].get("bytes_per_s")]
+    [by_host] = [r for r in total["reasons"] if r.startswith("phases by host")]
+    assert all(f"{h['host']} phase" in by_host for h in out["hosts"])
 
 
 def test_a_trace_of_no_client_host_is_refused_in_one_line(cluster, tmp_path):
