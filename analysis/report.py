@@ -189,26 +189,42 @@ def own_files(events: pd.DataFrame, module, command: list[str], cwd: str | None)
     return own[path.cat.codes.to_numpy()]   # code -1 (no path) takes the last entry, False
 
 
-def build(trace) -> Report:
-    events = trace.events
-    command = trace.meta.get("command") or []
-    benchmark = trace.meta.get("benchmark") or benchmarks.recognise(command)
-    module = benchmarks.by_name(benchmark)
-    assigned = phase_module.assign(events, own_files(events, module, command, trace.meta.get("cwd")))
-    table = phase_module.table(events, assigned)
+def benchmark_of(meta: dict):
+    """(command, benchmark name, its module or None) of a trace's meta."""
+    command = meta.get("command") or []
+    benchmark = meta.get("benchmark") or benchmarks.recognise(command)
+    return command, benchmark, benchmarks.by_name(benchmark)
+
+
+def with_kernel_columns(table: pd.DataFrame, kernel: pd.DataFrame) -> None:
     # one table shape for every trace (a dataset of many runs has one phases schema)
-    kernel = aio_kernel.figures(table, events, assigned["phase"].to_numpy(), getattr(trace, "aio_done", None))
     for column in aio_kernel.COLUMNS:
         table[column] = kernel[column]
-    flat = Calls(events, assigned)
+
+
+def with_groups(table: pd.DataFrame, module, command: list) -> None:
     # a benchmark that runs N processes per test (IOzone -t N): a group of N even when a short
     # test's processes do not overlap in time
     members = module.processes(command) if module is not None else None
     table.insert(1, "group", groups.assign(table, members) if len(table) else pd.Series(dtype=np.int64))
-    group_table = groups.table(table, flat)
+
+
+def with_names(table: pd.DataFrame, module, command: list, meta: dict) -> None:
     table.insert(2, "benchmark_name", None)
-    names = module.name_phases(table, command, trace.meta.get("pid"), cwd=trace.meta.get("cwd")) \
-        if module is not None else None
+    names = module.name_phases(table, command, meta.get("pid"), cwd=meta.get("cwd")) if module is not None else None
     if names is not None:
         table["benchmark_name"] = names
+
+
+def build(trace) -> Report:
+    events = trace.events
+    command, benchmark, module = benchmark_of(trace.meta)
+    assigned = phase_module.assign(events, own_files(events, module, command, trace.meta.get("cwd")))
+    table = phase_module.table(events, assigned)
+    with_kernel_columns(table, aio_kernel.figures(table, events, assigned["phase"].to_numpy(),
+                                                  getattr(trace, "aio_done", None)))
+    flat = Calls(events, assigned)
+    with_groups(table, module, command)
+    group_table = groups.table(table, flat)
+    with_names(table, module, command, trace.meta)
     return Report(table, group_table, outliers(flat, table), assigned, benchmark, trace, flat)
