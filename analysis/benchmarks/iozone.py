@@ -220,19 +220,24 @@ def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None,
 # ---- which phases a claim is about ----
 
 def _rows(claim: Claim, phases: pd.DataFrame) -> pd.DataFrame:
-    rows = phases[phases["benchmark_name"].astype(object) == claim.test]
+    # masks over the table's columns, one take of its rows at the end: a sweep has hundreds of
+    # claims over hundreds of phases of ~70 columns
+    mask = phases["benchmark_name"].astype(object).to_numpy() == claim.test
     if claim.record_size:
         # loads and stores on a mapping (-B) have no size the trace sees: their phase may hold
         # no call of the record size at all
-        rows = rows[(rows["record_size"] == claim.record_size) | (rows.get("faults", 0) > 0)]
+        faults = phases["faults"].to_numpy() > 0 if "faults" in phases else False
+        mask &= (phases["record_size"].to_numpy() == claim.record_size) | faults
     if claim.file_size and claim.scope == "phase":
         # in a sweep (-a) the same test and record size run on every file size: the file size
         # tells them apart. Bytes moved, else the extent reached (a random test may skip
         # records); the k-th claim is then about the k-th phase of its own file size
         for column in ("bytes", "extent"):
-            if column in rows and (rows[column] == claim.file_size).any():
-                return rows[rows[column] == claim.file_size]
-    return rows
+            if column in phases:
+                sized = mask & (phases[column].to_numpy() == claim.file_size)
+                if sized.any():
+                    return phases[sized]
+    return phases[mask]
 
 
 def with_extents(phases: pd.DataFrame, trace, assigned: pd.DataFrame) -> pd.DataFrame:
