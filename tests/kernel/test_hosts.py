@@ -125,6 +125,7 @@ def test_the_all_clients_latency_is_judged_over_every_hosts_requests(cluster):
     assert counted, latency["reasons"]
     assert int(counted.group(1).replace(",", "")) == everyone["write"]["total_ios"]
     assert int(counted.group(2).replace(",", "")) == everyone["write"]["total_ios"]
+    assert latency["counts"]["requests"] == everyone["write"]["total_ios"]
     assert any("pooled on one clock" in r for r in latency["reasons"])
     assert latency["verdict"] in ("agrees", "explained"), latency
     # AND the all-clients rate says which host each of its phase numbers is of
