@@ -71,8 +71,8 @@ def read_client_output(text: str) -> dict:
                                  "--client run's; several traces are judged against a client's output, one trace "
                                  "against a plain fio run's")
             return doc
-    raise UsageError("the --claims output holds no fio JSON: give the output of fio --client ... "
-                     "--output-format=json")
+    raise UsageError("the --claims output is neither a fio --client run's JSON nor an IOzone cluster-mode master's "
+                     "output: give the output of fio --client ... --output-format=json, or of iozone -+m CLIENTS ...")
 
 
 def server_address(cmdline: list) -> tuple[str, int] | None:

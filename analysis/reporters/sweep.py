@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from iowitness import units
+from iowitness.analysis.benchmarks import iozone
 
 MARKS = {"agrees": "", "explained": "~", "disagrees": "!", "cannot judge": "?"}
 LEGEND = "mark after a figure: ! disagrees with IOzone's, ~ differs and explained, ? cannot judge, none: agrees"
@@ -47,7 +48,10 @@ def cells(report, verdicts) -> dict[str, list[Cell]]:
         seen.add(key)
         out.setdefault(c.test, []).append(Cell(key[1], key[2], float(v.figures.get(v.window, float("nan"))),
                                                v.verdict))
-    if not verdicts:   # without claims: each named phase, its bytes as the file size, its wall rate
+    command = (getattr(report.trace, "meta", None) or {}).get("command") or []
+    if not verdicts and iozone.parse_command(command).get("auto"):
+        # without claims, a sweep's (-a) phases: each named phase, its bytes as the file size and
+        # its wall rate (not in a throughput run, whose stonewalled children move less than a file)
         for r in phases.itertuples():
             if not r.benchmark_name or "not reported" in r.benchmark_name:
                 continue
