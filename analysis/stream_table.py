@@ -62,11 +62,11 @@ def table(assigned, aio_done=None) -> pd.DataFrame:
     ph.async_columns(rows, late.in_flight)
     rows["other_targets_ns"] = late.other_targets(rows)
     out = ph.finish(rows, s, acc.cuts)
-    if aio_done is not None:
-        from iowitness.analysis import stream_aio
-        kernel = stream_aio.figures(out, assigned, aio_done)
-        for column in kernel:
-            out[column] = kernel[column]
+    if aio_done is not None and len(aio_done):
+        # not written yet: kernel_mean_us is pandas' Kahan mean in row order (stream_sums.KahanMean
+        # gives it), kernel_p50/p99 pandas' quantile formula on order statistics (quantiles._select)
+        raise NotImplementedError("stream_table: the libaio kernel-completion columns (aio_kernel.COLUMNS) "
+                                  "are not streamed yet; use aio_kernel.figures on the loaded trace")
     return out
 
 
