@@ -59,14 +59,26 @@ def depth_table(phase: np.ndarray, start: np.ndarray, end: np.ndarray) -> pd.Dat
         return pd.DataFrame(columns=columns)
     where, when, step, depth = _sweep(phase, start, end)
     frame = pd.DataFrame({"phase": where, "depth": depth})
-    out = pd.DataFrame({"depth_max": frame.groupby("phase")["depth"].max()})
     span = pd.Series(end.astype(np.int64), index=phase).groupby(level=0).max() - \
         pd.Series(start.astype(np.int64), index=phase).groupby(level=0).min()
     in_calls = pd.Series((end - start).astype(np.int64), index=phase).groupby(level=0).sum()
-    out["depth_mean"] = (in_calls / span.where(span > 0)).reindex(out.index)
     submitted = step > 0
-    bucket = np.searchsorted(DEPTH_BUCKETS, depth[submitted], side="right") - 1
-    counts = pd.crosstab(where[submitted], bucket).reindex(columns=range(len(DEPTH_LABELS)), fill_value=0)
+    counts = pd.crosstab(where[submitted], bucket_of(depth[submitted]))
+    return depth_frame(frame.groupby("phase")["depth"].max(), in_calls, span, counts)
+
+
+def bucket_of(depth: np.ndarray) -> np.ndarray:
+    """fio's iodepth_level bucket of each depth at a submission (-1 below 1: in none)."""
+    return np.searchsorted(DEPTH_BUCKETS, depth, side="right") - 1
+
+
+def depth_frame(depth_max: pd.Series, in_calls: pd.Series, span: pd.Series, counts: pd.DataFrame) -> pd.DataFrame:
+    """depth_table's rows from per-phase figures: the most in flight, the time in calls, the
+    data window (last end - first start) and the submissions per bucket (columns: bucket)."""
+    columns = ["depth_max", "depth_mean"] + [f"depth_level_{label}" for label in DEPTH_LABELS]
+    out = pd.DataFrame({"depth_max": depth_max})
+    out["depth_mean"] = (in_calls / span.where(span > 0)).reindex(out.index)
+    counts = counts.reindex(columns=range(len(DEPTH_LABELS)), fill_value=0)
     shares = counts.div(counts.sum(axis=1), axis=0)
     for i, label in enumerate(DEPTH_LABELS):
         out[f"depth_level_{label}"] = shares[i].reindex(out.index).fillna(0.0)

@@ -418,17 +418,25 @@ def _pattern(phase, tid, offset, size, by: _ByPhase) -> pd.DataFrame:
                            "same": per_phase(same_stream & (step == 0)),
                            "backward": per_phase(same_stream & (step == -size))},
                           index=pd.Index(phase[starts], name="phase"))
-    # the two most common steps, over the first steps of each phase: a stride that runs past
-    # the end of the file wraps around (IOzone's stride read does), alternating a forward
-    # step with a backward jump
     lengths = np.minimum(np.diff(np.r_[starts, n]), PATTERN_SAMPLE + 1)
     first_rows = np.repeat(starts, lengths) + (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths))
     first_rows = first_rows[same_stream[first_rows]]
-    top = pd.DataFrame({"phase": phase[first_rows], "step": step[first_rows]}).value_counts().reset_index(name="n")
+    return pattern_rule(counts, phase[first_rows], step[first_rows])
+
+
+def pattern_rule(counts: pd.DataFrame, sample_phase: np.ndarray, sample_step: np.ndarray) -> pd.DataFrame:
+    """Pattern and stride per phase (the index of `counts`: how many steps each phase has, and
+    how many of them are sequential, on the same record, backward) from its sampled steps:
+    those among the first PATTERN_SAMPLE + 1 data calls of the phase (its threads one after
+    the other, by tid), phase by phase in that order (analysis/stream_table.py gives the same)."""
+    # the two most common steps, over the first steps of each phase: a stride that runs past
+    # the end of the file wraps around (IOzone's stride read does), alternating a forward
+    # step with a backward jump
+    top = pd.DataFrame({"phase": sample_phase, "step": sample_step}).value_counts().reset_index(name="n")
     top = top.sort_values(["phase", "n"], ascending=[True, False], kind="stable")
     top["rank"] = top.groupby("phase").cumcount()
-    sampled = pd.Series(np.bincount(np.searchsorted(starts, first_rows, side="right") - 1, minlength=len(starts)),
-                        index=phase[starts])
+    sampled = pd.Series(np.bincount(np.searchsorted(counts.index.to_numpy(), sample_phase), minlength=len(counts)),
+                        index=counts.index)
     first = top[top["rank"] == 0].set_index("phase")[["step", "n"]]
     second = top[top["rank"] == 1].set_index("phase")[["step", "n"]].rename(columns={"step": "step2", "n": "n2"})
     counts = counts.join(first).join(second)
@@ -477,12 +485,38 @@ class _ByPhase:
 
 
 def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per phase: who, what, how much, how fast, and how the time was spent."""
+    """One row per phase: who, what, how much, how fast, and how the time was spent.
+
+    The figures are reduced from the events to per-phase sums (`_sums`), from which
+    `phase_rows` and `finish` make the table; analysis/stream_table.py reduces the same sums
+    block by block and shares those two."""
     assigned = assign(events) if assigned is None else assigned
     all_kinds = call_kinds(events["syscall"])
     all_phase = assigned["phase"].to_numpy()
     if not len(all_phase) or all_phase.max() < 1:
         return pd.DataFrame(columns=COLUMNS)
+    s, d = _sums(events, assigned, all_kinds, all_phase)
+    rows = phase_rows(s)
+    # what depends on the phases' windows: the timed fsync and close, the time in other targets
+    slot, ends, starts = d["slot"], events["end_ns"].to_numpy(), events["start_ns"].to_numpy()
+    for column, rows_of in (("sync_end_ns", d["sync_rows"]), ("close_end_ns", d["close_rows"])):
+        rows[column] = _first_after(slot[rows_of], starts[rows_of], ends[rows_of], rows["data_last_ns"])
+
+    def in_flight(wanted):
+        mine = np.isin(d["phase_d"], wanted)
+        p, a, b = d["phase_d"][mine], d["start_d"][mine], d["end_d"][mine]
+        every = np.flatnonzero(np.isin(all_phase, wanted))
+        return (inflight.covered_ns(p, a, b), inflight.depth_table(p, a, b),
+                inflight.covered_ns(all_phase[every], starts[every], ends[every]))
+
+    async_columns(rows, in_flight)
+    rows["other_targets_ns"] = _other_targets_ns(events, slot, rows)
+    return finish(rows, s, _truncations(events, all_kinds))
+
+
+def _sums(events: pd.DataFrame, assigned: pd.DataFrame, all_kinds: np.ndarray, all_phase: np.ndarray):
+    """The per-phase sums `phase_rows` takes, from the whole event table; and the per-event
+    arrays the rest of `table` needs."""
     # Figures over every call of a phase are accumulated straight into arrays indexed by phase
     # number (slot 0 collects the calls of no phase); only the data calls are put in phase order.
     slot = np.maximum(all_phase, 0)
@@ -514,6 +548,35 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     error_rows = np.flatnonzero(ret < 0)
     warm_rows = np.flatnonzero(warm & ~fill)
     fill_rows = np.flatnonzero(fill)
+    seek_rows = np.flatnonzero(named(events["syscall"], ops_of_kind("seek")))
+    opened = open_rows[ret[open_rows] >= 0]
+    all_tid = events["tid"].to_numpy(np.int64)
+    several = per_slot(np.minimum, all_tid, np.iinfo(np.int64).max) != per_slot(np.maximum, all_tid, -1)
+    threads = np.ones(slots, dtype=np.int64)
+    if several.any():
+        among = np.flatnonzero(several[slot])
+        pairs = np.unique(np.stack([slot[among], all_tid[among]]), axis=1)
+        threads = np.bincount(pairs[0], minlength=slots)
+    categories = events["path"].cat.categories if isinstance(events["path"].dtype, pd.CategoricalDtype) else \
+        pd.Index(pd.unique(events["path"].astype(str)))
+    s = {
+        "present": present,
+        "errors": np.bincount(slot[error_rows], minlength=slots)[present],
+        "fsyncs": np.bincount(slot[sync_rows], minlength=slots)[present],
+        "fsync_ns": per_slot(np.add, latency[sync_rows], 0, sync_rows)[present],
+        "openclose_ns": per_slot(np.add, latency[openclose_rows], 0, openclose_rows)[present],
+        "all_calls_ns": per_slot(np.add, latency, 0)[present],
+        "warmup_ops": np.bincount(slot[warm_rows], minlength=slots)[present],
+        "fill_ops": np.bincount(slot[fill_rows], minlength=slots)[present],
+        "fill_bytes": per_slot(np.add, np.maximum(ret[fill_rows], 0), 0, fill_rows)[present],
+        "first_ns": per_slot(np.minimum, events["start_ns"].to_numpy(), np.iinfo(np.int64).max)[present],
+        "last_ns": per_slot(np.maximum, events["end_ns"].to_numpy(), 0)[present],
+        "seeks": np.bincount(slot[seek_rows], minlength=slots)[present],
+        "open_flags": per_slot(np.bitwise_or, col("flags", opened), 0, opened)[present],
+        "threads": threads[present],
+        "first_tgid": col("tgid", first_row), "first_tid": col("tid", first_row),
+        "path": [str(categories[c]) if c >= 0 else "" for c in _path_codes(events)[first_row]],
+    }
 
     # the data calls (not warm-ups), in phase order: time order within a phase
     d_rows = np.flatnonzero(_is_data(all_kinds) & ~warm & (all_phase > 0))
@@ -527,121 +590,128 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     fault_d = named(events["syscall"], FAULTS)[d_rows]
     moved = np.where(fault_d, col("requested", d_rows), np.maximum(ret_d, 0))
     is_read = kind_d == READ
-
-    def data_sum(values):
-        return pd.Series(dby.sum(values), index=dby.phases)
-
-    rows = pd.DataFrame({
-        "errors": np.bincount(slot[error_rows], minlength=slots)[present],
-        "fsyncs": np.bincount(slot[sync_rows], minlength=slots)[present],
-        "fsync_ns": per_slot(np.add, latency[sync_rows], 0, sync_rows)[present],
-        "openclose_ns": per_slot(np.add, latency[openclose_rows], 0, openclose_rows)[present],
-        "all_calls_ns": per_slot(np.add, latency, 0)[present],
-        "warmup_ops": np.bincount(slot[warm_rows], minlength=slots)[present],
-        "fill_ops": np.bincount(slot[fill_rows], minlength=slots)[present],
-        "fill_bytes": per_slot(np.add, np.maximum(ret[fill_rows], 0), 0, fill_rows)[present],
-        "first_ns": per_slot(np.minimum, events["start_ns"].to_numpy(), np.iinfo(np.int64).max)[present],
-        "last_ns": per_slot(np.maximum, events["end_ns"].to_numpy(), 0)[present],
-    }, index=pd.Index(present, name="phase"))
-    rows["ops"] = data_sum(np.ones(len(d_rows), dtype=np.int64))
-    rows["read_ops"] = data_sum(is_read.astype(np.int64))
-    rows["bytes"] = data_sum(moved)
-    rows["read_bytes"] = data_sum(np.where(is_read, moved, 0))
-    rows["data_ns"] = data_sum(lat_d)
-    rows["data_first_ns"] = pd.Series(dby.min(start_d), index=dby.phases)
-    rows["data_last_ns"] = pd.Series(dby.max(end_d), index=dby.phases)
-    rows["write_bytes"] = rows["bytes"] - rows["read_bytes"]
-    # a benchmark that times its fsync (IOzone -e) or close (-c) times the first one after its
-    # last call: later ones (IOzone's clean-up fsync) are outside its clock
-    ends = events["end_ns"].to_numpy()
-    starts = events["start_ns"].to_numpy()
-    rows["sync_end_ns"] = _first_after(slot[sync_rows], starts[sync_rows], ends[sync_rows], rows["data_last_ns"])
-    rows["close_end_ns"] = _first_after(slot[close_rows], starts[close_rows], ends[close_rows], rows["data_last_ns"])
-
-    # who: the thread of the phase's data calls (its first one), not whoever opened the file
-    first_data = pd.Series(d_rows[dby.perm[dby.bounds]] if len(d_rows) else np.empty(0, np.int64),
-                           index=dby.phases).reindex(rows.index)
-    who = np.where(first_data.notna(), first_data.fillna(0).to_numpy(np.int64), first_row)
-    rows["tgid"], rows["tid"] = col("tgid", who), col("tid", who)
-    categories = events["path"].cat.categories if isinstance(events["path"].dtype, pd.CategoricalDtype) else \
-        pd.Index(pd.unique(events["path"].astype(str)))
-    rows["path"] = [str(categories[c]) if c >= 0 else "" for c in _path_codes(events)[first_row]]
-    all_tid = events["tid"].to_numpy(np.int64)
-    several = per_slot(np.minimum, all_tid, np.iinfo(np.int64).max) != per_slot(np.maximum, all_tid, -1)
-    several[0] = False
-    rows["threads"] = 1
-    if several.any():
-        among = np.flatnonzero(several[slot])
-        pairs = np.unique(np.stack([slot[among], all_tid[among]]), axis=1)
-        threads = np.bincount(pairs[0], minlength=slots)
-        rows.loc[several[present], "threads"] = threads[present][several[present]]
-
-    # the data calls, by phase
-    tid = all_tid[d_rows]
-    op_codes = assigned["operation"].cat.codes.to_numpy()[d_rows]
-    rows["operation"] = pd.Series(np.asarray(OPERATIONS, dtype=object)[dby.first(op_codes)],
-                                  index=dby.phases).reindex(rows.index)
+    first_data = d_rows[dby.perm[dby.bounds]] if len(d_rows) else np.empty(0, np.int64)
     size = col("requested", d_rows)
     # a copy_file_range, sendfile or splice asks for "up to" its length (cp asks for 2^63): less
     # is no short call, and its record is what it moved
     transfer = named(events["syscall"], TRANSFERS)[d_rows]
-    rows["short"] = data_sum(((ret_d >= 0) & (ret_d < size) & ~transfer & ~fault_d).astype(np.int64))
+    short = ((ret_d >= 0) & (ret_d < size) & ~transfer & ~fault_d).astype(np.int64)
     size = np.where(transfer, np.maximum(ret_d, 0), size)
-    # calls that carry their own offset (pread, pwritev, ...): a C stdio stream never makes them
-    positioned = named(events["syscall"], POSITIONED)[d_rows]
-    rows["positioned_ops"] = data_sum(positioned.astype(np.int64))
-    seek_rows = np.flatnonzero(named(events["syscall"], ops_of_kind("seek")))
-    rows["seeks"] = np.bincount(slot[seek_rows], minlength=slots)[rows.index.to_numpy(np.int64)]
-    record = pd.Series(dby.first(size), index=dby.phases)
-    for i in np.flatnonzero(dby.min(size) != dby.max(size)):   # several sizes: the most common one
-        lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d_rows))
-        values, counts = np.unique(size[dby.perm[lo:hi]], return_counts=True)
-        record.iloc[i] = values[np.argmax(counts)]
-    # a copy's last call returns 0 at the end of the file: its record is the largest it moved
-    all_transfers = pd.Series(dby.min(transfer.astype(np.int64)), index=dby.phases) == 1
-    record = record.where(~all_transfers, pd.Series(dby.max(size), index=dby.phases))
-    # a load or store has no size the kernel sees: a phase with faults has the record of its
-    # calls (IOzone -B writes one to size the file), 0 when it has none
-    for i in np.flatnonzero(dby.sum(fault_d.astype(np.int64)) > 0):
-        lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d_rows))
-        calls = dby.perm[lo:hi][~fault_d[dby.perm[lo:hi]]]
-        values, counts = np.unique(size[calls], return_counts=True)
-        record.iloc[i] = values[np.argmax(counts)] if len(values) else 0
-    rows["record_size"] = record
-    # a failed call moved nothing: the next call starts where the one before it ended
-    done = moved
-    offset = col("offset", d_rows)
-    rows = rows.join(_pattern(phase_d, tid, offset, done, dby))
 
+    def histogram(i, calls_only):
+        lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d_rows))
+        rows = dby.perm[lo:hi]
+        return np.unique(size[rows[~fault_d[rows]] if calls_only else rows], return_counts=True)
+
+    offset = col("offset", d_rows)
     # a fault has no latency the kernel can give (its entry only): not in the latency figures
     lat_us = np.where(fault_d, np.nan, lat_d / 1e3)
-    timed = np.diff(np.r_[dby.bounds, len(d_rows)]) - dby.sum(fault_d.astype(np.int64))
-    rows["lat_min_us"] = pd.Series(dby.min(np.where(fault_d, np.inf, lat_us)), index=dby.phases).replace(np.inf, np.nan)
-    rows["lat_max_us"] = pd.Series(dby.max(np.where(fault_d, -np.inf, lat_us)), index=dby.phases).replace(-np.inf, np.nan)
-    rows["lat_mean_us"] = pd.Series(dby.sum(np.nan_to_num(lat_us)) / np.where(timed > 0, timed, np.nan), index=dby.phases)
-    names = ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us")
-    quantiles = {name: {} for name in names}
+    percentiles = []
     sorted_lat = lat_us[dby.perm]
     for p, lo, hi in dby.slices():
         some = sorted_lat[lo:hi]
         some = some[~np.isnan(some)]
-        values = np.percentile(some, [50, 90, 99, 99.9]) if len(some) else [np.nan] * 4
+        percentiles.append(np.percentile(some, [50, 90, 99, 99.9]) if len(some) else [np.nan] * 4)
+    major = (col("flags", d_rows) & FAULT_MAJOR) != 0
+    s.update({
+        "phases": dby.phases,
+        "ops": dby.sum(np.ones(len(d_rows), dtype=np.int64)), "read_ops": dby.sum(is_read.astype(np.int64)),
+        "bytes": dby.sum(moved), "read_bytes": dby.sum(np.where(is_read, moved, 0)), "data_ns": dby.sum(lat_d),
+        "data_first_ns": dby.min(start_d), "data_last_ns": dby.max(end_d),
+        "tgid": col("tgid", first_data), "tid": col("tid", first_data),
+        "operation": dby.first(assigned["operation"].cat.codes.to_numpy()[d_rows]),
+        "short": dby.sum(short),
+        # calls that carry their own offset (pread, pwritev, ...): a C stdio stream never makes them
+        "positioned_ops": dby.sum(named(events["syscall"], POSITIONED)[d_rows].astype(np.int64)),
+        "size_first": dby.first(size), "size_min": dby.min(size), "size_max": dby.max(size),
+        "all_transfers": dby.min(transfer.astype(np.int64)) == 1, "histogram": histogram,
+        # a failed call moved nothing: the next call starts where the one before it ended
+        "pattern": _pattern(phase_d, col("tid", d_rows), offset, moved, dby),
+        "lat_min": dby.min(np.where(fault_d, np.inf, lat_us)), "lat_max": dby.max(np.where(fault_d, -np.inf, lat_us)),
+        "lat_sum": dby.sum(np.nan_to_num(lat_us)),
+        "timed": np.diff(np.r_[dby.bounds, len(d_rows)]) - dby.sum(fault_d.astype(np.int64)),
+        "percentiles": percentiles,
+        "async_ops": dby.sum(named(events["syscall"], async_ops())[d_rows].astype(np.int64)),
+        "faults": dby.sum(fault_d.astype(np.int64)), "fault_bytes": dby.sum(np.where(fault_d, moved, 0)),
+        "major_faults": dby.sum((fault_d & major).astype(np.int64)),
+        "lo": dby.min(offset), "hi": dby.max(offset + moved),
+    })
+    d = {"slot": slot, "sync_rows": sync_rows, "close_rows": close_rows,
+         "phase_d": phase_d, "start_d": start_d, "end_d": end_d}
+    return s, d
+
+
+def phase_rows(s: dict) -> pd.DataFrame:
+    """The table's rows, indexed by phase, from the per-phase sums: s[...] over every call of a
+    phase are arrays along s["present"] (the phases), s[...] over its data calls (not warm-ups)
+    are arrays along s["phases"] (the phases with data calls, ascending)."""
+    present = s["present"]
+    rows = pd.DataFrame({name: s[name] for name in (
+        "errors", "fsyncs", "fsync_ns", "openclose_ns", "all_calls_ns", "warmup_ops", "fill_ops", "fill_bytes",
+        "first_ns", "last_ns")}, index=pd.Index(present, name="phase"))
+
+    def data(name):
+        return pd.Series(s[name], index=s["phases"])
+
+    for name in ("ops", "read_ops", "bytes", "read_bytes", "data_ns", "data_first_ns", "data_last_ns"):
+        rows[name] = data(name)
+    rows["write_bytes"] = rows["bytes"] - rows["read_bytes"]
+    # who: the thread of the phase's data calls (its first one), not whoever opened the file
+    has_data = data("tgid").reindex(rows.index).notna().to_numpy()
+    for name in ("tgid", "tid"):
+        rows[name] = np.where(has_data, data(name).reindex(rows.index).fillna(0).to_numpy(np.int64),
+                              np.asarray(s["first_" + name], dtype=np.int64))
+    rows["path"] = s["path"]
+    several = s["threads"] > 1
+    rows["threads"] = 1
+    if several.any():
+        rows.loc[several, "threads"] = s["threads"][several]
+    rows["operation"] = pd.Series(np.asarray(OPERATIONS, dtype=object)[s["operation"]],
+                                  index=s["phases"]).reindex(rows.index)
+    rows["short"] = data("short")
+    rows["positioned_ops"] = data("positioned_ops")
+    rows["seeks"] = s["seeks"]
+    rows["record_size"] = _record_sizes(s)
+    rows = rows.join(s["pattern"])
+    rows["lat_min_us"] = data("lat_min").replace(np.inf, np.nan)
+    rows["lat_max_us"] = data("lat_max").replace(-np.inf, np.nan)
+    timed = s["timed"]
+    rows["lat_mean_us"] = pd.Series(s["lat_sum"] / np.where(timed > 0, timed, np.nan), index=s["phases"])
+    names = ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us")
+    quantiles = {name: {} for name in names}
+    for p, values in zip(s["phases"], s["percentiles"]):
         for name, v in zip(names, values):
             quantiles[name][p] = v
     for name in names:
         rows[name] = pd.Series(quantiles[name])
-
-    opened = open_rows[ret[open_rows] >= 0]
-    rows["open_flags"] = per_slot(np.bitwise_or, col("flags", opened), 0, opened)[present]
+    rows["open_flags"] = s["open_flags"]
     for label, bit in (("O_DIRECT", O_DIRECT), ("O_SYNC", O_SYNC), ("O_DSYNC", O_DSYNC), ("O_APPEND", O_APPEND)):
         rows[label] = (rows["open_flags"] & bit) == bit
+    rows["async_ops"] = data("async_ops").reindex(rows.index, fill_value=0).astype(np.int64)
+    for name in ("faults", "fault_bytes", "major_faults"):
+        rows[name] = data(name)
+    return rows
 
-    _async_figures(rows, events, d_rows, phase_d, start_d, end_d, all_phase)
-    rows["faults"] = data_sum(fault_d.astype(np.int64))
-    rows["fault_bytes"] = data_sum(np.where(fault_d, moved, 0))
-    major = (col("flags", d_rows) & FAULT_MAJOR) != 0
-    rows["major_faults"] = data_sum((fault_d & major).astype(np.int64))
 
+def _record_sizes(s: dict) -> pd.Series:
+    """Per phase with data calls: its record size, the size of its first call unless ..."""
+    record = pd.Series(s["size_first"], index=s["phases"])
+    for i in np.flatnonzero(s["size_min"] != s["size_max"]):   # several sizes: the most common one
+        values, counts = s["histogram"](i, False)
+        record.iloc[i] = values[np.argmax(counts)]
+    # a copy's last call returns 0 at the end of the file: its record is the largest it moved
+    all_transfers = pd.Series(s["all_transfers"], index=s["phases"])
+    record = record.where(~all_transfers, pd.Series(s["size_max"], index=s["phases"]))
+    # a load or store has no size the kernel sees: a phase with faults has the record of its
+    # calls (IOzone -B writes one to size the file), 0 when it has none
+    for i in np.flatnonzero(s["faults"] > 0):
+        values, counts = s["histogram"](i, True)
+        record.iloc[i] = values[np.argmax(counts)] if len(values) else 0
+    return record
+
+
+def finish(rows: pd.DataFrame, s: dict, cuts: dict[str, list[int]]) -> pd.DataFrame:
+    """The figures derived from the others, and the table's columns in order."""
     rows["duration_s"] = (rows["data_last_ns"] - rows["data_first_ns"]).clip(lower=0) / 1e9
     rows["wall_Bps"] = rows["bytes"] / rows["duration_s"].where(rows["duration_s"] > 0)
     rows["busy_Bps"] = rows["bytes"] / (rows["data_ns"] / 1e9).where(rows["data_ns"] > 0)
@@ -649,7 +719,6 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["busy_Bps"] = rows["busy_Bps"].where(rows["faults"] == 0)
     rows["iops"] = rows["ops"] / rows["duration_s"].where(rows["duration_s"] > 0)
     window_ns = (rows["last_ns"] - rows["first_ns"]).clip(lower=0)
-    rows["other_targets_ns"] = _other_targets_ns(events, slot, rows)
     # several threads in one phase overlap their calls: user time is what no call covered,
     # neither the phase's own nor its thread's calls on other targets meanwhile
     in_calls = rows["all_calls_ns"] / rows["threads"]
@@ -660,19 +729,18 @@ def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.Data
     rows["read_fraction"] = rows["read_ops"] / rows["ops"].where(rows["ops"] > 0)
     rows["too_short"] = (rows["duration_s"] < SHORT_SECONDS) | (rows["ops"] < SHORT_OPS)
     rows["name"] = [_generic_name(op, pat) for op, pat in zip(rows["operation"], rows["pattern"])]
-    extents = pd.DataFrame({"lo": dby.min(offset), "hi": dby.max(offset + done)}, index=dby.phases)
+    extents = pd.DataFrame({"lo": s["lo"], "hi": s["hi"]}, index=s["phases"])
     rows = rows.reset_index()
-    rows[["reread", "rewrite"]] = _repeats(rows, extents, _truncations(events, all_kinds))
+    rows[["reread", "rewrite"]] = _repeats(rows, extents, cuts)
     return rows[COLUMNS]
 
 
-def _async_figures(rows, events, d_rows, phase_d, start_d, end_d, all_phase) -> None:
+def async_columns(rows: pd.DataFrame, in_flight) -> None:
     """Phases with asynchronous requests (io_uring, libaio): their data time is the time
     covered by at least one request (analysis/inflight.py), and their queue depth is measured.
-    Phases of plain syscalls keep the sum of their calls' latencies, and no depth."""
-    is_async = named(events["syscall"], async_ops())
-    rows["async_ops"] = pd.Series(np.bincount(phase_d[is_async[d_rows]], minlength=int(rows.index.max()) + 1)
-                                  if len(d_rows) else 0, dtype=np.int64).reindex(rows.index, fill_value=0)
+    Phases of plain syscalls keep the sum of their calls' latencies, and no depth.
+    in_flight(wanted phases) -> (covered_ns of their data calls, inflight.depth_table of their
+    data calls, covered_ns of all their calls)."""
     rows["covered_ns"] = 0
     for column in ("depth_max", "depth_mean"):
         rows[column] = np.nan
@@ -680,16 +748,33 @@ def _async_figures(rows, events, d_rows, phase_d, start_d, end_d, all_phase) -> 
     if not rows["async_ops"].any():
         return
     wanted = rows.index[rows["async_ops"] > 0].to_numpy(np.int64)
-    mine = np.isin(phase_d, wanted)
-    rows.loc[wanted, "data_ns"] = inflight.covered_ns(phase_d[mine], start_d[mine], end_d[mine]).reindex(wanted).to_numpy()
-    depth = inflight.depth_table(phase_d[mine], start_d[mine], end_d[mine]).reindex(wanted)
+    data_covered, depth, covered = in_flight(wanted)
+    rows.loc[wanted, "data_ns"] = data_covered.reindex(wanted).to_numpy()
+    depth = depth.reindex(wanted)
     rows.loc[wanted, "depth_max"] = depth["depth_max"].to_numpy(np.float64)
     rows.loc[wanted, "depth_mean"] = depth["depth_mean"].to_numpy(np.float64)
     rows.loc[wanted, "depth_levels"] = [inflight.level_text(r) for _, r in depth.iterrows()]
-    every = np.flatnonzero(np.isin(all_phase, wanted))
-    covered = inflight.covered_ns(all_phase[every], events["start_ns"].to_numpy()[every],
-                                  events["end_ns"].to_numpy()[every])
     rows.loc[wanted, "covered_ns"] = covered.reindex(wanted).fillna(0).to_numpy(np.int64)
+
+
+def thread_phases(rows: pd.DataFrame) -> pd.DataFrame:
+    """The phases of the threads whose phases overlap in time (the only ones that can spend a
+    phase's time on other targets)."""
+    by_thread = rows.sort_values(["tid", "first_ns"], kind="stable")
+    p_tid = by_thread["tid"].to_numpy(np.int64)
+    ends = by_thread.groupby("tid")["last_ns"].cummax().to_numpy(np.int64)
+    overlapping = np.r_[False, (p_tid[1:] == p_tid[:-1]) & (by_thread["first_ns"].to_numpy(np.int64)[1:] < ends[:-1])]
+    threads = np.unique(p_tid[overlapping])
+    return rows[rows["tid"].isin(threads)] if len(threads) else rows.iloc[:0]
+
+
+def once(s_tid: np.ndarray, s_start: np.ndarray, s_latency: np.ndarray) -> np.ndarray:
+    """Latencies of a thread's calls in time order (threads one after the other), with both
+    sides of one copy_file_range (or sendfile, splice) counted once: they are records of one call."""
+    out = s_latency.copy()
+    if len(out) > 1:
+        out[1:][(s_tid[1:] == s_tid[:-1]) & (s_start[1:] == s_start[:-1]) & (s_latency[1:] == s_latency[:-1])] = 0
+    return out
 
 
 def _other_targets_ns(events: pd.DataFrame, slot: np.ndarray, rows: pd.DataFrame) -> pd.Series:
@@ -698,25 +783,16 @@ def _other_targets_ns(events: pd.DataFrame, slot: np.ndarray, rows: pd.DataFrame
     spends three quarters of each file's phase on the other three, not in user space. Only
     threads whose phases overlap in time are looked at: the others have none."""
     out = pd.Series(0, index=rows.index, dtype=np.int64)
-    by_thread = rows.sort_values(["tid", "first_ns"], kind="stable")
-    p_tid = by_thread["tid"].to_numpy(np.int64)
-    ends = by_thread.groupby("tid")["last_ns"].cummax().to_numpy(np.int64)
-    overlapping = np.r_[False, (p_tid[1:] == p_tid[:-1]) & (by_thread["first_ns"].to_numpy(np.int64)[1:] < ends[:-1])]
-    threads = np.unique(p_tid[overlapping])
-    if not len(threads):
+    rows = thread_phases(rows)
+    if not len(rows):
         return out
-    rows = rows[rows["tid"].isin(threads)]
+    threads = np.unique(rows["tid"].to_numpy(np.int64))
     mine = np.flatnonzero(np.isin(events["tid"].to_numpy(), threads))   # time order kept
     tid = events["tid"].to_numpy()[mine].astype(np.int64)
     by = stable_order(tid)
     s_tid, s_start = tid[by], events["start_ns"].to_numpy()[mine][by].astype(np.int64)
     latency = events["latency_ns"].to_numpy()[mine].astype(np.int64)
-    # both sides of one copy_file_range (or sendfile, splice) are records of one call: its time once
-    s_latency = latency[by]
-    once = s_latency.copy()
-    if len(once) > 1:
-        once[1:][(s_tid[1:] == s_tid[:-1]) & (s_start[1:] == s_start[:-1]) & (s_latency[1:] == s_latency[:-1])] = 0
-    cum = np.r_[0, np.cumsum(once)]
+    cum = np.r_[0, np.cumsum(once(s_tid, s_start, latency[by]))]
     del by
     p_tid, lo, hi = rows["tid"].to_numpy(np.int64), rows["first_ns"].to_numpy(np.int64), rows["last_ns"].to_numpy(np.int64)
     # the thread's calls that start inside the phase's window, as a range of the sorted rows
@@ -739,16 +815,19 @@ def _first_after(phase: np.ndarray, start: np.ndarray, end: np.ndarray, after: p
     """Per phase (the index of `after`): the end of its first call, of those given, that starts
     once the phase's last data call has ended; 0 where there is none."""
     out = pd.Series(0, index=after.index, dtype=np.int64)
-    if not len(phase):
-        return out
-    limit = after.reindex(phase).to_numpy()
-    late = np.flatnonzero(start.astype(np.int64) >= np.nan_to_num(limit, nan=np.inf))
-    if len(late):
-        calls = pd.DataFrame({"phase": phase[late], "start": start[late], "end": end[late]})
-        first = calls.sort_values(["phase", "start"], kind="stable").groupby("phase").first()["end"]
-        out.loc[first.index.intersection(out.index)] = first.astype(np.int64)
+    first = first_late(phase, start, end, after)
+    out.loc[first.index.intersection(out.index)] = first.astype(np.int64)
     return out
 
+
+def first_late(phase: np.ndarray, start: np.ndarray, end: np.ndarray, after: pd.Series) -> pd.Series:
+    """Per phase with one: the end of the first of these calls that starts at or after after[phase]."""
+    if not len(phase):
+        return pd.Series(dtype=np.int64)
+    limit = after.reindex(phase).to_numpy()
+    late = np.flatnonzero(start.astype(np.int64) >= np.nan_to_num(limit, nan=np.inf))
+    calls = pd.DataFrame({"phase": phase[late], "start": start[late], "end": end[late]})
+    return calls.sort_values(["phase", "start"], kind="stable").groupby("phase").first()["end"]
 
 # the phase table's columns, in the order people read them
 COLUMNS = [

@@ -44,7 +44,8 @@ LATENCY_NS = 1000
 SYSCALLS = ("open", "openat", "openat2", "creat", "read", "write", "pread64", "pwrite64", "readv", "writev",
             "preadv", "pwritev", "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "close",
             "dup", "dup2", "dup3", "fcntl", "ftruncate", "fallocate", "uring_read", "uring_write", "uring_fsync",
-            "aio_read", "aio_write", "aio_fsync", "copy_file_range_from", "copy_file_range_to")
+            "aio_read", "aio_write", "aio_fsync", "copy_file_range_from", "copy_file_range_to",
+            "mmap", "fault_read", "fault_write", "sendfile_from", "sendfile_to")
 READS = ("read", "readv", "pread64", "preadv", "preadv2")
 WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
 ASYNC = ("uring_read", "uring_write", "uring_fsync", "aio_read", "aio_write", "aio_fsync")
@@ -210,6 +211,17 @@ class Calls:
         if ret >= 0:
             self.files[self.fds[self.tgid][fd].path].size = length
         self._record("ftruncate", fd, -1, length, ret, 0, **timing)
+        return self
+
+    def raw(self, syscall: str, *, fd: int = -1, path: str | None = None, offset: int = -1, requested: int = 0,
+            ret: int = 0, flags: int = 0, **timing) -> Calls:
+        """Any record as the probe writes it, moving no file position: an mmap, a page fault
+        (fd -1 and the mapped file's `path`: flags IOW_FAULT_MAJOR for a major one), a sendfile side."""
+        assert syscall in SYSCALLS
+        if path is None:
+            path = self.fds[self.tgid][self._fd(None if fd < 0 else fd)].path
+        self._file(path)
+        self._record(syscall, fd, offset, requested, ret, flags, path=path, **timing)
         return self
 
     # the table

@@ -1,0 +1,299 @@
+"""The phase table (analysis/phases.py `table`) from events read block by block.
+
+    table = stream_table.table(assigned)     # assigned.blocks(): (events_block, assigned_block) pairs
+
+`assigned.blocks()` yields consecutive rows of the events and of phases.assign's result, in
+time order, and can be called again for another pass. The answer is exactly
+phases.table(events, assigned): the per-phase sums are reduced here block by block and the
+table is made from them by phases.phase_rows and phases.finish, the functions the in-memory
+path uses. Memory: arrays per phase, per phase and thread (the pattern's first
+PATTERN_SAMPLE steps of each thread, the threads of a phase), per distinct record size of a
+phase, per request in flight of an asynchronous phase; never per event.
+
+Passes: 1. every per-phase sum; 2. what needs a phase's counts or window (the latency sum,
+in numpy's own order: analysis/stream_sums.py; the timed fsync and close; the time in other
+targets; the requests in flight); then those of analysis/quantiles.py for the percentiles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import inflight, quantiles
+from iowitness.analysis import phases as ph
+from iowitness.analysis.stream_sums import PairwiseSum
+from iowitness.collector.traceformat import async_ops, ops_of_kind
+
+PERCENTS = [50, 90, 99, 99.9]
+I64 = np.iinfo(np.int64)
+
+
+def _i64(values) -> np.ndarray:
+    """The probe's u64 times and sizes as the int64 the table keeps (as astype would)."""
+    values = np.asarray(values)
+    return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
+
+
+def table(assigned, aio_done=None) -> pd.DataFrame:
+    """phases.table(events, assigned), from assigned.blocks() (see the module's docstring)."""
+    slots = 1
+    for _, a in assigned.blocks():
+        if len(a):
+            slots = max(slots, int(a["phase"].to_numpy().max()) + 1)
+    if slots < 2:
+        return pd.DataFrame(columns=ph.COLUMNS)
+    acc = _Sums(slots)
+    for e, a in assigned.blocks():
+        acc.add(e, a)
+    s = acc.sums()
+    # a first table without the latency mean and percentiles: its windows drive pass 2
+    s["lat_sum"], s["percentiles"] = np.zeros(len(s["phases"])), [[np.nan] * 4] * len(s["phases"])
+    rows = ph.phase_rows(s)
+    late = _Windows(s, rows, acc.pairwise())
+    for e, a in assigned.blocks():
+        late.add(e, a)
+    s["lat_sum"] = np.array([late.sums[p].total() for p in s["phases"]]) if len(s["phases"]) else np.empty(0)
+    pct = quantiles.percentiles(lambda: (_timed(e, a) for e, a in assigned.blocks()), slots, PERCENTS,
+                                extent=(acc.t_count, acc.t_lo, acc.t_hi))
+    s["percentiles"] = [pct[p] for p in s["phases"]]
+    rows = ph.phase_rows(s)
+    rows["sync_end_ns"], rows["close_end_ns"] = late.first_after("sync"), late.first_after("close")
+    ph.async_columns(rows, late.in_flight)
+    rows["other_targets_ns"] = late.other_targets(rows)
+    out = ph.finish(rows, s, acc.cuts)
+    if aio_done is not None and len(aio_done):
+        # not written yet: kernel_mean_us is pandas' Kahan mean in row order (stream_sums.KahanMean
+        # gives it), kernel_p50/p99 pandas' quantile formula on order statistics (quantiles._select)
+        raise NotImplementedError("stream_table: the libaio kernel-completion columns (aio_kernel.COLUMNS) "
+                                  "are not streamed yet; use aio_kernel.figures on the loaded trace")
+    return out
+
+
+def _data_rows(e: pd.DataFrame, a: pd.DataFrame, kinds: np.ndarray) -> np.ndarray:
+    """The block's rows that are data calls of a phase, not warm-ups or fills (phases.table's d_rows)."""
+    return np.flatnonzero(ph._is_data(kinds) & ~ph.uncounted(a) & (a["phase"].to_numpy() > 0))
+
+
+def _timed(e: pd.DataFrame, a: pd.DataFrame):
+    """(phase, latency) of the block's data calls with a latency (not faults)."""
+    rows = _data_rows(e, a, ph.call_kinds(e["syscall"]))
+    rows = rows[~ph.named(e["syscall"], ph.FAULTS)[rows]]
+    return a["phase"].to_numpy()[rows], _i64(e["latency_ns"].to_numpy()[rows])
+
+
+class _Sums:
+    """Pass 1: every figure that is a sum, a minimum, a maximum or a first value per phase."""
+
+    SLOT = ("calls_in", "errors", "fsyncs", "fsync_ns", "openclose_ns", "all_calls_ns", "warmup_ops", "fill_ops",
+            "fill_bytes", "seeks", "open_flags", "ops", "read_ops", "bytes", "read_bytes", "data_ns", "short",
+            "positioned_ops", "timed", "async_ops", "faults", "fault_bytes", "major_faults",
+            "steps", "sequential", "same", "backward", "t_count")
+
+    def __init__(self, slots: int):
+        self.slots, self.rows_seen = slots, 0
+        for name in self.SLOT:
+            setattr(self, name, np.zeros(slots, dtype=np.int64))
+        self.first_ns, self.last_ns = np.full(slots, I64.max), np.zeros(slots, dtype=np.int64)
+        self.data_first_ns, self.data_last_ns = np.full(slots, I64.max), np.full(slots, I64.min)
+        self.size_min, self.size_max = np.full(slots, I64.max), np.full(slots, I64.min)
+        self.lo, self.hi = np.full(slots, I64.max), np.full(slots, I64.min)
+        self.t_lo, self.t_hi = np.full(slots, I64.max), np.full(slots, -1, dtype=np.int64)
+        self.transfer_min = np.ones(slots, dtype=np.int64)
+        self.lat_min, self.lat_max = np.full(slots, np.inf), np.full(slots, -np.inf)
+        # first call of each phase, and first data call: who, where
+        self.first_seen = np.zeros(slots, dtype=bool)
+        self.first_tgid, self.first_tid = np.zeros(slots, np.int64), np.zeros(slots, np.int64)
+        self.path = [""] * slots
+        self.d_seen = np.zeros(slots, dtype=bool)
+        self.tgid, self.tid = np.zeros(slots, np.int64), np.zeros(slots, np.int64)
+        self.operation, self.size_first = np.zeros(slots, np.int64), np.zeros(slots, np.int64)
+        self.thread_keys = np.empty(0, dtype=np.int64)           # slot << 32 | tid
+        self.sizes: dict[int, dict[tuple[int, bool], int]] = {}  # phase -> (size, fault) -> calls
+        self.streams: dict[tuple[int, int], list] = {}          # (phase, tid) -> [offset, end, sample steps, sample flags, sampled]
+        self.cuts: dict[str, list[int]] = {}
+
+    def add(self, e: pd.DataFrame, a: pd.DataFrame) -> None:
+        n = len(e)
+        if not n:
+            return
+        kinds = ph.call_kinds(e["syscall"])
+        slot = np.maximum(a["phase"].to_numpy(), 0)
+        latency, ret = _i64(e["latency_ns"].to_numpy()), e["ret"].to_numpy().astype(np.int64)
+        warm = ph.uncounted(a)
+        fill = a["fill"].to_numpy() if "fill" in a else np.zeros(n, dtype=bool)
+        tid = e["tid"].to_numpy().astype(np.int64)
+        tgid = e["tgid"].to_numpy().astype(np.int64)
+        flags = e["flags"].to_numpy().astype(np.int64)
+
+        def count(target, mask):
+            np.add.at(target, slot[mask], 1)
+
+        self.calls_in += np.bincount(slot, minlength=self.slots)
+        count(self.errors, ret < 0)
+        sync, close = kinds == ph.SYNC, kinds == ph.CLOSE
+        opens = (kinds == ph.OPEN) | (kinds == ph.CREAT)
+        count(self.fsyncs, sync)
+        np.add.at(self.fsync_ns, slot[sync], latency[sync])
+        np.add.at(self.openclose_ns, slot[opens | close], latency[opens | close])
+        np.add.at(self.all_calls_ns, slot, latency)
+        count(self.warmup_ops, warm & ~fill)
+        count(self.fill_ops, fill)
+        np.add.at(self.fill_bytes, slot[fill], np.maximum(ret[fill], 0))
+        np.minimum.at(self.first_ns, slot, _i64(e["start_ns"].to_numpy()))
+        np.maximum.at(self.last_ns, slot, _i64(e["end_ns"].to_numpy()))
+        count(self.seeks, ph.named(e["syscall"], ops_of_kind("seek")))
+        opened = opens & (ret >= 0)
+        np.bitwise_or.at(self.open_flags, slot[opened], flags[opened])
+        self.thread_keys = np.union1d(self.thread_keys, np.unique((slot << 32) | tid))
+        new, at = np.unique(slot, return_index=True)
+        fresh = ~self.first_seen[new]
+        new, at = new[fresh], at[fresh]
+        self.first_seen[new] = True
+        self.first_tgid[new], self.first_tid[new] = tgid[at], tid[at]
+        path = e["path"]
+        for p, row in zip(new, at):
+            if isinstance(path.dtype, pd.CategoricalDtype):
+                code = path.cat.codes.iat[row]
+                self.path[p] = str(path.cat.categories[code]) if code >= 0 else ""
+            else:
+                self.path[p] = str(path.iat[row])
+        for path_name, times in ph._truncations(e, kinds).items():
+            self.cuts.setdefault(path_name, []).extend(times)
+        self._data(e, a, kinds, slot, latency, ret, tid, tgid, flags)
+        self.rows_seen += n
+
+    def _data(self, e, a, kinds, slot, latency, ret, tid, tgid, flags) -> None:
+        rows = _data_rows(e, a, kinds)
+        if not len(rows):
+            return
+        p = slot[rows]
+        fault = ph.named(e["syscall"], ph.FAULTS)[rows]
+        ret, lat, tid_d = ret[rows], latency[rows], tid[rows]
+        requested = _i64(e["requested"].to_numpy()[rows])
+        moved = np.where(fault, requested, np.maximum(ret, 0))
+        is_read = kinds[rows] == ph.READ
+        transfer = ph.named(e["syscall"], ph.TRANSFERS)[rows]
+        size = np.where(transfer, np.maximum(ret, 0), requested)
+        start, end = _i64(e["start_ns"].to_numpy()[rows]), _i64(e["end_ns"].to_numpy()[rows])
+        offset = _i64(e["offset"].to_numpy()[rows])
+        for target, values in ((self.ops, 1), (self.read_ops, is_read), (self.bytes, moved),
+                               (self.read_bytes, np.where(is_read, moved, 0)), (self.data_ns, lat),
+                               (self.short, (ret >= 0) & (ret < requested) & ~transfer & ~fault),
+                               (self.positioned_ops, ph.named(e["syscall"], ph.POSITIONED)[rows]),
+                               (self.timed, ~fault), (self.async_ops, ph.named(e["syscall"], async_ops())[rows]),
+                               (self.faults, fault), (self.fault_bytes, np.where(fault, moved, 0)),
+                               (self.major_faults, fault & ((flags[rows] & ph.FAULT_MAJOR) != 0))):
+            np.add.at(target, p, np.broadcast_to(np.asarray(values, dtype=np.int64), p.shape))
+        np.minimum.at(self.data_first_ns, p, start)
+        np.maximum.at(self.data_last_ns, p, end)
+        np.minimum.at(self.size_min, p, size)
+        np.maximum.at(self.size_max, p, size)
+        np.minimum.at(self.transfer_min, p, transfer.astype(np.int64))
+        np.minimum.at(self.lo, p, offset)
+        np.maximum.at(self.hi, p, offset + moved)
+        lat_us = lat / 1e3
+        np.minimum.at(self.lat_min, p, np.where(fault, np.inf, lat_us))
+        np.maximum.at(self.lat_max, p, np.where(fault, -np.inf, lat_us))
+        timed = ~fault
+        np.add.at(self.t_count, p[timed], 1)
+        np.minimum.at(self.t_lo, p[timed], lat[timed])
+        np.maximum.at(self.t_hi, p[timed], lat[timed])
+        new, at = np.unique(p, return_index=True)
+        fresh = ~self.d_seen[new]
+        new, at = new[fresh], at[fresh]
+        self.d_seen[new] = True
+        self.tgid[new], self.tid[new] = tgid[rows][at], tid_d[at]
+        self.operation[new] = a["operation"].cat.codes.to_numpy()[rows][at]
+        self.size_first[new] = size[at]
+        keys, calls = np.unique(np.stack([p, size, fault.astype(np.int64)]), axis=1, return_counts=True)
+        for (phase, sz, f), c in zip(keys.T.tolist(), calls.tolist()):
+            mine = self.sizes.setdefault(phase, {})
+            mine[(sz, bool(f))] = mine.get((sz, bool(f)), 0) + c
+        self._steps(p, tid_d, offset, moved)
+
+    def _steps(self, p, tid, offset, moved) -> None:
+        """The pattern's step counts, thread by thread within each phase (phases._pattern)."""
+        order = np.lexsort((tid, p))
+        p, tid, offset, end = p[order], tid[order], offset[order], (offset + moved)[order]
+        prev_offset, prev_end = np.r_[0, offset[:-1]], np.r_[0, end[:-1]]
+        first = ph._new_group(p, tid)
+        same_stream = ~first
+        starts = np.flatnonzero(first)
+        bounds = np.r_[starts, len(p)]
+        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            key = (int(p[lo]), int(tid[lo]))
+            state = self.streams.get(key)
+            if state is not None:
+                prev_offset[lo], prev_end[lo], same_stream[lo] = state[0], state[1], True
+            else:
+                state = self.streams[key] = [0, 0, [], [], 0]
+            state[0], state[1] = int(offset[hi - 1]), int(end[hi - 1])
+        step = offset - prev_offset
+        sequential = offset == prev_end
+        for target, flags in ((self.steps, same_stream), (self.sequential, same_stream & sequential),
+                              (self.same, same_stream & (step == 0)), (self.backward, same_stream & (step == -moved[order]))):
+            np.add.at(target, p, flags.astype(np.int64))
+        # the first PATTERN_SAMPLE + 1 calls of each thread of a phase: the phase's sample is
+        # taken from them, thread after thread
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            state = self.streams[(int(p[lo]), int(tid[lo]))]
+            room = ph.PATTERN_SAMPLE + 1 - state[4]
+            if room > 0:
+                take = slice(lo, min(hi, lo + room))
+                state[2].append(step[take])
+                state[3].append(same_stream[take])
+                state[4] += take.stop - take.start
+
+    def _sample(self, phases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        by_phase: dict[int, list[int]] = {}
+        for phase, tid in sorted(self.streams):
+            by_phase.setdefault(phase, []).append(tid)
+        out_phase, out_step = [], []
+        for phase in phases.tolist():
+            steps = np.concatenate([np.concatenate(self.streams[(phase, t)][2]) for t in by_phase[phase]])
+            kept = np.concatenate([np.concatenate(self.streams[(phase, t)][3]) for t in by_phase[phase]])
+            steps, kept = steps[:ph.PATTERN_SAMPLE + 1], kept[:ph.PATTERN_SAMPLE + 1]
+            out_step.append(steps[kept])
+            out_phase.append(np.full(int(kept.sum()), phase, dtype=np.int64))
+        if not out_step:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.concatenate(out_phase), np.concatenate(out_step).astype(np.int64)
+
+    def _histogram(self, phases):
+        def histogram(i, calls_only):
+            counts: dict[int, int] = {}
+            for (size, fault), c in self.sizes[int(phases[i])].items():
+                if not (calls_only and fault):
+                    counts[size] = counts.get(size, 0) + c
+            values = np.array(sorted(counts), dtype=np.int64)
+            return values, np.array([counts[v] for v in values.tolist()], dtype=np.int64)
+        return histogram
+
+    def sums(self) -> dict:
+        present = np.flatnonzero(self.calls_in)
+        present = present[present > 0]
+        phases = np.flatnonzero(self.ops)
+        phases = phases[phases > 0].astype(np.int64)
+        threads = np.bincount(self.thread_keys >> 32, minlength=self.slots)
+        s = {name: getattr(self, name)[present] for name in (
+            "errors", "fsyncs", "fsync_ns", "openclose_ns", "all_calls_ns", "warmup_ops", "fill_ops",
+            "fill_bytes", "first_ns", "last_ns", "seeks", "open_flags", "first_tgid", "first_tid")}
+        s.update(present=present, threads=threads[present], path=[self.path[p] for p in present], phases=phases)
+        for name in ("ops", "read_ops", "bytes", "read_bytes", "data_ns", "data_first_ns", "data_last_ns",
+                     "tgid", "tid", "operation", "short", "positioned_ops", "size_first", "size_min", "size_max",
+                     "lat_min", "lat_max", "timed", "async_ops", "faults", "fault_bytes", "major_faults", "lo", "hi"):
+            s[name] = getattr(self, name)[phases]
+        s["operation"] = s["operation"].astype(np.int8)
+        s["all_transfers"] = self.transfer_min[phases] == 1
+        s["histogram"] = self._histogram(phases)
+        counts = pd.DataFrame({name: getattr(self, name)[phases] for name in ("steps", "sequential", "same", "backward")},
+                              index=pd.Index(phases, name="phase"))
+        s["pattern"] = ph.pattern_rule(counts, *self._sample(phases))
+        return s
+
+    def pairwise(self) -> dict[int, PairwiseSum]:
+        return {int(p): PairwiseSum(int(self.ops[p])) for p in np.flatnonzero(self.ops) if p > 0}
+
+
+from iowitness.analysis.stream_windows import _Windows  # noqa: E402  (pass 2, its own module)
