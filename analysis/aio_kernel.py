@@ -41,9 +41,10 @@ def split(block: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | Non
     return block[~done], block[done]
 
 
-def done_ns(events: pd.DataFrame, done: np.ndarray | None) -> np.ndarray:
+def done_ns(events: pd.DataFrame, done: np.ndarray | None, seen: dict | None = None) -> np.ndarray:
     """Per event: when the kernel completed it (CLOCK_MONOTONIC ns), 0 when not known. Requests
-    of one io_submit at the same offset are paired in order (they are alike)."""
+    of one io_submit at the same offset are paired in order (they are alike). `seen`: for events
+    given block by block, how many requests of each key the blocks before held (updated here)."""
     out = np.zeros(len(events), dtype=np.int64)
     if done is None or not len(done) or not len(events):
         return out
@@ -59,24 +60,48 @@ def done_ns(events: pd.DataFrame, done: np.ndarray | None) -> np.ndarray:
                            "start_ns": done["start_ns"].astype(np.int64),
                            "offset": done["sector"].astype(np.int64), "done_ns": done["complete_ns"].astype(np.int64)})
     mine["nth"] = mine.groupby(list(_KEY)).cumcount()
+    if seen is not None:
+        _carry(mine, seen, int(events["start_ns"].to_numpy()[-1]))
     theirs["nth"] = theirs.groupby(list(_KEY)).cumcount()
     paired = mine.merge(theirs, on=[*_KEY, "nth"], how="inner")
     out[paired["row"].to_numpy()] = paired["done_ns"].to_numpy()
     return out
 
 
+def _carry(mine: pd.DataFrame, seen: dict, last_start: int) -> None:
+    """Number a block's requests after those of the same key in earlier blocks, and keep the
+    counts of the keys a later block can still hold: events come in start order, so only
+    those starting at this block's last start time."""
+    keys = list(zip(*(mine[k].to_numpy().tolist() for k in _KEY)))
+    mine["nth"] += np.array([seen.get(k, 0) for k in keys], dtype=np.int64)
+    ends = {k: n + 1 for k, n in zip(keys, mine["nth"].to_numpy().tolist())}
+    kept = {k: n for k, n in {**seen, **ends}.items() if k[2] == last_start}
+    seen.clear()
+    seen.update(kept)
+
+
+def known(events: pd.DataFrame, phase: np.ndarray, done: np.ndarray | None, seen: dict | None = None) -> pd.DataFrame:
+    """The requests with a kernel completion: their phase, submission to kernel completion and
+    kernel completion to reap, in µs, in event order."""
+    kernel = done_ns(events, done, seen)
+    rows = np.flatnonzero(kernel > 0)
+    start = events["start_ns"].to_numpy()[rows].astype(np.int64)
+    end = events["end_ns"].to_numpy()[rows].astype(np.int64)
+    return pd.DataFrame({"phase": phase[rows], "kernel_us": (kernel[rows] - start) / 1e3,
+                         "wait_us": (end - kernel[rows]) / 1e3})
+
+
 def figures(phases: pd.DataFrame, events: pd.DataFrame, phase: np.ndarray, done: np.ndarray | None) -> pd.DataFrame:
     """COLUMNS per row of `phases` (NaN figures and 0 known where a phase has none)."""
+    return figures_of(phases, known(events, phase, done))
+
+
+def figures_of(phases: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """COLUMNS per row of `phases` from `known`'s rows (of one table or of blocks, concatenated)."""
     out = pd.DataFrame({c: np.full(len(phases), np.nan) for c in COLUMNS}, index=phases.index)
     out["kernel_done"] = np.zeros(len(phases), dtype=np.int64)
-    kernel = done_ns(events, done)
-    known = np.flatnonzero(kernel > 0)
-    if not len(known) or not len(phases):
+    if not len(frame) or not len(phases):
         return out
-    start = events["start_ns"].to_numpy()[known].astype(np.int64)
-    end = events["end_ns"].to_numpy()[known].astype(np.int64)
-    frame = pd.DataFrame({"phase": phase[known], "kernel_us": (kernel[known] - start) / 1e3,
-                          "wait_us": (end - kernel[known]) / 1e3})
     by = frame[frame["phase"] > 0].groupby("phase")
     stats = pd.DataFrame({"kernel_done": by.size(), "kernel_mean_us": by["kernel_us"].mean(),
                           "kernel_p50_us": by["kernel_us"].quantile(0.5),
@@ -88,3 +113,14 @@ def figures(phases: pd.DataFrame, events: pd.DataFrame, phase: np.ndarray, done:
         values = found[column].to_numpy()
         out[column] = np.nan_to_num(values, nan=0).astype(np.int64) if column == "kernel_done" else values
     return out
+
+
+def figures_streamed(phases: pd.DataFrame, assigned, done: np.ndarray | None) -> pd.DataFrame:
+    """figures() from assigned.blocks() (event and phase blocks in time order), exactly: the
+    requests with a completion are gathered (as many as the BLOCK records already held) and
+    reduced as figures() reduces them."""
+    if done is None or not len(done):
+        return figures_of(phases, pd.DataFrame())
+    seen: dict = {}
+    parts = [known(e, a["phase"].to_numpy(), done, seen) for e, a in assigned.blocks()]
+    return figures_of(phases, pd.concat(parts, ignore_index=True) if parts else pd.DataFrame())

@@ -100,25 +100,3 @@ class PairwiseSum:
         if self.count == 1:
             return float(self.first)
         return float(self.first + self.values[0])
-
-
-class KahanMean:
-    """pandas' groupby mean of one group (Kahan summation in row order, pandas/_libs/groupby.pyx
-    group_mean), fed in pieces."""
-
-    def __init__(self):
-        self.sum, self.compensation, self.count = 0.0, 0.0, 0
-
-    def add(self, values: np.ndarray) -> None:
-        s, c = self.sum, self.compensation
-        for v in np.asarray(values, dtype=np.float64).tolist():
-            y = v - c
-            t = s + y
-            c = t - s - y
-            if c != c:
-                c = 0.0
-            s = t
-        self.sum, self.compensation, self.count = s, c, self.count + len(values)
-
-    def mean(self) -> float:
-        return self.sum / self.count if self.count else np.nan

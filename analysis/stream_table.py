@@ -35,7 +35,7 @@ def _i64(values) -> np.ndarray:
     return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
 
 
-def table(assigned, aio_done=None) -> pd.DataFrame:
+def table(assigned) -> pd.DataFrame:
     """phases.table(events, assigned), from assigned.blocks() (see the module's docstring)."""
     slots = 1
     for _, a in assigned.blocks():
@@ -61,13 +61,7 @@ def table(assigned, aio_done=None) -> pd.DataFrame:
     rows["sync_end_ns"], rows["close_end_ns"] = late.first_after("sync"), late.first_after("close")
     ph.async_columns(rows, late.in_flight)
     rows["other_targets_ns"] = late.other_targets(rows)
-    out = ph.finish(rows, s, acc.cuts)
-    if aio_done is not None and len(aio_done):
-        # not written yet: kernel_mean_us is pandas' Kahan mean in row order (stream_sums.KahanMean
-        # gives it), kernel_p50/p99 pandas' quantile formula on order statistics (quantiles._select)
-        raise NotImplementedError("stream_table: the libaio kernel-completion columns (aio_kernel.COLUMNS) "
-                                  "are not streamed yet; use aio_kernel.figures on the loaded trace")
-    return out
+    return ph.finish(rows, s, acc.cuts)
 
 
 def _data_rows(e: pd.DataFrame, a: pd.DataFrame, kinds: np.ndarray) -> np.ndarray:

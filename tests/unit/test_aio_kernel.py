@@ -55,3 +55,39 @@ def test_a_trace_without_completions_has_empty_figures():
     events = _events([("pread64", 10, 11, 3000, 4096, 3100)])
     figures = aio_kernel.figures(phases, events, np.array([1]), None)
     assert figures["kernel_done"].tolist() == [0] and figures["kernel_mean_us"].isna().all()
+
+
+class _Blocks:
+    """(events, assigned) cut into blocks of `rows`, as a streamed report reads them."""
+
+    def __init__(self, events, phase, rows):
+        self.events, self.phase, self.rows = events, phase, rows
+
+    def blocks(self):
+        for at in range(0, len(self.events), self.rows):
+            part = self.events.iloc[at:at + self.rows]
+            yield part, pd.DataFrame({"phase": self.phase[at:at + self.rows]}, index=part.index)
+
+
+def test_figures_over_blocks_are_the_whole_tables_even_when_a_submission_is_cut():
+    # GIVEN 40 io_submits of 8 requests each at one start time, half of them at the same offset
+    # (alike requests, paired in order), completions in another order, in blocks that cut
+    # submissions apart
+    rng = np.random.default_rng(7)
+    rows, done = [], []
+    for k in range(40):
+        start = 1_000_000 + k * 10_000
+        for j in range(8):
+            offset = 4096 * (j if j % 2 else 0)
+            rows.append(("aio_read", 10, 11, start, offset, start + 9_000 + int(rng.integers(0, 500))))
+            done.append((10, 11, start, offset, start + 1_000 + int(rng.integers(0, 7_000))))
+    events = _events(rows)
+    done = _done([done[i] for i in rng.permutation(len(done))])
+    phase = np.repeat([1, 2], len(rows) // 2)
+    phases = pd.DataFrame({"phase": [1, 2]})
+    whole = aio_kernel.figures(phases, events, phase, done)
+    # WHEN the same figures are made block by block, THEN they are the same, bit for bit
+    for size in (1, 3, 8, 37):
+        pd.testing.assert_frame_equal(aio_kernel.figures_streamed(phases, _Blocks(events, phase, size), done), whole,
+                                      check_exact=True)
+    assert whole["kernel_done"].tolist() == [160, 160]
