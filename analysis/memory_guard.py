@@ -36,21 +36,37 @@ def available_bytes(meminfo: str | None = None) -> int | None:
     return sum(fields.values()) if "MemAvailable" in fields else None
 
 
+def least_bytes(*paths) -> int | None:
+    """The least memory the traces at `paths` need held together; None when one cannot be read."""
+    try:
+        size = sum(os.stat(path).st_size for path in paths)
+    except OSError:
+        return None
+    return size // MOST_STORED_BYTES_PER_EVENT * LOADED_BYTES_PER_EVENT
+
+
 def check(*paths, available: int | None = None) -> None:
     """TooLarge when the traces at `paths`, held in memory together, certainly cannot fit here."""
     if os.environ.get(ENV):
         return
-    try:
-        size = sum(os.stat(path).st_size for path in paths)
-    except OSError:
+    least = least_bytes(*paths)
+    if least is None:
         return   # the reader says what is wrong with the path
+    size = sum(os.stat(path).st_size for path in paths)
     available = available_bytes() if available is None else available
-    least_events = size // MOST_STORED_BYTES_PER_EVENT
-    least = least_events * LOADED_BYTES_PER_EVENT
+    least_events = least // LOADED_BYTES_PER_EVENT
     if available is None or least <= available:
         return
     named = paths[0] if len(paths) == 1 else f"{len(paths)} traces"
     raise TooLarge(f"{named} ({units.bytes_(size)}) holds at least {least_events:,} events, and this command "
                    f"holds every event in memory: at least {units.bytes_(least)}, where this machine has "
-                   f"{units.bytes_(available)} available. `iowitness show TRACE` reads a trace of any size "
-                   f"block by block; or run this where there is more memory ({ENV}=1 tries anyway).")
+                   f"{units.bytes_(available)} available. `iowitness show TRACE` and `iowitness report TRACE --csv` "
+                   f"(the phase table) read a trace of any size block by block; or run this where there is more "
+                   f"memory ({ENV}=1 tries anyway).")
+
+
+def worth_streaming(path) -> bool:
+    """Whether a command that can also read the trace block by block (`report --csv`) should:
+    the in-memory path's least need is above half the memory available now."""
+    need, available = least_bytes(path), available_bytes()
+    return need is not None and available is not None and need > available // 2

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import inflight, quantiles
+from iowitness.analysis import quantiles
 from iowitness.analysis import phases as ph
 from iowitness.analysis.stream_sums import PairwiseSum
 from iowitness.collector.traceformat import async_ops, ops_of_kind

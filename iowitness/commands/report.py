@@ -42,8 +42,10 @@ from __future__ import annotations
 
 import sys
 
+from iowitness.analysis import memory_guard
 from iowitness.analysis.run import load
 from iowitness.commands import _claims, _output
+from iowitness.errors import UsageError
 from iowitness.outputfile import add_mode_option
 
 
@@ -57,6 +59,10 @@ def add_arguments(parser) -> None:
     form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
     form.add_argument("--markdown", action="store_true", help="the report's tables as Markdown, on stdout")
     form.add_argument("--html", metavar="FILE", help="write the report with its charts to FILE (one self-contained page)")
+    parser.add_argument("--stream", action="store_true",
+                        help="with --csv: read the trace block by block, memory bounded by its phases instead "
+                             "of its events (the same table; chosen by itself when the trace would not fit in "
+                             "memory)")
     parser.add_argument("--wide", action="store_true",
                         help="the text report with every column, however wide (by default it fits the "
                              "terminal: columns are left out in a stated order, and the title says which)")
@@ -79,6 +85,16 @@ def execute(args) -> int:
         from iowitness.extras import require
 
         require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
+    if args.stream and not args.csv:
+        raise UsageError("--stream gives the phase table (--csv) for now: the other forms read the whole trace")
+    if args.csv and (args.stream or memory_guard.worth_streaming(args.trace)):
+        from iowitness import escape
+        from iowitness.analysis import stream_report
+
+        table = stream_report.phase_table(args.trace)
+        if table is not None:
+            print(escape.csv(table), end="")
+            return 0
     trace = load(args.trace)
     if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
         return _summary_report(trace, args)

@@ -1,0 +1,54 @@
+"""`report --csv` of a trace of any size: the phase table built block by block.
+
+The events are read in time order a block at a time (analysis/stream_events.py), their phases
+rebuilt (analysis/stream_assign.py) and tabulated (analysis/stream_table.py) in passes over the
+blocks, so memory is bounded by the phases and by the records written out of time order, not
+by the events. The table is finished by the same steps as the in-memory one
+(analysis/report.py: groups, the benchmark's names), so both paths give the same figures:
+tests/unit/test_stream_report.py holds them to each other on synthetic traces, and
+tests/kernel/test_stream_report_real.py on real IOzone, fio and dd traces.
+
+Example: `phase_table("run.iwt")` equals `load("run.iwt").report().phases`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import aio_kernel, report, stream_assign, stream_events, stream_table
+
+# events per block: a block of the probe's records is ~70 MiB of columns at 1 Mi rows; tests set
+# small blocks (IOWITNESS_STREAM_BLOCK_ROWS) so that every state crosses many block boundaries
+BLOCK_ROWS = int(os.environ.get("IOWITNESS_STREAM_BLOCK_ROWS") or 1 << 20)
+
+
+def phase_table(path, block_rows: int = BLOCK_ROWS) -> pd.DataFrame | None:
+    """The phase table of the trace at `path` (`report --csv`), streamed; None for a --summary
+    trace (no events: its table is the kernel's aggregates, analysis/reporters/aggregate.py)."""
+    with stream_events.open_events(path, block_rows=block_rows) as source:
+        if source.trace_data.summary is not None:
+            return None
+        meta = source.meta
+        command, _, module = report.benchmark_of(meta)
+        outside = _outside(module, command, meta.get("cwd"))
+        aio_done = aio_kernel.split(source.trace_data.block)[1]
+        with stream_assign.assign(source, outside) as assigned:
+            table = stream_table.table(assigned)
+            report.with_kernel_columns(table, aio_kernel.figures_streamed(table, assigned, aio_done))
+    report.with_groups(table, module, command)
+    report.with_names(table, module, command, meta)
+    return table
+
+
+def _outside(module, command: list, cwd):
+    """Per block, the calls on the benchmark's own files (report.own_files), or None."""
+    if getattr(module, "own_files", None) is None or not command:
+        return None
+
+    def outside(block: pd.DataFrame) -> np.ndarray:
+        own = report.own_files(block, module, command, cwd)
+        return np.zeros(len(block), dtype=bool) if own is None else own
+    return outside
