@@ -48,15 +48,24 @@ class Trace:
 
     @cached_property
     def events(self) -> pd.DataFrame:
-        raw = self._columns
+        frame = self.event_frame(self._columns, pd.RangeIndex(len(self._columns["start_ns"])), EventTable)
+        object.__setattr__(frame, "_trace", weakref.ref(self))
+        return frame
+
+    def event_frame(self, raw: dict, index: pd.Index, kind=pd.DataFrame, distinct: dict | None = None) -> pd.DataFrame:
+        """The events table of the event columns `raw` (all of the trace's, or a block of them:
+        analysis/stream_events.py), with the columns named from the trace (syscall, device, path).
+
+        `distinct` ({"op": ..., "dev": ...}, each the trace's distinct values, sorted) gives a
+        block the categories of the whole trace rather than only those of its own rows."""
+        distinct = distinct or {}
         columns = {name: [_text(v) for v in column] if column.ndim > 1 else column
                    for name, column in raw.items()}
         # copy=False: each column stays its own block instead of being copied into 2-D blocks
-        frame = EventTable(columns, index=pd.RangeIndex(len(raw["start_ns"])), copy=False)
-        object.__setattr__(frame, "_trace", weakref.ref(self))
-        frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"))
+        frame = kind(columns, index=index, copy=False)
+        frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"), distinct.get("op"))
         frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]
-        frame["device"] = _categorical(raw["dev"], dev_name)
+        frame["device"] = _categorical(raw["dev"], dev_name, distinct.get("dev"))
         frame["path"] = self._paths(raw["dev"], raw["ino"], raw["start_ns"])
         if "requested" in frame:
             # a size_t for I/O, but an off_t for lseek: signed shows lseek(fd, -4096, SEEK_CUR) as it was
@@ -175,9 +184,13 @@ def _text(raw: np.ndarray) -> str:
     return raw.tobytes().split(b"\0", 1)[0].decode("utf-8", errors="replace")
 
 
-def _categorical(values: np.ndarray, name_of) -> pd.Categorical:
-    """Few distinct values over many rows: name each distinct value once, not each row."""
-    if len(values) and values.dtype.kind == "u" and values.max() < 2**16:
+def _categorical(values: np.ndarray, name_of, uniques: np.ndarray | None = None) -> pd.Categorical:
+    """Few distinct values over many rows: name each distinct value once, not each row.
+    `uniques`: the distinct values to name (sorted, a superset of those in `values`), when
+    they are not those of `values` alone (a block of a trace: the trace's categories)."""
+    if uniques is not None:
+        codes = np.searchsorted(uniques, values)
+    elif len(values) and values.dtype.kind == "u" and values.max() < 2**16:
         # small codes (syscall numbers): a counting pass instead of hashing every row
         uniques = np.flatnonzero(np.bincount(values))
         lookup = np.zeros(int(uniques[-1]) + 1, dtype=np.int64)

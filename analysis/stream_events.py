@@ -1,0 +1,174 @@
+"""The events table block by block: the rows of `load(path).events`, in its order, without it.
+
+    >>> with stream_events.open_events("run.iwt") as source:
+    ...     source.meta, source.trace_data, source.event_count   # as the reader gives them
+    ...     for block in source.blocks():                        # a new pass each call
+    ...         block    # a DataFrame: the next rows of load(path).events, index = their row numbers
+
+`pd.concat(source.blocks())` equals `load(path).events` exactly: the same columns, dtypes,
+categories (the trace's, in every block), index and order (tests/unit/test_stream_events.py).
+
+The order is the hard part. The reader sorts the events by start time, stably, when the
+records are out of order (collector/tracereader.py TraceData), and they are: a record is
+written when its call returns, so a 2 s fsync's record comes after 2 s of later-starting
+calls. The file is read in blocks (collector/tracestream.py); with P(j) the largest start
+time in blocks 0..j, a record of block j that starts before P(j - 2) is a *straggler*: it
+belongs before records two blocks or more ahead of it. A first pass (at open) finds the
+stragglers and keeps their rows in memory, sorted. Every other record of block j starts at
+or after P(j - 2), so once block j is read, no record still to come belongs before
+(P(j - 1), the next block's first row): the held records and the stragglers before that
+bound are merged and given out, and what is held afterwards is part of block j only.
+
+Memory: one block read, one block held, the stragglers (few: calls that outlast a block's
+worth of other calls), and the trace's distinct syscalls and devices; never a per-event
+array. Time: the first pass reads start times, syscalls and devices; each pass of blocks()
+decodes the file once more.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis.streamed import StreamedTrace
+from iowitness.collector import tracestream
+
+BLOCK_ROWS = tracestream.BLOCK_ROWS
+
+
+class EventSource:
+    """A trace's events, re-readable block by block in time order (see the module's text)."""
+
+    def __init__(self, stream: tracestream.Stream, block_rows: int):
+        self.block_rows = block_rows
+        self._stream = stream
+        # a Trace without events: files, processes and the naming of paths, from meta and facts
+        self.trace = StreamedTrace(stream)
+        self.meta, self.trace_data = stream.data.meta, stream.data
+        self._order = _Order(stream, block_rows)
+
+    @property
+    def event_count(self) -> int:
+        return self._stream.event_count
+
+    @property
+    def straggler_count(self) -> int:
+        """Records kept in memory because they are far out of time order (see the module's text)."""
+        return len(self._order.late_start)
+
+    def blocks(self):
+        """The events table, block by block (about block_rows rows each, some fewer)."""
+        order, given = self._order, 0
+        for raw in order.merged(self._stream):
+            index = pd.RangeIndex(given, given + len(raw["start_ns"]))
+            given += len(index)
+            yield self.trace.event_frame(raw, index, distinct=order.distinct)
+        if not given:   # no event: one empty block, so that the table's columns are still known
+            yield self.trace.event_frame(order.empty(self._stream), pd.RangeIndex(0), distinct=order.distinct)
+
+    def close(self) -> None:
+        self.trace.close()
+
+    def __enter__(self) -> "EventSource":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_events(path, block_rows: int = BLOCK_ROWS) -> EventSource:
+    """Map a .iwt file, check it (BadTrace as `tracereader.read` raises it) and find its
+    stragglers: one pass over the file."""
+    stream = tracestream.open_trace(path, block_rows)
+    try:
+        return EventSource(stream, block_rows)
+    except BaseException:
+        stream.close()
+        raise
+
+
+class _Order:
+    """Where each block starts, the largest start time up to each block, and the stragglers."""
+
+    def __init__(self, stream: tracestream.Stream, block_rows: int):
+        self.block_rows = block_rows
+        self.firsts: list[int] = []      # first row (file order) of each block
+        self.tops: list[int] = []        # P(j): the largest start time in blocks 0..j
+        ops, devs, late = [], [], []
+        for j, block in enumerate(stream.blocks(block_rows=block_rows)):
+            start = block["start_ns"]
+            self.firsts.append(block.first_row)
+            self.tops.append(max(self.tops[-1] if self.tops else 0, int(start.max())))
+            ops.append(pd.unique(block["op"]))
+            devs.append(pd.unique(block["dev"]))
+            rows = np.flatnonzero(start < self.tops[j - 2]) if j >= 2 else ()
+            if len(rows):
+                late.append({name: column[rows] for name, column in block.items()})
+                late[-1]["row"] = block.first_row + rows
+        dtype = stream.data.event_dtype
+        # the trace's distinct values, sorted as analysis/run.py _categorical names them
+        self.distinct = {"op": np.unique(np.concatenate(ops or [np.empty(0, dtype["op"])])),
+                         "dev": np.unique(np.concatenate(devs or [np.empty(0, dtype["dev"])]))}
+        if late:
+            late = {name: np.concatenate([part[name] for part in late]) for name in late[0]}
+            # lexsort's last key sorts first: by start, then by row (the reader's stable sort)
+            order = np.lexsort((late["row"], late["start_ns"]))
+            late = {name: column[order] for name, column in late.items()}
+        self.late = late or {}
+        self.late_start = self.late.get("start_ns", np.empty(0, np.uint64))
+        self.late_row = self.late.get("row", np.empty(0, np.int64))
+
+    def merged(self, stream: tracestream.Stream):
+        """The raw event columns in time order, block by block (only non-empty blocks)."""
+        held, taken, count = None, 0, len(self.firsts)
+        for j, block in enumerate(stream.blocks(block_rows=self.block_rows)):
+            if block.first_row != self.firsts[j]:
+                raise RuntimeError("the trace's blocks changed between two passes")
+            start = block["start_ns"]
+            kept = np.ones(len(start), bool) if j < 2 else start >= self.tops[j - 2]
+            rows = np.flatnonzero(kept)
+            fresh = {name: column[rows] for name, column in block.items()}
+            fresh["row"] = block.first_row + rows
+            held = fresh if held is None else {name: np.concatenate([held[name], fresh[name]]) for name in held}
+            if j + 1 == count:
+                out, held, taken = self._give(held, taken, None)
+            elif j >= 1:
+                out, held, taken = self._give(held, taken, (self.tops[j - 1], self.firsts[j + 1]))
+            else:
+                continue
+            if len(out["start_ns"]):
+                yield out
+
+    def _give(self, held: dict, taken: int, bound):
+        """The held records and stragglers that come before `bound` (start time, row), in
+        order; the held records left; the stragglers given so far. bound None: everything."""
+        start = held["start_ns"]
+        if bound is None:
+            ready, upto = np.ones(len(start), bool), len(self.late_start)
+        else:
+            top, row = bound
+            ready = start <= top
+            lo = int(np.searchsorted(self.late_start, top, side="left"))
+            hi = int(np.searchsorted(self.late_start, top, side="right"))
+            upto = lo + int(np.searchsorted(self.late_row[lo:hi], row, side="left"))
+        if ready.all():
+            out, left = held, {name: column[:0] for name, column in held.items()}
+        else:
+            out = {name: column[ready] for name, column in held.items()}
+            left = {name: column[~ready] for name, column in held.items()}
+        if upto > taken:
+            out = {name: np.concatenate([column, self.late[name][taken:upto]]) for name, column in out.items()}
+            order = np.lexsort((out["row"], out["start_ns"]))
+        elif len(out["start_ns"]) > 1 and np.any(out["start_ns"][1:] < out["start_ns"][:-1]):
+            order = np.argsort(out["start_ns"], kind="stable")   # held records are in row order
+        else:
+            order = None
+        del out["row"]
+        if order is not None:
+            out = {name: column[order] for name, column in out.items()}
+        return out, left, upto
+
+    def empty(self, stream: tracestream.Stream) -> dict:
+        dtype = stream.data.event_dtype
+        return {name: np.empty((0, *dtype.fields[name][0].shape), dtype.fields[name][0].base)
+                for name in dtype.names if not name.startswith("pad")}
