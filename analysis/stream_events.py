@@ -94,7 +94,7 @@ class _Order:
         self.block_rows = block_rows
         self.firsts: list[int] = []      # first row (file order) of each block
         self.tops: list[int] = []        # P(j): the largest start time in blocks 0..j
-        ops, devs, late = [], [], []
+        ops, devs, late, floors = [], [], [], []
         for j, block in enumerate(stream.blocks(block_rows=block_rows)):
             start = block["start_ns"]
             self.firsts.append(block.first_row)
@@ -102,9 +102,19 @@ class _Order:
             ops.append(pd.unique(block["op"]))
             devs.append(pd.unique(block["dev"]))
             rows = np.flatnonzero(start < self.tops[j - 2]) if j >= 2 else ()
+            floors.append(int(start.min()) if not len(rows) else
+                          int(start[start >= self.tops[j - 2]].min()) if len(rows) < len(start) else None)
             if len(rows):
                 late.append({name: column[rows] for name, column in block.items()})
                 late[-1]["row"] = block.first_row + rows
+        # bounds[j]: the earliest start of a record that is not a straggler, in the blocks
+        # after j (None when there is none): no record still to come once block j is read
+        # belongs before (bounds[j], firsts[j + 1]), stragglers aside
+        self.bounds, low = [], None
+        for floor in reversed(floors):
+            self.bounds.append(low)
+            low = floor if low is None else low if floor is None else min(low, floor)
+        self.bounds.reverse()
         dtype = stream.data.event_dtype
         # the trace's distinct values, sorted as analysis/run.py _categorical names them
         self.distinct = {"op": np.unique(np.concatenate(ops or [np.empty(0, dtype["op"])])),
@@ -120,50 +130,68 @@ class _Order:
 
     def merged(self, stream: tracestream.Stream):
         """The raw event columns in time order, block by block (only non-empty blocks)."""
-        held, taken, count = None, 0, len(self.firsts)
+        held, taken = [], 0
         for j, block in enumerate(stream.blocks(block_rows=self.block_rows)):
             if block.first_row != self.firsts[j]:
                 raise RuntimeError("the trace's blocks changed between two passes")
-            start = block["start_ns"]
-            kept = np.ones(len(start), bool) if j < 2 else start >= self.tops[j - 2]
-            rows = np.flatnonzero(kept)
-            fresh = {name: column[rows] for name, column in block.items()}
-            fresh["row"] = block.first_row + rows
-            held = fresh if held is None else {name: np.concatenate([held[name], fresh[name]]) for name in held}
-            if j + 1 == count:
-                out, held, taken = self._give(held, taken, None)
-            elif j >= 1:
-                out, held, taken = self._give(held, taken, (self.tops[j - 1], self.firsts[j + 1]))
-            else:
-                continue
+            held.append(self._kept(block, self.tops[j - 2] if j >= 2 else None))
+            del block
+            low = self.bounds[j]
+            out, held, taken = self._give(held, taken, None if low is None else (low, self.firsts[j + 1]))
             if len(out["start_ns"]):
                 yield out
 
-    def _give(self, held: dict, taken: int, bound):
+    @staticmethod
+    def _kept(block: tracestream.Block, floor) -> dict:
+        """The block's records that are not stragglers (those starting at or after `floor`),
+        with their rows in the file; the block's own arrays when it has no straggler."""
+        rows = np.arange(block.first_row, block.first_row + len(block))
+        kept = None if floor is None else block["start_ns"] >= floor
+        if kept is None or kept.all():
+            piece = dict(block)
+        else:
+            piece = {name: column[kept] for name, column in block.items()}
+            rows = rows[kept]
+        piece["row"] = rows
+        return piece
+
+    def _give(self, held: list, taken: int, bound):
         """The held records and stragglers that come before `bound` (start time, row), in
-        order; the held records left; the stragglers given so far. bound None: everything."""
-        start = held["start_ns"]
+        order; the held pieces left; the stragglers given so far. bound None: everything.
+
+        Held records are pieces of blocks, in row order: a piece given or kept whole is not
+        copied (in a trace in time order, the whole previous block goes and this one stays)."""
         if bound is None:
-            ready, upto = np.ones(len(start), bool), len(self.late_start)
+            given, left, upto = held, [], len(self.late_start)
         else:
             top, row = bound
-            ready = start <= top
             lo = int(np.searchsorted(self.late_start, top, side="left"))
             hi = int(np.searchsorted(self.late_start, top, side="right"))
             upto = lo + int(np.searchsorted(self.late_row[lo:hi], row, side="left"))
-        if ready.all():
-            out, left = held, {name: column[:0] for name, column in held.items()}
-        else:
-            out = {name: column[ready] for name, column in held.items()}
-            left = {name: column[~ready] for name, column in held.items()}
+            given, left = [], []
+            for piece in held:
+                ready = piece["start_ns"] <= top
+                if ready.all():
+                    given.append(piece)
+                elif not ready.any():
+                    left.append(piece)
+                else:
+                    given.append({name: column[ready] for name, column in piece.items()})
+                    left.append({name: column[~ready] for name, column in piece.items()})
+        parts = [p for p in given if len(p["row"])]
         if upto > taken:
-            out = {name: np.concatenate([column, self.late[name][taken:upto]]) for name, column in out.items()}
-            order = np.lexsort((out["row"], out["start_ns"]))
-        elif len(out["start_ns"]) > 1 and np.any(out["start_ns"][1:] < out["start_ns"][:-1]):
-            order = np.argsort(out["start_ns"], kind="stable")   # held records are in row order
+            parts.append({name: column[taken:upto] for name, column in self.late.items()})
+        if not parts:
+            return {"start_ns": ()}, left, upto
+        out = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+        start = out["start_ns"]
+        if len(parts) > 1 and upto > taken:
+            order = np.lexsort((out["row"], start))   # the last key sorts first
+        elif len(start) > 1 and np.any(start[1:] < start[:-1]):
+            order = np.argsort(start, kind="stable")   # held records alone: in row order already
         else:
             order = None
-        del out["row"]
+        out = {name: column for name, column in out.items() if name != "row"}
         if order is not None:
             out = {name: column[order] for name, column in out.items()}
         return out, left, upto
