@@ -138,29 +138,40 @@ class Trace:
         An inode number can name several files over a run (ext4 gives a deleted file's number
         to the next new file), so the mapping is by time when a (dev, ino) had several paths.
         """
-        files = self.files
-        categories = sorted(set(files["path"]))
-        code_of = {p: k for k, p in enumerate(categories)}
+        categories, first, ambiguous, table = self._path_lookup
         key = dev.astype(np.uint64) << np.uint64(44) ^ ino.astype(np.uint64)
-        file_key = files["dev"].to_numpy(np.uint64) << np.uint64(44) ^ files["ino"].to_numpy(np.uint64)
-        file_code = np.array([code_of[p] for p in files["path"]], dtype=np.int64)
-        ambiguous = pd.Series(file_code).groupby(file_key).nunique()
         codes = np.full(len(key), -1, dtype=np.int64)
-        if len(files):
+        if first is not None:
             # first path of each file: enough unless a file had several. Looked up once per
             # distinct file, then spread to the events by the file's code
-            first = pd.Series(file_code).groupby(file_key).first()
             key_codes, distinct = pd.factorize(key)
             codes = first.reindex(distinct).fillna(-1).to_numpy(np.int64)[key_codes]
-        if (ambiguous > 1).any():
-            when = files["ts_ns"].fillna(0).to_numpy(np.int64)
-            table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code}).sort_values("ts")
+        if table is not None:
             probe = pd.DataFrame({"key": key, "ts": start.astype(np.int64), "row": np.arange(len(key))})
-            mixed = probe[np.isin(key, ambiguous.index[ambiguous > 1].to_numpy())].sort_values("ts")
+            mixed = probe[np.isin(key, ambiguous)].sort_values("ts")
             found = pd.merge_asof(mixed, table, on="ts", by="key", direction="backward")
             hit = found["code"].notna().to_numpy()
             codes[found["row"].to_numpy()[hit]] = found["code"].to_numpy()[hit].astype(np.int64)
-        return pd.Categorical.from_codes(codes, categories=_names(categories))
+        return pd.Categorical.from_codes(codes, dtype=categories)
+
+    @cached_property
+    def _path_lookup(self) -> tuple:
+        """What _paths needs of the files table, made once (a streamed trace names each block
+        with it): the categories, each file's first path, and the files with several paths
+        with the table of when each path began (None, None when there are none)."""
+        files = self.files
+        categories = sorted(set(files["path"]))
+        code_of = {p: k for k, p in enumerate(categories)}
+        file_key = files["dev"].to_numpy(np.uint64) << np.uint64(44) ^ files["ino"].to_numpy(np.uint64)
+        file_code = np.array([code_of[p] for p in files["path"]], dtype=np.int64)
+        paths = pd.Series(file_code).groupby(file_key).nunique()
+        first = pd.Series(file_code).groupby(file_key).first() if len(files) else None
+        ambiguous, table = None, None
+        if (paths > 1).any():
+            ambiguous = paths.index[paths > 1].to_numpy()
+            when = files["ts_ns"].fillna(0).to_numpy(np.int64)
+            table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code}).sort_values("ts")
+        return pd.CategoricalDtype(_names(categories)), first, ambiguous, table
 
 
 class EventTable(pd.DataFrame):

@@ -98,11 +98,12 @@ class _Order:
         for j, block in enumerate(stream.blocks(block_rows=block_rows)):
             start = block["start_ns"]
             self.firsts.append(block.first_row)
-            self.tops.append(max(self.tops[-1] if self.tops else 0, int(start.max())))
+            # a block of empty chunks (a writer never makes one, but the format allows it)
+            self.tops.append(max(self.tops[-1] if self.tops else 0, int(start.max()) if len(start) else 0))
             ops.append(pd.unique(block["op"]))
             devs.append(pd.unique(block["dev"]))
             rows = np.flatnonzero(start < self.tops[j - 2]) if j >= 2 else ()
-            floors.append(int(start.min()) if not len(rows) else
+            floors.append(None if not len(start) else int(start.min()) if not len(rows) else
                           int(start[start >= self.tops[j - 2]].min()) if len(rows) < len(start) else None)
             if len(rows):
                 late.append({name: column[rows] for name, column in block.items()})
