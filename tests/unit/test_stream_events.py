@@ -16,7 +16,9 @@ from iowitness.analysis import stream_events
 from iowitness.analysis.run import load
 from iowitness.collector.tracereader import read
 from iowitness.collector.tracewriter import TraceWriter
+from iowitness.errors import BadTrace
 from iowitness.probes.layout import layout
+from tests.support import trace_mutants
 
 BLOCK_ROWS = (1, 37, 1000)
 DEV = (8 << 20) | 1
@@ -245,3 +247,24 @@ def test_random_displacements(tmp_path, seed):
     # WHEN the events are read block by block
     # THEN the blocks are the loaded table
     same_as_loaded(path, (1, 37, 250, 1000))
+
+
+def test_damaged_copies_read_as_loading_reads_them(tmp_path):
+    # GIVEN 60 damaged copies of the fuzzer's base traces (cut, flipped bits, odd blocks under
+    # good CRCs, ...: tests/support/trace_mutants.py)
+    bases = trace_mutants.write_bases(tmp_path)
+    for k, (_, how, data) in enumerate(trace_mutants.mutants(bases, 60, seed=18)):
+        path = tmp_path / f"mutant-{k}.iwt"
+        path.write_bytes(data)
+        # WHEN each is loaded, and read block by block
+        try:
+            events = load(path).events
+        except BadTrace as exc:
+            # THEN a trace that cannot be loaded cannot be streamed either, for the same reason
+            with pytest.raises(BadTrace) as caught:
+                stream_events.open_events(path)
+            assert str(caught.value) == str(exc), how
+            continue
+        # THEN otherwise the blocks are the loaded table
+        pd.testing.assert_frame_equal(events, streamed(path, 3), check_exact=True, check_frame_type=False, obj=how)
+        path.unlink()
