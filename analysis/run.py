@@ -48,15 +48,24 @@ class Trace:
 
     @cached_property
     def events(self) -> pd.DataFrame:
-        raw = self._columns
+        frame = self.event_frame(self._columns, pd.RangeIndex(len(self._columns["start_ns"])), EventTable)
+        object.__setattr__(frame, "_trace", weakref.ref(self))
+        return frame
+
+    def event_frame(self, raw: dict, index: pd.Index, kind=pd.DataFrame, distinct: dict | None = None) -> pd.DataFrame:
+        """The events table of the event columns `raw` (all of the trace's, or a block of them:
+        analysis/stream_events.py), with the columns named from the trace (syscall, device, path).
+
+        `distinct` ({"op": ..., "dev": ...}, each the trace's distinct values, sorted) gives a
+        block the categories of the whole trace rather than only those of its own rows."""
+        distinct = distinct or {}
         columns = {name: [_text(v) for v in column] if column.ndim > 1 else column
                    for name, column in raw.items()}
         # copy=False: each column stays its own block instead of being copied into 2-D blocks
-        frame = EventTable(columns, index=pd.RangeIndex(len(raw["start_ns"])), copy=False)
-        object.__setattr__(frame, "_trace", weakref.ref(self))
-        frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"))
+        frame = kind(columns, index=index, copy=False)
+        frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"), distinct.get("op"))
         frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]
-        frame["device"] = _categorical(raw["dev"], dev_name)
+        frame["device"] = _categorical(raw["dev"], dev_name, distinct.get("dev"))
         frame["path"] = self._paths(raw["dev"], raw["ino"], raw["start_ns"])
         if "requested" in frame:
             # a size_t for I/O, but an off_t for lseek: signed shows lseek(fd, -4096, SEEK_CUR) as it was
@@ -129,29 +138,40 @@ class Trace:
         An inode number can name several files over a run (ext4 gives a deleted file's number
         to the next new file), so the mapping is by time when a (dev, ino) had several paths.
         """
-        files = self.files
-        categories = sorted(set(files["path"]))
-        code_of = {p: k for k, p in enumerate(categories)}
+        categories, first, ambiguous, table = self._path_lookup
         key = dev.astype(np.uint64) << np.uint64(44) ^ ino.astype(np.uint64)
-        file_key = files["dev"].to_numpy(np.uint64) << np.uint64(44) ^ files["ino"].to_numpy(np.uint64)
-        file_code = np.array([code_of[p] for p in files["path"]], dtype=np.int64)
-        ambiguous = pd.Series(file_code).groupby(file_key).nunique()
         codes = np.full(len(key), -1, dtype=np.int64)
-        if len(files):
+        if first is not None:
             # first path of each file: enough unless a file had several. Looked up once per
             # distinct file, then spread to the events by the file's code
-            first = pd.Series(file_code).groupby(file_key).first()
             key_codes, distinct = pd.factorize(key)
             codes = first.reindex(distinct).fillna(-1).to_numpy(np.int64)[key_codes]
-        if (ambiguous > 1).any():
-            when = files["ts_ns"].fillna(0).to_numpy(np.int64)
-            table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code}).sort_values("ts")
+        if table is not None:
             probe = pd.DataFrame({"key": key, "ts": start.astype(np.int64), "row": np.arange(len(key))})
-            mixed = probe[np.isin(key, ambiguous.index[ambiguous > 1].to_numpy())].sort_values("ts")
+            mixed = probe[np.isin(key, ambiguous)].sort_values("ts")
             found = pd.merge_asof(mixed, table, on="ts", by="key", direction="backward")
             hit = found["code"].notna().to_numpy()
             codes[found["row"].to_numpy()[hit]] = found["code"].to_numpy()[hit].astype(np.int64)
-        return pd.Categorical.from_codes(codes, categories=_names(categories))
+        return pd.Categorical.from_codes(codes, dtype=categories)
+
+    @cached_property
+    def _path_lookup(self) -> tuple:
+        """What _paths needs of the files table, made once (a streamed trace names each block
+        with it): the categories, each file's first path, and the files with several paths
+        with the table of when each path began (None, None when there are none)."""
+        files = self.files
+        categories = sorted(set(files["path"]))
+        code_of = {p: k for k, p in enumerate(categories)}
+        file_key = files["dev"].to_numpy(np.uint64) << np.uint64(44) ^ files["ino"].to_numpy(np.uint64)
+        file_code = np.array([code_of[p] for p in files["path"]], dtype=np.int64)
+        paths = pd.Series(file_code).groupby(file_key).nunique()
+        first = pd.Series(file_code).groupby(file_key).first() if len(files) else None
+        ambiguous, table = None, None
+        if (paths > 1).any():
+            ambiguous = paths.index[paths > 1].to_numpy()
+            when = files["ts_ns"].fillna(0).to_numpy(np.int64)
+            table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code}).sort_values("ts")
+        return pd.CategoricalDtype(_names(categories)), first, ambiguous, table
 
 
 class EventTable(pd.DataFrame):
@@ -175,9 +195,13 @@ def _text(raw: np.ndarray) -> str:
     return raw.tobytes().split(b"\0", 1)[0].decode("utf-8", errors="replace")
 
 
-def _categorical(values: np.ndarray, name_of) -> pd.Categorical:
-    """Few distinct values over many rows: name each distinct value once, not each row."""
-    if len(values) and values.dtype.kind == "u" and values.max() < 2**16:
+def _categorical(values: np.ndarray, name_of, uniques: np.ndarray | None = None) -> pd.Categorical:
+    """Few distinct values over many rows: name each distinct value once, not each row.
+    `uniques`: the distinct values to name (sorted, a superset of those in `values`), when
+    they are not those of `values` alone (a block of a trace: the trace's categories)."""
+    if uniques is not None:
+        codes = np.searchsorted(uniques, values)
+    elif len(values) and values.dtype.kind == "u" and values.max() < 2**16:
         # small codes (syscall numbers): a counting pass instead of hashing every row
         uniques = np.flatnonzero(np.bincount(values))
         lookup = np.zeros(int(uniques[-1]) + 1, dtype=np.int64)
