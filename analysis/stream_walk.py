@@ -109,22 +109,45 @@ class _Restart(Exception):
     """A file mapped executable after faults on it were taken as data: walk again knowing it."""
 
 
-def _extract(block: pd.DataFrame, outside) -> dict[str, np.ndarray]:
+class _Lookups:
+    """What each syscall is (phases.call_kinds, phases.named), looked up once per category set
+    rather than once per block: blocks share their categories."""
+
+    NAMES = {"fault": FAULTS, "mmap": ("mmap",), "uring": URING_OPS, "on_map": ON_MAPPINGS, "dup": DUPS,
+             "fcntl": FCNTL}
+
+    def __init__(self):
+        self._categories, self._tables = None, None
+
+    def __call__(self, syscall: pd.Series) -> dict[str, np.ndarray]:
+        if not isinstance(syscall.dtype, pd.CategoricalDtype):
+            return {"kind": call_kinds(syscall), **{k: named(syscall, v) for k, v in self.NAMES.items()}}
+        categories = syscall.cat.categories
+        if self._categories is None or not (categories is self._categories or categories.equals(self._categories)):
+            # every category once, and a missing value last (code -1), through phases' own functions
+            every = pd.Series(pd.Categorical.from_codes(np.r_[np.arange(len(categories)), -1], dtype=syscall.dtype))
+            self._tables = {"kind": call_kinds(every), **{k: named(every, v) for k, v in self.NAMES.items()}}
+            self._categories = categories
+        codes = syscall.cat.codes.to_numpy()
+        return {name: table[codes] for name, table in self._tables.items()}
+
+
+def _extract(block: pd.DataFrame, outside, lookups: _Lookups) -> dict[str, np.ndarray]:
     """What the walk needs of a block, as phases.assign reads it from the events table."""
-    syscall = block["syscall"]
     fd = block["fd"].to_numpy(np.int64)
     flags = block["flags"].to_numpy(np.int64)
-    mmap = named(syscall, ("mmap",))
+    what = lookups(block["syscall"])
+    mmap = what["mmap"]
     out = {"tgid_raw": block["tgid"].to_numpy(), "dev_raw": block["dev"].to_numpy(), "ino_raw": block["ino"].to_numpy(),
            "start": block["start_ns"].to_numpy(), "tgid": block["tgid"].to_numpy(np.int64),
            "tid": block["tid"].to_numpy(np.int64), "fd": fd, "ret": block["ret"].to_numpy(np.int64),
            "offset": block["offset"].to_numpy(np.int64), "requested": block["requested"].to_numpy(np.int64),
-           "kind": call_kinds(syscall), "fault": named(syscall, FAULTS), "mmap": mmap,
+           "kind": what["kind"], "fault": what["fault"], "mmap": mmap,
            "exec": mmap & ((flags & PROT_EXEC) != 0),
            "file": (block["dev"].to_numpy(np.int64) << 40) ^ block["ino"].to_numpy(np.int64),
-           "fixed": named(syscall, URING_OPS) & ((flags & URING_FIXED_FILE) != 0),
-           "on_map": named(syscall, ON_MAPPINGS) & (fd < 0),
-           "copy": named(syscall, DUPS) | (named(syscall, FCNTL) & np.isin(flags, [F_DUPFD, F_DUPFD_CLOEXEC]))}
+           "fixed": what["uring"] & ((flags & URING_FIXED_FILE) != 0),
+           "on_map": what["on_map"] & (fd < 0),
+           "copy": what["dup"] | (what["fcntl"] & np.isin(flags, [F_DUPFD, F_DUPFD_CLOEXEC]))}
     own = outside(block) if outside is not None else None
     out["outside"] = np.zeros(len(block), bool) if own is None else np.asarray(own, dtype=bool)
     return out
@@ -408,9 +431,9 @@ def _chunks(source, outside):
     """(first row, columns) per chunk: the source's blocks, except that a call resolved by the
     last open of its file at or before its start (a registered file, a mapping) waits for the
     rest of the calls of its start time, which may hold that open."""
-    carry, at = None, 0
+    carry, at, lookups = None, 0, _Lookups()
     for block in source.blocks():
-        columns = _extract(block, outside)
+        columns = _extract(block, outside, lookups)
         if carry is not None:
             columns = {name: np.concatenate([carry[name], values]) for name, values in columns.items()}
         start = columns["start"]
