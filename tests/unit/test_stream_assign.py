@@ -213,6 +213,11 @@ def _uring_fixed():
     for i in range(10):
         calls.request("uring_read", REC, REC * i, latency=3000, fixed_index=0, at=t0 + 200_000 + i * 100)
     calls.process(3000).open("/d/h", O_RDONLY, at=t0 + 200_500)
+    # an open recorded after a request of the same nanosecond: an equal start counts (merge_asof)
+    calls.process(4000).open("/d/k", O_RDONLY, traced=False)
+    for i in range(3):
+        calls.request("uring_read", REC, REC * i, latency=3000, fixed_index=0, at=t0 + 300_000)
+        calls.open("/d/k", O_RDONLY, at=t0 + 300_000)
     return calls.frame()
 
 
@@ -239,6 +244,11 @@ def _mappings():
         fault(calls, "/lib/libc.so", i * REC)
     calls.open("/lib/libc.so", O_RDONLY)
     mmap(calls, "/lib/libc.so", calls.last[calls.tgid], prot=PROT_READ | PROT_EXEC)
+    # a fault recorded before the mmap of its nanosecond: the mmap names its fd
+    calls.open("/d/late", O_RDONLY, size=1 << 20)
+    fault(calls, "/d/late", 0, latency=0)
+    mmap(calls, "/d/late", calls.last[calls.tgid], at=calls.now)
+    fault(calls, "/d/late", REC)
     return frame(calls.close())
 
 
