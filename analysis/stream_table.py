@@ -64,6 +64,17 @@ def table(assigned) -> pd.DataFrame:
     return ph.finish(rows, s, acc.cuts)
 
 
+def _counted(phase: np.ndarray, size: np.ndarray, fault: np.ndarray):
+    """((phase, size, fault), calls) for each distinct triple: one sort of an int64 key when the
+    sizes allow it (np.unique over stacked columns sorts row by row: 1.4 s per Mi calls)."""
+    if len(size) and 0 <= size.min() and size.max() < 1 << 30:
+        keys, calls = np.unique((phase << 31) | (size << 1) | fault.astype(np.int64), return_counts=True)
+        return zip(zip((keys >> 31).tolist(), ((keys >> 1) & ((1 << 30) - 1)).tolist(), (keys & 1).tolist()),
+                   calls.tolist())
+    keys, calls = np.unique(np.stack([phase, size, fault.astype(np.int64)]), axis=1, return_counts=True)
+    return zip(map(tuple, keys.T.tolist()), calls.tolist())
+
+
 def _data_rows(e: pd.DataFrame, a: pd.DataFrame, kinds: np.ndarray) -> np.ndarray:
     """The block's rows that are data calls of a phase, not warm-ups or fills (phases.table's d_rows)."""
     return np.flatnonzero(ph._is_data(kinds) & ~ph.uncounted(a) & (a["phase"].to_numpy() > 0))
@@ -200,8 +211,7 @@ class _Sums:
         self.tgid[new], self.tid[new] = tgid[rows][at], tid_d[at]
         self.operation[new] = a["operation"].cat.codes.to_numpy()[rows][at]
         self.size_first[new] = size[at]
-        keys, calls = np.unique(np.stack([p, size, fault.astype(np.int64)]), axis=1, return_counts=True)
-        for (phase, sz, f), c in zip(keys.T.tolist(), calls.tolist()):
+        for (phase, sz, f), c in _counted(p, size, fault):
             mine = self.sizes.setdefault(phase, {})
             mine[(sz, bool(f))] = mine.get((sz, bool(f)), 0) + c
         self._steps(p, tid_d, offset, moved)
