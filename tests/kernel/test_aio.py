@@ -295,6 +295,8 @@ def test_a_benchmark_left_running_after_the_command_exits_is_drained_to_the_end(
     kernel = aio_kernel.done_ns(events, trace.aio_done)
     # THEN every request fio counted is in the trace with its kernel completion, and no block
     # record was lost (the block ring was drained while fio ran on: before, 0.9 million were)
-    assert len(events) == _fio_totals(output)["read"][0] > 100_000
+    # (about 100,000 requests a second here when the machine is idle; 40,777 in all were seen on a
+    # machine busy with other work: a floor that still needs a long run, not a throughput)
+    assert len(events) == _fio_totals(output)["read"][0] > 20_000
     _no_more_missing_than_the_kernel_explains(trace, kernel)
     assert int(trace.counters.get("lost_block", 0)) == 0 and trace.lost == 0
