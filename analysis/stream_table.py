@@ -12,7 +12,8 @@ phase, per request in flight of an asynchronous phase; never per event.
 
 Passes: 1. every per-phase sum; 2. what needs a phase's counts or window (the latency sum,
 in numpy's own order: analysis/stream_sums.py; the timed fsync and close; the time in other
-targets; the requests in flight); then those of analysis/quantiles.py for the percentiles.
+targets; the requests in flight), done during the first of analysis/quantiles.py's passes for
+the percentiles. (A source that does not know its phase count gets a pass 0 to count them.)
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ def _i64(values) -> np.ndarray:
 
 def table(assigned) -> pd.DataFrame:
     """phases.table(events, assigned), from assigned.blocks() (see the module's docstring)."""
-    slots = 1
-    for _, a in assigned.blocks():
+    counted = getattr(assigned, "phase_count", None)   # stream_assign knows it: no pass for it
+    slots = counted + 1 if counted is not None else 1
+    for _, a in assigned.blocks() if counted is None else ():
         if len(a):
             slots = max(slots, int(a["phase"].to_numpy().max()) + 1)
     if slots < 2:
@@ -51,11 +53,22 @@ def table(assigned) -> pd.DataFrame:
     s["lat_sum"], s["percentiles"] = np.zeros(len(s["phases"])), [[np.nan] * 4] * len(s["phases"])
     rows = ph.phase_rows(s)
     late = _Windows(s, rows, acc.pairwise())
-    for e, a in assigned.blocks():
-        late.add(e, a)
+    # pass 2 rides on the percentiles' first pass (both need only pass 1's figures): one read
+    # of the trace fewer; when the percentiles need no pass at all, it has its own
+    pending = [True]
+
+    def timed_blocks():
+        feed, pending[0] = pending[0], False
+        for e, a in assigned.blocks():
+            if feed:
+                late.add(e, a)
+            yield _timed(e, a)
+
+    pct = quantiles.percentiles(timed_blocks, slots, PERCENTS, extent=(acc.t_count, acc.t_lo, acc.t_hi))
+    if pending[0]:
+        for e, a in assigned.blocks():
+            late.add(e, a)
     s["lat_sum"] = np.array([late.sums[p].total() for p in s["phases"]]) if len(s["phases"]) else np.empty(0)
-    pct = quantiles.percentiles(lambda: (_timed(e, a) for e, a in assigned.blocks()), slots, PERCENTS,
-                                extent=(acc.t_count, acc.t_lo, acc.t_hi))
     s["percentiles"] = [pct[p] for p in s["phases"]]
     rows = ph.phase_rows(s)
     rows["sync_end_ns"], rows["close_end_ns"] = late.first_after("sync"), late.first_after("close")
