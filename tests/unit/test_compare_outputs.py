@@ -8,7 +8,6 @@ phases each, whose durations and latencies differ from run to run.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 
@@ -16,9 +15,9 @@ import pytest
 
 from iowitness.analysis import deltas
 from iowitness.analysis.reporters.compare import shown, signed
-from tests.conftest import REPO
 from tests.support.cli import iowitness
 from tests.support.doc_tables import html_tables, markdown_tables
+from tests.support.bench import script
 
 LABELS = ("base", "bigger", "biggest")
 
@@ -26,9 +25,7 @@ LABELS = ("base", "bigger", "biggest")
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """GIVEN three IOzone-shaped traces of about 2,000, 3,000 and 4,000 events."""
-    spec = importlib.util.spec_from_file_location("report_10m", REPO / "scripts" / "bench" / "report_10m.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = script("report_10m")
     tmp = tmp_path_factory.mktemp("compare")
     paths = []
     for seed, events in enumerate((2000, 3000, 4000), start=1):

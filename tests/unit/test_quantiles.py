@@ -5,7 +5,6 @@ report computes, analysis/phases.py); the blocks are cut small and at odd sizes 
 phase crosses many block boundaries. Equality is byte for byte, not approximate.
 """
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 
 from iowitness.analysis import phases, quantiles
 from iowitness.analysis.run import load
+from tests.support.bench import script
 
 PERCENTS = [50, 90, 99, 99.9]
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,10 +75,7 @@ def test_memory_is_counters_per_phase_not_per_call():
 
 
 def _build_trace():
-    spec = importlib.util.spec_from_file_location("report_10m", ROOT / "scripts/bench/report_10m.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.build_trace
+    return script("report_10m").build_trace
 
 
 def test_report_percentiles_from_blocks_of_a_trace(tmp_path):

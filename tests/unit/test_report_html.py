@@ -8,16 +8,15 @@ say where it summarised, and render in real headless Chromium with no console er
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import time
 
 import pytest
 
-from tests.conftest import REPO
 from tests.support import browser
 from tests.support.cli import iowitness
 from tests.support.doc_tables import html_tables, markdown_tables
+from tests.support.bench import script
 
 SIZE_LIMIT = 5 * 10**6
 EVENTS = 1_000_000
@@ -34,10 +33,7 @@ CHARTS_AND_ROWS = """({
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("report_10m", REPO / "scripts" / "bench" / "report_10m.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("report_10m")
 
 
 @pytest.fixture(scope="module")

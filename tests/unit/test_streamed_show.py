@@ -6,11 +6,9 @@ from aggregates, block by block; blocks are forced small (one chunk of a few cal
 every syscall, file and process crosses many block boundaries. The text must be identical.
 """
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from iowitness.analysis import streamed
 from iowitness.analysis.reporters import summary
@@ -20,6 +18,7 @@ from iowitness.probes.layout import layout
 from tests.support import trace_mutants
 from tests.support.synthetic import DEV, EIO, O_CREAT, O_RDONLY, O_WRONLY, Calls, event_records
 from tests.support.cli import iowitness
+from tests.support.bench import script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,9 +94,7 @@ def test_show_of_interleaved_records_streams_identically(tmp_path):
 
 def test_show_of_an_iozone_shaped_trace_streams_identically(tmp_path):
     # GIVEN an IOzone-shaped trace of 60 000 calls (report_10m's writer: 4 processes, 6 tests)
-    spec = importlib.util.spec_from_file_location("report_10m", ROOT / "scripts/bench/report_10m.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = script("report_10m")
     path = tmp_path / "iozone.iwt"
     module.build_trace(path, 60_000, children=4, rounds=1)
     # WHEN show is made streamed in blocks of 5 000 calls, and loaded

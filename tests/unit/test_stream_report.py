@@ -1,0 +1,53 @@
+"""`report --csv --stream` (analysis/stream_report.py: events in time order block by block,
+phases rebuilt and tabulated in passes) against `report --csv` (every event in memory), on
+traces written by the collector's own TraceWriter. Real runs: tests/kernel/test_stream_report_real.py."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from iowitness.analysis import stream_report
+from iowitness.analysis.run import load
+from tests.support.bench import script
+from tests.support.cli import iowitness
+from tests.support.trace_mutants import write_dd_trace, write_summary_trace
+
+
+@pytest.fixture(scope="module")
+def iozone_trace(tmp_path_factory):
+    """An IOzone-shaped trace (iozone -t 4 -i0 -i1 -i2, three rounds) of 60,000 events."""
+    path = tmp_path_factory.mktemp("stream") / "iozone.iwt"
+    script("report_10m").build_trace(path, 60_000, 4, 3)
+    return path
+
+
+@pytest.mark.parametrize("rows", [997, 1 << 20])
+def test_the_streamed_table_is_the_loaded_one(iozone_trace, rows):
+    # WHEN the phase table is made block by block, THEN it is the in-memory one, column for column
+    streamed = stream_report.phase_table(iozone_trace, block_rows=rows)
+    pd.testing.assert_frame_equal(streamed, load(iozone_trace).report().phases, check_exact=True)
+
+
+def test_report_csv_stream_prints_the_same_bytes(iozone_trace, tmp_path):
+    dd = tmp_path / "dd.iwt"
+    write_dd_trace(dd)
+    for trace in (iozone_trace, dd):
+        loaded = iowitness("report", str(trace), "--csv").stdout
+        assert iowitness("report", str(trace), "--csv", "--stream").stdout == loaded
+        assert loaded.count("\n") >= 2
+
+
+def test_a_summary_trace_has_its_own_table(tmp_path):
+    # GIVEN a --summary trace: no events, the kernel's aggregates
+    path = tmp_path / "summary.iwt"
+    write_summary_trace(path)
+    assert stream_report.phase_table(path) is None
+    # THEN --stream gives what report --csv gives for it
+    assert iowitness("report", str(path), "--csv", "--stream").stdout == iowitness("report", str(path), "--csv").stdout
+
+
+def test_stream_is_for_the_phase_table_only(iozone_trace):
+    proc = iowitness("report", str(iozone_trace), "--json", "--stream", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "--csv" in proc.stderr
