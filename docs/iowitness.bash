@@ -76,7 +76,7 @@ _iowitness() {
                 --tolerance) COMPREPLY=(); return ;;
                 --device-ceiling) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --json --csv --markdown --html --wide --no-pager --mode --claims --spec --format --tolerance --device-ceiling" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --json --csv --markdown --html --stream --wide --no-pager --mode --claims --spec --format --tolerance --device-ceiling" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         compare)
             case "$prev" in

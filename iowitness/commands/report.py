@@ -19,12 +19,17 @@ terminal's): a table too wide wraps its notes, then leaves out columns in a stat
 says which; --wide shows them all. Longer than the screen, it is shown through $PAGER (else
 less -FRX), as git does. A pipe or a file gets every column and no pager.
 
+--csv --stream makes the phase table reading the trace block by block: memory bounded by its
+phases, not its events, and the same table (chosen by itself when the trace would not fit in
+this machine's memory). The other forms still hold every event.
+
 Example:
   iowitness report iozone.iwt
   iowitness report iozone.iwt --wide | less -S
   iowitness report iozone.iwt --html report.html
   iowitness report iozone.iwt --markdown > report.md
   iowitness report iozone.iwt --json > phases.json
+  iowitness report long-fio.iwt --csv --stream > phases.csv
   iowitness report fio.iwt --claims fio.json
   iowitness report mybench.iwt --spec mybench.toml
   iowitness report host1.iwt host2.iwt --claims fio-client.json
