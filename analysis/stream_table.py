@@ -24,16 +24,11 @@ import pandas as pd
 from iowitness.analysis import quantiles
 from iowitness.analysis import phases as ph
 from iowitness.analysis.stream_sums import PairwiseSum
+from iowitness.analysis.stream_windows import Windows, data_rows, i64
 from iowitness.collector.traceformat import async_ops, ops_of_kind
 
 PERCENTS = [50, 90, 99, 99.9]
 I64 = np.iinfo(np.int64)
-
-
-def _i64(values) -> np.ndarray:
-    """The probe's u64 times and sizes as the int64 the table keeps (as astype would)."""
-    values = np.asarray(values)
-    return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
 
 
 def table(assigned) -> pd.DataFrame:
@@ -52,7 +47,7 @@ def table(assigned) -> pd.DataFrame:
     # a first table without the latency mean and percentiles: its windows drive pass 2
     s["lat_sum"], s["percentiles"] = np.zeros(len(s["phases"])), [[np.nan] * 4] * len(s["phases"])
     rows = ph.phase_rows(s)
-    late = _Windows(s, rows, acc.pairwise())
+    late = Windows(s, rows, acc.pairwise())
     # pass 2 rides on the percentiles' first pass (both need only pass 1's figures): one read
     # of the trace fewer; when the percentiles need no pass at all, it has its own
     pending = [True]
@@ -88,16 +83,11 @@ def _counted(phase: np.ndarray, size: np.ndarray, fault: np.ndarray):
     return zip(map(tuple, keys.T.tolist()), calls.tolist())
 
 
-def _data_rows(e: pd.DataFrame, a: pd.DataFrame, kinds: np.ndarray) -> np.ndarray:
-    """The block's rows that are data calls of a phase, not warm-ups or fills (phases.table's d_rows)."""
-    return np.flatnonzero(ph._is_data(kinds) & ~ph.uncounted(a) & (a["phase"].to_numpy() > 0))
-
-
 def _timed(e: pd.DataFrame, a: pd.DataFrame):
     """(phase, latency) of the block's data calls with a latency (not faults)."""
-    rows = _data_rows(e, a, ph.call_kinds(e["syscall"]))
+    rows = data_rows(e, a, ph.call_kinds(e["syscall"]))
     rows = rows[~ph.named(e["syscall"], ph.FAULTS)[rows]]
-    return a["phase"].to_numpy()[rows], _i64(e["latency_ns"].to_numpy()[rows])
+    return a["phase"].to_numpy()[rows], i64(e["latency_ns"].to_numpy()[rows])
 
 
 class _Sums:
@@ -137,7 +127,7 @@ class _Sums:
             return
         kinds = ph.call_kinds(e["syscall"])
         slot = np.maximum(a["phase"].to_numpy(), 0)
-        latency, ret = _i64(e["latency_ns"].to_numpy()), e["ret"].to_numpy().astype(np.int64)
+        latency, ret = i64(e["latency_ns"].to_numpy()), e["ret"].to_numpy().astype(np.int64)
         warm = ph.uncounted(a)
         fill = a["fill"].to_numpy() if "fill" in a else np.zeros(n, dtype=bool)
         tid = e["tid"].to_numpy().astype(np.int64)
@@ -158,8 +148,8 @@ class _Sums:
         count(self.warmup_ops, warm & ~fill)
         count(self.fill_ops, fill)
         np.add.at(self.fill_bytes, slot[fill], np.maximum(ret[fill], 0))
-        np.minimum.at(self.first_ns, slot, _i64(e["start_ns"].to_numpy()))
-        np.maximum.at(self.last_ns, slot, _i64(e["end_ns"].to_numpy()))
+        np.minimum.at(self.first_ns, slot, i64(e["start_ns"].to_numpy()))
+        np.maximum.at(self.last_ns, slot, i64(e["end_ns"].to_numpy()))
         count(self.seeks, ph.named(e["syscall"], ops_of_kind("seek")))
         opened = opens & (ret >= 0)
         np.bitwise_or.at(self.open_flags, slot[opened], flags[opened])
@@ -182,19 +172,19 @@ class _Sums:
         self.rows_seen += n
 
     def _data(self, e, a, kinds, slot, latency, ret, tid, tgid, flags) -> None:
-        rows = _data_rows(e, a, kinds)
+        rows = data_rows(e, a, kinds)
         if not len(rows):
             return
         p = slot[rows]
         fault = ph.named(e["syscall"], ph.FAULTS)[rows]
         ret, lat, tid_d = ret[rows], latency[rows], tid[rows]
-        requested = _i64(e["requested"].to_numpy()[rows])
+        requested = i64(e["requested"].to_numpy()[rows])
         moved = np.where(fault, requested, np.maximum(ret, 0))
         is_read = kinds[rows] == ph.READ
         transfer = ph.named(e["syscall"], ph.TRANSFERS)[rows]
         size = np.where(transfer, np.maximum(ret, 0), requested)
-        start, end = _i64(e["start_ns"].to_numpy()[rows]), _i64(e["end_ns"].to_numpy()[rows])
-        offset = _i64(e["offset"].to_numpy()[rows])
+        start, end = i64(e["start_ns"].to_numpy()[rows]), i64(e["end_ns"].to_numpy()[rows])
+        offset = i64(e["offset"].to_numpy()[rows])
         for target, values in ((self.ops, 1), (self.read_ops, is_read), (self.bytes, moved),
                                (self.read_bytes, np.where(is_read, moved, 0)), (self.data_ns, lat),
                                (self.short, (ret >= 0) & (ret < requested) & ~transfer & ~fault),
@@ -312,5 +302,3 @@ class _Sums:
     def pairwise(self) -> dict[int, PairwiseSum]:
         return {int(p): PairwiseSum(int(self.ops[p])) for p in np.flatnonzero(self.ops) if p > 0}
 
-
-from iowitness.analysis.stream_windows import _Windows  # noqa: E402  (pass 2, its own module)

@@ -17,9 +17,15 @@ from iowitness.analysis import phases as ph
 I64 = np.iinfo(np.int64)
 
 
-def _i64(values) -> np.ndarray:
+def i64(values) -> np.ndarray:
+    """The probe's u64 times and sizes as the int64 the table keeps (as astype would)."""
     values = np.asarray(values)
     return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
+
+
+def data_rows(e: pd.DataFrame, a: pd.DataFrame, kinds: np.ndarray) -> np.ndarray:
+    """The block's rows that are data calls of a phase, not warm-ups or fills (phases.table's d_rows)."""
+    return np.flatnonzero(ph._is_data(kinds) & ~ph.uncounted(a) & (a["phase"].to_numpy() > 0))
 
 
 def _groups(key: np.ndarray):
@@ -70,7 +76,7 @@ class _Depth:
         self.ends = ended[ended > start[-1]]
 
 
-class _Windows:
+class Windows:
     def __init__(self, s: dict, rows: pd.DataFrame, sums: dict):
         self.sums = sums
         self.after = rows["data_last_ns"]
@@ -91,14 +97,13 @@ class _Windows:
     def add(self, e: pd.DataFrame, a: pd.DataFrame) -> None:
         if not len(e):
             return
-        from iowitness.analysis.stream_table import _data_rows
         kinds = ph.call_kinds(e["syscall"])
         phase = a["phase"].to_numpy()
         slot = np.maximum(phase, 0)
-        start, end = _i64(e["start_ns"].to_numpy()), _i64(e["end_ns"].to_numpy())
-        rows = _data_rows(e, a, kinds)
+        start, end = i64(e["start_ns"].to_numpy()), i64(e["end_ns"].to_numpy())
+        rows = data_rows(e, a, kinds)
         fault = ph.named(e["syscall"], ph.FAULTS)[rows]
-        lat_us = np.where(fault, 0.0, _i64(e["latency_ns"].to_numpy()[rows]) / 1e3)
+        lat_us = np.where(fault, 0.0, i64(e["latency_ns"].to_numpy()[rows]) / 1e3)
         for p, mine in _groups(phase[rows]):
             self.sums[p].add(lat_us[mine])
         for name, kind in (("sync", ph.SYNC), ("close", ph.CLOSE)):
@@ -120,7 +125,7 @@ class _Windows:
 
     def _targets(self, e, slot, start) -> None:
         tid = e["tid"].to_numpy().astype(np.int64)
-        latency = _i64(e["latency_ns"].to_numpy())
+        latency = i64(e["latency_ns"].to_numpy())
         lo, hi = self.sub["first_ns"].to_numpy(np.int64), self.sub["last_ns"].to_numpy(np.int64)
         p_tid = self.sub["tid"].to_numpy(np.int64)
         for t, mine in _groups(np.where(np.isin(tid, self.threads), tid, -1)):
