@@ -70,7 +70,8 @@ def frame(calls: Calls) -> pd.DataFrame:
     rows = sorted(calls.rows, key=lambda r: r["start_ns"])
     out = pd.DataFrame({c: np.array([r[c] for r in rows], dtype=t) for c, t in COLUMNS.items()})
     names = [r["syscall"] for r in rows]
-    out["syscall"] = pd.Categorical(names, categories=[s for s in SYSCALLS + MORE_SYSCALLS if s in set(names)])
+    out["syscall"] = pd.Categorical(names, categories=[s for s in dict.fromkeys(SYSCALLS + MORE_SYSCALLS)
+                                                       if s in set(names)])
     out["end_ns"] = out["start_ns"] + out["latency_ns"]
     out["device"] = pd.Categorical(["8:1"] * len(rows))
     paths = [r["path"] for r in rows]
