@@ -21,6 +21,7 @@ Usage (from the repository, no root needed):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import os
@@ -178,38 +179,54 @@ def profile(trace: Path, top: int) -> None:
         print(text.getvalue()[text.getvalue().find("   ncalls"):])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_trace_options(parser: argparse.ArgumentParser, runs: int = 3) -> None:
+    """The options every script over this synthetic trace takes (see synthetic_trace)."""
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--children", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=12)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=runs)
     parser.add_argument("--trace", type=Path, help="where to write the trace (default: a temporary file)")
     parser.add_argument("--reuse", action="store_true", help="use the trace at --trace as it is")
     parser.add_argument("--keep", action="store_true", help="keep the trace afterwards")
-    parser.add_argument("--profile", type=int, metavar="N", default=0,
-                        help="also profile one report in-process and print the top N functions")
-    args = parser.parse_args()
 
-    trace = args.trace or Path(tempfile.mkdtemp(prefix="iowitness-10m-")) / "synthetic.iwt"
+
+@contextlib.contextmanager
+def synthetic_trace(args):
+    """The trace add_trace_options asked for: written (and said so), or reused; removed
+    afterwards unless kept or reused."""
+    trace = args.trace or Path(tempfile.mkdtemp(prefix="iowitness-bench-")) / "synthetic.iwt"
     if not args.reuse:
         begin = time.perf_counter()
         n = build_trace(trace, args.events, args.children, args.rounds)
         print(f"wrote {n:,} events ({trace.stat().st_size / 2**20:,.0f} MiB, "
               f"{trace.stat().st_size / n:.2f} bytes/event) to {trace} "
               f"in {time.perf_counter() - begin:.1f} s", flush=True)
+    try:
+        yield trace
+    finally:
+        if not args.keep and not args.reuse:
+            trace.unlink()
+            if args.trace is None:
+                trace.parent.rmdir()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_trace_options(parser)
+    parser.add_argument("--profile", type=int, metavar="N", default=0,
+                        help="also profile one report in-process and print the top N functions")
+    args = parser.parse_args()
+
     walls, peaks = [], []
-    for i in range(args.runs):
-        wall, peak, lines = measure(trace)
-        walls.append(wall)
-        peaks.append(peak)
-        print(f"run {i + 1}: {wall:6.2f} s  peak RSS {peak / 2**30:5.2f} GiB  ({lines - 1} phases in the CSV)", flush=True)
-    if args.profile:
-        profile(trace, args.profile)
-    if not args.keep and not args.reuse:
-        trace.unlink()
-        if args.trace is None:
-            trace.parent.rmdir()
+    with synthetic_trace(args) as trace:
+        for i in range(args.runs):
+            wall, peak, lines = measure(trace)
+            walls.append(wall)
+            peaks.append(peak)
+            print(f"run {i + 1}: {wall:6.2f} s  peak RSS {peak / 2**30:5.2f} GiB  ({lines - 1} phases in the CSV)",
+                  flush=True)
+        if args.profile:
+            profile(trace, args.profile)
 
     def line(name, values, fmt, target):
         median = statistics.median(values)

@@ -23,11 +23,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_10m import add_trace_options, synthetic_trace  # noqa: E402  (a sibling script)
 
 
 def child(trace: str, block_rows: int) -> None:
@@ -63,39 +63,20 @@ def measure(trace: Path, block_rows: int) -> tuple[float, int, dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--children", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=12)
-    parser.add_argument("--runs", type=int, default=1)
+    add_trace_options(parser, runs=1)
     parser.add_argument("--block-rows", type=int, default=1 << 20)
-    parser.add_argument("--trace", type=Path, help="where to write the trace (default: a temporary file)")
-    parser.add_argument("--reuse", action="store_true", help="use the trace at --trace as it is")
-    parser.add_argument("--keep", action="store_true", help="keep the trace afterwards")
     parser.add_argument("--child", metavar="TRACE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.block_rows)
         return 0
-
-    from report_10m import build_trace
-
-    trace = args.trace or Path(tempfile.mkdtemp(prefix="iowitness-stream-")) / "synthetic.iwt"
-    if not args.reuse:
-        begin = time.perf_counter()
-        n = build_trace(trace, args.events, args.children, args.rounds)
-        print(f"wrote {n:,} events ({trace.stat().st_size / 2**20:,.0f} MiB) to {trace} "
-              f"in {time.perf_counter() - begin:.1f} s", flush=True)
-    for i in range(args.runs):
-        wall, peak, f = measure(trace, args.block_rows)
-        print(f"run {i + 1}: {f['events']:,} events in {f['blocks']} blocks of {args.block_rows:,} rows, "
-              f"{f['stragglers']:,} kept aside: wall {wall:.1f} s (open + first pass {f['open_s']:.1f} s, "
-              f"one pass of blocks() {f['pass_s']:.1f} s), peak RSS {peak / 2**20:,.0f} MiB", flush=True)
-    if not args.keep and not args.reuse:
-        trace.unlink()
-        if args.trace is None:
-            trace.parent.rmdir()
+    with synthetic_trace(args) as trace:
+        for i in range(args.runs):
+            wall, peak, f = measure(trace, args.block_rows)
+            print(f"run {i + 1}: {f['events']:,} events in {f['blocks']} blocks of {args.block_rows:,} rows, "
+                  f"{f['stragglers']:,} kept aside: wall {wall:.1f} s (open + first pass {f['open_s']:.1f} s, "
+                  f"one pass of blocks() {f['pass_s']:.1f} s), peak RSS {peak / 2**20:,.0f} MiB", flush=True)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import select
 import signal
 import subprocess
 import sys
@@ -13,6 +11,7 @@ import time
 from iowitness.analysis.run import load
 
 from tests.support.cli import IOWITNESS
+from tests.support.collectors import wait_attached
 
 # A writer that opens its file, says "ready", waits for a line on stdin, then writes
 # `count` records of `size` bytes and exits: the file is open before anyone attaches.
@@ -41,26 +40,6 @@ def _start_attach(*args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_attached(collector, timeout=60):
-    """Until the collector says on stderr that its probe is live (it does, without -q).
-
-    Read from the pipe's fd, not line by line through the text wrapper: a readline can take
-    the "attached" line into the wrapper's buffer along with the line before it, and a select
-    on the fd would then wait for output that never comes until the run ends."""
-    deadline = time.monotonic() + timeout
-    fd, seen = collector.stderr.fileno(), b""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
-            chunk = os.read(fd, 65536)
-            seen += chunk
-            if b"attached; recording" in seen:
-                return
-            if not chunk:
-                break
-    raise AssertionError(f"the collector did not attach: {seen.decode(errors='replace')}")
-
-
 def test_attach_pid_captures_calls_on_a_file_opened_before(tmp_path):
     # GIVEN a process that opened its file before iowitness attached
     target = tmp_path / "data.bin"
@@ -68,7 +47,7 @@ def test_attach_pid_captures_calls_on_a_file_opened_before(tmp_path):
     out = tmp_path / "pid.iwt"
     collector = _start_attach("--pid", str(writer.pid), "-o", str(out))
     try:
-        _wait_attached(collector)
+        wait_attached(collector)
         # WHEN it writes after the attach, then exits
         writer.stdin.write("go\n")
         writer.stdin.flush()
@@ -100,7 +79,7 @@ def test_attach_file_captures_every_process_using_it(tmp_path):
     out = tmp_path / "file.iwt"
     collector = _start_attach("--file", str(target), "-o", str(out), "--duration", "6")
     try:
-        _wait_attached(collector)
+        wait_attached(collector)
         # WHEN all three write
         for w in (first, second, unrelated):
             w.stdin.write("go\n")

@@ -11,7 +11,11 @@ import time
 
 
 def wait_attached(collector: subprocess.Popen, timeout: float = 60) -> None:
-    """Return once `collector` (stderr=PIPE) says it is recording; fail with what it said."""
+    """Return once `collector` (stderr=PIPE) says it is recording; fail with what it said.
+
+    Read from the pipe's fd, not line by line through a text wrapper: a readline can take the
+    "attached" line into the wrapper's buffer along with the line before it, and a select on
+    the fd would then wait for output that never comes until the run ends."""
     deadline, fd, seen = time.monotonic() + timeout, collector.stderr.fileno(), b""
     while time.monotonic() < deadline:
         if select.select([fd], [], [], 0.5)[0]:
