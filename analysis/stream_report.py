@@ -14,11 +14,13 @@ Example: `phase_table("run.iwt")` equals `load("run.iwt").report().phases`.
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pandas as pd
 
 from iowitness.analysis import aio_kernel, report, stream_assign, stream_events, stream_table
+from iowitness.errors import OutputError
 
 # events per block: a block of the probe's records is ~70 MiB of columns at 1 Mi rows; tests set
 # small blocks (IOWITNESS_STREAM_BLOCK_ROWS) so that every state crosses many block boundaries
@@ -28,6 +30,17 @@ BLOCK_ROWS = int(os.environ.get("IOWITNESS_STREAM_BLOCK_ROWS") or 1 << 20)
 def phase_table(path, block_rows: int = BLOCK_ROWS) -> pd.DataFrame | None:
     """The phase table of the trace at `path` (`report --csv`), streamed; None for a --summary
     trace (no events: its table is the kernel's aggregates, analysis/reporters/aggregate.py)."""
+    try:
+        return _phase_table(path, block_rows)
+    except OSError as exc:
+        if exc.filename and str(exc.filename).startswith(str(path)):
+            raise   # the trace itself: the reader's own errors say what is wrong with it
+        raise OutputError(f"report --stream: cannot write its temporary files in {tempfile.gettempdir()} "
+                          f"({exc.strerror or exc}): it needs about 10 bytes per event there; point TMPDIR at a "
+                          "file system with room") from None
+
+
+def _phase_table(path, block_rows: int) -> pd.DataFrame | None:
     with stream_events.open_events(path, block_rows=block_rows) as source:
         if source.trace_data.summary is not None:
             return None

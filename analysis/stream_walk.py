@@ -48,8 +48,11 @@ class Column:
             return
         end = at + len(values)
         if end > self._capacity:
-            self._capacity = max(end, 2 * self._capacity)
-            os.truncate(self.path, self._capacity * self.dtype.itemsize)
+            grown = max(end, 2 * self._capacity)
+            # blocks allocated now: a full disk is an OSError here, not a SIGBUS at a mapped write
+            with open(self.path, "r+b") as handle:
+                os.posix_fallocate(handle.fileno(), 0, grown * self.dtype.itemsize)
+            self._capacity = grown
         window = self._map("r+", at, len(values))
         window[:] = values
         del window

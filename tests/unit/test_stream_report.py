@@ -51,3 +51,20 @@ def test_stream_is_for_the_phase_table_only(iozone_trace):
     proc = iowitness("report", str(iozone_trace), "--json", "--stream", check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "--csv" in proc.stderr
+
+
+def test_no_room_for_the_temporary_files_is_one_line_and_no_crash(iozone_trace, monkeypatch):
+    # GIVEN a temporary directory whose file system is full (posix_fallocate: ENOSPC; before
+    # the blocks were allocated up front, a write through the mapping died of SIGBUS)
+    import errno
+    import os
+
+    from iowitness.analysis import stream_walk
+    from iowitness.errors import OutputError
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(stream_walk.os, "posix_fallocate", full)
+    # WHEN the table is streamed, THEN the error says where and what to do, as an output error
+    with pytest.raises(OutputError, match="No space left on device.*TMPDIR"):
+        stream_report.phase_table(iozone_trace)
