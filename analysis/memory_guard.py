@@ -65,8 +65,8 @@ def check(*paths, available: int | None = None) -> None:
                    f"memory ({ENV}=1 tries anyway).")
 
 
-def worth_streaming(path) -> bool:
+def worth_streaming(path, available: int | None = None) -> bool:
     """Whether a command that can also read the trace block by block (`report --csv`) should:
     the in-memory path's least need is above half the memory available now."""
-    need, available = least_bytes(path), available_bytes()
+    need, available = least_bytes(path), available_bytes() if available is None else available
     return need is not None and available is not None and need > available // 2
