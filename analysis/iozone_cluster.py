@@ -1,14 +1,13 @@
 """IOzone's cluster mode: `iozone -+m CLIENTS -t N ...`, one trace per client host.
 
 The master starts a new `iozone -+s` on each client host for every test (through `$RSH`),
-each in the workdir its line of CLIENTS names ("host workdir path-to-iozone"); child k runs on
-the host of line k. Each host is traced by its own collector (`iowitness attach --file
+each in the workdir its line of CLIENTS names ("host workdir path-to-iozone"); child k works
+on iozone.DUMMY.k there. Each host is traced by its own collector (`iowitness attach --file
 WORKDIR`). The master's figures are throughput-mode figures over all hosts' children, so the
-hosts' traces are merged into one on the common wall clock (analysis/merged_trace.py). On
-that merged trace IOzone's own matcher forms the groups of N
-concurrent children and judges every claim exactly as for `iozone -t N` on one machine: the
-"Children see" sums, min/max/avg per process, min xfer, and with -C each child's line, which
-is its host's claim.
+hosts' traces are merged into one on the common wall clock (analysis/merged_trace.py). On that
+merged trace IOzone's own matcher forms the groups of N concurrent children and judges every
+claim exactly as for `iozone -t N` on one machine: the "Children see" sums, min/max/avg per
+process, min xfer, and with -C each child's line, which is its host's claim.
 
 Example: `judge(master_text, [("A.iwt", a), ("B.iwt", b)], 0.05)` gives a hosts.Cluster whose
 hosts carry their child's verdicts and whose all_clients carry the rest.
@@ -84,7 +83,8 @@ def assign(lines: list[tuple[str, str]] | None, traces: list[tuple[str, object]]
         return [host_module.Host(f"{t.meta.get('host') or '?'}:{','.join(sorted(_workdirs(t))) or p}",
                                  str(t.meta.get("host") or ""), None, [], t, p) for p, t in traces]
     free, out = list(traces), []
-    for k, (host, workdir) in enumerate(lines[:len(traces)] if len(lines) > len(traces) else lines):
+    # IOzone -t N takes the first N lines of the list
+    for host, workdir in lines[:len(traces)]:
         candidates = [(p, t) for p, t in free if workdir in _workdirs(t)]
         if len(candidates) != 1:
             given = "; ".join(f"{p}: {', '.join(sorted(_workdirs(t))) or 'no directory'}" for p, t in traces)

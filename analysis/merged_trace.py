@@ -78,7 +78,8 @@ def merged(traces: list[tuple[str, Trace]], argv: list[str], mode: str) -> tuple
             if isinstance(value, int):
                 counters[name] = counters.get(name, 0) + value
     meta = dict(datas[0].meta)
-    meta.update(command=argv, benchmark="iozone", mode=mode,
+    # the benchmark as the command line says (report.benchmark_of), not as the first host recorded it
+    meta.update(command=argv, benchmark=None, mode=mode,
                 attached=[], clock_start={"offset_ns": base, "monotonic_ns": 0, "realtime_ns": base},
                 targets=[t for d in datas for t in d.meta.get("targets") or []],
                 files=[f for d in datas for f in d.meta.get("files") or []])
