@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import aio_kernel, benchmarks, device, groups, phases as phase_module
+from iowitness.analysis import aio_kernel, benchmarks, device, groups, phase_table, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
 
@@ -220,7 +220,7 @@ def build(trace) -> Report:
     events = trace.events
     command, benchmark, module = benchmark_of(trace.meta)
     assigned = phase_module.assign(events, own_files(events, module, command, trace.meta.get("cwd")))
-    table = phase_module.table(events, assigned)
+    table = phase_table.table(events, assigned)
     with_kernel_columns(table, aio_kernel.figures(table, events, assigned["phase"].to_numpy(),
                                                   getattr(trace, "aio_done", None)))
     flat = Calls(events, assigned)

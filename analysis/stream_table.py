@@ -4,8 +4,8 @@
 
 `assigned.blocks()` yields consecutive rows of the events and of phases.assign's result, in
 time order, and can be called again for another pass. The answer is exactly
-phases.table(events, assigned): the per-phase sums are reduced here block by block and the
-table is made from them by phases.phase_rows and phases.finish, the functions the in-memory
+phase_table.table(events, assigned): the per-phase sums are reduced here block by block and the
+table is made from them by phase_table.phase_rows and phase_table.finish, the functions the in-memory
 path uses. Memory: arrays per phase, per phase and thread (the pattern's first
 PATTERN_SAMPLE steps of each thread, the threads of a phase), per distinct record size of a
 phase, per request in flight of an asynchronous phase; never per event.
@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis import quantiles
+from iowitness.analysis import phase_table as pt
 from iowitness.analysis import phases as ph
 from iowitness.analysis.stream_sums import PairwiseSum
 from iowitness.analysis.stream_windows import Windows, data_rows, i64
@@ -32,21 +33,21 @@ I64 = np.iinfo(np.int64)
 
 
 def table(assigned) -> pd.DataFrame:
-    """phases.table(events, assigned), from assigned.blocks() (see the module's docstring)."""
+    """phase_table.table(events, assigned), from assigned.blocks() (see the module's docstring)."""
     counted = getattr(assigned, "phase_count", None)   # stream_assign knows it: no pass for it
     slots = counted + 1 if counted is not None else 1
     for _, a in assigned.blocks() if counted is None else ():
         if len(a):
             slots = max(slots, int(a["phase"].to_numpy().max()) + 1)
     if slots < 2:
-        return pd.DataFrame(columns=ph.COLUMNS)
+        return pd.DataFrame(columns=pt.COLUMNS)
     acc = _Sums(slots)
     for e, a in assigned.blocks():
         acc.add(e, a)
     s = acc.sums()
     # a first table without the latency mean and percentiles: its windows drive pass 2
     s["lat_sum"], s["percentiles"] = np.zeros(len(s["phases"])), [[np.nan] * 4] * len(s["phases"])
-    rows = ph.phase_rows(s)
+    rows = pt.phase_rows(s)
     late = Windows(s, rows, acc.pairwise())
     # pass 2 rides on the percentiles' first pass (both need only pass 1's figures): one read
     # of the trace fewer; when the percentiles need no pass at all, it has its own
@@ -65,11 +66,11 @@ def table(assigned) -> pd.DataFrame:
             late.add(e, a)
     s["lat_sum"] = np.array([late.sums[p].total() for p in s["phases"]]) if len(s["phases"]) else np.empty(0)
     s["percentiles"] = [pct[p] for p in s["phases"]]
-    rows = ph.phase_rows(s)
+    rows = pt.phase_rows(s)
     rows["sync_end_ns"], rows["close_end_ns"] = late.first_after("sync"), late.first_after("close")
-    ph.async_columns(rows, late.in_flight)
+    pt.async_columns(rows, late.in_flight)
     rows["other_targets_ns"] = late.other_targets(rows)
-    return ph.finish(rows, s, acc.cuts)
+    return pt.finish(rows, s, acc.cuts)
 
 
 def _counted(phase: np.ndarray, size: np.ndarray, fault: np.ndarray):
@@ -166,7 +167,7 @@ class _Sums:
                 self.path[p] = str(path.cat.categories[code]) if code >= 0 else ""
             else:
                 self.path[p] = str(path.iat[row])
-        for path_name, times in ph._truncations(e, kinds).items():
+        for path_name, times in pt._truncations(e, kinds).items():
             self.cuts.setdefault(path_name, []).extend(times)
         self._data(e, a, kinds, slot, latency, ret, tid, tgid, flags)
         self.rows_seen += n
@@ -220,7 +221,7 @@ class _Sums:
         self._steps(p, tid_d, offset, moved)
 
     def _steps(self, p, tid, offset, moved) -> None:
-        """The pattern's step counts, thread by thread within each phase (phases._pattern)."""
+        """The pattern's step counts, thread by thread within each phase (phase_table._pattern)."""
         order = np.lexsort((tid, p))
         p, tid, offset, end = p[order], tid[order], offset[order], (offset + moved)[order]
         prev_offset, prev_end = np.r_[0, offset[:-1]], np.r_[0, end[:-1]]
@@ -296,7 +297,7 @@ class _Sums:
         s["histogram"] = self._histogram(phases)
         counts = pd.DataFrame({name: getattr(self, name)[phases] for name in ("steps", "sequential", "same", "backward")},
                               index=pd.Index(phases, name="phase"))
-        s["pattern"] = ph.pattern_rule(counts, *self._sample(phases))
+        s["pattern"] = pt.pattern_rule(counts, *self._sample(phases))
         return s
 
     def pairwise(self) -> dict[int, PairwiseSum]:

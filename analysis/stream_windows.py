@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis import inflight
+from iowitness.analysis import phase_table as pt
 from iowitness.analysis import phases as ph
 
 I64 = np.iinfo(np.int64)
@@ -24,7 +25,7 @@ def i64(values) -> np.ndarray:
 
 
 def data_rows(e: pd.DataFrame, a: pd.DataFrame, kinds: np.ndarray) -> np.ndarray:
-    """The block's rows that are data calls of a phase, not warm-ups or fills (phases.table's d_rows)."""
+    """The block's rows that are data calls of a phase, not warm-ups or fills (phase_table.table's d_rows)."""
     return np.flatnonzero(ph._is_data(kinds) & ~ph.uncounted(a) & (a["phase"].to_numpy() > 0))
 
 
@@ -86,7 +87,7 @@ class Windows:
         self.all_union = {int(p): _Union() for p in self.wanted}
         self.depth = {int(p): _Depth() for p in self.wanted}
         # other targets: the phases of threads whose phases overlap
-        self.sub = ph.thread_phases(rows)
+        self.sub = pt.thread_phases(rows)
         self.threads = np.unique(self.sub["tid"].to_numpy(np.int64))
         self.phase_tid = np.full(int(rows.index.max()) + 1, -1, dtype=np.int64)
         self.phase_tid[self.sub.index.to_numpy(np.int64)] = self.sub["tid"].to_numpy(np.int64)
@@ -108,7 +109,7 @@ class Windows:
             self.sums[p].add(lat_us[mine])
         for name, kind in (("sync", ph.SYNC), ("close", ph.CLOSE)):
             at = np.flatnonzero(kinds == kind)
-            found = ph.first_late(slot[at], e["start_ns"].to_numpy()[at], e["end_ns"].to_numpy()[at], self.after)
+            found = pt.first_late(slot[at], e["start_ns"].to_numpy()[at], e["end_ns"].to_numpy()[at], self.after)
             for p, value in found.items():   # blocks come in time order: the first block's is the first
                 self.late[name].setdefault(p, value)
         if len(self.wanted):
@@ -134,9 +135,9 @@ class Windows:
             s_start, s_lat = start[mine], latency[mine]
             before = self.previous.get(t)
             if before is None:
-                counted = ph.once(np.full(len(mine), t), s_start, s_lat)
+                counted = pt.once(np.full(len(mine), t), s_start, s_lat)
             else:
-                counted = ph.once(np.full(len(mine) + 1, t), np.r_[before[0], s_start], np.r_[before[1], s_lat])[1:]
+                counted = pt.once(np.full(len(mine) + 1, t), np.r_[before[0], s_start], np.r_[before[1], s_lat])[1:]
             self.previous[t] = (int(s_start[-1]), int(s_lat[-1]))
             cum = np.r_[0, np.cumsum(counted)]
             of = np.flatnonzero(p_tid == t)

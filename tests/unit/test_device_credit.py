@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import device, device_checks, device_credit, phases as phase_table
+from iowitness.analysis import device, device_checks, device_credit, phase_table, phases
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.device_credit import credit
 from iowitness.probes.layout import layout
@@ -37,11 +37,11 @@ def _block(rows) -> np.ndarray:
 
 def _view(events: pd.DataFrame, block: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(phases, device table) of a trace made of these calls and block records."""
-    assigned = phase_table.assign(events)
-    phases = phase_table.table(events, assigned)
+    assigned = phases.assign(events)
+    table = phase_table.table(events, assigned)
     trace = SimpleNamespace(events=events, block=block, offcpu=None, samples=[], processes=None,
                             meta={"files": [], "device_view": {"devices": [{"dev": DEV, "name": "loop0"}]}})
-    return phases, device.per_phase(trace, phases, assigned)
+    return table, device.per_phase(trace, table, assigned)
 
 
 def _threads_reading(count: int, reads: int, flags: int = O_DIRECT) -> pd.DataFrame:

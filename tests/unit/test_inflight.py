@@ -1,10 +1,10 @@
-"""Queue depth and busy time of asynchronous requests (analysis/inflight.py, phases.table)."""
+"""Queue depth and busy time of asynchronous requests (analysis/inflight.py, phase_table.table)."""
 
 import numpy as np
 import pandas as pd
 
 from iowitness.analysis import inflight
-from iowitness.analysis.phases import table
+from iowitness.analysis.phase_table import table
 from tests.support.synthetic import O_RDONLY, Calls
 
 

@@ -7,7 +7,7 @@ says otherwise (tests/support/synthetic.py).
 
 import pandas as pd
 
-from iowitness.analysis import groups, phases
+from iowitness.analysis import groups, phase_table, phases
 from tests.support.synthetic import (EIO, EINVAL, O_APPEND, O_CREAT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY,
                                      SEEK_CUR, SEEK_END, Calls)
 
@@ -69,7 +69,7 @@ def test_empty_trace_gives_an_empty_table():
 
     # WHEN its phases are rebuilt
     assigned = phases.assign(events)
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN there is no phase, and no error
     assert len(assigned) == 0
@@ -86,7 +86,7 @@ def test_open_close_without_data_is_no_phase():
     assigned = phases.assign(events)
     assert assigned["span"].tolist() == [0, 0]
     assert assigned["phase"].tolist() == [-1, -1]
-    assert len(phases.table(events)) == 0
+    assert len(phase_table.table(events)) == 0
 
 
 def test_lseek_only_span_is_no_phase():
@@ -99,7 +99,7 @@ def test_lseek_only_span_is_no_phase():
     # THEN no call is in a phase and the table is empty
     assert phase_of_each_call(events) == [("openat", -1), ("lseek", -1), ("lseek", -1), ("lseek", -1),
                                           ("close", -1)]
-    assert len(phases.table(events)) == 0
+    assert len(phase_table.table(events)) == 0
 
 
 # one phase, by pattern
@@ -109,7 +109,7 @@ def test_single_call():
     events = Calls().open(F, O_RDONLY).read(REC).close().frame()
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN one phase holds the three calls: a single read, too short to time
     assert phase_of_each_call(events) == [("openat", 1), ("read", 1), ("close", 1)]
@@ -125,7 +125,7 @@ def test_o_append_writes_are_sequential_and_flagged():
     assert events["offset"].tolist() == [-1, 8192, 12288, 16384, 20480, -1]
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN one sequential write of 16 KiB, marked O_APPEND and nothing else
     assert rows(table, *MAIN, "name", "O_APPEND", "O_DIRECT", "O_SYNC", "O_DSYNC") == [
@@ -145,7 +145,7 @@ def test_backward_read_with_lseek_back_two_records():
     assert reads["offset"].tolist() == [28672, 24576, 20480, 16384, 12288, 8192, 4096, 0]
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN one backward read of the whole file
     assert rows(table, *MAIN, "name") == [
@@ -163,7 +163,7 @@ def test_stride_read_with_lseek_forward():
     assert reads["offset"].tolist() == [0, 12288, 24576, 36864, 49152, 61440, 73728, 86016]
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN one strided read whose stride is the distance between the starts of two reads
     assert rows(table, *MAIN, "name") == [
@@ -179,7 +179,7 @@ def test_same_record_rewrite():
     events = calls.close().frame()
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN one same-record write; nothing was written before it, so it is no re-write of an earlier phase
     assert rows(table, *MAIN, "name", "rewrite") == [
@@ -195,7 +195,7 @@ def test_random_reads():
     events = calls.close().frame()
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN one random read
     assert rows(table, *MAIN, "name") == [
@@ -210,7 +210,7 @@ def test_errors_and_short_reads_are_counted():
               .close().frame())
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN one read phase with 1 error and 1 short read, whose bytes are the bytes done:
     # 4096 + 1000 + 4096
@@ -227,7 +227,7 @@ def test_a_failed_read_does_not_break_a_sequential_read():
     assert events["offset"].tolist() == [-1, 0, 4096, 4096, 5096, -1]
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN the phase is a sequential read: a call that moved nothing is no step of the pattern
     assert rows(table, "phase", "pattern", "stride") == [{"phase": 1, "pattern": "sequential", "stride": 0}]
@@ -242,7 +242,7 @@ def test_warm_up_read_is_kept_out_of_the_counts():
 
     # WHEN the phases are rebuilt
     assigned = phases.assign(events)
-    table = phases.table(events, assigned)
+    table = phase_table.table(events, assigned)
 
     # THEN the first read is the phase's warm-up: in the phase, out of its bytes and counts
     assert assigned["warmup"].tolist() == [False, True] + [False] * 10
@@ -257,7 +257,7 @@ def test_warm_up_read_of_a_file_no_bigger_than_its_record():
     events = Calls().open(F, O_RDONLY, size=REC).read(REC).lseek(0).read(REC).close().frame()
     # WHEN the phases are rebuilt
     assigned = phases.assign(events)
-    table = phases.table(events, assigned)
+    table = phase_table.table(events, assigned)
     # THEN the prime is the warm-up: the phase moved the file once, as IOzone counts it
     assert assigned["warmup"].tolist() == [False, True, False, False, False]
     assert rows(table, "phase", "bytes", "ops", "warmup_ops") == [{"phase": 1, "bytes": REC, "ops": 1, "warmup_ops": 1}]
@@ -281,7 +281,7 @@ def test_fsyncs_are_counted_and_timed_in_their_phase():
     events = calls.fsync(latency=70_000).close().frame()
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN the fsyncs do not cut the writes; the phase has both, and their time apart from the writes'
     assert ("fsync", 1) in phase_of_each_call(events) and ("fsync", -1) not in phase_of_each_call(events)
@@ -298,7 +298,7 @@ def test_user_time_is_the_time_between_calls():
               .close().frame())
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN the phase's user time is those gaps: 15 µs
     assert rows(table, "phase", "ops", "user_ns") == [{"phase": 1, "ops": 3, "user_ns": 15_000}]
@@ -318,7 +318,7 @@ def test_too_short_below_100_calls_or_10_ms():
     events = calls.frame()
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN A and B are too short to time and C is not
     assert rows(table, "phase", "path", "ops", "duration_s", "too_short") == [
@@ -340,7 +340,7 @@ def test_two_threads_interleaving_on_one_file_are_two_phases_of_one_group():
 
     # WHEN the phases are rebuilt and grouped
     assigned = phases.assign(events)
-    table = phases.table(events, assigned)
+    table = phase_table.table(events, assigned)
 
     # THEN each thread is a phase of its own, with its open and close, and the two are one group
     assert list(zip(events["tid"].tolist(), assigned["phase"].tolist())) == (
@@ -366,7 +366,7 @@ def test_random_mix_of_reads_and_writes_is_one_mixed_phase():
 
     # WHEN the phases are rebuilt
     assigned = phases.assign(events)
-    table = phases.table(events, assigned)
+    table = phase_table.table(events, assigned)
 
     # THEN it is one mixed phase, 70 % reads, not a dozen tiny ones
     assert assigned["phase"].tolist() == [1] * 22
@@ -389,7 +389,7 @@ def test_write_then_reads_and_rewrites_in_separate_opens():
     events = calls.frame()
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN the first read is no re-read (nothing was read before), the second one is;
     # the write after O_TRUNC is no re-write (the file started again), the write after it is
@@ -412,7 +412,7 @@ def test_one_open_for_the_whole_run_writes_then_reads():
     events = calls.close().frame()
 
     # WHEN the phases are rebuilt
-    table = phases.table(events)
+    table = phase_table.table(events)
 
     # THEN a write phase then a read phase; the fsync and lseek after the writes belong to the
     # write phase, the close after the reads to the read phase
@@ -434,7 +434,7 @@ def test_the_timed_fsync_is_the_first_after_the_last_write_not_a_later_clean_up(
               .gap(30_000_000).fsync(latency=1_000)
               .close().frame())
     # WHEN the phase table is built
-    row = phases.table(events).iloc[0]
+    row = phase_table.table(events).iloc[0]
     # THEN the +fsync window ends with the first fsync, the +close one with the close
     first_fsync, close = events[events["syscall"] == "fsync"].iloc[0], events.iloc[-1]
     assert row["sync_end_ns"] == first_fsync["start_ns"] + first_fsync["latency_ns"]

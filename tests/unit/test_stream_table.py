@@ -1,16 +1,15 @@
 """The phase table streamed block by block (analysis/stream_table.py) is the in-memory table,
 exactly: every case is cut into blocks of 1, 37 and 1000 rows, so every per-phase state
-crosses block boundaries, and compared with phases.table column by column, bit for bit."""
+crosses block boundaries, and compared with phase_table.table column by column, bit for bit."""
 
 from __future__ import annotations
 
 import random
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import phases, stream_table
+from iowitness.analysis import phase_table, phases, stream_table
 from tests.support.synthetic import (EIO, O_CREAT, O_DIRECT, O_RDONLY, O_RDWR, O_SYNC, O_TRUNC, O_WRONLY,
                                      SEEK_CUR, SEEK_SET, Calls)
 
@@ -32,7 +31,7 @@ class Blocks:
 
 def same_table(events: pd.DataFrame, sizes=BLOCKS) -> pd.DataFrame:
     assigned = phases.assign(events)
-    expected = phases.table(events, assigned)
+    expected = phase_table.table(events, assigned)
     for rows in sizes:
         got = stream_table.table(Blocks(events, assigned, rows))
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
