@@ -195,15 +195,17 @@ def _is_latency(claim) -> bool:
     return "fio_latency" in claim.extra
 
 
+def _same_figure(host: Host, claim) -> list:
+    """The host's own verdicts on the figure an all-clients claim sums: the same group and
+    direction, a rate for a rate, a latency for a latency."""
+    return [v for v in host.verdicts if _is_latency(v.claim) == _is_latency(claim)
+            and v.claim.direction == claim.direction and v.claim.extra.get("groupid") == claim.extra.get("groupid")]
+
+
 def _judge_total(claim, hosts: list[Host], base: int, tolerance: float):
     """One all-clients claim against the phases each host's own claims of that group and
     direction were matched to, on the common clock."""
-    parts = []
-    for host in hosts:
-        for v in host.verdicts:
-            if (not _is_latency(v.claim) and v.claim.direction == claim.direction
-                    and v.claim.extra.get("groupid") == claim.extra.get("groupid")):
-                parts.append(_aligned_rows(host, v.phases, base))
+    parts = [_aligned_rows(host, v.phases, base) for host in hosts for v in _same_figure(host, claim)]
     rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if rows.empty:
         return verdict_rules.judge(claim, pd.DataFrame({"phase": []}), "calls", tolerance)
@@ -224,20 +226,19 @@ def _judge_total_latency(claim, hosts: list[Host], pooled, where, tolerance: flo
     """An all-clients latency figure (fio's statistics over every host's requests) against the
     same statistics over every host's requests of that group and direction, pooled on one
     clock (analysis/merged_trace.py): the phases each host's own latency claim was matched to."""
-    parts, engines = [], []
+    parts, engines, counted = [], [], set()
     for host, place in zip(hosts, where):
-        for v in host.verdicts:
-            if (_is_latency(v.claim) and v.claim.direction == claim.direction
-                    and v.claim.extra.get("groupid") == claim.extra.get("groupid")):
-                table = host.trace.report().phases
-                parts.append(merged_trace.phases_of(pooled, place, table[table["phase"].isin(v.phases)]))
-                engines.append(v.claim.extra.get("ioengine"))
+        for v in _same_figure(host, claim):
+            table = host.trace.report().phases
+            parts.append(merged_trace.phases_of(pooled, place, table[table["phase"].isin(v.phases)]))
+            engines.append(v.claim.extra.get("ioengine"))
+            counted.add(host.name)
     rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"phase": []})
     if "ioengine" not in claim.extra and engines and len(set(engines)) == 1 and engines[0]:
         claim.extra["ioengine"] = engines[0]   # "All clients" carries no job options
     verdict = fio_latency.judge(claim, rows, pooled, pooled.report(), tolerance, pooled.missing)
     verdict.reasons.append(f"over every host's requests of the group pooled on one clock ({len(rows)} phases of "
-                           f"{len(parts)} hosts; phase numbers of that pooled trace, not of each host's)")
+                           f"{len(counted)} hosts; phase numbers of that pooled trace, not of each host's)")
     return verdict
 
 
