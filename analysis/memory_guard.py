@@ -38,10 +38,18 @@ def available_bytes(meminfo: str | None = None) -> int | None:
 
 def least_bytes(*paths) -> int | None:
     """The least memory the traces at `paths` need held together; None when one cannot be read."""
+    size = _stored(paths)
+    return None if size is None else _least(size)
+
+
+def _stored(paths) -> int | None:
     try:
-        size = sum(os.stat(path).st_size for path in paths)
+        return sum(os.stat(path).st_size for path in paths)
     except OSError:
         return None
+
+
+def _least(size: int) -> int:
     return size // MOST_STORED_BYTES_PER_EVENT * LOADED_BYTES_PER_EVENT
 
 
@@ -49,10 +57,10 @@ def check(*paths, available: int | None = None) -> None:
     """TooLarge when the traces at `paths`, held in memory together, certainly cannot fit here."""
     if os.environ.get(ENV):
         return
-    least = least_bytes(*paths)
-    if least is None:
+    size = _stored(paths)
+    if size is None:
         return   # the reader says what is wrong with the path
-    size = sum(os.stat(path).st_size for path in paths)
+    least = _least(size)
     available = available_bytes() if available is None else available
     least_events = least // LOADED_BYTES_PER_EVENT
     if available is None or least <= available:
