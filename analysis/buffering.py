@@ -147,8 +147,7 @@ def final_write(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFra
     when the next call of its thread closes the fd: what fclose does with a full buffer. Not
     evidence by itself (a program that writes and closes looks the same): a claim that fits the
     phase without it is (matching.py asks, for a claim that does not fit it with it)."""
-    r = phases.set_index("phase").loc[phase]
-    if r["operation"] != "write" or int(r["record_size"]) not in STDIO_BUFFERS or r["positioned_ops"] or r["ops"] < 2:
+    if not stream_write_phase(phases, phase):
         return None
     kind = phase_module.call_kinds(events["syscall"])
     rows = np.flatnonzero((kind == phase_module.WRITE) & (assigned["phase"].to_numpy() == phase)
@@ -159,6 +158,13 @@ def final_write(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFra
     start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
     return {"bytes": int(max(events["ret"].to_numpy()[last], 0)), "before_end_ns": int(end[before]),
             "gap_ns": int(start[last] - end[before])}
+
+
+def stream_write_phase(phases: pd.DataFrame, phase: int) -> bool:
+    """Whether a phase is what final_write looks at: plain writes of a stdio buffer's size."""
+    r = phases.set_index("phase").loc[phase]
+    return not (r["operation"] != "write" or int(r["record_size"]) not in STDIO_BUFFERS or r["positioned_ops"]
+                or r["ops"] < 2)
 
 
 def final_write_reason(claim, rows: pd.DataFrame, final: dict, value: float, kind: str, tolerance: float) -> str | None:

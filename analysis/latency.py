@@ -196,8 +196,8 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
 
 
 def _values(claim: Claim, rows: pd.DataFrame, trace, report, timed: str | None = None) -> np.ndarray:
-    values = operations(trace.events, report.assigned, [int(p) for p in rows["phase"]],
-                        timed or claim.extra.get("timed", "call"), claim.direction)
+    values = report.evidence.operations([int(p) for p in rows["phase"]], timed or claim.extra.get("timed", "call"),
+                                        claim.direction)
     return values[int(claim.extra.get("skip") or 0):]
 
 
@@ -257,7 +257,7 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
         return cannot_judge(verdict, f"no phase of the trace matches these {len(claims):,} requests")
     if missing:
         verdict.reasons.append(missing_reason(missing))
-    every = {name: operations(trace.events, report.assigned, verdict.phases, name, first.direction) for name in TIMED}
+    every = {name: report.evidence.operations(verdict.phases, name, first.direction) for name in TIMED}
     numbers = [int(c.extra.get("request") or k + 1) for k, c in enumerate(claims)]
     claimed_s = np.array([c.seconds_per_op for c in claims])
     said = _pairs(claimed_s, numbers, every[timed][skip:], tolerance)

@@ -30,7 +30,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     benchmark = benchmarks.by_name(source) or benchmarks.spec
     argv = command or []
     window = benchmark.window(argv) or spec_window
-    flushes = buffering.late_flushes(trace.events, report.assigned, report.phases) if trace is not None else {}
+    flushes = report.evidence.late_flushes(report.phases) if trace is not None else {}
     find = benchmark.matcher(report, claims, argv, trace)
     out = []
     for claim in claims:
@@ -67,7 +67,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
 
 def _final_flush(claim: Claim, rows: pd.DataFrame, verdict: verdicts.Verdict, trace, report, tolerance: float) -> None:
     """A claim that fits its stream's phase without the last buffer fclose wrote: explained."""
-    final = buffering.final_write(trace.events, report.assigned, report.phases, int(rows.iloc[0]["phase"]))
+    final = report.evidence.final_write(report.phases, int(rows.iloc[0]["phase"]))
     value, kind = verdicts.claimed(claim)
     why = buffering.final_write_reason(claim, rows, final, value, kind, tolerance) if final else None
     if why:

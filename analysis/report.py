@@ -32,6 +32,13 @@ class Report:
         return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
 
     @cached_property
+    def evidence(self):
+        """What the verdicts ask of the events (analysis/evidence.py)."""
+        from iowitness.analysis.evidence import Evidence
+
+        return Evidence(self.trace.events, self.assigned)
+
+    @cached_property
     def verdicts(self) -> pd.DataFrame:
         """The claims of the output the run captured, judged at the default tolerance: one row per
         claim (analysis/judged.py; judged.verdicts for an output saved apart or other options).

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import phases as phase_module
 from iowitness.analysis.figures import WINDOWS, amount_of, fmt, rate, window_end
 
 
@@ -33,8 +31,7 @@ class Stonewall:
     intended: float            # the test's bytes: processes × file size, when known
 
 
-def stonewall_of(rows: pd.DataFrame, group=None, events: pd.DataFrame | None = None,
-                 assigned: pd.DataFrame | None = None, file_size: int | None = None,
+def stonewall_of(rows: pd.DataFrame, group=None, evidence=None, file_size: int | None = None,
                  processes: int | None = None) -> Stonewall | None:
     """The stonewall of a group of concurrent phases, from its events when there are any, else
     from the group table (which takes the earliest end of any member and no next call).
@@ -50,7 +47,7 @@ def stonewall_of(rows: pd.DataFrame, group=None, events: pd.DataFrame | None = N
     total = float(rows["bytes"].sum())
     if file_size and processes:
         total = max(total, float(file_size) * processes)
-    if events is None or assigned is None:
+    if evidence is None:
         if group is None:
             return None
         # the group table counts at the earliest end of any member; at another point, each
@@ -63,17 +60,7 @@ def stonewall_of(rows: pd.DataFrame, group=None, events: pd.DataFrame | None = N
         calls = {int(r.phase): counted[int(r.phase)] / r.record_size if r.record_size else 0 for r in rows.itertuples()}
         stop = {int(p): at for p in rows["phase"]}
     else:
-        phase = assigned["phase"].to_numpy()
-        mine = np.isin(phase, rows["phase"].to_numpy())
-        ev = pd.DataFrame({"phase": phase[mine], "tid": events["tid"].to_numpy()[mine],
-                           "start": events["start_ns"].to_numpy()[mine], "end": events["end_ns"].to_numpy()[mine],
-                           "ret": events["ret"].to_numpy()[mine], "warmup": phase_module.uncounted(assigned)[mine],
-                           "data": np.isin(phase_module.call_kinds(events["syscall"])[mine],
-                                           (phase_module.READ, phase_module.WRITE))})
-        data = ev[ev["data"] & ~ev["warmup"] & (ev["end"] <= at)]
-        counted = data.groupby("phase")["ret"].apply(lambda r: float(r.clip(lower=0).sum())).to_dict()
-        calls = data.groupby("phase").size().to_dict()
-        later = ev[ev["start"] > at].groupby("phase")["start"].min().to_dict()
+        counted, calls, later = evidence.stonewall_counts([int(p) for p in rows["phase"]], at)
         counted = {int(p): float(counted.get(p, 0)) for p in rows["phase"]}
         calls = {int(p): int(calls.get(p, 0)) for p in rows["phase"]}
         stop = {int(p): int(later.get(p, at)) for p in rows["phase"]}

@@ -162,7 +162,7 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
         return cannot_judge(verdict, "no phase of the trace matches this job's latency")
     if missing:
         verdict.reasons.append(missing_reason(missing))
-    values = latency.operations(trace.events, report.assigned, verdict.phases, "call", claim.direction)
+    values = report.evidence.operations(verdict.phases, "call", claim.direction)
     if not len(values):
         return cannot_judge(verdict, "the job's phases have no request the trace timed")
     clat, lat, slat = blocks["clat"], blocks.get("lat", {}), blocks.get("slat")
@@ -173,7 +173,14 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     names = [n for n in clat if n != "N"]
     # each call's start to its thread's next one's: the most fio's clock around one call can
     # take in (fio preempted between its clock read and the call, on a busy machine)
-    gaps = latency.operations(trace.events, report.assigned, verdict.phases, "interval", claim.direction)
+    # asked for only when a statistic is above the calls' band: a streamed report reads the
+    # trace once more for them
+    gaps = []
+
+    def gaps_band(statistic):
+        if not gaps:
+            gaps.append(report.evidence.operations(verdict.phases, "interval", claim.direction))
+        return latency.band(gaps[0], statistic, tolerance)[1]
     for name in names:
         statistic = latency.statistic_name(name) or name
         lo, hi, _ = latency.band(values, statistic, tolerance)
@@ -190,7 +197,7 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
             # calls allow (fio's clock took in time outside the call); for an asynchronous one,
             # the wait until fio reaped the completion, which the trace cannot see. Below it,
             # nothing accounts for it: fio cannot have seen a request end before the kernel did
-            above = low > hi and (not synchronous or low <= latency.band(gaps, statistic, tolerance)[1])
+            above = low > hi and (not synchronous or low <= gaps_band(statistic))
             if not above:
                 unexplained.append(name)
     counted = (f"fio counted {int(clat['N']):,} requests, the trace {len(values):,}" if clat["N"] == clat["N"]

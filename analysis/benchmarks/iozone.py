@@ -240,16 +240,12 @@ def _rows(claim: Claim, phases: pd.DataFrame) -> pd.DataFrame:
     return phases[mask]
 
 
-def with_extents(phases: pd.DataFrame, trace, assigned: pd.DataFrame) -> pd.DataFrame:
+def with_extents(phases: pd.DataFrame, trace, evidence) -> pd.DataFrame:
     """The phase table with each phase's extent: the end of the furthest byte its data calls
     reached (a single run's file size, whatever the pattern)."""
-    if trace is None or not len(phases) or assigned is None:
+    if trace is None or not len(phases) or evidence is None:
         return phases
-    events = trace.events
-    phase = assigned["phase"].to_numpy()
-    data = phase > 0
-    ends = (events["offset"].to_numpy(np.int64) + np.maximum(events["ret"].to_numpy(np.int64), 0))[data]
-    reach = pd.Series(ends).groupby(phase[data]).max()
+    reach = evidence.reach()
     return phases.assign(extent=phases["phase"].map(reach).fillna(0).astype(np.int64))
 
 
@@ -258,7 +254,7 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     phase so named; in throughput mode, the k-th group so named (iozone_groups.py)."""
     phases = report.phases
     if parse_command(argv).get("auto") if argv else False:
-        phases = with_extents(phases, trace, report.assigned)
+        phases = with_extents(phases, trace, report.evidence)
     groups = report.groups.set_index("group") if len(report.groups) else report.groups
     options = parse_command(argv) if argv else {}
     seen: dict[tuple, int] = defaultdict(int)

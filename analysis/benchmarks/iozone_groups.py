@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pandas as pd
 
 from iowitness.analysis import figures as active_figures
-from iowitness.analysis import phases as phase_module
 from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis import verdicts
 from iowitness.analysis.claims import Claim, Match
-from iowitness.collector.traceformat import ops_of_kind
 
 SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}
 # figures of one child or a statistic over the children (the "child" lines are -C's)
@@ -33,9 +30,9 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     notes = _missing_members(claim, rows)
     last_ns = None
     if trace is not None and len(rows):
-        last_ns = _last_call_on(trace.events, options.get("files") or [], rows, report.phases)
-    stonewall = stonewalling.stonewall_of(rows, group, trace.events if trace is not None else None,
-                                          report.assigned, claim.file_size, claim.processes) \
+        last_ns = _last_call_on(report.evidence, options.get("files") or [], rows, report.phases)
+    stonewall = stonewalling.stonewall_of(rows, group, report.evidence if trace is not None else None,
+                                          claim.file_size, claim.processes) \
         if options.get("stonewall", True) else None
     judge = None
     if claim.scope in PER_PROCESS | {"min xfer"} and len(rows):
@@ -43,11 +40,11 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
             return per_process(claim, rows, stonewall, window, tolerance, missing, options, notes)
     parent_start = None
     if options.get("delay_start_us") and trace is not None and len(rows):
-        parent_start = _last_go(trace.events, options.get("files") or [], rows)
+        parent_start = _last_go(report.evidence, options.get("files") or [], rows)
     return Match(rows, group, stonewall, notes=notes, last_ns=last_ns, judge=judge, parent_start_ns=parent_start)
 
 
-def _last_go(events: pd.DataFrame, files: list[str], rows: pd.DataFrame) -> int | None:
+def _last_go(evidence, files: list[str], rows: pd.DataFrame) -> int | None:
     """With -d, where IOzone's parent starts its clock: after letting the last child go.
 
     iozone.c lets the children go one by one, `Poll(delay_start)` before each, and only then
@@ -59,19 +56,13 @@ def _last_go(events: pd.DataFrame, files: list[str], rows: pd.DataFrame) -> int 
     if not files:
         return None
     start = int(rows["first_ns"].min())
-    paths = events["path"].astype(str).to_numpy()
-    begin, syscall = events["start_ns"].to_numpy(), events["syscall"].astype(str).to_numpy()
     later = rows["last_ns"].max()
-    goes = []
-    for f in files:
-        mine = np.flatnonzero((paths == os.path.abspath(f)) & (begin >= start) & (begin <= later + 10**10))
-        after_open = [i for i in mine if not syscall[i].startswith("open")]
-        if after_open:
-            goes.append(int(begin[after_open[0]]))
+    goes = [evidence.first_call_on(f, start, later + 10**10) for f in files]
+    goes = [g for g in goes if g is not None]
     return max(goes) if goes else None
 
 
-def _last_call_on(events: pd.DataFrame, files: list[str], rows: pd.DataFrame, phases: pd.DataFrame) -> int | None:
+def _last_call_on(evidence, files: list[str], rows: pd.DataFrame, phases: pd.DataFrame) -> int | None:
     """The end of the last close of the benchmark's files (IOzone's -F) during a group's test:
     from its first data call to the next phase's first call. A child that moved no data
     still opened and closed its file, and the parent waited for it. Closes only: the next
@@ -82,12 +73,11 @@ def _last_call_on(events: pd.DataFrame, files: list[str], rows: pd.DataFrame, ph
     start = int(rows["data_first_ns"].min())
     later = phases.loc[phases["first_ns"] > int(rows["last_ns"].max()), "first_ns"]
     end = int(later.min()) if len(later) else None
-    paths = events["path"].astype(str)
-    mine = paths.isin([os.path.abspath(f) for f in files]).to_numpy() & (events["start_ns"].to_numpy() >= start)
-    mine &= phase_module.named(events["syscall"], ops_of_kind("close"))
+    closes = evidence.closes_on([os.path.abspath(f) for f in files])
+    mine = closes["start_ns"].to_numpy() >= start
     if end is not None:
-        mine &= events["start_ns"].to_numpy() < end
-    return int(events.loc[mine, "end_ns"].max()) if mine.any() else None
+        mine &= closes["start_ns"].to_numpy() < end
+    return int(closes["end_ns"].to_numpy()[mine].max()) if mine.any() else None
 
 
 def _missing_members(claim: Claim, rows: pd.DataFrame) -> list[str]:

@@ -186,7 +186,7 @@ def test_stonewall_figures_by_hand(two_children):
     rows = rep.phases
     assert list(rep.groups["members"]) == [2]
     # WHEN the stonewall is found from the events
-    stonewall = stonewalling.stonewall_of(rows, None, trace.events, rep.assigned, FILE, 2)
+    stonewall = stonewalling.stonewall_of(rows, None, rep.evidence, FILE, 2)
     # THEN it is A's end; B had done three records, and stops at its next call
     a, b = (int(rows.loc[rows["path"] == p, "phase"].iloc[0]) for p in ("/data/f1", "/data/f2"))
     assert (stonewall.at_ns, stonewall.finisher) == (A_LAST, a)

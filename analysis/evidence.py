@@ -1,0 +1,105 @@
+"""What the verdicts ask of a trace's events, as questions: one answer from the events in memory,
+the same answer from events read block by block.
+
+The judgement (analysis/matching.py, latency.py, stonewall.py, the benchmark modules) needs
+more than the phase table for some claims: a buffered stream's final flush, the operations a
+latency claim is about, how far each member of a group had got at its stonewall, where
+IOzone's parent started its clock. It asks `report.evidence`, never the events table, so a
+report built without every event in memory (analysis/stream_full.py) judges with exactly the
+figures the in-memory report gives: `Evidence` answers from the events table,
+`StreamedEvidence` from passes over the blocks, and tests/unit/test_evidence.py holds them to
+each other.
+
+    >>> report.evidence.late_flushes(report.phases)     # {phase: {"bytes": ..., ...}}
+    >>> report.evidence.operations([3, 4], "call", "read")   # seconds per operation
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis import phases as phase_module
+
+I64_MAX = np.iinfo(np.int64).max
+
+
+class Evidence:
+    """The answers from the whole events table and phases.assign's result (report.build)."""
+
+    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame):
+        self.events, self.assigned = events, assigned
+
+    def late_flushes(self, phases: pd.DataFrame) -> dict[int, dict]:
+        from iowitness.analysis import buffering
+
+        return buffering.late_flushes(self.events, self.assigned, phases)
+
+    def final_write(self, phases: pd.DataFrame, phase: int) -> dict | None:
+        from iowitness.analysis import buffering
+
+        return buffering.final_write(self.events, self.assigned, phases, phase)
+
+    def operations(self, phases: list[int], timed: str, direction: str | None) -> np.ndarray:
+        from iowitness.analysis import latency
+
+        return latency.operations(self.events, self.assigned, phases, timed, direction)
+
+    def stonewall_counts(self, phases: list[int], at: int) -> tuple[dict, dict, dict]:
+        return stonewall_counts(self.events, self.assigned, phases, at)
+
+    def reach(self) -> pd.Series:
+        return reach(self.events, self.assigned)
+
+    def closes_on(self, paths: list[str]) -> pd.DataFrame:
+        return closes_on(self.events, paths)
+
+    def first_call_on(self, path: str, low: int, high) -> int | None:
+        return first_call_on(self.events, path, low, high)
+
+
+# the rules themselves, on an events table (the whole trace's, or one block's)
+
+def stonewall_counts(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], at: int):
+    """(bytes, calls) each phase's counted data calls had done by `at` (ended by then), and the
+    start of each phase's first call after `at`: dicts by phase, phases without any left out."""
+    phase = assigned["phase"].to_numpy()
+    mine = np.isin(phase, phases)
+    ev = pd.DataFrame({"phase": phase[mine], "start": events["start_ns"].to_numpy()[mine],
+                       "end": events["end_ns"].to_numpy()[mine],
+                       "ret": events["ret"].to_numpy()[mine], "warmup": phase_module.uncounted(assigned)[mine],
+                       "data": np.isin(phase_module.call_kinds(events["syscall"])[mine],
+                                       (phase_module.READ, phase_module.WRITE))})
+    data = ev[ev["data"] & ~ev["warmup"] & (ev["end"] <= at)]
+    counted = data.groupby("phase")["ret"].apply(lambda r: int(r.clip(lower=0).sum())).to_dict()
+    calls = data.groupby("phase").size().to_dict()
+    later = ev[ev["start"] > at].groupby("phase")["start"].min().to_dict()
+    return ({int(p): int(v) for p, v in counted.items()}, {int(p): int(v) for p, v in calls.items()},
+            {int(p): int(v) for p, v in later.items()})
+
+
+def reach(events: pd.DataFrame, assigned: pd.DataFrame) -> pd.Series:
+    """Per phase: the end of the furthest byte its calls reached (offset + bytes moved)."""
+    phase = assigned["phase"].to_numpy()
+    inside = phase > 0
+    ends = (events["offset"].to_numpy(np.int64) + np.maximum(events["ret"].to_numpy(np.int64), 0))[inside]
+    return pd.Series(ends).groupby(phase[inside]).max()
+
+
+def closes_on(events: pd.DataFrame, paths: list[str]) -> pd.DataFrame:
+    """The close calls on `paths` (absolute), in time order: their start and end."""
+    mine = events["path"].astype(str).isin(paths).to_numpy() \
+        & phase_module.named(events["syscall"], phase_module.ops_of_kind("close"))
+    return pd.DataFrame({"start_ns": events["start_ns"].to_numpy(np.int64)[mine],
+                         "end_ns": events["end_ns"].to_numpy(np.int64)[mine]})
+
+
+def first_call_on(events: pd.DataFrame, path: str, low: int, high) -> int | None:
+    """The start of the first call on `path` other than an open, starting in [low, high]."""
+    paths = events["path"].astype(str).to_numpy()
+    begin, syscall = events["start_ns"].to_numpy(), events["syscall"].astype(str).to_numpy()
+    mine = np.flatnonzero((paths == os.path.abspath(path)) & (begin >= low) & (begin <= high))
+    after_open = [i for i in mine if not syscall[i].startswith("open")]
+    return int(begin[after_open[0]]) if after_open else None

@@ -1,0 +1,116 @@
+"""What the verdicts ask of the events (analysis/evidence.py), answered from events read block
+by block (analysis/stream_evidence.py) exactly as from the whole table: every question on
+traces cut into blocks of 7, 37 and 1000 rows (random ones, which are short, of 1 and 37), so
+every per-phase and per-thread state crosses block boundaries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from iowitness.analysis import latency, phase_table, phases
+from iowitness.analysis.evidence import Evidence
+from iowitness.analysis.stream_evidence import StreamedEvidence
+from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
+from tests.unit.test_stream_table import Blocks, random_trace
+
+REC = 4096
+TIMED = latency.TIMED + ("interval",)
+
+
+def answers(evidence, table: pd.DataFrame, events: pd.DataFrame) -> dict:
+    """Every question, asked of `evidence` about the trace's phases, files and times."""
+    numbers = [int(p) for p in table["phase"]]
+    out = {"late_flushes": evidence.late_flushes(table),
+           "final_write": {p: evidence.final_write(table, p) for p in numbers},
+           "reach": evidence.reach().to_dict()}
+    # every window and direction over all phases; each window of a few single phases
+    asked = [(numbers, direction) for direction in (None, "read", "write")] + [([p], None) for p in numbers[:4]]
+    for group, direction in asked:
+        for timed in TIMED:
+            out[("operations", tuple(group), timed, direction)] = evidence.operations(group, timed, direction).tolist()
+    starts = np.sort(events["start_ns"].to_numpy(np.int64)) if len(events) else np.zeros(1, np.int64)
+    for at in np.quantile(starts, [0, 0.5, 1]).astype(np.int64):
+        out[("stonewall", int(at))] = evidence.stonewall_counts(numbers, int(at))
+    paths = sorted({str(p) for p in events["path"].dropna().astype(str)}) if len(events) else []
+    out["closes"] = evidence.closes_on(paths).to_dict("list")
+    for path in paths:
+        out[("first", path)] = evidence.first_call_on(path, int(np.median(starts)), int(starts[-1]))
+    return out
+
+
+def same_answers(events: pd.DataFrame, sizes=(7, 37, 1000)) -> dict:
+    assigned = phases.assign(events)
+    table = phase_table.table(events, assigned)
+    expected = answers(Evidence(events, assigned), table, events)
+    for rows in sizes:
+        blocks = Blocks(events, assigned, rows)
+        streamed = StreamedEvidence(blocks, table)
+        for e, a in blocks.blocks():
+            streamed.add(e, a)
+        streamed.finish()
+        got = answers(streamed, table, events)
+        assert got.keys() == expected.keys()
+        for key in expected:
+            assert got[key] == expected[key], (rows, key)
+    return expected
+
+
+def stdio(calls: Calls, path: str, full: int, tail: list[int], then_close: bool = True) -> Calls:
+    calls.open(path, O_WRONLY | O_CREAT)
+    for _ in range(full):
+        calls.write(REC)
+    for size in tail:
+        calls.write(size)
+    return calls.close() if then_close else calls
+
+
+def test_a_buffered_streams_final_flush_is_found_across_blocks():
+    # GIVEN a stdio stream: full 4 KiB writes, two short ones, then close (a late flush), and
+    # a second stream whose short write is followed by another call before its close
+    calls = stdio(Calls(), "/data/a", 60, [100, 37])
+    calls.process(2000)
+    stdio(calls, "/data/b", 50, [512], then_close=False).lseek(0, SEEK_SET).close()
+    found = same_answers(calls.frame())
+    # THEN the first is a late flush of 137 bytes in 2 writes; the second is not
+    assert [(f["bytes"], f["calls"]) for f in found["late_flushes"].values()] == [(137, 2)]
+
+
+def test_the_last_write_before_close_of_stdio_sized_streams():
+    # GIVEN streams that end with a full buffer and close, one closed by another thread's call first
+    calls = stdio(Calls(), "/data/a", 40, [])
+    calls.process(1000, 1001)
+    stdio(calls, "/data/c", 30, [], then_close=False)
+    calls.process(1000, 1002).open("/data/d", O_RDWR).write(REC).process(1000, 1001).close()
+    found = same_answers(calls.frame())
+    assert sum(v is not None for v in found["final_write"].values()) >= 2
+
+
+def test_interleaved_threads_their_stonewalls_and_syncs():
+    # GIVEN three threads writing their own files at once, each fsyncing now and then, then reading
+    calls = Calls()
+    for t in range(3):
+        calls.process(1000, 1000 + t).open(f"/data/t{t}", O_RDWR | O_CREAT)
+    for i in range(300):
+        t = i % 3
+        calls.process(1000, 1000 + t).write(REC, latency=1000 + 97 * (i % 11))
+        if i % 7 == 0:
+            calls.fsync()
+    for t in range(3):
+        calls.process(1000, 1000 + t).lseek(0, SEEK_SET)
+    for i in range(240):
+        calls.process(1000, 1000 + i % 3).read(REC, latency=500 + 13 * (i % 5))
+    for t in range(3):
+        calls.process(1000, 1000 + t).close()
+    found = same_answers(calls.frame())
+    assert any(found[k][0] for k in found if isinstance(k, tuple) and k[0] == "stonewall")
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_traces(seed):
+    same_answers(random_trace(seed), sizes=(1, 37))   # random traces are short: blocks of one row too
+
+
+def test_no_event():
+    assert same_answers(Calls().frame())["late_flushes"] == {}
