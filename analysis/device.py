@@ -35,9 +35,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.device_credit import claims, credited, holding, phase_threads
-from iowitness.analysis.phases import SYNC, call_kinds, named, stable_order
-from iowitness.collector.traceformat import async_ops, dev_name
+from iowitness.analysis.device_credit import claims, credited, holding, threads_of
+from iowitness.analysis.stream_device import DeviceFacts, window as _window
+from iowitness.collector.traceformat import dev_name
 from iowitness.collector import backends
 
 READ_OP = 0
@@ -144,9 +144,9 @@ def own_requests(block: np.ndarray, traced: np.ndarray) -> np.ndarray:
     return (block["tgid"] == 0) | np.isin(block["tgid"], traced) | kernel
 
 
-def traced_processes(trace) -> np.ndarray:
-    events = getattr(trace, "events", None)
-    tgids = set(pd.unique(events["tgid"].to_numpy()).tolist()) if events is not None else set()
+def traced_processes(trace, event_tgids=()) -> np.ndarray:
+    """The benchmark's processes: those of its events (event_tgids), of its process table, its pid."""
+    tgids = {int(t) for t in event_tgids}
     procs = getattr(trace, "processes", None)
     if procs is not None and len(procs):
         tgids |= set(procs["tgid"].tolist())
@@ -176,13 +176,12 @@ def block_dev_names(trace) -> dict[int, str]:
     return {int(d["dev"]): d.get("name") or d["device"] for d in view.get("devices", [])}
 
 
-def _phase_devices(trace, events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFrame) -> dict[int, int]:
-    """phase -> the block device under its file (the file system's device, or its source's)."""
+def _phase_devices(trace, first_dev: dict[int, int], phases: pd.DataFrame) -> dict[int, int]:
+    """phase -> the block device under its file (the file system's device, or its source's).
+    first_dev: phase -> the device number of its first call."""
     names = block_dev_names(trace)
     if not names:
         return {}
-    phase = assigned["phase"].to_numpy()
-    first = pd.Series(events["dev"].to_numpy()).groupby(phase).first()
     by_name = {}
     for f in trace.meta.get("files", []):
         source = f.get("block_device") or ""
@@ -191,17 +190,11 @@ def _phase_devices(trace, events: pd.DataFrame, assigned: pd.DataFrame, phases: 
             by_name[int(f["dev"])] = match[0]
     out = {}
     for p in phases["phase"]:
-        fs_dev = int(first.get(p, -1))
+        fs_dev = int(first_dev.get(int(p), -1))
         dev = fs_dev if fs_dev in names else by_name.get(fs_dev, next(iter(names)) if len(names) == 1 else None)
         if dev is not None:
             out[int(p)] = dev
     return out
-
-
-def _window(phases: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    a = phases["data_first_ns"].to_numpy(np.int64)
-    b = np.maximum.reduce([phases[c].to_numpy(np.int64) for c in ("data_last_ns", "sync_end_ns", "close_end_ns")])
-    return a, b
 
 
 def _syscall_bytes(r) -> int:
@@ -212,13 +205,22 @@ def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFra
     """One row per phase (COLUMNS); empty when the trace has no device view."""
     if getattr(trace, "block", None) is None or phases.empty:
         return pd.DataFrame(columns=COLUMNS)
-    events = trace.events
-    devices = _phase_devices(trace, events, assigned, phases)
+    # the streamed path's facts (analysis/stream_device.py), here from all the events as one block
+    facts = DeviceFacts(phases, trace)
+    facts.add(trace.events, assigned)
+    return from_facts(trace, phases, facts)
+
+
+def from_facts(trace, phases: pd.DataFrame, facts: DeviceFacts) -> pd.DataFrame:
+    """per_phase from what DeviceFacts gathered of the events, in one block or many."""
+    if getattr(trace, "block", None) is None or phases.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    devices = _phase_devices(trace, facts.first_dev, phases)
     names = block_dev_names(trace)
-    traced = traced_processes(trace)
+    traced = traced_processes(trace, facts.tgids)
     requests = {d: Requests(trace.block[trace.block["dev"] == d], traced) for d in set(devices.values())}
     a, b = _window(phases)
-    threads = phase_threads(phases, assigned, events)
+    threads = threads_of(phases, facts.thread_pairs())
     moved = credited(phases, devices, requests, threads, a, b)
     # the same over the data calls alone: what a benchmark that times only its calls timed
     calls_end = np.maximum(phases["data_last_ns"].to_numpy(np.int64), a)
@@ -235,7 +237,7 @@ def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFra
         rows.append(row)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
     _writeback(table, phases, devices, requests, a, b)
-    _cpu(trace, table, phases, assigned, events, a, b)
+    _cpu(table, phases, facts, a, b)
     _iowait(trace, table, a, b)
     _limiters(table, phases)
     return table
@@ -276,13 +278,14 @@ def _writeback(table, phases, devices, requests, a, b) -> None:
             table.at[i, "writeback_s"] = (t[min(last, len(t) - 1)] - b[i]) / 1e9
 
 
-def _cpu(trace, table, phases, assigned, events, a, b) -> None:
+def _cpu(table, phases, facts: DeviceFacts, a, b) -> None:
     """User CPU, kernel CPU, blocked and runnable time of each phase's threads over its window.
 
     Off-CPU stretches (sched_switch) inside a call of the phase are time blocked in that call
     (or waiting for a CPU, when the thread was preempted); the rest of the call is kernel CPU.
-    Outside calls, the window's time on the CPU is user CPU (page faults and interrupts in
-    user code count there too).
+    A stretch is inside the call of its thread that started last by its midpoint, when that
+    call had not ended by then (DeviceFacts finds it). Outside calls, the window's time on the
+    CPU is user CPU (page faults and interrupts in user code count there too).
 
     Asynchronous requests (io_uring, libaio) are not time the thread spends in a call: it
     submits and goes on. Their phases count only their syscalls as calls; a thread that sleeps
@@ -290,59 +293,14 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
     recorded one by one), so it is blocked; its time on the CPU outside calls, submitting and
     reaping included, is user time (limiter_line says so).
     """
-    off = trace.offcpu
-    have = off is not None and (trace.meta.get("device_view") or {}).get("offcpu", True)
-    table["cpu_source"] = "sched_switch" if have else None
-    if not have:
+    table["cpu_source"] = "sched_switch" if facts.timed else None
+    if not facts.timed:
         return
-    phase = assigned["phase"].to_numpy()
-    kind = call_kinds(events["syscall"])
-    start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
-    tid = events["tid"].to_numpy()
-    is_request = named(events["syscall"], async_ops())
-    queued = phases["async_ops"].to_numpy() > 0 if "async_ops" in phases else np.zeros(len(phases), bool)
+    queued = facts.queued
     table["queued"] = queued
-    order = stable_order(phase)
-    bounds = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="left")
-    ends = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="right")
-    # stretches in the order they began, with the latest end so far: those that can overlap a
-    # window [lo, hi) lie between the first whose running end passes lo and the first that
-    # begins at hi, so each phase looks at its own stretch of the records, not all of them
-    by_off = np.argsort(off["off_ns"], kind="stable")
-    o_tid, o_state = off["tid"][by_off], off["state"][by_off]
-    o_off, o_on = off["off_ns"][by_off].astype(np.int64), off["on_ns"][by_off].astype(np.int64)
-    ended_by = np.maximum.accumulate(o_on) if len(o_on) else o_on
-    first = np.searchsorted(ended_by, a, side="right")
-    last = np.searchsorted(o_off, b, side="left")
     for i in range(len(phases)):
-        rows = order[bounds[i]:ends[i]]
-        lo, hi = a[i], b[i]
-        window = hi - lo
-        threads = np.unique(tid[rows])
-        if queued[i]:
-            rows = rows[~is_request[rows]]
-        near = slice(first[i], max(first[i], last[i]))
-        sel = np.isin(o_tid[near], threads) & (o_on[near] > lo) & (o_off[near] < hi)
-        s, e = np.clip(o_off[near][sel], lo, hi), np.clip(o_on[near][sel], lo, hi)
-        st, ot = o_state[near][sel], o_tid[near][sel]
-        dur = e - s
-        # which call of the phase (same thread) each off-CPU stretch falls in, by its midpoint
-        mid = (s + e) // 2
-        in_call = np.full(len(mid), -1)
-        for t in threads:
-            calls = rows[tid[rows] == t]
-            calls = calls[np.argsort(start[calls], kind="stable")]
-            mine = np.flatnonzero(ot == t)
-            k = np.searchsorted(start[calls], mid[mine], side="right") - 1
-            ok = (k >= 0) & (end[calls[np.clip(k, 0, None)]] >= mid[mine])
-            in_call[mine[ok]] = calls[k[ok]]
-        inside = in_call >= 0
-        call_kind = np.where(inside, kind[np.clip(in_call, 0, None)], -1)
-        sync_call = call_kind == SYNC
-        preempted = st == 0
-        calls_ns = np.clip(np.minimum(end[rows], hi) - np.maximum(start[rows], lo), 0, None)
-        sync_ns = calls_ns[kind[rows] == SYNC].sum()
-        in_calls_ns = calls_ns.sum()
+        dur, preempted, inside, sync_call = facts.off_cpu(i)
+        sync_ns, in_calls_ns = facts.sync_ns[i], facts.in_calls_ns[i]
         off_in_calls = dur[inside].sum()
         blocked = dur[inside & ~preempted & ~sync_call].sum()
         if queued[i]:
@@ -354,7 +312,7 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
         table.at[i, "runnable_s"] = runnable / 1e9
         table.at[i, "kernel_s"] = max(0, in_calls_ns - sync_ns - (off_in_calls - sync_off)) / 1e9
         # on-CPU time outside calls: threads x window, minus calls, minus off-CPU outside calls
-        table.at[i, "user_s"] = max(0, len(threads) * window - in_calls_ns - dur[~inside].sum()) / 1e9
+        table.at[i, "user_s"] = max(0, facts.threads(i) * (b[i] - a[i]) - in_calls_ns - dur[~inside].sum()) / 1e9
 
 
 def _iowait(trace, table, a, b) -> None:
