@@ -56,10 +56,7 @@ def trace_of(events, block, offcpu=None, *, files=(), devices=((DEV, "loop0"),),
 
 def streamed(trace, table, assigned_blocks):
     blind = WithoutEvents(**{k: v for k, v in vars(trace).items() if k != "events"})
-    facts = stream_device.DeviceFacts(table, blind)
-    for e, a in assigned_blocks.blocks():
-        facts.add(e, a)
-    return stream_device.per_phase(blind, table, facts)
+    return stream_device.per_phase(blind, table, stream_device.facts(blind, table, assigned_blocks))
 
 
 def same_view(trace, sizes=BLOCKS) -> tuple[pd.DataFrame, pd.DataFrame]:
