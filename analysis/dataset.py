@@ -22,12 +22,15 @@ Why this shape:
   since the epoch) and a microsecond `*_time` timestamp in UTC, the finest unit Spark reads.
 
 Built on the public Trace and Report objects only (load, report(), events, phases, device),
-so a streaming report feeds it unchanged.
+so a streaming report feeds it unchanged. The events table is also written block by block
+(events_blocks into write_run: a row group per block, the same file as from one frame), so a
+trace of any size exports with memory bounded by a block.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -162,13 +165,30 @@ def _file_systems(meta: dict) -> tuple[dict[int, str], dict[str, str]]:
 
 
 def events_table(trace, report) -> pd.DataFrame:
-    events = trace.events
-    frame = _plain(pd.DataFrame({name: events[name] for name in events.columns}))
-    frame["phase"] = report.assigned["phase"].to_numpy(np.int64)
-    by_dev, _ = _file_systems(trace.meta)
+    return events_rows(trace.events, report.assigned, trace.meta)
+
+
+def events_rows(events: pd.DataFrame, assigned: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """The rows of events_table for some consecutive rows of the events and of phases.assign's
+    result (the whole table, or one block of a streamed one), indexed as `events` is: every
+    column a plain type (_plain), so blocks whose categories differ give the same types."""
+    columns = pd.DataFrame({name: events[name] for name in events.columns})
+    columns.index = pd.RangeIndex(len(columns))   # _plain and _wall build on row positions
+    frame = _plain(columns)
+    frame["phase"] = assigned["phase"].to_numpy(np.int64)
+    by_dev, _ = _file_systems(meta)
     frame["fs_type"] = pd.array(pd.Series(events["dev"].to_numpy()).map(by_dev), dtype="string")
-    _wall(frame, "start_ns", clock_offset_ns(trace.meta), "start")
+    _wall(frame, "start_ns", clock_offset_ns(meta), "start")
+    frame.index = events.index
     return frame
+
+
+def events_blocks(blocks, meta: dict):
+    """The events table of a run as write_run takes it streamed: per (events, assigned) block
+    (stream_assign's blocks(), or slices of the in-memory ones), its rows with the run's id and host."""
+    rid, host = run_id(meta), str(meta.get("host") or "")
+    for events, assigned in blocks:
+        yield _identify(events_rows(events, assigned, meta), rid, host)
 
 
 def phases_table(trace, report) -> pd.DataFrame:
@@ -236,25 +256,71 @@ def _folder(path: str, mode: int) -> None:
         raise OutputError(f"cannot write the dataset: {path}: {exc.strerror}; choose another directory") from None
 
 
-def write_run(root: str, rid: str, benchmark: str, frames: dict[str, pd.DataFrame], mode: int) -> list[str]:
-    """Write one run's tables under `root`; returns the files written."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def write_run(root: str, rid: str, benchmark: str, frames: dict, mode: int) -> list[str]:
+    """Write one run's tables under `root`; returns the files written. A table is a frame, or an
+    iterable of frames (events_blocks: a streamed run's events), written a row group per frame
+    without ever holding more than one; an iterable that gives no frame leaves its table out
+    (no file: no rows; a streamed trace without events gives one empty block, hence a file
+    without rows, as its in-memory frame does)."""
     written = []
     _folder(root, mode)
     for name, frame in frames.items():
         folder = os.path.join(root, name, f"benchmark={benchmark}")
+        metadata = {b"iowitness_dataset": json.dumps(
+            {"schema_version": SCHEMA_VERSION, "table": name, "run_id": rid}).encode()}
+        if isinstance(frame, pd.DataFrame):
+            produce = _whole(frame, metadata)
+        else:
+            blocks = iter(frame)
+            first = next(blocks, None)
+            if first is None:
+                continue
+            produce = _by_block(itertools.chain([first], blocks), metadata)
+            del first   # let the writer drop it once written
         _folder(os.path.join(root, name), mode)
         _folder(folder, mode)
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        table = table.replace_schema_metadata({b"iowitness_dataset": json.dumps(
-            {"schema_version": SCHEMA_VERSION, "table": name, "run_id": rid}).encode()})
         path = os.path.join(folder, f"{rid}.parquet")
-        Output(path, mode, what="dataset file", hint="choose another directory").write(
-            lambda f, table=table: pq.write_table(table, f))
+        Output(path, mode, what="dataset file", hint="choose another directory").write(produce)
         written.append(path)
     return written
+
+
+def _arrow(frame: pd.DataFrame, schema=None):
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+
+
+def _whole(frame: pd.DataFrame, metadata: dict):
+    """produce(file) for Output.write: one frame, one write."""
+    import pyarrow.parquet as pq
+
+    table = _arrow(frame).replace_schema_metadata(metadata)
+    return lambda f: pq.write_table(table, f)
+
+
+def _by_block(blocks, metadata: dict):
+    """produce(file) for Output.write: the frames of `blocks` (an iterator that gives at least
+    one) a row group each, in the schema the first one has (the in-memory frame's: every column
+    of a plain type, _plain) with the metadata _whole gives; a frame that does not fit that
+    schema fails the file (pyarrow's error). One block is held at a time."""
+    import pyarrow.parquet as pq
+
+    def produce(f) -> None:
+        writer = schema = None
+        try:
+            for block in blocks:
+                table = _arrow(block, schema)
+                del block
+                if writer is None:
+                    schema = table.schema.remove_metadata()
+                    writer = pq.ParquetWriter(f, schema.with_metadata(metadata))
+                if len(table):
+                    writer.write_table(table, row_group_size=len(table))
+        finally:
+            if writer is not None:
+                writer.close()
+    return produce
 
 
 def check_distinct(named_ids: list[tuple[str, str]]) -> None:

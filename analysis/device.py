@@ -2,7 +2,9 @@
 
 Inputs are the trace's block requests (BLOCK: one record per completion, from the kernel's
 block tracepoints, on the devices under the target files), its off-CPU stretches (OFFCPU:
-from sched_switch, for the traced threads) and its /proc/diskstats and /proc/stat samples.
+from sched_switch, for the traced threads) and its /proc/diskstats and /proc/stat samples. Of
+the events it needs a few facts per phase and thread (DeviceFacts): gathered here from the whole
+table, by analysis/stream_device.py block by block, and finished by the same from_facts.
 
 Per phase, over its window (first data call to the end of its last call, fsync and close
 included), the figures iostat -x would show for the same interval:
@@ -35,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.device_credit import claims, credited, holding, phase_threads
+from iowitness.analysis.device_credit import claims, credited, holding, threads_of
 from iowitness.analysis.phases import SYNC, call_kinds, named, stable_order
 from iowitness.collector.traceformat import async_ops, dev_name
 from iowitness.collector import backends
@@ -50,6 +52,9 @@ DEVICE_SHARE = 0.90
 DEVICE_BOUND_SHARE = 0.10
 # /proc/diskstats and the probe agree when within this share (or a few requests in flight)
 AGREEMENT = 0.05
+
+I64 = np.iinfo(np.int64)
+TID_BITS = 32   # DeviceFacts keys a phase's thread as (row of the phase) << TID_BITS | tid
 
 LIMITERS = {
     "device": "waiting on the device",
@@ -144,9 +149,9 @@ def own_requests(block: np.ndarray, traced: np.ndarray) -> np.ndarray:
     return (block["tgid"] == 0) | np.isin(block["tgid"], traced) | kernel
 
 
-def traced_processes(trace) -> np.ndarray:
-    events = getattr(trace, "events", None)
-    tgids = set(pd.unique(events["tgid"].to_numpy()).tolist()) if events is not None else set()
+def traced_processes(trace, event_tgids=()) -> np.ndarray:
+    """The benchmark's processes: those of its events (event_tgids), of its process table, its pid."""
+    tgids = {int(t) for t in event_tgids}
     procs = getattr(trace, "processes", None)
     if procs is not None and len(procs):
         tgids |= set(procs["tgid"].tolist())
@@ -176,13 +181,12 @@ def block_dev_names(trace) -> dict[int, str]:
     return {int(d["dev"]): d.get("name") or d["device"] for d in view.get("devices", [])}
 
 
-def _phase_devices(trace, events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFrame) -> dict[int, int]:
-    """phase -> the block device under its file (the file system's device, or its source's)."""
+def _phase_devices(trace, first_dev: dict[int, int], phases: pd.DataFrame) -> dict[int, int]:
+    """phase -> the block device under its file (the file system's device, or its source's).
+    first_dev: phase -> the device number of its first call."""
     names = block_dev_names(trace)
     if not names:
         return {}
-    phase = assigned["phase"].to_numpy()
-    first = pd.Series(events["dev"].to_numpy()).groupby(phase).first()
     by_name = {}
     for f in trace.meta.get("files", []):
         source = f.get("block_device") or ""
@@ -191,7 +195,7 @@ def _phase_devices(trace, events: pd.DataFrame, assigned: pd.DataFrame, phases: 
             by_name[int(f["dev"])] = match[0]
     out = {}
     for p in phases["phase"]:
-        fs_dev = int(first.get(p, -1))
+        fs_dev = int(first_dev.get(int(p), -1))
         dev = fs_dev if fs_dev in names else by_name.get(fs_dev, next(iter(names)) if len(names) == 1 else None)
         if dev is not None:
             out[int(p)] = dev
@@ -199,9 +203,182 @@ def _phase_devices(trace, events: pd.DataFrame, assigned: pd.DataFrame, phases: 
 
 
 def _window(phases: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each phase's window: its first data call to the end of its last call, fsync and close included."""
     a = phases["data_first_ns"].to_numpy(np.int64)
     b = np.maximum.reduce([phases[c].to_numpy(np.int64) for c in ("data_last_ns", "sync_end_ns", "close_end_ns")])
     return a, b
+
+
+def scheduler_records(trace):
+    """The trace's off-CPU stretches (sched_switch), or None when it has none to trust (the probe
+    watched every process, so the traced threads' stretches were not kept)."""
+    off = getattr(trace, "offcpu", None)
+    have = off is not None and (trace.meta.get("device_view") or {}).get("offcpu", True)
+    return off if have else None
+
+
+class _Stretches:
+    """One thread's off-CPU stretches inside one phase's window (clipped to it), and the call
+    of the phase each one's midpoint falls in so far: the latest-starting call that started
+    by then (its start, end and kind)."""
+
+    def __init__(self, off: np.ndarray, on: np.ndarray, state: np.ndarray, lo: int, hi: int):
+        self.start, self.end = np.clip(off, lo, hi), np.clip(on, lo, hi)
+        self.state = state
+        self.mid = (self.start + self.end) // 2
+        self.call_start = np.full(len(off), I64.min)
+        self.call_end = np.full(len(off), I64.min)
+        self.call_kind = np.full(len(off), -1, dtype=np.int64)
+
+    def meet(self, start: np.ndarray, end: np.ndarray, kind: np.ndarray) -> None:
+        """A block's calls of this thread in this phase, sorted by start (ties in time order).
+        A later block's call is later in time order, so it wins a tie on the start."""
+        if not len(self.mid):
+            return
+        k = np.searchsorted(start, self.mid, side="right") - 1
+        at = np.flatnonzero(k >= 0)
+        k = k[at]
+        later = start[k] >= self.call_start[at]
+        at, k = at[later], k[later]
+        self.call_start[at], self.call_end[at], self.call_kind[at] = start[k], end[k], kind[k]
+
+
+class DeviceFacts:
+    """What from_facts needs of a trace's events, fed block by block: their processes, each
+    phase's first device number and threads, its calls' time in its window and the call each
+    off-CPU stretch of its threads fell in (a call's work is done in its block, against the
+    sched_switch records: no call is kept). per_phase feeds it the whole events table as one
+    block, analysis/stream_device.py the blocks of a trace read piece by piece. Sums over calls
+    or stretches are integer nanoseconds: exact in any order. Memory: arrays per phase, and per
+    (phase, thread) the thread's stretches in the window.
+
+    phases: the phase table the view is made for (its windows, threads, async_ops); trace: for
+    its block records (no view without them) and its off-CPU stretches.
+    """
+
+    def __init__(self, phases: pd.DataFrame, trace):
+        self.phase = phases["phase"].to_numpy(np.int64)
+        self.wanted = getattr(trace, "block", None) is not None and len(self.phase) > 0
+        self.tgids: set[int] = set()
+        self.first_dev: dict[int, int] = {}              # phase -> device number of its first call
+        self.thread_keys = np.empty(0, dtype=np.int64)   # (row of the phase) << TID_BITS | tid
+        self._slot = np.full(int(self.phase.max(initial=0)) + 1, -1, dtype=np.int64)
+        self._slot[self.phase[self.phase >= 0]] = np.flatnonzero(self.phase >= 0)
+        self.offcpu = scheduler_records(trace) if self.wanted else None
+        self.lo, self.hi = _window(phases) if len(self.phase) else (np.empty(0, np.int64),) * 2
+        self.queued = (phases["async_ops"].to_numpy() > 0 if "async_ops" in phases
+                       else np.zeros(len(self.phase), dtype=bool))
+        self.in_calls_ns = np.zeros(len(self.phase), dtype=np.int64)
+        self.sync_ns = np.zeros(len(self.phase), dtype=np.int64)
+        self.stretches: dict[int, _Stretches] = {}      # thread key -> its stretches in the phase's window
+        if self.offcpu is not None:
+            self._by_thread(self.offcpu)
+
+    @property
+    def timed(self) -> bool:
+        """Whether the trace's sched_switch records give the threads' time split."""
+        return self.offcpu is not None
+
+    def _by_thread(self, off: np.ndarray) -> None:
+        """The stretches thread by thread, each thread's in the order they began, with the
+        latest end so far: those that can overlap a window [lo, hi) lie between the first whose
+        running end passes lo and the first that begins at hi."""
+        by_off = np.argsort(off["off_ns"], kind="stable")
+        tid = off["tid"][by_off].astype(np.int64)
+        by_tid = np.argsort(tid, kind="stable")
+        order = by_off[by_tid]
+        self._o_off, self._o_on = off["off_ns"][order].astype(np.int64), off["on_ns"][order].astype(np.int64)
+        self._o_state = off["state"][order]
+        self._o_tids, first = np.unique(tid[by_tid], return_index=True)
+        self._o_bounds = np.r_[first, len(order)]
+        self._o_ended = np.empty_like(self._o_on)
+        for lo, hi in zip(self._o_bounds[:-1], self._o_bounds[1:]):
+            self._o_ended[lo:hi] = np.maximum.accumulate(self._o_on[lo:hi])
+
+    def _stretches_of(self, slot: int, tid: int) -> _Stretches:
+        lo, hi = self.lo[slot], self.hi[slot]
+        k = int(np.searchsorted(self._o_tids, tid))
+        if k == len(self._o_tids) or self._o_tids[k] != tid:
+            empty = np.empty(0, dtype=np.int64)
+            return _Stretches(empty, empty, self._o_state[:0], lo, hi)
+        mine = slice(self._o_bounds[k], self._o_bounds[k + 1])
+        off, on, ended = self._o_off[mine], self._o_on[mine], self._o_ended[mine]
+        first = int(np.searchsorted(ended, lo, side="right"))
+        near = slice(first, max(first, int(np.searchsorted(off, hi, side="left"))))
+        sel = (on[near] > lo) & (off[near] < hi)
+        return _Stretches(off[near][sel], on[near][sel], self._o_state[mine][near][sel], lo, hi)
+
+    def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
+        """One block of events and of phases.assign's rows for them, the blocks in time order."""
+        if not self.wanted or not len(events):
+            return
+        self.tgids.update(pd.unique(events["tgid"].to_numpy()).tolist())
+        phase = a["phase"].to_numpy().astype(np.int64)
+        known = (phase >= 0) & (phase < len(self._slot))
+        slot = np.where(known, self._slot[np.where(known, phase, 0)], -1)
+        rows = np.flatnonzero(slot >= 0)
+        if not len(rows):
+            return
+        slot = slot[rows]
+        first = pd.Series(slot).drop_duplicates()   # hashed, in time order: no sort of the block
+        dev = events["dev"].to_numpy()[rows[first.index.to_numpy()]]
+        for s, d in zip(first.tolist(), dev.tolist()):
+            self.first_dev.setdefault(int(self.phase[s]), int(d))
+        tid = events["tid"].to_numpy().astype(np.int64)[rows]
+        group, keys = pd.factorize((slot << TID_BITS) | tid)
+        self.thread_keys = np.union1d(self.thread_keys, keys)
+        if self.timed:
+            self._calls(events, rows, slot, group, keys)
+
+    def _calls(self, events, rows, slot, group, keys) -> None:
+        """Time in calls inside each phase's window, and the call each off-CPU stretch fell in.
+        A queued phase's asynchronous requests are no time in a call (_cpu)."""
+        for key in keys.tolist():
+            if key not in self.stretches:
+                self.stretches[key] = self._stretches_of(key >> TID_BITS, key & ((1 << TID_BITS) - 1))
+        syscall = events["syscall"]
+        counted = np.flatnonzero(~(self.queued[slot] & named(syscall, async_ops())[rows]))
+        if not len(counted):
+            return
+        # each thread's calls in a phase, sorted by start, ties in time order
+        order = counted[stable_order(group[counted].astype(np.int64))]
+        start = events["start_ns"].to_numpy(np.int64)[rows]
+        g, s = group[order], start[order]
+        if np.any((s[1:] < s[:-1]) & (g[1:] == g[:-1])):   # calls out of time order: by start too
+            order = counted[np.lexsort((start[counted], group[counted]))]
+        rows, slot, g, start = rows[order], slot[order], group[order], start[order]
+        kind = call_kinds(syscall)[rows].astype(np.int64)
+        end = events["end_ns"].to_numpy(np.int64)[rows]
+        in_window = np.clip(np.minimum(end, self.hi[slot]) - np.maximum(start, self.lo[slot]), 0, None)
+        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        # integer sums per thread of a phase (reduceat: no np.add.at per call), added to the phase
+        for target, values in ((self.in_calls_ns, in_window), (self.sync_ns, np.where(kind == SYNC, in_window, 0))):
+            np.add.at(target, slot[bounds], np.add.reduceat(values, bounds))
+        for lo, hi in zip(bounds, np.r_[bounds[1:], len(g)]):
+            self.stretches[int(keys[g[lo]])].meet(start[lo:hi], end[lo:hi], kind[lo:hi])
+
+    def thread_pairs(self) -> np.ndarray:
+        """(phase, thread id) of every thread of every phase, as the distinct columns np.unique gives."""
+        pairs = np.stack([self.phase[self.thread_keys >> TID_BITS], self.thread_keys & ((1 << TID_BITS) - 1)])
+        return np.unique(pairs, axis=1)
+
+    def threads(self, i: int) -> int:
+        """How many threads the phase in row i has."""
+        return int(np.count_nonzero((self.thread_keys >> TID_BITS) == i))
+
+    def off_cpu(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The off-CPU stretches of the phase in row i's threads inside its window: (nanoseconds,
+        preempted, inside a call of the phase, inside an fsync of the phase)."""
+        mine = self.thread_keys[(self.thread_keys >> TID_BITS) == i].tolist()
+        parts = [self.stretches[k] for k in mine]
+        if not parts:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty.astype(bool), empty.astype(bool), empty.astype(bool)
+        dur = np.concatenate([p.end - p.start for p in parts])
+        preempted = np.concatenate([p.state == 0 for p in parts])
+        inside = np.concatenate([p.call_end >= p.mid for p in parts])
+        in_sync = inside & np.concatenate([p.call_kind == SYNC for p in parts])
+        return dur, preempted, inside, in_sync
 
 
 def _syscall_bytes(r) -> int:
@@ -212,13 +389,23 @@ def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFra
     """One row per phase (COLUMNS); empty when the trace has no device view."""
     if getattr(trace, "block", None) is None or phases.empty:
         return pd.DataFrame(columns=COLUMNS)
-    events = trace.events
-    devices = _phase_devices(trace, events, assigned, phases)
+    # the facts the streamed path gathers block by block (analysis/stream_device.py), here from
+    # all the events as one block
+    facts = DeviceFacts(phases, trace)
+    facts.add(trace.events, assigned)
+    return from_facts(trace, phases, facts)
+
+
+def from_facts(trace, phases: pd.DataFrame, facts: DeviceFacts) -> pd.DataFrame:
+    """per_phase from what DeviceFacts gathered of the events, in one block or many."""
+    if getattr(trace, "block", None) is None or phases.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    devices = _phase_devices(trace, facts.first_dev, phases)
     names = block_dev_names(trace)
-    traced = traced_processes(trace)
+    traced = traced_processes(trace, facts.tgids)
     requests = {d: Requests(trace.block[trace.block["dev"] == d], traced) for d in set(devices.values())}
     a, b = _window(phases)
-    threads = phase_threads(phases, assigned, events)
+    threads = threads_of(phases, facts.thread_pairs())
     moved = credited(phases, devices, requests, threads, a, b)
     # the same over the data calls alone: what a benchmark that times only its calls timed
     calls_end = np.maximum(phases["data_last_ns"].to_numpy(np.int64), a)
@@ -235,7 +422,7 @@ def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFra
         rows.append(row)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
     _writeback(table, phases, devices, requests, a, b)
-    _cpu(trace, table, phases, assigned, events, a, b)
+    _cpu(table, phases, facts, a, b)
     _iowait(trace, table, a, b)
     _limiters(table, phases)
     return table
@@ -276,13 +463,14 @@ def _writeback(table, phases, devices, requests, a, b) -> None:
             table.at[i, "writeback_s"] = (t[min(last, len(t) - 1)] - b[i]) / 1e9
 
 
-def _cpu(trace, table, phases, assigned, events, a, b) -> None:
+def _cpu(table, phases, facts: DeviceFacts, a, b) -> None:
     """User CPU, kernel CPU, blocked and runnable time of each phase's threads over its window.
 
     Off-CPU stretches (sched_switch) inside a call of the phase are time blocked in that call
     (or waiting for a CPU, when the thread was preempted); the rest of the call is kernel CPU.
-    Outside calls, the window's time on the CPU is user CPU (page faults and interrupts in
-    user code count there too).
+    A stretch is inside the call of its thread that started last by its midpoint, when that
+    call had not ended by then (DeviceFacts finds it). Outside calls, the window's time on the
+    CPU is user CPU (page faults and interrupts in user code count there too).
 
     Asynchronous requests (io_uring, libaio) are not time the thread spends in a call: it
     submits and goes on. Their phases count only their syscalls as calls; a thread that sleeps
@@ -290,59 +478,14 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
     recorded one by one), so it is blocked; its time on the CPU outside calls, submitting and
     reaping included, is user time (limiter_line says so).
     """
-    off = trace.offcpu
-    have = off is not None and (trace.meta.get("device_view") or {}).get("offcpu", True)
-    table["cpu_source"] = "sched_switch" if have else None
-    if not have:
+    table["cpu_source"] = "sched_switch" if facts.timed else None
+    if not facts.timed:
         return
-    phase = assigned["phase"].to_numpy()
-    kind = call_kinds(events["syscall"])
-    start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
-    tid = events["tid"].to_numpy()
-    is_request = named(events["syscall"], async_ops())
-    queued = phases["async_ops"].to_numpy() > 0 if "async_ops" in phases else np.zeros(len(phases), bool)
+    queued = facts.queued
     table["queued"] = queued
-    order = stable_order(phase)
-    bounds = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="left")
-    ends = np.searchsorted(phase[order], phases["phase"].to_numpy(), side="right")
-    # stretches in the order they began, with the latest end so far: those that can overlap a
-    # window [lo, hi) lie between the first whose running end passes lo and the first that
-    # begins at hi, so each phase looks at its own stretch of the records, not all of them
-    by_off = np.argsort(off["off_ns"], kind="stable")
-    o_tid, o_state = off["tid"][by_off], off["state"][by_off]
-    o_off, o_on = off["off_ns"][by_off].astype(np.int64), off["on_ns"][by_off].astype(np.int64)
-    ended_by = np.maximum.accumulate(o_on) if len(o_on) else o_on
-    first = np.searchsorted(ended_by, a, side="right")
-    last = np.searchsorted(o_off, b, side="left")
     for i in range(len(phases)):
-        rows = order[bounds[i]:ends[i]]
-        lo, hi = a[i], b[i]
-        window = hi - lo
-        threads = np.unique(tid[rows])
-        if queued[i]:
-            rows = rows[~is_request[rows]]
-        near = slice(first[i], max(first[i], last[i]))
-        sel = np.isin(o_tid[near], threads) & (o_on[near] > lo) & (o_off[near] < hi)
-        s, e = np.clip(o_off[near][sel], lo, hi), np.clip(o_on[near][sel], lo, hi)
-        st, ot = o_state[near][sel], o_tid[near][sel]
-        dur = e - s
-        # which call of the phase (same thread) each off-CPU stretch falls in, by its midpoint
-        mid = (s + e) // 2
-        in_call = np.full(len(mid), -1)
-        for t in threads:
-            calls = rows[tid[rows] == t]
-            calls = calls[np.argsort(start[calls], kind="stable")]
-            mine = np.flatnonzero(ot == t)
-            k = np.searchsorted(start[calls], mid[mine], side="right") - 1
-            ok = (k >= 0) & (end[calls[np.clip(k, 0, None)]] >= mid[mine])
-            in_call[mine[ok]] = calls[k[ok]]
-        inside = in_call >= 0
-        call_kind = np.where(inside, kind[np.clip(in_call, 0, None)], -1)
-        sync_call = call_kind == SYNC
-        preempted = st == 0
-        calls_ns = np.clip(np.minimum(end[rows], hi) - np.maximum(start[rows], lo), 0, None)
-        sync_ns = calls_ns[kind[rows] == SYNC].sum()
-        in_calls_ns = calls_ns.sum()
+        dur, preempted, inside, sync_call = facts.off_cpu(i)
+        sync_ns, in_calls_ns = facts.sync_ns[i], facts.in_calls_ns[i]
         off_in_calls = dur[inside].sum()
         blocked = dur[inside & ~preempted & ~sync_call].sum()
         if queued[i]:
@@ -354,7 +497,7 @@ def _cpu(trace, table, phases, assigned, events, a, b) -> None:
         table.at[i, "runnable_s"] = runnable / 1e9
         table.at[i, "kernel_s"] = max(0, in_calls_ns - sync_ns - (off_in_calls - sync_off)) / 1e9
         # on-CPU time outside calls: threads x window, minus calls, minus off-CPU outside calls
-        table.at[i, "user_s"] = max(0, len(threads) * window - in_calls_ns - dur[~inside].sum()) / 1e9
+        table.at[i, "user_s"] = max(0, facts.threads(i) * (b[i] - a[i]) - in_calls_ns - dur[~inside].sum()) / 1e9
 
 
 def _iowait(trace, table, a, b) -> None:

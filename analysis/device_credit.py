@@ -37,15 +37,23 @@ def claims(phases: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 def phase_threads(phases: pd.DataFrame, assigned: pd.DataFrame, events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(row of the phase, thread id) for every thread of every phase."""
+    # only the calls of phases with several threads are looked at: most phases have one
+    several = phases["phase"].to_numpy(np.int64)[phases["threads"].to_numpy() > 1]
+    phase = assigned["phase"].to_numpy()
+    calls = np.flatnonzero(np.isin(phase, several))
+    pairs = np.unique(np.stack([phase[calls].astype(np.int64), events["tid"].to_numpy(np.int64)[calls]]), axis=1)
+    return threads_of(phases, pairs)
+
+
+def threads_of(phases: pd.DataFrame, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """phase_threads from the distinct (phase, thread id) columns of the calls: a phase of one
+    thread is its table row's thread, one of several each thread its calls name."""
     one = phases["threads"].to_numpy() <= 1
     rows, tids = np.flatnonzero(one), phases["tid"].to_numpy(np.int64)[one]
     several = phases["phase"].to_numpy(np.int64)[~one]
     if not len(several):
         return rows, tids
-    # only the calls of phases with several threads are looked at: most phases have one
-    phase = assigned["phase"].to_numpy()
-    calls = np.flatnonzero(np.isin(phase, several))
-    pairs = np.unique(np.stack([phase[calls].astype(np.int64), events["tid"].to_numpy(np.int64)[calls]]), axis=1)
+    pairs = pairs[:, np.isin(pairs[0], several)]
     return np.r_[rows, pd.Index(phases["phase"]).get_indexer(pairs[0])], np.r_[tids, pairs[1]]
 
 
