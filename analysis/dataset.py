@@ -236,11 +236,16 @@ def tables_of(trace, report, verdicts) -> tuple[str, str, dict[str, pd.DataFrame
     """(run id, benchmark partition, table name -> frame) for one run; a table without rows
     and without a fixed schema is left out."""
     rid, host = run_id(trace.meta), str(trace.meta.get("host") or "")
-    frames = {"runs": runs_table(trace, report, rid, verdicts), "events": events_table(trace, report),
+    # a report built block by block (analysis/stream_full.py) gives its events block by block too
+    streamed = getattr(report, "event_blocks", None) if report.assigned is None else None
+    frames = {"runs": runs_table(trace, report, rid, verdicts),
+              "events": None if streamed else events_table(trace, report),
               "phases": phases_table(trace, report) if len(report.phases) else None,
               "verdicts": verdicts_table(verdicts), "device": device_table(report)}
-    return rid, benchmark_of(report), {name: _identify(frame, rid, host)
-                                       for name, frame in frames.items() if frame is not None}
+    tables = {name: _identify(frame, rid, host) for name, frame in frames.items() if frame is not None}
+    if streamed:
+        tables["events"] = events_blocks(streamed(), trace.meta)
+    return rid, benchmark_of(report), tables
 
 
 def _folder(path: str, mode: int) -> None:

@@ -68,13 +68,13 @@ def check(*paths, available: int | None = None) -> None:
     named = paths[0] if len(paths) == 1 else f"{len(paths)} traces"
     raise TooLarge(f"{named} ({units.bytes_(size)}) holds at least {least_events:,} events, and this command "
                    f"holds every event in memory: at least {units.bytes_(least)}, where this machine has "
-                   f"{units.bytes_(available)} available. `iowitness show TRACE` and `iowitness report TRACE --csv` "
-                   f"(the phase table) read a trace of any size block by block; or run this where there is more "
-                   f"memory ({ENV}=1 tries anyway).")
+                   f"{units.bytes_(available)} available. `iowitness show TRACE`, `iowitness report TRACE --stream` "
+                   f"(every form but --html), `check --stream` and `export --stream` read a trace of any size block "
+                   f"by block; or run this where there is more memory ({ENV}=1 tries anyway).")
 
 
 def worth_streaming(path, available: int | None = None) -> bool:
-    """Whether a command that can also read the trace block by block (`report --csv`) should:
+    """Whether a command that can also read the trace block by block (`report`, `check`, `export`) should:
     the in-memory path's least need is above half the memory available now."""
     need, available = least_bytes(path), available_bytes() if available is None else available
     return need is not None and available is not None and need > available // 2

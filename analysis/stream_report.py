@@ -13,8 +13,10 @@ Example: `phase_table("run.iwt")` equals `load("run.iwt").report().phases`.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -30,12 +32,22 @@ BLOCK_ROWS = int(os.environ.get("IOWITNESS_STREAM_BLOCK_ROWS") or 1 << 20)
 def phase_table(path, block_rows: int = BLOCK_ROWS) -> pd.DataFrame | None:
     """The phase table of the trace at `path` (`report --csv`), streamed; None for a --summary
     trace (no events: its table is the kernel's aggregates, analysis/reporters/aggregate.py)."""
-    try:
+    with temporary_files(path):
         return _phase_table(path, block_rows)
+
+
+@contextmanager
+def temporary_files(path):
+    """A temporary file that cannot be written (a full or read-only TMPDIR) as one OutputError
+    saying where and what to do; the trace's own errors (the reader's) and the rest as they are."""
+    try:
+        yield
     except OSError as exc:
-        if exc.filename and str(exc.filename).startswith(str(path)):
-            raise   # the trace itself: the reader's own errors say what is wrong with it
-        raise OutputError(f"report --stream: cannot write its temporary files in {tempfile.gettempdir()} "
+        where = tempfile.gettempdir()
+        ours = str(exc.filename or "").startswith(where) or exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        if not ours or (exc.filename and str(exc.filename).startswith(str(path))):
+            raise
+        raise OutputError(f"report --stream: cannot write its temporary files in {where} "
                           f"({exc.strerror or exc}): it needs about 10 bytes per event there; point TMPDIR at a "
                           "file system with room") from None
 

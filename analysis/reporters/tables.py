@@ -337,7 +337,7 @@ def run_metadata(trace) -> pd.DataFrame:
         ("device", devices),
         ("recorded", (units.seconds(duration) if duration is not None else "?") + f", {status(meta)}"
          + (f", exit code {meta['exit_code']}" if meta.get("exit_code") is not None else "")),
-        ("events", f"{len(trace.events):,}"),
+        ("events", f"{trace.event_count:,}"),
         ("lost events", lost_figure(trace) + (" (phases may miss calls)" if trace.missing else "")),
         ("iowitness", str(meta.get("iowitness_version") or "")),
     ]

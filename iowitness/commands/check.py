@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from iowitness.analysis.run import load
-from iowitness.commands import _claims, _output
+from iowitness.commands import _claims, _output, _reading
 from iowitness.errors import UsageError
 
 
@@ -27,12 +26,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allow-loss", action="store_true",
                         help="pass even when the trace misses calls (lost events, files or processes the "
                              "probe could not follow): the verdicts alone decide")
+    _reading.add_stream_option(parser, "the same verdicts")
 
 
 def execute(args) -> int:
+    with _reading.trace_of(args.trace, _reading.streaming(args.trace, args.stream)) as trace:
+        return _check(trace, args)
+
+
+def _check(trace, args) -> int:
     from iowitness.analysis.reporters import text
 
-    trace = load(args.trace)
     verdicts, _ = _claims.verdicts_for(trace, args, required=True)
     if not verdicts:
         raise UsageError("the benchmark's output holds no claims to check")

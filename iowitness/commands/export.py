@@ -23,7 +23,7 @@ import argparse
 import os
 
 from iowitness.analysis.run import export_parquet, load
-from iowitness.commands import _claims, _output
+from iowitness.commands import _claims, _output, _reading
 from iowitness.extras import require
 from iowitness.errors import TooLarge, UsageError
 from iowitness.outputfile import add_mode_option, parse_mode
@@ -38,6 +38,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tolerance", default=_claims.DEFAULT_TOLERANCE, metavar="PCT",
                         help="how far a claim may be from the active figure and still agree, for the verdicts "
                              "table (default %(default)s)")
+    _reading.add_stream_option(parser, "the same dataset; the --parquet DIR form")
 
 
 def _one_file(args) -> bool:
@@ -50,7 +51,7 @@ def _usable(path: str, trace) -> None:
     if trace.summary is not None:
         raise UsageError(f"{path} is a --summary trace: it holds the kernel's aggregates, no record per "
                          "call, so there are no events to export; record without --summary to export them")
-    if not len(trace.events):
+    if not trace.event_count:
         from iowitness.analysis.report import unseen
         raise UsageError(f"{path} holds no event to export ({unseen(trace) or 'no call on a target file'})")
 
@@ -60,6 +61,9 @@ def execute(args) -> int:
         raise UsageError("say where to export: --parquet OUT")
     require("pyarrow.parquet", "parquet", "export --parquet")   # before a trace is read: one line, at once
     if _one_file(args):
+        if args.stream:
+            raise UsageError("--stream writes a dataset (--parquet DIR): the single-file form holds every event; "
+                             "give a directory")
         out = _output.destination(args, args.parquet)
         trace = load(args.traces[0])
         _usable(args.traces[0], trace)
@@ -80,19 +84,25 @@ def _dataset(args) -> int:
     events = 0
     for k, path in enumerate(args.traces):
         try:
-            trace = load(path)
-            _usable(path, trace)
-            rid = dataset.run_id(trace.meta)
-            dataset.check_distinct(seen + [(path, rid)])
+            with _reading.trace_of(path, _reading.streaming(path, args.stream)) as trace:
+                events += _run(args, trace, path, seen, claim_args, mode)
         except (UsageError, TooLarge) as exc:
             raise type(exc)(f"{exc}; {k} run(s) before it were written to {args.parquet}" if k else str(exc)) from None
-        seen.append((path, rid))
-        report = trace.report()
-        verdicts = _claims.verdicts_for(trace, claim_args, required=False)[0]
-        rid, benchmark, frames = dataset.tables_of(trace, report, verdicts)
-        dataset.write_run(args.parquet, rid, benchmark, frames, mode)
-        events += trace.event_count
-        del trace, report, frames   # one run in memory at a time
     _output.print_text(f"wrote {args.parquet}: {len(seen)} run(s), {events:,} events "
                        f"(tables {', '.join(dataset.TABLES)})")
     return 0
+
+
+def _run(args, trace, path: str, seen: list, claim_args, mode: int) -> int:
+    """Write one run's tables (one run in memory at a time); its event count."""
+    from iowitness.analysis import dataset
+
+    _usable(path, trace)
+    rid = dataset.run_id(trace.meta)
+    dataset.check_distinct(seen + [(path, rid)])
+    seen.append((path, rid))
+    report = trace.report()
+    verdicts = _claims.verdicts_for(trace, claim_args, required=False)[0]
+    rid, benchmark, frames = dataset.tables_of(trace, report, verdicts)
+    dataset.write_run(args.parquet, rid, benchmark, frames, mode)
+    return trace.event_count

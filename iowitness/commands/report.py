@@ -19,9 +19,9 @@ terminal's): a table too wide wraps its notes, then leaves out columns in a stat
 says which; --wide shows them all. Longer than the screen, it is shown through $PAGER (else
 less -FRX), as git does. A pipe or a file gets every column and no pager.
 
---csv --stream makes the phase table reading the trace block by block: memory bounded by its
-phases, not its events, and the same table (chosen by itself when the trace would not fit in
-this machine's memory). The other forms still hold every event.
+--stream reads the trace block by block: memory bounded by its phases, not its events, and
+the same report, byte for byte (chosen by itself when the trace would not fit in this
+machine's memory). Every form but --html, whose per-call charts need every event.
 
 Example:
   iowitness report iozone.iwt
@@ -47,9 +47,7 @@ from __future__ import annotations
 
 import sys
 
-from iowitness.analysis import memory_guard
-from iowitness.analysis.run import load
-from iowitness.commands import _claims, _output
+from iowitness.commands import _claims, _output, _reading
 from iowitness.errors import UsageError
 from iowitness.outputfile import add_mode_option
 
@@ -64,10 +62,7 @@ def add_arguments(parser) -> None:
     form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
     form.add_argument("--markdown", action="store_true", help="the report's tables as Markdown, on stdout")
     form.add_argument("--html", metavar="FILE", help="write the report with its charts to FILE (one self-contained page)")
-    parser.add_argument("--stream", action="store_true",
-                        help="with --csv: read the trace block by block, memory bounded by its phases instead "
-                             "of its events (the same table; chosen by itself when the trace would not fit in "
-                             "memory)")
+    _reading.add_stream_option(parser, "the same report, every form but --html")
     parser.add_argument("--wide", action="store_true",
                         help="the text report with every column, however wide (by default it fits the "
                              "terminal: columns are left out in a stated order, and the title says which)")
@@ -79,8 +74,6 @@ def add_arguments(parser) -> None:
 
 
 def execute(args) -> int:
-    from iowitness.analysis.reporters import machine, text  # pandas: only analysis pays for it
-
     if args.more:   # one run over several hosts
         from iowitness.commands import _hosts
 
@@ -90,9 +83,10 @@ def execute(args) -> int:
         from iowitness.extras import require
 
         require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
-    if args.stream and not args.csv:
-        raise UsageError("--stream gives the phase table (--csv) for now: the other forms read the whole trace")
-    if args.csv and (args.stream or memory_guard.worth_streaming(args.trace)):
+    if args.stream and args.html:
+        raise UsageError("--stream makes every form but --html, whose per-call charts need every event in memory")
+    stream = not args.html and _reading.streaming(args.trace, args.stream)
+    if args.csv and stream:   # the phase table alone: no pass for the rest
         from iowitness import escape
         from iowitness.analysis import stream_report
 
@@ -100,7 +94,13 @@ def execute(args) -> int:
         if table is not None:
             print(escape.csv(table), end="")
             return 0
-    trace = load(args.trace)
+    with _reading.trace_of(args.trace, stream) as trace:
+        return _report(trace, args, out)
+
+
+def _report(trace, args, out) -> int:
+    from iowitness.analysis.reporters import machine, text  # pandas: only analysis pays for it
+
     if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
         return _summary_report(trace, args)
     report = trace.report()

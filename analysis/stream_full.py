@@ -1,0 +1,91 @@
+"""The whole report of a trace of any size: every form `report` prints (text, JSON, Markdown,
+CSV), `check`'s verdicts and `export`'s dataset, from events read block by block.
+
+    with stream_full.open_report("run.iwt") as trace:    # a StreamedTrace: no events table
+        report = trace.report()                          # phases, groups, outliers, device view
+        verdicts = judged.verdicts(trace)                # evidence read from the blocks as asked
+
+The phase table is analysis/stream_report.py's. One more pass over the blocks gathers what
+every form shows besides it (analysis/stream_extras.py: groups, outliers, latency histograms,
+open-to-close stretches; the device view's facts, analysis/device.py; the verdicts' evidence
+about write phases and reach, analysis/stream_evidence.py). The questions only some claims ask
+read the blocks again while the report is open: the temporary files of the phases' rebuild
+(analysis/stream_assign.py) live until it is closed. Each piece is held to the in-memory
+function it replaces by its own tests; tests/kernel/test_stream_full_real.py holds the whole
+`report --json` of real IOzone, fio and dd runs to the in-memory one, byte for byte.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pandas as pd
+
+from iowitness.analysis import aio_kernel, report, stream_assign, stream_events, stream_extras, stream_table
+from iowitness.analysis.device import DeviceFacts, from_facts
+from iowitness.analysis.stream_evidence import StreamedEvidence
+from iowitness.analysis.stream_report import BLOCK_ROWS, _outside, temporary_files
+
+
+@dataclass
+class StreamedReport(report.Report):
+    """A Report whose per-event parts were gathered block by block: no `assigned` nor `calls`
+    (None), the device view and the evidence given instead of made from the events."""
+    device_view: pd.DataFrame | None = None
+    streamed_evidence: StreamedEvidence | None = None
+    histograms: dict | None = None       # what reporters/machine.py's histograms gives
+    stretches: pd.DataFrame | None = None   # what reporters/stretches.py's stretch_frame gives
+    t0: int | None = None                # the trace's first start time
+    event_blocks: object = None          # a new pass over (events, assigned) blocks per call
+
+    @property
+    def device(self) -> pd.DataFrame | None:
+        return self.device_view
+
+    @property
+    def evidence(self) -> StreamedEvidence:
+        return self.streamed_evidence
+
+
+@contextmanager
+def open_report(path, block_rows: int = BLOCK_ROWS):
+    """The trace at `path` as a StreamedTrace whose report() is built block by block (None for
+    a --summary trace, which has no events: its report is the kernel's aggregates); valid
+    until the `with` ends."""
+    with temporary_files(path), stream_events.open_events(path, block_rows=block_rows) as source:
+        if source.trace_data.summary is not None:
+            yield None
+            return
+        with stream_assign.assign(source, _outside_of(source.meta)) as assigned:
+            source.trace._report = _build(source, assigned)
+            yield source.trace
+
+
+def _outside_of(meta: dict):
+    command, _, module = report.benchmark_of(meta)
+    return _outside(module, command, meta.get("cwd"))
+
+
+def _build(source, assigned) -> StreamedReport:
+    trace, meta = source.trace, source.meta
+    command, benchmark, module = report.benchmark_of(meta)
+    table = stream_table.table(assigned)
+    aio_done = aio_kernel.split(source.trace_data.block)[1]
+    report.with_kernel_columns(table, aio_kernel.figures_streamed(table, assigned, aio_done))
+    report.with_groups(table, module, command)
+    extras = stream_extras.Extras(table)
+    facts = DeviceFacts(table, trace)
+    evidence = StreamedEvidence(assigned, table)
+    for events, a in assigned.blocks():
+        extras.add(events, a)
+        facts.add(events, a)
+        evidence.add(events, a)
+    extras.finish()
+    evidence.finish()
+    report.with_names(table, module, command, meta)
+    device_view = from_facts(trace, table, facts)
+    return StreamedReport(table, extras.groups, extras.outliers, None, benchmark, trace, None,
+                          device_view=device_view, streamed_evidence=evidence, histograms=extras.histograms,
+                          stretches=extras.stretches, t0=extras.t0,
+                          event_blocks=assigned.blocks)
