@@ -52,30 +52,66 @@ def _overlaps(row, current) -> bool:
     return False
 
 
+COLUMNS = ["group", "phases", "members", "operation", "bytes", "children_Bps", "parent_Bps", "first_ns",
+           "last_ns", "stonewall_ns", "bytes_at_stonewall", "share_at_stonewall"]
+
+
 def table(phases: pd.DataFrame, calls) -> pd.DataFrame:
     """One row per group of two or more phases: children and parent rates, stonewall point.
 
     The stonewall is when the first member to do all its work finished (a member the
     benchmark stopped early may end sooner, having done less).
     """
-    columns = ["group", "phases", "members", "operation", "bytes", "children_Bps", "parent_Bps", "first_ns",
-               "last_ns", "stonewall_ns", "bytes_at_stonewall", "share_at_stonewall"]
-    multi = phases.groupby("group").filter(lambda g: len(g) > 1)
+    multi = multi_phase(phases)
     if multi.empty:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=COLUMNS)
+    limit = stonewall_limits(multi)
+    # bytes each member had done by its group's stonewall, in one pass over the data calls
+    done = np.zeros(len(limit))
+    add_done(done, limit, calls.data, calls.phase, calls.end_ns, calls.ret)
+    return rows(multi, done)
+
+
+def multi_phase(phases: pd.DataFrame) -> pd.DataFrame:
+    """The phases of the groups of two or more."""
+    return phases.groupby("group").filter(lambda g: len(g) > 1)
+
+
+def stonewalls(multi: pd.DataFrame) -> dict:
+    """Per group: when the first member to do all its work finished."""
     stonewall = {}
     for group, members in multi.groupby("group"):
         complete = members[members["bytes"] == members["bytes"].max()]
         stonewall[group] = int(complete["data_last_ns"].min())
-    # bytes each member had done by its group's stonewall, in one pass over the data calls
-    limit_of_phase = multi.set_index("phase")["group"].map(stonewall)
-    limit = np.full(int(max(calls.phase.max(), limit_of_phase.index.max())) + 1, -1, dtype=np.int64)
+    return stonewall
+
+
+def stonewall_limits(multi: pd.DataFrame) -> np.ndarray:
+    """Per phase number up to the last member's: its group's stonewall, -1 for a phase in no group."""
+    limit_of_phase = multi.set_index("phase")["group"].map(stonewalls(multi))
+    limit = np.full(int(limit_of_phase.index.max()) + 1, -1, dtype=np.int64)
     limit[limit_of_phase.index.to_numpy()] = limit_of_phase.to_numpy()
-    # the data calls of group members, each up to its group's stonewall
-    member_calls = np.flatnonzero(calls.data & (limit[np.maximum(calls.phase, 0)] >= 0))
-    inside = member_calls[calls.end_ns[member_calls] <= limit[calls.phase[member_calls]]]
-    moved = np.maximum(calls.ret[inside], 0)
-    done = pd.Series(np.bincount(calls.phase[inside], weights=moved, minlength=len(limit)))
+    return limit
+
+
+def add_done(done: np.ndarray, limit: np.ndarray, data: np.ndarray, phase: np.ndarray, end_ns: np.ndarray,
+             ret: np.ndarray) -> None:
+    """Add to `done` (per phase) the bytes of the data calls of group members that ended by
+    their group's stonewall, one call after the other (so blocks of calls, added in order,
+    sum as all of them at once, bit for bit)."""
+    slot = np.maximum(phase, 0)
+    limit_of_call = np.full(len(phase), -1, dtype=np.int64)
+    known = slot < len(limit)
+    limit_of_call[known] = limit[slot[known]]
+    member_calls = np.flatnonzero(data & (limit_of_call >= 0))
+    inside = member_calls[end_ns[member_calls] <= limit_of_call[member_calls]]
+    np.add.at(done, phase[inside], np.maximum(ret[inside], 0).astype(np.float64))
+
+
+def rows(multi: pd.DataFrame, done: np.ndarray) -> pd.DataFrame:
+    """The group table from its phases and the bytes each had done by its group's stonewall."""
+    stonewall = stonewalls(multi)
+    done = pd.Series(done)
     rows = []
     for group, members in multi.groupby("group"):
         first, last = members["data_first_ns"].min(), members["data_last_ns"].max()
@@ -91,4 +127,4 @@ def table(phases: pd.DataFrame, calls) -> pd.DataFrame:
             "bytes_at_stonewall": [int(b) for b in at_stonewall],
             "share_at_stonewall": float(at_stonewall.sum() / total) if total else np.nan,
         })
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=COLUMNS)

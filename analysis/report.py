@@ -13,6 +13,7 @@ from iowitness import units
 from iowitness.analysis import aio_kernel, benchmarks, device, groups, phase_table, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
+LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histograms: 1 µs .. 16 s, log2
 
 
 @dataclass
@@ -124,28 +125,103 @@ def mid_run(meta: dict) -> str | None:
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:
     """The slowest data calls of each phase, and the share of the phase's time each took."""
     by_phase = table.set_index("phase")
+    rows = outlier_candidates(calls, by_phase, per_phase)
+    rows = rows[slowest(calls.phase[rows], calls.latency_ns[rows], per_phase)]
+    return outlier_frame(by_phase, calls.phase[rows], calls.syscall.iloc[rows].astype(str).to_numpy(), calls.tid[rows],
+                         calls.start_ns[rows], calls.offset[rows], calls.ret[rows], calls.latency_ns[rows])
+
+
+def outlier_candidates(calls: "Calls", by_phase: pd.DataFrame, per_phase: int) -> np.ndarray:
+    """The rows that can be among the slowest `per_phase` data calls of their phase: those at or
+    above their phase's 99th percentile (all calls of a phase too small for that to leave enough)."""
     counted = np.flatnonzero(calls.data & (calls.phase > 0))
     phase = calls.phase[counted]
-    # only calls at or above their phase's 99th percentile can be among its slowest few
-    # (all calls of a phase too small for that to leave enough)
     p99_ns = phase_module.lookup(by_phase["lat_p99_us"], phase) * 1e3
     small = phase_module.lookup(by_phase["ops"], phase) < 100 * per_phase
-    rows = counted[(calls.latency_ns[counted] >= np.floor(p99_ns)) | small]
-    top = pd.DataFrame({"phase": calls.phase[rows], "latency_ns": calls.latency_ns[rows], "row": rows})
+    return counted[(calls.latency_ns[counted] >= np.floor(p99_ns)) | small]
+
+
+def slowest(phase: np.ndarray, latency_ns: np.ndarray, per_phase: int) -> np.ndarray:
+    """Positions of the `per_phase` slowest calls of each phase, by phase then slowest first;
+    of equal latencies, the first given comes first."""
+    top = pd.DataFrame({"phase": phase, "latency_ns": latency_ns, "row": np.arange(len(phase))})
     top = top.sort_values(["phase", "latency_ns"], ascending=[True, False], kind="stable")
-    rows = top["row"].to_numpy()[top.groupby("phase").cumcount().to_numpy() < per_phase]
-    phase = calls.phase[rows]
+    return top["row"].to_numpy()[top.groupby("phase").cumcount().to_numpy() < per_phase]
+
+
+def outlier_frame(by_phase: pd.DataFrame, phase, syscall, tid, start_ns, offset, ret, latency_ns) -> pd.DataFrame:
+    """The outliers table from its calls' columns."""
     duration_ns = phase_module.lookup(by_phase["duration_s"], phase) * 1e9
     return pd.DataFrame({
         "phase": phase,
-        "syscall": calls.syscall.iloc[rows].astype(str).to_numpy(),
-        "tid": calls.tid[rows],
-        "at_s": (calls.start_ns[rows] - phase_module.lookup(by_phase["data_first_ns"], phase)) / 1e9,
-        "offset": calls.offset[rows],
-        "bytes": calls.ret[rows],
-        "latency_us": calls.latency_ns[rows] / 1e3,
-        "share": calls.latency_ns[rows] / np.where(duration_ns > 0, duration_ns, np.nan),
+        "syscall": syscall,
+        "tid": tid,
+        "at_s": (start_ns - phase_module.lookup(by_phase["data_first_ns"], phase)) / 1e9,
+        "offset": offset,
+        "bytes": ret,
+        "latency_us": latency_ns / 1e3,
+        "share": latency_ns / np.where(duration_ns > 0, duration_ns, np.nan),
     })
+
+
+def latency_bin_counts(phases: np.ndarray, calls: "Calls") -> np.ndarray:
+    """Per phase of `phases` (a row each), counts of its data calls per LATENCY_BINS_US bin, in
+    one pass (report --json's histograms: analysis/reporters/machine.py). The counts of blocks
+    of calls add up to those of all of them (analysis/stream_extras.py)."""
+    counted = calls.data & (calls.phase > 0)
+    position = phase_module.lookup(pd.Series(np.arange(len(phases)), index=phases), calls.phase[counted]).astype(np.int64)
+    nbins = len(LATENCY_BINS_US) - 1
+    which = np.clip(np.searchsorted(LATENCY_BINS_US, calls.latency_ns[counted] / 1e3, side="right") - 1,
+                    0, nbins - 1)
+    return np.bincount(position * nbins + which, minlength=len(phases) * nbins).reshape(len(phases), nbins)
+
+
+def histogram_lists(phases: np.ndarray, counts: np.ndarray) -> dict[int, list[int]]:
+    return {int(p): counts[i].tolist() for i, p in enumerate(phases)}
+
+
+# the stretches (analysis/reporters/stretches.py): their sums, shared with the streamed report
+STRETCH_KINDS = ("reads", "writes", "sync", "other")
+
+
+def stretch_calls(events: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFrame | None:
+    """One row per call in a stretch (phases.py's span: an open to the last close of its fds), what
+    the stretches' table (analysis/reporters/stretches.py) sums; None when no call is in one."""
+    span = assigned["span"].to_numpy()
+    keep = span >= 0
+    if not keep.any():
+        return None
+    syscall = events["syscall"]
+    latency = events["latency_ns"].to_numpy(np.int64)[keep]
+    # the kind as its place in STRETCH_KINDS: no column of strings to make
+    kind = np.select([phase_module.named(syscall, names)[keep] for names in
+                      (phase_module.READS, phase_module.WRITES, phase_module.SYNCS)], [0, 1, 2], 3).astype(np.int8)
+    phase = assigned["phase"].to_numpy()[keep]
+    return pd.DataFrame({"span": span[keep], "path": events["path"].to_numpy()[keep],
+                         "tgid": events["tgid"].to_numpy()[keep], "start": events["start_ns"].to_numpy(np.int64)[keep],
+                         "end": events["end_ns"].to_numpy(np.int64)[keep], "latency": latency, "kind": kind,
+                         "phase": phase})
+
+
+def stretch_sums(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per stretch of stretch_calls' rows, in order of first call: its file, process, first start,
+    last end, calls and time in calls (in all, and by kind)."""
+    by = frame.groupby("span", sort=False)
+    out = by.agg(path=("path", "first"), tgid=("tgid", "first"), first=("start", "min"), last=("end", "max"),
+                 calls=("latency", "size"), in_calls=("latency", "sum"))
+    split = frame.pivot_table(index="span", columns="kind", values="latency", aggfunc="sum", fill_value=0)
+    for i, k in enumerate(STRETCH_KINDS):
+        out[k] = split[i] if i in split else 0
+    return out
+
+
+def stretch_phases(frame: pd.DataFrame) -> pd.Series:
+    """Per stretch: the phases it holds calls of, as "1 2 5"."""
+    return frame.groupby("span", sort=False)["phase"].agg(lambda p: " ".join(str(int(x)) for x in sorted(set(p)) if x > 0))
+
+
+def stretches_in_order(out: pd.DataFrame) -> pd.DataFrame:
+    return out.sort_values("first", kind="stable").reset_index()
 
 
 def _column_property(name: str) -> cached_property:

@@ -9,10 +9,10 @@ import pandas as pd
 
 from iowitness import escape
 from iowitness.analysis.observer import cost as observer_cost
+from iowitness.analysis.report import LATENCY_BINS_US, histogram_lists, latency_bin_counts
 from iowitness.analysis.reporters import tables
 from iowitness.collector.traceformat import not_followed
 
-LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # 1 µs .. 16 s, log2
 SCHEMA_VERSION = 1   # of report --json, a --summary trace's too (aggregate.py); docs/schema/report.schema.json
                      # describes both forms (tests/unit/test_report_schema.py validates against it)
 
@@ -37,17 +37,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 def histograms(report) -> dict[int, list[int]]:
     """Per phase, counts of its data calls' latencies in log2 µs bins, in one pass."""
-    from iowitness.analysis.phases import lookup as phase_lookup
-
-    calls = report.calls
-    counted = calls.data & (calls.phase > 0)
     phases = report.phases["phase"].to_numpy()
-    position = phase_lookup(pd.Series(np.arange(len(phases)), index=phases), calls.phase[counted]).astype(np.int64)
-    nbins = len(LATENCY_BINS_US) - 1
-    which = np.clip(np.searchsorted(LATENCY_BINS_US, calls.latency_ns[counted] / 1e3, side="right") - 1,
-                    0, nbins - 1)
-    counts = np.bincount(position * nbins + which, minlength=len(phases) * nbins).reshape(len(phases), nbins)
-    return {int(p): counts[i].tolist() for i, p in enumerate(phases)}
+    return histogram_lists(phases, latency_bin_counts(phases, report.calls))
 
 
 def verdict_records(verdicts) -> list[dict]:

@@ -2,16 +2,16 @@
 its calls on that file between opening and closing it, as the per-file DTrace scripts of the
 first studies printed it (reads, writes, syncs, the rest), for the text, Markdown and HTML
 reports. A stretch is phases.py's span: one open file description (an open to the last close
-of its fds; a file open before tracing began starts at its first call)."""
+of its fds; a file open before tracing began starts at its first call). The sums are
+report.py's (stretch_calls, stretch_sums), which the streamed report shares."""
 
 from __future__ import annotations
 
 import os
 
-import numpy as np
 import pandas as pd
 
-from iowitness.analysis.phases import READS, SYNCS, WRITES
+from iowitness.analysis.report import stretch_calls, stretch_phases, stretch_sums, stretches_in_order
 from iowitness.analysis.reporters.tables import with_units
 
 TITLE = ("stretches (each open to close of a target file: time inside its calls, by kind; share = in calls / "
@@ -29,27 +29,12 @@ def stretch_frame(report, trace) -> pd.DataFrame:
     events = trace.events
     if events.empty or "span" not in report.assigned:
         return pd.DataFrame()
-    span = report.assigned["span"].to_numpy()
-    keep = span >= 0
-    if not keep.any():
+    frame = stretch_calls(events, report.assigned)
+    if frame is None:
         return pd.DataFrame()
-    syscall = events["syscall"].astype(str).to_numpy()[keep]
-    latency = events["latency_ns"].to_numpy(np.int64)[keep]
-    kind = np.select([np.isin(syscall, READS), np.isin(syscall, WRITES), np.isin(syscall, SYNCS)],
-                     ["reads", "writes", "sync"], "other")
-    phase = report.assigned["phase"].to_numpy()[keep]
-    frame = pd.DataFrame({"span": span[keep], "path": events["path"].to_numpy()[keep],
-                          "tgid": events["tgid"].to_numpy()[keep], "start": events["start_ns"].to_numpy(np.int64)[keep],
-                          "end": events["end_ns"].to_numpy(np.int64)[keep], "latency": latency, "kind": kind,
-                          "phase": phase})
-    by = frame.groupby("span", sort=False)
-    out = by.agg(path=("path", "first"), tgid=("tgid", "first"), first=("start", "min"), last=("end", "max"),
-                 calls=("latency", "size"), in_calls=("latency", "sum"))
-    split = frame.pivot_table(index="span", columns="kind", values="latency", aggfunc="sum", fill_value=0)
-    for k in ("reads", "writes", "sync", "other"):
-        out[k] = split[k] if k in split else 0
-    out["phases"] = by["phase"].agg(lambda p: " ".join(str(int(x)) for x in sorted(set(p)) if x > 0))
-    return out.sort_values("first", kind="stable").reset_index()
+    out = stretch_sums(frame)
+    out["phases"] = stretch_phases(frame)
+    return stretches_in_order(out)
 
 
 def stretch_rows(report, trace) -> pd.DataFrame:
@@ -57,7 +42,14 @@ def stretch_rows(report, trace) -> pd.DataFrame:
     raw = stretch_frame(report, trace)
     if raw.empty:
         return raw
-    t0 = int(trace.events["start_ns"].min())
+    return rows_of(raw, int(trace.events["start_ns"].min()))
+
+
+def rows_of(raw: pd.DataFrame, t0: int) -> pd.DataFrame:
+    """stretch_rows from stretch_frame's table and the trace's first start: the in-memory and
+    the streamed report (analysis/stream_extras.py) make them alike."""
+    if raw.empty:
+        return raw
     rows = pd.DataFrame({
         "#": range(1, len(raw) + 1), "file": [os.path.basename(str(p)) for p in raw["path"]],
         "pid": raw["tgid"].astype(int).to_list(), "phases": raw["phases"],
