@@ -37,6 +37,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 def histograms(report) -> dict[int, list[int]]:
     """Per phase, counts of its data calls' latencies in log2 µs bins, in one pass."""
+    if getattr(report, "histograms", None) is not None:   # gathered block by block (analysis/stream_full.py)
+        return report.histograms
     phases = report.phases["phase"].to_numpy()
     return histogram_lists(phases, latency_bin_counts(phases, report.calls))
 

@@ -26,6 +26,8 @@ UNITS = {"opened": ("seconds", "opened", False), "open": ("seconds", "open to cl
 
 def stretch_frame(report, trace) -> pd.DataFrame:
     """One row per stretch with any call, in the order they opened: raw numbers (ns, counts)."""
+    if getattr(report, "stretches", None) is not None:   # gathered block by block (analysis/stream_full.py)
+        return report.stretches
     events = trace.events
     if events.empty or "span" not in report.assigned:
         return pd.DataFrame()
@@ -42,7 +44,8 @@ def stretch_rows(report, trace) -> pd.DataFrame:
     raw = stretch_frame(report, trace)
     if raw.empty:
         return raw
-    return rows_of(raw, int(trace.events["start_ns"].min()))
+    t0 = report.t0 if getattr(report, "t0", None) is not None else int(trace.events["start_ns"].min())
+    return rows_of(raw, t0)
 
 
 def rows_of(raw: pd.DataFrame, t0: int) -> pd.DataFrame:

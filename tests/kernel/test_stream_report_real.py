@@ -1,5 +1,7 @@
-"""`report --csv --stream` (the phase table built block by block, analysis/stream_report.py)
-against `report --csv` (every event in memory) on real runs: the same bytes.
+"""`report --stream` (the report built block by block: analysis/stream_report.py's phase table,
+analysis/stream_full.py's report) against `report` (every event in memory) on real runs: the
+same bytes in every form (CSV, JSON, Markdown, text), the same `check` lines and exit code,
+and the same `export` dataset.
 
 The runs are the shapes the phase rebuild has rules for: IOzone in throughput mode (a group of
 processes per test, warm-up reads, fsync after the timed window), fio with a job file of two
@@ -24,11 +26,40 @@ BLOCK_ROWS = "997"
 
 def _same_tables(trace) -> str:
     loaded = iowitness("report", str(trace), "--csv").stdout
-    streamed = iowitness("report", str(trace), "--csv", "--stream",
-                         env={**os.environ, "IOWITNESS_STREAM_BLOCK_ROWS": BLOCK_ROWS}).stdout
-    assert streamed == loaded
+    assert _streamed("report", str(trace), "--csv").stdout == loaded
     assert loaded.count("\n") > 1   # a header and at least one phase
     return loaded
+
+
+def _streamed(*args, check=True):
+    return iowitness(*args, "--stream", env={**os.environ, "IOWITNESS_STREAM_BLOCK_ROWS": BLOCK_ROWS}, check=check)
+
+
+def _same_report(trace, tmp_path) -> dict:
+    """Every form of the report, check and export, streamed and in memory: the same."""
+    import json
+
+    printed = {}
+    for form in ("--json", "--markdown", "--no-pager"):
+        printed[form] = iowitness("report", str(trace), form).stdout
+        assert _streamed("report", str(trace), form).stdout == printed[form], form
+    checked = iowitness("check", str(trace), check=False)
+    streamed = _streamed("check", str(trace), check=False)
+    assert (streamed.returncode, streamed.stdout, streamed.stderr) == (checked.returncode, checked.stdout,
+                                                                     checked.stderr)
+    _same_dataset(trace, tmp_path)
+    return json.loads(printed["--json"])
+
+
+def _same_dataset(trace, tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    iowitness("export", str(trace), "--parquet", str(tmp_path / "loaded"))
+    _streamed("export", str(trace), "--parquet", str(tmp_path / "streamed"))
+    files = sorted(p.relative_to(tmp_path / "loaded") for p in (tmp_path / "loaded").rglob("*.parquet"))
+    assert files == sorted(p.relative_to(tmp_path / "streamed") for p in (tmp_path / "streamed").rglob("*.parquet"))
+    for name in files:
+        assert pq.read_table(tmp_path / "streamed" / name).equals(pq.read_table(tmp_path / "loaded" / name)), name
 
 
 RUNS = {
@@ -51,8 +82,13 @@ def test_streamed_phase_table_is_the_loaded_one(name, tmp_path):
     with loop_ext4(96) as (_, mnt):
         trace = tmp_path / "run.iwt"
         iowitness("run", "-q", "-o", str(trace), "--", *RUNS[name](mnt), cwd=mnt, timeout=600)
-    # WHEN its phase table is made block by block, THEN it is the in-memory one, byte for byte
+    # WHEN its phase table, report, verdicts and dataset are made block by block, THEN they are
+    # the in-memory ones, byte for byte
     _same_tables(trace)
+    report = _same_report(trace, tmp_path)
+    assert report["phases"]
+    if name.startswith(("iozone", "fio")):   # their output was captured: claims judged in both
+        assert report["verdicts"]
 
 
 def test_a_fio_job_file_of_two_jobs_streams_the_same_table(tmp_path):
@@ -66,3 +102,4 @@ def test_a_fio_job_file_of_two_jobs_streams_the_same_table(tmp_path):
     table = _same_tables(trace)
     # (fio's own job file and output are in no phase in either)
     assert "two.fio" not in table and "out.txt" not in table
+    _same_report(trace, tmp_path)

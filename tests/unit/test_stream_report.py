@@ -47,10 +47,11 @@ def test_a_summary_trace_has_its_own_table(tmp_path):
     assert iowitness("report", str(path), "--csv", "--stream").stdout == iowitness("report", str(path), "--csv").stdout
 
 
-def test_stream_is_for_the_phase_table_only(iozone_trace):
-    proc = iowitness("report", str(iozone_trace), "--json", "--stream", check=False)
+def test_stream_is_for_every_form_but_html(iozone_trace, tmp_path):
+    proc = iowitness("report", str(iozone_trace), "--html", str(tmp_path / "r.html"), "--stream", check=False)
     assert proc.returncode == 2
-    assert proc.stderr.strip().count("\n") == 0 and "--csv" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "--html" in proc.stderr
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_no_room_for_the_temporary_files_is_one_line_and_no_crash(iozone_trace, monkeypatch):
