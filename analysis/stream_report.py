@@ -47,7 +47,7 @@ def temporary_files(path):
         ours = str(exc.filename or "").startswith(where) or exc.errno in (errno.ENOSPC, errno.EDQUOT)
         if not ours or (exc.filename and str(exc.filename).startswith(str(path))):
             raise
-        raise OutputError(f"report --stream: cannot write its temporary files in {where} "
+        raise OutputError(f"reading the trace block by block: cannot write its temporary files in {where} "
                           f"({exc.strerror or exc}): it needs about 10 bytes per event there; point TMPDIR at a "
                           "file system with room") from None
 

@@ -1,0 +1,102 @@
+"""`report --stream` in every form, `check --stream` and `export --stream` (analysis/stream_full.py)
+against the same commands with every event in memory, on traces written by the collector's own
+TraceWriter: an IOzone-shaped run of four children, dd runs whose printed rate is true or not,
+a run on files with hostile names, a --summary trace. Real runs:
+tests/kernel/test_stream_report_real.py."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support import sweep
+from tests.support.bench import script
+from tests.support.cli import iowitness
+from tests.support.hostile import write_hostile_trace
+from tests.support.trace_mutants import write_dd_trace, write_summary_trace
+
+SMALL_BLOCKS = {**os.environ, "IOWITNESS_STREAM_BLOCK_ROWS": "997"}
+FORMS = (["--json"], ["--markdown"], ["--no-pager"], ["--csv"])
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("full")
+    made = {"iozone": folder / "iozone.iwt", "dd": folder / "dd.iwt", "hostile": folder / "hostile.iwt"}
+    script("report_10m").build_trace(made["iozone"], 30_000, 4, 2)
+    write_dd_trace(made["dd"])
+    write_hostile_trace(made["hostile"])
+    for run in sweep.plan(4):
+        made[f"sweep{run.number}"] = folder / f"sweep{run.number}.iwt"
+        sweep.write(run, made[f"sweep{run.number}"])
+    return made
+
+
+def streamed(*args, check=True):
+    return iowitness(*args, "--stream", env=SMALL_BLOCKS, check=check)
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f[0])
+def test_every_form_is_the_same_bytes(traces, form):
+    for name, trace in traces.items():
+        loaded = iowitness("report", str(trace), *form)
+        assert streamed("report", str(trace), *form).stdout == loaded.stdout, name
+        assert loaded.stdout.strip()
+
+
+def test_check_says_the_same_and_exits_the_same(traces):
+    # GIVEN dd runs whose printed rate is true for some and false for others
+    codes = set()
+    for name, trace in traces.items():
+        if not name.startswith(("sweep", "dd")):
+            continue
+        loaded = iowitness("check", str(trace), check=False)
+        got = streamed("check", str(trace), check=False)
+        assert (got.returncode, got.stdout, got.stderr) == (loaded.returncode, loaded.stdout, loaded.stderr), name
+        codes.add(loaded.returncode)
+    # THEN both exit codes were seen, the same way each time
+    assert codes == {0, 1}
+
+
+def test_export_writes_the_same_dataset(traces, tmp_path):
+    import pyarrow.parquet as pq
+
+    runs = [str(traces[n]) for n in sorted(traces) if n.startswith("sweep")] + [str(traces["iozone"])]
+    iowitness("export", "--parquet", str(tmp_path / "loaded"), *runs)
+    said = streamed("export", "--parquet", str(tmp_path / "streamed"), *runs).stdout
+    assert "5 run(s)" in said
+    files = sorted(p.relative_to(tmp_path / "loaded") for p in (tmp_path / "loaded").rglob("*.parquet"))
+    assert files == sorted(p.relative_to(tmp_path / "streamed") for p in (tmp_path / "streamed").rglob("*.parquet"))
+    assert any(f.parts[0] == "events" for f in files)
+    for name in files:
+        assert pq.read_table(tmp_path / "streamed" / name).equals(pq.read_table(tmp_path / "loaded" / name)), name
+
+
+def test_a_summary_trace_is_reported_as_without_stream(tmp_path):
+    path = tmp_path / "summary.iwt"
+    write_summary_trace(path)
+    for form in FORMS[:2]:
+        assert streamed("report", str(path), *form).stdout == iowitness("report", str(path), *form).stdout
+
+
+def test_what_cannot_stream_says_so_in_one_line(traces, tmp_path):
+    one = iowitness("export", str(traces["dd"]), "--parquet", str(tmp_path / "one.parquet"), "--stream", check=False)
+    assert one.returncode == 2 and one.stderr.count("\n") == 1 and "directory" in one.stderr
+    assert not (tmp_path / "one.parquet").exists()
+
+
+def test_no_room_for_temporary_files_is_an_output_error(traces, monkeypatch):
+    # GIVEN a temporary directory whose file system is full (posix_fallocate: ENOSPC)
+    import errno
+
+    from iowitness.analysis import stream_full, stream_walk
+    from iowitness.errors import OutputError
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(stream_walk.os, "posix_fallocate", full)
+    # WHEN the report is built block by block, THEN the error says where and what to do
+    with pytest.raises(OutputError, match="No space left on device.*TMPDIR"):
+        with stream_full.open_report(traces["dd"]):
+            pass
