@@ -30,9 +30,12 @@ class StreamedEvidence:
         self._reach = Reach()
         self._fed = False
         self._cache: dict = {}
+        self.data_calls_seen = False   # any read, write or fault (report.unseen asks)
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
         kind = phase_module.call_kinds(events["syscall"])
+        self.data_calls_seen = self.data_calls_seen or bool(
+            ((kind == phase_module.READ) | (kind == phase_module.WRITE)).any())
         self._writes.add(events, a, kind)
         self._reach.add(events, a)
 

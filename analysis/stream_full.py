@@ -84,6 +84,7 @@ def _build(source, assigned) -> StreamedReport:
     extras.finish()
     evidence.finish()
     report.with_names(table, module, command, meta)
+    trace.data_calls_seen = evidence.data_calls_seen
     device_view = from_facts(trace, table, facts)
     return StreamedReport(table, extras.groups, extras.outliers, None, benchmark, trace, None,
                           device_view=device_view, streamed_evidence=evidence, histograms=extras.histograms,

@@ -47,7 +47,9 @@ class StreamedTrace(Trace):
         raise RuntimeError("a streamed trace has no events table: use iowitness.analysis.run.load")
 
     def has_data_calls(self) -> bool:
-        return self.show_tables().has_data_calls()
+        # a report built block by block saw every event already (analysis/stream_full.py)
+        known = getattr(self, "data_calls_seen", None)
+        return known if known is not None else self.show_tables().has_data_calls()
 
     def show_tables(self) -> "Tables":
         if getattr(self, "_tables", None) is not None:

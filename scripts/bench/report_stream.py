@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""`iowitness report TRACE --csv --stream` (block by block) vs `report TRACE --csv` (in memory):
-wall time, CPU time and peak memory against the event count, and whether the tables are the same.
+"""`iowitness report TRACE --FORM --stream` (block by block) vs `report TRACE --FORM` (in memory):
+wall time, CPU time and peak memory against the event count, and whether the outputs are the same.
+--form csv (the phase table alone: the default) or json (everything: groups, outliers,
+histograms, stretches, device view, verdicts).
 
 Each run is a fresh process (show_stream.measure: ru_maxrss and user + system time from
 os.wait4, wall time with Python start-up). The trace is report_10m.py's synthetic IOzone-shaped
@@ -10,6 +12,7 @@ The in-memory path needs ~240 bytes per event: leave it out (--no-loaded) above 
 Usage (from the repository, no root needed):
   .venv/bin/python scripts/bench/report_stream.py --events 10000000 --runs 3
   .venv/bin/python scripts/bench/report_stream.py --trace /tmp/t200m.iwt --reuse --runs 1 --no-loaded
+  .venv/bin/python scripts/bench/report_stream.py --events 10000000 --runs 3 --form json
 """
 
 from __future__ import annotations
@@ -22,17 +25,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report_10m import add_trace_options, synthetic_trace  # noqa: E402  (a sibling script)
 from show_stream import compare  # noqa: E402
 
-REPORT = [sys.executable, "-m", "iowitness.cli", "report", "--csv"]
-COMMANDS = (("streamed", [*REPORT, "--stream"]), ("loaded", REPORT))
+REPORT = [sys.executable, "-m", "iowitness.cli", "report"]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_trace_options(parser)
     parser.add_argument("--no-loaded", action="store_true", help="skip the in-memory path (~240 bytes per event)")
+    parser.add_argument("--form", choices=("csv", "json"), default="csv", help="the report's form (default csv)")
     args = parser.parse_args()
+    report = [*REPORT, f"--{args.form}"]
+    commands = (("streamed", [*report, "--stream"]), ("loaded", report))
     with synthetic_trace(args) as trace:
-        compare(COMMANDS, trace, args.runs, "report --csv", skip=("loaded",) if args.no_loaded else ())
+        compare(commands, trace, args.runs, f"report --{args.form}", skip=("loaded",) if args.no_loaded else ())
     return 0
 
 
