@@ -86,7 +86,7 @@ _iowitness() {
                 --mode) COMPREPLY=(); return ;;
                 --tolerance) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --label --markdown --html --json --fail-if --mode --tolerance" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --label --markdown --html --json --fail-if --mode --tolerance --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         check)
             case "$prev" in
@@ -96,7 +96,7 @@ _iowitness() {
                 --tolerance) COMPREPLY=(); return ;;
                 --device-ceiling) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --claims --spec --format --tolerance --device-ceiling --allow-loss" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --claims --spec --format --tolerance --device-ceiling --allow-loss --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         export)
             case "$prev" in
@@ -104,7 +104,7 @@ _iowitness() {
                 --mode) COMPREPLY=(); return ;;
                 --tolerance) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --parquet --mode --tolerance" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --parquet --mode --tolerance --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         doctor)
             COMPREPLY=($(compgen -W "-h --help" -- "$cur"))

@@ -7,9 +7,13 @@ trace misses calls (lost events, files or processes the probe could not follow; 
 judges such a trace anyway), 2 usage error (no claims found, bad tolerance). A trace that is
 incomplete or damaged is said on stderr, one line each, before the verdicts.
 
+--stream reads the trace block by block (memory bounded by its phases, not its events): the
+same verdicts, chosen by itself when the trace would not fit in this machine's memory.
+
 Example:
   iowitness check iozone.iwt --tolerance 5%
   iowitness check fio.iwt --claims fio.json
+  iowitness check hour-long-fio.iwt --stream
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ any later run crossed a threshold, 0 when none did. Metrics: active, wall, busy,
 p50, p90, p99, p99.9, max, duration, bytes, ops. CHANGE is a percentage or an amount with a
 unit (us, ms, s for latency and duration; MiB/s, MB/s, ... for throughput; KiB, MB, ... for
 bytes). --json gives everything, with "schema_version" (docs/schema/compare.schema.json).
+--stream reads each trace block by block (memory bounded by its phases, not its events; the
+same tables), chosen by itself for a trace that would not fit in this machine's memory.
 
 Example:
   iowitness compare ext4.iwt xfs.iwt btrfs.iwt --html fs.html
@@ -23,10 +25,10 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
-from iowitness.analysis.run import load
-from iowitness.commands import _claims, _output
+from iowitness.commands import _claims, _output, _reading
 from iowitness.errors import UsageError
 from iowitness.outputfile import add_mode_option
 
@@ -46,6 +48,7 @@ def add_arguments(parser) -> None:
     add_mode_option(parser)
     parser.add_argument("--tolerance", default=_claims.DEFAULT_TOLERANCE, metavar="PCT",
                         help="how far a claim may be from the active figure and still agree (default %(default)s)")
+    _reading.add_stream_option(parser, "the same tables, every form but --html")
 
 
 def execute(args) -> int:
@@ -57,10 +60,20 @@ def execute(args) -> int:
 
     thresholds = [deltas.parse_threshold(text) for text in args.fail_if]   # a bad one fails before any loading
     out = _output.destination(args, args.html) if args.html else None
+    if args.stream and args.html:
+        raise UsageError("--stream makes every form but --html, whose per-call charts need every event in memory")
+    with contextlib.ExitStack() as opened:
+        # the traces stay open together: a streamed one reads its blocks again for some verdicts
+        traces = [opened.enter_context(_reading.trace_of(path, not args.html and _reading.streaming(path, args.stream)))
+                  for path in args.traces]
+        return _compare(args, traces, thresholds, out)
+
+
+def _compare(args, traces: list, thresholds: list, out) -> int:
     from iowitness import escape, units
+    from iowitness.analysis import deltas
     from iowitness.analysis.reporters import compare
 
-    traces = [load(path) for path in args.traces]
     labels = compare.unique_labels(args.label, traces)
     claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=args.tolerance)
     runs = [compare.Run(label, t, t.report(), _claims.verdicts_for(t, claim_args, required=False)[0])

@@ -8,12 +8,15 @@ tables runs, events, phases, verdicts and device, each row carrying its run_id a
 and wall-clock time columns beside the trace's monotonic nanoseconds (docs/dataset.md has
 the layout and the queries to start from). Exporting more runs into the same directory adds
 them; exporting a run again replaces its files. Claims are read from the output each run
-captured.
+captured. --stream writes the dataset reading each trace block by block (memory bounded by its
+phases, not its events; the same files), chosen by itself for a trace that would not fit in
+this machine's memory.
 
 Example:
   iowitness export iozone.iwt --parquet iozone.parquet
   duckdb -c "select syscall, count(*), sum(ret) from 'iozone.parquet' group by 1"
   iowitness export --parquet runs/ sweep/*.iwt
+  iowitness export --parquet runs/ hour-long-fio.iwt --stream
   duckdb -c "select benchmark, name, avg(wall_Bps) from 'runs/phases/*/*.parquet' group by all"
 """
 

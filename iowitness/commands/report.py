@@ -29,7 +29,7 @@ Example:
   iowitness report iozone.iwt --html report.html
   iowitness report iozone.iwt --markdown > report.md
   iowitness report iozone.iwt --json > phases.json
-  iowitness report long-fio.iwt --csv --stream > phases.csv
+  iowitness report long-fio.iwt --stream --json > report.json
   iowitness report fio.iwt --claims fio.json
   iowitness report mybench.iwt --spec mybench.toml
   iowitness report host1.iwt host2.iwt --claims fio-client.json

@@ -100,3 +100,13 @@ def test_no_room_for_temporary_files_is_an_output_error(traces, monkeypatch):
     with pytest.raises(OutputError, match="No space left on device.*TMPDIR"):
         with stream_full.open_report(traces["dd"]):
             pass
+
+
+@pytest.mark.parametrize("form", [["--json"], ["--markdown"], []], ids=["json", "markdown", "text"])
+def test_compare_gives_the_same_tables_and_gate(traces, form):
+    runs = [str(traces[n]) for n in sorted(traces) if n.startswith("sweep")]
+    gate = ["--fail-if", "wall<-5%", "--fail-if", "p99>+10%"]
+    loaded = iowitness("compare", *runs, *form, *gate, check=False)
+    got = streamed("compare", *runs, *form, *gate, check=False)
+    assert (got.returncode, got.stdout, got.stderr) == (loaded.returncode, loaded.stdout, loaded.stderr)
+    assert loaded.stdout.strip()
