@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from iowitness.analysis import buffering, evidence, latency
 from iowitness.analysis import phases as phase_module
@@ -76,17 +77,17 @@ class StreamedEvidence:
         return latency.operations(events, a, phases, timed, direction)
 
     def _rows_of(self, phases: list[int], columns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-        kept_events, kept_assigned = [], []
+        kept_events, kept_names, kept_assigned = [], [], []
         for e, a in self._assigned.blocks():
             mine = np.isin(a["phase"].to_numpy(), phases)
-            frame = {c: e[c].to_numpy()[mine] for c in columns}
-            frame["syscall"] = e["syscall"].astype(str).to_numpy()[mine]
-            kept_events.append(pd.DataFrame(frame))
+            kept_events.append(pd.DataFrame({c: e[c].to_numpy()[mine] for c in columns if c != "syscall"}))
+            kept_names.append(pd.Categorical(e["syscall"])[mine])
             kept_assigned.append(a[mine].drop(columns=["operation"]).reset_index(drop=True))
         if not kept_events:
             return self._rows_of_nothing(columns)
         events = pd.concat(kept_events, ignore_index=True)
-        events["syscall"] = events["syscall"].astype("category")
+        # each block's categories are its own: one set for all, a byte per row
+        events["syscall"] = union_categoricals(kept_names, ignore_order=True)
         return events, pd.concat(kept_assigned, ignore_index=True)
 
     @staticmethod
