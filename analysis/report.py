@@ -186,21 +186,30 @@ STRETCH_KINDS = ("reads", "writes", "sync", "other")
 
 def stretch_calls(events: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFrame | None:
     """One row per call in a stretch (phases.py's span: an open to the last close of its fds), what
-    the stretches' table (analysis/reporters/stretches.py) sums; None when no call is in one."""
+    the stretches' table (analysis/reporters/stretches.py) sums; None when no call is in one.
+    Columns are views of the events' where every call is in a stretch, the path its category."""
     span = assigned["span"].to_numpy()
     keep = span >= 0
     if not keep.any():
         return None
+
+    def rows(values):
+        return values if every else values[keep]
+    every = bool(keep.all())
     syscall = events["syscall"]
-    latency = events["latency_ns"].to_numpy(np.int64)[keep]
     # the kind as its place in STRETCH_KINDS: no column of strings to make
-    kind = np.select([phase_module.named(syscall, names)[keep] for names in
+    kind = np.select([phase_module.named(syscall, names) for names in
                       (phase_module.READS, phase_module.WRITES, phase_module.SYNCS)], [0, 1, 2], 3).astype(np.int8)
-    phase = assigned["phase"].to_numpy()[keep]
-    return pd.DataFrame({"span": span[keep], "path": events["path"].to_numpy()[keep],
-                         "tgid": events["tgid"].to_numpy()[keep], "start": events["start_ns"].to_numpy(np.int64)[keep],
-                         "end": events["end_ns"].to_numpy(np.int64)[keep], "latency": latency, "kind": kind,
-                         "phase": phase})
+    return pd.DataFrame({"span": rows(span), "path": rows(pd.Categorical(events["path"])),
+                         "tgid": rows(events["tgid"].to_numpy()), "start": rows(_signed(events["start_ns"])),
+                         "end": rows(_signed(events["end_ns"])), "latency": rows(_signed(events["latency_ns"])),
+                         "kind": rows(kind), "phase": rows(assigned["phase"].to_numpy())}, copy=False)
+
+
+def _signed(column: pd.Series) -> np.ndarray:
+    """The probe's u64 times as int64, without a copy (they are far below 2^63)."""
+    values = column.to_numpy()
+    return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
 
 
 def stretch_sums(frame: pd.DataFrame) -> pd.DataFrame:
@@ -209,6 +218,12 @@ def stretch_sums(frame: pd.DataFrame) -> pd.DataFrame:
     by = frame.groupby("span", sort=False)
     out = by.agg(path=("path", "first"), tgid=("tgid", "first"), first=("start", "min"), last=("end", "max"),
                  calls=("latency", "size"), in_calls=("latency", "sum"))
+    # the first paths as text, typed as a column of the calls' paths as text would be: text
+    # with NaN for a stretch without any, or None throughout when no call has one
+    first = np.asarray(out["path"], dtype=object)
+    if not any(isinstance(p, str) for p in first):
+        first = np.full(len(first), None, dtype=object)
+    out["path"] = pd.Series(first, index=out.index)
     split = frame.pivot_table(index="span", columns="kind", values="latency", aggfunc="sum", fill_value=0)
     for i, k in enumerate(STRETCH_KINDS):
         out[k] = split[i] if i in split else 0
