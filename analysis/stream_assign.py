@@ -14,20 +14,22 @@ are numbered by the time of their first call.
    temporary file; per stream, its counts; per run, where it starts.
 2. Over the runs alone: which streams are mixed, hence which runs start a phase, and the
    phases' numbers.
-3. Per block asked for: each call's phase from its stream's state, as phases.assign gives it.
+3. Per block asked for: each call's phase from its stream's state, as phases.assign gives it;
+   kept in a file on the first whole pass, read from it on the later ones.
 
 Per-event intermediates live in files (np.memmap windows of one block), never in memory.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 
 import numpy as np
 import pandas as pd
 
 from iowitness.analysis.phases import MIXED_RUN_LENGTH, OPERATIONS, PATTERN_SHARE, stable_order
-from iowitness.analysis.stream_walk import CODE, DATA, FILL, FIRST, IS_READ, RUN, WARM, Walk, new_group
+from iowitness.analysis.stream_walk import CODE, DATA, FILL, FIRST, IS_READ, RUN, WARM, Column, Walk, new_group
 
 
 class Assigned:
@@ -45,6 +47,8 @@ class Assigned:
         self._writing = self._mixed & (reads > 0) & (fills >= PATTERN_SHARE * reads)
         self._stream_span = streams.get("span")
         self._number_phases()
+        self._phase_file = Column(os.path.join(walk.folder, "phase.i4"), np.int32)
+        self._phase_known = False
 
     def _number_phases(self) -> None:
         """Which runs start a phase (every run of a plain stream, the first of a mixed one), and
@@ -87,15 +91,22 @@ class Assigned:
         current = np.full(len(self._mixed), -1, dtype=np.int64)   # per stream: its latest phase
         span_last = np.full(walk.span_count, -1, dtype=np.int64)  # per span: its latest phase
         phases_so_far, at = 0, 0
+        # each event's phase is worked out on the first whole pass and kept in a file (4 bytes
+        # per event): the later passes read it instead of carrying every stream's state again
+        known = self._phase_known
         for block in self._source.blocks():
             m = len(block)
             if at + m > walk.events:
                 raise ValueError("stream_assign: the source gave more events than on the first pass")
             stream = walk.stream_file.read(at, m).astype(np.int64)
             bits = walk.bits_file.read(at, m)
-            local, phases_so_far = self._phases(stream, bits, current, span_last, phases_so_far)
-            phase = np.where(local >= 0, self._number[np.maximum(local, 0)] if len(self._number) else -1, -1)
-            phase[(bits & CODE) != 0] = -1
+            if known:
+                phase = self._phase_file.read(at, m).astype(np.int64)
+            else:
+                local, phases_so_far = self._phases(stream, bits, current, span_last, phases_so_far)
+                phase = np.where(local >= 0, self._number[np.maximum(local, 0)] if len(self._number) else -1, -1)
+                phase[(bits & CODE) != 0] = -1
+                self._phase_file.write(at, phase.astype(np.int32))
             data = (bits & DATA) != 0
             operation = np.where(data, np.where(self._writing[stream], 2, np.where(
                 self._mixed[stream], 3, np.where((bits & IS_READ) != 0, 1, 2))), 0).astype(np.int8)
@@ -107,6 +118,7 @@ class Assigned:
                 "fill": ((bits & FILL) != 0) & self._writing[stream]}, index=block.index)
         if at != walk.events:
             raise ValueError(f"stream_assign: the source gave {at} events, {walk.events} on the first pass")
+        self._phase_known = True
 
     def _phases(self, stream, bits, current, span_last, phases_so_far):
         """Local phase (index in run order, -1 none) per event of a block, and the phases

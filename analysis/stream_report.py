@@ -48,7 +48,7 @@ def temporary_files(path):
         if not ours or (exc.filename and str(exc.filename).startswith(str(path))):
             raise
         raise OutputError(f"reading the trace block by block: cannot write its temporary files in {where} "
-                          f"({exc.strerror or exc}): it needs about 10 bytes per event there; point TMPDIR at a "
+                          f"({exc.strerror or exc}): it needs about 15 bytes per event there; point TMPDIR at a "
                           "file system with room") from None
 
 
