@@ -37,10 +37,11 @@ FLUSH = 4 << 20
 Blocks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
 
-def percentiles(blocks: Blocks, phases: int, percents, extent=None) -> np.ndarray:
+def percentiles(blocks: Blocks, phases: int, percents, extent=None, before_last_pass=None) -> np.ndarray:
     """(phases × len(percents)) float64 array: np.percentile(latency_ns / 1e3, percents) of
     each phase's values, NaN for a phase without any. `extent`: (count, minimum, maximum) per
-    phase, when the caller counted them already (it saves pass 0)."""
+    phase, when the caller counted them already (it saves pass 0). `before_last_pass`: called
+    (without arguments) before the pass after which no other comes, if any does."""
     q = np.true_divide(np.asarray(percents, dtype=np.float64), 100)
     if not phases:
         return np.full((0, len(q)), np.nan)
@@ -62,7 +63,7 @@ def percentiles(blocks: Blocks, phases: int, percents, extent=None) -> np.ndarra
     ranks = np.concatenate([previous, following], axis=1)
     has = count > 0
     wanted = np.unique(np.stack([phase_of[has].ravel(), ranks[has].ravel()], axis=1), axis=0)
-    values = _select(blocks, phases, wanted, lo, hi)
+    values = _select(blocks, phases, wanted, lo, hi, before_last_pass)
     found = {(int(p), int(r)): v for (p, r), v in zip(wanted, values)}
     out = np.full((phases, len(q)), np.nan)
     for p in np.flatnonzero(has):
@@ -101,7 +102,8 @@ def _kept(phase: np.ndarray, value: np.ndarray, phases: int) -> tuple[np.ndarray
     return (phase, value) if keep.all() else (phase[keep], value[keep])
 
 
-def _select(blocks: Blocks, phases: int, wanted: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def _select(blocks: Blocks, phases: int, wanted: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+            before_last_pass=None) -> np.ndarray:
     """The value of rank wanted[i, 1] among phase wanted[i, 0]'s values, for each i."""
     phase, rank = wanted[:, 0], wanted[:, 1].copy()
     start = lo[phase].copy()
@@ -114,6 +116,8 @@ def _select(blocks: Blocks, phases: int, wanted: np.ndarray, lo: np.ndarray, hi:
         ranges, slot_of = np.unique(np.stack([phase[active], start[active], width[active]], axis=1),
                                     axis=0, return_inverse=True)
         slot_of = slot_of.ravel()
+        if before_last_pass is not None and not shift[active].any():   # every range one value wide after it
+            before_last_pass()
         counts = _histograms(blocks, phases, ranges)
         for target, slot in zip(active, slot_of):
             cum = np.cumsum(counts[slot])

@@ -66,10 +66,16 @@ class Outliers:
         self.kept: dict[str, np.ndarray] | None = None
         self._gathered: list[dict[str, np.ndarray]] = []
         self._gathered_rows, self._gather_rows = 0, gather_rows
+        # per phase: a call must be slower than this to be among its slowest so far (-1: any
+        # call, fewer than per_phase kept); a later call as slow as the slowest kept ranks after
+        # them. Not the in-memory path's 99th percentile: the report's pass can come before it
+        self._floor = np.full(int(table["phase"].max()) + 1 if len(table) else 1, -1, dtype=np.int64)
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
         calls = report.Calls(events, a)
-        rows = report.outlier_candidates(calls, self.by_phase, self.per_phase)
+        counted = np.flatnonzero(calls.data & (calls.phase > 0) & (calls.phase < len(self._floor)))
+        rows = counted[calls.latency_ns[counted] > self._floor[calls.phase[counted]]]
+        rows = rows[_slowest_of_block(calls.phase[rows], calls.latency_ns[rows], self.per_phase)]
         if len(rows) or (self.kept is None and not self._gathered):   # the first block gives the types
             self._gathered.append({
                 "phase": calls.phase[rows], "syscall": calls.syscall.iloc[rows].astype(str).to_numpy(),
@@ -87,11 +93,41 @@ class Outliers:
         self._gathered, self._gathered_rows = [], 0
         pick = report.slowest(calls["phase"], calls["latency_ns"], self.per_phase)
         self.kept = {k: v[pick] for k, v in calls.items()}
+        # the slowest kept come by phase, slowest first: a phase's last is its floor once it has enough
+        phase = self.kept["phase"]
+        last = np.r_[phase[1:] != phase[:-1], True] if len(phase) else np.zeros(0, bool)
+        full = last & (np.bincount(phase, minlength=len(self._floor))[phase] >= self.per_phase)
+        self._floor[phase[full]] = self.kept["latency_ns"][full]
 
     def result(self) -> pd.DataFrame:
         self._merge()
         kept = self.kept if self.kept is not None else {k: np.empty(0, t) for k, t in _EMPTY.items()}
         return report.outlier_frame(self.by_phase, *(kept[k] for k in _CALL_COLUMNS))
+
+
+def _slowest_of_block(phase: np.ndarray, latency_ns: np.ndarray, per_phase: int) -> np.ndarray:
+    """Positions of the `per_phase` slowest of each phase among these calls, in the order
+    report.slowest gives them (by phase, slowest first, equal ones in the order given): only
+    they can be among the slowest of the trace. A sort of numbers, no string made."""
+    if len(phase) <= per_phase:
+        return np.arange(len(phase))
+    # first each phase's per_phase-th slowest here (a partition per phase, no sort of all the
+    # calls): only calls as slow go on to the sort
+    distinct, code = np.unique(phase, return_inverse=True)
+    code = code.ravel()
+    by_code = np.argsort(code.astype(np.int16) if len(distinct) < 1 << 15 else code, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(code, minlength=len(distinct)))]
+    floor = np.empty(len(distinct), latency_ns.dtype)
+    for c in range(len(distinct)):
+        mine = latency_ns[by_code[bounds[c]:bounds[c + 1]]]
+        floor[c] = np.partition(mine, len(mine) - per_phase)[len(mine) - per_phase] if len(mine) > per_phase \
+            else mine.min()
+    keep = np.flatnonzero(latency_ns >= floor[code])
+    order = keep[np.lexsort((-latency_ns[keep], phase[keep]))]   # stable: equal latencies in the order given
+    p = phase[order]
+    first = np.r_[True, p[1:] != p[:-1]]
+    rank = np.arange(len(p)) - np.maximum.accumulate(np.where(first, np.arange(len(p)), 0))
+    return order[rank < per_phase]
 
 
 class Histograms:

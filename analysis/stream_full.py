@@ -5,7 +5,7 @@ CSV), `check`'s verdicts and `export`'s dataset, from events read block by block
         report = trace.report()                          # phases, groups, outliers, device view
         verdicts = judged.verdicts(trace)                # evidence read from the blocks as asked
 
-The phase table is analysis/stream_report.py's. One more pass over the blocks gathers what
+The phase table is analysis/stream_report.py's. Its last pass over the blocks also gathers what
 every form shows besides it (analysis/stream_extras.py: groups, outliers, latency histograms,
 open-to-close stretches; the device view's facts, analysis/device.py; the verdicts' evidence
 about write phases and reach, analysis/stream_evidence.py). The questions only some claims ask
@@ -70,23 +70,38 @@ def _outside_of(meta: dict):
 def _build(source, assigned) -> StreamedReport:
     trace, meta = source.trace, source.meta
     command, benchmark, module = report.benchmark_of(meta)
-    table = stream_table.table(assigned)
+    gathered = _Gathered(trace, assigned, module, command)
+    table = stream_table.table(assigned, rider=gathered.start)
     aio_done = aio_kernel.split(source.trace_data.block)[1]
     report.with_kernel_columns(table, aio_kernel.figures_streamed(table, assigned, aio_done))
     report.with_groups(table, module, command)
-    extras = stream_extras.Extras(table)
-    facts = DeviceFacts(table, trace)
-    evidence = StreamedEvidence(assigned, table)
-    for events, a in assigned.blocks():
-        extras.add(events, a)
-        facts.add(events, a)
-        evidence.add(events, a)
-    extras.finish()
+    extras, evidence = gathered.extras.finish(), gathered.evidence
     evidence.finish()
     report.with_names(table, module, command, meta)
     trace.data_calls_seen = evidence.data_calls_seen
-    device_view = from_facts(trace, table, facts)
     return StreamedReport(table, extras.groups, extras.outliers, None, benchmark, trace, None,
-                          device_view=device_view, streamed_evidence=evidence, histograms=extras.histograms,
-                          stretches=extras.stretches, t0=extras.t0,
+                          device_view=from_facts(trace, table, gathered.facts), streamed_evidence=evidence,
+                          histograms=extras.histograms, stretches=extras.stretches, t0=extras.t0,
                           event_blocks=assigned.blocks)
+
+
+class _Gathered:
+    """What every form shows besides the phase table, gathered in one pass over the blocks (the
+    phase table's last, stream_table's rider): made from the table as it is then (all but its
+    latency mean and percentiles, which none of them reads)."""
+
+    def __init__(self, trace, assigned, module, command):
+        self._trace, self._assigned, self._module, self._command = trace, assigned, module, command
+
+    def start(self, table: pd.DataFrame) -> "_Gathered":
+        table = table.copy()
+        report.with_groups(table, self._module, self._command)
+        self.extras = stream_extras.Extras(table)
+        self.facts = DeviceFacts(table, self._trace)
+        self.evidence = StreamedEvidence(self._assigned, table)
+        return self
+
+    def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
+        self.extras.add(events, a)
+        self.facts.add(events, a)
+        self.evidence.add(events, a)

@@ -32,15 +32,22 @@ PERCENTS = [50, 90, 99, 99.9]
 I64 = np.iinfo(np.int64)
 
 
-def table(assigned) -> pd.DataFrame:
-    """phase_table.table(events, assigned), from assigned.blocks() (see the module's docstring)."""
+def table(assigned, rider=None) -> pd.DataFrame:
+    """phase_table.table(events, assigned), from assigned.blocks() (see the module's docstring).
+
+    `rider`: a callable given the table (all but its latency mean and percentiles, which are
+    NaN and 0 then) that returns something with .add(events, a), fed one whole pass over the
+    blocks: the percentiles' last pass when it comes after pass 2, else one of its own. A
+    caller that needs one more pass over the blocks (analysis/stream_full.py) saves it."""
     counted = getattr(assigned, "phase_count", None)   # stream_assign knows it: no pass for it
     slots = counted + 1 if counted is not None else 1
     for _, a in assigned.blocks() if counted is None else ():
         if len(a):
             slots = max(slots, int(a["phase"].to_numpy().max()) + 1)
     if slots < 2:
-        return pd.DataFrame(columns=pt.COLUMNS)
+        empty = pd.DataFrame(columns=pt.COLUMNS)
+        _ride_alone(assigned, rider, empty)
+        return empty
     acc = _Sums(slots)
     for e, a in assigned.blocks():
         acc.add(e, a)
@@ -50,27 +57,63 @@ def table(assigned) -> pd.DataFrame:
     rows = pt.phase_rows(s)
     late = Windows(s, rows, acc.pairwise())
     # pass 2 rides on the percentiles' first pass (both need only pass 1's figures): one read
-    # of the trace fewer; when the percentiles need no pass at all, it has its own
-    pending = [True]
+    # of the trace fewer; when the percentiles need no pass at all, it has its own. The rider
+    # rides on their last pass, when that is not the first (it needs pass 2's windows)
+    state = {"late": True, "rider": None, "rode": rider is None}
+    flights: list = []
+
+    def in_flight(wanted):   # asked once: it closes the windows' depth counts
+        if not flights:
+            flights.append(late.in_flight(wanted))
+        return flights[0]
+
+    def last_pass():
+        if not state["late"] and not state["rode"]:
+            state["rider"] = rider(_finished(s, rows_of(s, late, in_flight), acc))
 
     def timed_blocks():
-        feed, pending[0] = pending[0], False
+        feed, state["late"] = state["late"], False
+        riding = state["rider"]
         for e, a in assigned.blocks():
             if feed:
                 late.add(e, a)
+            if riding is not None:
+                riding.add(e, a)
             yield _timed(e, a)
+        if riding is not None:
+            state["rider"], state["rode"] = None, True
 
-    pct = quantiles.percentiles(timed_blocks, slots, PERCENTS, extent=(acc.t_count, acc.t_lo, acc.t_hi))
-    if pending[0]:
+    pct = quantiles.percentiles(timed_blocks, slots, PERCENTS, extent=(acc.t_count, acc.t_lo, acc.t_hi),
+                                before_last_pass=last_pass)
+    if state["late"]:
         for e, a in assigned.blocks():
             late.add(e, a)
     s["lat_sum"] = np.array([late.sums[p].total() for p in s["phases"]]) if len(s["phases"]) else np.empty(0)
     s["percentiles"] = [pct[p] for p in s["phases"]]
+    finished = _finished(s, rows_of(s, late, in_flight), acc)
+    if not state["rode"]:
+        _ride_alone(assigned, rider, finished)
+    return finished
+
+
+def rows_of(s: dict, late: Windows, in_flight) -> pd.DataFrame:
+    """The phases' rows of the sums `s` with pass 2's figures."""
     rows = pt.phase_rows(s)
     rows["sync_end_ns"], rows["close_end_ns"] = late.first_after("sync"), late.first_after("close")
-    pt.async_columns(rows, late.in_flight)
+    pt.async_columns(rows, in_flight)
     rows["other_targets_ns"] = late.other_targets(rows)
+    return rows
+
+
+def _finished(s: dict, rows: pd.DataFrame, acc) -> pd.DataFrame:
     return pt.finish(rows, s, acc.cuts)
+
+
+def _ride_alone(assigned, rider, table: pd.DataFrame) -> None:
+    if rider is not None:
+        riding = rider(table)
+        for e, a in assigned.blocks():
+            riding.add(e, a)
 
 
 def _counted(phase: np.ndarray, size: np.ndarray, fault: np.ndarray):
