@@ -186,7 +186,14 @@ class LastWrites:
             p, rows = int(ph[b]), order[b:e]
             self._update(p, rows, requested, start, end, ret, tid, fd, base)
             updated.append((p, int(rows[-1])))
-        # the next call of the same thread inside this block
+        # the next call of the same thread inside this block: looked for after each last write
+        # when they are few, else from one sort of the block by thread
+        if len(updated) <= 16:
+            for p, last in updated:
+                after = np.flatnonzero(tid[last + 1:] == tid[last])
+                if len(after):
+                    self._resolve(p, last + 1 + int(after[0]), kind, fd, start)
+            return
         by_tid = np.argsort(tid, kind="stable")
         same = tid[by_tid][1:] == tid[by_tid][:-1]
         following = np.full(n, -1, np.int64)
