@@ -98,7 +98,9 @@ class _Order:
         self.firsts: list[int] = []      # first row (file order) of each block
         self.tops: list[int] = []        # P(j): the largest start time in blocks 0..j
         ops, devs, late, floors = [], [], [], []
-        for j, block in enumerate(stream.blocks(block_rows=block_rows)):
+        late_rows: dict[int, np.ndarray] = {}   # block -> its stragglers' rows in it
+        # the columns this pass needs; a block with stragglers is read whole afterwards
+        for j, block in enumerate(stream.blocks(["start_ns", "op", "dev"], block_rows=block_rows)):
             start = block["start_ns"]
             self.firsts.append(block.first_row)
             # a block of empty chunks (a writer never makes one, but the format allows it)
@@ -109,6 +111,10 @@ class _Order:
             floors.append(None if not len(start) else int(start.min()) if not len(rows) else
                           int(start[start >= self.tops[j - 2]].min()) if len(rows) < len(start) else None)
             if len(rows):
+                late_rows[j] = rows
+        for j, block in enumerate(stream.blocks(block_rows=block_rows) if late_rows else ()):
+            if j in late_rows:
+                rows = late_rows[j]
                 late.append({name: column[rows] for name, column in block.items()})
                 late[-1]["row"] = block.first_row + rows
         # bounds[j]: the earliest start of a record that is not a straggler, in the blocks
