@@ -1,11 +1,13 @@
 """Refuse, before reading it, a trace whose in-memory analysis cannot fit in this machine.
 
-`report`, `check`, `compare`, `export` and `show --events` hold every event in memory: about
-240 bytes per event at the peak (docs/performance.md, 10 million events: 2.42 GiB). A trace
+`report`, `check`, `compare`, `export` and `show --events`, reading a trace whole, hold every
+event in memory: about 240 bytes per event at the peak (docs/performance.md, 10 million
+events: 2.42 GiB); their `--stream` reads it block by block instead, and they choose it by
+themselves for a trace over half the memory available (worth_streaming). A trace
 file stores an event in 3 to 7 bytes, so a file of S bytes holds at least S / 8 events and
 needs at least 30 S bytes. When even that exceeds the memory available (MemAvailable plus
 free swap), the run could only end in the kernel's out-of-memory killer, without a word; it is
-refused with one instead, naming what does work at any size (`show`, which streams). A trace
+refused with one instead, naming what does work at any size (`show`, `--stream`). A trace
 that may fit is never refused: the bound is the least it could need.
 
 IOWITNESS_NO_MEMORY_CHECK=1 skips the check (a machine whose memory frees up as it goes).
