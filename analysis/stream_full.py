@@ -53,12 +53,17 @@ def open_report(path, block_rows: int = BLOCK_ROWS):
     """The trace at `path` as a StreamedTrace whose report() is built block by block (None for
     a --summary trace, which has no events: its report is the kernel's aggregates); valid
     until the `with` ends."""
-    with temporary_files(path), stream_events.open_events(path, block_rows=block_rows) as source:
+    with stream_events.open_events(path, block_rows=block_rows) as source:
         if source.trace_data.summary is not None:
             yield None
             return
-        with stream_assign.assign(source, _outside_of(source.meta)) as assigned:
-            source.trace._report = _build(source, assigned)
+        # the temporary files are written while the report is built: a full $TMPDIR then is
+        # said as such (not an error of what the caller does with the report afterwards)
+        with temporary_files(path):
+            assigned = stream_assign.assign(source, _outside_of(source.meta))
+        with assigned:
+            with temporary_files(path):
+                source.trace._report = _build(source, assigned)
             yield source.trace
 
 

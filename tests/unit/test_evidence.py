@@ -13,7 +13,8 @@ from iowitness.analysis import latency, phase_table, phases
 from iowitness.analysis.evidence import Evidence
 from iowitness.analysis.stream_evidence import StreamedEvidence
 from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
-from tests.unit.test_stream_table import Blocks, random_trace
+from tests.support.blocks import Blocks
+from tests.unit.test_stream_table import random_trace
 
 REC = 4096
 TIMED = latency.TIMED + ("interval",)

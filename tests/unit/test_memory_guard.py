@@ -56,16 +56,31 @@ def test_meminfo_gives_available_memory_and_free_swap():
 def test_the_commands_refuse_in_one_line_before_reading(tmp_path, monkeypatch):
     # GIVEN a 4 TiB trace file (sparse), far beyond any memory here
     path = _file(tmp_path, 4 << 40)
-    for command in (["report", str(path)], ["check", str(path)], ["show", "--events", str(path)],
-                    ["compare", str(path), str(path)], ["export", str(path), "--parquet", str(tmp_path / "o.parquet")]):
+    html = str(tmp_path / "r.html")
+    for command in (["show", "--events", str(path)], ["report", str(path), "--html", html],
+                    ["compare", str(path), str(path), "--html", html],
+                    ["export", str(path), "--parquet", str(tmp_path / "o.parquet")]):
         # WHEN each command that holds every event is run on it
         monkeypatch.delenv(memory_guard.ENV, raising=False)
         proc = subprocess.run([*IOWITNESS, *command], capture_output=True, text=True, timeout=60)
         # THEN it exits with its own code and one line naming what works at any size
         assert proc.returncode == EXIT_TOO_LARGE, (command, proc.stderr)
         lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and "iowitness show" in lines[0] and "Traceback" not in proc.stderr, command
+        assert len(lines) == 1 and "iowitness show" in lines[0] and "--stream" in lines[0], command
+        assert "Traceback" not in proc.stderr
     # AND with the check switched off the reader is reached (and says what the file is not)
-    proc = subprocess.run([*IOWITNESS, "report", str(path)], capture_output=True, text=True, timeout=60,
-                          env={**__import__("os").environ, memory_guard.ENV: "1"})
+    proc = subprocess.run([*IOWITNESS, "report", str(path), "--html", html], capture_output=True, text=True,
+                          timeout=60, env={**__import__("os").environ, memory_guard.ENV: "1"})
     assert proc.returncode == 6, proc.stderr
+
+
+def test_the_commands_that_can_stream_choose_it_for_a_trace_too_large(tmp_path, monkeypatch):
+    # GIVEN the same 4 TiB file: report, check, compare and export (a dataset) read it block by
+    # block by themselves, so the reader is reached at once and says what the file is not
+    path = _file(tmp_path, 4 << 40)
+    monkeypatch.delenv(memory_guard.ENV, raising=False)
+    for command in (["report", str(path)], ["report", str(path), "--json"], ["check", str(path)],
+                    ["compare", str(path), str(path)], ["export", str(path), "--parquet", str(tmp_path / "ds")]):
+        proc = subprocess.run([*IOWITNESS, *command], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 6 and "not an iowitness trace" in proc.stderr, (command, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

@@ -14,6 +14,7 @@ import pytest
 
 from iowitness.analysis import device, phase_table, phases, stream_device
 from iowitness.probes.layout import layout
+from tests.support.blocks import BLOCKS, Blocks
 from tests.support.synthetic import (DEV, O_CREAT, O_DIRECT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, START_NS,
                                      Calls)
 
@@ -23,20 +24,8 @@ KIB = 1024
 REC = 4096
 DEV2 = (7 << 20) | 1      # loop1, a second device under the benchmark's files
 FS_DEV = 45               # a file system whose device is none of the block devices (btrfs: 0:45) on loop1
-BLOCKS = (1, 37, 1000)
 PREEMPTED, SLEEPING, WAITING_IO = 0, 1, 2
 CPU_FIELDS = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
-
-
-class Blocks:
-    """(events, assigned) sliced with .iloc: what stream_assign gives, for the test."""
-
-    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame, rows: int):
-        self.events, self.assigned, self.rows = events, assigned, rows
-
-    def blocks(self):
-        for at in range(0, len(self.events), self.rows):
-            yield self.events.iloc[at:at + self.rows], self.assigned.iloc[at:at + self.rows]
 
 
 class WithoutEvents(SimpleNamespace):

@@ -15,23 +15,12 @@ import pytest
 
 from iowitness.analysis import report, stream_extras
 from iowitness.analysis.reporters import machine, stretches
+from tests.support.blocks import BLOCKS, Blocks
 from tests.support.synthetic import EIO, O_CREAT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, Calls
 
 REC = 4096
-BLOCKS = (1, 37, 1000)
 GATHER = {1: 50, 37: 1, 1000: None}
 T = 2_000_000_000
-
-
-class Blocks:
-    """(events, assigned) sliced with .iloc: what stream_assign gives, for the test."""
-
-    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame, rows: int):
-        self.events, self.assigned, self.rows = events, assigned, rows
-
-    def blocks(self):
-        for at in range(0, len(self.events), self.rows):
-            yield self.events.iloc[at:at + self.rows], self.assigned.iloc[at:at + self.rows]
 
 
 def built(events: pd.DataFrame, command=("./bench",)):

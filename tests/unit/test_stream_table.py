@@ -10,23 +10,12 @@ import pandas as pd
 import pytest
 
 from iowitness.analysis import phase_table, phases, stream_table
+from tests.support.blocks import BLOCKS, Blocks
 from tests.support.synthetic import (EIO, O_CREAT, O_DIRECT, O_RDONLY, O_RDWR, O_SYNC, O_TRUNC, O_WRONLY,
                                      SEEK_CUR, SEEK_SET, Calls)
 
 REC = 4096
 F, G = "/data/f", "/data/g"
-BLOCKS = (1, 37, 1000)
-
-
-class Blocks:
-    """(events, assigned) sliced with .iloc: what stream_assign gives, for the test."""
-
-    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame, rows: int):
-        self.events, self.assigned, self.rows = events, assigned, rows
-
-    def blocks(self):
-        for at in range(0, len(self.events), self.rows):
-            yield self.events.iloc[at:at + self.rows], self.assigned.iloc[at:at + self.rows]
 
 
 def same_table(events: pd.DataFrame, sizes=BLOCKS) -> pd.DataFrame:

@@ -1,0 +1,20 @@
+"""Blocks of an in-memory trace, as analysis/stream_assign.py gives them to the streamed
+report: the tests of every streamed piece cut a table into blocks of 1, 37 and 1000 rows, so
+that every per-phase, per-thread and per-file state crosses block boundaries."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+BLOCKS = (1, 37, 1000)
+
+
+class Blocks:
+    """(events, assigned) sliced with .iloc: what stream_assign gives, for the test."""
+
+    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame, rows: int):
+        self.events, self.assigned, self.rows = events, assigned, rows
+
+    def blocks(self):
+        for at in range(0, len(self.events), self.rows):
+            yield self.events.iloc[at:at + self.rows], self.assigned.iloc[at:at + self.rows]
