@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from iowitness.analysis import aio_kernel, report, stream_assign, stream_events, stream_extras, stream_table
+from iowitness.analysis import report, stream_assign, stream_events, stream_extras
 from iowitness.analysis.device import DeviceFacts, from_facts
 from iowitness.analysis.stream_evidence import StreamedEvidence
-from iowitness.analysis.stream_report import BLOCK_ROWS, _outside, temporary_files
+from iowitness.analysis.stream_report import BLOCK_ROWS, outside_of, table_of, temporary_files
 
 
 @dataclass
@@ -60,29 +60,20 @@ def open_report(path, block_rows: int = BLOCK_ROWS):
         # the temporary files are written while the report is built: a full $TMPDIR then is
         # said as such (not an error of what the caller does with the report afterwards)
         with temporary_files(path):
-            assigned = stream_assign.assign(source, _outside_of(source.meta))
+            assigned = stream_assign.assign(source, outside_of(source.meta))
         with assigned:
             with temporary_files(path):
                 source.trace._report = _build(source, assigned)
             yield source.trace
 
 
-def _outside_of(meta: dict):
-    command, _, module = report.benchmark_of(meta)
-    return _outside(module, command, meta.get("cwd"))
-
-
 def _build(source, assigned) -> StreamedReport:
-    trace, meta = source.trace, source.meta
-    command, benchmark, module = report.benchmark_of(meta)
+    trace = source.trace
+    command, benchmark, module = report.benchmark_of(source.meta)
     gathered = _Gathered(trace, assigned, module, command)
-    table = stream_table.table(assigned, rider=gathered.start)
-    aio_done = aio_kernel.split(source.trace_data.block)[1]
-    report.with_kernel_columns(table, aio_kernel.figures_streamed(table, assigned, aio_done))
-    report.with_groups(table, module, command)
+    table = table_of(source, assigned, rider=gathered.start)
     extras, evidence = gathered.extras.finish(), gathered.evidence
     evidence.finish()
-    report.with_names(table, module, command, meta)
     trace.data_calls_seen = evidence.data_calls_seen
     return StreamedReport(table, extras.groups, extras.outliers, None, benchmark, trace, None,
                           device_view=from_facts(trace, table, gathered.facts), streamed_evidence=evidence,

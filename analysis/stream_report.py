@@ -56,13 +56,24 @@ def _phase_table(path, block_rows: int) -> pd.DataFrame | None:
     with stream_events.open_events(path, block_rows=block_rows) as source:
         if source.trace_data.summary is not None:
             return None
-        meta = source.meta
-        command, _, module = report.benchmark_of(meta)
-        outside = _outside(module, command, meta.get("cwd"))
-        aio_done = aio_kernel.split(source.trace_data.block)[1]
-        with stream_assign.assign(source, outside) as assigned:
-            table = stream_table.table(assigned)
-            report.with_kernel_columns(table, aio_kernel.figures_streamed(table, assigned, aio_done))
+        with stream_assign.assign(source, outside_of(source.meta)) as assigned:
+            return table_of(source, assigned)
+
+
+def outside_of(meta: dict):
+    """The calls on the benchmark's own files, per block (_outside), for a trace's meta."""
+    command, _, module = report.benchmark_of(meta)
+    return _outside(module, command, meta.get("cwd"))
+
+
+def table_of(source, assigned, rider=None) -> pd.DataFrame:
+    """The finished phase table of `source`'s events (as report.build finishes it: the aio
+    kernel columns, groups, the benchmark's names); `rider` as stream_table.table takes it."""
+    meta = source.meta
+    command, _, module = report.benchmark_of(meta)
+    table = stream_table.table(assigned, rider=rider)
+    aio_done = aio_kernel.split(source.trace_data.block)[1]
+    report.with_kernel_columns(table, aio_kernel.figures_streamed(table, assigned, aio_done))
     report.with_groups(table, module, command)
     report.with_names(table, module, command, meta)
     return table

@@ -46,9 +46,8 @@ def streamed(trace_path: str, out: str, block_rows: int) -> None:
 
     with stream_events.open_events(trace_path, block_rows=block_rows) as source:
         meta = source.meta
-        command, benchmark, module = report.benchmark_of(meta)
-        outside = stream_report._outside(module, command, meta.get("cwd"))   # as report --stream has it
-        with stream_assign.assign(source, outside) as assigned:
+        _, benchmark, _ = report.benchmark_of(meta)
+        with stream_assign.assign(source, stream_report.outside_of(meta)) as assigned:   # as report --stream has it
             dataset.write_run(out, dataset.run_id(meta), benchmark or "other",
                               {"events": dataset.events_blocks(assigned.blocks(), meta)}, MODE)
 
