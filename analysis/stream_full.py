@@ -11,8 +11,9 @@ open-to-close stretches; the device view's facts, analysis/device.py; the verdic
 about write phases and reach, analysis/stream_evidence.py). The questions only some claims ask
 read the blocks again while the report is open: the temporary files of the phases' rebuild
 (analysis/stream_assign.py) live until it is closed. Each piece is held to the in-memory
-function it replaces by its own tests; tests/kernel/test_stream_full_real.py holds the whole
-`report --json` of real IOzone, fio and dd runs to the in-memory one, byte for byte.
+function it replaces by its own tests; tests/unit/test_stream_full.py and
+tests/kernel/test_stream_report_real.py hold every form of `report`, `check` and `export` (real
+IOzone, fio and dd runs in the latter) to the in-memory ones, byte for byte.
 """
 
 from __future__ import annotations
