@@ -106,6 +106,32 @@ def tmpfs(size_mb: int = 32):
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def pinned_in_page_cache(path: Path):
+    """Every page of `path` held in the page cache (mlock of a shared read-only mapping) until
+    the block ends: a warm read is then warm by construction, whatever the machine reclaims."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mlock.argtypes = libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = path.stat().st_size
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if address in (None, ctypes.c_void_p(-1).value):
+            raise AssertionError(f"mmap of {path}: {os.strerror(ctypes.get_errno())}")
+        try:
+            if libc.mlock(address, size) != 0:
+                raise AssertionError(f"mlock of {path}: {os.strerror(ctypes.get_errno())}")
+            yield
+        finally:
+            libc.munmap(address, size)   # unmapping unlocks
+    finally:
+        os.close(fd)
+
+
 def _blkio_root() -> tuple[Path | None, bool]:
     """A cgroup-v1 blkio hierarchy: the machine's, or a private mount of it (mounted=True)."""
     for line in Path("/proc/mounts").read_text().splitlines():
