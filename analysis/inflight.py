@@ -90,14 +90,52 @@ def depth_series(start: np.ndarray, end: np.ndarray, points: int = 400) -> pd.Da
     each time bucket, so a short burst stays visible (columns t_s from the first start, depth)."""
     if not len(start):
         return pd.DataFrame(columns=["t_s", "depth"])
-    _, when, _, depth = _sweep(np.zeros(len(start), np.int64), start, end)
-    t0, t1 = int(when[0]), int(when[-1])
-    if t1 <= t0:
-        return pd.DataFrame({"t_s": [0.0], "depth": [int(depth.max())]})
-    bucket = np.minimum((when - t0) * points // (t1 - t0), points - 1)
-    highest = pd.Series(depth).groupby(bucket).max()
-    return pd.DataFrame({"t_s": highest.index.to_numpy() * (t1 - t0) / points / 1e9,
-                         "depth": highest.to_numpy()})
+    series = DepthSeries(int(np.min(start)), int(np.max(end)), points)
+    series.add(start, end)
+    return series.finish()
+
+
+class DepthSeries:
+    """depth_series over requests given a block at a time, in order of their start, from the
+    first start `t0` to the last end `t1` (which fix the buckets). A step (a start or an end)
+    is counted once no later request can come before it: each block's steps before its last
+    start; the rest wait for the next block (at most the requests still in flight)."""
+
+    def __init__(self, t0: int, t1: int, points: int = 400):
+        self.t0, self.t1, self.points = int(t0), int(t1), points
+        self.highest = np.full(points, np.iinfo(np.int64).min)
+        self.depth = 0
+        self._when, self._step = np.empty(0, np.int64), np.empty(0, np.int64)
+
+    def add(self, start: np.ndarray, end: np.ndarray) -> None:
+        if not len(start):
+            return
+        when = np.concatenate([self._when, np.asarray(start, np.int64), np.asarray(end, np.int64)])
+        step = np.concatenate([self._step, np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
+        later = when >= int(np.max(start))   # a later request starts there or after, and may end there
+        self._when, self._step = when[later], step[later]
+        self._count(when[~later], step[~later])
+
+    def finish(self) -> pd.DataFrame:
+        """The series (columns t_s, depth); the same again on a later call."""
+        self._count(self._when, self._step)
+        self._when, self._step = self._when[:0], self._step[:0]
+        seen = np.flatnonzero(self.highest > np.iinfo(np.int64).min)
+        if self.t1 <= self.t0:
+            return pd.DataFrame({"t_s": [0.0], "depth": [int(self.highest.max())]})
+        return pd.DataFrame({"t_s": seen * (self.t1 - self.t0) / self.points / 1e9, "depth": self.highest[seen]})
+
+    def _count(self, when: np.ndarray, step: np.ndarray) -> None:
+        if not len(when):
+            return
+        order = np.lexsort((step, when))    # time, then ends before starts (as _sweep)
+        when, depth = when[order], self.depth + np.cumsum(step[order])
+        self.depth = int(depth[-1])
+        if self.t1 <= self.t0:
+            self.highest[0] = max(self.highest[0], int(depth.max()))
+            return
+        bucket = np.minimum((when - self.t0) * self.points // (self.t1 - self.t0), self.points - 1)
+        np.maximum.at(self.highest, bucket, depth)
 
 
 def level_text(row) -> str:

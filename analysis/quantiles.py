@@ -42,7 +42,14 @@ def percentiles(blocks: Blocks, phases: int, percents, extent=None, before_last_
     each phase's values, NaN for a phase without any. `extent`: (count, minimum, maximum) per
     phase, when the caller counted them already (it saves pass 0). `before_last_pass`: called
     (without arguments) before the pass after which no other comes, if any does."""
-    q = np.true_divide(np.asarray(percents, dtype=np.float64), 100)
+    return quantiles(blocks, phases, np.true_divide(np.asarray(percents, dtype=np.float64), 100), extent,
+                     before_last_pass)
+
+
+def quantiles(blocks: Blocks, phases: int, q, extent=None, before_last_pass=None) -> np.ndarray:
+    """percentiles() at fractions `q` (0..1) instead of percents: np.quantile(latency_ns / 1e3,
+    q) of each phase's values, bit for bit."""
+    q = np.asarray(q, dtype=np.float64)
     if not phases:
         return np.full((0, len(q)), np.nan)
     count, lo, hi = (np.asarray(e, dtype=np.int64) for e in extent) if extent is not None else _extent(blocks, phases)
@@ -137,10 +144,14 @@ def _histograms(blocks: Blocks, phases: int, ranges: np.ndarray) -> np.ndarray:
     first = np.r_[True, ranges[order][1:, 0] != ranges[order][:-1, 0]] if len(ranges) else np.zeros(0, bool)
     group_start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
     k_of[order] = np.arange(len(order)) - group_start
+    by_phase = np.unique(ranges[:, 0]) if len(ranges) else np.empty(0, np.int64)
+    k_count = int(k_of.max()) + 1 if len(ranges) else 0
+    if len(by_phase) < k_count:   # a few phases with many ranks each (a curve of 401 quantiles)
+        return _histograms_by_phase(blocks, phases, ranges, by_phase, counts)
     # per k: for each phase, its k-th range's slot, start, width and shift (-1: none), so that
     # a block is looked up with one-dimensional gathers
     tables = []
-    for k in range(int(k_of.max()) + 1 if len(ranges) else 0):
+    for k in range(k_count):
         mine = np.flatnonzero(k_of == k)
         slot = np.full(phases, -1, dtype=np.int64)
         begin, size = np.zeros(phases, dtype=np.int64), np.zeros(phases, dtype=np.int64)
@@ -160,6 +171,32 @@ def _histograms(blocks: Blocks, phases: int, ranges: np.ndarray) -> np.ndarray:
             pending.append(slot[p] * BINS + (offset[inside] >> shift[p]))
             held += len(inside)
         # a bincount costs its whole length: counted over many blocks at once, not per block
+        if held >= FLUSH:
+            counts += np.bincount(np.concatenate(pending), minlength=len(counts))
+            pending, held = [], 0
+    if pending:
+        counts += np.bincount(np.concatenate(pending), minlength=len(counts))
+    return counts.reshape(len(ranges), BINS)
+
+
+def _histograms_by_phase(blocks: Blocks, phases: int, ranges: np.ndarray, by_phase: np.ndarray,
+                         counts: np.ndarray) -> np.ndarray:
+    """_histograms looked up phase by phase: the ranges of one phase have one width and never
+    overlap (each is a bin of the same split of the phase's extent), so a value's range is
+    found by one binary search among its phase's starts."""
+    order = np.lexsort((ranges[:, 1], ranges[:, 0]))
+    mine = {int(p): order[ranges[order, 0] == p] for p in by_phase}
+    pending, held = [], 0
+    for phase, value in blocks():
+        phase, value = _kept(phase, value, phases)
+        for p, slots in mine.items():
+            v = value[phase == p]
+            starts, width = ranges[slots, 1], int(ranges[slots[0], 2])
+            at = np.searchsorted(starts, v, side="right") - 1
+            offset = v - starts[np.maximum(at, 0)]
+            inside = np.flatnonzero((at >= 0) & (offset < (np.int64(1) << width)))
+            pending.append(slots[at[inside]] * BINS + (offset[inside] >> max(width - BITS, 0)))
+            held += len(inside)
         if held >= FLUSH:
             counts += np.bincount(np.concatenate(pending), minlength=len(counts))
             pending, held = [], 0

@@ -6,7 +6,8 @@ shows and in which units; series differ by grey level AND by marker, line style 
 so a grey print keeps them apart. Per-call pictures of big phases are summarised (binned, not
 sampled) and the chart says so.
 
-Every function takes plain numbers and returns the <svg> element as a string.
+Every function takes plain numbers, or the bins analysis/reporters/chart_bins.py counted, and
+returns the <svg> element as a string.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import itertools
 import numpy as np
 
 from iowitness import escape, units
+from iowitness.analysis.reporters.chart_bins import CURVE, DENSITY_BINS, time_scale
 from iowitness.analysis.reporters.isolated_matplotlib import imported, style
 
 # Okabe-Ito colours, ordered so neighbours differ in lightness too (they stay apart in grey)
@@ -28,10 +30,7 @@ HATCHES = ("", "///", "...", "xxx", "\\\\\\", "ooo", "---", "+++")
 BAND_GREYS = ("#e4e4e4", "#f3f3f3")
 
 WIDTH, HEIGHT = 7.2, 3.0          # inches; at 96 px per inch, about 690 × 290 px on screen
-MAX_MARKERS = 400                 # above this many calls, offset-vs-time is binned (markers cost ~90 B each)
-DENSITY_BINS = (360, 140)         # time × offset cells of a binned offset-vs-time chart
 SWEEP_LEGEND_COLUMNS = 3          # a sweep chart's legend, under each of its two plots
-TIMELINE_BINS = 300               # at most, across a run
 
 _rc = {
     "svg.fonttype": "none",       # text stays text: smaller, searchable, the page's own font
@@ -117,14 +116,9 @@ def _bytes_axis(ax, largest: float, what: str, axis: str = "y") -> float:
 
 def _time_axis(ax, span_s: float, what: str) -> float:
     """Seconds, or ms or µs when the span is short; returns the multiplier from seconds."""
-    if span_s < 0.002:
-        ax.set_xlabel(f"{what} (µs)")
-        return 1e6
-    if span_s < 0.5:
-        ax.set_xlabel(f"{what} (ms)")
-        return 1e3
-    ax.set_xlabel(f"{what} (s)")
-    return 1.0
+    scale, unit = time_scale(span_s)
+    ax.set_xlabel(f"{what} ({unit})")
+    return scale
 
 
 def _latency_ticks(ax, axis: str = "x") -> None:
@@ -163,23 +157,18 @@ def empty(message: str) -> str:
 # ---- one run ------------------------------------------------------------------------------
 
 @_styled
-def timeline(end_s: np.ndarray, nbytes: np.ndarray, bands: list[tuple[float, float, str, float]],
-             title: str) -> str:
+def timeline(bins, bands: list[tuple[float, float, str, float]], title: str) -> str:
     """Throughput over time, from each call's bytes counted at its end, with the phases as bands
     and each phase's own average (its bytes over its span) as a dashed level: a phase shorter
     than a bin is diluted in the binned line, never in its level.
 
-    end_s: seconds since the run's first data call; bands: (start_s, end_s, label, bytes/s).
+    bins: chart_bins.Timeline (seconds since the run's first data call); bands: (start_s,
+    end_s, label, bytes/s).
     """
     labelled, rotated = len(bands) <= 24, 8 < len(bands) <= 24
     fig, ax = _figure(height=HEIGHT + (1.0 if rotated else 0), top=1.45 if rotated else 0.55,
                       legend=1.25 if len(bands) > 1 else 0.0)
-    span = float(end_s.max()) if len(end_s) else 1.0
-    span = span if span > 0 else 1e-3
-    nbins = int(min(TIMELINE_BINS, max(10, len(end_s) // 4)))
-    width = span / nbins
-    counts, edges = np.histogram(end_s, bins=nbins, range=(0, span), weights=nbytes)
-    rate = counts / width
+    span, nbins, width, edges, rate = bins.span, bins.nbins, bins.width, bins.edges, bins.rate
     scale = _time_axis(ax, span, "time since the first data call")
     levels = [b[3] for b in bands if b[3] == b[3]]
     divisor = _rate_axis(ax, max([float(rate.max()) if len(rate) else 0] + levels))
@@ -241,14 +230,11 @@ def claim_vs_active(claim_Bps: float, claim_label: str, figures: dict[str, float
 
 
 @_styled
-def latency_histogram(latency_us: np.ndarray, p50: float, p99: float, top: float) -> str:
-    """Calls per latency bin (4 bins per doubling, log axes), with p50, p99 and max marked."""
+def latency_histogram(bins, p50: float, p99: float, top: float) -> str:
+    """Calls per latency bin (chart_bins.LatencyBins: 4 bins per doubling, log axes), with p50,
+    p99 and max marked."""
     fig, ax = _figure(legend=1.05)
-    lo = max(float(latency_us.min()), 0.01)
-    hi = max(float(latency_us.max()), lo * 1.01)
-    edges = 2.0 ** np.arange(np.floor(np.log2(lo) * 4) / 4, np.log2(hi) + 0.25, 0.25)
-    counts, edges = np.histogram(np.clip(latency_us, edges[0], edges[-1]), bins=edges)
-    ax.stairs(counts, edges, fill=True, color="#bdbdbd", edgecolor="#000000", lw=0.6)
+    ax.stairs(bins.counts, bins.edges, fill=True, color="#bdbdbd", edgecolor="#000000", lw=0.6)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(bottom=0.7)
@@ -260,39 +246,39 @@ def latency_histogram(latency_us: np.ndarray, p50: float, p99: float, top: float
     ax.set_xlabel("latency per call (log scale)")
     ax.set_ylabel("calls (log scale)")
     _legend_right(ax)
-    ax.set_title(f"latency distribution of {len(latency_us):,} data calls")
+    ax.set_title(f"latency distribution of {bins.calls:,} data calls")
     return _svg(fig)
 
 
 @_styled
-def offset_time(t_s: np.ndarray, offset: np.ndarray, is_read: np.ndarray, title: str) -> str:
-    """Where in the file each call went, over time: the access pattern."""
-    both = bool(is_read.any() and (~is_read).any()) and len(t_s) <= MAX_MARKERS
+def offset_time(offsets, title: str) -> str:
+    """Where in the file each call went, over time: the access pattern (chart_bins.Offsets)."""
+    if offsets.markers:
+        x, y, is_read = offsets.points()
+    both = offsets.markers and bool(is_read.any() and (~is_read).any())
     fig, ax = _figure(legend=0.6 if both else 0.0)
-    span = float(t_s.max()) if len(t_s) else 0.0
-    scale = _time_axis(ax, span, "time since the phase's first data call")
-    divisor = _bytes_axis(ax, float(offset.max()) if len(offset) else 0, "file offset")
-    x, y = t_s * scale, offset / divisor
-    if len(t_s) <= MAX_MARKERS:
+    ax.set_xlabel(f"time since the phase's first data call ({offsets.time_unit})")
+    ax.set_ylabel(f"file offset ({offsets.offset_unit})")
+    if offsets.markers:
         for mask, name, marker, colour in ((~is_read, "write", "s", COLOURS[4]), (is_read, "read", "o", COLOURS[2])):
             if mask.any():
                 ax.plot(x[mask], y[mask], ls="", marker=marker, ms=3.2, mew=0, color=colour, label=name)
         if both:
             _legend_right(ax)
-        _note(ax, f"every one of the {len(t_s):,} data calls drawn")
+        _note(ax, f"every one of the {offsets.calls:,} data calls drawn")
     else:
         from matplotlib.colors import LinearSegmentedColormap, LogNorm
 
         # one call is a clear mid grey (a random pattern is mostly cells of one call), the busiest black
         calls = LinearSegmentedColormap.from_list("calls", ["#8a8a8a", "#000000"])
 
-        counts, xe, ye = np.histogram2d(x, y, bins=DENSITY_BINS)
+        counts, (xe, ye) = offsets.counts, offsets.edges()
         masked = np.ma.masked_equal(counts.T, 0)
         # an image, not a mesh of cells: one small PNG inside the SVG, drawn fast
         ax.imshow(masked, origin="lower", extent=(xe[0], xe[-1], ye[0], ye[-1]), aspect="auto",
                   interpolation="nearest", cmap=calls, norm=LogNorm(vmin=1, vmax=max(2, counts.max())))
         ax.grid(False)
-        _note(ax, f"all {len(t_s):,} data calls, binned into {DENSITY_BINS[0]} × {DENSITY_BINS[1]} cells "
+        _note(ax, f"all {offsets.calls:,} data calls, binned into {DENSITY_BINS[0]} × {DENSITY_BINS[1]} cells "
                   f"(grey: one call, black: the most, log scale) to keep the page small")
     ax.set_ylim(bottom=0)
     ax.set_title(title)
@@ -378,19 +364,15 @@ def _legend_inches(labels: list[str]) -> float:
 # ---- several runs -------------------------------------------------------------------------
 
 @_styled
-def overlaid_timelines(runs: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
-    """Throughput over time of several runs on one axis. runs: (label, end_s, bytes)."""
-    fig, ax = _figure(legend=_legend_inches([label for label, _, _ in runs]))
-    span = max((float(e.max()) for _, e, _ in runs if len(e)), default=1.0) or 1e-3
-    nbins = TIMELINE_BINS
-    width = span / nbins
-    rates = []
-    for _, end_s, nbytes in runs:
-        counts, edges = np.histogram(end_s, bins=nbins, range=(0, span), weights=nbytes)
-        rates.append(counts / width)
+def overlaid_timelines(runs: list[tuple[str, object]]) -> str:
+    """Throughput over time of several runs on one axis. runs: (label, chart_bins.Timeline),
+    every Timeline on the same span and bins."""
+    fig, ax = _figure(legend=_legend_inches([label for label, _ in runs]))
+    span, nbins, width, edges = runs[0][1].span, runs[0][1].nbins, runs[0][1].width, runs[0][1].edges
+    rates = [timeline.rate for _, timeline in runs]
     scale = _time_axis(ax, span, "time since each run's first data call")
     divisor = _rate_axis(ax, max((float(r.max()) for r in rates if len(r)), default=0))
-    for i, ((label, _, _), rate) in enumerate(zip(runs, rates)):
+    for i, ((label, _), rate) in enumerate(zip(runs, rates)):
         ax.step(edges[:-1] * scale, rate / divisor, where="post", color=COLOURS[i % len(COLOURS)],
                 ls=LINES[i % len(LINES)], lw=1.1, label=label)
     ax.set_ylim(bottom=0)
@@ -422,18 +404,16 @@ def grouped_bars(names: list[str], runs: list[str], values: list[list[float]], t
 
 
 @_styled
-def overlaid_cdfs(title: str, runs: list[tuple[str, np.ndarray]]) -> str:
-    """Latency CDFs of the same phase in several runs, p99 marked on each."""
-    fig, ax = _figure(legend=_legend_inches([label for label, _ in runs]))
-    probabilities = np.linspace(0, 1, 401)
-    for i, (label, latency_us) in enumerate(runs):
-        if not len(latency_us):
+def overlaid_cdfs(title: str, runs: list) -> str:
+    """Latency CDFs of the same phase in several runs, p99 marked on each (chart_bins.Curve:
+    401 exact quantiles, whatever the number of calls: the curve is the data's own)."""
+    fig, ax = _figure(legend=_legend_inches([c.label for c in runs]))
+    for i, curve in enumerate(runs):
+        if curve.latency_us is None:
             continue
-        # 401 exact quantiles, whatever the number of calls: the curve is the data's own
-        q = np.quantile(latency_us, probabilities)
         colour = COLOURS[i % len(COLOURS)]
-        ax.plot(q, probabilities, color=colour, ls=LINES[i % len(LINES)], lw=1.2, label=label)
-        p99 = float(np.quantile(latency_us, 0.99))
+        label, p99 = curve.label, curve.p99
+        ax.plot(curve.latency_us, CURVE, color=colour, ls=LINES[i % len(LINES)], lw=1.2, label=label)
         ax.plot([p99], [0.99], marker=MARKERS[i % len(MARKERS)], color=colour, ms=5, ls="")
     ax.set_xscale("log")
     _latency_ticks(ax)

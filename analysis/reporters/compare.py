@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from iowitness import units
 from iowitness.analysis.reporters import tables
-from iowitness.analysis.reporters.phase_calls import PhaseCalls
 
 MAX_BAR_PHASES = 40      # phase names in the throughput bar chart
 MAX_CDF_PHASES = 12      # phase names that get an overlaid latency chart
@@ -125,17 +123,6 @@ def active_rate(run: Run, key: tuple) -> float:
     if v and v.figures and v.kind == "bytes" and v.window in v.figures:
         return float(v.figures[v.window])
     return float(run.by_phase.at[phase, "wall_Bps"])
-
-
-def latencies(run: Run, key: tuple, cache: dict) -> np.ndarray:
-    phase = run.keys.get(key)
-    if phase is None:
-        return np.empty(0)
-    if run.label not in cache:
-        cache[run.label] = PhaseCalls(run.report)
-    pc = cache[run.label]
-    return pc.calls.latency_ns[pc.of(phase)] / 1e3
-
 
 
 SCHEMA_VERSION = 1   # of compare --json; docs/compare.schema.json describes it (a test validates against it)

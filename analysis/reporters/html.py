@@ -19,9 +19,8 @@ import numpy as np
 import pandas as pd
 
 from iowitness import escape, units
-from iowitness.analysis import figures as active_figures, inflight
-from iowitness.analysis.reporters import charts, stretches, sweep, tables
-from iowitness.analysis.reporters.phase_calls import PhaseCalls
+from iowitness.analysis import figures as active_figures
+from iowitness.analysis.reporters import chart_bins, charts, stretches, sweep, tables
 
 MAX_PHASE_SECTIONS = 12
 
@@ -109,13 +108,11 @@ def verdict_section(verdicts, note: str | None, chosen=(), folded: bool = False)
     return "\n".join(out)
 
 
-def run_timeline(report, pc: PhaseCalls) -> str:
+def run_timeline(report, drawn: chart_bins.Charts) -> str:
     phases = report.phases
     if phases.empty:
         return ""
-    rows = pc.counted
     t0 = int(phases["data_first_ns"].min())
-    end_s = (pc.calls.end_ns[rows] - t0) / 1e9
     bands = []
     for _, members in phases.groupby("group", sort=False):
         first = members.sort_values("data_first_ns").iloc[0]
@@ -125,8 +122,7 @@ def run_timeline(report, pc: PhaseCalls) -> str:
         bands.append(((lo - t0) / 1e9, (hi - t0) / 1e9,
                       f"{int(first['phase'])} {label}" if len(members) == 1 else label, float(level)))
     bands.sort()
-    return figure(charts.timeline(end_s, pc.calls.bytes[rows].astype(float), bands,
-                                  "throughput over time, with the phases"), "timeline")
+    return figure(charts.timeline(drawn.run, bands, "throughput over time, with the phases"), "timeline")
 
 
 def sweep_section(report, verdicts) -> str:
@@ -184,7 +180,7 @@ def device_chart(report, r) -> str:
                   f"device {int(r.phase)}")
 
 
-def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
+def phase_section(r, drawn: chart_bins.Charts, report, verdicts) -> str:
     name = tables.phase_label(r)
     pattern = r.pattern + (f" {units.bytes_(r.stride)}" if r.stride else "")
     out = [f'<section class="phase" id="phase-{int(r.phase)}">',
@@ -203,21 +199,16 @@ def phase_section(r, pc: PhaseCalls, report, verdicts) -> str:
         out.append(charts.empty(f"The claims about this phase's group are charted under phase {others[0].phases[0]}."))
     else:
         out.append(charts.empty("No claim of the benchmark is about this phase."))
-    rows = pc.of(r.phase)
-    if len(rows):
-        latency_us = pc.calls.latency_ns[rows] / 1e3
-        out.append(figure(charts.latency_histogram(latency_us, r.lat_p50_us, r.lat_p99_us, r.lat_max_us),
+    mine = drawn.phases.get(int(r.phase))
+    if mine is not None:
+        out.append(figure(charts.latency_histogram(mine.latency, r.lat_p50_us, r.lat_p99_us, r.lat_max_us),
                           f"latency {int(r.phase)}"))
-        end_s = (pc.calls.end_ns[rows] - int(r.data_first_ns)) / 1e9
-        out.append(figure(charts.timeline(end_s, pc.calls.bytes[rows].astype(float),
-                                          [(0.0, r.duration_s, "", float(r.wall_Bps))],
+        out.append(figure(charts.timeline(mine.timeline, [(0.0, r.duration_s, "", float(r.wall_Bps))],
                                           "throughput over time in this phase"), f"throughput {int(r.phase)}"))
-        t = (pc.calls.start_ns[rows] - int(r.data_first_ns)) / 1e9
-        out.append(figure(charts.offset_time(t, pc.calls.offset[rows].astype(float), pc.is_read[rows],
-                                             f"offset vs time (access pattern: {pattern})"),
+        out.append(figure(charts.offset_time(mine.offsets, f"offset vs time (access pattern: {pattern})"),
                           f"offset {int(r.phase)}"))
-        if getattr(r, "async_ops", 0):
-            depth = inflight.depth_series(pc.calls.start_ns[rows], pc.calls.end_ns[rows])
+        if mine.depth is not None:
+            depth = mine.depth.finish()
             out.append(figure(charts.depth_over_time(depth["t_s"].to_numpy(float), depth["depth"].to_numpy(float),
                                                      _asked_depth(r.phase, verdicts),
                                                      f"requests in flight (max {int(r.depth_max)}, "
@@ -267,10 +258,10 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
         body.append('<h2>Phases</h2><p class="note">No phases: the trace holds no read or write calls on '
                     "target files.</p>")
     else:
-        pc = PhaseCalls(report)
+        drawn = chart_bins.gather(report, chosen)
         rows = tables.phase_rows(report.phases)
         rows["#"] = [_phase_link(p, chosen) for p in rows["#"]]
-        body += ['<h2 id="phases">Phases</h2>', run_timeline(report, pc), table(rows, "phases", html_columns=("#",))]
+        body += ['<h2 id="phases">Phases</h2>', run_timeline(report, drawn), table(rows, "phases", html_columns=("#",))]
         if not report.groups.empty:
             body += [f"<h3>{esc(tables.GROUPS_TITLE)}</h3>", table(tables.group_rows(report.groups, report.phases))]
         depth = tables.depth_rows(report.phases)
@@ -288,7 +279,7 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
         wanted = set(chosen)
         for r in report.phases.itertuples():
             if int(r.phase) in wanted:
-                body.append(phase_section(r, pc, report, verdicts))
+                body.append(phase_section(r, drawn, report, verdicts))
         body.append(device_section(report, trace))
     body += ['<h2 id="run">Run</h2>', table(tables.run_metadata(trace), "metadata")]
     return page(f"iowitness report: {os.path.basename(path)}", "\n".join(body))
@@ -306,19 +297,10 @@ def render_compare(runs, rows) -> str:
             "where a claim matched the phase, else the wall rate.</p>",
             "".join(f"<h4>{esc(r.label)}</h4>{warnings(r.trace)}" for r in runs if warnings(r.trace)),
             '<h2 id="runs">Runs</h2>', table(compare.run_table(runs), "runs")]
-    cache: dict = {}
-    timelines = []
-    for run in runs:
-        phases = run.report.phases
-        if phases.empty:
-            continue
-        pc = cache.setdefault(run.label, PhaseCalls(run.report))
-        counted = pc.counted
-        t0 = int(phases["data_first_ns"].min())
-        timelines.append((run.label, (pc.calls.end_ns[counted] - t0) / 1e9, pc.calls.bytes[counted].astype(float)))
+    keys = compare.labels(runs)
+    timelines, curves = chart_bins.compare_charts(runs, list(keys)[:compare.MAX_CDF_PHASES])
     if timelines:
         body.append(figure(charts.overlaid_timelines(timelines), "timelines"))
-    keys = compare.labels(runs)
     shown = list(keys.items())[:compare.MAX_BAR_PHASES]
     if shown:
         values = [[compare.active_rate(run, key) for run in runs] for key, _ in shown]
@@ -332,8 +314,8 @@ def render_compare(runs, rows) -> str:
         key = list(keys)[i]
         body.append(f'<section class="phase compare"><h3>{esc(label)}</h3>{table(frame, "compare")}')
         if i < compare.MAX_CDF_PHASES:
-            lat = [(run.label, compare.latencies(run, key, cache)) for run in runs]
-            if sum(len(x) for _, x in lat):
+            lat = curves[key]
+            if any(c.latency_us is not None for c in lat):
                 body.append(figure(charts.overlaid_cdfs(f"latency distribution: {label}", lat), f"cdf {label}"))
         body.append("</section>")
     if len(keys) > compare.MAX_CDF_PHASES:

@@ -13,7 +13,8 @@ p50, p90, p99, p99.9, max, duration, bytes, ops. CHANGE is a percentage or an am
 unit (us, ms, s for latency and duration; MiB/s, MB/s, ... for throughput; KiB, MB, ... for
 bytes). --json gives everything, with "schema_version" (docs/schema/compare.schema.json).
 --stream reads each trace block by block (memory bounded by its phases, not its events; the
-same tables), chosen by itself for a trace that would not fit in this machine's memory.
+same tables and the same --html page), chosen by itself for a trace that would not fit in this
+machine's memory.
 
 Example:
   iowitness compare ext4.iwt xfs.iwt btrfs.iwt --html fs.html
@@ -48,7 +49,7 @@ def add_arguments(parser) -> None:
     add_mode_option(parser)
     parser.add_argument("--tolerance", default=_claims.DEFAULT_TOLERANCE, metavar="PCT",
                         help="how far a claim may be from the active figure and still agree (default %(default)s)")
-    _reading.add_stream_option(parser, "the same tables, every form but --html")
+    _reading.add_stream_option(parser, "the same tables and page, in every form")
 
 
 def execute(args) -> int:
@@ -60,11 +61,9 @@ def execute(args) -> int:
 
     thresholds = [deltas.parse_threshold(text) for text in args.fail_if]   # a bad one fails before any loading
     out = _output.destination(args, args.html) if args.html else None
-    if args.stream and args.html:
-        raise UsageError("--stream makes every form but --html, whose per-call charts need every event in memory")
     with contextlib.ExitStack() as opened:
         # the traces stay open together: a streamed one reads its blocks again for some verdicts
-        traces = [opened.enter_context(_reading.trace_of(path, not args.html and _reading.streaming(path, args.stream)))
+        traces = [opened.enter_context(_reading.trace_of(path, _reading.streaming(path, args.stream)))
                   for path in args.traces]
         return _compare(args, traces, thresholds, out)
 

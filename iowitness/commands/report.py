@@ -20,8 +20,9 @@ says which; --wide shows them all. Longer than the screen, it is shown through $
 less -FRX), as git does. A pipe or a file gets every column and no pager.
 
 --stream reads the trace block by block: memory bounded by its phases, not its events, and
-the same report, byte for byte (chosen by itself when the trace would not fit in this
-machine's memory). Every form but --html, whose per-call charts need every event.
+the same report, byte for byte, in every form (chosen by itself when the trace would not
+fit in this machine's memory). The --html page's per-call charts are binned, so they are
+counted block by block too, in one more pass over the trace.
 
 Example:
   iowitness report iozone.iwt
@@ -48,7 +49,6 @@ from __future__ import annotations
 import sys
 
 from iowitness.commands import _claims, _output, _reading
-from iowitness.errors import UsageError
 from iowitness.outputfile import add_mode_option
 
 
@@ -62,7 +62,7 @@ def add_arguments(parser) -> None:
     form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
     form.add_argument("--markdown", action="store_true", help="the report's tables as Markdown, on stdout")
     form.add_argument("--html", metavar="FILE", help="write the report with its charts to FILE (one self-contained page)")
-    _reading.add_stream_option(parser, "the same report, every form but --html")
+    _reading.add_stream_option(parser, "the same report, in every form")
     parser.add_argument("--wide", action="store_true",
                         help="the text report with every column, however wide (by default it fits the "
                              "terminal: columns are left out in a stated order, and the title says which)")
@@ -83,9 +83,7 @@ def execute(args) -> int:
         from iowitness.extras import require
 
         require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
-    if args.stream and args.html:
-        raise UsageError("--stream makes every form but --html, whose per-call charts need every event in memory")
-    stream = not args.html and _reading.streaming(args.trace, args.stream)
+    stream = _reading.streaming(args.trace, args.stream)
     if args.csv and stream:   # the phase table alone: no pass for the rest
         from iowitness import escape
         from iowitness.analysis import stream_report

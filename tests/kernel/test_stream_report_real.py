@@ -1,7 +1,7 @@
 """`report --stream` (the report built block by block: analysis/stream_report.py's phase table,
 analysis/stream_full.py's report) against `report` (every event in memory) on real runs: the
-same bytes in every form (CSV, JSON, Markdown, text), the same `check` lines and exit code,
-and the same `export` dataset.
+same bytes in every form (CSV, JSON, Markdown, text, the HTML page with its charts), the same
+`check` lines and exit code, and the same `export` dataset.
 
 The runs are the shapes the phase rebuild has rules for: IOzone in throughput mode (a group of
 processes per test, warm-up reads, fsync after the timed window), fio with a job file of two
@@ -43,6 +43,9 @@ def _same_report(trace, tmp_path) -> dict:
     for form in ("--json", "--markdown", "--no-pager"):
         printed[form] = iowitness("report", str(trace), form).stdout
         assert _streamed("report", str(trace), form).stdout == printed[form], form
+    iowitness("report", str(trace), "--html", str(tmp_path / "loaded.html"))
+    _streamed("report", str(trace), "--html", str(tmp_path / "streamed.html"))
+    assert (tmp_path / "streamed.html").read_bytes() == (tmp_path / "loaded.html").read_bytes()
     checked = iowitness("check", str(trace), check=False)
     streamed = _streamed("check", str(trace), check=False)
     assert (streamed.returncode, streamed.stdout, streamed.stderr) == (checked.returncode, checked.stdout,

@@ -45,6 +45,18 @@ def test_every_form_is_the_same_bytes(traces, form):
         assert loaded.stdout.strip()
 
 
+def test_the_html_page_is_the_same_bytes(traces, tmp_path):
+    # GIVEN every trace of the module (phases of one call to thousands, hostile names, sweeps)
+    for name, trace in traces.items():
+        # WHEN its page is made with every event in memory and block by block
+        iowitness("report", str(trace), "--html", str(tmp_path / f"{name}.loaded.html"))
+        streamed("report", str(trace), "--html", str(tmp_path / f"{name}.streamed.html"))
+        # THEN the pages are the same bytes, charts and all
+        page = (tmp_path / f"{name}.loaded.html").read_bytes()
+        assert (tmp_path / f"{name}.streamed.html").read_bytes() == page, name
+        assert b"<svg" in page
+
+
 def test_check_says_the_same_and_exits_the_same(traces):
     # GIVEN dd runs whose printed rate is true for some and false for others
     codes = set()
@@ -100,6 +112,16 @@ def test_no_room_for_temporary_files_is_an_output_error(traces, monkeypatch):
     with pytest.raises(OutputError, match="No space left on device.*TMPDIR"):
         with stream_full.open_report(traces["dd"]):
             pass
+
+
+def test_compare_gives_the_same_page(traces, tmp_path):
+    # GIVEN runs of a sweep and runs of other benchmarks, compared on one page
+    runs = [str(traces[n]) for n in sorted(traces) if n != "hostile"]
+    iowitness("compare", *runs, "--html", str(tmp_path / "loaded.html"))
+    streamed("compare", *runs, "--html", str(tmp_path / "streamed.html"))
+    # THEN the overlaid timelines and latency curves are the same bytes
+    page = (tmp_path / "loaded.html").read_bytes()
+    assert (tmp_path / "streamed.html").read_bytes() == page and page.count(b"<svg") > 2
 
 
 @pytest.mark.parametrize("form", [["--json"], ["--markdown"], []], ids=["json", "markdown", "text"])

@@ -1,0 +1,317 @@
+"""What the HTML report's per-call charts draw, counted from the calls a block at a time.
+
+    charts = chart_bins.gather(report, chosen)     # chosen: the phases that get a section
+    charts.run                                     # the run's throughput over time (Timeline)
+    charts.phases[3].latency, .timeline, .offsets, .depth
+
+Every per-call chart of the page is binned (reporters/charts.py draws the bins): throughput
+over time, the latency histogram, offset against time (every call drawn up to MAX_MARKERS,
+then a density of cells) and the requests in flight. Bins need their edges before the first
+call is counted, and the edges come from each phase's extent (its calls, first and last start,
+last end, offset and latency range), so the calls are read twice: once for the extents, once
+to count. The in-memory report hands its calls over as one block, a streamed report
+(analysis/stream_full.py) block by block; both go through this code, so the page is the same
+bytes either way and memory is bounded by the bins, never by the calls. Each count is the one
+numpy gives over all of a phase's calls at once, because each call's bin depends on the call
+and the edges alone and the byte weights are whole numbers (their float sums are exact).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from iowitness import units
+from iowitness.analysis import inflight, report as report_module
+from iowitness.analysis.phases import READS
+
+MAX_MARKERS = 400                 # above this many calls, offset-vs-time is binned (markers cost ~90 B each)
+DENSITY_BINS = (360, 140)         # time × offset cells of a binned offset-vs-time chart
+TIMELINE_BINS = 300               # at most, across a run
+LATENCY_BINS_PER_DOUBLING = 4
+
+_LOW, _HIGH = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+def counted(calls) -> np.ndarray:
+    """Rows of the counted data calls (no warm-ups, in a phase): what the charts draw."""
+    return np.flatnonzero(calls.data & (calls.phase > 0))
+
+
+def is_read(calls, rows: np.ndarray) -> np.ndarray:
+    """Per row: a read call (else a write)."""
+    syscall = calls.syscall
+    if isinstance(syscall.dtype, pd.CategoricalDtype):
+        read_codes = np.array([c in READS for c in syscall.cat.categories] + [False])
+        return read_codes[syscall.cat.codes.to_numpy()[rows]]
+    return syscall.iloc[rows].astype(str).isin(READS).to_numpy()
+
+
+def time_scale(span_s: float) -> tuple[float, str]:
+    """The multiplier from seconds and the unit a time axis spanning `span_s` reads best in."""
+    if span_s < 0.002:
+        return 1e6, "µs"
+    if span_s < 0.5:
+        return 1e3, "ms"
+    return 1.0, "s"
+
+
+class Extents:
+    """Per phase number: its counted calls, first and last start, last end, offset and latency
+    ranges (ns and bytes, int64), from blocks of calls."""
+
+    def __init__(self, phases: int):
+        n = phases + 1
+        self.calls = np.zeros(n, np.int64)
+        self.first_start, self.last_start = np.full(n, _LOW), np.full(n, _HIGH)
+        self.last_end = np.full(n, _HIGH)
+        self.offset_min, self.offset_max = np.full(n, _LOW), np.full(n, _HIGH)
+        self.latency_min, self.latency_max = np.full(n, _LOW), np.full(n, _HIGH)
+
+    def add(self, calls) -> None:
+        rows = counted(calls)
+        rows = rows[calls.phase[rows] < len(self.calls)]
+        if not len(rows):
+            return
+        phase = calls.phase[rows]
+        self.calls += np.bincount(phase, minlength=len(self.calls))
+        for low, high, column in ((self.first_start, self.last_start, calls.start_ns),
+                                  (self.offset_min, self.offset_max, calls.offset),
+                                  (self.latency_min, self.latency_max, calls.latency_ns)):
+            values = np.asarray(column[rows], dtype=np.int64)
+            np.minimum.at(low, phase, values)
+            np.maximum.at(high, phase, values)
+        np.maximum.at(self.last_end, phase, np.asarray(calls.end_ns[rows], dtype=np.int64))
+
+
+class Timeline:
+    """charts.timeline's bins: each call's bytes counted at its end, in seconds since `t0_ns`,
+    over `calls` calls whose last ends at `last_end_ns`."""
+
+    def __init__(self, calls: int, t0_ns: int, last_end_ns: int, nbins: int | None = None, span: float | None = None):
+        self.calls, self.t0_ns = calls, t0_ns
+        if span is None:
+            span = float(np.int64(last_end_ns - t0_ns) / 1e9) if calls else 1.0
+            span = span if span > 0 else 1e-3
+        self.nbins = nbins or int(min(TIMELINE_BINS, max(10, calls // 4)))
+        self.span, self.width = span, span / self.nbins
+        self.edges = np.histogram_bin_edges(np.empty(0), bins=self.nbins, range=(0, span))
+        self.sums = np.zeros(self.nbins)
+
+    def add(self, end_ns: np.ndarray, nbytes: np.ndarray) -> None:
+        end_s = (end_ns - self.t0_ns) / 1e9
+        self.sums += np.histogram(end_s, bins=self.nbins, range=(0, self.span), weights=nbytes.astype(float))[0]
+
+    @property
+    def rate(self) -> np.ndarray:
+        return self.sums / self.width
+
+
+class LatencyBins:
+    """charts.latency_histogram's bins: calls per latency bin, 4 bins per doubling (µs)."""
+
+    def __init__(self, calls: int, latency_min_ns: int, latency_max_ns: int):
+        self.calls = calls
+        lo = max(float(np.int64(latency_min_ns) / 1e3), 0.01)
+        hi = max(float(np.int64(latency_max_ns) / 1e3), lo * 1.01)
+        step = 1 / LATENCY_BINS_PER_DOUBLING
+        self.edges = 2.0 ** np.arange(np.floor(np.log2(lo) * 4) / 4, np.log2(hi) + step, step)
+        self.counts = np.zeros(len(self.edges) - 1, np.int64)
+
+    def add(self, latency_ns: np.ndarray) -> None:
+        latency_us = latency_ns / 1e3
+        self.counts += np.histogram(np.clip(latency_us, self.edges[0], self.edges[-1]), bins=self.edges)[0]
+
+
+class Offsets:
+    """charts.offset_time's picture of a phase: where in the file each call went, over time
+    (seconds since `first_ns`, the phase's first data call). Every call up to MAX_MARKERS;
+    above, calls per cell of a DENSITY_BINS grid spanning the calls' time and offset ranges."""
+
+    def __init__(self, calls: int, first_ns: int, extents: Extents, phase: int):
+        self.calls, self.first_ns = calls, first_ns
+        start_lo, start_hi = (np.int64(v - first_ns) / 1e9 for v in (extents.first_start[phase], extents.last_start[phase]))
+        self.span = float(start_hi) if calls else 0.0
+        self.scale, self.time_unit = time_scale(self.span)
+        self.largest = float(extents.offset_max[phase]) if calls else 0.0
+        self.divisor, self.offset_unit = units.scale_of(self.largest)
+        self.markers = calls <= MAX_MARKERS
+        if self.markers:
+            self._points: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        else:
+            self.range = ((start_lo * self.scale, start_hi * self.scale),
+                          (float(extents.offset_min[phase]) / self.divisor, self.largest / self.divisor))
+            self.counts = np.zeros(DENSITY_BINS)
+
+    def add(self, start_ns: np.ndarray, offset: np.ndarray, read: np.ndarray) -> None:
+        x = (start_ns - self.first_ns) / 1e9 * self.scale
+        y = offset.astype(float) / self.divisor
+        if self.markers:
+            self._points.append((x, y, read))
+            return
+        counts, self.x_edges, self.y_edges = np.histogram2d(x, y, bins=DENSITY_BINS, range=self.range)
+        self.counts += counts
+
+    def points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every call's (x, y, is_read), in the chart's units, in the order of the calls."""
+        if not self._points:
+            return np.empty(0), np.empty(0), np.empty(0, bool)
+        return tuple(np.concatenate(parts) for parts in zip(*self._points))
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """The density's cell edges (the same whether or not a call was counted)."""
+        if not hasattr(self, "x_edges"):
+            _, self.x_edges, self.y_edges = np.histogram2d(np.empty(0), np.empty(0), bins=DENSITY_BINS,
+                                                           range=self.range)
+        return self.x_edges, self.y_edges
+
+
+@dataclass
+class PhaseCharts:
+    """What one phase's section draws."""
+    calls: int
+    latency: LatencyBins
+    timeline: Timeline
+    offsets: Offsets
+    depth: inflight.DepthSeries | None = None
+
+
+@dataclass
+class Charts:
+    """What the page draws: the run's timeline (None without phases) and each chosen phase's charts."""
+    run: Timeline | None
+    phases: dict[int, PhaseCharts] = field(default_factory=dict)
+
+    def add(self, calls) -> None:
+        rows = counted(calls)
+        if self.run is not None and len(rows):
+            self.run.add(calls.end_ns[rows], calls.bytes[rows])
+        wanted = np.zeros(max(self.phases, default=0) + 1, dtype=bool)
+        wanted[list(self.phases)] = True
+        phase = calls.phase[rows]
+        rows = rows[(phase < len(wanted)) & wanted[np.minimum(phase, len(wanted) - 1)]]
+        if not len(rows):
+            return
+        rows = rows[np.argsort(calls.phase[rows], kind="stable")]
+        phase = calls.phase[rows]
+        bounds = np.flatnonzero(np.r_[True, phase[1:] != phase[:-1], True])
+        read = is_read(calls, rows)
+        for b, e in zip(bounds[:-1], bounds[1:]):
+            mine, drawn = rows[b:e], self.phases[int(phase[b])]
+            drawn.latency.add(calls.latency_ns[mine])
+            drawn.timeline.add(calls.end_ns[mine], calls.bytes[mine])
+            drawn.offsets.add(calls.start_ns[mine], calls.offset[mine], read[b:e])
+            if drawn.depth is not None:
+                drawn.depth.add(calls.start_ns[mine], calls.end_ns[mine])
+
+    def finish(self) -> "Charts":
+        for drawn in self.phases.values():
+            if drawn.depth is not None:
+                drawn.depth.finish()
+        return self
+
+
+def blocks_of(report):
+    """A new pass over the report's calls (report.Calls) per call: the whole table as one block
+    in memory, the trace's blocks for a streamed report."""
+    if report.calls is not None:
+        return lambda: [report.calls]
+    return lambda: (report_module.Calls(events, a) for events, a in report.event_blocks())
+
+
+def gather(report, chosen, blocks=None) -> Charts:
+    """The run's timeline and the charts of the `chosen` phases of `report`, counted from
+    `blocks` (blocks_of(report) by default): two passes over the calls."""
+    blocks = blocks or blocks_of(report)
+    table = report.phases
+    if table.empty:
+        return Charts(None)
+    extents = Extents(int(table["phase"].max()))
+    for calls in blocks():
+        extents.add(calls)
+    t0 = int(table["data_first_ns"].min())
+    charts = Charts(Timeline(int(extents.calls.sum()), t0, int(extents.last_end.max())))
+    for r in table[table["phase"].isin(chosen)].itertuples():
+        p, n = int(r.phase), int(extents.calls[r.phase])
+        if not n:
+            continue
+        first = int(r.data_first_ns)
+        charts.phases[p] = PhaseCharts(
+            n, LatencyBins(n, extents.latency_min[p], extents.latency_max[p]),
+            Timeline(n, first, int(extents.last_end[p])), Offsets(n, first, extents, p),
+            inflight.DepthSeries(extents.first_start[p], extents.last_end[p]) if getattr(r, "async_ops", 0) else None)
+    for calls in blocks():
+        charts.add(calls)
+    return charts.finish()
+
+
+# the share of calls at each point of a latency curve: 401 exact quantiles, whatever the calls
+CURVE = np.linspace(0, 1, 401)
+
+
+@dataclass
+class Curve:
+    """A latency curve of one phase (µs at each share of CURVE) and its p99; None: no calls."""
+    label: str
+    latency_us: np.ndarray | None
+    p99: float | None
+
+
+def compare_charts(runs, keys) -> tuple[list[tuple[str, Timeline]], dict[tuple, list[Curve]]]:
+    """compare --html's charts: each run's throughput over time, on one span for all of them,
+    and per phase key of `keys` each run's latency curve (quantiles.quantiles over blocks: the
+    values np.quantile gives over all the calls at once)."""
+    from iowitness.analysis import quantiles
+
+    measured = []
+    for run in runs:
+        if run.report.phases.empty:
+            continue
+        blocks = blocks_of(run.report)
+        extents = Extents(int(run.report.phases["phase"].max()))
+        for calls in blocks():
+            extents.add(calls)
+        t0 = int(run.report.phases["data_first_ns"].min())
+        measured.append((run, blocks, extents, t0))
+    spans = [float(np.int64(e.last_end.max() - t0) / 1e9) for _, _, e, t0 in measured if e.calls.sum()]
+    span = max(spans, default=1.0) or 1e-3
+    timelines, curves = [], {key: [] for key in keys}
+    for run, blocks, extents, t0 in measured:
+        timeline = Timeline(int(extents.calls.sum()), t0, 0, nbins=TIMELINE_BINS, span=span)
+        for calls in blocks():
+            rows = counted(calls)
+            timeline.add(calls.end_ns[rows], calls.bytes[rows])
+        timelines.append((run.label, timeline))
+    for run in runs:
+        found = [(run, None, None)] * len(keys)
+        for entry in measured:
+            if entry[0] is run:
+                found = _curves(entry, keys, quantiles)
+        for key, (_, values, p99) in zip(keys, found):
+            curves[key].append(Curve(run.label, values, p99))
+    return timelines, curves
+
+
+def _curves(entry, keys, quantiles) -> list[tuple]:
+    """(run, its curve, its p99) per key: None where the run has no such phase or no call in it."""
+    run, blocks, extents, _ = entry
+    phases = [run.keys.get(key) for key in keys]
+    chosen = sorted({p for p in phases if p is not None and extents.calls[p]})
+    if not chosen:
+        return [(run, None, None)] * len(keys)
+    index = np.full(len(extents.calls), -1, np.int64)
+    index[chosen] = np.arange(len(chosen))
+
+    def latencies():
+        for calls in blocks():
+            rows = counted(calls)
+            yield index[calls.phase[rows]], calls.latency_ns[rows]
+    extent = (extents.calls[chosen], extents.latency_min[chosen], extents.latency_max[chosen])
+    values = quantiles.quantiles(latencies, len(chosen), np.r_[CURVE, 0.99], extent=extent)
+    out = []
+    for p in phases:
+        at = index[p] if p is not None else -1
+        out.append((run, values[at, :-1], float(values[at, -1])) if at >= 0 else (run, None, None))
+    return out
