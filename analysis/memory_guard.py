@@ -71,7 +71,7 @@ def check(*paths, available: int | None = None) -> None:
     raise TooLarge(f"{named} ({units.bytes_(size)}) holds at least {least_events:,} events, and this command "
                    f"holds every event in memory: at least {units.bytes_(least)}, where this machine has "
                    f"{units.bytes_(available)} available. `iowitness show TRACE`, `iowitness report TRACE --stream` "
-                   f"(every form but --html), `check --stream` and `export --stream` read a trace of any size block "
+                   f"(every form), `check --stream`, `compare --stream` and `export --stream` read a trace of any size block "
                    f"by block; or run this where there is more memory ({ENV}=1 tries anyway).")
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from iowitness.analysis import report, stream_assign, stream_events, stream_extras
+from iowitness.analysis.call_extents import Extents
 from iowitness.analysis.device import DeviceFacts, from_facts
 from iowitness.analysis.stream_evidence import StreamedEvidence
 from iowitness.analysis.stream_report import BLOCK_ROWS, outside_of, table_of, temporary_files
@@ -39,6 +40,7 @@ class StreamedReport(report.Report):
     stretches: pd.DataFrame | None = None   # what reporters/stretches.py's stretch_frame gives
     t0: int | None = None                # the trace's first start time
     event_blocks: object = None          # a new pass over (events, assigned) blocks per call
+    chart_extents: Extents | None = None  # each phase's calls' extent, when opened for charts
 
     @property
     def device(self) -> pd.DataFrame | None:
@@ -50,10 +52,11 @@ class StreamedReport(report.Report):
 
 
 @contextmanager
-def open_report(path, block_rows: int = BLOCK_ROWS):
+def open_report(path, block_rows: int = BLOCK_ROWS, charts: bool = False):
     """The trace at `path` as a StreamedTrace whose report() is built block by block (None for
     a --summary trace, which has no events: its report is the kernel's aggregates); valid
-    until the `with` ends."""
+    until the `with` ends. `charts`: the report gathers its calls' extents too (the HTML
+    page's bins: analysis/reporters/chart_bins.py), a pass fewer for the page."""
     with stream_events.open_events(path, block_rows=block_rows) as source:
         if source.trace_data.summary is not None:
             yield None
@@ -64,14 +67,14 @@ def open_report(path, block_rows: int = BLOCK_ROWS):
             assigned = stream_assign.assign(source, outside_of(source.meta))
         with assigned:
             with temporary_files(path):
-                source.trace._report = _build(source, assigned)
+                source.trace._report = _build(source, assigned, charts)
             yield source.trace
 
 
-def _build(source, assigned) -> StreamedReport:
+def _build(source, assigned, charts: bool = False) -> StreamedReport:
     trace = source.trace
     command, benchmark, module = report.benchmark_of(source.meta)
-    gathered = _Gathered(trace, assigned, module, command)
+    gathered = _Gathered(trace, assigned, module, command, charts)
     table = table_of(source, assigned, rider=gathered.start)
     extras, evidence = gathered.extras.finish(), gathered.evidence
     evidence.finish()
@@ -79,7 +82,7 @@ def _build(source, assigned) -> StreamedReport:
     return StreamedReport(table, extras.groups, extras.outliers, None, benchmark, trace, None,
                           device_view=from_facts(trace, table, gathered.facts), streamed_evidence=evidence,
                           histograms=extras.histograms, stretches=extras.stretches, t0=extras.t0,
-                          event_blocks=assigned.blocks)
+                          event_blocks=assigned.blocks, chart_extents=gathered.extents_of_calls)
 
 
 class _Gathered:
@@ -87,8 +90,9 @@ class _Gathered:
     phase table's last, stream_table's rider): made from the table as it is then (all but its
     latency mean and percentiles, which none of them reads)."""
 
-    def __init__(self, trace, assigned, module, command):
+    def __init__(self, trace, assigned, module, command, charts: bool = False):
         self._trace, self._assigned, self._module, self._command = trace, assigned, module, command
+        self._charts, self.extents_of_calls = charts, None
 
     def start(self, table: pd.DataFrame) -> "_Gathered":
         table = table.copy()
@@ -96,9 +100,13 @@ class _Gathered:
         self.extras = stream_extras.Extras(table)
         self.facts = DeviceFacts(table, self._trace)
         self.evidence = StreamedEvidence(self._assigned, table)
+        if self._charts and len(table):
+            self.extents_of_calls = Extents(int(table["phase"].max()))
         return self
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
         self.extras.add(events, a)
         self.facts.add(events, a)
         self.evidence.add(events, a)
+        if self.extents_of_calls is not None:
+            self.extents_of_calls.add(report.Calls(events, a))

@@ -8,7 +8,8 @@ Every per-call chart of the page is binned (reporters/charts.py draws the bins):
 over time, the latency histogram, offset against time (every call drawn up to MAX_MARKERS,
 then a density of cells) and the requests in flight. Bins need their edges before the first
 call is counted, and the edges come from each phase's extent (its calls, first and last start,
-last end, offset and latency range), so the calls are read twice: once for the extents, once
+last end, offset and latency range: analysis/call_extents.py), so the calls are read twice:
+once for the extents (a streamed report opened for charts gathers them in its last pass), once
 to count. The in-memory report hands its calls over as one block, a streamed report
 (analysis/stream_full.py) block by block; both go through this code, so the page is the same
 bytes either way and memory is bounded by the bins, never by the calls. Each count is the one
@@ -25,20 +26,13 @@ import pandas as pd
 
 from iowitness import units
 from iowitness.analysis import inflight, report as report_module
+from iowitness.analysis.call_extents import Extents, counted
 from iowitness.analysis.phases import READS
 
 MAX_MARKERS = 400                 # above this many calls, offset-vs-time is binned (markers cost ~90 B each)
 DENSITY_BINS = (360, 140)         # time × offset cells of a binned offset-vs-time chart
 TIMELINE_BINS = 300               # at most, across a run
 LATENCY_BINS_PER_DOUBLING = 4
-
-_LOW, _HIGH = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-
-
-def counted(calls) -> np.ndarray:
-    """Rows of the counted data calls (no warm-ups, in a phase): what the charts draw."""
-    return np.flatnonzero(calls.data & (calls.phase > 0))
-
 
 def is_read(calls, rows: np.ndarray) -> np.ndarray:
     """Per row: a read call (else a write)."""
@@ -56,34 +50,6 @@ def time_scale(span_s: float) -> tuple[float, str]:
     if span_s < 0.5:
         return 1e3, "ms"
     return 1.0, "s"
-
-
-class Extents:
-    """Per phase number: its counted calls, first and last start, last end, offset and latency
-    ranges (ns and bytes, int64), from blocks of calls."""
-
-    def __init__(self, phases: int):
-        n = phases + 1
-        self.calls = np.zeros(n, np.int64)
-        self.first_start, self.last_start = np.full(n, _LOW), np.full(n, _HIGH)
-        self.last_end = np.full(n, _HIGH)
-        self.offset_min, self.offset_max = np.full(n, _LOW), np.full(n, _HIGH)
-        self.latency_min, self.latency_max = np.full(n, _LOW), np.full(n, _HIGH)
-
-    def add(self, calls) -> None:
-        rows = counted(calls)
-        rows = rows[calls.phase[rows] < len(self.calls)]
-        if not len(rows):
-            return
-        phase = calls.phase[rows]
-        self.calls += np.bincount(phase, minlength=len(self.calls))
-        for low, high, column in ((self.first_start, self.last_start, calls.start_ns),
-                                  (self.offset_min, self.offset_max, calls.offset),
-                                  (self.latency_min, self.latency_max, calls.latency_ns)):
-            values = np.asarray(column[rows], dtype=np.int64)
-            np.minimum.at(low, phase, values)
-            np.maximum.at(high, phase, values)
-        np.maximum.at(self.last_end, phase, np.asarray(calls.end_ns[rows], dtype=np.int64))
 
 
 class Timeline:
@@ -221,16 +187,27 @@ def blocks_of(report):
     return lambda: (report_module.Calls(events, a) for events, a in report.event_blocks())
 
 
+def _extents(report, blocks) -> Extents:
+    """The report's call extents: gathered by a streamed report's last pass when it was opened
+    for charts (stream_full.open_report(charts=True)), else one pass over `blocks`."""
+    known = getattr(report, "chart_extents", None)
+    if known is not None:
+        return known
+    extents = Extents(int(report.phases["phase"].max()))
+    for calls in blocks():
+        extents.add(calls)
+    return extents
+
+
 def gather(report, chosen, blocks=None) -> Charts:
     """The run's timeline and the charts of the `chosen` phases of `report`, counted from
-    `blocks` (blocks_of(report) by default): two passes over the calls."""
+    `blocks` (blocks_of(report) by default): two passes over the calls, or one when a streamed
+    report gathered the extents already."""
     blocks = blocks or blocks_of(report)
     table = report.phases
     if table.empty:
         return Charts(None)
-    extents = Extents(int(table["phase"].max()))
-    for calls in blocks():
-        extents.add(calls)
+    extents = _extents(report, blocks)
     t0 = int(table["data_first_ns"].min())
     charts = Charts(Timeline(int(extents.calls.sum()), t0, int(extents.last_end.max())))
     for r in table[table["phase"].isin(chosen)].itertuples():
@@ -270,9 +247,7 @@ def compare_charts(runs, keys) -> tuple[list[tuple[str, Timeline]], dict[tuple, 
         if run.report.phases.empty:
             continue
         blocks = blocks_of(run.report)
-        extents = Extents(int(run.report.phases["phase"].max()))
-        for calls in blocks():
-            extents.add(calls)
+        extents = _extents(run.report, blocks)
         t0 = int(run.report.phases["data_first_ns"].min())
         measured.append((run, blocks, extents, t0))
     spans = [float(np.int64(e.last_end.max() - t0) / 1e9) for _, _, e, t0 in measured if e.calls.sum()]

@@ -21,13 +21,14 @@ def streaming(path, asked: bool) -> bool:
 
 
 @contextmanager
-def trace_of(path, stream: bool):
-    """The trace at `path`, its report() built block by block when `stream`; a --summary
-    trace (no events) is loaded whatever is asked. Valid until the `with` ends."""
+def trace_of(path, stream: bool, charts: bool = False):
+    """The trace at `path`, its report() built block by block when `stream` (gathering what the
+    HTML page's charts need first when `charts`); a --summary trace (no events) is loaded
+    whatever is asked. Valid until the `with` ends."""
     if stream:
         from iowitness.analysis import stream_full
 
-        with stream_full.open_report(path) as trace:
+        with stream_full.open_report(path, charts=charts) as trace:
             if trace is not None:
                 yield trace
                 return

@@ -63,7 +63,8 @@ def execute(args) -> int:
     out = _output.destination(args, args.html) if args.html else None
     with contextlib.ExitStack() as opened:
         # the traces stay open together: a streamed one reads its blocks again for some verdicts
-        traces = [opened.enter_context(_reading.trace_of(path, _reading.streaming(path, args.stream)))
+        traces = [opened.enter_context(_reading.trace_of(path, _reading.streaming(path, args.stream),
+                                                         charts=bool(args.html)))
                   for path in args.traces]
         return _compare(args, traces, thresholds, out)
 

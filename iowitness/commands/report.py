@@ -92,7 +92,7 @@ def execute(args) -> int:
         if table is not None:
             print(escape.csv(table), end="")
             return 0
-    with _reading.trace_of(args.trace, stream) as trace:
+    with _reading.trace_of(args.trace, stream, charts=bool(args.html)) as trace:
         return _report(trace, args, out)
 
 

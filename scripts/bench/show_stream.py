@@ -33,8 +33,9 @@ LOADED = [sys.executable, "-c", "import sys; from iowitness.analysis.run import 
           "from iowitness.analysis.reporters import summary; print(summary.render(load(sys.argv[1])))"]
 
 
-def measure(command: list[str], trace: Path) -> tuple[float, int, str, float]:
-    """(wall seconds, peak RSS bytes, digest of stdout, CPU seconds) of one run in a fresh process."""
+def measure(command: list[str], trace: Path, output: Path | None = None) -> tuple[float, int, str, float]:
+    """(wall seconds, peak RSS bytes, digest of stdout (of `output` when the command writes
+    a file), CPU seconds) of one run in a fresh process."""
     with tempfile.TemporaryFile() as out:
         begin = time.perf_counter()
         proc = subprocess.Popen([*command, str(trace)], stdout=out, stderr=subprocess.PIPE)
@@ -45,18 +46,19 @@ def measure(command: list[str], trace: Path) -> tuple[float, int, str, float]:
         if os.waitstatus_to_exitcode(status) != 0:
             sys.exit(f"{' '.join(command[:3])} exited {os.waitstatus_to_exitcode(status)}:\n{stderr}")
         out.seek(0)
-        return (wall, usage.ru_maxrss * 1024, hashlib.sha256(out.read().rstrip(b"\n")).hexdigest(),
+        printed = output.read_bytes() if output is not None else out.read()
+        return (wall, usage.ru_maxrss * 1024, hashlib.sha256(printed.rstrip(b"\n")).hexdigest(),
                 usage.ru_utime + usage.ru_stime)
 
 
-def compare(commands, trace: Path, runs: int, what: str, skip=()) -> None:
+def compare(commands, trace: Path, runs: int, what: str, skip=(), output: Path | None = None) -> None:
     """Each (name, command) `runs` times in a fresh process: median and range of wall, CPU
     and peak RSS, and whether every run of every command printed the same text."""
     digests = {}
     for name, command in commands:
         if name in skip:
             continue
-        measured = [measure(command, trace) for _ in range(runs)]
+        measured = [measure(command, trace, output) for _ in range(runs)]
         walls, peaks, cpus = [r[0] for r in measured], [r[1] / 2**30 for r in measured], [r[3] for r in measured]
         digests[name] = {r[2] for r in measured}
         print(f"{what} {name:8}  wall {statistics.median(walls):7.2f} s ({min(walls):.2f} .. {max(walls):.2f})  "

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import inflight, report as report_module
+from iowitness.analysis import inflight, report as report_module, stream_full
+from iowitness.analysis.call_extents import Extents
 from iowitness.analysis.reporters import chart_bins
 from iowitness.analysis.run import load
 from tests.support.bench import script
@@ -16,10 +17,15 @@ from tests.support.blocks import BLOCKS, Blocks
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory):
+def trace_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("bins") / "iozone.iwt"
     script("report_10m").build_trace(path, 30_000, 4, 2)
-    return load(path).report()
+    return path
+
+
+@pytest.fixture(scope="module")
+def loaded(trace_path):
+    return load(trace_path).report()
 
 
 def _in_blocks(report, rows):
@@ -118,3 +124,17 @@ def test_a_phase_without_counted_calls_gets_no_charts(loaded):
     drawn = chart_bins.gather(loaded, [10**6])
     # THEN no phase is drawn but the run's timeline still is
     assert drawn.phases == {} and drawn.run.sums.sum() == loaded.phases["bytes"].sum()
+
+
+def test_a_streamed_report_opened_for_charts_gathers_the_extents_in_its_last_pass(trace_path, loaded):
+    # GIVEN the extents of every phase's calls, from the calls in memory
+    whole = Extents(int(loaded.phases["phase"].max()))
+    whole.add(loaded.calls)
+    # WHEN the trace is read block by block for a page, and for another form
+    with stream_full.open_report(trace_path, block_rows=41, charts=True) as trace:
+        gathered = trace.report().chart_extents
+    with stream_full.open_report(trace_path, block_rows=41) as trace:
+        assert trace.report().chart_extents is None   # a form without charts pays nothing for them
+    # THEN the extents the report gathered are those, figure for figure
+    for name, column in vars(whole).items():
+        np.testing.assert_array_equal(getattr(gathered, name), column, err_msg=name)
