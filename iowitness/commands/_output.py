@@ -22,6 +22,18 @@ def destination(args, path: str) -> Output:
     return out
 
 
+class _StandardOutput:
+    """A page written to stdout (`--html -`, as `-` means for most Unix tools)."""
+
+    def write_text(self, text: str) -> None:
+        sys.stdout.write(text)
+
+
+def page_destination(args, path: str):
+    """destination(), or stdout for `-`: a page piped on (to a file server, gzip, ssh)."""
+    return _StandardOutput() if path == "-" else destination(args, path)
+
+
 def print_text(text: str, pager: bool = False) -> None:
     """A report for a terminal: nothing in it (a file name, the benchmark's output) can move
     the cursor, change colours or fake a line: every control character is shown escaped.

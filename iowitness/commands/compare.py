@@ -40,7 +40,8 @@ def add_arguments(parser) -> None:
                         help="a name for each run, in the order of the traces (repeat it)")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--markdown", action="store_true", help="the tables as Markdown, on stdout")
-    form.add_argument("--html", metavar="FILE", help="write the tables and overlaid charts to FILE (one page)")
+    form.add_argument("--html", metavar="FILE",
+                      help="write the tables and overlaid charts to FILE (one page; - for stdout)")
     form.add_argument("--json", action="store_true",
                       help="every phase's metrics and their changes against the first run, as JSON, on stdout")
     parser.add_argument("--fail-if", action="append", metavar="EXPR", default=[],
@@ -60,7 +61,7 @@ def execute(args) -> int:
     from iowitness.analysis import deltas
 
     thresholds = [deltas.parse_threshold(text) for text in args.fail_if]   # a bad one fails before any loading
-    out = _output.destination(args, args.html) if args.html else None
+    out = _output.page_destination(args, args.html) if args.html else None
     with contextlib.ExitStack() as opened:
         # the traces stay open together: a streamed one reads its blocks again for some verdicts
         traces = [opened.enter_context(_reading.trace_of(path, _reading.streaming(path, args.stream),

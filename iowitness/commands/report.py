@@ -61,7 +61,8 @@ def add_arguments(parser) -> None:
     form.add_argument("--json", action="store_true", help="everything, as JSON, on stdout")
     form.add_argument("--csv", action="store_true", help="the phase table (no claims), as CSV, on stdout")
     form.add_argument("--markdown", action="store_true", help="the report's tables as Markdown, on stdout")
-    form.add_argument("--html", metavar="FILE", help="write the report with its charts to FILE (one self-contained page)")
+    form.add_argument("--html", metavar="FILE",
+                      help="write the report with its charts to FILE (one self-contained page; - for stdout)")
     _reading.add_stream_option(parser, "the same report, in every form")
     parser.add_argument("--wide", action="store_true",
                         help="the text report with every column, however wide (by default it fits the "
@@ -78,7 +79,7 @@ def execute(args) -> int:
         from iowitness.commands import _hosts
 
         return _hosts.execute(args)
-    out = _output.destination(args, args.html) if args.html else None
+    out = _output.page_destination(args, args.html) if args.html else None
     if args.html:
         from iowitness.extras import require
 

@@ -113,6 +113,22 @@ def test_an_unwritable_html_path_and_a_lone_trace_are_one_line_errors(big_trace,
     assert lone.returncode == 2 and lone.stderr.strip() == "iowitness: compare needs two or more traces"
 
 
+def test_a_page_asked_on_dash_goes_to_stdout(tmp_path):
+    # GIVEN a small dd trace, its page written to a file
+    from tests.support.trace_mutants import write_dd_trace
+
+    trace = tmp_path / "dd.iwt"
+    write_dd_trace(trace)
+    iowitness("report", str(trace), "--html", str(tmp_path / "r.html"), cwd=tmp_path)
+    # WHEN the page is asked on "-", as Unix tools read it
+    printed = iowitness("report", str(trace), "--html", "-", cwd=tmp_path)
+    # THEN it is the same page, on stdout, and no file named "-" was made
+    assert printed.stdout == (tmp_path / "r.html").read_text() and printed.stdout.startswith("<!DOCTYPE html>")
+    assert not (tmp_path / "-").exists()
+    assert iowitness("compare", str(trace), str(trace), "--html", "-", cwd=tmp_path).stdout.startswith("<!DOCTYPE")
+    assert not (tmp_path / "-").exists()
+
+
 def test_markdown_cells_keep_pipes_and_backslashes():
     # GIVEN cells a Markdown table would break on: a pipe, a backslash, a newline
     import pandas as pd
