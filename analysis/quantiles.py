@@ -160,23 +160,31 @@ def _histograms(blocks: Blocks, phases: int, ranges: np.ndarray) -> np.ndarray:
         size[ranges[mine, 0]] = np.int64(1) << ranges[mine, 2]
         shift = np.maximum(ranges[:, 2] - BITS, 0)
         tables.append((slot, begin, size, np.where(slot >= 0, shift[np.maximum(slot, 0)], 0)))
-    pending, held = [], 0
-    for phase, value in blocks():
-        phase, value = _kept(phase, value, phases)
+
+    def bins_of(phase: np.ndarray, value: np.ndarray):
         for slot, begin, size, shift in tables:
             offset = value - begin[phase]
             # phases without a k-th range have size 0: no value is inside
             inside = np.flatnonzero((offset >= 0) & (offset < size[phase]))
             p = phase[inside]
-            pending.append(slot[p] * BINS + (offset[inside] >> shift[p]))
-            held += len(inside)
+            yield slot[p] * BINS + (offset[inside] >> shift[p])
+    return _counted(blocks, phases, bins_of, counts).reshape(len(ranges), BINS)
+
+
+def _counted(blocks: Blocks, phases: int, bins_of, counts: np.ndarray) -> np.ndarray:
+    """`counts` plus, over one pass, a count of each bin number bins_of(phase, value) yields."""
+    pending, held = [], 0
+    for phase, value in blocks():
+        for found in bins_of(*_kept(phase, value, phases)):
+            pending.append(found)
+            held += len(found)
         # a bincount costs its whole length: counted over many blocks at once, not per block
         if held >= FLUSH:
             counts += np.bincount(np.concatenate(pending), minlength=len(counts))
             pending, held = [], 0
     if pending:
         counts += np.bincount(np.concatenate(pending), minlength=len(counts))
-    return counts.reshape(len(ranges), BINS)
+    return counts
 
 
 def _histograms_by_phase(blocks: Blocks, phases: int, ranges: np.ndarray, by_phase: np.ndarray,
@@ -186,20 +194,13 @@ def _histograms_by_phase(blocks: Blocks, phases: int, ranges: np.ndarray, by_pha
     found by one binary search among its phase's starts."""
     order = np.lexsort((ranges[:, 1], ranges[:, 0]))
     mine = {int(p): order[ranges[order, 0] == p] for p in by_phase}
-    pending, held = [], 0
-    for phase, value in blocks():
-        phase, value = _kept(phase, value, phases)
+
+    def bins_of(phase: np.ndarray, value: np.ndarray):
         for p, slots in mine.items():
             v = value[phase == p]
             starts, width = ranges[slots, 1], int(ranges[slots[0], 2])
             at = np.searchsorted(starts, v, side="right") - 1
             offset = v - starts[np.maximum(at, 0)]
             inside = np.flatnonzero((at >= 0) & (offset < (np.int64(1) << width)))
-            pending.append(slots[at[inside]] * BINS + (offset[inside] >> max(width - BITS, 0)))
-            held += len(inside)
-        if held >= FLUSH:
-            counts += np.bincount(np.concatenate(pending), minlength=len(counts))
-            pending, held = [], 0
-    if pending:
-        counts += np.bincount(np.concatenate(pending), minlength=len(counts))
-    return counts.reshape(len(ranges), BINS)
+            yield slots[at[inside]] * BINS + (offset[inside] >> max(width - BITS, 0))
+    return _counted(blocks, phases, bins_of, counts).reshape(len(ranges), BINS)

@@ -103,3 +103,23 @@ def test_no_phase_no_pass():
     got = quantiles.percentiles(lambda: iter(()), 0, PERCENTS)
     # THEN the answer is an empty table of the right width
     assert got.shape == (0, len(PERCENTS))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_hundreds_of_fractions_are_np_quantile_bit_for_bit(seed):
+    # GIVEN a few phases of lognormal latencies (or of three values), in blocks of 777
+    rng = np.random.default_rng(seed)
+    phases, n = int(rng.integers(1, 5)), int(rng.integers(1, 20_000))
+    phase = rng.integers(0, phases, n)
+    value = rng.integers(0, 3, n) if seed % 5 == 0 else rng.lognormal(8, 1.5, n).astype(np.int64)
+    q = np.r_[np.linspace(0, 1, 401), 0.99]    # compare's latency curve and its p99
+
+    def blocks():
+        return ((phase[i:i + 777], value[i:i + 777]) for i in range(0, n, 777))
+    # WHEN 402 quantiles of each phase are selected (many ranks per phase: looked up phase by phase)
+    got = quantiles.quantiles(blocks, phases, q)
+    # THEN each is np.quantile of the phase's values in µs, bit for bit
+    for p in range(phases):
+        mine = value[phase == p] / 1e3
+        expected = np.quantile(mine, q) if len(mine) else np.full(len(q), np.nan)
+        np.testing.assert_array_equal(got[p], expected)
