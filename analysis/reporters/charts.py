@@ -407,12 +407,12 @@ def grouped_bars(names: list[str], runs: list[str], values: list[list[float]], t
 def overlaid_cdfs(title: str, runs: list) -> str:
     """Latency CDFs of the same phase in several runs, p99 marked on each (chart_bins.Curve:
     401 exact quantiles, whatever the number of calls: the curve is the data's own)."""
-    fig, ax = _figure(legend=_legend_inches([c.label for c in runs]))
+    fig, ax = _figure(legend=_legend_inches([_shown(c.label) for c in runs]))
     for i, curve in enumerate(runs):
         if curve.latency_us is None:
             continue
         colour = COLOURS[i % len(COLOURS)]
-        label, p99 = curve.label, curve.p99
+        label, p99 = _shown(curve.label), curve.p99   # a Curve is no tuple: _styled did not show it
         ax.plot(curve.latency_us, CURVE, color=colour, ls=LINES[i % len(LINES)], lw=1.2, label=label)
         ax.plot([p99], [0.99], marker=MARKERS[i % len(MARKERS)], color=colour, ms=5, ls="")
     ax.set_xscale("log")

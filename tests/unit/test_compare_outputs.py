@@ -120,3 +120,15 @@ def test_a_fail_if_gate_says_the_same_whatever_the_form(runs, tmp_path):
     changes = markdown_tables(procs[1].stdout)[-1]
     row = next(r for r in changes if r[:2] == ["write", "duration"])
     assert f"{row[2]} -> {row[3]} ({row[4]}, {row[5]})" in first
+
+
+def test_labels_with_control_characters_are_shown_escaped_in_every_chart(runs, tmp_path):
+    # GIVEN labels holding an escape sequence and a tab (a label is the user's, or a file's name)
+    labels = ["a\x1b[31mb", "c\td"]
+    page = tmp_path / "labels.html"
+    done = iowitness("compare", *runs[:2], "--label", labels[0], "--label", labels[1], "--html", str(page))
+    # THEN no raw control character reaches the page (the timelines' and the latency curves'
+    # legends included), and matplotlib was never asked to draw one
+    text = page.read_text()
+    assert "\x1b" not in text and "\t" not in text and "Glyph" not in done.stderr
+    assert text.count("<svg") >= 3
