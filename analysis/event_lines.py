@@ -27,6 +27,7 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis import stream_assign, stream_events, stream_report
 from iowitness.errors import UsageError
 from iowitness.escape import terminal
 from iowitness.probes.layout import layout
@@ -169,8 +170,6 @@ def streamed(path, phases: list[int] | None = None, files: list[str] | None = No
     refused (a trace that cannot be read, a --summary trace, an unknown call) is, on entering;
     the phases are rebuilt then (a pass over the file, about 15 bytes per event of temporary
     files). Valid until the `with` ends."""
-    from iowitness.analysis import stream_assign, stream_events, stream_report
-
     with stream_events.open_events(path, block_rows=block_rows or stream_report.BLOCK_ROWS) as source:
         trace = source.trace
         if trace.summary is not None and len(trace.summary) and not trace.event_count:
@@ -183,12 +182,10 @@ def streamed(path, phases: list[int] | None = None, files: list[str] | None = No
 
 
 def _streamed_lines(path, trace, assigned, keep: Filter) -> Iterator[str]:
-    from iowitness.analysis.stream_report import temporary_files
-
     shown = None
     # only this generator's own reading is under temporary_files (the first pass writes each
     # call's phase to a file); the caller's writes (a full disk under stdout, a closed pipe) are not
-    with temporary_files(path):
+    with stream_report.temporary_files(path):
         for events, assigned_block in assigned.blocks():
             if shown is None:   # blocks come in time order: the first holds the trace's first event
                 shown = Lines(trace, first_start(trace.meta, events))
