@@ -1,14 +1,17 @@
 """Refuse, before reading it, a trace whose in-memory analysis cannot fit in this machine.
 
-`report`, `check`, `compare`, `export` and `show --events`, reading a trace whole, hold every
-event in memory: about 240 bytes per event at the peak (docs/performance.md, 10 million
-events: 2.42 GiB); their `--stream` reads it block by block instead, and they choose it by
-themselves for a trace over half the memory available (worth_streaming). A trace
-file stores an event in 3 to 7 bytes, so a file of S bytes holds at least S / 8 events and
-needs at least 30 S bytes. When even that exceeds the memory available (MemAvailable plus
-free swap), the run could only end in the kernel's out-of-memory killer, without a word; it is
-refused with one instead, naming what does work at any size (`show`, `--stream`). A trace
-that may fit is never refused: the bound is the least it could need.
+`report`, `check`, `compare` and `export`, reading a trace whole, hold every event in memory:
+about 240 bytes per event at the peak (docs/performance.md, 10 million events: 2.42 GiB);
+their `--stream` reads it block by block instead, and they choose it by themselves for a trace
+over half the memory available (worth_streaming), every form of them (`--html` too). What is
+left to refuse: a run over several hosts (`report A.iwt B.iwt --claims ...`, each trace
+loaded), the one form with no streamed path; `show`, `--events` too, always reads block by
+block. A trace file stores an event in 3 to 7 bytes, so a file of S
+bytes holds at least S / 8 events and needs at least 30 S bytes. When even that exceeds the
+memory available (MemAvailable plus free swap), the run could only end in the kernel's
+out-of-memory killer, without a word; it is refused with one instead, naming what does work at
+any size (`show`, `--stream`). A trace that may fit is never refused: the bound is the least it
+could need.
 
 IOWITNESS_NO_MEMORY_CHECK=1 skips the check (a machine whose memory frees up as it goes).
 """
@@ -70,13 +73,13 @@ def check(*paths, available: int | None = None) -> None:
     named = paths[0] if len(paths) == 1 else f"{len(paths)} traces"
     raise TooLarge(f"{named} ({units.bytes_(size)}) holds at least {least_events:,} events, and this command "
                    f"holds every event in memory: at least {units.bytes_(least)}, where this machine has "
-                   f"{units.bytes_(available)} available. `iowitness show TRACE`, `iowitness report TRACE --stream` "
-                   f"(every form), `check --stream`, `compare --stream` and `export --stream` read a trace of any size block "
-                   f"by block; or run this where there is more memory ({ENV}=1 tries anyway).")
+                   f"{units.bytes_(available)} available. `iowitness show TRACE` (--events too), `iowitness report TRACE "
+                   f"--stream` (every form), `check --stream`, `compare --stream` and `export --stream` read "
+                   f"a trace of any size block by block; or run this where there is more memory ({ENV}=1 tries anyway).")
 
 
 def worth_streaming(path, available: int | None = None) -> bool:
-    """Whether a command that can also read the trace block by block (`report`, `check`, `export`) should:
+    """Whether a command that can also read the trace block by block (`report`, `check`, `compare`, `export`) should:
     the in-memory path's least need is above half the memory available now."""
     need, available = least_bytes(path), available_bytes() if available is None else available
     return need is not None and available is not None and need > available // 2

@@ -228,15 +228,34 @@ def load(path) -> Trace:
     return Trace(read(path))
 
 
-def export_parquet(trace: Trace, out) -> None:
+def export_parquet(trace: Trace, out, blocks=None) -> None:
     """Write the events table to Parquet, with the trace metadata under the key b"iowitness".
-    `out`: a path, or an iowitness.outputfile.Output (created fresh, never through a symlink)."""
+    `out`: a path, or an iowitness.outputfile.Output (created fresh, never through a symlink).
+    `blocks`: the events table block by block instead of trace.events (stream_events' blocks(),
+    at least one): a row group per block, one block held at a time; the file reads back as the
+    same table, with the same metadata (tests/unit/test_export_file_stream.py)."""
     from iowitness.extras import require
 
     pa = require("pyarrow", "parquet", "Parquet export")
     pq = require("pyarrow.parquet", "parquet", "Parquet export")
 
-    table = pa.Table.from_pandas(trace.events, preserve_index=False)
-    metadata = {**(table.schema.metadata or {}), b"iowitness": json_bytes(trace.meta)}
-    table = table.replace_schema_metadata(metadata)
-    (out if isinstance(out, Output) else Output(out)).write(lambda f: pq.write_table(table, f))
+    if blocks is None:
+        table = pa.Table.from_pandas(trace.events, preserve_index=False)
+        metadata = {**(table.schema.metadata or {}), b"iowitness": json_bytes(trace.meta)}
+        table = table.replace_schema_metadata(metadata)
+
+        def produce(f) -> None:
+            pq.write_table(table, f)
+    else:
+        import itertools
+
+        from iowitness.analysis.dataset import _by_block
+
+        blocks = iter(blocks)
+        first = next(blocks)
+        # pandas' own metadata (dtypes, categories) is the whole table's: every block has the
+        # trace's columns and categories
+        pandas = pa.Schema.from_pandas(first, preserve_index=False).metadata or {}
+        produce = _by_block(itertools.chain([first], blocks), {**pandas, b"iowitness": json_bytes(trace.meta)})
+        del first   # the writer drops it once written
+    (out if isinstance(out, Output) else Output(out)).write(produce)

@@ -67,7 +67,12 @@ class EventSource:
             given += len(index)
             yield self.trace.event_frame(raw, index, distinct=order.distinct)
         if not given:   # no event: one empty block, so that the table's columns are still known
-            yield self.trace.event_frame(order.empty(self._stream), pd.RangeIndex(0), distinct=order.distinct)
+            yield self.empty()
+
+    def empty(self) -> pd.DataFrame:
+        """The events table without a row: its columns, and the trace's categories (those of
+        every block), known before any block is read."""
+        return self.trace.event_frame(self._order.empty(self._stream), pd.RangeIndex(0), distinct=self._order.distinct)
 
     def close(self) -> None:
         self.trace.close()

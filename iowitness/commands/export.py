@@ -8,9 +8,9 @@ tables runs, events, phases, verdicts and device, each row carrying its run_id a
 and wall-clock time columns beside the trace's monotonic nanoseconds (docs/dataset.md has
 the layout and the queries to start from). Exporting more runs into the same directory adds
 them; exporting a run again replaces its files. Claims are read from the output each run
-captured. --stream writes the dataset reading each trace block by block (memory bounded by its
-phases, not its events; the same files), chosen by itself for a trace that would not fit in
-this machine's memory.
+captured. --stream reads each trace block by block (memory bounded by its phases, not its
+events; the same files: the single file's events a row group per block), chosen by itself for
+a trace that would not fit in this machine's memory.
 
 Example:
   iowitness export iozone.iwt --parquet iozone.parquet
@@ -41,7 +41,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tolerance", default=_claims.DEFAULT_TOLERANCE, metavar="PCT",
                         help="how far a claim may be from the active figure and still agree, for the verdicts "
                              "table (default %(default)s)")
-    _reading.add_stream_option(parser, "the same dataset; the --parquet DIR form")
+    _reading.add_stream_option(parser, "the same files")
 
 
 def _one_file(args) -> bool:
@@ -64,16 +64,29 @@ def execute(args) -> int:
         raise UsageError("say where to export: --parquet OUT")
     require("pyarrow.parquet", "parquet", "export --parquet")   # before a trace is read: one line, at once
     if _one_file(args):
-        if args.stream:
-            raise UsageError("--stream writes a dataset (--parquet DIR): the single-file form holds every event; "
-                             "give a directory")
         out = _output.destination(args, args.parquet)
-        trace = load(args.traces[0])
-        _usable(args.traces[0], trace)
-        export_parquet(trace, out)
-        _output.print_text(f"wrote {args.parquet}: {len(trace.events):,} events")
+        path = args.traces[0]
+        events = _one_file_streamed(path, out) if _reading.streaming(path, args.stream) else _one_file_loaded(path, out)
+        _output.print_text(f"wrote {args.parquet}: {events:,} events")
         return 0
     return _dataset(args)
+
+
+def _one_file_loaded(path: str, out) -> int:
+    trace = load(path)
+    _usable(path, trace)
+    export_parquet(trace, out)
+    return len(trace.events)
+
+
+def _one_file_streamed(path: str, out) -> int:
+    """The events written a row group per block of the trace (the same file read back)."""
+    from iowitness.analysis import stream_events, stream_report
+
+    with stream_events.open_events(path, block_rows=stream_report.BLOCK_ROWS) as source:
+        _usable(path, source.trace)
+        export_parquet(source.trace, out, blocks=source.blocks())
+        return source.event_count
 
 
 def _dataset(args) -> int:

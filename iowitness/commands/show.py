@@ -2,7 +2,9 @@
 
 With --events, one line per recorded call instead, in time order, as `perf script` or strace
 print them (process, pid/tid, time, call, fd, offset, bytes asked, result, latency, phase,
-file); --phase, --file, --syscall (-e) and --pid (-p) keep some of them, and combine.
+file); --phase, --file, --syscall (-e) and --pid (-p) keep some of them, and combine. Both
+read the trace block by block: memory bounded by a block (and, for --events, the phases), not
+by the events, whatever the trace's size.
 
 Example:
   iowitness show iozone.iwt
@@ -14,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from iowitness.analysis.run import load
 from iowitness.commands import _output
 
 
@@ -54,15 +55,14 @@ def execute(args) -> int:
     if args.events:
         from iowitness.analysis import event_lines
 
-        trace = load(args.trace)   # one line per call: every event, loaded
-        if trace.summary is not None and len(trace.summary) and not trace.event_count:
-            raise UsageError(f"{args.trace} is a summary trace (--summary): it holds no record per call to print")
-        rows = event_lines.select(trace, **filters)
-        out = sys.stdout
-        out.write(event_lines.HEADER + "\n")
-        for line in event_lines.lines(trace, rows):
-            out.write(line + "\n")
-        out.flush()
+        # block by block, as the summary below: memory bounded by a block and the phases, not by
+        # the events; the same lines as from the loaded trace (event_lines.select and lines)
+        with event_lines.streamed(args.trace, **filters) as lines:
+            out = sys.stdout
+            out.write(event_lines.HEADER + "\n")
+            for line in lines:
+                out.write(line + "\n")
+            out.flush()
         return 0
     from iowitness.analysis import streamed
     from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it

@@ -64,8 +64,11 @@ def given(tmp_path_factory):
     huge = tmp / "huge.iwt"   # 4 TiB, sparse: more events than any memory here can hold
     with open(huge, "wb") as f:
         f.truncate(4 << 40)
+    client = tmp / "client.json"   # the least fio --client output: several traces are one run over hosts
+    client.write_text('{"fio version": "fio-3.33", "client_stats": [{"hostname": "a"}]}\n')
     return SimpleNamespace(trace=str(trace), tmp=tmp, slow=str(slow), latin1=str(latin1), templates=templates,
-                           not_a_trace=str(not_a_trace), out=str(tmp / "out.iwt"), empty=str(empty), huge=str(huge))
+                           not_a_trace=str(not_a_trace), out=str(tmp / "out.iwt"), empty=str(empty), huge=str(huge),
+                           client=str(client))
 
 
 def _numbers(command: list[str], option: str, values: list[str]) -> list:
@@ -122,8 +125,10 @@ CASES = [
     (6, "a file that is not a trace", lambda g: ["show", g.not_a_trace]),
     (6, "a trace that does not exist", lambda g: ["report", f"{g.tmp}/none.iwt"]),
     (6, "a trace that cannot be read (a directory)", lambda g: ["show", str(g.tmp)]),
-    # (report, check, compare and a dataset export read such a trace block by block instead)
-    (7, "a trace far larger than this machine's memory", lambda g: ["show", "--events", g.huge]),
+    # (report, check, compare, export and show --events read such a trace block by block instead;
+    # each host's trace of a run over several hosts is loaded whole)
+    (7, "a host's trace far larger than this machine's memory",
+     lambda g: ["report", g.huge, g.trace, "--claims", g.client]),
 ]
 # cases with a process to time, in the tests below
 TIMED = {3: "test_a_user_who_cannot_trace", 4: "test_a_pid_that_exits_while_attach_sets_up",

@@ -53,14 +53,22 @@ def test_meminfo_gives_available_memory_and_free_swap():
     assert memory_guard.available_bytes("nonsense") is None
 
 
+def _client_output(tmp_path):
+    """The least fio --client JSON output that makes several traces one run over several hosts."""
+    out = tmp_path / "client.json"
+    out.write_text('{"fio version": "fio-3.33", "client_stats": [{"hostname": "a"}]}\n')
+    return str(out)
+
+
 def test_the_commands_refuse_in_one_line_before_reading(tmp_path, monkeypatch):
-    # GIVEN a 4 TiB trace file (sparse), far beyond any memory here
+    # GIVEN a 4 TiB trace file (sparse), far beyond any memory here, and a second host's
     path = _file(tmp_path, 4 << 40)
+    other = tmp_path / "other.iwt"
+    other.write_bytes(b"")
     html = str(tmp_path / "r.html")
-    for command in (["show", "--events", str(path)], ["report", str(path), "--html", html],
-                    ["compare", str(path), str(path), "--html", html],
-                    ["export", str(path), "--parquet", str(tmp_path / "o.parquet")]):
-        # WHEN each command that holds every event is run on it
+    for command in (["report", str(path), "--html", html], ["compare", str(path), str(path), "--html", html],
+                    ["report", str(path), str(other), "--claims", _client_output(tmp_path)]):
+        # WHEN each form that holds every event is run on it
         monkeypatch.delenv(memory_guard.ENV, raising=False)
         proc = subprocess.run([*IOWITNESS, *command], capture_output=True, text=True, timeout=60)
         # THEN it exits with its own code and one line naming what works at any size
@@ -75,12 +83,15 @@ def test_the_commands_refuse_in_one_line_before_reading(tmp_path, monkeypatch):
 
 
 def test_the_commands_that_can_stream_choose_it_for_a_trace_too_large(tmp_path, monkeypatch):
-    # GIVEN the same 4 TiB file: report, check, compare and export (a dataset) read it block by
-    # block by themselves, so the reader is reached at once and says what the file is not
+    # GIVEN the same 4 TiB file: report, check, compare and export (a dataset or one file) read
+    # it block by block by themselves, and show --events always does, so the reader is reached
+    # at once and says what the file is not
     path = _file(tmp_path, 4 << 40)
     monkeypatch.delenv(memory_guard.ENV, raising=False)
     for command in (["report", str(path)], ["report", str(path), "--json"], ["check", str(path)],
-                    ["compare", str(path), str(path)], ["export", str(path), "--parquet", str(tmp_path / "ds")]):
+                    ["compare", str(path), str(path)], ["export", str(path), "--parquet", str(tmp_path / "ds")],
+                    ["export", str(path), "--parquet", str(tmp_path / "o.parquet")],
+                    ["show", "--events", "--phase", "2", "-e", "read", str(path)]):
         proc = subprocess.run([*IOWITNESS, *command], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 6 and "not an iowitness trace" in proc.stderr, (command, proc.stderr)
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

@@ -92,12 +92,6 @@ def test_a_summary_trace_is_reported_as_without_stream(tmp_path):
         assert streamed("report", str(path), *form).stdout == iowitness("report", str(path), *form).stdout
 
 
-def test_what_cannot_stream_says_so_in_one_line(traces, tmp_path):
-    one = iowitness("export", str(traces["dd"]), "--parquet", str(tmp_path / "one.parquet"), "--stream", check=False)
-    assert one.returncode == 2 and one.stderr.count("\n") == 1 and "directory" in one.stderr
-    assert not (tmp_path / "one.parquet").exists()
-
-
 def test_no_room_for_temporary_files_is_an_output_error(traces, monkeypatch):
     # GIVEN a temporary directory whose file system is full (posix_fallocate: ENOSPC)
     import errno
