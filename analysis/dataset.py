@@ -280,7 +280,7 @@ def write_run(root: str, rid: str, benchmark: str, frames: dict, mode: int) -> l
             first = next(blocks, None)
             if first is None:
                 continue
-            produce = _by_block(itertools.chain([first], blocks), metadata)
+            produce = row_groups_by_block(itertools.chain([first], blocks), metadata)
             del first   # let the writer drop it once written
         _folder(os.path.join(root, name), mode)
         _folder(folder, mode)
@@ -304,7 +304,7 @@ def _whole(frame: pd.DataFrame, metadata: dict):
     return lambda f: pq.write_table(table, f)
 
 
-def _by_block(blocks, metadata: dict):
+def row_groups_by_block(blocks, metadata: dict):
     """produce(file) for Output.write: the frames of `blocks` (an iterator that gives at least
     one) a row group each, in the schema the first one has (the in-memory frame's: every column
     of a plain type, _plain) with the metadata _whole gives; a frame that does not fit that

@@ -249,13 +249,14 @@ def export_parquet(trace: Trace, out, blocks=None) -> None:
     else:
         import itertools
 
-        from iowitness.analysis.dataset import _by_block
+        from iowitness.analysis.dataset import row_groups_by_block
 
         blocks = iter(blocks)
         first = next(blocks)
         # pandas' own metadata (dtypes, categories) is the whole table's: every block has the
         # trace's columns and categories
         pandas = pa.Schema.from_pandas(first, preserve_index=False).metadata or {}
-        produce = _by_block(itertools.chain([first], blocks), {**pandas, b"iowitness": json_bytes(trace.meta)})
+        produce = row_groups_by_block(itertools.chain([first], blocks),
+                                      {**pandas, b"iowitness": json_bytes(trace.meta)})
         del first   # the writer drops it once written
     (out if isinstance(out, Output) else Output(out)).write(produce)
