@@ -65,33 +65,33 @@ def test_the_commands_refuse_in_one_line_before_reading(tmp_path, monkeypatch):
     path = _file(tmp_path, 4 << 40)
     other = tmp_path / "other.iwt"
     other.write_bytes(b"")
-    html = str(tmp_path / "r.html")
-    for command in (["report", str(path), "--html", html], ["compare", str(path), str(path), "--html", html],
-                    ["report", str(path), str(other), "--claims", _client_output(tmp_path)]):
-        # WHEN each form that holds every event is run on it
-        monkeypatch.delenv(memory_guard.ENV, raising=False)
-        proc = subprocess.run([*IOWITNESS, *command], capture_output=True, text=True, timeout=60)
-        # THEN it exits with its own code and one line naming what works at any size
-        assert proc.returncode == EXIT_TOO_LARGE, (command, proc.stderr)
-        lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and "iowitness show" in lines[0] and "--stream" in lines[0], command
-        assert "Traceback" not in proc.stderr
+    hosts = ["report", str(path), str(other), "--claims", _client_output(tmp_path)]
+    # WHEN the one form that holds every event (a run over several hosts) is run on it
+    monkeypatch.delenv(memory_guard.ENV, raising=False)
+    proc = subprocess.run([*IOWITNESS, *hosts], capture_output=True, text=True, timeout=60)
+    # THEN it exits with its own code and one line naming what works at any size
+    assert proc.returncode == EXIT_TOO_LARGE, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "iowitness show" in lines[0] and "--stream" in lines[0]
+    assert "Traceback" not in proc.stderr
     # AND with the check switched off the reader is reached (and says what the file is not)
-    proc = subprocess.run([*IOWITNESS, "report", str(path), "--html", html], capture_output=True, text=True,
+    proc = subprocess.run([*IOWITNESS, *hosts], capture_output=True, text=True,
                           timeout=60, env={**__import__("os").environ, memory_guard.ENV: "1"})
     assert proc.returncode == 6, proc.stderr
 
 
 def test_the_commands_that_can_stream_choose_it_for_a_trace_too_large(tmp_path, monkeypatch):
-    # GIVEN the same 4 TiB file: report, check, compare and export (a dataset or one file) read
-    # it block by block by themselves, and show --events always does, so the reader is reached
-    # at once and says what the file is not
+    # GIVEN the same 4 TiB file: report, check, compare (every form, --html too) and export (a
+    # dataset or one file) read it block by block by themselves, and show --events always does,
+    # so the reader is reached at once and says what the file is not
     path = _file(tmp_path, 4 << 40)
     monkeypatch.delenv(memory_guard.ENV, raising=False)
     for command in (["report", str(path)], ["report", str(path), "--json"], ["check", str(path)],
                     ["compare", str(path), str(path)], ["export", str(path), "--parquet", str(tmp_path / "ds")],
                     ["export", str(path), "--parquet", str(tmp_path / "o.parquet")],
-                    ["show", "--events", "--phase", "2", "-e", "read", str(path)]):
+                    ["show", "--events", "--phase", "2", "-e", "read", str(path)],
+                    ["report", str(path), "--html", str(tmp_path / "r.html")],
+                    ["compare", str(path), str(path), "--html", str(tmp_path / "c.html")]):
         proc = subprocess.run([*IOWITNESS, *command], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 6 and "not an iowitness trace" in proc.stderr, (command, proc.stderr)
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
