@@ -34,6 +34,7 @@ DENSITY_BINS = (360, 140)         # time × offset cells of a binned offset-vs-t
 TIMELINE_BINS = 300               # at most, across a run
 LATENCY_BINS_PER_DOUBLING = 4
 
+
 def is_read(calls, rows: np.ndarray) -> np.ndarray:
     """Per row: a read call (else a write)."""
     syscall = calls.syscall
@@ -56,7 +57,8 @@ class Timeline:
     """charts.timeline's bins: each call's bytes counted at its end, in seconds since `t0_ns`,
     over `calls` calls whose last ends at `last_end_ns`."""
 
-    def __init__(self, calls: int, t0_ns: int, last_end_ns: int, nbins: int | None = None, span: float | None = None):
+    def __init__(self, calls: int, t0_ns: int, last_end_ns: int, nbins: int | None = None,
+                 span: float | None = None):
         self.calls, self.t0_ns = calls, t0_ns
         if span is None:
             span = float(np.int64(last_end_ns - t0_ns) / 1e9) if calls else 1.0
@@ -82,8 +84,8 @@ class LatencyBins:
         self.calls = calls
         lo = max(float(np.int64(latency_min_ns) / 1e3), 0.01)
         hi = max(float(np.int64(latency_max_ns) / 1e3), lo * 1.01)
-        step = 1 / LATENCY_BINS_PER_DOUBLING
-        self.edges = 2.0 ** np.arange(np.floor(np.log2(lo) * 4) / 4, np.log2(hi) + step, step)
+        k = LATENCY_BINS_PER_DOUBLING
+        self.edges = 2.0 ** np.arange(np.floor(np.log2(lo) * k) / k, np.log2(hi) + 1 / k, 1 / k)
         self.counts = np.zeros(len(self.edges) - 1, np.int64)
 
     def add(self, latency_ns: np.ndarray) -> None:
@@ -98,7 +100,8 @@ class Offsets:
 
     def __init__(self, calls: int, first_ns: int, extents: Extents, phase: int):
         self.calls, self.first_ns = calls, first_ns
-        start_lo, start_hi = (np.int64(v - first_ns) / 1e9 for v in (extents.first_start[phase], extents.last_start[phase]))
+        start_lo, start_hi = (np.int64(v - first_ns) / 1e9
+                              for v in (extents.first_start[phase], extents.last_start[phase]))
         self.span = float(start_hi) if calls else 0.0
         self.scale, self.time_unit = time_scale(self.span)
         self.largest = float(extents.offset_max[phase]) if calls else 0.0
@@ -240,8 +243,6 @@ def compare_charts(runs, keys) -> tuple[list[tuple[str, Timeline]], dict[tuple, 
     """compare --html's charts: each run's throughput over time, on one span for all of them,
     and per phase key of `keys` each run's latency curve (quantiles.quantiles over blocks: the
     values np.quantile gives over all the calls at once)."""
-    from iowitness.analysis import quantiles
-
     measured = []
     for run in runs:
         if run.report.phases.empty:
@@ -259,34 +260,35 @@ def compare_charts(runs, keys) -> tuple[list[tuple[str, Timeline]], dict[tuple, 
             rows = counted(calls)
             timeline.add(calls.end_ns[rows], calls.bytes[rows])
         timelines.append((run.label, timeline))
+    read = {id(run): (blocks, extents) for run, blocks, extents, _ in measured}
     for run in runs:
-        found = [(run, None, None)] * len(keys)
-        for entry in measured:
-            if entry[0] is run:
-                found = _curves(entry, keys, quantiles)
-        for key, (_, values, p99) in zip(keys, found):
+        found = _curves(run, *read[id(run)], keys) if id(run) in read else [(None, None)] * len(keys)
+        for key, (values, p99) in zip(keys, found):
             curves[key].append(Curve(run.label, values, p99))
     return timelines, curves
 
 
-def _curves(entry, keys, quantiles) -> list[tuple]:
-    """(run, its curve, its p99) per key: None where the run has no such phase or no call in it."""
-    run, blocks, extents, _ = entry
+def _curves(run, blocks, extents: Extents, keys) -> list[tuple]:
+    """(curve, p99) of `run`'s phase of each key: (None, None) where it has no such phase or no
+    call in it."""
+    from iowitness.analysis import quantiles
+
     phases = [run.keys.get(key) for key in keys]
     chosen = sorted({p for p in phases if p is not None and extents.calls[p]})
     if not chosen:
-        return [(run, None, None)] * len(keys)
+        return [(None, None)] * len(keys)
     index = np.full(len(extents.calls), -1, np.int64)
     index[chosen] = np.arange(len(chosen))
 
     def latencies():
         for calls in blocks():
             rows = counted(calls)
+            rows = rows[calls.phase[rows] < len(index)]
             yield index[calls.phase[rows]], calls.latency_ns[rows]
     extent = (extents.calls[chosen], extents.latency_min[chosen], extents.latency_max[chosen])
     values = quantiles.quantiles(latencies, len(chosen), np.r_[CURVE, 0.99], extent=extent)
     out = []
     for p in phases:
         at = index[p] if p is not None else -1
-        out.append((run, values[at, :-1], float(values[at, -1])) if at >= 0 else (run, None, None))
+        out.append((values[at, :-1], float(values[at, -1])) if at >= 0 else (None, None))
     return out
