@@ -493,3 +493,14 @@ def originals(folder: Path, bases: dict[str, bytes]) -> dict[str, dict]:
         found[name] = contents(trace)
     return found
 
+
+
+def write_in_small_chunks(writer, records: np.ndarray, rng) -> None:
+    """`records` written 1 to 9 at a time, each flushed as a chunk of its own: a trace whose
+    blocks end in many places (a streamed reader never splits a chunk)."""
+    at = 0
+    while at < len(records):
+        n = int(rng.integers(1, 10))
+        writer.write_events(records[at:at + n])
+        writer.flush()
+        at += n

@@ -54,12 +54,7 @@ def write_many_files(path: Path, files: int = 300) -> None:
     rng = np.random.default_rng(3)
     with TraceWriter(path, {"mode": "run", "command": ["bench"], "host": "unit", "targets": []}) as writer:
         writer.write_facts(facts)
-        at = 0
-        while at < len(records):
-            n = int(rng.integers(1, 10))
-            writer.write_events(records[at:at + n])
-            writer.flush()
-            at += n
+        trace_mutants.write_in_small_chunks(writer, records, rng)
         writer.close({"exit_code": 0})
 
 

@@ -95,12 +95,7 @@ def write_busy_trace(path: Path, *, clock: bool = True, seed: int = 0) -> None:
         start["clock_start"] = {"monotonic_ns": T0 - 5000, "realtime_ns": 0, "offset_ns": 0}
     with TraceWriter(path, start) as writer:
         writer.write_facts(facts)
-        at = 0
-        while at < len(records):
-            n = int(rng.integers(1, 10))
-            writer.write_events(records[at:at + n])
-            writer.flush()
-            at += n
+        trace_mutants.write_in_small_chunks(writer, records, rng)
         writer.close({"exit_code": 0, "stop_reason": "the command exited"})
 
 
