@@ -42,8 +42,19 @@ import zstandard
 from iowitness import cli
 from iowitness.collector import codec, traceschema
 from iowitness.collector.aggregates import record_dtype
-from iowitness.collector.traceformat import (BLOCK, CHUNK, END, EVENTS, FACTS, HEADER, KIND_NAMES, OFFCPU, START,
-                                             SUMMARY, SUMMARY_HEAD)
+from iowitness.collector.traceformat import (
+    BLOCK,
+    CHUNK,
+    END,
+    EVENTS,
+    FACTS,
+    HEADER,
+    KIND_NAMES,
+    OFFCPU,
+    START,
+    SUMMARY,
+    SUMMARY_HEAD,
+)
 from iowitness.collector.tracereader import read
 from iowitness.collector.tracewriter import TraceWriter, chunk_head
 from iowitness.errors import BadTrace
