@@ -132,6 +132,8 @@ def test_the_pictures_layers_are_those_test_layers_enforces_in_its_order():
     # tests/unit/test_layers.py's own rule
     layers, _ = picture()
     assert len(layers) >= 3, f"{PAGE}: no picture of the layers found in its first ``` block"
+    absent = [f"`{p}` (line {number})" for number, paths in layers for p in paths if not (ROOT / p).exists()]
+    assert not absent, f"{PAGE}'s picture of the layers names folders or files that do not exist: {', '.join(absent)}"
     levels = []
     for number, paths in layers:
         mods = {p: module_of(p) for p in paths}
@@ -157,6 +159,8 @@ def test_the_pictures_layers_are_those_test_layers_enforces_in_its_order():
 def test_the_shared_modules_of_the_picture_are_test_layers_shared_ones():
     # GIVEN the modules the picture's closing paragraph says every layer shares
     _, shared = picture()
+    absent = [p for p in shared if not (ROOT / p).exists()]
+    assert not absent, f"{PAGE}'s picture names shared modules that do not exist: {absent}"
     drawn = {module_of(p) for p in shared}
     # THEN they are test_layers.py's SHARED, no more, no fewer
     assert drawn == set(SHARED), (f"{PAGE}'s shared modules and test_layers.py's SHARED differ: only on the page "
