@@ -21,8 +21,7 @@ import shlex
 
 import numpy as np
 
-from iowitness.analysis import hosts as host_module
-from iowitness.analysis import matching, merged_trace
+from iowitness.analysis import hosts as host_module, matching, merged_trace
 from iowitness.analysis.benchmarks import iozone_claims
 from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.dataset import clock_offset_ns

@@ -184,10 +184,10 @@ class BpftraceProbe:
             del self._stderr[:-20]
 
     def _why(self) -> str:
-        lines = [l.decode(errors="replace").strip() for l in self._stderr]
+        lines = [line.decode(errors="replace").strip() for line in self._stderr]
         # bpftrace 0.17 warns about RLIMIT_MEMLOCK even when the load then works
-        useful = [l for l in lines if l and "RLIMIT_MEMLOCK" not in l and "WARNING" not in l
-                  and not l.startswith("~")]
+        useful = [line for line in lines if line and "RLIMIT_MEMLOCK" not in line and "WARNING" not in line
+                  and not line.startswith("~")]
         if useful:
             return useful[0]
         return f"it exited with code {self._proc.returncode}" if self._proc.returncode is not None else "no answer"

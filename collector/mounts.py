@@ -15,7 +15,6 @@ from pathlib import Path
 from iowitness.collector.traceformat import dev_name, kernel_dev
 
 
-
 @dataclass(frozen=True)
 class Mount:
     kdev: int

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import struct
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from iowitness import probes
 from iowitness.collector import aggregates, blockdev, eventarea, kfeatures, libbpf, mounts, preflight
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader

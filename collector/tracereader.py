@@ -19,10 +19,33 @@ import stat
 import numpy as np
 
 from iowitness.collector import codec, traceschema
-from iowitness.collector.traceformat import (BLOCK, CHUNK, COUNTERS, DECODE_FLOOR, DECODE_RATIO, END, EVENTS, FACTS,
-                                             HEADER, HEADS_CHECKED_SINCE, KIND_NAMES, MAGIC, OFFCPU, OUTPUT,
-                                             READABLE_VERSIONS, RECORD_KINDS, SAMPLES, START, STREAMS, SUMMARY,
-                                             SUMMARY_HEAD, chunk_crc, lost_total, missing_text, spoken)
+from iowitness.collector.traceformat import (
+    BLOCK,
+    CHUNK,
+    COUNTERS,
+    DECODE_FLOOR,
+    DECODE_RATIO,
+    END,
+    EVENTS,
+    FACTS,
+    HEADER,
+    HEADS_CHECKED_SINCE,
+    KIND_NAMES,
+    MAGIC,
+    OFFCPU,
+    OUTPUT,
+    READABLE_VERSIONS,
+    RECORD_KINDS,
+    SAMPLES,
+    START,
+    STREAMS,
+    SUMMARY,
+    SUMMARY_HEAD,
+    chunk_crc,
+    lost_total,
+    missing_text,
+    spoken,
+)
 from iowitness.errors import BadTrace, TooLarge
 from iowitness.version import __version__
 

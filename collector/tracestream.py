@@ -26,8 +26,8 @@ import stat
 import numpy as np
 
 from iowitness.collector import codec
-from iowitness.collector.tracereader import _NOT_REGULAR, TraceData, _mark_active, being_written, open_fd, scan
 from iowitness.collector.traceformat import CHUNK
+from iowitness.collector.tracereader import _NOT_REGULAR, TraceData, _mark_active, being_written, open_fd, scan
 from iowitness.errors import BadTrace
 
 # events decoded at once: 1 Mi rows of the probe's record are ~70 MiB of columns

@@ -9,13 +9,32 @@ import threading
 import numpy as np
 
 from iowitness.collector import codec
-from iowitness.collector.traceformat import (BLOCK, CHUNK, END, EVENTS, FACTS, FORMAT_VERSION, GATHER_ROWS, HEADER,
-                                             MAGIC, MAX_BLOCK_BYTES, OFFCPU, OUTPUT, SAMPLES, START, STREAMS, SUMMARY,
-                                             SUMMARY_HEAD, COUNTERS, chunk_crc, describe_layout, json_bytes)
+from iowitness.collector.traceformat import (
+    BLOCK,
+    CHUNK,
+    COUNTERS,
+    END,
+    EVENTS,
+    FACTS,
+    FORMAT_VERSION,
+    GATHER_ROWS,
+    HEADER,
+    MAGIC,
+    MAX_BLOCK_BYTES,
+    OFFCPU,
+    OUTPUT,
+    SAMPLES,
+    START,
+    STREAMS,
+    SUMMARY,
+    SUMMARY_HEAD,
+    chunk_crc,
+    describe_layout,
+    json_bytes,
+)
 from iowitness.errors import OutputError
 from iowitness.outputfile import DEFAULT_MODE, TRACE_HINT, Output
 from iowitness.probes.layout import layout
-
 
 
 def _joined(batches: list[np.ndarray]) -> np.ndarray:

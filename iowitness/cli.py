@@ -10,8 +10,8 @@ from __future__ import annotations
 # the modules are imported inside main(): a Ctrl-C while they load is then one line too
 import sys
 
-from iowitness.escape import terminal
 from iowitness.errors import EXIT_USAGE, IowitnessError
+from iowitness.escape import terminal
 from iowitness.version import __version__
 
 COMMANDS = ["run", "attach", "import", "show", "report", "compare", "check", "export", "doctor"]

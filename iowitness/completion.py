@@ -130,7 +130,7 @@ def man(parser: argparse.ArgumentParser, version: str) -> str:
                 continue
             out += [".TP", _synopsis(action), _roff(re.sub(r"\s+", " ", _help(action)).strip())]
     out += [".SH EXIT STATUS", _roff("run: the benchmark's exit code. Otherwise 0 on success; every error is one "
-                                     "line on stderr with its own exit code (README, \"Exit codes\")."),
+                                     "line on stderr with its own exit code (docs/exit-codes.md)."),
             ".SH SEE ALSO", "\\fBstrace\\fR(1), \\fBperf\\fR(1), \\fBbpftrace\\fR(8), \\fBfio\\fR(1), "
             "\\fBiozone\\fR(1)", ""]
     return "\n".join(out)

@@ -1,6 +1,6 @@
 """The one error family of iowitness. Only `main()` turns these into a message and an exit code.
 
-Exit codes (documented in README.md, "Exit codes"):
+Exit codes (documented in docs/exit-codes.md):
   0  success (`run`: the benchmark's own exit code is passed on instead)
   1  `check`-style commands: a finding, not a failure
   2  usage error (bad flags or arguments)

@@ -1,6 +1,6 @@
 """Creating output files safely when running as root: every file iowitness writes comes from here.
 
-The rule (README, "Output files"): a file is never opened through a name someone else may have
+The rule (docs/outputs-and-safety.md): a file is never opened through a name someone else may have
 planted. Each output is created fresh, with O_CREAT|O_EXCL|O_NOFOLLOW, under a random
 temporary name in the destination's directory, then renamed onto the destination: rename(2)
 replaces whatever the destination name holds, a planted symlink included, and never follows

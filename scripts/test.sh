@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test.sh — set this machine up (scripts/setup.sh) and run the whole test suite.
+# test.sh — set this machine up (scripts/setup.sh), lint and type-check (ruff, mypy: a failure fails
+# the run), then run the whole test suite.
 # As root, the kernel tests run real probes against real IOzone, fio, dd and strace;
 # without root they are skipped, each with its reason. Extra arguments go to pytest (and
 # then only that pytest run is made).
@@ -9,6 +10,11 @@ scripts/setup.sh
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
+# lint and types first (seconds; configured in pyproject.toml, CONTRIBUTING.md says how to fix)
+echo "test.sh: ruff check (lint)" >&2
+.venv/bin/ruff check .
+echo "test.sh: scripts/typecheck.py (mypy on the installed package's layout)" >&2
+.venv/bin/python scripts/typecheck.py
 .venv/bin/python -m pytest
 # the recording tests once more through the compatible probe, the object kernels 5.8 to 6.1
 # load (the fast one is what this kernel chooses, so only this run tests the other)

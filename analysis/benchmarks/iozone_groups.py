@@ -14,9 +14,7 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import figures as active_figures
-from iowitness.analysis import stonewall as stonewalling
-from iowitness.analysis import verdicts
+from iowitness.analysis import figures as active_figures, stonewall as stonewalling, verdicts
 from iowitness.analysis.claims import Claim, Match
 
 SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}

@@ -238,8 +238,8 @@ def latency_histogram(bins, p50: float, p99: float, top: float) -> str:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(bottom=0.7)
-    for value, name, style in ((p50, "p50", "--"), (p99, "p99", ":"), (top, "max", "-.")):
-        ax.axvline(value, color=COLOURS[2] if name != "max" else COLOURS[4], ls=style, lw=1.4,
+    for value, name, dash in ((p50, "p50", "--"), (p99, "p99", ":"), (top, "max", "-.")):
+        ax.axvline(value, color=COLOURS[2] if name != "max" else COLOURS[4], ls=dash, lw=1.4,
                    label=f"{name} {units.latency(value)}")
     _latency_ticks(ax)
     _count_ticks(ax)

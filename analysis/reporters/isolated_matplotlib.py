@@ -2,7 +2,7 @@
 
 The charts of `report --html` run as root in directories other users can write to; matplotlib
 would read a planted ./matplotlibrc (a style, `text.usetex` running LaTeX, or a backend module
-to import). README, "Output files", states the rule; tests/unit/test_output_safety.py plants one.
+to import). docs/outputs-and-safety.md states the rule; tests/unit/test_output_safety.py plants one.
 """
 
 from __future__ import annotations

@@ -12,8 +12,15 @@ import time
 
 from iowitness.collector import blockdev, mounts, preflight, stats_windows
 from iowitness.collector.kfeatures import PATHS as PROBE_PATHS
-from iowitness.collector.probe import (DEFAULT_MAX_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_RING_BYTES, MAX_RING_BYTES,
-                                       MAX_SET_ENTRIES, Probe, ProbeConfig)
+from iowitness.collector.probe import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_PROCESSES,
+    DEFAULT_RING_BYTES,
+    MAX_RING_BYTES,
+    MAX_SET_ENTRIES,
+    Probe,
+    ProbeConfig,
+)
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
 from iowitness.collector.traceformat import lost_total, missing_text, not_followed_text

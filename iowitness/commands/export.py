@@ -25,8 +25,8 @@ import os
 
 from iowitness.analysis.run import export_parquet
 from iowitness.commands import _claims, _output, _reading
-from iowitness.extras import require
 from iowitness.errors import TooLarge, UsageError
+from iowitness.extras import require
 from iowitness.outputfile import add_mode_option, parse_mode
 
 

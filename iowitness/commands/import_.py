@@ -37,7 +37,6 @@ def add_arguments(parser) -> None:
 
 def execute(args) -> int:
     from iowitness.collector.strace_files import import_strace
-
     from iowitness.outputfile import parse_mode
 
     _output.destination(args, args.out)

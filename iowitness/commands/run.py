@@ -2,14 +2,13 @@
 
 The benchmark's output passes through live and is kept in the trace; iowitness exits with
 the benchmark's exit code. With no --file, every regular file the benchmark (and every
-process it starts) reads or writes is traced, except system files (see README, "What is
-traced").
+process it starts) reads or writes is traced, except system files (see docs/tracing.md).
 
 When the recording ends before the benchmark (--duration, Ctrl-C, SIGTERM), the benchmark
 and its descendants get SIGINT, and SIGKILL if they still run 5 s later (said on stderr).
 When the trace cannot be written (a full disk) or iowitness is killed or crashes, the trace
 is kept up to the fault. --on-fault continue leaves the benchmark running instead, after a
-fault or a Ctrl-C or SIGTERM to iowitness (README, "When a run fails").
+fault or a Ctrl-C or SIGTERM to iowitness (docs/usage.md, "When a run fails").
 
 Example:
   sudo iowitness run -o iozone.iwt -- iozone -i0 -i1 -s 64m -r 4k -f /tmp/w/iozone.tmp

@@ -34,7 +34,7 @@ from tracers import Untraced, all_observers  # noqa: E402
 from workloads import all_workloads  # noqa: E402
 
 from iowitness.analysis import observer as observer_cost  # noqa: E402
-from iowitness.analysis.run import load# noqa: E402
+from iowitness.analysis.run import load  # noqa: E402
 
 SMOKE_WORKLOAD = "fio-seq-read"
 

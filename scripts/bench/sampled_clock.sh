@@ -24,7 +24,7 @@
 #     fio-rand-read  iowitness-summary  0.873 (0.766..0.996)    20         -0.088 (20)
 #
 # How to read it: the same run with the real probe (interleaved.py) gave -0.102 and -0.125 for
-# summary mode; what is left without the clock is the probe's other work (docs/performance.md,
+# summary mode; what is left without the clock is the probe's other work (docs/performance-log.md,
 # "Sixth round").
 #
 # Usage (as root, from the repository, after scripts/setup.sh; nothing else may run iowitness

@@ -9,7 +9,6 @@ import textwrap
 import time
 
 from iowitness.analysis.run import load
-
 from tests.support.cli import IOWITNESS
 from tests.support.collectors import wait_attached
 

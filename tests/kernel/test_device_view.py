@@ -19,8 +19,16 @@ import pytest
 from iowitness import units
 from iowitness.analysis.run import load
 from tests.conftest import require_tool
-from tests.support.blockdev import (blkio_throttle, dev_numbers, diskstats, in_cgroup, loop_ext4, loop_fs,
-                                    pinned_in_page_cache, tmpfs)
+from tests.support.blockdev import (
+    blkio_throttle,
+    dev_numbers,
+    diskstats,
+    in_cgroup,
+    loop_ext4,
+    loop_fs,
+    pinned_in_page_cache,
+    tmpfs,
+)
 from tests.support.cli import IOWITNESS, iowitness
 
 MIB = 1 << 20

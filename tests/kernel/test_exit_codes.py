@@ -1,4 +1,4 @@
-"""README's "Exit codes" table, walked: every row has its cases, and every case is a row.
+"""docs/exit-codes.md's table (linked from the README), walked: every row has its cases, and every case is a row.
 
 Each case is the real command line, run as a user runs it; what a wrong input must give is
 its row's code, exactly one line on stderr, and no traceback. The numbers cover every numeric
@@ -21,12 +21,12 @@ import pytest
 from tests.support.cli import IOWITNESS, iowitness
 from tests.support.doc_tables import markdown_tables
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+EXIT_CODES = Path(__file__).resolve().parents[2] / "docs" / "exit-codes.md"
 
 
 def table_codes() -> dict[int, str]:
-    """{code: meaning} from the table under README's "## Exit codes" ("130, 143" is two codes)."""
-    section = README.read_text().split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    """{code: meaning} from the table under docs/exit-codes.md's "## Exit codes" ("130, 143" is two codes)."""
+    section = EXIT_CODES.read_text().split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
     rows = markdown_tables(section)[0][1:]
     return {int(code): meaning for cells in rows for code in re.findall(r"\d+", cells[0])
             for meaning in [cells[1]]}

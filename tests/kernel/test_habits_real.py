@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import pty
-import re
 import select
 import subprocess
 import time

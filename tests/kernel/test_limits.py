@@ -7,9 +7,7 @@ file contents it leaves behind are the independent proof of what its processes r
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 

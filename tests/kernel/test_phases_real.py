@@ -29,7 +29,7 @@ KIB = 1024
 MIB = 1024 * KIB
 READS = {"read", "pread64", "readv", "preadv", "preadv2"}
 WRITES = {"write", "pwrite64", "writev", "pwritev", "pwritev2"}
-EXIT_BAD_TRACE = 6  # README, "Exit codes"
+EXIT_BAD_TRACE = 6  # docs/exit-codes.md
 
 
 # ---- what the benchmarks printed -------------------------------------------------------

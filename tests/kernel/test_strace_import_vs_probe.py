@@ -11,7 +11,6 @@ ptrace stops (each test prints the two medians, for docs/performance.md).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 

@@ -19,7 +19,7 @@ dd's claim, the device view, samples, counters, END), and a --summary run. A mut
 
 The judge reads each mutant with the reader, and runs the commands on it in this process
 (iowitness.cli.main, output captured, a time limit per command). The rules it checks:
-no traceback, an exit code the README documents for the command, and no silent loss: a
+no traceback, an exit code docs/exit-codes.md documents for the command, and no silent loss: a
 mutant that reads with fewer records, output or samples than its original must say so
 (incomplete, bytes left unread, chunks skipped, or an old format's unchecked heads).
 """
@@ -42,15 +42,26 @@ import zstandard
 from iowitness import cli
 from iowitness.collector import codec, traceschema
 from iowitness.collector.aggregates import record_dtype
-from iowitness.collector.traceformat import (BLOCK, CHUNK, END, EVENTS, FACTS, HEADER, KIND_NAMES, OFFCPU, START,
-                                             SUMMARY, SUMMARY_HEAD)
+from iowitness.collector.traceformat import (
+    BLOCK,
+    CHUNK,
+    END,
+    EVENTS,
+    FACTS,
+    HEADER,
+    KIND_NAMES,
+    OFFCPU,
+    START,
+    SUMMARY,
+    SUMMARY_HEAD,
+)
 from iowitness.collector.tracereader import read
 from iowitness.collector.tracewriter import TraceWriter, chunk_head
 from iowitness.errors import BadTrace
 from iowitness.probes.layout import layout
 from tests.support.synthetic import DEV, O_CREAT, O_TRUNC, O_WRONLY, Calls, event_records
 
-# what each command may exit with (README, "Exit codes"): check also 1 (a claim disagrees or
+# what each command may exit with (docs/exit-codes.md): check also 1 (a claim disagrees or
 # cannot be judged) and 2 (the output holds no claim)
 EXITS = {"show": {0, 6}, "report": {0, 6}, "check": {0, 1, 2, 6}, "export": {0, 2, 6}}   # 2: a --summary trace, or one with no event, has none to export
 COMMAND_LIMIT_S = 20

@@ -120,7 +120,7 @@ def test_a_dataset_that_cannot_be_written_is_one_line_and_writes_nothing_through
         traces = [two[0], two[0]]
     # WHEN the runs are exported there
     proc = iowitness("export", "--parquet", str(out), *traces, check=False)
-    # THEN one line with the exit code the README gives, and nothing written through a link
+    # THEN one line with the exit code docs/exit-codes.md gives, and nothing written through a link
     assert proc.returncode == code and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
     assert not any(elsewhere.iterdir())
 

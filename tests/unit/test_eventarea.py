@@ -37,6 +37,7 @@ def test_records_of_both_cpus_come_out_merged_by_start_time_wrap_included():
     # start times interleaved; the reader has already taken CPU 0's first 4
     import mmap
     import os
+
     from iowitness.probes.layout import layout
     record, cpus, per_cpu = layout().event, 2, 8
     area_fd, positions_fd = os.memfd_create("area"), os.memfd_create("positions")

@@ -11,8 +11,8 @@ import pytest
 
 from iowitness.analysis import latency, phase_table, phases
 from iowitness.analysis.stream_evidence import StreamedEvidence
-from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
 from tests.support.blocks import Blocks
+from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
 from tests.unit.test_stream_table import random_trace
 
 REC = 4096

@@ -8,8 +8,19 @@ says otherwise (tests/support/synthetic.py).
 import pandas as pd
 
 from iowitness.analysis import groups, phase_table, phases
-from tests.support.synthetic import (EIO, EINVAL, O_APPEND, O_CREAT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY,
-                                     SEEK_CUR, SEEK_END, Calls)
+from tests.support.synthetic import (
+    EINVAL,
+    EIO,
+    O_APPEND,
+    O_CREAT,
+    O_RDONLY,
+    O_RDWR,
+    O_TRUNC,
+    O_WRONLY,
+    SEEK_CUR,
+    SEEK_END,
+    Calls,
+)
 
 REC = 4096
 F = "/data/testfile"

@@ -14,9 +14,9 @@ import time
 import pytest
 
 from tests.support import browser
+from tests.support.bench import script
 from tests.support.cli import iowitness
 from tests.support.doc_tables import html_tables, markdown_tables
-from tests.support.bench import script
 
 SIZE_LIMIT = 5 * 10**6
 EVENTS = 1_000_000

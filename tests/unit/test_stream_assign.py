@@ -20,8 +20,20 @@ import pandas as pd
 import pytest
 
 from iowitness.analysis import phases, stream_assign
-from tests.support.synthetic import (COLUMNS, EIO, O_APPEND, O_CREAT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, SEEK_CUR,
-                                     SEEK_SET, SYSCALLS, Calls)
+from tests.support.synthetic import (
+    COLUMNS,
+    EIO,
+    O_APPEND,
+    O_CREAT,
+    O_RDONLY,
+    O_RDWR,
+    O_TRUNC,
+    O_WRONLY,
+    SEEK_CUR,
+    SEEK_SET,
+    SYSCALLS,
+    Calls,
+)
 
 BLOCKS = (1, 37, 1000)
 REC = 4096

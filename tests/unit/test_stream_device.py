@@ -15,8 +15,7 @@ import pytest
 from iowitness.analysis import device, phase_table, phases, stream_device
 from iowitness.probes.layout import layout
 from tests.support.blocks import BLOCKS, Blocks
-from tests.support.synthetic import (DEV, O_CREAT, O_DIRECT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, START_NS,
-                                     Calls)
+from tests.support.synthetic import DEV, O_CREAT, O_DIRECT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, START_NS, Calls
 
 MS = 1_000_000
 US = 1000

@@ -11,8 +11,19 @@ import pytest
 
 from iowitness.analysis import phase_table, phases, stream_table
 from tests.support.blocks import BLOCKS, Blocks
-from tests.support.synthetic import (EIO, O_CREAT, O_DIRECT, O_RDONLY, O_RDWR, O_SYNC, O_TRUNC, O_WRONLY,
-                                     SEEK_CUR, SEEK_SET, Calls)
+from tests.support.synthetic import (
+    EIO,
+    O_CREAT,
+    O_DIRECT,
+    O_RDONLY,
+    O_RDWR,
+    O_SYNC,
+    O_TRUNC,
+    O_WRONLY,
+    SEEK_CUR,
+    SEEK_SET,
+    Calls,
+)
 
 REC = 4096
 F, G = "/data/f", "/data/g"

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from iowitness.analysis import aggregates, observer
-from iowitness.analysis.reporters import summary
-from iowitness.analysis.reporters import aggregate
+from iowitness.analysis.reporters import aggregate, summary
 from iowitness.analysis.run import load
 from iowitness.collector.aggregates import combine_values, record_dtype
 from iowitness.collector.tracewriter import TraceWriter

@@ -1,8 +1,8 @@
 """The .iwt trace format: round trip, crash safety, refusals, and export (collector/traceformat.py, tracewriter.py, tracereader.py; analysis/run.py)."""
 
 import json
-import re
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -12,7 +12,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-
 import zstandard
 
 from iowitness.analysis.run import export_parquet, load

@@ -6,8 +6,8 @@ few hundred seeded mutants of real-ish traces through show, report, check and ex
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import tempfile

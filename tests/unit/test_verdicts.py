@@ -13,9 +13,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import buffering, matching, report, verdicts
-from iowitness.analysis import figures as active_figures
-from iowitness.analysis import stonewall as stonewalling
+from iowitness.analysis import (
+    buffering,
+    figures as active_figures,
+    matching,
+    report,
+    stonewall as stonewalling,
+    verdicts,
+)
 from iowitness.analysis.benchmarks import iozone_groups
 from iowitness.analysis.claims import Claim
 from tests.support.synthetic import O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY, START_NS, Calls
