@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from iowitness.analysis.device import (
+    AGREEMENT,
+    CACHE_SHARE,
+    DEVICE_BOUND_SHARE,
+    DEVICE_SHARE,
+    Requests,
+    pct,
+)
 
 from iowitness import units
-from iowitness.analysis.device import (AGREEMENT, CACHE_SHARE, DEVICE_BOUND_SHARE, DEVICE_SHARE, Requests,
-                                       pct)
 
 
 def claim_reasons(claim, rows: pd.DataFrame, table: pd.DataFrame | None, ceiling: dict | None = None,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
 # fio's iodepth_level buckets (fio's stat.c names them by their lower bound)
 DEPTH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 DEPTH_LABELS = ("1", "2", "4", "8", "16", "32", ">=64")

@@ -20,13 +20,13 @@ import re
 import shlex
 
 import numpy as np
-
 from iowitness.analysis import hosts as host_module
 from iowitness.analysis import matching, merged_trace
 from iowitness.analysis.benchmarks import iozone_claims
 from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.dataset import clock_offset_ns
 from iowitness.collector.traceformat import ops_of_kind
+
 from iowitness.errors import UsageError
 
 _COMMAND = re.compile(r"^\s*Command line used:\s*(?P<argv>.+?)\s*$", re.MULTILINE)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 
 import pandas as pd
-
 from iowitness.analysis import figures as active_figures
 from iowitness.analysis import stonewall as stonewalling
 from iowitness.analysis import verdicts

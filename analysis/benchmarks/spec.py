@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import re
 import string
+
 try:
     import tomllib
 except ImportError:   # Python 3.9 and 3.10: the same parser, published apart (pyproject.toml pulls it in)
@@ -34,11 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-
 from iowitness.analysis import latency
-from iowitness.analysis.claims import Claim, UnparsableOutput
 from iowitness.analysis.benchmarks import spec_match
 from iowitness.analysis.benchmarks.spec_units import UNITS, near, number, size
+from iowitness.analysis.claims import Claim, UnparsableOutput
 
 NAME = "spec"
 PROGRAM = None    # any program: chosen with --spec

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from iowitness import units
-from iowitness.escape import terminal
 from iowitness.analysis import aggregates, observer
 from iowitness.analysis.phases import FAULTS, READS, WRITES
 from iowitness.analysis.report import unseen
 from iowitness.analysis.reporters import tables
+
+from iowitness import units
+from iowitness.escape import terminal
 
 PERCENTILES = (50, 90, 99, 99.9)
 DATA_SYSCALLS = set(READS) | set(WRITES)

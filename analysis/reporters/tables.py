@@ -10,15 +10,14 @@ from __future__ import annotations
 import os
 
 import pandas as pd
-
-from iowitness import units
-from iowitness.escape import visible
 from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run, unseen
 from iowitness.analysis.verdicts import claimed
-from iowitness.collector.traceformat import not_followed, not_followed_text
 from iowitness.collector import backends
+from iowitness.collector.traceformat import not_followed, not_followed_text
 
+from iowitness import units
+from iowitness.escape import visible
 
 # integer columns that name something (no thousands separators)
 IDENTIFIERS = {"#", "pid", "tid", "phase", "group", "members", "phases"}

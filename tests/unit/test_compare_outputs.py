@@ -12,12 +12,12 @@ import json
 import re
 
 import pytest
-
 from iowitness.analysis import deltas
 from iowitness.analysis.reporters.compare import shown, signed
+
+from tests.support.bench import script
 from tests.support.cli import iowitness
 from tests.support.doc_tables import html_tables, markdown_tables
-from tests.support.bench import script
 
 LABELS = ("base", "bigger", "biggest")
 

@@ -2,7 +2,6 @@
 the collector reads it."""
 
 import numpy as np
-
 from iowitness.collector import eventarea
 from iowitness.collector.eventarea import MIN_EVENTS_PER_CPU, events_per_cpu
 
@@ -37,6 +36,7 @@ def test_records_of_both_cpus_come_out_merged_by_start_time_wrap_included():
     # start times interleaved; the reader has already taken CPU 0's first 4
     import mmap
     import os
+
     from iowitness.probes.layout import layout
     record, cpus, per_cpu = layout().event, 2, 8
     area_fd, positions_fd = os.memfd_create("area"), os.memfd_create("positions")

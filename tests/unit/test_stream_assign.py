@@ -2,7 +2,7 @@
 in-memory function gives, whatever the blocks.
 
 Every case builds a trace in memory and compares pd.concat of the streamed blocks with
-phases.assign(events, outside) exactly, for blocks of 1, 37 and 1,000 rows, so that every
+stream_assign.of_frame(events, outside) exactly, for blocks of 1, 37 and 1,000 rows, so that every
 piece of state (a stream's last two data calls, a run, a description, a file's last open)
 crosses block boundaries. The cases of the existing phase tests are reused as they are:
 their events are caught on their way into phases.assign.
@@ -18,10 +18,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from iowitness.analysis import stream_assign
 
-from iowitness.analysis import phases, stream_assign
-from tests.support.synthetic import (COLUMNS, EIO, O_APPEND, O_CREAT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, SEEK_CUR,
-                                     SEEK_SET, SYSCALLS, Calls)
+from tests.support.synthetic import (
+    COLUMNS,
+    EIO,
+    O_APPEND,
+    O_CREAT,
+    O_RDONLY,
+    O_RDWR,
+    O_TRUNC,
+    O_WRONLY,
+    SEEK_CUR,
+    SEEK_SET,
+    SYSCALLS,
+    Calls,
+)
 
 BLOCKS = (1, 37, 1000)
 REC = 4096
@@ -51,7 +63,7 @@ def streamed(events: pd.DataFrame, rows: int, outside=None) -> pd.DataFrame:
 
 
 def assert_same_as_in_memory(events: pd.DataFrame, outside=None, blocks=BLOCKS) -> None:
-    expected = phases.assign(events, None if outside is None else outside(events))
+    expected = stream_assign.of_frame(events, None if outside is None else outside(events))
     for rows in blocks:
         if rows == 1 and len(events) > 2000:
             # a row costs a whole block's overhead: blocks of one row over the first 2,000 events,
@@ -125,16 +137,16 @@ def _phase_test_cases():
 def test_every_event_table_of_the_phase_tests_is_assigned_alike(module, name, monkeypatch):
     # GIVEN an existing test of the phases, whose event tables are caught on their way in
     caught = []
-    in_memory = phases.assign
+    in_memory = stream_assign.of_frame
 
     def catching(events, outside=None):
         caught.append((events, outside))
         return in_memory(events, outside)
-    monkeypatch.setattr(phases, "assign", catching)
+    monkeypatch.setattr(stream_assign, "of_frame", catching)
     getattr(module, name)()
     monkeypatch.undo()
     # WHEN each is assigned in blocks
-    # THEN every block size gives what phases.assign gives
+    # THEN every block size gives what one block gives
     for events, outside in caught:
         assert outside is None
         assert_same_as_in_memory(events)
@@ -292,7 +304,7 @@ def test_each_case_is_assigned_alike_in_blocks(name):
 def test_the_cases_hold_what_they_are_about():
     # GIVEN the cases above, assigned in memory
     # THEN each one has the feature it is named after (so that a comparison of it means something)
-    a = {name: phases.assign(build()) for name, build in CASES.items()}
+    a = {name: stream_assign.of_frame(build()) for name, build in CASES.items()}
     assert (a["mixed_and_fills"]["operation"] == "mixed").any() and a["mixed_and_fills"]["fill"].any()
     assert a["warm_ups"]["warmup"].sum() >= 3
     assert a["threads"]["phase"].max() >= 4
@@ -344,9 +356,8 @@ def test_iozone_shaped_trace_from_the_benchmark_script(tmp_path):
     # GIVEN a small IOzone-shaped trace written as scripts/bench/report_10m.py writes its 10 M one
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
-    from report_10m import build_trace
-
     from iowitness.analysis.run import load
+    from report_10m import build_trace
     build_trace(tmp_path / "t.iwt", 12_000, children=3, rounds=2)
     events = load(tmp_path / "t.iwt").events
     # WHEN it is assigned in blocks (of 1 row only its first 2,000 events: a row costs a block's overhead)
@@ -359,6 +370,7 @@ def test_a_trace_read_back_from_a_file():
     import tempfile
 
     from iowitness.analysis.run import load
+
     from tests.support.trace_mutants import write_dd_trace
     with tempfile.TemporaryDirectory() as folder:
         write_dd_trace(Path(folder) / "dd.iwt")

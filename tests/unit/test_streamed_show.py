@@ -9,16 +9,24 @@ every syscall, file and process crosses many block boundaries. The text must be 
 from pathlib import Path
 
 import numpy as np
-
 from iowitness.analysis import streamed
 from iowitness.analysis.reporters import summary
 from iowitness.analysis.run import load
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
+
 from tests.support import trace_mutants
-from tests.support.synthetic import DEV, EIO, O_CREAT, O_RDONLY, O_WRONLY, Calls, event_records
-from tests.support.cli import iowitness
 from tests.support.bench import script
+from tests.support.cli import iowitness
+from tests.support.synthetic import (
+    DEV,
+    EIO,
+    O_CREAT,
+    O_RDONLY,
+    O_WRONLY,
+    Calls,
+    event_records,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

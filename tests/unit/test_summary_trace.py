@@ -4,10 +4,8 @@ and show/report build their tables from it (collector/tracereader.py, analysis/a
 from __future__ import annotations
 
 import numpy as np
-
 from iowitness.analysis import aggregates, observer
-from iowitness.analysis.reporters import summary
-from iowitness.analysis.reporters import aggregate
+from iowitness.analysis.reporters import aggregate, summary
 from iowitness.analysis.run import load
 from iowitness.collector.aggregates import combine_values, record_dtype
 from iowitness.collector.tracewriter import TraceWriter
