@@ -12,7 +12,14 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis.device import AGREEMENT, CACHE_SHARE, DEVICE_BOUND_SHARE, DEVICE_SHARE, Requests, pct
+from iowitness.analysis.device import (
+    AGREEMENT,
+    CACHE_SHARE,
+    DEVICE_BOUND_SHARE,
+    DEVICE_SHARE,
+    Requests,
+    pct,
+)
 
 
 def claim_reasons(claim, rows: pd.DataFrame, table: pd.DataFrame | None, ceiling: dict | None = None,

@@ -20,7 +20,6 @@ import os
 
 import numpy as np
 import pandas as pd
-
 from iowitness.analysis import phases as phase_module
 
 I64_MAX = np.iinfo(np.int64).max

@@ -24,8 +24,9 @@ same command all run long.
 
 from __future__ import annotations
 
-from iowitness import units
 from iowitness.collector.traceformat import STATS_SAMPLED
+
+from iowitness import units
 
 
 def _sampled(probe: dict) -> bool:

@@ -13,10 +13,21 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
 from iowitness.analysis import inflight
-from iowitness.analysis.phases import (CREAT, FTRUNCATE, O_APPEND, O_DIRECT, O_DSYNC, O_SYNC,
-                                       O_TRUNC, OPEN, OPERATIONS, PATTERN_SHARE, SHORT_OPS, SHORT_SECONDS, assign)
+from iowitness.analysis.phases import (
+    CREAT,
+    FTRUNCATE,
+    O_APPEND,
+    O_DIRECT,
+    O_DSYNC,
+    O_SYNC,
+    O_TRUNC,
+    OPEN,
+    OPERATIONS,
+    PATTERN_SHARE,
+    SHORT_OPS,
+    SHORT_SECONDS,
+)
 
 
 def pattern_rule(counts: pd.DataFrame, sample_phase: np.ndarray, sample_step: np.ndarray) -> pd.DataFrame:
@@ -47,24 +58,6 @@ def pattern_rule(counts: pd.DataFrame, sample_phase: np.ndarray, sample_step: np
         ["single call", "sequential", "same record", "backward", "strided"], "random")
     stride = np.where(pattern == "strided", np.where(wrapped, np.maximum(step1, step2), step1), 0)
     return pd.DataFrame({"pattern": pattern, "stride": stride.astype(np.int64)}, index=counts.index)
-
-
-def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per phase: who, what, how much, how fast, and how the time was spent.
-
-    Built by the block pipeline (analysis/stream_table.py) over the table held in memory as one
-    block; `phase_rows` and `finish` below make the rows from its per-phase sums."""
-    from iowitness.analysis import stream_table
-
-    return stream_table.table(_OneBlock(events, assign(events) if assigned is None else assigned))
-
-
-class _OneBlock:
-    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame):
-        self._pair = (events, assigned)
-
-    def blocks(self):
-        yield self._pair
 
 
 def phase_rows(s: dict) -> pd.DataFrame:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
 from iowitness.collector.traceformat import async_ops, ops_of_kind
 from iowitness.probes.layout import layout
 
@@ -213,20 +212,6 @@ def _fd_of_last(events: pd.DataFrame, rows: np.ndarray, makers: np.ndarray, fd: 
     order = np.argsort(found["row"].to_numpy(np.int64))
     made = made[order]
     return np.where(np.isnan(made), base - fd[rows], np.nan_to_num(made)).astype(np.int64)
-
-
-def assign(events: pd.DataFrame, outside: np.ndarray | None = None) -> pd.DataFrame:
-    """Per event: span, phase (-1 = none), operation and warm-up; phases numbered from 1 in time order.
-
-    `events` must be in time order (iowitness.load gives them so). `outside`: per event, true
-    for calls that are in no phase whatever they do (the benchmark's own files, such as fio's
-    job file and its output: benchmarks/*.own_files). The rules live once, in the block
-    pipeline (analysis/stream_walk.py, analysis/stream_assign.py): a table in memory is one
-    block of it.
-    """
-    from iowitness.analysis import stream_assign
-
-    return stream_assign.of_frame(events, outside)
 
 
 def uncounted(assigned: pd.DataFrame) -> np.ndarray:

@@ -8,9 +8,10 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+from iowitness.analysis import aio_kernel, benchmarks, groups
+from iowitness.analysis import phases as phase_module
 
 from iowitness import units
-from iowitness.analysis import aio_kernel, benchmarks, groups, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histograms: 1 µs .. 16 s, log2

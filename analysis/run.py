@@ -17,10 +17,10 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
-
 from iowitness.analysis import aio_kernel, memory_guard
 from iowitness.collector.traceformat import dev_name, json_bytes
 from iowitness.collector.tracereader import TraceData, read
+
 from iowitness.outputfile import Output
 
 
@@ -75,8 +75,8 @@ class Trace:
     def report(self):
         """Phases, groups and outliers (iowitness.analysis.report.Report), computed once."""
         if getattr(self, "_report", None) is None:
-            from iowitness.analysis.stream_full import of_loaded
-            self._report = of_loaded(self)
+            from iowitness.analysis.stream_full import build
+            self._report = build(self)
         return self._report
 
     def has_data_calls(self) -> bool:

@@ -27,9 +27,24 @@ import tempfile
 
 import numpy as np
 import pandas as pd
-
-from iowitness.analysis.phases import MIXED_RUN_LENGTH, OPERATIONS, PATTERN_SHARE, stable_order
-from iowitness.analysis.stream_walk import CODE, DATA, FILL, FIRST, IS_READ, RUN, WARM, Column, Walk, new_group
+from iowitness.analysis.phases import (
+    MIXED_RUN_LENGTH,
+    OPERATIONS,
+    PATTERN_SHARE,
+    stable_order,
+)
+from iowitness.analysis.stream_walk import (
+    CODE,
+    DATA,
+    FILL,
+    FIRST,
+    IS_READ,
+    RUN,
+    WARM,
+    Column,
+    Walk,
+    new_group,
+)
 
 
 class Assigned:

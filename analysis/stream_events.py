@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
 from iowitness.analysis.streamed import StreamedTrace
 from iowitness.collector import tracestream
 
@@ -227,7 +226,7 @@ class LoadedSource:
 
     def __init__(self, trace, block_rows: int = BLOCK_ROWS):
         self.trace, self.block_rows = trace, block_rows
-        self.meta, self.trace_data = trace.meta, trace._data
+        self.meta, self.trace_data = trace.meta, getattr(trace, "_data", None)
 
     @property
     def event_count(self) -> int:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
 from iowitness.analysis import groups, report
 
 

@@ -21,12 +21,16 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import pandas as pd
-
 from iowitness.analysis import report, stream_assign, stream_events, stream_extras
 from iowitness.analysis.call_extents import Extents
 from iowitness.analysis.device import DeviceFacts, from_facts
 from iowitness.analysis.stream_evidence import StreamedEvidence
-from iowitness.analysis.stream_report import BLOCK_ROWS, outside_of, table_of, temporary_files
+from iowitness.analysis.stream_report import (
+    BLOCK_ROWS,
+    outside_of,
+    table_of,
+    temporary_files,
+)
 
 
 @contextmanager
@@ -49,10 +53,11 @@ def open_report(path, block_rows: int = BLOCK_ROWS, charts: bool = False):
             yield source.trace
 
 
-def of_loaded(trace) -> report.Report:
-    """The report of a loaded trace (analysis/run.py Trace: the Python API's `trace.report()`, a
-    run over several hosts on one clock), built by the same passes as a file's, over its events
-    table in blocks. The temporary files of the phases' rebuild live as long as the report."""
+def build(trace) -> report.Report:
+    """The report of a trace held in memory (analysis/run.py Trace: the Python API's
+    `trace.report()`, a run over several hosts on one clock; anything with `events` and `meta`),
+    built by the same passes as a file's, over its events table in blocks. The temporary files
+    of the phases' rebuild live as long as the report."""
     source = stream_events.LoadedSource(trace)
     with temporary_files(""):
         assigned = stream_assign.assign(source, outside_of(source.meta))

@@ -20,8 +20,14 @@ from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
+from iowitness.analysis import (
+    aio_kernel,
+    report,
+    stream_assign,
+    stream_events,
+    stream_table,
+)
 
-from iowitness.analysis import aio_kernel, report, stream_assign, stream_events, stream_table
 from iowitness.errors import OutputError
 
 # events per block: a block of the probe's records is ~70 MiB of columns at 1 Mi rows; tests set
@@ -72,7 +78,7 @@ def table_of(source, assigned, rider=None) -> pd.DataFrame:
     meta = source.meta
     command, _, module = report.benchmark_of(meta)
     table = stream_table.table(assigned, rider=rider)
-    aio_done = aio_kernel.split(source.trace_data.block)[1]
+    aio_done = getattr(source.trace, "aio_done", None)
     report.with_kernel_columns(table, aio_kernel.figures_streamed(table, assigned, aio_done))
     report.with_groups(table, module, command)
     report.with_names(table, module, command, meta)

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from iowitness.analysis import quantiles
 from iowitness.analysis import phase_table as pt
 from iowitness.analysis import phases as ph
+from iowitness.analysis import quantiles
 from iowitness.analysis.stream_windows import Windows, data_rows, i64
 from iowitness.collector.traceformat import async_ops, ops_of_kind
 
@@ -344,3 +343,19 @@ class _Sums:
         return s
 
 
+
+
+class _OneBlock:
+    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame):
+        self._pair = (events, assigned)
+
+    def blocks(self):
+        yield self._pair
+
+
+def of_frame(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.DataFrame:
+    """`table` of an events table held in memory, as one block (its per-event phases from
+    stream_assign.of_frame unless given)."""
+    from iowitness.analysis import stream_assign
+
+    return table(_OneBlock(events, stream_assign.of_frame(events) if assigned is None else assigned))

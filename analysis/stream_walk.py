@@ -20,10 +20,25 @@ import os
 
 import numpy as np
 import pandas as pd
-
-from iowitness.analysis.phases import (CREAT, F_DUPFD, F_DUPFD_CLOEXEC, FAULTS, FIXED_FD_BASE, MAPPED_FD_BASE,
-                                       ON_MAPPINGS, OPEN, OTHER, PROT_EXEC, READ, URING_FIXED_FILE, URING_OPS, WRITE,
-                                       _new_group as new_group, call_kinds, named)
+from iowitness.analysis.phases import (
+    CREAT,
+    F_DUPFD,
+    F_DUPFD_CLOEXEC,
+    FAULTS,
+    FIXED_FD_BASE,
+    MAPPED_FD_BASE,
+    ON_MAPPINGS,
+    OPEN,
+    OTHER,
+    PROT_EXEC,
+    READ,
+    URING_FIXED_FILE,
+    URING_OPS,
+    WRITE,
+    call_kinds,
+    named,
+)
+from iowitness.analysis.phases import _new_group as new_group
 from iowitness.collector.traceformat import ops_of_kind
 
 DATA, IS_READ, RUN, FIRST, WARM, FILL, CODE = (1 << b for b in range(7))

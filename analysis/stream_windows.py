@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
 from iowitness.analysis import inflight
 from iowitness.analysis import phase_table as pt
 from iowitness.analysis import phases as ph

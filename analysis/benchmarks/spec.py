@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-
 from iowitness.analysis import latency
 from iowitness.analysis.benchmarks import spec_match
 from iowitness.analysis.benchmarks.spec_units import UNITS, near, number, size

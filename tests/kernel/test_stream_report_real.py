@@ -1,6 +1,6 @@
-"""`report --stream` (the report built block by block: analysis/stream_report.py's phase table,
-analysis/stream_full.py's report) against `report` (every event in memory) on real runs: the
-same bytes in every form (CSV, JSON, Markdown, text, the HTML page with its charts), the same
+"""The report read in blocks of 997 events against the same report read in blocks of a million
+(for these runs: one block) on real runs, so that the block pipeline's state carried across
+blocks is held to what one block gives: the same bytes in every form (CSV, JSON, Markdown, text, the HTML page with its charts), the same
 `check` lines and exit code, and the same `export` dataset.
 
 The runs are the shapes the phase rebuild has rules for: IOzone in throughput mode (a group of

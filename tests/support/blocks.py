@@ -18,3 +18,17 @@ class Blocks:
     def blocks(self):
         for at in range(0, len(self.events), self.rows):
             yield self.events.iloc[at:at + self.rows], self.assigned.iloc[at:at + self.rows]
+
+
+def assigned_of(report) -> pd.DataFrame:
+    """Each event's span, phase, operation, warm-up and fill, as one table: the report's blocks
+    (what stream_assign gives) put together, for a test that looks at every event."""
+    parts = [a for _, a in report.event_blocks()]
+    return pd.concat(parts) if len(parts) > 1 else parts[0]
+
+
+def calls_of(report, events: pd.DataFrame):
+    """report.Calls over every event of `report`'s trace (`events`: its events table)."""
+    from iowitness.analysis.report import Calls
+
+    return Calls(events, assigned_of(report))

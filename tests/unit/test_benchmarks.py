@@ -9,9 +9,9 @@ import types
 from types import SimpleNamespace
 
 import pytest
-
-from iowitness.analysis import benchmarks, matching, report
+from iowitness.analysis import benchmarks, matching, stream_full
 from iowitness.analysis.claims import Claim, Match
+
 from iowitness.commands import _claims
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
 
@@ -107,7 +107,7 @@ def test_a_registered_module_is_all_a_new_benchmark_needs(toy):
     source, claims = benchmarks.claims_from(output, command)
     assert source == "toy" and [c.extra["command"] for c in claims] == [command[1:]] * 2
     # AND its phases get its names, and each claim is judged against its own phase
-    rep = report.build(trace)
+    rep = stream_full.build(trace)
     assert rep.benchmark == "toy" and list(rep.phases["benchmark_name"]) == ["toy write", "toy write"]
     verdicts = matching.match(rep, claims, source, command, trace=trace)
     assert [(v.verdict, v.phases, v.window) for v in verdicts] == [("agrees", [1], "calls"), ("agrees", [2], "calls")]

@@ -7,13 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
-from iowitness.analysis import inflight, report as report_module, stream_full
+from iowitness.analysis import inflight, stream_full
+from iowitness.analysis import report as report_module
 from iowitness.analysis.call_extents import Extents
 from iowitness.analysis.reporters import chart_bins
 from iowitness.analysis.run import load
+
 from tests.support.bench import script
-from tests.support.blocks import BLOCKS, Blocks
+from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def loaded(trace_path):
 
 
 def _in_blocks(report, rows):
-    cut = Blocks(report.calls._events, report.calls._assigned, rows)
+    cut = Blocks(report.trace.events, assigned_of(report), rows)
     return lambda: (report_module.Calls(events, a) for events, a in cut.blocks())
 
 
@@ -62,7 +63,7 @@ def test_blocks_give_the_bins_of_all_the_calls_at_once(loaded, rows):
 
 def test_the_bins_are_numpys_histograms_of_each_phases_calls(loaded):
     # GIVEN each phase's counted calls, picked out by hand from the events
-    calls = loaded.calls
+    calls = calls_of(loaded, loaded.trace.events)
     chosen = [int(p) for p in loaded.phases["phase"]]
     drawn = chart_bins.gather(loaded, chosen)
     for r in loaded.phases.itertuples():
@@ -129,7 +130,7 @@ def test_a_phase_without_counted_calls_gets_no_charts(loaded):
 def test_a_streamed_report_opened_for_charts_gathers_the_extents_in_its_last_pass(trace_path, loaded):
     # GIVEN the extents of every phase's calls, from the calls in memory
     whole = Extents(int(loaded.phases["phase"].max()))
-    whole.add(loaded.calls)
+    whole.add(calls_of(loaded, loaded.trace.events))
     # WHEN the trace is read block by block for a page, and for another form
     with stream_full.open_report(trace_path, block_rows=41, charts=True) as trace:
         gathered = trace.report().chart_extents

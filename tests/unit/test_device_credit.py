@@ -9,11 +9,17 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-
-from iowitness.analysis import device, device_checks, device_credit, phase_table, phases
+from iowitness.analysis import (
+    device,
+    device_checks,
+    device_credit,
+    stream_assign,
+    stream_table,
+)
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.device_credit import credit
 from iowitness.probes.layout import layout
+
 from tests.support.synthetic import DEV, O_DIRECT, O_RDWR, O_WRONLY, START_NS, Calls
 
 MS = 1_000_000
@@ -37,8 +43,8 @@ def _block(rows) -> np.ndarray:
 
 def _view(events: pd.DataFrame, block: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(phases, device table) of a trace made of these calls and block records."""
-    assigned = phases.assign(events)
-    table = phase_table.table(events, assigned)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
     trace = SimpleNamespace(events=events, block=block, offcpu=None, samples=[], processes=None,
                             meta={"files": [], "device_view": {"devices": [{"dev": DEV, "name": "loop0"}]}})
     return table, device.per_phase(trace, table, assigned)

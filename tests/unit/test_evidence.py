@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import latency, phase_table, phases
+from iowitness.analysis import latency, stream_assign, stream_table
 from iowitness.analysis.stream_evidence import StreamedEvidence
 from tests.support.blocks import Blocks
 from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
@@ -42,8 +42,8 @@ def answers(evidence, table: pd.DataFrame, events: pd.DataFrame) -> dict:
 
 def same_answers(events: pd.DataFrame, sizes=(7, 37, 1000)) -> dict:
     """The answers over the whole table as one block, and the same in blocks of every size."""
-    assigned = phases.assign(events)
-    table = phase_table.table(events, assigned)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
     expected = answers(_fed(events, assigned, table, max(len(events), 1)), table, events)
     for rows in sizes:
         got = answers(_fed(events, assigned, table, rows), table, events)

@@ -14,15 +14,14 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
-from iowitness import cli
-from iowitness.analysis import memory_guard, run, stream_events
+from iowitness.analysis import run, stream_events
 from iowitness.collector.traceformat import json_bytes
 from iowitness.collector.tracewriter import TraceWriter
+from iowitness.probes.layout import layout
+
 from iowitness.commands import export
 from iowitness.errors import BadTrace, UsageError
 from iowitness.outputfile import Output
-from iowitness.probes.layout import layout
 from tests.support import trace_mutants
 from tests.support.bench import script
 from tests.support.blocks import BLOCKS
@@ -119,18 +118,12 @@ def test_the_command_with_stream_writes_the_loaded_file(traces, tmp_path):
         assert stat.S_IMODE((tmp_path / "b.parquet").stat().st_mode) == 0o640
 
 
-def test_a_trace_too_large_for_memory_is_streamed_by_itself(traces, tmp_path, monkeypatch, capsys):
-    # GIVEN a machine where the trace would not fit in memory, and a reader of whole traces that fails
-    expected = loaded_file(traces["busy"], tmp_path / "loaded.parquet")
-    monkeypatch.setattr(memory_guard, "worth_streaming", lambda path, available=None: True)
-
-    def no_load(path):
-        raise AssertionError("the whole trace was read")
-    monkeypatch.setattr(run, "read", no_load)
-    # WHEN export runs without --stream, THEN it streams, and writes the same file
-    assert cli.main(["export", str(traces["busy"]), "--parquet", str(tmp_path / "o.parquet")]) == 0
-    assert "1,812 events" in capsys.readouterr().out
-    assert_same_file(tmp_path / "o.parquet", expected)
+def _loaded_export(path: str, out) -> int:
+    """The events as `iowitness.load` reads them, written whole (the Python API's export)."""
+    trace = run.load(path)
+    export._usable(path, trace)
+    run.export_parquet(trace, out)
+    return len(trace.events)
 
 
 def test_a_cut_or_damaged_trace_exports_as_loading_reads_it(traces, tmp_path):
@@ -146,16 +139,16 @@ def test_a_cut_or_damaged_trace_exports_as_loading_reads_it(traces, tmp_path):
         # WHEN each is exported as the command does it, loaded and block by block
         a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
         try:
-            count = export._one_file_loaded(str(path), Output(a))
+            count = _loaded_export(str(path), Output(a))
         except (BadTrace, UsageError) as exc:
             # THEN what the loaded path refuses is refused for the same reason, and nothing is written
             with pytest.raises(type(exc)) as caught:
-                export._one_file_streamed(str(path), Output(b))
+                export._events_of(str(path), Output(b))
             assert str(caught.value) == str(exc) and not b.exists(), how
             refused += 1
             continue
         # THEN otherwise the same count and the same file
-        assert export._one_file_streamed(str(path), Output(b)) == count, how
+        assert export._events_of(str(path), Output(b)) == count, how
         assert_same_file(b, a)
         a.unlink(), b.unlink()
         written += 1

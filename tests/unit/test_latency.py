@@ -7,9 +7,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
-from iowitness.analysis import latency, matching, report
+from iowitness.analysis import latency, matching, stream_full
 from iowitness.analysis.benchmarks import spec
+
+from tests.support.blocks import assigned_of
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
 
 US = 1000
@@ -17,7 +18,7 @@ US = 1000
 
 def _built(calls: Calls):
     trace = SimpleNamespace(events=calls.frame(), meta={"command": ["./bench"], "pid": None})
-    return report.build(trace), trace
+    return stream_full.build(trace), trace
 
 
 def _requests(write_us, sync_us, gap_us=5):
@@ -37,7 +38,7 @@ def test_an_operation_is_a_call_or_a_call_and_its_sync():
     # THEN per call they take 10, 20, 30 µs; per call and its sync 110, 120, 130 µs
     # (start of the call to the end of its sync: nothing ran between them here)
     def ops(timed):
-        return latency.operations(trace.events, rep.assigned, [1], timed, "write") * 1e6
+        return latency.operations(trace.events, assigned_of(rep), [1], timed, "write") * 1e6
     assert ops("call") == pytest.approx([10, 20, 30])
     assert ops("call+sync") == pytest.approx([110, 120, 130])
     # AND each call's start to the next one's takes in the sync and the 5 µs the program spent

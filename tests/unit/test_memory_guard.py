@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from iowitness.analysis import memory_guard
+
 from iowitness.errors import EXIT_TOO_LARGE, TooLarge
 from tests.support.cli import IOWITNESS
 
@@ -28,15 +28,6 @@ def test_a_trace_that_may_fit_is_never_refused(tmp_path):
     memory_guard.check(path, available=31 * GIB)
     with pytest.raises(TooLarge, match="at least 134,217,728 events"):
         memory_guard.check(path, available=29 * GIB)
-
-
-def test_report_csv_streams_by_itself_when_the_least_need_is_over_half_the_memory(tmp_path):
-    # GIVEN a 1 GiB trace: the in-memory path needs at least 30 GiB
-    path = _file(tmp_path, GIB)
-    # THEN with 64 GiB available it loads; with 59 GiB (30 > 29.5) it streams
-    assert not memory_guard.worth_streaming(path, available=64 * GIB)
-    assert memory_guard.worth_streaming(path, available=59 * GIB)
-    assert not memory_guard.worth_streaming(tmp_path / "missing.iwt", available=GIB)
 
 
 def test_several_traces_held_together_count_together(tmp_path):

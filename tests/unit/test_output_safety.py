@@ -25,7 +25,12 @@ from iowitness.errors import OutputError, UsageError
 from iowitness.outputfile import Output, parse_mode
 from tests.support.cli import iowitness
 from tests.support.doc_tables import markdown_tables
-from tests.support.hostile import HOSTILE, HOSTILE_ARG, no_raw_controls, write_hostile_trace
+from tests.support.hostile import (
+    HOSTILE,
+    HOSTILE_ARG,
+    no_raw_controls,
+    write_hostile_trace,
+)
 
 TARGET_TEXT = "the victim file, which must stay as it is\n"
 

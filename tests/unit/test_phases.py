@@ -7,7 +7,7 @@ says otherwise (tests/support/synthetic.py).
 
 import pandas as pd
 
-from iowitness.analysis import groups, phase_table, phases
+from iowitness.analysis import groups, stream_assign, stream_table
 from tests.support.synthetic import (
     EINVAL,
     EIO,
@@ -34,7 +34,7 @@ def rows(table: pd.DataFrame, *columns: str) -> list[dict]:
 
 
 def phase_of_each_call(events: pd.DataFrame) -> list[tuple[str, int]]:
-    assigned = phases.assign(events)
+    assigned = stream_assign.of_frame(events)
     return list(zip(events["syscall"].astype(str), assigned["phase"].tolist()))
 
 
@@ -79,8 +79,8 @@ def test_empty_trace_gives_an_empty_table():
     events = Calls().frame()
 
     # WHEN its phases are rebuilt
-    assigned = phases.assign(events)
-    table = phase_table.table(events)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events)
 
     # THEN there is no phase, and no error
     assert len(assigned) == 0
@@ -94,10 +94,10 @@ def test_open_close_without_data_is_no_phase():
 
     # WHEN its phases are rebuilt
     # THEN both calls are in one span and in no phase, and the table is empty
-    assigned = phases.assign(events)
+    assigned = stream_assign.of_frame(events)
     assert assigned["span"].tolist() == [0, 0]
     assert assigned["phase"].tolist() == [-1, -1]
-    assert len(phase_table.table(events)) == 0
+    assert len(stream_table.of_frame(events)) == 0
 
 
 def test_lseek_only_span_is_no_phase():
@@ -110,7 +110,7 @@ def test_lseek_only_span_is_no_phase():
     # THEN no call is in a phase and the table is empty
     assert phase_of_each_call(events) == [("openat", -1), ("lseek", -1), ("lseek", -1), ("lseek", -1),
                                           ("close", -1)]
-    assert len(phase_table.table(events)) == 0
+    assert len(stream_table.of_frame(events)) == 0
 
 
 # one phase, by pattern
@@ -120,7 +120,7 @@ def test_single_call():
     events = Calls().open(F, O_RDONLY).read(REC).close().frame()
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN one phase holds the three calls: a single read, too short to time
     assert phase_of_each_call(events) == [("openat", 1), ("read", 1), ("close", 1)]
@@ -136,7 +136,7 @@ def test_o_append_writes_are_sequential_and_flagged():
     assert events["offset"].tolist() == [-1, 8192, 12288, 16384, 20480, -1]
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN one sequential write of 16 KiB, marked O_APPEND and nothing else
     assert rows(table, *MAIN, "name", "O_APPEND", "O_DIRECT", "O_SYNC", "O_DSYNC") == [
@@ -156,7 +156,7 @@ def test_backward_read_with_lseek_back_two_records():
     assert reads["offset"].tolist() == [28672, 24576, 20480, 16384, 12288, 8192, 4096, 0]
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN one backward read of the whole file
     assert rows(table, *MAIN, "name") == [
@@ -174,7 +174,7 @@ def test_stride_read_with_lseek_forward():
     assert reads["offset"].tolist() == [0, 12288, 24576, 36864, 49152, 61440, 73728, 86016]
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN one strided read whose stride is the distance between the starts of two reads
     assert rows(table, *MAIN, "name") == [
@@ -190,7 +190,7 @@ def test_same_record_rewrite():
     events = calls.close().frame()
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN one same-record write; nothing was written before it, so it is no re-write of an earlier phase
     assert rows(table, *MAIN, "name", "rewrite") == [
@@ -206,7 +206,7 @@ def test_random_reads():
     events = calls.close().frame()
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN one random read
     assert rows(table, *MAIN, "name") == [
@@ -221,7 +221,7 @@ def test_errors_and_short_reads_are_counted():
               .close().frame())
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN one read phase with 1 error and 1 short read, whose bytes are the bytes done:
     # 4096 + 1000 + 4096
@@ -238,7 +238,7 @@ def test_a_failed_read_does_not_break_a_sequential_read():
     assert events["offset"].tolist() == [-1, 0, 4096, 4096, 5096, -1]
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN the phase is a sequential read: a call that moved nothing is no step of the pattern
     assert rows(table, "phase", "pattern", "stride") == [{"phase": 1, "pattern": "sequential", "stride": 0}]
@@ -252,8 +252,8 @@ def test_warm_up_read_is_kept_out_of_the_counts():
     events = calls.close().frame()
 
     # WHEN the phases are rebuilt
-    assigned = phases.assign(events)
-    table = phase_table.table(events, assigned)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
 
     # THEN the first read is the phase's warm-up: in the phase, out of its bytes and counts
     assert assigned["warmup"].tolist() == [False, True] + [False] * 10
@@ -267,16 +267,16 @@ def test_warm_up_read_of_a_file_no_bigger_than_its_record():
     # GIVEN IOzone -a where the record size is the file size: prime read, lseek(0), the one record
     events = Calls().open(F, O_RDONLY, size=REC).read(REC).lseek(0).read(REC).close().frame()
     # WHEN the phases are rebuilt
-    assigned = phases.assign(events)
-    table = phase_table.table(events, assigned)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
     # THEN the prime is the warm-up: the phase moved the file once, as IOzone counts it
     assert assigned["warmup"].tolist() == [False, True, False, False, False]
     assert rows(table, "phase", "bytes", "ops", "warmup_ops") == [{"phase": 1, "bytes": REC, "ops": 1, "warmup_ops": 1}]
     # AND two reads of different records, or two writes, are no warm-up
     other = Calls().open(F, O_RDONLY, size=2 * REC).read(REC).read(REC).close().frame()
-    assert not phases.assign(other)["warmup"].any()
+    assert not stream_assign.of_frame(other)["warmup"].any()
     writes = Calls().open(F, O_RDWR, size=REC).write(REC).lseek(0).write(REC).close().frame()
-    assert not phases.assign(writes)["warmup"].any()
+    assert not stream_assign.of_frame(writes)["warmup"].any()
 
 
 # time
@@ -292,7 +292,7 @@ def test_fsyncs_are_counted_and_timed_in_their_phase():
     events = calls.fsync(latency=70_000).close().frame()
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN the fsyncs do not cut the writes; the phase has both, and their time apart from the writes'
     assert ("fsync", 1) in phase_of_each_call(events) and ("fsync", -1) not in phase_of_each_call(events)
@@ -309,7 +309,7 @@ def test_user_time_is_the_time_between_calls():
               .close().frame())
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN the phase's user time is those gaps: 15 µs
     assert rows(table, "phase", "ops", "user_ns") == [{"phase": 1, "ops": 3, "user_ns": 15_000}]
@@ -329,7 +329,7 @@ def test_too_short_below_100_calls_or_10_ms():
     events = calls.frame()
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN A and B are too short to time and C is not
     assert rows(table, "phase", "path", "ops", "duration_s", "too_short") == [
@@ -350,8 +350,8 @@ def test_two_threads_interleaving_on_one_file_are_two_phases_of_one_group():
     assert events["fd"].tolist() == [3, 4] + [3, 4] * 4 + [3, 4]
 
     # WHEN the phases are rebuilt and grouped
-    assigned = phases.assign(events)
-    table = phase_table.table(events, assigned)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
 
     # THEN each thread is a phase of its own, with its open and close, and the two are one group
     assert list(zip(events["tid"].tolist(), assigned["phase"].tolist())) == (
@@ -376,8 +376,8 @@ def test_random_mix_of_reads_and_writes_is_one_mixed_phase():
     events = calls.close().frame()
 
     # WHEN the phases are rebuilt
-    assigned = phases.assign(events)
-    table = phase_table.table(events, assigned)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
 
     # THEN it is one mixed phase, 70 % reads, not a dozen tiny ones
     assert assigned["phase"].tolist() == [1] * 22
@@ -400,7 +400,7 @@ def test_write_then_reads_and_rewrites_in_separate_opens():
     events = calls.frame()
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN the first read is no re-read (nothing was read before), the second one is;
     # the write after O_TRUNC is no re-write (the file started again), the write after it is
@@ -423,7 +423,7 @@ def test_one_open_for_the_whole_run_writes_then_reads():
     events = calls.close().frame()
 
     # WHEN the phases are rebuilt
-    table = phase_table.table(events)
+    table = stream_table.of_frame(events)
 
     # THEN a write phase then a read phase; the fsync and lseek after the writes belong to the
     # write phase, the close after the reads to the read phase
@@ -445,7 +445,7 @@ def test_the_timed_fsync_is_the_first_after_the_last_write_not_a_later_clean_up(
               .gap(30_000_000).fsync(latency=1_000)
               .close().frame())
     # WHEN the phase table is built
-    row = phase_table.table(events).iloc[0]
+    row = stream_table.of_frame(events).iloc[0]
     # THEN the +fsync window ends with the first fsync, the +close one with the close
     first_fsync, close = events[events["syscall"] == "fsync"].iloc[0], events.iloc[-1]
     assert row["sync_end_ns"] == first_fsync["start_ns"] + first_fsync["latency_ns"]

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from iowitness.analysis import phases, quantiles
 from iowitness.analysis.run import load
+
 from tests.support.bench import script
+from tests.support.blocks import calls_of
 
 PERCENTS = [50, 90, 99, 99.9]
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +86,7 @@ def test_report_percentiles_from_blocks_of_a_trace(tmp_path):
     _build_trace()(path, 100_000, children=4, rounds=2)
     trace = load(path)
     report = trace.report()
-    calls = report.calls
+    calls = calls_of(report, trace.events)
     timed = calls.data & (calls.phase > 0) & ~phases.named(calls.syscall, phases.FAULTS)
     table = report.phases.set_index("phase")
     # WHEN the same calls' latencies are given in blocks of 1000 calls (every phase crosses blocks)

@@ -14,19 +14,33 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from iowitness import cli
 from iowitness.analysis import event_lines, run
 from iowitness.analysis.run import load
 from iowitness.collector.tracewriter import TraceWriter
-from iowitness.errors import BadTrace, UsageError
 from iowitness.probes.layout import layout
+
+from iowitness import cli
+from iowitness.errors import BadTrace, UsageError
 from tests.support import trace_mutants
 from tests.support.bench import script
 from tests.support.blocks import BLOCKS
 from tests.support.cli import IOWITNESS, iowitness
-from tests.support.hostile import HOSTILE, HOSTILE_BYTES, no_raw_controls, write_hostile_trace
-from tests.support.synthetic import DEV, EIO, O_CREAT, O_RDONLY, O_WRONLY, SEEK_END, Calls, event_records
+from tests.support.hostile import (
+    HOSTILE,
+    HOSTILE_BYTES,
+    no_raw_controls,
+    write_hostile_trace,
+)
+from tests.support.synthetic import (
+    DEV,
+    EIO,
+    O_CREAT,
+    O_RDONLY,
+    O_WRONLY,
+    SEEK_END,
+    Calls,
+    event_records,
+)
 
 T0 = 1_000_000_000
 HOSTILE_FILE = "/data/" + HOSTILE

@@ -9,9 +9,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-from iowitness.analysis import report
+from iowitness.analysis import stream_full
 from iowitness.analysis.benchmarks import spec
+
 from tests.support.synthetic import O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY, Calls
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "claims-spec.md"
@@ -82,7 +82,7 @@ def test_each_worked_example_gives_the_claims_and_phases_of_its_table(name):
     claims = spec.parse(text, spec.loads(toml))
     calls = TRACES[name]()
     trace = SimpleNamespace(events=calls.frame(), meta={"command": ["./bench"], "pid": None})
-    built = report.build(trace)
+    built = stream_full.build(trace)
     find = spec.matcher(built, claims, ["./bench"], trace)
     # WHEN each claim is read and matched
     got = []

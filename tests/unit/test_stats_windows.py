@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from iowitness.collector import stats_windows
-from iowitness.collector.stats_windows import MIN_CALLS, PERIOD_S, WINDOW_MAX_S, WINDOW_S, Windows
+from iowitness.collector.stats_windows import (
+    MIN_CALLS,
+    PERIOD_S,
+    WINDOW_MAX_S,
+    WINDOW_S,
+    Windows,
+)
 
 
 def test_the_first_window_is_due_at_the_start_and_the_next_one_a_period_after_it_opened():

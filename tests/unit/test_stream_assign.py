@@ -2,7 +2,7 @@
 in-memory function gives, whatever the blocks.
 
 Every case builds a trace in memory and compares pd.concat of the streamed blocks with
-phases.assign(events, outside) exactly, for blocks of 1, 37 and 1,000 rows, so that every
+stream_assign.of_frame(events, outside) exactly, for blocks of 1, 37 and 1,000 rows, so that every
 piece of state (a stream's last two data calls, a run, a description, a file's last open)
 crosses block boundaries. The cases of the existing phase tests are reused as they are:
 their events are caught on their way into phases.assign.
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import phases, stream_assign
+from iowitness.analysis import stream_assign
 from tests.support.synthetic import (
     COLUMNS,
     EIO,
@@ -63,7 +63,7 @@ def streamed(events: pd.DataFrame, rows: int, outside=None) -> pd.DataFrame:
 
 
 def assert_same_as_in_memory(events: pd.DataFrame, outside=None, blocks=BLOCKS) -> None:
-    expected = phases.assign(events, None if outside is None else outside(events))
+    expected = stream_assign.of_frame(events, None if outside is None else outside(events))
     for rows in blocks:
         if rows == 1 and len(events) > 2000:
             # a row costs a whole block's overhead: blocks of one row over the first 2,000 events,
@@ -137,16 +137,16 @@ def _phase_test_cases():
 def test_every_event_table_of_the_phase_tests_is_assigned_alike(module, name, monkeypatch):
     # GIVEN an existing test of the phases, whose event tables are caught on their way in
     caught = []
-    in_memory = phases.assign
+    in_memory = stream_assign.of_frame
 
     def catching(events, outside=None):
         caught.append((events, outside))
         return in_memory(events, outside)
-    monkeypatch.setattr(phases, "assign", catching)
+    monkeypatch.setattr(stream_assign, "of_frame", catching)
     getattr(module, name)()
     monkeypatch.undo()
     # WHEN each is assigned in blocks
-    # THEN every block size gives what phases.assign gives
+    # THEN every block size gives what one block gives
     for events, outside in caught:
         assert outside is None
         assert_same_as_in_memory(events)
@@ -304,7 +304,7 @@ def test_each_case_is_assigned_alike_in_blocks(name):
 def test_the_cases_hold_what_they_are_about():
     # GIVEN the cases above, assigned in memory
     # THEN each one has the feature it is named after (so that a comparison of it means something)
-    a = {name: phases.assign(build()) for name, build in CASES.items()}
+    a = {name: stream_assign.of_frame(build()) for name, build in CASES.items()}
     assert (a["mixed_and_fills"]["operation"] == "mixed").any() and a["mixed_and_fills"]["fill"].any()
     assert a["warm_ups"]["warmup"].sum() >= 3
     assert a["threads"]["phase"].max() >= 4

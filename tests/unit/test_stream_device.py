@@ -12,10 +12,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import device, phase_table, phases, stream_device
+from iowitness.analysis import (
+    device,
+    stream_assign,
+    stream_device,
+    stream_table,
+)
 from iowitness.probes.layout import layout
-from tests.support.blocks import BLOCKS, Blocks
-from tests.support.synthetic import DEV, O_CREAT, O_DIRECT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, START_NS, Calls
+from tests.support.blocks import BLOCKS, Blocks, assigned_of
+from tests.support.synthetic import (
+    DEV,
+    O_CREAT,
+    O_DIRECT,
+    O_RDONLY,
+    O_RDWR,
+    O_TRUNC,
+    O_WRONLY,
+    START_NS,
+    Calls,
+)
 
 MS = 1_000_000
 US = 1000
@@ -49,8 +64,8 @@ def streamed(trace, table, assigned_blocks):
 
 def same_view(trace, sizes=BLOCKS) -> tuple[pd.DataFrame, pd.DataFrame]:
     events = trace.events
-    assigned = phases.assign(events)
-    table = phase_table.table(events, assigned)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
     expected = device.per_phase(trace, table, assigned)
     for rows in sizes:
         got = streamed(trace, table, Blocks(events, assigned, rows))
@@ -233,7 +248,7 @@ def test_the_dd_trace_streamed_from_its_file(tmp_path):
     for rows in BLOCKS:
         with streamed_trace.open_trace(tmp_path / "dd.iwt") as trace:
             facts = stream_device.DeviceFacts(report.phases, trace)
-            for e, a in Blocks(loaded.events, report.assigned, rows).blocks():
+            for e, a in Blocks(loaded.events, assigned_of(report), rows).blocks():
                 facts.add(e, a)
             got = stream_device.per_phase(trace, report.phases, facts)
         # THEN it is the report's

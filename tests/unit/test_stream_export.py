@@ -13,13 +13,22 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
 from iowitness.analysis import dataset, stream_assign, stream_events
 from iowitness.analysis.run import load
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
+
 from tests.support.bench import script
-from tests.support.synthetic import DEV, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, Calls, event_records
+from tests.support.blocks import assigned_of
+from tests.support.synthetic import (
+    DEV,
+    O_CREAT,
+    O_RDWR,
+    O_TRUNC,
+    O_WRONLY,
+    Calls,
+    event_records,
+)
 from tests.support.trace_mutants import write_dd_trace
 from tests.unit.test_stream_table import random_trace
 
@@ -103,12 +112,12 @@ def same_files(path, tmp_path, sizes=BLOCKS, shuffled: bool = False) -> pd.DataF
     trace = load(path)
     report = trace.report()
     _, _, frames = dataset.tables_of(trace, report, [])
-    expected = frames["events"]
+    expected = pd.concat(list(frames["events"]))
     whole = written(tmp_path / "memory", trace, expected).read()
     assert whole.schema.metadata == {b"iowitness_dataset": dataset.json.dumps(
         {"schema_version": dataset.SCHEMA_VERSION, "table": "events", "run_id": dataset.run_id(trace.meta)}).encode()}
     for rows in sizes:
-        pairs = Blocks(trace.events, report.assigned, rows, shuffled)
+        pairs = Blocks(trace.events, assigned_of(report), rows, shuffled)
         # the rows: each block's are the in-memory table's, index included
         got = pd.concat(list(dataset.events_blocks(pairs.blocks(), trace.meta)))
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
@@ -196,7 +205,7 @@ def test_the_real_stream_writes_the_same_file_and_duckdb_reads_it(iozone_trace, 
 
 def test_exporting_again_replaces_the_streamed_file(iozone_trace, tmp_path):
     trace = load(iozone_trace)
-    assigned = trace.report().assigned
+    assigned = assigned_of(trace.report())
     first = written(tmp_path, trace, dataset.events_blocks(Blocks(trace.events, assigned, 1000).blocks(),
                                                           trace.meta))
     again = written(tmp_path, trace, dataset.events_blocks(Blocks(trace.events, assigned, 37).blocks(), trace.meta))

@@ -12,11 +12,19 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-
-from iowitness.analysis import report, stream_extras
+from iowitness.analysis import report, stream_extras, stream_full
 from iowitness.analysis.reporters import machine, stretches
-from tests.support.blocks import BLOCKS, Blocks
-from tests.support.synthetic import EIO, O_CREAT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, Calls
+
+from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of
+from tests.support.synthetic import (
+    EIO,
+    O_CREAT,
+    O_RDONLY,
+    O_RDWR,
+    O_TRUNC,
+    O_WRONLY,
+    Calls,
+)
 
 REC = 4096
 GATHER = {1: 50, 37: 1, 1000: None}
@@ -25,19 +33,19 @@ T = 2_000_000_000
 
 def built(events: pd.DataFrame, command=("./bench",)):
     trace = SimpleNamespace(events=events, meta={"command": list(command), "pid": None})
-    return report.build(trace), trace
+    return stream_full.build(trace), trace
 
 
 def same_extras(events: pd.DataFrame, sizes=BLOCKS, command=("./bench",), per_phase=report.OUTLIERS_PER_PHASE):
     """Streams the trace in blocks of each size and holds every answer to the in-memory one."""
     rep, trace = built(events, command)
-    outliers = rep.outliers if per_phase == report.OUTLIERS_PER_PHASE else report.outliers(rep.calls, rep.phases,
+    outliers = rep.outliers if per_phase == report.OUTLIERS_PER_PHASE else report.outliers(calls_of(rep, events), rep.phases,
                                                                                             per_phase)
     raw = stretches.stretch_frame(rep, trace)
     for rows in sizes:
         # the slowest calls and the stretches' sums merged every few blocks, every block, at the end
         extras = stream_extras.Extras(rep.phases, per_phase, gather_rows=GATHER[rows])
-        for e, a in Blocks(events, rep.assigned, rows).blocks():
+        for e, a in Blocks(events, assigned_of(rep), rows).blocks():
             extras.add(e, a)
         extras.finish()
         pd.testing.assert_frame_equal(extras.groups, rep.groups, check_exact=True)
@@ -155,16 +163,17 @@ def test_errors_negative_returns_and_spans_without_phase():
 def test_the_report_10m_shaped_trace(tmp_path):
     # GIVEN the benchmark script's IOzone-shaped trace: 4 children, 3 rounds, random passes
     from iowitness.analysis.run import load
+
     from tests.support.bench import script
     script("report_10m").build_trace(tmp_path / "t.iwt", 60_000, 4, 3)
     trace = load(tmp_path / "t.iwt")
-    rep = trace.report()
+    rep = stream_full.build(trace)
     raw = stretches.stretch_frame(rep, trace)
     hist = machine.histograms(rep)
     assert len(rep.groups) and len(rep.outliers)
     for rows, gather in ((1000, None), (4096, 1)):
         extras = stream_extras.Extras(rep.phases, gather_rows=gather)
-        for e, a in Blocks(trace.events, rep.assigned, rows).blocks():
+        for e, a in Blocks(trace.events, assigned_of(rep), rows).blocks():
             extras.add(e, a)
         extras.finish()
         pd.testing.assert_frame_equal(extras.groups, rep.groups, check_exact=True)
@@ -181,7 +190,7 @@ def test_each_accumulator_alone():
     rep, trace = built(events)
     parts = {"groups": stream_extras.GroupTable(rep.phases), "outliers": stream_extras.Outliers(rep.phases),
              "histograms": stream_extras.Histograms(rep.phases), "stretches": stream_extras.Stretches()}
-    for e, a in Blocks(events, rep.assigned, 37).blocks():
+    for e, a in Blocks(events, assigned_of(rep), 37).blocks():
         for part in parts.values():
             part.add(e, a)
     pd.testing.assert_frame_equal(parts["groups"].result(), rep.groups, check_exact=True)

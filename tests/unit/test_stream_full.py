@@ -1,5 +1,5 @@
-"""`report --stream` in every form, `check --stream` and `export --stream` (analysis/stream_full.py)
-against the same commands with every event in memory, on traces written by the collector's own
+"""`report` in every form, `check` and `export` (analysis/stream_full.py) read in small blocks
+against the same commands reading the trace in one block, on traces written by the collector's own
 TraceWriter: an IOzone-shaped run of four children, dd runs whose printed rate is true or not,
 a run on files with hostile names, a --summary trace. Real runs:
 tests/kernel/test_stream_report_real.py."""
@@ -97,6 +97,7 @@ def test_no_room_for_temporary_files_is_an_output_error(traces, monkeypatch):
     import errno
 
     from iowitness.analysis import stream_full, stream_walk
+
     from iowitness.errors import OutputError
 
     def full(fd, offset, length):

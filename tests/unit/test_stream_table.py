@@ -8,8 +8,8 @@ import random
 
 import pandas as pd
 import pytest
+from iowitness.analysis import stream_assign, stream_table
 
-from iowitness.analysis import phase_table, phases, stream_table
 from tests.support.blocks import BLOCKS, Blocks
 from tests.support.synthetic import (
     EIO,
@@ -30,8 +30,8 @@ F, G = "/data/f", "/data/g"
 
 
 def same_table(events: pd.DataFrame, sizes=BLOCKS) -> pd.DataFrame:
-    assigned = phases.assign(events)
-    expected = phase_table.table(events, assigned)
+    assigned = stream_assign.of_frame(events)
+    expected = stream_table.of_frame(events, assigned)
     for rows in sizes:
         got = stream_table.table(Blocks(events, assigned, rows))
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
@@ -176,6 +176,7 @@ def test_re_read_and_re_write_across_truncations():
 def test_iozone_shaped_trace(tmp_path):
     # GIVEN the benchmark script's IOzone-shaped trace: children, rounds, random passes
     from iowitness.analysis.run import load
+
     from scripts.bench import report_10m
     report_10m.build_trace(tmp_path / "t.iwt", 30_000, children=3, rounds=2)
     same_table(load(tmp_path / "t.iwt").events, sizes=(37, 1000))

@@ -18,7 +18,15 @@ from iowitness.probes.layout import layout
 from tests.support import trace_mutants
 from tests.support.bench import script
 from tests.support.cli import iowitness
-from tests.support.synthetic import DEV, EIO, O_CREAT, O_RDONLY, O_WRONLY, Calls, event_records
+from tests.support.synthetic import (
+    DEV,
+    EIO,
+    O_CREAT,
+    O_RDONLY,
+    O_WRONLY,
+    Calls,
+    event_records,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

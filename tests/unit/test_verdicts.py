@@ -17,13 +17,21 @@ from iowitness.analysis import (
     buffering,
     figures as active_figures,
     matching,
-    report,
     stonewall as stonewalling,
+    stream_full,
     verdicts,
 )
 from iowitness.analysis.benchmarks import iozone_groups
 from iowitness.analysis.claims import Claim
-from tests.support.synthetic import O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY, START_NS, Calls
+from tests.support.blocks import assigned_of
+from tests.support.synthetic import (
+    O_CREAT,
+    O_RDONLY,
+    O_TRUNC,
+    O_WRONLY,
+    START_NS,
+    Calls,
+)
 
 REC = 65536
 MS = 1_000_000
@@ -33,7 +41,7 @@ F = "/data/bench.dat"
 def built(calls: Calls, command: list[str], pid: int | None = None):
     """What `iowitness check` works on: the report of a trace, and the trace."""
     trace = SimpleNamespace(events=calls.frame(), meta={"command": command, "pid": pid})
-    return report.build(trace), trace
+    return stream_full.build(trace), trace
 
 
 def claim(rate: float, *, source="iozone", test="write", direction="write", **more) -> Claim:
@@ -250,7 +258,7 @@ def _late_flush(*tail_calls):
     for call in tail_calls:
         call(calls)
     rep, trace = built(calls, ["./bench"])
-    return buffering.late_flushes(trace.events, rep.assigned, rep.phases)
+    return buffering.late_flushes(trace.events, assigned_of(rep), rep.phases)
 
 
 def test_a_short_write_just_before_close_is_a_late_flush():
