@@ -1,0 +1,104 @@
+"""Run a recorded trace's calls again inside DIR, and record the replay as a run.
+
+Every file the trace touched is made again under DIR (placed relative to the deepest directory
+the files share; those the trace found already there are filled with a known pattern up to the
+size its reads needed, since data is not recorded). Then one thread per recorded thread issues
+that thread's calls in its order, with the syscall the original made: opens, close, read,
+write, pread64, pwrite64, the vectored forms (one buffer each), lseek, fsync, fdatasync,
+ftruncate, fallocate, dup. On a file several threads share, a call waits for the other
+threads' calls on it that had completed before it started in the original. The replay is
+traced as `run` traces a benchmark, so `iowitness compare TRACE REPLAY.iwt` puts the two side
+by side; the replay's trace names the trace it replays (meta "replay_of").
+
+Nothing is written outside DIR: recorded paths are mapped under it (absolute paths and `..`
+cannot leave it), a symlink inside DIR is refused, and an existing file is refused unless
+--force. Calls that failed in the original, and io_uring, libaio, mmap and copy calls, are
+not replayed yet: the replay's last lines (its output, kept in its trace) count them.
+
+--timing: as-recorded keeps each thread's think time between calls, fast drops it, xN runs
+it N times as fast (x0.5: half as fast). The replay's exit code is 1 when a call failed that
+had succeeded in the original.
+
+Example:
+  sudo iowitness run -o fio.iwt -- fio --name=r --rw=randread --size=64m --directory=/mnt/ext4
+  sudo iowitness replay fio.iwt --into /mnt/xfs/replay -o fio-xfs.iwt
+  iowitness compare fio.iwt fio-xfs.iwt
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+
+from iowitness.commands import _recording, run
+from iowitness.errors import UsageError
+from iowitness.replay import paths, plan as replay_plan
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+    parser.add_argument("--into", metavar="DIR", required=True,
+                        help="where the trace's files are made again (created when missing); nothing is "
+                             "written outside it")
+    parser.add_argument("--timing", default="as-recorded", metavar="as-recorded|fast|xN",
+                        help="think time between a thread's calls: as recorded, none (fast), or N times as "
+                             "fast as recorded (x2, x0.5) (default %(default)s)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace files that already exist under DIR where the replay puts the trace's "
+                             "files (a symlink is refused even so)")
+    _recording.add_recording_options(parser, argparse.SUPPRESS)
+
+
+def speed_of(timing: str) -> float:
+    """--timing as the player's speed: 1 as recorded, 0 no think time, N times as fast."""
+    if timing == "as-recorded":
+        return 1.0
+    if timing == "fast":
+        return 0.0
+    if timing.startswith("x"):
+        try:
+            value = float(timing[1:])
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value > 0:
+            return value
+    raise UsageError(f"--timing must be as-recorded, fast or xN with N a positive number (x2, x0.5), not {timing!r}")
+
+
+def execute(args) -> int:
+    if args.files:
+        raise UsageError("replay traces the files it makes under --into; --file does not apply")
+    speed = speed_of(args.timing)
+    _recording.check_numbers(args)
+    _recording.require_backend(args)
+    plan = replay_plan.build(args.trace)
+    into = os.path.abspath(args.into)
+    dirs = paths.prepare(into, [f["rel"] for f in plan.files], [f["size"] for f in plan.files],
+                         [f["precreate"] for f in plan.files], args.force)
+    _recording.say(args, f"replaying {len(plan.calls):,} calls of {len(plan.threads)} thread(s) on "
+                         f"{len(plan.files)} file(s) into {into}" + _skipped(plan))
+    work = tempfile.mkdtemp(prefix="iowitness-replay-")
+    try:
+        plan_path = os.path.join(work, "plan.npz")
+        plan.save(plan_path)
+        args.files = dirs
+        args.on_fault = "stop"
+        args.trace_label = "replay"
+        args.command = [sys.executable, "-m", "iowitness.replay.player", plan_path, into, repr(speed)]
+        args.extra_meta = {"replay_of": {"trace": plan.source["path"], "command": plan.source["command"],
+                                         "host": plan.source["host"], "timing": args.timing, "into": into,
+                                         "files": {f["rel"]: orig for f, orig in
+                                                   zip(plan.files, plan.source["original_paths"])},
+                                         "not_replayed": plan.skipped}}
+        return run.execute(args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _skipped(plan) -> str:
+    total = sum(plan.skipped.values())
+    return f" ({total:,} recorded calls not replayed: see the replay's output)" if total else ""
