@@ -168,7 +168,10 @@ def build(path: str, data=None) -> Plan:
     waits = _waits(calls, thread_index, bounds, s, e)
     source = {"path": os.path.abspath(path), "command": data.meta.get("command"),
               "host": data.meta.get("host"), "events": n, "calls": len(rows),
-              "original_paths": [abs_paths[k] for k in used]}
+              "original_paths": [abs_paths[k] for k in used],
+              # a damaged tail: the calls before it are replayed, and the replay says so
+              "damaged": (f"{int(data.meta['truncated_bytes']):,} bytes at its end unread "
+                          f"({data.meta.get('unread_reason') or 'damaged'})") if data.meta.get("truncated_bytes") else None}
     return Plan(calls, waits, threads, files, source, skipped)
 
 

@@ -74,11 +74,14 @@ def execute(args) -> int:
         raise UsageError("replay traces the files it makes under --into; --file does not apply")
     speed = speed_of(args.timing)
     _recording.check_numbers(args)
+    plan = replay_plan.build(args.trace)   # a trace that cannot be replayed says so, root or not
     _recording.require_backend(args)
-    plan = replay_plan.build(args.trace)
     into = os.path.abspath(args.into)
     dirs = paths.prepare(into, [f["rel"] for f in plan.files], [f["size"] for f in plan.files],
                          [f["precreate"] for f in plan.files], args.force)
+    if plan.source.get("damaged"):
+        print(f"iowitness: warning: {args.trace} is damaged, {plan.source['damaged']}: only the calls before "
+              "the damage are replayed", file=sys.stderr)
     _recording.say(args, f"replaying {len(plan.calls):,} calls of {len(plan.threads)} thread(s) on "
                          f"{len(plan.files)} file(s) into {into}" + _skipped(plan))
     work = tempfile.mkdtemp(prefix="iowitness-replay-")
