@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from iowitness.collector import tracereader
-from iowitness.errors import BadTrace, NotFound, UsageError
+from iowitness.errors import NotFound, UsageError
 from iowitness.replay import paths
 
 OPS = ("open", "close", "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",

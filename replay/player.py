@@ -41,7 +41,10 @@ KEPT_FLAGS = (os.O_ACCMODE | os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_APPEND |
               | os.O_SYNC | getattr(os, "O_DIRECT", 0) | getattr(os, "O_NOATIME", 0) | os.O_NOCTTY)
 SPIN_NS = 200_000
 # how often a call waiting for another thread's call looks again (a sleep: ~60-80 us in fact)
-WAIT_POLL_S = 20e-6   # a wait shorter than this is spun, not slept (a sleep overshoots by ~60 us)
+WAIT_POLL_S = 20e-6
+# a think time shorter than this is not waited for: the player's own time between two calls
+# (about 1 to 3 us, docs/replay.md) already covers it
+MIN_GAP_NS = 5_000   # a wait shorter than this is spun, not slept (a sleep overshoots by ~60 us)
 
 
 class _Iovec(ctypes.Structure):
@@ -67,6 +70,7 @@ class Player:
         self.lock = threading.Lock()
         self.outcome: dict[str, list[int]] = {}   # op -> [issued, failed, other bytes]
         self.implicit_opens = 0
+        self.direct: set[int] = set()   # our fds opened O_DIRECT: their reads need aligned buffers
         self.failures: list[str] = []
         into_fd = paths.open_into(into, create=False)
         dir_fds = {}
@@ -76,13 +80,12 @@ class Player:
             if d not in dir_fds:
                 dir_fds[d] = paths.walk(into_fd, into, d, create=False)
             self.file_dir.append(dir_fds[d])
-            self.file_name.append(ctypes.create_string_buffer(name.encode("utf-8", "surrogateescape")))
+            self.file_name.append(name)
         os.close(into_fd)
         writes = plan.calls["size"][[int(o) in {OP[w] for w in WRITES} for o in plan.calls["op"]]]
         self.wbuf = _aligned(int(writes.max(initial=0)))
         pattern = paths.PATTERN * (len(self.wbuf) // len(paths.PATTERN) + 1)
         self.wbuf[:] = pattern[:len(self.wbuf)]
-        self.waddr = ctypes.addressof(ctypes.c_char.from_buffer(self.wbuf))
 
     def run(self) -> int:
         """One process per recorded process (its own fd table, as the original had), one
@@ -148,18 +151,21 @@ class Player:
         reads = [s for o, s in zip(ops, sizes) if OPS[o] in READS]
         rbuf = _aligned(max(reads, default=0))
         raddr = ctypes.addressof(ctypes.c_char.from_buffer(rbuf))
-        iov = _Iovec()
-        iov_addr = ctypes.addressof(iov)
-        waddr = self.waddr
+        rview, wview = memoryview(rbuf), memoryview(self.wbuf)
+        waddr = ctypes.addressof(ctypes.c_char.from_buffer(self.wbuf))
+        rviews, wviews = {}, {}
+        direct = self.direct
         speed, progress = self.speed, self.progress
-        names = {k: nr[OPS[k]] for k in range(len(OPS)) if OPS[k] in nr}
-        stats = {}
+        # gaps shorter than what the player itself takes between two calls are not waited
+        # for: the clock is read only around the calls that have a gap to keep
+        timed = [speed > 0 and g > MIN_GAP_NS for g in gaps]
+        stats = [[0, 0, 0] for _ in OPS]
         prev_end = self.t0
         for i in range(count):
             for u, n in waits.get(i, ()):
                 while progress[u] < n:
                     time.sleep(WAIT_POLL_S)
-            if speed:
+            if timed[i]:
                 target = prev_end + int(gaps[i] / speed)
                 delay = target - time.perf_counter_ns()
                 if delay > SPIN_NS:
@@ -168,79 +174,125 @@ class Player:
                     while time.perf_counter_ns() < target:
                         pass
             op, key = ops[i], (tgids[i], rfds[i])
-            name = OPS[op]
-            if op == 0:   # open
-                fd = sc(nr["openat"], self.file_dir[files[i]], ctypes.addressof(self.file_name[files[i]]),
-                        (flags[i] & KEPT_FLAGS) | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, 0, 0, 0)
-                res = fd
-                if fd >= 0:
-                    old = fds.pop(key, None)
-                    if old is not None:
-                        os.close(old)
-                    fds[key] = fd
-            else:
-                fd = fds.get(key)
-                if fd is None:
-                    fd = self._implicit_open(key, files[i])
-                if name == "close":
-                    res = sc(nr["close"], fds.pop(key, fd), 0, 0, 0, 0, 0, 0)
-                elif name in ("read", "pread64", "readv", "preadv", "preadv2"):
-                    res = self._io(name, names[op], fd, raddr, sizes[i], offsets[i], flags[i], iov, iov_addr)
-                elif name in ("write", "pwrite64", "writev", "pwritev", "pwritev2"):
-                    res = self._io(name, names[op], fd, waddr, sizes[i], offsets[i], flags[i], iov, iov_addr)
-                elif name == "lseek":
-                    res = sc(nr["lseek"], fd, sizes[i], flags[i], 0, 0, 0, 0)
-                elif name in ("fsync", "fdatasync"):
-                    res = sc(names[op], fd, 0, 0, 0, 0, 0, 0)
-                elif name == "ftruncate":
-                    res = sc(nr["ftruncate"], fd, sizes[i], 0, 0, 0, 0, 0)
-                elif name == "fallocate":
-                    res = sc(nr["fallocate"], fd, flags[i], offsets[i], sizes[i], 0, 0, 0)
-                else:   # dup: the recorded new fd names our copy
-                    res = sc(nr["dup"], fd, 0, 0, 0, 0, 0, 0)
+            fd = fds.get(key) if op != OPEN else -1
+            if fd is None:
+                fd = self._implicit_open(key, files[i])
+            size = sizes[i]
+            try:
+                if op in READ_OPS:
+                    if fd in direct and op in (READ, PREAD64):   # os.read's buffer is not aligned
+                        res = self._raw(op, fd, raddr, size, offsets[i])
+                    elif op == READ:
+                        res = len(os.read(fd, size))
+                    elif op == PREAD64:
+                        res = len(os.pread(fd, size, offsets[i]))
+                    else:
+                        view = rviews.get(size)
+                        if view is None:
+                            view = rviews[size] = rview[:size]
+                        if op == READV:
+                            res = os.readv(fd, [view])
+                        elif op == PREADV2:
+                            res = os.preadv(fd, [view], offsets[i], flags[i])
+                        else:   # os.preadv is a preadv2 where the C library has it
+                            res = self._vector(op, fd, raddr, size, offsets[i])
+                elif op in WRITE_OPS:
+                    view = wviews.get(size)
+                    if view is None:
+                        view = wviews[size] = wview[:size]
+                    if op == WRITE:
+                        res = os.write(fd, view)
+                    elif op == PWRITE64:
+                        res = os.pwrite(fd, view, offsets[i])
+                    elif op == WRITEV:
+                        res = os.writev(fd, [view])
+                    elif op == PWRITEV2:
+                        res = os.pwritev(fd, [view], offsets[i], flags[i])
+                    else:
+                        res = self._vector(op, fd, waddr, size, offsets[i])
+                elif op == LSEEK:
+                    res = os.lseek(fd, size, flags[i])
+                elif op == OPEN:
+                    res = self._open(key, files[i], flags[i])
+                elif op == CLOSE:
+                    os.close(fds.pop(key, fd))
+                    direct.discard(fd)
+                    res = 0
+                elif op == FSYNC:
+                    os.fsync(fd)
+                    res = 0
+                elif op == FDATASYNC:
+                    os.fdatasync(fd)
+                    res = 0
+                elif op == FTRUNCATE:
+                    os.ftruncate(fd, size)
+                    res = 0
+                elif op == FALLOCATE:   # os.posix_fallocate would emulate what the file system refuses
+                    res = self._raw(op, fd, flags[i], offsets[i], size)
+                else:   # dup (os.dup is an fcntl): the recorded new fd names our copy
+                    res = self._raw(op, fd, 0, 0, 0)
                     if res >= 0:
                         fds[(tgids[i], rets[i])] = res
-            prev_end = time.perf_counter_ns()
-            s = stats.get(name)
-            if s is None:
-                s = stats[name] = [0, 0, 0]
+                        if fd in direct:
+                            direct.add(res)
+            except OSError as exc:
+                res = -(exc.errno or 1)
+            if timed[i + 1] if i + 1 < count else False:
+                prev_end = time.perf_counter_ns()
+            s = stats[op]
             s[0] += 1
             if res < 0:
                 s[1] += 1
-            elif op in _DATA_OPS and res != rets[i]:
+            elif op in DATA_OPS and res != rets[i]:
                 s[2] += 1
             progress[t] += 1
         with self.lock:
-            for name, s in stats.items():
-                total = self.outcome.setdefault(name, [0, 0, 0])
-                for k in range(3):
-                    total[k] += s[k]
+            for op, s in enumerate(stats):
+                if s[0]:
+                    total = self.outcome.setdefault(OPS[op], [0, 0, 0])
+                    for k in range(3):
+                        total[k] += s[k]
 
-    def _io(self, name, number, fd, addr, size, offset, rwf, iov, iov_addr) -> int:
-        if name in ("read", "write"):
-            return self.sc(number, fd, addr, size, 0, 0, 0, 0)
-        if name in ("pread64", "pwrite64"):
-            return self.sc(number, fd, addr, size, offset, 0, 0, 0)
-        iov.base, iov.len = addr, size
-        if name in ("readv", "writev"):
-            return self.sc(number, fd, iov_addr, 1, 0, 0, 0, 0)
-        if name in ("preadv", "pwritev"):
-            return self.sc(number, fd, iov_addr, 1, offset, 0, 0, 0)
-        return self.sc(number, fd, iov_addr, 1, offset, 0, rwf, 0)
+    def _open(self, key, file: int, flags: int) -> int:
+        """An open of the trace, as an openat on DIR's directory fd, never through a symlink."""
+        try:
+            fd = os.open(self.file_name[file], (flags & KEPT_FLAGS) | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                         dir_fd=self.file_dir[file])
+        except OSError as exc:
+            return -(exc.errno or 1)
+        old = self.fds.pop(key, None)
+        if old is not None:
+            os.close(old)
+            self.direct.discard(old)
+        self.fds[key] = fd
+        if flags & O_DIRECT:
+            self.direct.add(fd)
+        return fd
+
+    def _vector(self, op: int, fd: int, addr: int, size: int, offset: int) -> int:
+        """preadv or pwritev of one buffer, as itself (not the preadv2 Python's os makes of it)."""
+        iov = _Iovec(addr, size)
+        res = self.sc(self.nr[OPS[op]], fd, ctypes.addressof(iov), 1, offset, 0, 0, 0)
+        return res if res >= 0 else -ctypes.get_errno()
+
+    def _raw(self, op: int, a: int, b: int, c: int, d: int) -> int:
+        """The calls Python's os module cannot make as the original did, through syscall(2)."""
+        res = self.sc(self.nr[OPS[op]], a, b, c, d, 0, 0, 0)
+        return res if res >= 0 else -ctypes.get_errno()
 
     def _implicit_open(self, key, file: int) -> int:
         """A call on an fd the trace never saw opened (opened before the recording, or
         inherited): the file opened for it, once, and said in the summary."""
-        fd = self.sc(self.nr["openat"], self.file_dir[file], ctypes.addressof(self.file_name[file]),
-                     os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, 0, 0, 0, 0)
-        if fd < 0:
-            fd = self.sc(self.nr["openat"], self.file_dir[file], ctypes.addressof(self.file_name[file]),
-                         os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0, 0, 0, 0)
-        if fd >= 0:
+        for flags in (os.O_RDWR, os.O_RDONLY):
+            try:
+                fd = os.open(self.file_name[file], flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.file_dir[file])
+            except OSError:
+                continue
             with self.lock:
                 self.implicit_opens += 1
             self.fds[key] = fd
-        return fd
+            return fd
+        return -1
 
     def _summary(self) -> int:
         calls = sum(s[0] for s in self.outcome.values())
@@ -261,7 +313,14 @@ class Player:
         return 1 if failed or self.failures else 0
 
 
-_DATA_OPS = frozenset(OP[o] for o in READS + WRITES)
+OPEN, CLOSE, READ, WRITE, PREAD64, PWRITE64 = (OP[o] for o in ("open", "close", "read", "write", "pread64", "pwrite64"))
+READV, WRITEV, PREADV2, PWRITEV2 = (OP[o] for o in ("readv", "writev", "preadv2", "pwritev2"))
+LSEEK, FSYNC, FDATASYNC, FTRUNCATE, FALLOCATE = (OP[o] for o in ("lseek", "fsync", "fdatasync", "ftruncate",
+                                                                   "fallocate"))
+READ_OPS = frozenset(OP[o] for o in READS)
+WRITE_OPS = frozenset(OP[o] for o in WRITES)
+DATA_OPS = READ_OPS | WRITE_OPS
+O_DIRECT = getattr(os, "O_DIRECT", 0)
 
 
 def _aligned(size: int) -> mmap.mmap:
