@@ -23,7 +23,8 @@ NAME_MAX = 255
 PATH_MAX = 4096
 # a plan names at most this many files (a hostile trace cannot make it create without bound)
 MAX_FILES = 100_000
-PATTERN = (b"iowitness replay: data was not recorded, this is its stand-in. " * 16)[:1024]
+# what a replay writes where the trace recorded no data: this text, repeated (player.c too)
+PATTERN = b"iowitness replay: data was not recorded, this is its stand-in. "
 
 
 def absolute(path: str, dirfd: int, cwd: str | None) -> str:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import struct
 
 import numpy as np
 
@@ -48,6 +50,7 @@ O_CREAT, O_EXCL, O_TRUNC = 0o100, 0o200, 0o1000
 MAX_CALL_BYTES = 256 << 20
 MAX_BUFFER_BYTES = 1 << 30
 MAX_THREADS = 4096
+MAX_FD = 1 << 20   # recorded fds replay/player.c's tables hold
 
 CALL = np.dtype([("op", "u1"), ("file", "i4"), ("tgid", "u4"), ("fd", "i4"), ("ret", "i8"), ("flags", "u4"),
                  ("offset", "i8"), ("size", "i8"), ("gap_ns", "u8"), ("start_ns", "u8")])
@@ -65,6 +68,30 @@ class Plan:
         with open(path, "wb") as f:
             np.savez(f, calls=self.calls, waits=self.waits, threads=self.threads,
                      extra=np.frombuffer(extra, dtype=np.uint8))
+
+    def save_native(self, path: str) -> None:
+        """The plan as replay/player.c reads it (its header comment has the layout)."""
+        rels = [f["rel"] for f in self.files]
+        dirs = paths.directories(rels)
+        where = {d: k for k, d in enumerate(dirs)}
+        if len(self.calls) and (int(self.calls["fd"].max()) >= MAX_FD
+                                or int(self.calls["ret"][self.calls["op"] == OP["dup"]].max(initial=0)) >= MAX_FD):
+            raise UsageError(f"the trace uses fds above {MAX_FD:,}, more than the replay's fd table holds")
+        notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
+                        for what, count in sorted(self.skipped.items())).encode()
+        with open(path, "wb") as f:
+            f.write(b"IOWPLAN1" + struct.pack("<IIQQII", len(self.threads), len(self.files), len(self.calls),
+                                              len(self.waits), len(dirs), len(notes)))
+            for array in (self.threads, self.calls, self.waits):
+                f.write(np.ascontiguousarray(array).tobytes())
+            for d in dirs:
+                raw = d.encode("utf-8", "surrogateescape")
+                f.write(struct.pack("<I", len(raw)) + raw)
+            for rel in rels:
+                d, name = posixpath.split(rel)
+                raw = name.encode("utf-8", "surrogateescape")
+                f.write(struct.pack("<II", where[d], len(raw)) + raw)
+            f.write(notes)
 
     @classmethod
     def load(cls, path: str) -> "Plan":

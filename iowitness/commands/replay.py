@@ -38,6 +38,9 @@ from iowitness.commands import _recording, run
 from iowitness.errors import UsageError
 from iowitness.replay import paths, plan as replay_plan
 
+# replay/player.c, compiled by the install (setup.py) beside the probe
+NATIVE_PLAYER = os.path.join(os.path.dirname(paths.__file__), "build", "iowitness-player")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
@@ -50,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="replace files that already exist under DIR where the replay puts the trace's "
                              "files (a symlink is refused even so)")
+    parser.add_argument("--player", choices=("auto", "native", "python"), default="auto",
+                        help="what issues the calls: 'native', replay/player.c built with the probe (about 0.2 us "
+                             "of its own per call), or 'python', the same in Python (a few us per call: a replay "
+                             "of fast cached calls runs slower than the original); 'auto' takes native when it was "
+                             "built (default %(default)s)")
     _recording.add_recording_options(parser, argparse.SUPPRESS)
 
 
@@ -83,15 +91,21 @@ def execute(args) -> int:
         print(f"iowitness: warning: {args.trace} is damaged, {plan.source['damaged']}: only the calls before "
               "the damage are replayed", file=sys.stderr)
     _recording.say(args, f"replaying {len(plan.calls):,} calls of {len(plan.threads)} thread(s) on "
-                         f"{len(plan.files)} file(s) into {into}" + _skipped(plan))
+                         f"{len(plan.files)} file(s) into {into}" + _skipped(plan)
+                         + f", {'native' if _native_player(args.player) else 'Python'} player")
     work = tempfile.mkdtemp(prefix="iowitness-replay-")
     try:
-        plan_path = os.path.join(work, "plan.npz")
-        plan.save(plan_path)
+        native = _native_player(args.player)
+        plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
+        if native:
+            plan.save_native(plan_path)
+        else:
+            plan.save(plan_path)
         args.files = dirs
         args.on_fault = "stop"
         args.trace_label = "replay"
-        args.command = [sys.executable, "-m", "iowitness.replay.player", plan_path, into, repr(speed)]
+        player = [native] if native else [sys.executable, "-m", "iowitness.replay.player"]
+        args.command = [*player, plan_path, into, repr(speed)]
         args.extra_meta = {"replay_of": {"trace": plan.source["path"], "command": plan.source["command"],
                                          "host": plan.source["host"], "timing": args.timing, "into": into,
                                          "files": {f["rel"]: orig for f, orig in
@@ -100,6 +114,15 @@ def execute(args) -> int:
         return run.execute(args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _native_player(choice: str) -> str | None:
+    """The native player's path, None for the Python one."""
+    built = NATIVE_PLAYER if os.access(NATIVE_PLAYER, os.X_OK) else None
+    if choice == "native" and built is None:
+        raise UsageError(f"--player native: {NATIVE_PLAYER} was not built (the install builds it with the probe: "
+                         "clang is needed); use --player python")
+    return None if choice == "python" else built
 
 
 def _skipped(plan) -> str:

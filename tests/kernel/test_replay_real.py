@@ -13,6 +13,8 @@ import json
 import subprocess
 from collections import Counter
 
+import pytest
+
 from iowitness.analysis.run import load
 from iowitness.replay import plan as replay_plan
 from tests.conftest import require_tool
@@ -37,7 +39,8 @@ def per_call(events) -> tuple[Counter, Counter]:
                                                                        observed=True)["ret"].sum().items()})
 
 
-def test_known_io_replayed_makes_every_call_the_original_made(traced, tmp_path):
+@pytest.mark.parametrize("player", ["native", "python"])
+def test_known_io_replayed_makes_every_call_the_original_made(traced, tmp_path, player):
     # GIVEN known_io run under iowitness: a main thread, a second thread and a forked child doing
     # every covered syscall on target.dat, each logged by known_io itself
     exe = build_known_io(tmp_path)
@@ -49,7 +52,7 @@ def test_known_io_replayed_makes_every_call_the_original_made(traced, tmp_path):
     original_path = tmp_path / "trace-0.iwt"
     # WHEN replayed into a new directory, as fast as it goes
     into = tmp_path / "into"
-    proc = replay(original_path, into, tmp_path / "replay.iwt", "--timing", "fast")
+    proc = replay(original_path, into, tmp_path / "replay.iwt", "--timing", "fast", "--player", player)
     replayed = load(tmp_path / "replay.iwt")
     # THEN the replay's trace holds known_io's calls, syscall for syscall (opens as openat, dups
     # as dup), with the same bytes done by each data call kind
