@@ -127,7 +127,7 @@ def test_an_existing_file_is_kept_without_force_and_replaced_with_it(tmp_path):
     assert (into / "f").read_text() == "mine"
     # WHEN prepared with --force THEN it is made anew, 5000 bytes of the pattern
     paths.prepare(str(into), ["f"], [5000], [True], force=True)
-    assert (into / "f").read_bytes() == (paths.PATTERN * 5)[:5000]
+    assert (into / "f").read_bytes() == (paths.PATTERN * 100)[:5000]
 
 
 def test_a_name_used_as_file_and_directory_is_refused():
