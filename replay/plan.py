@@ -80,8 +80,8 @@ class Plan:
         notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
                         for what, count in sorted(self.skipped.items())).encode()
         with open(path, "wb") as f:
-            f.write(b"IOWPLAN1" + struct.pack("<IIQQII", len(self.threads), len(self.files), len(self.calls),
-                                              len(self.waits), len(dirs), len(notes)))
+            f.write(b"IOWPLAN1" + struct.pack("<IIQQIII", len(self.threads), len(self.files), len(self.calls),
+                                              len(self.waits), len(dirs), len(notes), self.root_tgid))
             for array in (self.threads, self.calls, self.waits):
                 f.write(np.ascontiguousarray(array).tobytes())
             for d in dirs:
@@ -98,6 +98,14 @@ class Plan:
         with np.load(path, allow_pickle=False) as z:
             extra = json.loads(z["extra"].tobytes().decode())
             return cls(z["calls"], z["waits"], z["threads"], extra["files"], extra["source"], extra["skipped"])
+
+    @property
+    def root_tgid(self) -> int:
+        """The recorded process the benchmark was launched as (0: unknown). The player's own
+        process replays it, so the replay's launched process does what the original's did;
+        every other recorded process is a process the player forks."""
+        pid = self.source.get("pid")
+        return int(pid) if isinstance(pid, int) and 0 < pid < 2**32 else 0
 
     def bytes_by_direction(self) -> dict[str, int]:
         ops = self.calls["op"]
@@ -193,7 +201,7 @@ def build(path: str, data=None) -> Plan:
 
     files = _file_table(calls, rels, s, e)
     waits = _waits(calls, thread_index, bounds, s, e)
-    source = {"path": os.path.abspath(path), "command": data.meta.get("command"),
+    source = {"path": os.path.abspath(path), "command": data.meta.get("command"), "pid": data.meta.get("pid"),
               "host": data.meta.get("host"), "events": n, "calls": len(rows),
               "original_paths": [abs_paths[k] for k in used],
               # a damaged tail: the calls before it are replayed, and the replay says so

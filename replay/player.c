@@ -19,7 +19,9 @@
  * when a call failed that had succeeded in the original, 2 when the plan cannot be used.
  *
  * Plan layout (little-endian, packed, written by Plan.save_native):
- *   "IOWPLAN1", u32 threads, u32 files, u64 calls, u64 waits, u32 dirs, u32 notes bytes
+ *   "IOWPLAN1", u32 threads, u32 files, u64 calls, u64 waits, u32 dirs, u32 notes bytes,
+ *   u32 root tgid (the recorded process the benchmark was launched as, replayed by this
+ *   process itself; every other recorded process by a forked one; 0 unknown)
  *   threads x {u32 tgid, u32 tid, i64 first, i64 count}
  *   calls   x {u8 op, i32 file, u32 tgid, i32 fd, i64 ret, u32 flags, i64 offset, i64 size, u64 gap_ns, u64 start_ns}
  *   waits   x {i64 call, u32 thread, i64 count}
@@ -68,7 +70,7 @@ struct __attribute__((packed)) plan_wait { int64_t call; uint32_t thread; int64_
 		    O_DIRECT | O_NOATIME | O_NOCTTY)
 
 static const char *into_path;
-static uint32_t n_threads, n_files, n_dirs, notes_len;
+static uint32_t n_threads, n_files, n_dirs, notes_len, root_tgid;
 static uint64_t n_calls, n_waits;
 static struct plan_thread *threads;
 static struct plan_call *calls;
@@ -158,12 +160,13 @@ static void read_plan(const char *path)
 	close(fd);
 	at = base;
 	end = base + st.st_size;
-	if (st.st_size < 40 || memcmp(at, "IOWPLAN1", 8))
+	if (st.st_size < 44 || memcmp(at, "IOWPLAN1", 8))
 		die("not a replay plan");
 	at += 8;
 	memcpy(&n_threads, at, 4); memcpy(&n_files, at + 4, 4); memcpy(&n_calls, at + 8, 8);
 	memcpy(&n_waits, at + 16, 8); memcpy(&n_dirs, at + 24, 4); memcpy(&notes_len, at + 28, 4);
-	at += 32;
+	memcpy(&root_tgid, at + 32, 4);
+	at += 36;
 	if (n_calls > ((uint64_t)1 << 40) || n_waits > ((uint64_t)1 << 40))
 		die("the plan is too large");
 	threads = take(&at, end, (size_t)n_threads * sizeof(*threads));
@@ -350,14 +353,24 @@ static void run_group(const uint32_t *members, uint32_t n, struct stats *total)
 	if (!jobs || !ids || !fd_map || !fd_direct)
 		die("out of memory for the threads");
 	memset(fd_map, 0xff, MAX_FD * sizeof(int));
+	/* the recorded process's main thread (tid = tgid) is replayed by this process's own, so
+	 * that the replay's main thread does what the original's did (fio's layout, say) */
+	uint32_t main_k = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		if (threads[members[k]].tid == threads[members[k]].tgid)
+			main_k = k;
 	for (uint32_t k = 0; k < n; k++) {
 		jobs[k].thread = members[k];
-		if (pthread_create(&ids[k], NULL, run_thread, &jobs[k]))
+		if (k != main_k && pthread_create(&ids[k], NULL, run_thread, &jobs[k]))
 			die("cannot start a thread");
 	}
+	if (n)
+		run_thread(&jobs[main_k]);
 	memset(total, 0, sizeof(*total));
 	for (uint32_t k = 0; k < n; k++) {
-		pthread_join(ids[k], NULL);
+		if (k != main_k)
+			pthread_join(ids[k], NULL);
 		for (int op = 0; op < OP_COUNT; op++) {
 			total->issued[op] += jobs[k].stats.issued[op];
 			total->failed[op] += jobs[k].stats.failed[op];
@@ -394,6 +407,7 @@ static const char *grouped(uint64_t v, char *buf)
 int main(int argc, char **argv)
 {
 	uint32_t *group_of, *order, n_groups = 0;
+	int local = -1;   /* the group this process replays itself: the root process's */
 	uint32_t *group_tgid;
 	struct stats total, mine;
 	pid_t *children;
@@ -443,6 +457,9 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	t0 = now_ns();
 	memset(&total, 0, sizeof(total));
+	for (uint32_t g = 0; g < n_groups; g++)
+		if (root_tgid && group_tgid[g] == root_tgid)
+			local = (int)g;
 	for (uint32_t g = 0; g < n_groups; g++) {
 		uint32_t n = 0;
 		int ends[2];
@@ -450,7 +467,7 @@ int main(int argc, char **argv)
 		for (uint32_t t = 0; t < n_threads; t++)
 			if (group_of[t] == g)
 				order[n++] = t;
-		if (g == 0)
+		if ((int)g == local)
 			continue;
 		if (pipe(ends))
 			die("cannot make a pipe");
@@ -467,17 +484,20 @@ int main(int argc, char **argv)
 		close(ends[1]);
 		pipes[g] = ends[0];
 	}
-	if (n_groups) {
+	if (local >= 0) {
 		uint32_t n = 0;
 
 		for (uint32_t t = 0; t < n_threads; t++)
-			if (group_of[t] == 0)
+			if (group_of[t] == (uint32_t)local)
 				order[n++] = t;
 		run_group(order, n, &mine);
 		add(&total, &mine);
 	}
-	for (uint32_t g = 1; g < n_groups; g++) {
+	for (uint32_t g = 0; g < n_groups; g++) {
 		int status;
+
+		if ((int)g == local)
+			continue;
 
 		if (read(pipes[g], &mine, sizeof(mine)) == (ssize_t)sizeof(mine))
 			add(&total, &mine);

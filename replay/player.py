@@ -89,13 +89,14 @@ class Player:
 
     def run(self) -> int:
         """One process per recorded process (its own fd table, as the original had), one
-        thread per recorded thread; the first process's threads run in this one."""
+        thread per recorded thread; the launched process's (plan.root_tgid) run in this one."""
         groups: dict[int, list[int]] = {}
         for t, tgid in enumerate(self.plan.threads["tgid"].tolist()):
             groups.setdefault(tgid, []).append(t)
         self.t0 = time.perf_counter_ns()
         children = []
-        for members in list(groups.values())[1:]:
+        local = groups.pop(self.plan.root_tgid, None)
+        for members in groups.values():
             read_end, write_end = os.pipe()
             pid = os.fork()
             if pid == 0:
@@ -105,7 +106,7 @@ class Player:
                 os._exit(0)
             os.close(write_end)
             children.append((pid, read_end))
-        self._threads(list(groups.values())[0] if groups else [])
+        self._threads(local or [])
         for pid, read_end in children:
             with os.fdopen(read_end, "rb") as f:
                 raw = f.read()
@@ -123,9 +124,15 @@ class Player:
         return self._summary()
 
     def _threads(self, members: list[int]) -> None:
-        workers = [threading.Thread(target=self._thread, args=(t,), daemon=True) for t in members]
+        """The recorded process's main thread (tid = tgid) is replayed by this process's own,
+        so that the replay's main thread does what the original's did (fio's layout, say)."""
+        main = next((t for t in members if self.plan.threads["tid"][t] == self.plan.threads["tgid"][t]),
+                    members[0] if members else None)
+        workers = [threading.Thread(target=self._thread, args=(t,), daemon=True) for t in members if t != main]
         for w in workers:
             w.start()
+        if main is not None:
+            self._thread(main)
         for w in workers:
             w.join()
 

@@ -12,7 +12,7 @@ CPU seconds per million calls (getrusage of the player process).
 Needs root (the probe), iozone, fio and gcc. Prints one table per workload and a summary;
 docs/replay.md keeps the figures with the command.
 
-Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench
+Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench [--player python]
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProces
     return subprocess.run(argv, capture_output=True, text=True, check=check, **kw)
 
 
-def fidelity(name: str, command: list[str], work: Path, replays: int) -> dict:
+def fidelity(name: str, command: list[str], work: Path, replays: int, player: str) -> dict:
     base = work / name.replace(" ", "_")
     shutil.rmtree(base, ignore_errors=True)
     (base / "data").mkdir(parents=True)
@@ -64,7 +64,8 @@ def fidelity(name: str, command: list[str], work: Path, replays: int) -> dict:
     traces = []
     for k in range(replays):
         out = base / f"replay-{k}.iwt"
-        run([*IOWITNESS, "replay", "-q", str(original), "--into", str(base / f"into-{k}"), "-o", str(out)])
+        run([*IOWITNESS, "replay", "-q", str(original), "--into", str(base / f"into-{k}"), "-o", str(out),
+             "--player", player])
         traces.append(out)
     compared = json.loads(run([*IOWITNESS, "compare", "--json", str(original), *map(str, traces)]).stdout)
     rows = []
@@ -82,8 +83,9 @@ def fidelity(name: str, command: list[str], work: Path, replays: int) -> dict:
     return {"workload": name, "command": " ".join(argv), "phases": rows, "original": str(original)}
 
 
-def player_cost(original: str, work: Path) -> dict:
+def player_cost(original: str, work: Path, player: str) -> dict:
     """The player alone (no probe) at --timing fast: ns per call, CPU-s per million calls."""
+    from iowitness.commands.replay import NATIVE_PLAYER
     from iowitness.replay import paths, plan as replay_plan
 
     p = replay_plan.build(original)
@@ -91,11 +93,17 @@ def player_cost(original: str, work: Path) -> dict:
     shutil.rmtree(into, ignore_errors=True)
     paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
                   [f["precreate"] for f in p.files], force=False)
-    plan_path = work / "cost-plan.npz"
-    p.save(str(plan_path))
+    if player == "native":
+        plan_path = work / "cost-plan.bin"
+        p.save_native(str(plan_path))
+        argv = [NATIVE_PLAYER]
+    else:
+        plan_path = work / "cost-plan.npz"
+        p.save(str(plan_path))
+        argv = [sys.executable, "-m", "iowitness.replay.player"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    out = run([sys.executable, "-m", "iowitness.replay.player", str(plan_path), str(into), "0"], check=False)
+    out = run([*argv, str(plan_path), str(into), "0"], check=False)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -113,6 +121,7 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=2, help="workload size multiplier (default %(default)s)")
     parser.add_argument("--work", default="/tmp/replay-bench")
     parser.add_argument("--only", help="run only workloads whose name contains this")
+    parser.add_argument("--player", choices=("native", "python"), default="native")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -123,8 +132,8 @@ def main() -> int:
         if not shutil.which(command[0]) and not os.path.exists(command[0]):
             print(f"# {name}: {command[0]} not installed, skipped")
             continue
-        r = fidelity(name, command, work, args.replays)
-        r["player"] = player_cost(r["original"], work)
+        r = fidelity(name, command, work, args.replays, args.player)
+        r["player"] = player_cost(r["original"], work, args.player)
         results.append(r)
         print(f"## {name}\n$ {r['command']}")
         for row in r["phases"]:
@@ -136,7 +145,7 @@ def main() -> int:
                   f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
                   f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
         pc = r["player"]
-        print(f"  player alone, fast: {pc['calls']:,} calls, {pc['ns_per_call']:,.0f} ns per call, "
+        print(f"  {args.player} player alone, fast: {pc['calls']:,} calls, {pc['ns_per_call']:,.0f} ns per call, "
               f"{pc['cpu_s_per_million']:.2f} CPU-s per million calls")
         sys.stdout.flush()
     (work / "results.json").write_text(json.dumps(results, indent=1))

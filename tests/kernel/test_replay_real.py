@@ -115,6 +115,13 @@ def test_fio_replayed_and_exported_moves_the_bytes_fio_reported(tmp_path):
     # THEN the replay's trace reads and writes what fio said it did
     assert int(events[names == "pread64"]["ret"].sum()) == truth["read"]
     assert int(events[names == "pwrite64"]["ret"].sum()) == truth["write"]
+    # AND compare finds every phase of the original in the replay (named by fio's module from the
+    # original's command), with the same bytes and calls
+    compared = json.loads(iowitness("compare", "--json", str(original), str(tmp_path / "replay.iwt")).stdout)
+    assert compared["phases"] and all(p["present"] == [True, True] for p in compared["phases"])
+    for phase in compared["phases"]:
+        metric = {m["metric"]: m["values"] for m in phase["metrics"]}
+        assert metric["bytes"][0] == metric["bytes"][1] and metric["ops"][0] == metric["ops"][1], phase["name"]
     # WHEN exported as fio iologs and replayed by fio itself
     out = tmp_path / "fio-replay"
     iowitness("export", str(original), "--fio-iolog", str(out))
