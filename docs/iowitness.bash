@@ -111,6 +111,7 @@ _iowitness() {
             case "$prev" in
                 --into) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --timing) COMPREPLY=(); return ;;
+                --player) COMPREPLY=($(compgen -W "auto native python" -- "$cur")); return ;;
                 -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --mode) COMPREPLY=(); return ;;
                 -P|--file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -121,7 +122,7 @@ _iowitness() {
                 --backend) COMPREPLY=($(compgen -W "libbpf bpftrace" -- "$cur")); return ;;
                 --probe) COMPREPLY=($(compgen -W "auto fast compat" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --into --timing --force -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --backend --probe --no-bpf-stats" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --into --timing --force --player -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --backend --probe --no-bpf-stats" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         doctor)
             COMPREPLY=($(compgen -W "-h --help" -- "$cur"))
