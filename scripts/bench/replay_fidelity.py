@@ -67,6 +67,9 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
         run([*IOWITNESS, "replay", "-q", str(original), "--into", str(base / f"into-{k}"), "-o", str(out),
              "--player", player])
         traces.append(out)
+    fast = base / "replay-fast.iwt"
+    run([*IOWITNESS, "replay", "-q", str(original), "--into", str(base / "into-fast"), "-o", str(fast),
+         "--player", player, "--timing", "fast"])
     compared = json.loads(run([*IOWITNESS, "compare", "--json", str(original), *map(str, traces)]).stdout)
     rows = []
     for phase in compared["phases"]:
@@ -80,7 +83,21 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                      "calls_equal": len(set(metric["ops"])) == 1, "original_s": d0,
                      "error_pct_median": statistics.median(errors) if errors else None,
                      "error_pct_range": (min(errors), max(errors)) if errors else None})
-    return {"workload": name, "command": " ".join(argv), "phases": rows, "original": str(original)}
+    return {"workload": name, "command": " ".join(argv), "phases": rows, "original": str(original),
+            "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)}}
+
+
+def median_gap(trace: Path) -> float:
+    """Median time between the end of a thread's call and the start of its next one: in a
+    --timing fast replay, the player's own time per call (the probe's share is in both)."""
+    import numpy as np
+
+    from iowitness.analysis.run import load
+
+    e = load(trace).events.sort_values(["tid", "start_ns"])
+    same = e["tid"].to_numpy()[1:] == e["tid"].to_numpy()[:-1]
+    gaps = e["start_ns"].to_numpy()[1:].astype(np.int64) - e["end_ns"].to_numpy()[:-1].astype(np.int64)
+    return float(np.median(gaps[same])) if same.any() else float("nan")
 
 
 def player_cost(original: str, work: Path, player: str) -> dict:
@@ -144,6 +161,9 @@ def main() -> int:
             print(f"  {row['phase']:<28} bytes equal {row['bytes_equal']!s:<5} calls equal {row['calls_equal']!s:<5} "
                   f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
                   f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
+        gap = r["own_gap_ns"]
+        print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
+              f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")
         pc = r["player"]
         print(f"  {args.player} player alone, fast: {pc['calls']:,} calls, {pc['ns_per_call']:,.0f} ns per call, "
               f"{pc['cpu_s_per_million']:.2f} CPU-s per million calls")
