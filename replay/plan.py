@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
 import struct
 
 import numpy as np
@@ -74,9 +75,6 @@ class Plan:
         rels = [f["rel"] for f in self.files]
         dirs = paths.directories(rels)
         where = {d: k for k, d in enumerate(dirs)}
-        if len(self.calls) and (int(self.calls["fd"].max()) >= MAX_FD
-                                or int(self.calls["ret"][self.calls["op"] == OP["dup"]].max(initial=0)) >= MAX_FD):
-            raise UsageError(f"the trace uses fds above {MAX_FD:,}, more than the replay's fd table holds")
         notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
                         for what, count in sorted(self.skipped.items())).encode()
         with open(path, "wb") as f:
@@ -130,44 +128,56 @@ def build(path: str, data=None) -> Plan:
     data = data if data is not None else read_trace(path)
     cols = data.columns
     n = data.event_count
-    names = np.array([data.ops.get(int(o), f"op{int(o)}") for o in np.unique(cols["op"])], dtype=object)
-    name_of = dict(zip(np.unique(cols["op"]).tolist(), names.tolist()))
-    op_name = np.array([name_of[int(o)] for o in cols["op"]], dtype=object) if n else np.array([], dtype=object)
     ret = cols["ret"].astype(np.int64)
     start = cols["start_ns"].astype(np.int64)
     end = start + cols["latency_ns"].astype(np.int64)
     flags = cols["flags"].astype(np.int64)
-
-    target = np.array([RECORDED.get(o, "") for o in op_name], dtype=object)
-    is_fcntl_dup = (op_name == "fcntl") & np.isin(flags, [F_DUPFD, F_DUPFD_CLOEXEC])
-    target[is_fcntl_dup] = "dup"
+    # per distinct op code (a few dozen), not per event: what it is replayed as (-1: not replayed)
+    codes, op_index = np.unique(cols["op"], return_inverse=True)
+    code_names = [_op_name(data.ops.get(int(o)), int(o)) for o in codes]
+    as_op = np.array([OP.get(RECORDED.get(name, ""), -1) for name in code_names], dtype=np.int64)
+    target = as_op[op_index]
+    fcntl = np.array([name == "fcntl" for name in code_names], dtype=bool)[op_index]
+    target[fcntl & np.isin(flags, [F_DUPFD, F_DUPFD_CLOEXEC])] = OP["dup"]
+    keep = (target >= 0) & (ret >= 0)
     skipped: dict[str, int] = {}
-    keep = (target != "") & (ret >= 0)
-    for name, why in ((op_name[target == ""], "not replayed yet"), (op_name[(target != "") & (ret < 0)], "failed")):
-        for o, c in zip(*np.unique(name.astype(str), return_counts=True)) if len(name) else ():
-            skipped[f"{o} ({why})"] = int(c)
+    for mask, why in ((target < 0, "not replayed yet"), ((target >= 0) & (ret < 0), "failed")):
+        counts = np.bincount(op_index[mask], minlength=len(codes))
+        for k in np.flatnonzero(counts):
+            skipped[f"{code_names[k]} ({why})"] = skipped.get(f"{code_names[k]} ({why})", 0) + int(counts[k])
+    if not keep.any():
+        raise UsageError(f"{path} holds no call a replay can issue ("
+                         + ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items())) + ")")
+    fd = cols["fd"].astype(np.int64)
+    too_high = keep & ((fd >= MAX_FD) | (fd < -1) | ((target != OP["open"]) & (fd < 0))
+                       | (np.isin(target, [OP["open"], OP["dup"]]) & (ret >= MAX_FD)))
+    if too_high.any():
+        raise UsageError(f"{path} has calls on fds below 0 or of {MAX_FD:,} and above, which a replay cannot "
+                         f"issue (a replay's fd table holds fds 0 to {MAX_FD - 1:,})")
 
     file_of, abs_paths = _files_of(data, cols, end)
     rows = np.flatnonzero(keep)
-    # the calls grouped by thread, each thread's in time order (the reader's order is time order)
+    # the calls grouped by thread, each thread's in time order (the reader's order is time order);
+    # threads numbered in order of their first call
     tgid, tid = cols["tgid"][rows].astype(np.int64), cols["tid"][rows].astype(np.int64)
     thread_key = (tgid << 32) | tid
-    first_seen = {}
-    for k in thread_key.tolist():
-        first_seen.setdefault(k, len(first_seen))
-    if len(first_seen) > MAX_THREADS:
-        raise UsageError(f"the trace has {len(first_seen):,} threads; a replay runs at most {MAX_THREADS:,}")
-    thread_index = np.array([first_seen[k] for k in thread_key.tolist()], dtype=np.int64)
+    keys, first_row, key_index = np.unique(thread_key, return_index=True, return_inverse=True)
+    if len(keys) > MAX_THREADS:
+        raise UsageError(f"the trace has {len(keys):,} threads; a replay runs at most {MAX_THREADS:,}")
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.argsort(first_row, kind="stable")] = np.arange(len(keys))
+    thread_index = rank[key_index]
+    first_seen = range(len(keys))
     order = np.argsort(thread_index, kind="stable")
     rows, thread_index = rows[order], thread_index[order]
 
-    used = sorted(set(file_of[rows].tolist()))
-    renumber = {old: new for new, old in enumerate(used)}
+    used, file_index = np.unique(file_of[rows], return_inverse=True)
+    used = used.tolist()
     rels = paths.relative_layout([abs_paths[k] for k in used])
 
     calls = np.zeros(len(rows), CALL)
-    calls["op"] = [OP[t] for t in target[rows]]
-    calls["file"] = [renumber[f] for f in file_of[rows].tolist()]
+    calls["op"] = target[rows]
+    calls["file"] = file_index
     calls["tgid"] = cols["tgid"][rows]
     calls["fd"] = np.where(calls["op"] == OP["open"], ret[rows], cols["fd"][rows])
     calls["ret"] = ret[rows]
@@ -248,6 +258,12 @@ def _files_of(data, cols, end) -> tuple[np.ndarray, list[str]]:
             dev, ino = int(k) >> 44, int(k) & ((1 << 44) - 1)
             out[mine] = index(f"/unnamed/dev{dev}-ino{ino}")
     return out, abs_paths
+
+
+def _op_name(name, code: int) -> str:
+    """A syscall's name from the trace's own table: text a trace from elsewhere could make
+    anything, so only a plain name is taken (it is printed by the player)."""
+    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]{1,32}", name) else f"op{code}"
 
 
 def _text(raw) -> str:

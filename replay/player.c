@@ -194,7 +194,8 @@ static void read_plan(const char *path)
 	for (uint64_t i = 0; i < n_calls; i++) {
 		if (calls[i].op >= OP_COUNT || calls[i].file < 0 || (uint32_t)calls[i].file >= n_files)
 			die("a call of the plan is not one the player knows");
-		if (calls[i].fd >= MAX_FD || (calls[i].op == OP_DUP && (calls[i].ret < 0 || calls[i].ret >= MAX_FD)))
+		if (calls[i].fd < 0 || calls[i].fd >= MAX_FD ||
+		    (calls[i].op == OP_DUP && (calls[i].ret < 0 || calls[i].ret >= MAX_FD)))
 			die("a call of the plan names an fd beyond the player's table");
 	}
 	/* DIR's directories, reached one component at a time, never through a symlink */

@@ -19,7 +19,8 @@ AT_FDCWD = -100
 O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 0o1, 0o2, 0o100, 0o1000
 
 
-def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, shared=False) -> None:
+def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, shared=False, fd_base=3,
+                failed=False) -> None:
     """A trace of `threads` threads of one process (tgid 50), thread k writing 2 x 4 KiB to file
     k (every thread to file 0 when `shared`, one after the other), opened O_CREAT|O_TRUNC under
     the recorded path files[k] = (path bytes, dirfd), then closing it."""
@@ -30,11 +31,13 @@ def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, sh
     now = 1_000_000_000
     for t in range(threads):
         f = 0 if shared else t
-        fd = 3 + t
+        fd = fd_base + t
         for row in (dict(op="openat", offset=-1, ret=fd, flags=O_RDWR | O_CREAT | (0 if shared else O_TRUNC)),
                     dict(op="pwrite64", offset=t * 8192, requested=4096, ret=4096),
                     dict(op="pwrite64", offset=t * 8192 + 4096, requested=4096, ret=4096),
                     dict(op="close", offset=-1)):
+            if failed:
+                row = {**row, "ret": -9}
             rows.append(dict(start_ns=now, latency_ns=10_000, tid=50 + t, fd=fd, ino=100 + f, **row))
             now += 20_000
         if not shared or t == 0:
@@ -155,6 +158,23 @@ def test_threads_on_a_shared_file_wait_for_the_calls_that_completed_before_their
     assert list(p.calls["gap_ns"][:4]) == [0, 10_000, 10_000, 10_000]
     assert int(p.calls["gap_ns"][4]) == 80_000
     assert p.bytes_by_direction() == {"read": 0, "write": 3 * 8192}
+
+
+def test_fds_beyond_the_players_table_are_refused(tmp_path):
+    # GIVEN a trace whose calls use fd 5,000,000 (a hostile trace, or one from a machine with a huge fd limit)
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a", AT_FDCWD)], fd_base=5_000_000)
+    # THEN the plan refuses it, before anything is made
+    with pytest.raises(UsageError, match="fds below 0 or of 1,048,576 and above"):
+        plan.build(str(trace))
+
+
+def test_a_trace_of_only_failed_calls_has_nothing_to_replay(tmp_path):
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a", AT_FDCWD)], failed=True)
+    with pytest.raises(UsageError, match=r"no call a replay can issue \(close \(failed\): 1, openat \(failed\): 1, "
+                                         r"pwrite64 \(failed\): 2\)"):
+        plan.build(str(trace))
 
 
 def test_a_plan_survives_its_file(tmp_path):
