@@ -116,7 +116,8 @@ def write(plan: Plan, out_dir: str) -> dict:
         job += ["direct=1"] if direct else []
         job.append("")
     _write_new(os.path.join(out_dir, "replay.fio"), "\n".join(job))
-    return {"jobs": len(per_thread), "bytes": moved, "left_out": left_out, "job_file": os.path.join(out_dir, "replay.fio"),
+    return {"jobs": len(per_thread), "bytes": moved, "left_out": left_out,
+            "job_file": os.path.join(out_dir, "replay.fio"),
             "files_dir": files_dir}
 
 

@@ -215,8 +215,7 @@ def build(path: str, data=None) -> Plan:
               "host": data.meta.get("host"), "events": n, "calls": len(rows),
               "original_paths": [abs_paths[k] for k in used],
               # a damaged tail: the calls before it are replayed, and the replay says so
-              "damaged": (f"{int(data.meta['truncated_bytes']):,} bytes at its end unread "
-                          f"({data.meta.get('unread_reason') or 'damaged'})") if data.meta.get("truncated_bytes") else None}
+              "damaged": _damage(data.meta)}
     return Plan(calls, waits, threads, files, source, skipped)
 
 
@@ -258,6 +257,12 @@ def _files_of(data, cols, end) -> tuple[np.ndarray, list[str]]:
             dev, ino = int(k) >> 44, int(k) & ((1 << 44) - 1)
             out[mine] = index(f"/unnamed/dev{dev}-ino{ino}")
     return out, abs_paths
+
+
+def _damage(meta: dict) -> str | None:
+    if not meta.get("truncated_bytes"):
+        return None
+    return f"{int(meta['truncated_bytes']):,} bytes at its end unread ({meta.get('unread_reason') or 'damaged'})"
 
 
 def _op_name(name, code: int) -> str:

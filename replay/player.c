@@ -12,7 +12,8 @@
  * file a call first waits until other threads have issued the calls the plan says (progress
  * counters in memory all the replay's processes share). Example output (stdout, its last lines):
  *
- *   iowitness replay: 65,567 calls in 1 thread(s), 0.081 s; 0 failed, 0 moved other byte counts than the original; 0 implicit open(s)
+ *   iowitness replay: 65,567 calls in 1 thread(s), 0.081 s; 0 failed, 0 moved other byte counts
+ *     than the original; 0 implicit open(s)          (one line)
  *   iowitness replay:   read: 24,578 issued, 0 failed, 0 other bytes
  *
  * "other bytes": a read or write that moved another count than the original's. Exit code 1

@@ -2,8 +2,9 @@
 
 Every file the trace touched is made again under DIR (placed relative to the deepest directory
 the files share; those the trace found already there are filled with a known pattern up to the
-size its reads needed, since data is not recorded). Then one thread per recorded thread issues
-that thread's calls in its order, with the syscall the original made: opens, close, read,
+size its reads needed, since data is not recorded). Then one process per recorded process and
+one thread per recorded thread issue that thread's calls in its order, with the syscall the
+original made: opens, close, read,
 write, pread64, pwrite64, the vectored forms (one buffer each), lseek, fsync, fdatasync,
 ftruncate, fallocate, dup. On a file several threads share, a call waits for the other
 threads' calls on it that had completed before it started in the original. The replay is
