@@ -157,3 +157,29 @@ def test_compare_puts_the_original_and_its_replay_side_by_side(tmp_path):
     writes = replayed[replayed["syscall"].astype(str) == "write"]
     assert len(writes) == 32 and int(writes["ret"].sum()) == 32 * 65536
     assert (replayed["syscall"].astype(str) == "fdatasync").sum() == 1
+
+
+def test_iozone_throughput_mode_replayed_moves_each_files_bytes_each_way(tmp_path):
+    # GIVEN IOzone in throughput mode: 2 processes per test, each on its own file, stonewalling
+    # off (-x), so each child writes, rewrites, reads and rereads its whole 1 MiB file
+    iozone = require_tool("iozone")
+    work = tmp_path / "w"
+    work.mkdir()
+    files = [work / "f1", work / "f2"]
+    original = tmp_path / "orig.iwt"
+    iowitness("run", "-q", "-o", str(original), "--file", str(work), "--",
+              iozone, "-i0", "-i1", "-t", "2", "-x", "-s", "1m", "-r", "4k", "-F", *map(str, files),
+              cwd=tmp_path, timeout=300)
+    # WHEN replayed
+    into = tmp_path / "into"
+    replay(original, into, tmp_path / "replay.iwt", "--timing", "fast")
+    events = load(tmp_path / "replay.iwt").events
+    names = events["syscall"].astype(str)
+    # THEN each file gets its 2 MiB written (write + rewrite) and 2 MiB read (read + reread) in
+    # 4 KiB calls, on the replay's own copy of the file (ground truth: IOzone's -s, -r and tests)
+    for f in files:
+        mine = events[events["path"].astype(str) == str(into / f.name)]
+        kinds = names[mine.index]
+        assert int(mine[kinds == "write"]["ret"].sum()) == 2 << 20
+        assert int(mine[kinds == "read"]["ret"].sum()) == 2 << 20
+        assert (kinds == "write").sum() == (kinds == "read").sum() == 512
