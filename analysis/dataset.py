@@ -164,10 +164,6 @@ def _file_systems(meta: dict) -> tuple[dict[int, str], dict[str, str]]:
     return by_dev, by_path
 
 
-def events_table(trace, report) -> pd.DataFrame:
-    return events_rows(trace.events, report.assigned, trace.meta)
-
-
 def events_rows(events: pd.DataFrame, assigned: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """The rows of events_table for some consecutive rows of the events and of phases.assign's
     result (the whole table, or one block of a streamed one), indexed as `events` is: every
@@ -236,15 +232,11 @@ def tables_of(trace, report, verdicts) -> tuple[str, str, dict[str, pd.DataFrame
     """(run id, benchmark partition, table name -> frame) for one run; a table without rows
     and without a fixed schema is left out."""
     rid, host = run_id(trace.meta), str(trace.meta.get("host") or "")
-    # a report built block by block (analysis/stream_full.py) gives its events block by block too
-    streamed = getattr(report, "event_blocks", None) if report.assigned is None else None
     frames = {"runs": runs_table(trace, report, rid, verdicts),
-              "events": None if streamed else events_table(trace, report),
               "phases": phases_table(trace, report) if len(report.phases) else None,
               "verdicts": verdicts_table(verdicts), "device": device_table(report)}
     tables = {name: _identify(frame, rid, host) for name, frame in frames.items() if frame is not None}
-    if streamed:
-        tables["events"] = events_blocks(streamed(), trace.meta)
+    tables["events"] = events_blocks(report.event_blocks(), trace.meta)
     return rid, benchmark_of(report), tables
 
 

@@ -83,14 +83,14 @@ def select(trace, phases: list[int] | None = None, files: list[str] | None = Non
     """Row numbers of the loaded trace's events the filters keep (all of them when none is given)."""
     events = trace.events
     keep = Filter(events, phases, files, syscalls, pids)
-    phase = trace.report().assigned["phase"].to_numpy() if phases else None
+    phase = trace.report().event_phases() if phases else None
     return np.flatnonzero(keep(events, phase))
 
 
 def lines(trace, rows: np.ndarray) -> Iterator[str]:
     """The text lines of the loaded trace's events at `rows` (row numbers of trace.events, in time order)."""
     events = trace.events
-    phase_all = trace.report().assigned["phase"].to_numpy() if len(rows) else np.empty(0, np.int64)
+    phase_all = trace.report().event_phases() if len(rows) else np.empty(0, np.int64)
     shown = Lines(trace, first_start(trace.meta, events))
     for at in range(0, len(rows), CHUNK):
         take = rows[at:at + CHUNK]

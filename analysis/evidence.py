@@ -26,40 +26,6 @@ from iowitness.analysis import phases as phase_module
 I64_MAX = np.iinfo(np.int64).max
 
 
-class Evidence:
-    """The answers from the whole events table and phases.assign's result (report.build)."""
-
-    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame):
-        self.events, self.assigned = events, assigned
-
-    def late_flushes(self, phases: pd.DataFrame) -> dict[int, dict]:
-        from iowitness.analysis import buffering
-
-        return buffering.late_flushes(self.events, self.assigned, phases)
-
-    def final_write(self, phases: pd.DataFrame, phase: int) -> dict | None:
-        from iowitness.analysis import buffering
-
-        return buffering.final_write(self.events, self.assigned, phases, phase)
-
-    def operations(self, phases: list[int], timed: str, direction: str | None) -> np.ndarray:
-        from iowitness.analysis import latency
-
-        return latency.operations(self.events, self.assigned, phases, timed, direction)
-
-    def stonewall_counts(self, phases: list[int], at: int) -> tuple[dict, dict, dict]:
-        return stonewall_counts(self.events, self.assigned, phases, at)
-
-    def reach(self) -> pd.Series:
-        return reach(self.events, self.assigned)
-
-    def closes_on(self, paths: list[str]) -> pd.DataFrame:
-        return closes_on(self.events, paths)
-
-    def first_call_on(self, path: str, low: int, high) -> int | None:
-        return first_call_on(self.events, path, low, high)
-
-
 # the rules themselves, on an events table (the whole trace's, or one block's)
 
 def stonewall_counts(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], at: int):

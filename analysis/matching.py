@@ -44,7 +44,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         rows = found.rows.assign(late_flush=[int(p) in flushes for p in found.rows["phase"]])
         notes = list(found.notes)
         notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
-        notes += device_checks.claim_reasons(claim, rows, getattr(report, "device", None), ceiling, window)
+        notes += device_checks.claim_reasons(claim, rows, report.device, ceiling, window)
         verdict = verdicts.judge(claim, rows, window, tolerance, missing, found.group, stonewall=found.stonewall,
                                  combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
                                  parent_start_ns=found.parent_start_ns)

@@ -76,10 +76,3 @@ def check(*paths, available: int | None = None) -> None:
                    f"{units.bytes_(available)} available. `iowitness show TRACE` (--events too), `iowitness report TRACE "
                    f"--stream` (every form), `check --stream`, `compare --stream` and `export --stream` read "
                    f"a trace of any size block by block; or run this where there is more memory ({ENV}=1 tries anyway).")
-
-
-def worth_streaming(path, available: int | None = None) -> bool:
-    """Whether a command that can also read the trace block by block (`report`, `check`, `compare`, `export`) should:
-    the in-memory path's least need is above half the memory available now."""
-    need, available = least_bytes(path), available_bytes() if available is None else available
-    return need is not None and available is not None and need > available // 2

@@ -15,41 +15,8 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis import inflight
-from iowitness.analysis.phases import (CLOSE, CREAT, FAULT_MAJOR, FAULTS, FTRUNCATE, O_APPEND, O_DIRECT, O_DSYNC, O_SYNC,
-                                       O_TRUNC, OPEN, OPERATIONS, PATTERN_SAMPLE, PATTERN_SHARE, POSITIONED, READ,
-                                       SHORT_OPS, SHORT_SECONDS, SYNC, TRANSFERS, _is_data, _new_group, _path_codes,
-                                       assign, call_kinds, named, stable_order, uncounted)
-from iowitness.collector.traceformat import async_ops, ops_of_kind
-
-def _pattern(phase, tid, offset, size, by: _ByPhase) -> pd.DataFrame:
-    """Per phase: access pattern and stride, from the steps between consecutive data calls of a
-    thread. Input rows are the phases' data calls in time order; `size` is what each call moved."""
-    order = by.perm if by.gathers else None
-    if (by.min(tid) != by.max(tid)).any():   # several threads: steps within each thread
-        order = np.lexsort((tid, phase))
-    if order is not None:
-        phase, tid, offset, size = phase[order], tid[order], offset[order], size[order]
-    n = len(phase)
-    starts = np.flatnonzero(_new_group(phase))   # rows are grouped by phase now
-    same_stream = ~_new_group(phase, tid)
-    step = np.zeros(n, dtype=np.int64)
-    np.subtract(offset[1:], offset[:-1], out=step[1:])
-    ends = offset + size
-    sequential = np.zeros(n, dtype=bool)
-    np.equal(offset[1:], ends[:-1], out=sequential[1:])
-    del ends
-
-    def per_phase(flags):
-        return np.add.reduceat(flags, starts, dtype=np.int64) if len(starts) else np.empty(0, np.int64)
-
-    counts = pd.DataFrame({"steps": per_phase(same_stream), "sequential": per_phase(same_stream & sequential),
-                           "same": per_phase(same_stream & (step == 0)),
-                           "backward": per_phase(same_stream & (step == -size))},
-                          index=pd.Index(phase[starts], name="phase"))
-    lengths = np.minimum(np.diff(np.r_[starts, n]), PATTERN_SAMPLE + 1)
-    first_rows = np.repeat(starts, lengths) + (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths))
-    first_rows = first_rows[same_stream[first_rows]]
-    return pattern_rule(counts, phase[first_rows], step[first_rows])
+from iowitness.analysis.phases import (CREAT, FTRUNCATE, O_APPEND, O_DIRECT, O_DSYNC, O_SYNC,
+                                       O_TRUNC, OPEN, OPERATIONS, PATTERN_SHARE, SHORT_OPS, SHORT_SECONDS, assign)
 
 
 def pattern_rule(counts: pd.DataFrame, sample_phase: np.ndarray, sample_step: np.ndarray) -> pd.DataFrame:
@@ -82,191 +49,22 @@ def pattern_rule(counts: pd.DataFrame, sample_phase: np.ndarray, sample_step: np
     return pd.DataFrame({"pattern": pattern, "stride": stride.astype(np.int64)}, index=counts.index)
 
 
-class _ByPhase:
-    """Rows sorted by phase (time order kept within a phase), with per-phase reductions."""
-
-    def __init__(self, phase: np.ndarray):
-        ordered = len(phase) < 2 or bool(np.all(phase[1:] >= phase[:-1]))
-        self.perm = np.arange(len(phase)) if ordered else stable_order(phase)
-        self.gathers = not ordered
-        self.bounds = np.flatnonzero(_new_group(phase[self.perm]))
-        self.phases = phase[self.perm][self.bounds]
-
-    def _sorted(self, x):
-        return np.asarray(x)[self.perm] if self.gathers else np.asarray(x)
-
-    def sum(self, x):
-        return np.add.reduceat(self._sorted(x), self.bounds) if len(self.bounds) else np.empty(0)
-
-    def min(self, x):
-        return np.minimum.reduceat(self._sorted(x), self.bounds)
-
-    def max(self, x):
-        return np.maximum.reduceat(self._sorted(x), self.bounds)
-
-    def first(self, x):
-        return np.asarray(x)[self.perm[self.bounds]]
-
-    def slices(self):
-        ends = np.r_[self.bounds[1:], len(self.perm)]
-        return zip(self.phases, self.bounds, ends)
-
-
 def table(events: pd.DataFrame, assigned: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per phase: who, what, how much, how fast, and how the time was spent.
 
-    The figures are reduced from the events to per-phase sums (`_sums`), from which
-    `phase_rows` and `finish` make the table; analysis/stream_table.py reduces the same sums
-    block by block and shares those two."""
-    assigned = assign(events) if assigned is None else assigned
-    all_kinds = call_kinds(events["syscall"])
-    all_phase = assigned["phase"].to_numpy()
-    if not len(all_phase) or all_phase.max() < 1:
-        return pd.DataFrame(columns=COLUMNS)
-    s, d = _sums(events, assigned, all_kinds, all_phase)
-    rows = phase_rows(s)
-    # what depends on the phases' windows: the timed fsync and close, the time in other targets
-    slot, ends, starts = d["slot"], events["end_ns"].to_numpy(), events["start_ns"].to_numpy()
-    for column, rows_of in (("sync_end_ns", d["sync_rows"]), ("close_end_ns", d["close_rows"])):
-        rows[column] = _first_after(slot[rows_of], starts[rows_of], ends[rows_of], rows["data_last_ns"])
+    Built by the block pipeline (analysis/stream_table.py) over the table held in memory as one
+    block; `phase_rows` and `finish` below make the rows from its per-phase sums."""
+    from iowitness.analysis import stream_table
 
-    def in_flight(wanted):
-        mine = np.isin(d["phase_d"], wanted)
-        p, a, b = d["phase_d"][mine], d["start_d"][mine], d["end_d"][mine]
-        every = np.flatnonzero(np.isin(all_phase, wanted))
-        return (inflight.covered_ns(p, a, b), inflight.depth_table(p, a, b),
-                inflight.covered_ns(all_phase[every], starts[every], ends[every]))
-
-    async_columns(rows, in_flight)
-    rows["other_targets_ns"] = _other_targets_ns(events, slot, rows)
-    return finish(rows, s, _truncations(events, all_kinds))
+    return stream_table.table(_OneBlock(events, assign(events) if assigned is None else assigned))
 
 
-def _sums(events: pd.DataFrame, assigned: pd.DataFrame, all_kinds: np.ndarray, all_phase: np.ndarray):
-    """The per-phase sums `phase_rows` takes, from the whole event table; and the per-event
-    arrays the rest of `table` needs."""
-    # Figures over every call of a phase are accumulated straight into arrays indexed by phase
-    # number (slot 0 collects the calls of no phase); only the data calls are put in phase order.
-    slot = np.maximum(all_phase, 0)
-    slots = int(slot.max()) + 1
+class _OneBlock:
+    def __init__(self, events: pd.DataFrame, assigned: pd.DataFrame):
+        self._pair = (events, assigned)
 
-    def per_slot(ufunc, values, start_value, rows=None):
-        acc = np.full(slots, start_value, dtype=np.int64)
-        values = np.asarray(values)
-        # the probe's u64 times and sizes, read as the int64 the table keeps (as astype would)
-        ufunc.at(acc, slot if rows is None else slot[rows], values.view(np.int64) if values.dtype == np.uint64 else values)
-        return acc
-
-    def col(name, rows, dtype=np.int64):
-        return events[name].to_numpy()[rows].astype(dtype, copy=False)
-
-    n = len(all_phase)
-    calls_in = np.bincount(slot, minlength=slots)
-    present = np.flatnonzero(calls_in)
-    present = present[present > 0]
-    first_row = per_slot(np.minimum, np.arange(n), n)[present]
-    latency = events["latency_ns"].to_numpy()
-    ret = events["ret"].to_numpy()
-    warm = uncounted(assigned)
-    fill = assigned["fill"].to_numpy() if "fill" in assigned else np.zeros(len(warm), dtype=bool)
-    sync_rows = np.flatnonzero(all_kinds == SYNC)
-    close_rows = np.flatnonzero(all_kinds == CLOSE)
-    open_rows = np.flatnonzero((all_kinds == OPEN) | (all_kinds == CREAT))
-    openclose_rows = np.union1d(open_rows, close_rows)
-    error_rows = np.flatnonzero(ret < 0)
-    warm_rows = np.flatnonzero(warm & ~fill)
-    fill_rows = np.flatnonzero(fill)
-    seek_rows = np.flatnonzero(named(events["syscall"], ops_of_kind("seek")))
-    opened = open_rows[ret[open_rows] >= 0]
-    all_tid = events["tid"].to_numpy(np.int64)
-    several = per_slot(np.minimum, all_tid, np.iinfo(np.int64).max) != per_slot(np.maximum, all_tid, -1)
-    threads = np.ones(slots, dtype=np.int64)
-    if several.any():
-        among = np.flatnonzero(several[slot])
-        pairs = np.unique(np.stack([slot[among], all_tid[among]]), axis=1)
-        threads = np.bincount(pairs[0], minlength=slots)
-    categories = events["path"].cat.categories if isinstance(events["path"].dtype, pd.CategoricalDtype) else \
-        pd.Index(pd.unique(events["path"].astype(str)))
-    s = {
-        "present": present,
-        "errors": np.bincount(slot[error_rows], minlength=slots)[present],
-        "fsyncs": np.bincount(slot[sync_rows], minlength=slots)[present],
-        "fsync_ns": per_slot(np.add, latency[sync_rows], 0, sync_rows)[present],
-        "openclose_ns": per_slot(np.add, latency[openclose_rows], 0, openclose_rows)[present],
-        "all_calls_ns": per_slot(np.add, latency, 0)[present],
-        "warmup_ops": np.bincount(slot[warm_rows], minlength=slots)[present],
-        "fill_ops": np.bincount(slot[fill_rows], minlength=slots)[present],
-        "fill_bytes": per_slot(np.add, np.maximum(ret[fill_rows], 0), 0, fill_rows)[present],
-        "first_ns": per_slot(np.minimum, events["start_ns"].to_numpy(), np.iinfo(np.int64).max)[present],
-        "last_ns": per_slot(np.maximum, events["end_ns"].to_numpy(), 0)[present],
-        "seeks": np.bincount(slot[seek_rows], minlength=slots)[present],
-        "open_flags": per_slot(np.bitwise_or, col("flags", opened), 0, opened)[present],
-        "threads": threads[present],
-        "first_tgid": col("tgid", first_row), "first_tid": col("tid", first_row),
-        "path": [str(categories[c]) if c >= 0 else "" for c in _path_codes(events)[first_row]],
-    }
-
-    # the data calls (not warm-ups), in phase order: time order within a phase
-    d_rows = np.flatnonzero(_is_data(all_kinds) & ~warm & (all_phase > 0))
-    d_rows = d_rows[stable_order(all_phase[d_rows])]
-    phase_d = all_phase[d_rows]
-    dby = _ByPhase(phase_d)
-    kind_d = all_kinds[d_rows]
-    ret_d, lat_d = col("ret", d_rows), col("latency_ns", d_rows)
-    start_d, end_d = col("start_ns", d_rows), col("end_ns", d_rows)
-    # a fault moved what it mapped (its record's `requested`; it returns nothing)
-    fault_d = named(events["syscall"], FAULTS)[d_rows]
-    moved = np.where(fault_d, col("requested", d_rows), np.maximum(ret_d, 0))
-    is_read = kind_d == READ
-    first_data = d_rows[dby.perm[dby.bounds]] if len(d_rows) else np.empty(0, np.int64)
-    size = col("requested", d_rows)
-    # a copy_file_range, sendfile or splice asks for "up to" its length (cp asks for 2^63): less
-    # is no short call, and its record is what it moved
-    transfer = named(events["syscall"], TRANSFERS)[d_rows]
-    short = ((ret_d >= 0) & (ret_d < size) & ~transfer & ~fault_d).astype(np.int64)
-    size = np.where(transfer, np.maximum(ret_d, 0), size)
-
-    def histogram(i, calls_only):
-        lo, hi = dby.bounds[i], (dby.bounds[i + 1] if i + 1 < len(dby.bounds) else len(d_rows))
-        rows = dby.perm[lo:hi]
-        return np.unique(size[rows[~fault_d[rows]] if calls_only else rows], return_counts=True)
-
-    offset = col("offset", d_rows)
-    # a fault has no latency the kernel can give (its entry only): not in the latency figures
-    lat_us = np.where(fault_d, np.nan, lat_d / 1e3)
-    percentiles = []
-    sorted_lat = lat_us[dby.perm]
-    for p, lo, hi in dby.slices():
-        some = sorted_lat[lo:hi]
-        some = some[~np.isnan(some)]
-        percentiles.append(np.percentile(some, [50, 90, 99, 99.9]) if len(some) else [np.nan] * 4)
-    major = (col("flags", d_rows) & FAULT_MAJOR) != 0
-    s.update({
-        "phases": dby.phases,
-        "ops": dby.sum(np.ones(len(d_rows), dtype=np.int64)), "read_ops": dby.sum(is_read.astype(np.int64)),
-        "bytes": dby.sum(moved), "read_bytes": dby.sum(np.where(is_read, moved, 0)), "data_ns": dby.sum(lat_d),
-        "data_first_ns": dby.min(start_d), "data_last_ns": dby.max(end_d),
-        "tgid": col("tgid", first_data), "tid": col("tid", first_data),
-        "operation": dby.first(assigned["operation"].cat.codes.to_numpy()[d_rows]),
-        "short": dby.sum(short),
-        # calls that carry their own offset (pread, pwritev, ...): a C stdio stream never makes them
-        "positioned_ops": dby.sum(named(events["syscall"], POSITIONED)[d_rows].astype(np.int64)),
-        "size_first": dby.first(size), "size_min": dby.min(size), "size_max": dby.max(size),
-        "all_transfers": dby.min(transfer.astype(np.int64)) == 1, "histogram": histogram,
-        # a failed call moved nothing: the next call starts where the one before it ended
-        "pattern": _pattern(phase_d, col("tid", d_rows), offset, moved, dby),
-        "lat_min": dby.min(np.where(fault_d, np.inf, lat_us)), "lat_max": dby.max(np.where(fault_d, -np.inf, lat_us)),
-        "lat_sum": dby.sum(np.nan_to_num(lat_us)),
-        "timed": np.diff(np.r_[dby.bounds, len(d_rows)]) - dby.sum(fault_d.astype(np.int64)),
-        "percentiles": percentiles,
-        "async_ops": dby.sum(named(events["syscall"], async_ops())[d_rows].astype(np.int64)),
-        "faults": dby.sum(fault_d.astype(np.int64)), "fault_bytes": dby.sum(np.where(fault_d, moved, 0)),
-        "major_faults": dby.sum((fault_d & major).astype(np.int64)),
-        "lo": dby.min(offset), "hi": dby.max(offset + moved),
-    })
-    d = {"slot": slot, "sync_rows": sync_rows, "close_rows": close_rows,
-         "phase_d": phase_d, "start_d": start_d, "end_d": end_d}
-    return s, d
+    def blocks(self):
+        yield self._pair
 
 
 def phase_rows(s: dict) -> pd.DataFrame:
@@ -402,49 +200,6 @@ def once(s_tid: np.ndarray, s_start: np.ndarray, s_latency: np.ndarray) -> np.nd
     out = s_latency.copy()
     if len(out) > 1:
         out[1:][(s_tid[1:] == s_tid[:-1]) & (s_start[1:] == s_start[:-1]) & (s_latency[1:] == s_latency[:-1])] = 0
-    return out
-
-
-def _other_targets_ns(events: pd.DataFrame, slot: np.ndarray, rows: pd.DataFrame) -> pd.Series:
-    """Per phase: time its thread spent in calls on other targets (another file, another open
-    of the file) while the phase ran: a benchmark writing four files in turn from one thread
-    spends three quarters of each file's phase on the other three, not in user space. Only
-    threads whose phases overlap in time are looked at: the others have none."""
-    out = pd.Series(0, index=rows.index, dtype=np.int64)
-    rows = thread_phases(rows)
-    if not len(rows):
-        return out
-    threads = np.unique(rows["tid"].to_numpy(np.int64))
-    mine = np.flatnonzero(np.isin(events["tid"].to_numpy(), threads))   # time order kept
-    tid = events["tid"].to_numpy()[mine].astype(np.int64)
-    by = stable_order(tid)
-    s_tid, s_start = tid[by], events["start_ns"].to_numpy()[mine][by].astype(np.int64)
-    latency = events["latency_ns"].to_numpy()[mine].astype(np.int64)
-    cum = np.r_[0, np.cumsum(once(s_tid, s_start, latency[by]))]
-    del by
-    p_tid, lo, hi = rows["tid"].to_numpy(np.int64), rows["first_ns"].to_numpy(np.int64), rows["last_ns"].to_numpy(np.int64)
-    # the thread's calls that start inside the phase's window, as a range of the sorted rows
-    key_lo = np.searchsorted(s_tid, p_tid, side="left")
-    key_hi = np.searchsorted(s_tid, p_tid, side="right")
-    a = np.array([k + np.searchsorted(s_start[k:e], x, side="left") for k, e, x in zip(key_lo, key_hi, lo)], np.int64)
-    b = np.array([k + np.searchsorted(s_start[k:e], x, side="left") for k, e, x in zip(key_lo, key_hi, hi)], np.int64)
-    in_window = cum[b] - cum[a]
-    # minus the phase's own calls in that thread
-    phase_tid = np.full(int(slot.max()) + 1, -1, dtype=np.int64)
-    phase_tid[rows.index.to_numpy(np.int64)] = p_tid
-    own_rows = tid == phase_tid[slot[mine]]
-    own = np.bincount(slot[mine][own_rows], weights=latency[own_rows],
-                      minlength=len(phase_tid))[rows.index.to_numpy(np.int64)]
-    out.loc[rows.index] = np.maximum(in_window - own, 0).astype(np.int64)
-    return out
-
-
-def _first_after(phase: np.ndarray, start: np.ndarray, end: np.ndarray, after: pd.Series) -> pd.Series:
-    """Per phase (the index of `after`): the end of its first call, of those given, that starts
-    once the phase's last data call has ended; 0 where there is none."""
-    out = pd.Series(0, index=after.index, dtype=np.int64)
-    first = first_late(phase, start, end, after)
-    out.loc[first.index.intersection(out.index)] = first.astype(np.int64)
     return out
 
 

@@ -115,13 +115,6 @@ def _codes(values: np.ndarray) -> np.ndarray:
     return pd.factorize(values)[0].astype(np.int64)
 
 
-def _path_codes(events: pd.DataFrame) -> np.ndarray:
-    path = events["path"]
-    if isinstance(path.dtype, pd.CategoricalDtype):
-        return path.cat.codes.to_numpy(np.int64)
-    return _codes(path.astype(str).to_numpy())
-
-
 def _streams(span: np.ndarray, by_span: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Stream key per row (one per span and thread) and the rows in stream order (time order
     within a stream). `by_span` is the rows in span order already, which is the answer when
@@ -134,42 +127,6 @@ def _streams(span: np.ndarray, by_span: np.ndarray, tid: np.ndarray) -> tuple[np
         return span, by_span
     stream = _codes((span << 32) | tid)
     return stream, stable_order(stream)
-
-
-def _phase_nearby(o_stream, d_stream, d_phase, at) -> np.ndarray:
-    """Phase of each non-data call: that of the data call before it in its stream, else of the
-    one after it, else -1. `at` is each non-data call's position in stream order (increasing)
-    and `d_stream`/`d_phase` describe the data calls in that same order, so the data calls
-    before the i-th non-data call number at[i] - i."""
-    if not len(at) or not len(d_phase):
-        return np.full(len(at), -1, dtype=np.int64)
-    before = at - np.arange(len(at)) - 1
-    after = np.minimum(before + 1, len(d_phase) - 1)
-    has_before = (before >= 0) & (d_stream[np.maximum(before, 0)] == o_stream)
-    has_after = (before + 1 < len(d_phase)) & (d_stream[after] == o_stream)
-    return np.where(has_before, d_phase[np.maximum(before, 0)], np.where(has_after, d_phase[after], -1))
-
-
-def _fill_within(keys: np.ndarray, phase: np.ndarray) -> np.ndarray:
-    """Rows without a phase (-1) take the last phase before them with the same key, else the
-    next one after; rows whose key has none stay -1. Rows must be in time order."""
-    order = stable_order(keys)
-    ph = phase[order]
-    n = len(ph)
-    first = _new_group(keys[order])
-    positions = np.arange(n)
-    group_start = np.maximum.accumulate(np.where(first, positions, 0))
-    last_valid = np.maximum.accumulate(np.where(ph >= 0, positions, -1))
-    filled = np.where(last_valid >= group_start, ph[np.maximum(last_valid, 0)], -1)
-    # and from the other side, for rows before their key's first phase
-    last = np.r_[first[1:], True]
-    group_end = np.minimum.accumulate(np.where(last, positions, n)[::-1])[::-1]
-    next_valid = np.minimum.accumulate(np.where(ph >= 0, positions, n)[::-1])[::-1]
-    ahead = np.where(next_valid <= group_end, ph[np.minimum(next_valid, n - 1)], -1)
-    filled = np.where(filled >= 0, filled, ahead)
-    out = np.empty(n, dtype=np.int64)
-    out[order] = filled
-    return out
 
 
 F_DUPFD, F_DUPFD_CLOEXEC = 0, 1030   # the fcntl commands that make a new fd, as dup does
@@ -263,128 +220,13 @@ def assign(events: pd.DataFrame, outside: np.ndarray | None = None) -> pd.DataFr
 
     `events` must be in time order (iowitness.load gives them so). `outside`: per event, true
     for calls that are in no phase whatever they do (the benchmark's own files, such as fio's
-    job file and its output: benchmarks/*.own_files).
+    job file and its output: benchmarks/*.own_files). The rules live once, in the block
+    pipeline (analysis/stream_walk.py, analysis/stream_assign.py): a table in memory is one
+    block of it.
     """
-    n = len(events)
-    kind = call_kinds(events["syscall"])
-    # faults on a program or a library (a file some process mapped executable) are the loader's
-    # and the code's, not the benchmark's data: in no phase
-    code = _faults_on_code(events)
-    if outside is not None:
-        code = code | outside
-    kind[code] = OTHER
-    ok = events["ret"].to_numpy() >= 0
-    start = events["start_ns"].to_numpy()
+    from iowitness.analysis import stream_assign
 
-    # spans: one per open file description (an open to the last close of its fds, dup'd fds
-    # included); a file open before tracing starts one at its first call
-    span, by_file = _spans(events, kind, ok)
-
-    # streams: the calls of one thread in one span, in time order. One sort serves both the
-    # data calls' phases and the fill of the other calls.
-    stream, by_stream = _streams(span, by_file, events["tid"].to_numpy(np.int64))
-    del by_file
-    data_at = _is_data(kind[by_stream])
-    order = by_stream[data_at]   # data calls per stream, in time order
-    d_stream, d_kind = stream[order], kind[order]
-    first_of_stream = _new_group(d_stream)
-    run_start = first_of_stream | _new_group(d_kind)
-    stream_no = np.cumsum(first_of_stream) - 1
-    runs = np.bincount(stream_no, weights=run_start) if len(order) else np.empty(0)
-    calls = np.bincount(stream_no) if len(order) else np.empty(0)
-    mixed_stream = (runs > 2) & (calls < MIXED_RUN_LENGTH * runs)
-    mixed = mixed_stream[stream_no] if len(order) else np.empty(0, bool)
-    cut = np.where(mixed, first_of_stream, run_start)  # a mixed stream is one phase
-    local_phase = np.cumsum(cut) - 1
-    fill = _buffer_fills(events, order, d_stream, d_kind, stream_no, mixed_stream)
-    # a stream whose reads are nearly all fills is a write stream (an "r+" stdio stream)
-    fills = np.bincount(stream_no, weights=fill, minlength=len(calls)) if len(order) else np.empty(0)
-    reads = np.bincount(stream_no, weights=d_kind == READ, minlength=len(calls)) if len(order) else np.empty(0)
-    writing = mixed_stream & (reads > 0) & (fills >= PATTERN_SHARE * reads)
-    writing = writing[stream_no] if len(order) else np.empty(0, bool)
-    fill &= writing
-    del first_of_stream, run_start, stream_no
-
-    phase = np.full(n, -1, dtype=np.int64)
-    operation = np.zeros(n, dtype=np.int8)
-    warmup = np.zeros(n, dtype=bool)
-    filled = np.zeros(n, dtype=bool)
-    if len(order):
-        # number phases by the time of their first call (a phase's calls are in time order)
-        first_time = start[order][cut]
-        rank = np.empty(len(first_time), dtype=np.int64)
-        rank[np.argsort(first_time, kind="stable")] = np.arange(1, len(first_time) + 1)
-        d_phase = rank[local_phase]
-        phase[order] = d_phase
-        operation[order] = np.where(writing, 2, np.where(mixed, 3, np.where(d_kind == READ, 1, 2)))
-        filled[order] = fill
-        del local_phase
-
-        # a warm-up call: the first call of a phase whose next call goes back to the same offset
-        # (IOzone's read test primes the cache with one record, then seeks back to 0). It stays
-        # in its phase but out of the phase's bytes, counts and timing.
-        head = np.flatnonzero(cut)
-        head = head[head + 2 < len(order)]
-        head = head[~cut[head + 1] & ~cut[head + 2] & ~mixed[head]]
-        rows = order[np.stack([head, head + 1, head + 2])]
-        d_offset = events["offset"].to_numpy(np.int64)[rows]
-        d_size = events["requested"].to_numpy(np.int64)[rows]
-        primes = ((d_offset[1] == d_offset[0]) & (d_size[1] == d_size[0])
-                  & (d_offset[2] == d_offset[1] + d_size[1]))
-        warmup[rows[0][primes]] = True
-        # a read phase of two calls of one size at one offset: the prime and the one record of
-        # a file no bigger than its record (IOzone -a where the record size reaches the file size)
-        pair = np.flatnonzero(cut)
-        pair = pair[pair + 1 < len(order)]
-        pair = pair[~cut[pair + 1] & ~mixed[pair] & (d_kind[pair] == READ)
-                    & ((pair + 2 == len(order)) | cut[np.minimum(pair + 2, len(order) - 1)])]
-        rows = order[np.stack([pair, pair + 1])]
-        d_offset = events["offset"].to_numpy(np.int64)[rows]
-        d_size = events["requested"].to_numpy(np.int64)[rows]
-        warmup[rows[0][(d_offset[1] == d_offset[0]) & (d_size[1] == d_size[0])]] = True
-
-        # other calls: the phase before them in their thread and span, else the next one;
-        # then the same within the span, for calls of a thread that did no I/O there
-        others = by_stream[~data_at]
-        phase[others] = _phase_nearby(stream[others], d_stream, d_phase, np.flatnonzero(~data_at))
-        lacking = phase < 0
-        if lacking.any():
-            in_phased_span = np.zeros(int(span.max()) + 1, dtype=bool)
-            in_phased_span[span[order]] = True
-            if in_phased_span[span[lacking]].any():
-                phase = _fill_within(_codes(span), phase)
-    phase[code] = -1
-    return pd.DataFrame({"span": span, "phase": phase,
-                         "operation": pd.Categorical.from_codes(operation, OPERATIONS), "warmup": warmup,
-                         "fill": filled},
-                        index=events.index)
-
-
-def _faults_on_code(events: pd.DataFrame) -> np.ndarray:
-    """Per event: a fault on a file that some traced process mapped with PROT_EXEC (a program
-    or a shared library: the faults of its code and of its data segment alike)."""
-    faults = named(events["syscall"], FAULTS)
-    if not faults.any():
-        return faults
-    mapped = named(events["syscall"], ("mmap",)) & ((events["flags"].to_numpy(np.int64) & PROT_EXEC) != 0)
-    if not mapped.any():
-        return np.zeros(len(events), dtype=bool)
-    key = (events["dev"].to_numpy(np.int64) << 40) ^ events["ino"].to_numpy(np.int64)
-    return faults & np.isin(key, np.unique(key[mapped]))
-
-
-def _buffer_fills(events, order, d_stream, d_kind, stream_no, mixed_stream) -> np.ndarray:
-    """Per data call (in `order`): a read of a mixed stream whose next call writes inside the
-    range it read. A stdio stream open for update reads the block it is about to write into
-    (glibc: the read before each fprintf after an fseek): the program never asked for it."""
-    if not len(order):
-        return np.empty(0, dtype=bool)
-    offset = events["offset"].to_numpy(np.int64)[order]
-    done = np.maximum(events["ret"].to_numpy(np.int64)[order], 0)
-    fill = np.zeros(len(order), dtype=bool)
-    fill[:-1] = ((d_kind[:-1] == READ) & (d_kind[1:] == WRITE) & (d_stream[1:] == d_stream[:-1])
-                 & (offset[1:] >= offset[:-1]) & (offset[1:] < offset[:-1] + done[:-1]))
-    return fill & mixed_stream[stream_no]
+    return stream_assign.of_frame(events, outside)
 
 
 def uncounted(assigned: pd.DataFrame) -> np.ndarray:

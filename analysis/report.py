@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import aio_kernel, benchmarks, device, groups, phase_table, phases as phase_module
+from iowitness.analysis import aio_kernel, benchmarks, groups, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histograms: 1 µs .. 16 s, log2
@@ -18,26 +18,20 @@ LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histogr
 
 @dataclass
 class Report:
+    """Everything every form of `report` shows, built by the block pipeline
+    (analysis/stream_full.py); the reporters only format it."""
     phases: pd.DataFrame     # one row per phase
     groups: pd.DataFrame     # one row per group of concurrent phases
     outliers: pd.DataFrame   # the slowest calls of each phase
-    assigned: pd.DataFrame   # per event: span, phase (-1: none), operation
     benchmark: str | None
-    trace: object = field(default=None, repr=False)   # what the device view is built from
-    calls: "Calls | None" = field(default=None, repr=False)   # per-event arrays, shared by the reporters
-
-    @cached_property
-    def device(self) -> pd.DataFrame | None:
-        """Per phase: the device view (analysis/device.py), plain data. Built on first use:
-        `report --csv` never needs it."""
-        return device.per_phase(self.trace, self.phases, self.assigned) if self.trace is not None else None
-
-    @cached_property
-    def evidence(self):
-        """What the verdicts ask of the events (analysis/evidence.py)."""
-        from iowitness.analysis.evidence import Evidence
-
-        return Evidence(self.trace.events, self.assigned)
+    trace: object = field(default=None, repr=False)   # meta, files, processes, output
+    device: pd.DataFrame | None = None   # per phase: the device view (analysis/device.py), plain data
+    evidence: object = field(default=None, repr=False)   # what the verdicts ask of the events (stream_evidence)
+    histograms: dict | None = None       # per phase: latency histogram counts (LATENCY_BINS_US)
+    stretches: pd.DataFrame | None = None   # time inside the calls of each open-to-close stretch
+    t0: int | None = None                # the trace's first start time
+    event_blocks: object = field(default=None, repr=False)   # a new pass over (events, assigned) blocks per call
+    chart_extents: object = field(default=None, repr=False)  # each phase's calls' extent, when opened for charts
 
     @cached_property
     def verdicts(self) -> pd.DataFrame:
@@ -46,6 +40,11 @@ class Report:
         Empty when there is no claim to judge, and .attrs["why"] then says why. (Asked of the
         trace: the judgement builds on this module, not the other way round.)"""
         return self.trace.verdicts()
+
+    def event_phases(self) -> np.ndarray:
+        """Each event's phase (-1: none), in the events' order: one pass over the blocks."""
+        parts = [a["phase"].to_numpy() for _, a in self.event_blocks()]
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
 
 # how a benchmark can move a file's bytes without a record in the trace: plain loads and
@@ -61,13 +60,8 @@ def unseen(trace) -> str | None:
     data the probe does not see. None when the trace has data calls."""
     if trace.summary is not None and len(trace.summary):
         return None
-    if hasattr(trace, "has_data_calls"):   # a streamed trace (analysis/streamed.py) has no events table
-        if trace.has_data_calls():
-            return None
-    else:
-        events = trace.events
-        if len(events) and events["syscall"].isin(phase_module.READS + phase_module.WRITES + phase_module.FAULTS).any():
-            return None
+    if _has_data_calls(trace):
+        return None
     meta = trace.meta
     words = ["no read, write, asynchronous request or page fault on a target file was recorded"]
     skipped = _skipped_paths(meta.get("command") or [], meta.get("cwd") or "/", meta.get("excluded_prefixes") or [])
@@ -77,6 +71,15 @@ def unseen(trace) -> str | None:
                      f"--file {path}")
     words.append(f"the one way of moving data this version cannot see is {UNSEEN_PATHS}")
     return "; ".join(words)
+
+
+def _has_data_calls(trace) -> bool:
+    seen = getattr(trace, "data_calls_seen", None)   # the report's own pass saw every event
+    if seen is not None:
+        return seen
+    events = trace.events
+    return bool(len(events)) and bool(events["syscall"].isin(phase_module.READS + phase_module.WRITES
+                                                            + phase_module.FAULTS).any())
 
 
 def _skipped_paths(command: list, cwd: str, prefixes: list) -> list[tuple[str, str]]:
@@ -319,17 +322,3 @@ def with_names(table: pd.DataFrame, module, command: list, meta: dict) -> None:
     names = module.name_phases(table, command, meta.get("pid"), cwd=meta.get("cwd")) if module is not None else None
     if names is not None:
         table["benchmark_name"] = names
-
-
-def build(trace) -> Report:
-    events = trace.events
-    command, benchmark, module = benchmark_of(trace.meta)
-    assigned = phase_module.assign(events, own_files(events, module, command, trace.meta.get("cwd")))
-    table = phase_table.table(events, assigned)
-    with_kernel_columns(table, aio_kernel.figures(table, events, assigned["phase"].to_numpy(),
-                                                  getattr(trace, "aio_done", None)))
-    flat = Calls(events, assigned)
-    with_groups(table, module, command)
-    group_table = groups.table(table, flat)
-    with_names(table, module, command, trace.meta)
-    return Report(table, group_table, outliers(flat, table), assigned, benchmark, trace, flat)

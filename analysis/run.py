@@ -75,8 +75,8 @@ class Trace:
     def report(self):
         """Phases, groups and outliers (iowitness.analysis.report.Report), computed once."""
         if getattr(self, "_report", None) is None:
-            from iowitness.analysis.report import build
-            self._report = build(self)
+            from iowitness.analysis.stream_full import of_loaded
+            self._report = of_loaded(self)
         return self._report
 
     def verdicts(self) -> pd.DataFrame:
@@ -186,8 +186,7 @@ class EventTable(pd.DataFrame):
     def __call__(self, phase: int | None = None) -> pd.DataFrame:
         if phase is None:
             return pd.DataFrame(self)
-        assigned = self._trace().report().assigned
-        return pd.DataFrame(self[assigned["phase"].to_numpy() == phase])
+        return pd.DataFrame(self[self._trace().report().event_phases() == phase])
 
 
 def _text(raw: np.ndarray) -> str:

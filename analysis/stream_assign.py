@@ -184,3 +184,21 @@ def assign(source, outside=None, *, folder: str | None = None) -> Assigned:
     except BaseException:
         temporary.cleanup()
         raise
+
+
+class _Frame:
+    """A table held in memory as a source of one block."""
+
+    def __init__(self, events: pd.DataFrame):
+        self.events = events
+
+    def blocks(self):
+        yield self.events
+
+
+def of_frame(events: pd.DataFrame, outside: np.ndarray | None = None) -> pd.DataFrame:
+    """`assign` of an events table held in memory (one block): the per-event result as one table."""
+    own = None if outside is None else (lambda block: np.asarray(outside, dtype=bool))
+    with assign(_Frame(events), own) as assigned:
+        parts = [a for _, a in assigned.blocks()]
+    return parts[0]

@@ -215,3 +215,40 @@ class _Order:
         dtype = stream.data.event_dtype
         return {name: np.empty((0, *dtype.fields[name][0].shape), dtype.fields[name][0].base)
                 for name in dtype.names if not name.startswith("pad")}
+
+
+class LoadedSource:
+    """A loaded trace's events (analysis/run.py Trace) as a source of blocks: what the block
+    pipeline reads when the events are in memory already (the Python API's `trace.report()`, a
+    run over several hosts on one clock: analysis/merged_trace.py). Slices of the events
+    table, no copy; `pd.concat(blocks())` is `trace.events`."""
+
+    straggler_count = 0   # the events table is in time order already
+
+    def __init__(self, trace, block_rows: int = BLOCK_ROWS):
+        self.trace, self.block_rows = trace, block_rows
+        self.meta, self.trace_data = trace.meta, trace._data
+
+    @property
+    def event_count(self) -> int:
+        return len(self.trace.events)
+
+    def blocks(self):
+        events = self.trace.events
+        if not len(events):
+            yield self.empty()
+            return
+        for at in range(0, len(events), self.block_rows):
+            yield pd.DataFrame(events.iloc[at:at + self.block_rows])
+
+    def empty(self) -> pd.DataFrame:
+        return pd.DataFrame(self.trace.events.iloc[:0])
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "LoadedSource":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

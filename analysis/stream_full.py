@@ -19,7 +19,6 @@ IOzone, fio and dd runs in the latter) to the in-memory ones, byte for byte.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -28,27 +27,6 @@ from iowitness.analysis.call_extents import Extents
 from iowitness.analysis.device import DeviceFacts, from_facts
 from iowitness.analysis.stream_evidence import StreamedEvidence
 from iowitness.analysis.stream_report import BLOCK_ROWS, outside_of, table_of, temporary_files
-
-
-@dataclass
-class StreamedReport(report.Report):
-    """A Report whose per-event parts were gathered block by block: no `assigned` nor `calls`
-    (None), the device view and the evidence given instead of made from the events."""
-    device_view: pd.DataFrame | None = None
-    streamed_evidence: StreamedEvidence | None = None
-    histograms: dict | None = None       # what reporters/machine.py's histograms gives
-    stretches: pd.DataFrame | None = None   # what reporters/stretches.py's stretch_frame gives
-    t0: int | None = None                # the trace's first start time
-    event_blocks: object = None          # a new pass over (events, assigned) blocks per call
-    chart_extents: Extents | None = None  # each phase's calls' extent, when opened for charts
-
-    @property
-    def device(self) -> pd.DataFrame | None:
-        return self.device_view
-
-    @property
-    def evidence(self) -> StreamedEvidence:
-        return self.streamed_evidence
 
 
 @contextmanager
@@ -71,7 +49,17 @@ def open_report(path, block_rows: int = BLOCK_ROWS, charts: bool = False):
             yield source.trace
 
 
-def _build(source, assigned, charts: bool = False) -> StreamedReport:
+def of_loaded(trace) -> report.Report:
+    """The report of a loaded trace (analysis/run.py Trace: the Python API's `trace.report()`, a
+    run over several hosts on one clock), built by the same passes as a file's, over its events
+    table in blocks. The temporary files of the phases' rebuild live as long as the report."""
+    source = stream_events.LoadedSource(trace)
+    with temporary_files(""):
+        assigned = stream_assign.assign(source, outside_of(source.meta))
+        return _build(source, assigned, charts=True)
+
+
+def _build(source, assigned, charts: bool = False) -> report.Report:
     trace = source.trace
     command, benchmark, module = report.benchmark_of(source.meta)
     gathered = _Gathered(trace, assigned, module, command, charts)
@@ -79,10 +67,10 @@ def _build(source, assigned, charts: bool = False) -> StreamedReport:
     extras, evidence = gathered.extras.finish(), gathered.evidence
     evidence.finish()
     trace.data_calls_seen = evidence.data_calls_seen
-    return StreamedReport(table, extras.groups, extras.outliers, None, benchmark, trace, None,
-                          device_view=from_facts(trace, table, gathered.facts), streamed_evidence=evidence,
-                          histograms=extras.histograms, stretches=extras.stretches, t0=extras.t0,
-                          event_blocks=assigned.blocks, chart_extents=gathered.extents_of_calls)
+    return report.Report(table, extras.groups, extras.outliers, benchmark, trace,
+                         device=from_facts(trace, table, gathered.facts), evidence=evidence,
+                         histograms=extras.histograms, stretches=extras.stretches, t0=extras.t0,
+                         event_blocks=assigned.blocks, chart_extents=gathered.extents_of_calls)
 
 
 class _Gathered:

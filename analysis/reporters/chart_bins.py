@@ -183,17 +183,14 @@ class Charts:
 
 
 def blocks_of(report):
-    """A new pass over the report's calls (report.Calls) per call: the whole table as one block
-    in memory, the trace's blocks for a streamed report."""
-    if report.calls is not None:
-        return lambda: [report.calls]
+    """A new pass over the report's calls (report.Calls), block by block, per call."""
     return lambda: (report_module.Calls(events, a) for events, a in report.event_blocks())
 
 
 def _extents(report, blocks) -> Extents:
     """The report's call extents: gathered by a streamed report's last pass when it was opened
     for charts (stream_full.open_report(charts=True)), else one pass over `blocks`."""
-    known = getattr(report, "chart_extents", None)
+    known = report.chart_extents
     if known is not None:
         return known
     extents = Extents(int(report.phases["phase"].max()))

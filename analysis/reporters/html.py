@@ -167,7 +167,7 @@ def _claim_charts(phase: int, verdicts) -> list[str]:
 def device_chart(report, r) -> str:
     """Bytes the phase's calls moved vs bytes its device moved, where the report has a device
     view (Report.device: one row per phase with syscall_bytes, device_bytes, writeback_bytes)."""
-    view = getattr(report, "device", None)
+    view = report.device
     rows = view[view["phase"] == r.phase] if isinstance(view, pd.DataFrame) and "device_bytes" in view else None
     if rows is None or rows.empty or rows["device_bytes"].isna().all():
         return charts.empty("Device vs syscall bytes: no device data in this trace.")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from iowitness import escape
 from iowitness.analysis.observer import cost as observer_cost
-from iowitness.analysis.report import LATENCY_BINS_US, histogram_lists, latency_bin_counts
+from iowitness.analysis.report import LATENCY_BINS_US
 from iowitness.analysis.reporters import tables
 from iowitness.collector.traceformat import not_followed
 
@@ -36,11 +36,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def histograms(report) -> dict[int, list[int]]:
-    """Per phase, counts of its data calls' latencies in log2 µs bins, in one pass."""
-    if getattr(report, "histograms", None) is not None:   # gathered block by block (analysis/stream_full.py)
-        return report.histograms
-    phases = report.phases["phase"].to_numpy()
-    return histogram_lists(phases, latency_bin_counts(phases, report.calls))
+    """Per phase, counts of its data calls' latencies in log2 µs bins (gathered by the report's pass)."""
+    return report.histograms if report.histograms is not None else {}
 
 
 def verdict_records(verdicts) -> list[dict]:

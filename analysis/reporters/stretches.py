@@ -3,7 +3,7 @@ its calls on that file between opening and closing it, as the per-file DTrace sc
 first studies printed it (reads, writes, syncs, the rest), for the text, Markdown and HTML
 reports. A stretch is phases.py's span: one open file description (an open to the last close
 of its fds; a file open before tracing began starts at its first call). The sums are
-report.py's (stretch_calls, stretch_sums), which the streamed report shares."""
+report.py's (stretch_calls, stretch_sums), gathered block by block (analysis/stream_extras.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis.report import stretch_calls, stretch_phases, stretch_sums, stretches_in_order
 from iowitness.analysis.reporters.tables import with_units
 
 TITLE = ("stretches (each open to close of a target file: time inside its calls, by kind; share = in calls / "
@@ -26,17 +25,7 @@ UNITS = {"opened": ("seconds", "opened", False), "open": ("seconds", "open to cl
 
 def stretch_frame(report, trace) -> pd.DataFrame:
     """One row per stretch with any call, in the order they opened: raw numbers (ns, counts)."""
-    if getattr(report, "stretches", None) is not None:   # gathered block by block (analysis/stream_full.py)
-        return report.stretches
-    events = trace.events
-    if events.empty or "span" not in report.assigned:
-        return pd.DataFrame()
-    frame = stretch_calls(events, report.assigned)
-    if frame is None:
-        return pd.DataFrame()
-    out = stretch_sums(frame)
-    out["phases"] = stretch_phases(frame)
-    return stretches_in_order(out)
+    return report.stretches if report.stretches is not None else pd.DataFrame()
 
 
 def stretch_rows(report, trace) -> pd.DataFrame:
@@ -44,13 +33,11 @@ def stretch_rows(report, trace) -> pd.DataFrame:
     raw = stretch_frame(report, trace)
     if raw.empty:
         return raw
-    t0 = report.t0 if getattr(report, "t0", None) is not None else int(trace.events["start_ns"].min())
-    return rows_of(raw, t0)
+    return rows_of(raw, report.t0)
 
 
 def rows_of(raw: pd.DataFrame, t0: int) -> pd.DataFrame:
-    """stretch_rows from stretch_frame's table and the trace's first start: the in-memory and
-    the streamed report (analysis/stream_extras.py) make them alike."""
+    """stretch_rows from stretch_frame's table and the trace's first start."""
     if raw.empty:
         return raw
     rows = pd.DataFrame({

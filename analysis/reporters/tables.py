@@ -371,7 +371,7 @@ DEVICE_UNITS = {"read": ("bytes", "read", False), "rB/s": ("rate", "r", False), 
 
 def _device_phases(report):
     """(Report.device, the phases by number), or (None, None) when no phase has a device."""
-    view = getattr(report, "device", None)
+    view = report.device
     if view is None or view.empty or view["device"].isna().all():
         return None, None
     return view, report.phases.set_index("phase")

@@ -7,13 +7,11 @@ trace misses calls (lost events, files or processes the probe could not follow; 
 judges such a trace anyway), 2 usage error (no claims found, bad tolerance). A trace that is
 incomplete or damaged is said on stderr, one line each, before the verdicts.
 
---stream reads the trace block by block (memory bounded by its phases, not its events): the
-same verdicts, chosen by itself when the trace would not fit in this machine's memory.
+The trace is read block by block: memory is bounded by its phases, not its events.
 
 Example:
   iowitness check iozone.iwt --tolerance 5%
   iowitness check fio.iwt --claims fio.json
-  iowitness check hour-long-fio.iwt --stream
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ def add_arguments(parser) -> None:
 
 
 def execute(args) -> int:
-    with _reading.trace_of(args.trace, _reading.streaming(args.trace, args.stream)) as trace:
+    with _reading.trace_of(args.trace) as trace:
         return _check(trace, args)
 
 

@@ -12,9 +12,7 @@ any later run crossed a threshold, 0 when none did. Metrics: active, wall, busy,
 p50, p90, p99, p99.9, max, duration, bytes, ops. CHANGE is a percentage or an amount with a
 unit (us, ms, s for latency and duration; MiB/s, MB/s, ... for throughput; KiB, MB, ... for
 bytes). --json gives everything, with "schema_version" (docs/schema/compare.schema.json).
---stream reads each trace block by block (memory bounded by its phases, not its events; the
-same tables and the same --html page), chosen by itself for a trace that would not fit in this
-machine's memory.
+Each trace is read block by block: memory is bounded by its phases, not its events.
 
 Example:
   iowitness compare ext4.iwt xfs.iwt btrfs.iwt --html fs.html
@@ -64,8 +62,7 @@ def execute(args) -> int:
     out = _output.page_destination(args, args.html) if args.html else None
     with contextlib.ExitStack() as opened:
         # the traces stay open together: a streamed one reads its blocks again for some verdicts
-        traces = [opened.enter_context(_reading.trace_of(path, _reading.streaming(path, args.stream),
-                                                         charts=bool(args.html)))
+        traces = [opened.enter_context(_reading.trace_of(path, charts=bool(args.html)))
                   for path in args.traces]
         return _compare(args, traces, thresholds, out)
 

@@ -8,9 +8,8 @@ tables runs, events, phases, verdicts and device, each row carrying its run_id a
 and wall-clock time columns beside the trace's monotonic nanoseconds (docs/dataset.md has
 the layout and the queries to start from). Exporting more runs into the same directory adds
 them; exporting a run again replaces its files. Claims are read from the output each run
-captured. --stream reads each trace block by block (memory bounded by its phases, not its
-events; the same files: the single file's events a row group per block), chosen by itself for
-a trace that would not fit in this machine's memory.
+captured. Each trace is read block by block (memory bounded by its phases, not its events;
+the single file's events a row group per block).
 
 --fio-iolog DIR writes one trace's calls as fio iologs (version 3, one per recorded thread)
 and DIR/replay.fio, a job file that replays them with fio's read_iolog; the files go under
@@ -20,7 +19,6 @@ Example:
   iowitness export iozone.iwt --parquet iozone.parquet
   duckdb -c "select syscall, count(*), sum(ret) from 'iozone.parquet' group by 1"
   iowitness export --parquet runs/ sweep/*.iwt
-  iowitness export --parquet runs/ hour-long-fio.iwt --stream
   duckdb -c "select benchmark, name, avg(wall_Bps) from 'runs/phases/*/*.parquet' group by all"
   iowitness export iozone.iwt --fio-iolog iozone-fio/ && fio iozone-fio/replay.fio
 """
@@ -30,7 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from iowitness.analysis.run import export_parquet, load
+from iowitness.analysis.run import export_parquet
 from iowitness.commands import _claims, _output, _reading
 from iowitness.extras import require
 from iowitness.errors import TooLarge, UsageError
@@ -76,7 +74,7 @@ def execute(args) -> int:
     if _one_file(args):
         out = _output.destination(args, args.parquet)
         path = args.traces[0]
-        events = _one_file_streamed(path, out) if _reading.streaming(path, args.stream) else _one_file_loaded(path, out)
+        events = _events_of(path, out)
         _output.print_text(f"wrote {args.parquet}: {events:,} events")
         return 0
     return _dataset(args)
@@ -94,14 +92,7 @@ def _fio_iolog(args) -> int:
     return 0
 
 
-def _one_file_loaded(path: str, out) -> int:
-    trace = load(path)
-    _usable(path, trace)
-    export_parquet(trace, out)
-    return len(trace.events)
-
-
-def _one_file_streamed(path: str, out) -> int:
+def _events_of(path: str, out) -> int:
     """The events written a row group per block of the trace (the same file read back)."""
     from iowitness.analysis import stream_events, stream_report
 
@@ -122,7 +113,7 @@ def _dataset(args) -> int:
     events = 0
     for k, path in enumerate(args.traces):
         try:
-            with _reading.trace_of(path, _reading.streaming(path, args.stream)) as trace:
+            with _reading.trace_of(path) as trace:
                 events += _run(args, trace, path, seen, claim_args, mode)
         except (UsageError, TooLarge) as exc:
             raise type(exc)(f"{exc}; {k} run(s) before it were written to {args.parquet}" if k else str(exc)) from None

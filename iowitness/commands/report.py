@@ -19,10 +19,9 @@ terminal's): a table too wide wraps its notes, then leaves out columns in a stat
 says which; --wide shows them all. Longer than the screen, it is shown through $PAGER (else
 less -FRX), as git does. A pipe or a file gets every column and no pager.
 
---stream reads the trace block by block: memory bounded by its phases, not its events, and
-the same report, byte for byte, in every form (chosen by itself when the trace would not
-fit in this machine's memory). The --html page's per-call charts are binned, so they are
-counted block by block too, in one more pass over the trace.
+The trace is read block by block, in every form: memory is bounded by its phases, not its
+events. The --html page's per-call charts are binned, so they are counted block by block
+too, in one more pass over the trace.
 
 Example:
   iowitness report iozone.iwt
@@ -84,8 +83,7 @@ def execute(args) -> int:
         from iowitness.extras import require
 
         require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
-    stream = _reading.streaming(args.trace, args.stream)
-    if args.csv and stream:   # the phase table alone: no pass for the rest
+    if args.csv:   # the phase table alone: no pass for the rest
         from iowitness import escape
         from iowitness.analysis import stream_report
 
@@ -93,7 +91,7 @@ def execute(args) -> int:
         if table is not None:
             print(escape.csv(table), end="")
             return 0
-    with _reading.trace_of(args.trace, stream, charts=bool(args.html)) as trace:
+    with _reading.trace_of(args.trace, charts=bool(args.html)) as trace:
         return _report(trace, args, out)
 
 
