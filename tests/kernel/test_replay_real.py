@@ -183,3 +183,29 @@ def test_iozone_throughput_mode_replayed_moves_each_files_bytes_each_way(tmp_pat
         assert int(mine[kinds == "write"]["ret"].sum()) == 2 << 20
         assert int(mine[kinds == "read"]["ret"].sum()) == 2 << 20
         assert (kinds == "write").sum() == (kinds == "read").sum() == 512
+
+
+@pytest.mark.parametrize("fs", ["xfs", "btrfs"])
+def test_a_trace_from_ext4_replays_on_another_file_system(traced, tmp_path, fs):
+    # GIVEN known_io recorded on this machine's ext4
+    from tests.support.blockdev import loop_fs
+
+    exe = build_known_io(tmp_path)
+    bench = tmp_path / "bench"
+    (bench / "other").mkdir(parents=True)
+    log = tmp_path / "truth.jsonl"
+    traced([str(exe), str(bench), str(log)], "--file", str(bench / "target.dat"))
+    truth = [r for r in read_truth(log) if r["ret"] >= 0]
+    # WHEN replayed into a directory of a fresh xfs or btrfs on a loop device
+    with loop_fs(fs, 300) as (_, mnt):
+        into = mnt / "replay"
+        replay(tmp_path / "trace-0.iwt", into, tmp_path / "replay.iwt", "--timing", "fast")
+        replayed = load(tmp_path / "replay.iwt")
+        # THEN the replay ran there (its files are on that file system) and made known_io's
+        # calls, with the same bytes per data call kind (fallocate may differ: xfs and btrfs
+        # take the KEEP_SIZE range ext4 took, so it is counted, not compared)
+        assert {f.get("fs_type") for f in replayed.meta.get("files", [])} == {fs}
+        calls, moved = per_call(replayed.events)
+        assert calls == Counter(AS_REPLAYED.get(r["op"], r["op"]) for r in truth)
+        assert moved == Counter({op: sum(r["ret"] for r in truth if r["op"] == op) for op in DATA
+                                 if any(r["op"] == op for r in truth)})
