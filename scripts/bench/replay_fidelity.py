@@ -13,6 +13,7 @@ Needs root (the probe), iozone, fio and gcc. Prints one table per workload and a
 docs/replay.md keeps the figures with the command.
 
 Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench [--player python]
+       [--into-root /mnt/btrfs/replays]   (replays on another file system, the originals on --work's)
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProces
     return subprocess.run(argv, capture_output=True, text=True, check=check, **kw)
 
 
-def fidelity(name: str, command: list[str], work: Path, replays: int, player: str) -> dict:
+def fidelity(name: str, command: list[str], work: Path, replays: int, player: str,
+             into_root: Path | None = None) -> dict:
     base = work / name.replace(" ", "_")
     shutil.rmtree(base, ignore_errors=True)
     (base / "data").mkdir(parents=True)
@@ -62,13 +64,14 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
     original = base / "orig.iwt"
     run([*IOWITNESS, "run", "-q", "-o", str(original), "--file", str(base / "data"), "--", *argv], cwd=base)
     traces = []
+    into_base = (into_root / name.replace(" ", "_")) if into_root else base
     for k in range(replays):
         out = base / f"replay-{k}.iwt"
-        run([*IOWITNESS, "replay", "-q", str(original), "--into", str(base / f"into-{k}"), "-o", str(out),
+        run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / f"into-{k}"), "-o", str(out),
              "--player", player])
         traces.append(out)
     fast = base / "replay-fast.iwt"
-    run([*IOWITNESS, "replay", "-q", str(original), "--into", str(base / "into-fast"), "-o", str(fast),
+    run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / "into-fast"), "-o", str(fast),
          "--player", player, "--timing", "fast"])
     compared = json.loads(run([*IOWITNESS, "compare", "--json", str(original), *map(str, traces)]).stdout)
     rows = []
@@ -139,6 +142,8 @@ def main() -> int:
     parser.add_argument("--work", default="/tmp/replay-bench")
     parser.add_argument("--only", help="run only workloads whose name contains this")
     parser.add_argument("--player", choices=("native", "python"), default="native")
+    parser.add_argument("--into-root", help="replay under this directory (another file system: mount it first) "
+                                            "instead of beside the original")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -149,7 +154,8 @@ def main() -> int:
         if not shutil.which(command[0]) and not os.path.exists(command[0]):
             print(f"# {name}: {command[0]} not installed, skipped")
             continue
-        r = fidelity(name, command, work, args.replays, args.player)
+        r = fidelity(name, command, work, args.replays, args.player,
+                     Path(args.into_root) if args.into_root else None)
         r["player"] = player_cost(r["original"], work, args.player)
         results.append(r)
         print(f"## {name}\n$ {r['command']}")
