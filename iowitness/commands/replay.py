@@ -35,6 +35,7 @@ import shutil
 import sys
 import tempfile
 
+from iowitness.collector import targets
 from iowitness.commands import _recording, run
 from iowitness.errors import UsageError
 from iowitness.replay import paths, plan as replay_plan
@@ -86,6 +87,10 @@ def execute(args) -> int:
     plan = replay_plan.build(args.trace)   # a trace that cannot be replayed says so, root or not
     _recording.require_backend(args)
     into = os.path.abspath(args.into)
+    dirs_needed = len(paths.directories([f["rel"] for f in plan.files]))
+    if dirs_needed > targets.NAME_RULES_MAX:   # the probe watches each directory: refused before any is made
+        raise UsageError(f"the trace's files lie in {dirs_needed:,} directories; a replay traces at most "
+                         f"{targets.NAME_RULES_MAX:,}")
     dirs = paths.prepare(into, [f["rel"] for f in plan.files], [f["size"] for f in plan.files],
                          [f["precreate"] for f in plan.files], args.force)
     if plan.source.get("damaged"):
