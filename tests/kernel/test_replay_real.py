@@ -66,6 +66,7 @@ def test_known_io_replayed_makes_every_call_the_original_made(traced, tmp_path, 
     assert replayed.events["tid"].nunique() == len({r["tid"] for r in truth}) == 3
     # AND the replay names its original, and its output counts the failed call left out
     assert replayed.meta["replay_of"]["trace"] == str(original_path)
+    assert f"replay of {original_path} (" in iowitness("report", str(tmp_path / "replay.iwt")).stdout
     assert "not replayed: read (failed): 1" in replayed.output.get("stdout", "") + proc.stdout
     assert not list(bench.glob("*replay*")) and sorted(p.name for p in into.iterdir()) == ["target.dat"]
 
