@@ -75,11 +75,7 @@ def unseen(trace) -> str | None:
 
 def _has_data_calls(trace) -> bool:
     seen = getattr(trace, "data_calls_seen", None)   # the report's own pass saw every event
-    if seen is not None:
-        return seen
-    events = trace.events
-    return bool(len(events)) and bool(events["syscall"].isin(phase_module.READS + phase_module.WRITES
-                                                            + phase_module.FAULTS).any())
+    return seen if seen is not None else trace.has_data_calls()
 
 
 def _skipped_paths(command: list, cwd: str, prefixes: list) -> list[tuple[str, str]]:

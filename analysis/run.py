@@ -79,6 +79,13 @@ class Trace:
             self._report = of_loaded(self)
         return self._report
 
+    def has_data_calls(self) -> bool:
+        """Whether any read, write, asynchronous request or page fault on a target was recorded."""
+        from iowitness.analysis.phases import FAULTS, READS, WRITES
+
+        events = self.events
+        return bool(len(events)) and bool(events["syscall"].isin(READS + WRITES + FAULTS).any())
+
     def verdicts(self) -> pd.DataFrame:
         """The captured output's claims judged, one row per claim: what `report().verdicts` gives."""
         from iowitness.analysis import judged

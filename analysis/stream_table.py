@@ -1,17 +1,16 @@
-"""The phase table (analysis/phases.py `table`) from events read block by block.
+"""The phase table from events read block by block: the one place it is computed
+(phase_table.table is this over a table held in memory, as one block).
 
     table = stream_table.table(assigned)     # assigned.blocks(): (events_block, assigned_block) pairs
 
-`assigned.blocks()` yields consecutive rows of the events and of phases.assign's result, in
-time order, and can be called again for another pass. The answer is exactly
-phase_table.table(events, assigned): the per-phase sums are reduced here block by block and the
-table is made from them by phase_table.phase_rows and phase_table.finish, the functions the in-memory
-path uses. Memory: arrays per phase, per phase and thread (the pattern's first
+`assigned.blocks()` yields consecutive rows of the events and of stream_assign's result, in
+time order, and can be called again for another pass. The per-phase sums are reduced here
+block by block and the rows made from them by phase_table.phase_rows and phase_table.finish.
+Every sum of nanoseconds is an integer, the same whatever the blocks. Memory: arrays per phase, per phase and thread (the pattern's first
 PATTERN_SAMPLE steps of each thread, the threads of a phase), per distinct record size of a
 phase, per request in flight of an asynchronous phase; never per event.
 
-Passes: 1. every per-phase sum; 2. what needs a phase's counts or window (the latency sum,
-in numpy's own order: analysis/stream_sums.py; the timed fsync and close; the time in other
+Passes: 1. every per-phase sum; 2. what needs a phase's counts or window (the timed fsync and close; the time in other
 targets; the requests in flight), done during the first of analysis/quantiles.py's passes for
 the percentiles. (A source that does not know its phase count gets a pass 0 to count them.)
 """
@@ -24,7 +23,6 @@ import pandas as pd
 from iowitness.analysis import quantiles
 from iowitness.analysis import phase_table as pt
 from iowitness.analysis import phases as ph
-from iowitness.analysis.stream_sums import PairwiseSum
 from iowitness.analysis.stream_windows import Windows, data_rows, i64
 from iowitness.collector.traceformat import async_ops, ops_of_kind
 
@@ -55,7 +53,7 @@ def table(assigned, rider=None) -> pd.DataFrame:
     # a first table without the latency mean and percentiles: its windows drive pass 2
     s["lat_sum"], s["percentiles"] = np.zeros(len(s["phases"])), [[np.nan] * 4] * len(s["phases"])
     rows = pt.phase_rows(s)
-    late = Windows(s, rows, acc.pairwise())
+    late = Windows(s, rows)
     # pass 2 rides on the percentiles' first pass (both need only pass 1's figures): one read
     # of the trace fewer; when the percentiles need no pass at all, it has its own. The rider
     # rides on their last pass, when that is not the first (it needs pass 2's windows)
@@ -88,7 +86,7 @@ def table(assigned, rider=None) -> pd.DataFrame:
     if state["late"]:
         for e, a in assigned.blocks():
             late.add(e, a)
-    s["lat_sum"] = np.array([late.sums[p].total() for p in s["phases"]]) if len(s["phases"]) else np.empty(0)
+    s["lat_sum"] = s["t_sum"] / 1e3   # µs, as the minimum and maximum
     s["percentiles"] = [pct[p] for p in s["phases"]]
     finished = _finished(s, rows_of(s, late, in_flight), acc)
     if not state["rode"]:
@@ -140,7 +138,7 @@ class _Sums:
     SLOT = ("calls_in", "errors", "fsyncs", "fsync_ns", "openclose_ns", "all_calls_ns", "warmup_ops", "fill_ops",
             "fill_bytes", "seeks", "open_flags", "ops", "read_ops", "bytes", "read_bytes", "data_ns", "short",
             "positioned_ops", "timed", "async_ops", "faults", "fault_bytes", "major_faults",
-            "steps", "sequential", "same", "backward", "t_count")
+            "steps", "sequential", "same", "backward", "t_count", "t_sum")
 
     def __init__(self, slots: int):
         self.slots, self.rows_seen = slots, 0
@@ -249,6 +247,7 @@ class _Sums:
         np.maximum.at(self.lat_max, p, np.where(fault, -np.inf, lat_us))
         timed = ~fault
         np.add.at(self.t_count, p[timed], 1)
+        np.add.at(self.t_sum, p[timed], lat[timed])   # integer nanoseconds: the same in any order
         np.minimum.at(self.t_lo, p[timed], lat[timed])
         np.maximum.at(self.t_hi, p[timed], lat[timed])
         new, at = np.unique(p, return_index=True)
@@ -333,7 +332,8 @@ class _Sums:
         s.update(present=present, threads=threads[present], path=[self.path[p] for p in present], phases=phases)
         for name in ("ops", "read_ops", "bytes", "read_bytes", "data_ns", "data_first_ns", "data_last_ns",
                      "tgid", "tid", "operation", "short", "positioned_ops", "size_first", "size_min", "size_max",
-                     "lat_min", "lat_max", "timed", "async_ops", "faults", "fault_bytes", "major_faults", "lo", "hi"):
+                     "lat_min", "lat_max", "timed", "async_ops", "faults", "fault_bytes", "major_faults", "lo", "hi",
+                     "t_sum"):
             s[name] = getattr(self, name)[phases]
         s["operation"] = s["operation"].astype(np.int8)
         s["all_transfers"] = self.transfer_min[phases] == 1
@@ -343,6 +343,4 @@ class _Sums:
         s["pattern"] = pt.pattern_rule(counts, *self._sample(phases))
         return s
 
-    def pairwise(self) -> dict[int, PairwiseSum]:
-        return {int(p): PairwiseSum(int(self.ops[p])) for p in np.flatnonzero(self.ops) if p > 0}
 

@@ -1,6 +1,5 @@
 """Pass 2 of analysis/stream_table.py: the figures that need a phase's sums or window first.
 
-- the latency sum of each phase, in numpy's order of additions (analysis/stream_sums.py);
 - the timed fsync and close: the first one that starts after the phase's last data call;
 - requests in flight (analysis/inflight.py) of the phases with asynchronous requests;
 - each phase's time in its thread's calls on other targets.
@@ -78,8 +77,7 @@ class _Depth:
 
 
 class Windows:
-    def __init__(self, s: dict, rows: pd.DataFrame, sums: dict):
-        self.sums = sums
+    def __init__(self, s: dict, rows: pd.DataFrame):
         self.after = rows["data_last_ns"]
         self.late = {"sync": {}, "close": {}}
         self.wanted = rows.index[rows["async_ops"] > 0].to_numpy(np.int64)
@@ -103,10 +101,6 @@ class Windows:
         slot = np.maximum(phase, 0)
         start, end = i64(e["start_ns"].to_numpy()), i64(e["end_ns"].to_numpy())
         rows = data_rows(e, a, kinds)
-        fault = ph.named(e["syscall"], ph.FAULTS)[rows]
-        lat_us = np.where(fault, 0.0, i64(e["latency_ns"].to_numpy()[rows]) / 1e3)
-        for p, mine in _groups(phase[rows]):
-            self.sums[p].add(lat_us[mine])
         for name, kind in (("sync", ph.SYNC), ("close", ph.CLOSE)):
             at = np.flatnonzero(kinds == kind)
             found = pt.first_late(slot[at], e["start_ns"].to_numpy()[at], e["end_ns"].to_numpy()[at], self.after)

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from iowitness.analysis import latency, phase_table, phases
-from iowitness.analysis.evidence import Evidence
 from iowitness.analysis.stream_evidence import StreamedEvidence
 from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
 from tests.support.blocks import Blocks
@@ -42,20 +41,25 @@ def answers(evidence, table: pd.DataFrame, events: pd.DataFrame) -> dict:
 
 
 def same_answers(events: pd.DataFrame, sizes=(7, 37, 1000)) -> dict:
+    """The answers over the whole table as one block, and the same in blocks of every size."""
     assigned = phases.assign(events)
     table = phase_table.table(events, assigned)
-    expected = answers(Evidence(events, assigned), table, events)
+    expected = answers(_fed(events, assigned, table, max(len(events), 1)), table, events)
     for rows in sizes:
-        blocks = Blocks(events, assigned, rows)
-        streamed = StreamedEvidence(blocks, table)
-        for e, a in blocks.blocks():
-            streamed.add(e, a)
-        streamed.finish()
-        got = answers(streamed, table, events)
+        got = answers(_fed(events, assigned, table, rows), table, events)
         assert got.keys() == expected.keys()
         for key in expected:
             assert got[key] == expected[key], (rows, key)
     return expected
+
+
+def _fed(events, assigned, table, rows: int) -> StreamedEvidence:
+    blocks = Blocks(events, assigned, rows)
+    evidence = StreamedEvidence(blocks, table)
+    for e, a in blocks.blocks():
+        evidence.add(e, a)
+    evidence.finish()
+    return evidence
 
 
 def stdio(calls: Calls, path: str, full: int, tail: list[int], then_close: bool = True) -> Calls:
