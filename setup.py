@@ -31,6 +31,7 @@ except ImportError:   # setuptools before 70.1
     from wheel.bdist_wheel import bdist_wheel
 
 PROBES = Path(__file__).resolve().parent / "probes"
+REPLAY = Path(__file__).resolve().parent / "replay"
 TOOLS = ("clang", "make", "bpftool")
 INSTALL_HINT = "install clang, llvm, libbpf-dev, bpftool and make (scripts/setup.sh does)"
 
@@ -56,6 +57,7 @@ class BuildWithProbe(build_py):
                 subprocess.run(["make", "-s", "-C", str(PROBES)], check=True)
             except (OSError, subprocess.CalledProcessError) as exc:
                 sys.exit(f"iowitness: building the BPF probe failed ({exc}); {INSTALL_HINT}, and retry")
+            _build_player()
             super().run()
             return
         print(f"iowitness: installing the analysis side only ({', '.join(_missing_tools())} missing): "
@@ -65,6 +67,20 @@ class BuildWithProbe(build_py):
         # wheel must not carry an x86-64 object
         for stale in Path(self.build_lib, "iowitness", "probes", "build").glob("*.bpf.o"):
             stale.unlink()
+        for stale in Path(self.build_lib, "iowitness", "replay", "build").glob("iowitness-player"):
+            stale.unlink()
+
+
+def _build_player() -> None:
+    """replay/player.c, the native replay player, with the compiler the probe needs: a machine
+    that can record can replay (iowitness replay falls back to its Python player without it)."""
+    out = REPLAY / "build" / "iowitness-player"
+    out.parent.mkdir(exist_ok=True)
+    try:
+        subprocess.run(["clang", "-O2", "-pthread", "-Wall", "-Werror", "-o", str(out), str(REPLAY / "player.c")],
+                       check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"iowitness: building the replay player failed ({exc}); {INSTALL_HINT}, and retry")
 
 
 class Wheel(bdist_wheel):

@@ -295,6 +295,8 @@ def own_files(events: pd.DataFrame, module, command: list[str], cwd: str | None)
 def benchmark_of(meta: dict):
     """(command, benchmark name, its module or None) of a trace's meta."""
     command = meta.get("command") or []
+    # a replay (iowitness replay) runs its player: its phases are named as the original's were
+    command = (meta.get("replay_of") or {}).get("command") or command
     benchmark = meta.get("benchmark") or benchmarks.recognise(command)
     return command, benchmark, benchmarks.by_name(benchmark)
 

@@ -145,6 +145,9 @@ META = {
     "collector_cpu_start_s": NUMBER, "collector_cpu_recording_s": Maybe(NUMBER),
     "trace_file_bytes": Maybe(NS), "exit_code": Maybe(INT), "stop_reason": Maybe(TEXT),
     "device_view": Maybe(DEVICE_VIEW),
+    # iowitness replay: the trace it replays (its command names the replay's phases)
+    "replay_of": Maybe({"trace": TEXT, "command": Maybe([TEXT]), "host": Maybe(TEXT), "timing": TEXT,
+                        "into": TEXT, "files": MapOf(TEXT), "not_replayed": MapOf(NS)}),
 }
 RUN_COST = {"run_time_ns": Need(NS), "run_cnt": Need(NS), "recursion_misses": NS}
 COUNTERS = {

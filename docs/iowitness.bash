@@ -13,11 +13,11 @@ _iowitness() {
                     else COMPREPLY=($(compgen -c -f -- "$cur")); fi
                     return
                 fi ;;
-            run|attach|import|show|report|compare|check|export|doctor) [[ -z $cmd ]] && cmd="${COMP_WORDS[i]}" ;;
+            run|attach|import|show|report|compare|check|export|replay|doctor) [[ -z $cmd ]] && cmd="${COMP_WORDS[i]}" ;;
         esac
     done
     case "$cmd" in
-        "") COMPREPLY=($(compgen -W "run attach import show report compare check export doctor -h --help --version --completion" -- "$cur")); return ;;
+        "") COMPREPLY=($(compgen -W "run attach import show report compare check export replay doctor -h --help --version --completion" -- "$cur")); return ;;
         run)
             case "$prev" in
                 -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -103,8 +103,26 @@ _iowitness() {
                 --parquet) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --mode) COMPREPLY=(); return ;;
                 --tolerance) COMPREPLY=(); return ;;
+                --fio-iolog) COMPREPLY=($(compgen -f -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --parquet --mode --tolerance --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --parquet --mode --tolerance --stream --fio-iolog" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            ;;
+        replay)
+            case "$prev" in
+                --into) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --timing) COMPREPLY=(); return ;;
+                --player) COMPREPLY=($(compgen -W "auto native python" -- "$cur")); return ;;
+                -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --mode) COMPREPLY=(); return ;;
+                -P|--file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --duration) COMPREPLY=(); return ;;
+                --ring-buffer-mb) COMPREPLY=(); return ;;
+                --max-files) COMPREPLY=(); return ;;
+                --max-processes) COMPREPLY=(); return ;;
+                --backend) COMPREPLY=($(compgen -W "libbpf bpftrace" -- "$cur")); return ;;
+                --probe) COMPREPLY=($(compgen -W "auto fast compat" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "-h --help --into --timing --force --player -o --output --mode -P --file --duration -q --quiet --ring-buffer-mb -c --summary --max-files --max-processes --backend --probe --no-bpf-stats" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         doctor)
             COMPREPLY=($(compgen -W "-h --help" -- "$cur"))

@@ -14,7 +14,7 @@ from iowitness.errors import EXIT_USAGE, IowitnessError
 from iowitness.escape import terminal
 from iowitness.version import __version__
 
-COMMANDS = ["run", "attach", "import", "show", "report", "compare", "check", "export", "doctor"]
+COMMANDS = ["run", "attach", "import", "show", "report", "compare", "check", "export", "replay", "doctor"]
 # a command whose name is a Python keyword lives in a module with a trailing underscore
 MODULES = {"import": "import_"}
 

@@ -327,6 +327,9 @@ def run_metadata(trace) -> pd.DataFrame:
     rows = [
         ("trace", visible(meta.get("path") or "")),
         ("command", visible(" ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})")),
+        *([("replay of", visible(f"{meta['replay_of'].get('trace')} "
+                                 f"({' '.join(meta['replay_of'].get('command') or [])}), "
+                                 f"timing {meta['replay_of'].get('timing')}"))] if meta.get("replay_of") else []),
         *([("attached", ", ".join(f"PID {p.get('pid')} {p.get('comm') or ''}".strip()
                                   for p in meta["attached"] if isinstance(p, dict)))] if meta.get("attached") else []),
         ("backend", backends.backend_of(meta)),

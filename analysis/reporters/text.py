@@ -46,6 +46,10 @@ def render(report, trace, verdicts=None, width: int | None = None) -> str:
     parts = [terminal(f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
                       f"lost events: {tables.lost_figure(trace)}   backend: {backends.backend_of(trace.meta)}"),
              terminal(observer.line(trace))]
+    replayed = trace.meta.get("replay_of")
+    if replayed:   # iowitness replay: the trace it replays (docs/replay.md)
+        parts.append(terminal(f"replay of {replayed.get('trace')} ({' '.join(replayed.get('command') or [])}), "
+                              f"timing {replayed.get('timing')}"))
     parts += [terminal(f"WARNING: {w}") for w in tables.warnings(trace)]
     if report.phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")

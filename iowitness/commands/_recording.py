@@ -167,6 +167,7 @@ def open_recording(args, probe: Probe, path: str, mode: str, command, attached: 
         meta = base_metadata(mode, command, probe, path, attached)
         if getattr(probe, "backend", None):   # the compiled probe's traces leave it out: libbpf
             meta["backend"] = probe.backend
+        meta.update(getattr(args, "extra_meta", None) or {})   # replay: the trace it replays
         writer = TraceWriter(path, meta, fd=fd)
     except BaseException:
         os.close(fd)

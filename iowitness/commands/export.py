@@ -11,11 +11,16 @@ them; exporting a run again replaces its files. Claims are read from the output 
 captured. Each trace is read block by block (memory bounded by its phases, not its events;
 the single file's events a row group per block).
 
+--fio-iolog DIR writes one trace's calls as fio iologs (version 3, one per recorded thread)
+and DIR/replay.fio, a job file that replays them with fio's read_iolog; the files go under
+DIR/files (docs/replay.md).
+
 Example:
   iowitness export iozone.iwt --parquet iozone.parquet
   duckdb -c "select syscall, count(*), sum(ret) from 'iozone.parquet' group by 1"
   iowitness export --parquet runs/ sweep/*.iwt
   duckdb -c "select benchmark, name, avg(wall_Bps) from 'runs/phases/*/*.parquet' group by all"
+  iowitness export iozone.iwt --fio-iolog iozone-fio/ && fio iozone-fio/replay.fio
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ def add_arguments(parser) -> None:
                         help="how far a claim may be from the active figure and still agree, for the verdicts "
                              "table (default %(default)s)")
     _reading.add_stream_option(parser, "the same files")
+    parser.add_argument("--fio-iolog", metavar="DIR",
+                        help="one trace's calls as fio iologs (version 3), one per thread, and DIR/replay.fio, "
+                             "a job that replays them with read_iolog (docs/replay.md)")
 
 
 def _one_file(args) -> bool:
@@ -58,8 +66,10 @@ def _usable(path: str, trace) -> None:
 
 
 def execute(args) -> int:
+    if args.fio_iolog:
+        return _fio_iolog(args)
     if not args.parquet:
-        raise UsageError("say where to export: --parquet OUT")
+        raise UsageError("say where to export: --parquet OUT or --fio-iolog DIR")
     require("pyarrow.parquet", "parquet", "export --parquet")   # before a trace is read: one line, at once
     if _one_file(args):
         out = _output.destination(args, args.parquet)
@@ -68,6 +78,18 @@ def execute(args) -> int:
         _output.print_text(f"wrote {args.parquet}: {events:,} events")
         return 0
     return _dataset(args)
+
+
+def _fio_iolog(args) -> int:
+    from iowitness.replay import fio_iolog, plan
+
+    if args.parquet or len(args.traces) != 1:
+        raise UsageError("--fio-iolog exports one trace, alone (without --parquet)")
+    done = fio_iolog.write(plan.build(args.traces[0]), args.fio_iolog)
+    left = sum(done["left_out"].values())
+    _output.print_text(f"wrote {done['job_file']}: {done['jobs']} job(s), {done['bytes']['read']:,} bytes read and "
+                       f"{done['bytes']['write']:,} written; {left:,} call(s) left out; run: fio {done['job_file']}")
+    return 0
 
 
 def _events_of(path: str, out) -> int:

@@ -49,7 +49,8 @@ def execute(args) -> int:
     _recording.require_backend(args)
     resolve_command(command)
     file_set = targets.file_set(args.files)
-    path = _recording.output_path(args, command[0])
+    # replay launches its player: its traces are named for the replay, not for python
+    path = _recording.output_path(args, getattr(args, "trace_label", None) or command[0])
     _recording.check_output_is_not_a_target(path, file_set)
     probe = _recording.make_probe(args, file_set, all_processes=False)
     try:

@@ -22,6 +22,8 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
     assert "iowitness/probes/build/iowitness.bpf.o" in names
     assert "iowitness/probes/build/iowitness_compat.bpf.o" in names   # older kernels' (kfeatures.py)
     assert "iowitness/probes/events.h" in names
+    # AND the native replay player, built with the same compiler (replay/player.c)
+    assert "iowitness/replay/build/iowitness-player" in names
     assert not any(n.split("/")[0] in ("collector", "analysis", "probes") for n in names)
     # WHEN it is installed apart from the checkout
     site = tmp_path / "site"

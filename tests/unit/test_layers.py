@@ -3,6 +3,7 @@
     iowitness.cli, iowitness.commands      the command line
     iowitness.analysis.reporters           what a person or a program reads
     iowitness.analysis                     phases, benchmarks, claims, verdicts, device view
+    iowitness.replay                       (beside the analysis) a trace's calls issued again
     iowitness.collector                    probe loading, draining, the trace format
     iowitness.probes                       the record layout
     iowitness.errors, .units, .version,    shared by every layer, importing none of them
@@ -24,7 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # where each part of the one import namespace lives in the source tree (pyproject.toml)
 FOLDERS = {"iowitness": ROOT / "iowitness", "iowitness.analysis": ROOT / "analysis",
-           "iowitness.collector": ROOT / "collector", "iowitness.probes": ROOT / "probes"}
+           "iowitness.collector": ROOT / "collector", "iowitness.probes": ROOT / "probes",
+           "iowitness.replay": ROOT / "replay"}
 SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness.outputfile", "iowitness.escape",
           "iowitness.extras")
 # the trace contract: what the analysis may read of the collector
@@ -38,7 +40,8 @@ def layer(module: str) -> int:
     if module in SHARED:
         return 0
     for prefix, level in (("iowitness.probes", 1), ("iowitness.collector", 2),
-                          ("iowitness.analysis.reporters", 4), ("iowitness.analysis", 3)):
+                          ("iowitness.analysis.reporters", 4), ("iowitness.analysis", 3),
+                          ("iowitness.replay", 3)):
         if module == prefix or module.startswith(prefix + "."):
             return level
     return 5   # iowitness itself, iowitness.cli, iowitness.commands
@@ -50,7 +53,7 @@ def modules() -> dict[str, Path]:
         for path in folder.rglob("*.py"):
             rel = path.relative_to(folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
-            if package == "iowitness" and parts and parts[0] in ("analysis", "collector", "probes"):
+            if package == "iowitness" and parts and parts[0] in ("analysis", "collector", "probes", "replay"):
                 continue
             found[".".join([package, *parts])] = path
     return found
@@ -97,6 +100,16 @@ def test_analysis_reads_the_collector_only_through_the_trace_contract():
     reached = {(m, t) for m, targets in GRAPH.items() if m.startswith("iowitness.analysis")
                for t in targets if t.startswith("iowitness.collector") and t != "iowitness.collector"}
     assert {t for _, t in reached} <= set(TRACE_CONTRACT), sorted(reached)
+
+
+def test_replay_reads_the_collector_only_through_the_trace_contract_and_not_the_analysis():
+    # GIVEN the replayer (a reader of saved traces, beside the analysis) WHEN its imports are listed
+    # THEN it reaches the collector only through the trace format, and the analysis not at all:
+    # the player process imports no pandas
+    reached = {t for m, targets in GRAPH.items() if m.startswith("iowitness.replay") for t in targets}
+    assert {t for t in reached if t.startswith("iowitness.collector")} <= set(TRACE_CONTRACT), sorted(reached)
+    assert not {t for t in reached if t.startswith("iowitness.analysis")}, sorted(reached)
+    assert "iowitness.replay.player" in GRAPH
 
 
 def test_no_import_cycle():

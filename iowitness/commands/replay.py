@@ -1,0 +1,136 @@
+"""Run a recorded trace's calls again inside DIR, and record the replay as a run.
+
+Every file the trace touched is made again under DIR (placed relative to the deepest directory
+the files share; those the trace found already there are filled with a known pattern up to the
+size its reads needed, since data is not recorded). Then one process per recorded process and
+one thread per recorded thread issue that thread's calls in its order, with the syscall the
+original made: opens, close, read,
+write, pread64, pwrite64, the vectored forms (one buffer each), lseek, fsync, fdatasync,
+ftruncate, fallocate, dup. On a file several threads share, a call waits for the other
+threads' calls on it that had completed before it started in the original. The replay is
+traced as `run` traces a benchmark, so `iowitness compare TRACE REPLAY.iwt` puts the two side
+by side; the replay's trace names the trace it replays (meta "replay_of").
+
+Nothing is written outside DIR: recorded paths are mapped under it (absolute paths and `..`
+cannot leave it), a symlink inside DIR is refused, and an existing file is refused unless
+--force. Calls that failed in the original, and io_uring, libaio, mmap and copy calls, are
+not replayed yet: the replay's last lines (its output, kept in its trace) count them.
+
+--timing: as-recorded keeps each thread's think time between calls, fast drops it, xN runs
+it N times as fast (x0.5: half as fast). The replay's exit code is 1 when a call failed that
+had succeeded in the original.
+
+Example:
+  sudo iowitness run -o fio.iwt -- fio --name=r --rw=randread --size=64m --directory=/mnt/ext4
+  sudo iowitness replay fio.iwt --into /mnt/xfs/replay -o fio-xfs.iwt
+  iowitness compare fio.iwt fio-xfs.iwt
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+
+from iowitness.collector import targets
+from iowitness.commands import _recording, run
+from iowitness.errors import UsageError
+from iowitness.replay import paths, plan as replay_plan
+
+# replay/player.c, compiled by the install (setup.py) beside the probe
+NATIVE_PLAYER = os.path.join(os.path.dirname(paths.__file__), "build", "iowitness-player")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+    parser.add_argument("--into", metavar="DIR", required=True,
+                        help="where the trace's files are made again (created when missing); nothing is "
+                             "written outside it")
+    parser.add_argument("--timing", default="as-recorded", metavar="as-recorded|fast|xN",
+                        help="think time between a thread's calls: as recorded, none (fast), or N times as "
+                             "fast as recorded (x2, x0.5) (default %(default)s)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace files that already exist under DIR where the replay puts the trace's "
+                             "files (a symlink is refused even so)")
+    parser.add_argument("--player", choices=("auto", "native", "python"), default="auto",
+                        help="what issues the calls: 'native', replay/player.c built with the probe (about 0.2 us "
+                             "of its own per call), or 'python', the same in Python (a few us per call: a replay "
+                             "of fast cached calls runs slower than the original); 'auto' takes native when it was "
+                             "built (default %(default)s)")
+    _recording.add_recording_options(parser, argparse.SUPPRESS)
+
+
+def speed_of(timing: str) -> float:
+    """--timing as the player's speed: 1 as recorded, 0 no think time, N times as fast."""
+    if timing == "as-recorded":
+        return 1.0
+    if timing == "fast":
+        return 0.0
+    if timing.startswith("x"):
+        try:
+            value = float(timing[1:])
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value > 0:
+            return value
+    raise UsageError(f"--timing must be as-recorded, fast or xN with N a positive number (x2, x0.5), not {timing!r}")
+
+
+def execute(args) -> int:
+    if args.files:
+        raise UsageError("replay traces the files it makes under --into; --file does not apply")
+    speed = speed_of(args.timing)
+    _recording.check_numbers(args)
+    plan = replay_plan.build(args.trace)   # a trace that cannot be replayed says so, root or not
+    _recording.require_backend(args)
+    into = os.path.abspath(args.into)
+    dirs_needed = len(paths.directories([f["rel"] for f in plan.files]))
+    if dirs_needed > targets.NAME_RULES_MAX:   # the probe watches each directory: refused before any is made
+        raise UsageError(f"the trace's files lie in {dirs_needed:,} directories; a replay traces at most "
+                         f"{targets.NAME_RULES_MAX:,}")
+    dirs = paths.prepare(into, [f["rel"] for f in plan.files], [f["size"] for f in plan.files],
+                         [f["precreate"] for f in plan.files], args.force)
+    if plan.source.get("damaged"):
+        print(f"iowitness: warning: {args.trace} is damaged, {plan.source['damaged']}: only the calls before "
+              "the damage are replayed", file=sys.stderr)
+    _recording.say(args, f"replaying {len(plan.calls):,} calls of {len(plan.threads)} thread(s) on "
+                         f"{len(plan.files)} file(s) into {into}" + _skipped(plan)
+                         + f", {'native' if _native_player(args.player) else 'Python'} player")
+    work = tempfile.mkdtemp(prefix="iowitness-replay-")
+    try:
+        native = _native_player(args.player)
+        plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
+        if native:
+            plan.save_native(plan_path)
+        else:
+            plan.save(plan_path)
+        args.files = dirs
+        args.on_fault = "stop"
+        args.trace_label = "replay"
+        player = [native] if native else [sys.executable, "-m", "iowitness.replay.player"]
+        args.command = [*player, plan_path, into, repr(speed)]
+        args.extra_meta = {"replay_of": {"trace": plan.source["path"], "command": plan.source["command"],
+                                         "host": plan.source["host"], "timing": args.timing, "into": into,
+                                         "files": {f["rel"]: orig for f, orig in
+                                                   zip(plan.files, plan.source["original_paths"])},
+                                         "not_replayed": plan.skipped}}
+        return run.execute(args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _native_player(choice: str) -> str | None:
+    """The native player's path, None for the Python one."""
+    built = NATIVE_PLAYER if os.access(NATIVE_PLAYER, os.X_OK) else None
+    if choice == "native" and built is None:
+        raise UsageError(f"--player native: {NATIVE_PLAYER} was not built (the install builds it with the probe: "
+                         "clang is needed); use --player python")
+    return None if choice == "python" else built
+
+
+def _skipped(plan) -> str:
+    total = sum(plan.skipped.values())
+    return f" ({total:,} recorded calls not replayed: see the replay's output)" if total else ""

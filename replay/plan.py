@@ -1,0 +1,336 @@
+"""A trace into a replay plan: per recorded thread, the calls to issue again, in its order.
+
+The plan is numpy arrays (no pandas: the player imports only this module's constants):
+
+  calls    one row per call to replay, grouped by thread, each thread's rows in its own order:
+           op (OPS), file (index into files), tgid, fd (the recorded fd; an open's: the fd it
+           returned), ret (the recorded result: a dup's new fd), flags (open flags, whence,
+           fallocate mode, RWF flags), offset, size (bytes to ask for: a read asks what it
+           asked, a write writes what it wrote), gap_ns (the thread's think time before the
+           call: its start minus the end of its previous call, or, for its first call, its
+           start minus the first call of the trace), start_ns (against the trace's first call)
+  waits    rows (call, thread, count): before `call`, wait until `thread` has issued `count`
+           calls. On a file several threads touch, a call waits for the calls of other
+           threads on that file that had completed before it started (ARTC's rule for a
+           shared resource, ROOT, SOSP 2013); only the waits that add to the previous one are kept
+  threads  one row per recorded thread: tgid, tid, first (row in calls), count
+  files    JSON: per file, its place under DIR (rel), whether the replay makes it before it
+           starts (precreate: the trace found it there) and its size then
+
+Calls that failed in the original, and kinds of I/O the player does not issue yet (io_uring,
+libaio, mmap and faults, copy_file_range/sendfile/splice, fcntl other than F_DUPFD), are not
+in the plan: `skipped` counts them by syscall and reason, and the replay says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import struct
+
+import numpy as np
+
+from iowitness.collector import tracereader
+from iowitness.errors import NotFound, UsageError
+from iowitness.replay import paths
+
+OPS = ("open", "close", "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
+       "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate", "dup")
+OP = {name: k for k, name in enumerate(OPS)}
+READS = ("read", "pread64", "readv", "preadv", "preadv2")
+WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
+# recorded syscall -> what the player issues (an open of any form is an openat inside DIR)
+RECORDED = {**{name: name for name in OPS if name not in ("open", "dup")},
+            "open": "open", "openat": "open", "openat2": "open", "creat": "open",
+            "dup": "dup", "dup2": "dup", "dup3": "dup"}
+F_DUPFD, F_DUPFD_CLOEXEC = 0, 1030
+O_CREAT, O_EXCL, O_TRUNC = 0o100, 0o200, 0o1000
+# one call's buffer, and all the threads' together: a trace asking for more is refused
+MAX_CALL_BYTES = 256 << 20
+MAX_BUFFER_BYTES = 1 << 30
+MAX_THREADS = 4096
+MAX_FD = 1 << 20   # recorded fds replay/player.c's tables hold
+
+CALL = np.dtype([("op", "u1"), ("file", "i4"), ("tgid", "u4"), ("fd", "i4"), ("ret", "i8"), ("flags", "u4"),
+                 ("offset", "i8"), ("size", "i8"), ("gap_ns", "u8"), ("start_ns", "u8")])
+WAIT = np.dtype([("call", "i8"), ("thread", "u4"), ("count", "i8")])
+THREAD = np.dtype([("tgid", "u4"), ("tid", "u4"), ("first", "i8"), ("count", "i8")])
+
+
+class Plan:
+    def __init__(self, calls, waits, threads, files: list[dict], source: dict, skipped: dict):
+        self.calls, self.waits, self.threads = calls, waits, threads
+        self.files, self.source, self.skipped = files, source, skipped
+
+    def save(self, path: str) -> None:
+        extra = json.dumps({"files": self.files, "source": self.source, "skipped": self.skipped}).encode()
+        with open(path, "wb") as f:
+            np.savez(f, calls=self.calls, waits=self.waits, threads=self.threads,
+                     extra=np.frombuffer(extra, dtype=np.uint8))
+
+    def save_native(self, path: str) -> None:
+        """The plan as replay/player.c reads it (its header comment has the layout)."""
+        rels = [f["rel"] for f in self.files]
+        dirs = paths.directories(rels)
+        where = {d: k for k, d in enumerate(dirs)}
+        notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
+                        for what, count in sorted(self.skipped.items())).encode()
+        with open(path, "wb") as f:
+            f.write(b"IOWPLAN1" + struct.pack("<IIQQIII", len(self.threads), len(self.files), len(self.calls),
+                                              len(self.waits), len(dirs), len(notes), self.root_tgid))
+            for array in (self.threads, self.calls, self.waits):
+                f.write(np.ascontiguousarray(array).tobytes())
+            for d in dirs:
+                raw = d.encode("utf-8", "surrogateescape")
+                f.write(struct.pack("<I", len(raw)) + raw)
+            for rel in rels:
+                d, name = posixpath.split(rel)
+                raw = name.encode("utf-8", "surrogateescape")
+                f.write(struct.pack("<II", where[d], len(raw)) + raw)
+            f.write(notes)
+
+    @classmethod
+    def load(cls, path: str) -> "Plan":
+        with np.load(path, allow_pickle=False) as z:
+            extra = json.loads(z["extra"].tobytes().decode())
+            return cls(z["calls"], z["waits"], z["threads"], extra["files"], extra["source"], extra["skipped"])
+
+    @property
+    def root_tgid(self) -> int:
+        """The recorded process the benchmark was launched as (0: unknown). The player's own
+        process replays it, so the replay's launched process does what the original's did;
+        every other recorded process is a process the player forks."""
+        pid = self.source.get("pid")
+        return int(pid) if isinstance(pid, int) and 0 < pid < 2**32 else 0
+
+    def bytes_by_direction(self) -> dict[str, int]:
+        ops = self.calls["op"]
+        return {"read": int(self.calls["size"][np.isin(ops, [OP[o] for o in READS])].sum()),
+                "write": int(self.calls["size"][np.isin(ops, [OP[o] for o in WRITES])].sum())}
+
+
+def read_trace(path: str):
+    """The trace's arrays, or a one-line error (missing, not a trace, damaged, summary only)."""
+    if not os.path.exists(path):
+        raise NotFound(f"trace {path} does not exist")
+    data = tracereader.read(path)
+    if data.summary is not None:
+        raise UsageError(f"{path} is a --summary trace: it holds the kernel's aggregates, no record per call, "
+                         "so there is nothing to replay; record without --summary")
+    if not data.event_count:
+        raise UsageError(f"{path} holds no call on a target file: nothing to replay")
+    return data
+
+
+def build(path: str, data=None) -> Plan:
+    data = data if data is not None else read_trace(path)
+    cols = data.columns
+    n = data.event_count
+    ret = cols["ret"].astype(np.int64)
+    start = cols["start_ns"].astype(np.int64)
+    end = start + cols["latency_ns"].astype(np.int64)
+    flags = cols["flags"].astype(np.int64)
+    # per distinct op code (a few dozen), not per event: what it is replayed as (-1: not replayed)
+    codes, op_index = np.unique(cols["op"], return_inverse=True)
+    code_names = [_op_name(data.ops.get(int(o)), int(o)) for o in codes]
+    as_op = np.array([OP.get(RECORDED.get(name, ""), -1) for name in code_names], dtype=np.int64)
+    target = as_op[op_index]
+    fcntl = np.array([name == "fcntl" for name in code_names], dtype=bool)[op_index]
+    target[fcntl & np.isin(flags, [F_DUPFD, F_DUPFD_CLOEXEC])] = OP["dup"]
+    keep = (target >= 0) & (ret >= 0)
+    skipped: dict[str, int] = {}
+    for mask, why in ((target < 0, "not replayed yet"), ((target >= 0) & (ret < 0), "failed")):
+        counts = np.bincount(op_index[mask], minlength=len(codes))
+        for k in np.flatnonzero(counts):
+            skipped[f"{code_names[k]} ({why})"] = skipped.get(f"{code_names[k]} ({why})", 0) + int(counts[k])
+    if not keep.any():
+        raise UsageError(f"{path} holds no call a replay can issue ("
+                         + ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items())) + ")")
+    fd = cols["fd"].astype(np.int64)
+    too_high = keep & ((fd >= MAX_FD) | (fd < -1) | ((target != OP["open"]) & (fd < 0))
+                       | (np.isin(target, [OP["open"], OP["dup"]]) & (ret >= MAX_FD)))
+    if too_high.any():
+        raise UsageError(f"{path} has calls on fds below 0 or of {MAX_FD:,} and above, which a replay cannot "
+                         f"issue (a replay's fd table holds fds 0 to {MAX_FD - 1:,})")
+
+    file_of, abs_paths = _files_of(data, cols, end)
+    rows = np.flatnonzero(keep)
+    # the calls grouped by thread, each thread's in time order (the reader's order is time order);
+    # threads numbered in order of their first call
+    tgid, tid = cols["tgid"][rows].astype(np.int64), cols["tid"][rows].astype(np.int64)
+    thread_key = (tgid << 32) | tid
+    keys, first_row, key_index = np.unique(thread_key, return_index=True, return_inverse=True)
+    if len(keys) > MAX_THREADS:
+        raise UsageError(f"the trace has {len(keys):,} threads; a replay runs at most {MAX_THREADS:,}")
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.argsort(first_row, kind="stable")] = np.arange(len(keys))
+    thread_index = rank[key_index]
+    first_seen = range(len(keys))
+    order = np.argsort(thread_index, kind="stable")
+    rows, thread_index = rows[order], thread_index[order]
+
+    used, file_index = np.unique(file_of[rows], return_inverse=True)
+    used = used.tolist()
+    rels = paths.relative_layout([abs_paths[k] for k in used])
+
+    calls = np.zeros(len(rows), CALL)
+    calls["op"] = target[rows]
+    calls["file"] = file_index
+    calls["tgid"] = cols["tgid"][rows]
+    calls["fd"] = np.where(calls["op"] == OP["open"], ret[rows], cols["fd"][rows])
+    calls["ret"] = ret[rows]
+    calls["flags"] = flags[rows]
+    calls["offset"] = cols["offset"][rows]
+    requested = cols["requested"][rows].astype(np.uint64).view(np.int64)
+    is_write = np.isin(calls["op"], [OP[o] for o in WRITES])
+    calls["size"] = np.where(is_write, ret[rows], requested)
+    is_io = np.isin(calls["op"], [OP[o] for o in READS + WRITES])
+    too_big = is_io & ((calls["size"] > MAX_CALL_BYTES) | (calls["size"] < 0))
+    if too_big.any():
+        raise UsageError(f"a call of the trace moves {int(calls['size'][too_big].max()):,} bytes, more than a "
+                         f"replay issues in one call ({MAX_CALL_BYTES >> 20} MiB)")
+
+    t0 = int(start[rows].min()) if len(rows) else 0
+    s, e = start[rows], end[rows]
+    calls["start_ns"] = s - t0
+    threads = np.zeros(len(first_seen), THREAD)
+    bounds = np.searchsorted(thread_index, np.arange(len(first_seen) + 1))
+    gap = np.empty(len(rows), dtype=np.int64)
+    for t in range(len(first_seen)):
+        a, b = bounds[t], bounds[t + 1]
+        threads[t] = (calls["tgid"][a], tid[order][a], a, b - a)
+        gap[a] = s[a] - t0
+        gap[a + 1:b] = s[a + 1:b] - e[a:b - 1]
+    calls["gap_ns"] = np.maximum(gap, 0)
+    buffers = sum(int(calls["size"][a:b][is_io[a:b]].max(initial=0)) for a, b in zip(bounds[:-1], bounds[1:]))
+    if buffers > MAX_BUFFER_BYTES:
+        raise UsageError(f"the trace's threads would need {buffers >> 20:,} MiB of buffers at once; a replay "
+                         f"takes at most {MAX_BUFFER_BYTES >> 20} MiB")
+
+    files = _file_table(calls, rels, s, e)
+    waits = _waits(calls, thread_index, bounds, s, e)
+    source = {"path": os.path.abspath(path), "command": data.meta.get("command"), "pid": data.meta.get("pid"),
+              "host": data.meta.get("host"), "events": n, "calls": len(rows),
+              "original_paths": [abs_paths[k] for k in used],
+              # a damaged tail: the calls before it are replayed, and the replay says so
+              "damaged": _damage(data.meta)}
+    return Plan(calls, waits, threads, files, source, skipped)
+
+
+def _files_of(data, cols, end) -> tuple[np.ndarray, list[str]]:
+    """Each event's file, as an index into a list of absolute paths: the path its (dev, ino)
+    was last opened under before the event ended (an inode number may name several files over
+    a run), else its first, else the trace's targets, else a name made of dev and ino."""
+    facts = data.facts
+    file_kind = [k for k, name in data.meta_kinds.items() if name == "file"]
+    facts = facts[np.isin(facts["kind"], file_kind)] if len(facts) else facts
+    facts = facts[np.argsort(facts["ts_ns"], kind="stable")] if len(facts) else facts
+    cwd = data.meta.get("cwd")
+    path_index: dict[str, int] = {}
+    abs_paths: list[str] = []
+
+    def index(p: str) -> int:
+        if p not in path_index:
+            path_index[p] = len(abs_paths)
+            abs_paths.append(p)
+        return path_index[p]
+
+    key = (cols["dev"].astype(np.uint64) << np.uint64(44)) ^ cols["ino"].astype(np.uint64)
+    fact_key = ((facts["dev"].astype(np.uint64) << np.uint64(44)) ^ facts["ino"].astype(np.uint64)) if len(facts) \
+        else np.zeros(0, np.uint64)
+    targets = {}
+    for t in data.meta.get("targets") or []:
+        targets[(int(t["dev"]) << 44) ^ int(t["ino"])] = str(t["path"])
+    out = np.empty(len(key), dtype=np.int64)
+    for k in np.unique(key):
+        mine = key == k
+        here = facts[fact_key == k]
+        if len(here):
+            codes = np.array([index(paths.absolute(_text(f["path"]), int(f["dirfd"]), cwd)) for f in here])
+            at = np.searchsorted(here["ts_ns"].astype(np.int64), end[mine], side="right") - 1
+            out[mine] = codes[np.maximum(at, 0)]
+        elif int(k) in targets:
+            out[mine] = index(paths.absolute(targets[int(k)], paths.AT_FDCWD, cwd))
+        else:
+            dev, ino = int(k) >> 44, int(k) & ((1 << 44) - 1)
+            out[mine] = index(f"/unnamed/dev{dev}-ino{ino}")
+    return out, abs_paths
+
+
+def _damage(meta: dict) -> str | None:
+    if not meta.get("truncated_bytes"):
+        return None
+    return f"{int(meta['truncated_bytes']):,} bytes at its end unread ({meta.get('unread_reason') or 'damaged'})"
+
+
+def _op_name(name, code: int) -> str:
+    """A syscall's name from the trace's own table: text a trace from elsewhere could make
+    anything, so only a plain name is taken (it is printed by the player)."""
+    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]{1,32}", name) else f"op{code}"
+
+
+def _text(raw) -> str:
+    return bytes(raw).split(b"\0", 1)[0].decode("utf-8", errors="surrogateescape")
+
+
+def _file_table(calls, rels: list[str], start, end) -> list[dict]:
+    """Per file: made before the replay (the trace found it there) and how large, from the
+    calls: a file whose first call is an open with O_TRUNC, or with O_CREAT and no read of
+    data it had not written, is the workload's to make; the others get as many bytes as the
+    trace read from them beyond what it had written first."""
+    by_time = np.argsort(start, kind="stable")
+    c = calls[by_time]
+    is_read = np.isin(c["op"], [OP[o] for o in READS])
+    is_write = np.isin(c["op"], [OP[o] for o in WRITES])
+    files = []
+    for f, rel in enumerate(rels):
+        mine = c[c["file"] == f]
+        r, w = is_read[c["file"] == f], is_write[c["file"] == f]
+        read_end = np.where(r, mine["offset"] + np.maximum(mine["ret"], 0), 0)
+        write_end = np.where(w, mine["offset"] + mine["size"], 0)
+        before = np.concatenate([[0], np.maximum.accumulate(write_end)[:-1]]) if len(mine) else write_end
+        unwritten = read_end[(read_end > before) & r]
+        size = int(unwritten.max()) if len(unwritten) else 0
+        first_open = mine[mine["op"] == OP["open"]][:1]
+        makes_it = bool(len(first_open)) and int(mine["op"][0]) == OP["open"] and (
+            bool(first_open["flags"][0] & O_TRUNC) or (bool(first_open["flags"][0] & O_CREAT) and size == 0))
+        files.append({"rel": rel, "precreate": not makes_it, "size": 0 if makes_it else size})
+    return files
+
+
+def _waits(calls, thread_index, bounds, start, end) -> np.ndarray:
+    """The waits that keep each shared file's order across threads (module docstring)."""
+    seq = np.arange(len(calls)) - bounds[thread_index]
+    rows = []
+    for f in np.unique(calls["file"]):
+        on = np.flatnonzero(calls["file"] == f)
+        users = np.unique(thread_index[on])
+        if len(users) < 2:
+            continue
+        ends = {u: (end[on[thread_index[on] == u]], seq[on[thread_index[on] == u]]) for u in users}
+        for u in users:
+            # a thread's calls end in its order, so each other thread's ends are sorted
+            e_u, seq_u = ends[u]
+            for t in users:
+                if t == u:
+                    continue
+                mine = on[thread_index[on] == t]
+                done = np.searchsorted(e_u, start[mine], side="right")
+                has = done > 0
+                rows.append(np.stack([mine[has], np.full(has.sum(), u), seq_u[done[has] - 1] + 1], axis=1))
+    if not rows:
+        return np.zeros(0, WAIT)
+    table = np.concatenate(rows)
+    out = []
+    best: dict[tuple[int, int], int] = {}
+    for call, u, count in sorted(map(tuple, table.tolist())):
+        t = int(thread_index[call])
+        if count > best.get((t, u), 0):
+            best[(t, u)] = count
+            out.append((call, u, count))
+    waits = np.zeros(len(out), WAIT)
+    if out:
+        waits["call"], waits["thread"], waits["count"] = zip(*out)
+    return waits

@@ -1,0 +1,541 @@
+/* player.c — iowitness's native replay player: issues a replay plan's calls again, as fast as
+ * the original made them.
+ *
+ * Usage: iowitness-player PLAN DIR SPEED
+ *   PLAN   the plan as replay/plan.py's Plan.save_native writes it (layout below)
+ *   DIR    where the plan's files are (replay/paths.py made them; every directory is walked
+ *          again here from DIR's fd with O_NOFOLLOW, and every open is an openat with O_NOFOLLOW)
+ *   SPEED  1 keeps the recorded think time, N > 1 divides it by N, 0 drops it
+ *
+ * One process per recorded process (its own fd table), one thread per recorded thread, each
+ * call the syscall the original made (opens as openat; dup2/dup3/F_DUPFD as dup). On a shared
+ * file a call first waits until other threads have issued the calls the plan says (progress
+ * counters in memory all the replay's processes share). Example output (stdout, its last lines):
+ *
+ *   iowitness replay: 65,567 calls in 1 thread(s), 0.081 s; 0 failed, 0 moved other byte counts
+ *     than the original; 0 implicit open(s)          (one line)
+ *   iowitness replay:   read: 24,578 issued, 0 failed, 0 other bytes
+ *
+ * "other bytes": a read or write that moved another count than the original's. Exit code 1
+ * when a call failed that had succeeded in the original, 2 when the plan cannot be used.
+ *
+ * Plan layout (little-endian, packed, written by Plan.save_native):
+ *   "IOWPLAN1", u32 threads, u32 files, u64 calls, u64 waits, u32 dirs, u32 notes bytes,
+ *   u32 root tgid (the recorded process the benchmark was launched as, replayed by this
+ *   process itself; every other recorded process by a forked one; 0 unknown)
+ *   threads x {u32 tgid, u32 tid, i64 first, i64 count}
+ *   calls   x {u8 op, i32 file, u32 tgid, i32 fd, i64 ret, u32 flags, i64 offset, i64 size, u64 gap_ns, u64 start_ns}
+ *   waits   x {i64 call, u32 thread, i64 count}
+ *   dirs    x {u32 length, bytes}      (relative to DIR; "" is DIR)
+ *   files   x {u32 dir, u32 length, bytes}
+ *   notes   bytes printed after the summary (what the plan left out)
+ *
+ * Overhead: about 0.1 to 0.3 us of the player's own per call (docs/replay.md has the figures).
+ * Build: cc -O2 -pthread -Wall -o iowitness-player player.c   (setup.py builds it with the probe)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* the plan's op codes: replay/plan.py OPS, in that order */
+enum { OP_OPEN, OP_CLOSE, OP_READ, OP_WRITE, OP_PREAD64, OP_PWRITE64, OP_READV, OP_WRITEV, OP_PREADV,
+       OP_PWRITEV, OP_PREADV2, OP_PWRITEV2, OP_LSEEK, OP_FSYNC, OP_FDATASYNC, OP_FTRUNCATE, OP_FALLOCATE,
+       OP_DUP, OP_COUNT };
+static const char *op_names[OP_COUNT] = {"open", "close", "read", "write", "pread64", "pwrite64", "readv",
+	"writev", "preadv", "pwritev", "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate",
+	"fallocate", "dup"};
+
+struct __attribute__((packed)) plan_thread { uint32_t tgid, tid; int64_t first, count; };
+struct __attribute__((packed)) plan_call {
+	uint8_t op; int32_t file; uint32_t tgid; int32_t fd; int64_t ret; uint32_t flags;
+	int64_t offset, size; uint64_t gap_ns, start_ns;
+};
+struct __attribute__((packed)) plan_wait { int64_t call; uint32_t thread; int64_t count; };
+
+#define MAX_FD (1 << 20)       /* recorded fds the tables hold; the plan refuses larger ones */
+#define SPIN_NS 200000LL       /* a wait shorter than this is spun, not slept */
+#define POLL_NS 20000L         /* how often a call waiting for another thread looks again */
+#define KEPT_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | \
+		    O_DIRECT | O_NOATIME | O_NOCTTY)
+
+static const char *into_path;
+static uint32_t n_threads, n_files, n_dirs, notes_len, root_tgid;
+static uint64_t n_calls, n_waits;
+static struct plan_thread *threads;
+static struct plan_call *calls;
+static struct plan_wait *waits;
+static int *dir_fd_of_file;
+static char **file_names;
+static char *notes;
+static double speed;
+static int64_t t0;
+static volatile int64_t *progress;    /* shared by every replay process */
+static char *write_buf;
+/* this process's fd table: recorded fd -> ours, and whether ours was opened O_DIRECT */
+static int *fd_map;
+static unsigned char *fd_direct;
+
+struct stats { uint64_t issued[OP_COUNT], failed[OP_COUNT], other[OP_COUNT], implicit; char error[200]; };
+
+static void die(const char *what)
+{
+	fprintf(stderr, "iowitness replay: %s\n", what);
+	exit(2);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *take(const unsigned char **at, const unsigned char *end, size_t bytes)
+{
+	void *out;
+
+	if ((size_t)(end - *at) < bytes)
+		die("the plan is cut short");
+	out = malloc(bytes ? bytes : 1);
+	if (!out)
+		die("out of memory reading the plan");
+	memcpy(out, *at, bytes);
+	*at += bytes;
+	return out;
+}
+
+static uint32_t take_u32(const unsigned char **at, const unsigned char *end)
+{
+	uint32_t v;
+
+	if (end - *at < 4)
+		die("the plan is cut short");
+	memcpy(&v, *at, 4);
+	*at += 4;
+	return v;
+}
+
+static char *take_text(const unsigned char **at, const unsigned char *end)
+{
+	uint32_t len = take_u32(at, end);
+	char *text;
+
+	if (len > 4096)
+		die("a name in the plan is too long");
+	if ((size_t)(end - *at) < len)
+		die("the plan is cut short");
+	text = malloc(len + 1);
+	if (!text)
+		die("out of memory reading the plan");
+	memcpy(text, *at, len);
+	text[len] = 0;
+	*at += len;
+	return text;
+}
+
+static void read_plan(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	const unsigned char *base, *at, *end;
+	char **dirs;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		die("cannot open the plan");
+	base = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (base == MAP_FAILED)
+		die("cannot map the plan");
+	close(fd);
+	at = base;
+	end = base + st.st_size;
+	if (st.st_size < 44 || memcmp(at, "IOWPLAN1", 8))
+		die("not a replay plan");
+	at += 8;
+	memcpy(&n_threads, at, 4); memcpy(&n_files, at + 4, 4); memcpy(&n_calls, at + 8, 8);
+	memcpy(&n_waits, at + 16, 8); memcpy(&n_dirs, at + 24, 4); memcpy(&notes_len, at + 28, 4);
+	memcpy(&root_tgid, at + 32, 4);
+	at += 36;
+	if (n_calls > ((uint64_t)1 << 40) || n_waits > ((uint64_t)1 << 40))
+		die("the plan is too large");
+	threads = take(&at, end, (size_t)n_threads * sizeof(*threads));
+	calls = take(&at, end, (size_t)n_calls * sizeof(*calls));
+	waits = take(&at, end, (size_t)n_waits * sizeof(*waits));
+	dirs = calloc(n_dirs + 1, sizeof(*dirs));
+	for (uint32_t k = 0; k < n_dirs; k++)
+		dirs[k] = take_text(&at, end);
+	dir_fd_of_file = calloc(n_files + 1, sizeof(int));
+	file_names = calloc(n_files + 1, sizeof(char *));
+	for (uint32_t k = 0; k < n_files; k++) {
+		uint32_t d = take_u32(&at, end);
+
+		if (d >= n_dirs)
+			die("a file of the plan names no directory");
+		dir_fd_of_file[k] = (int)d;   /* an index until the directories are opened */
+		file_names[k] = take_text(&at, end);
+	}
+	if ((size_t)(end - at) != notes_len)
+		die("the plan's notes do not end it");
+	notes = calloc(notes_len + 1, 1);
+	if (!notes)
+		die("out of memory reading the plan");
+	memcpy(notes, at, notes_len);
+	for (uint64_t i = 0; i < n_calls; i++) {
+		if (calls[i].op >= OP_COUNT || calls[i].file < 0 || (uint32_t)calls[i].file >= n_files)
+			die("a call of the plan is not one the player knows");
+		if (calls[i].fd < 0 || calls[i].fd >= MAX_FD ||
+		    (calls[i].op == OP_DUP && (calls[i].ret < 0 || calls[i].ret >= MAX_FD)))
+			die("a call of the plan names an fd beyond the player's table");
+	}
+	/* DIR's directories, reached one component at a time, never through a symlink */
+	{
+		int *opened = calloc(n_dirs + 1, sizeof(int));
+		int into = open(into_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (into < 0)
+			die("cannot open DIR");
+		for (uint32_t k = 0; k < n_dirs; k++) {
+			int cur = dup(into);
+			char *copy = strdup(dirs[k]), *save = NULL;
+
+			for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+				int next = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+				close(cur);
+				if (next < 0)
+					die("a directory under DIR is missing, or is a symlink: refused");
+				cur = next;
+			}
+			opened[k] = cur;
+			free(copy);
+		}
+		for (uint32_t k = 0; k < n_files; k++)
+			dir_fd_of_file[k] = opened[dir_fd_of_file[k]];
+		close(into);
+	}
+}
+
+static int implicit_open(struct stats *s, const struct plan_call *c)
+{
+	int fd = openat(dir_fd_of_file[c->file], file_names[c->file], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		fd = openat(dir_fd_of_file[c->file], file_names[c->file], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		fd_map[c->fd] = fd;
+		s->implicit++;
+	}
+	return fd;
+}
+
+static void wait_until(int64_t target)
+{
+	int64_t delay = target - now_ns();
+
+	if (delay > SPIN_NS) {
+		struct timespec ts = { .tv_sec = target / 1000000000LL, .tv_nsec = target % 1000000000LL };
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		return;
+	}
+	while (now_ns() < target)
+		;
+}
+
+struct job { uint32_t thread; struct stats stats; };
+
+static void *run_thread(void *arg)
+{
+	struct job *job = arg;
+	struct stats *s = &job->stats;
+	uint32_t t = job->thread;
+	const struct plan_call *c = calls + threads[t].first;
+	int64_t count = threads[t].count, max_read = 4096, prev_end = t0;
+	uint64_t w = 0;
+	char *read_buf;
+
+	for (int64_t i = 0; i < count; i++)
+		if ((c[i].op == OP_READ || c[i].op == OP_PREAD64 || c[i].op == OP_READV || c[i].op == OP_PREADV ||
+		     c[i].op == OP_PREADV2) && c[i].size > max_read)
+			max_read = c[i].size;
+	if (posix_memalign((void **)&read_buf, 4096, (size_t)max_read))
+		die("out of memory for a read buffer");
+	/* the first of this thread's waits (waits are sorted by call) */
+	while (w < n_waits && waits[w].call < threads[t].first)
+		w++;
+	for (int64_t i = 0; i < count; i++, c++) {
+		int64_t res;
+		int fd;
+		struct iovec iov;
+
+		for (; w < n_waits && waits[w].call == threads[t].first + i; w++)
+			while (__atomic_load_n(&progress[waits[w].thread], __ATOMIC_ACQUIRE) < waits[w].count) {
+				struct timespec ts = { 0, POLL_NS };
+
+				nanosleep(&ts, NULL);
+			}
+		if (speed > 0 && c->gap_ns)
+			wait_until(prev_end + (int64_t)(c->gap_ns / speed));
+		fd = c->op == OP_OPEN ? -1 : fd_map[c->fd];
+		if (c->op != OP_OPEN && fd < 0)
+			fd = implicit_open(s, c);
+		iov.iov_len = (size_t)c->size;
+		switch (c->op) {
+		case OP_OPEN:
+			res = openat(dir_fd_of_file[c->file], file_names[c->file],
+				     (int)(c->flags & KEPT_FLAGS) | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (res >= 0) {
+				if (fd_map[c->fd] >= 0)
+					close(fd_map[c->fd]);
+				fd_map[c->fd] = (int)res;
+				fd_direct[c->fd] = !!(c->flags & O_DIRECT);
+			}
+			break;
+		case OP_CLOSE:
+			res = close(fd);
+			fd_map[c->fd] = -1;
+			break;
+		case OP_READ: res = read(fd, read_buf, (size_t)c->size); break;
+		case OP_WRITE: res = write(fd, write_buf, (size_t)c->size); break;
+		case OP_PREAD64: res = pread(fd, read_buf, (size_t)c->size, c->offset); break;
+		case OP_PWRITE64: res = pwrite(fd, write_buf, (size_t)c->size, c->offset); break;
+		case OP_READV: iov.iov_base = read_buf; res = readv(fd, &iov, 1); break;
+		case OP_WRITEV: iov.iov_base = write_buf; res = writev(fd, &iov, 1); break;
+		case OP_PREADV: iov.iov_base = read_buf; res = preadv(fd, &iov, 1, c->offset); break;
+		case OP_PWRITEV: iov.iov_base = write_buf; res = pwritev(fd, &iov, 1, c->offset); break;
+		case OP_PREADV2: iov.iov_base = read_buf; res = preadv2(fd, &iov, 1, c->offset, (int)c->flags); break;
+		case OP_PWRITEV2: iov.iov_base = write_buf; res = pwritev2(fd, &iov, 1, c->offset, (int)c->flags); break;
+		case OP_LSEEK: res = lseek(fd, c->size, (int)c->flags); break;
+		case OP_FSYNC: res = fsync(fd); break;
+		case OP_FDATASYNC: res = fdatasync(fd); break;
+		case OP_FTRUNCATE: res = ftruncate(fd, c->size); break;
+		case OP_FALLOCATE: res = fallocate(fd, (int)c->flags, c->offset, c->size); break;
+		default:   /* dup: the recorded new fd names our copy */
+			res = dup(fd);
+			if (res >= 0) {
+				fd_map[c->ret] = (int)res;
+				fd_direct[c->ret] = fd_direct[c->fd];
+			}
+		}
+		if (res < 0)
+			res = -errno;
+		if (speed > 0)
+			prev_end = now_ns();
+		s->issued[c->op]++;
+		if (res < 0)
+			s->failed[c->op]++;
+		else if (c->op >= OP_READ && c->op <= OP_PWRITEV2 && res != c->ret)
+			s->other[c->op]++;
+		__atomic_store_n(&progress[t], progress[t] + 1, __ATOMIC_RELEASE);
+	}
+	free(read_buf);
+	return NULL;
+}
+
+static void run_group(const uint32_t *members, uint32_t n, struct stats *total)
+{
+	struct job *jobs = calloc(n, sizeof(*jobs));
+	pthread_t *ids = calloc(n, sizeof(*ids));
+
+	fd_map = malloc(MAX_FD * sizeof(int));
+	fd_direct = calloc(MAX_FD, 1);
+	if (!jobs || !ids || !fd_map || !fd_direct)
+		die("out of memory for the threads");
+	memset(fd_map, 0xff, MAX_FD * sizeof(int));
+	/* the recorded process's main thread (tid = tgid) is replayed by this process's own, so
+	 * that the replay's main thread does what the original's did (fio's layout, say) */
+	uint32_t main_k = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		if (threads[members[k]].tid == threads[members[k]].tgid)
+			main_k = k;
+	for (uint32_t k = 0; k < n; k++) {
+		jobs[k].thread = members[k];
+		if (k != main_k && pthread_create(&ids[k], NULL, run_thread, &jobs[k]))
+			die("cannot start a thread");
+	}
+	if (n)
+		run_thread(&jobs[main_k]);
+	memset(total, 0, sizeof(*total));
+	for (uint32_t k = 0; k < n; k++) {
+		if (k != main_k)
+			pthread_join(ids[k], NULL);
+		for (int op = 0; op < OP_COUNT; op++) {
+			total->issued[op] += jobs[k].stats.issued[op];
+			total->failed[op] += jobs[k].stats.failed[op];
+			total->other[op] += jobs[k].stats.other[op];
+		}
+		total->implicit += jobs[k].stats.implicit;
+	}
+}
+
+static void add(struct stats *to, const struct stats *from)
+{
+	for (int op = 0; op < OP_COUNT; op++) {
+		to->issued[op] += from->issued[op];
+		to->failed[op] += from->failed[op];
+		to->other[op] += from->other[op];
+	}
+	to->implicit += from->implicit;
+}
+
+static const char *grouped(uint64_t v, char *buf)
+{
+	char raw[32];
+	int len = snprintf(raw, sizeof(raw), "%llu", (unsigned long long)v), out = 0;
+
+	for (int k = 0; k < len; k++) {
+		if (k && (len - k) % 3 == 0)
+			buf[out++] = ',';
+		buf[out++] = raw[k];
+	}
+	buf[out] = 0;
+	return buf;
+}
+
+int main(int argc, char **argv)
+{
+	uint32_t *group_of, *order, n_groups = 0;
+	int local = -1;   /* the group this process replays itself: the root process's */
+	uint32_t *group_tgid;
+	struct stats total, mine;
+	pid_t *children;
+	int *pipes;
+	uint64_t issued = 0, failed = 0, other = 0;
+	int64_t longest = 4096;
+	char b1[32], b2[32], b3[32];
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: iowitness-player PLAN DIR SPEED\n");
+		return 2;
+	}
+	into_path = argv[2];
+	speed = atof(argv[3]);
+	read_plan(argv[1]);
+	for (uint64_t i = 0; i < n_calls; i++)
+		if ((calls[i].op == OP_WRITE || calls[i].op == OP_PWRITE64 || calls[i].op == OP_WRITEV ||
+		     calls[i].op == OP_PWRITEV || calls[i].op == OP_PWRITEV2) && calls[i].size > longest)
+			longest = calls[i].size;
+	if (posix_memalign((void **)&write_buf, 4096, (size_t)longest))
+		die("out of memory for the write buffer");
+	{
+		static const char pattern[] = "iowitness replay: data was not recorded, this is its stand-in. ";
+
+		for (int64_t k = 0; k < longest; k++)
+			write_buf[k] = pattern[k % (sizeof(pattern) - 1)];
+	}
+	progress = mmap(NULL, (n_threads + 1) * sizeof(int64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			-1, 0);
+	if (progress == MAP_FAILED)
+		die("cannot map the progress counters");
+	/* one group per recorded process, in order of first appearance */
+	group_of = calloc(n_threads + 1, sizeof(uint32_t));
+	group_tgid = calloc(n_threads + 1, sizeof(uint32_t));
+	order = calloc(n_threads + 1, sizeof(uint32_t));
+	for (uint32_t t = 0; t < n_threads; t++) {
+		uint32_t g = 0;
+
+		while (g < n_groups && group_tgid[g] != threads[t].tgid)
+			g++;
+		if (g == n_groups)
+			group_tgid[n_groups++] = threads[t].tgid;
+		group_of[t] = g;
+	}
+	children = calloc(n_groups + 1, sizeof(pid_t));
+	pipes = calloc(n_groups + 1, sizeof(int));
+	fflush(stdout);
+	t0 = now_ns();
+	memset(&total, 0, sizeof(total));
+	for (uint32_t g = 0; g < n_groups; g++)
+		if (root_tgid && group_tgid[g] == root_tgid)
+			local = (int)g;
+	for (uint32_t g = 0; g < n_groups; g++) {
+		uint32_t n = 0;
+		int ends[2];
+
+		for (uint32_t t = 0; t < n_threads; t++)
+			if (group_of[t] == g)
+				order[n++] = t;
+		if ((int)g == local)
+			continue;
+		if (pipe(ends))
+			die("cannot make a pipe");
+		children[g] = fork();
+		if (children[g] < 0)
+			die("cannot fork a replay process");
+		if (children[g] == 0) {
+			close(ends[0]);
+			run_group(order, n, &mine);
+			if (write(ends[1], &mine, sizeof(mine)) != (ssize_t)sizeof(mine))
+				_exit(3);
+			_exit(0);
+		}
+		close(ends[1]);
+		pipes[g] = ends[0];
+	}
+	if (local >= 0) {
+		uint32_t n = 0;
+
+		for (uint32_t t = 0; t < n_threads; t++)
+			if (group_of[t] == (uint32_t)local)
+				order[n++] = t;
+		run_group(order, n, &mine);
+		add(&total, &mine);
+	}
+	for (uint32_t g = 0; g < n_groups; g++) {
+		int status;
+
+		if ((int)g == local)
+			continue;
+
+		if (read(pipes[g], &mine, sizeof(mine)) == (ssize_t)sizeof(mine))
+			add(&total, &mine);
+		else
+			failed++;   /* a replay process that did not report counts as a failure */
+		waitpid(children[g], &status, 0);
+	}
+	for (int op = 0; op < OP_COUNT; op++) {
+		issued += total.issued[op];
+		failed += total.failed[op];
+		other += total.other[op];
+	}
+	printf("iowitness replay: %s calls in %u thread(s), %.3f s; %s failed, %s moved other byte counts than the "
+	       "original; %llu implicit open(s)\n", grouped(issued, b1), n_threads, (now_ns() - t0) / 1e9,
+	       grouped(failed, b2), grouped(other, b3), (unsigned long long)total.implicit);
+	{
+		/* per syscall, by name */
+		int idx[OP_COUNT];
+
+		for (int k = 0; k < OP_COUNT; k++)
+			idx[k] = k;
+		for (int a = 0; a < OP_COUNT; a++)
+			for (int b = a + 1; b < OP_COUNT; b++)
+				if (strcmp(op_names[idx[b]], op_names[idx[a]]) < 0) {
+					int tmp = idx[a];
+
+					idx[a] = idx[b];
+					idx[b] = tmp;
+				}
+		for (int k = 0; k < OP_COUNT; k++)
+			if (total.issued[idx[k]])
+				printf("iowitness replay:   %s: %s issued, %s failed, %s other bytes\n", op_names[idx[k]],
+				       grouped(total.issued[idx[k]], b1), grouped(total.failed[idx[k]], b2),
+				       grouped(total.other[idx[k]], b3));
+	}
+	fputs(notes, stdout);
+	fflush(stdout);
+	_exit(failed ? 1 : 0);   /* the fds the original left open are not closed by a call either */
+}

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""How closely `iowitness replay` re-runs a recorded workload, and what a replayed call costs.
+
+For each workload: record it once with `iowitness run`, replay it REPLAYS times into a fresh
+directory on the same file system with --timing as-recorded (and once with fast), then
+`iowitness compare --json` the original with its replays. Per phase (matched by compare:
+name, record size, rank): bytes and calls of each replay against the original (must be equal),
+and the wall-time error |replay - original| / original, its median over the replays and its
+range. Then the player alone, with no probe, at --timing fast: wall ns per replayed call and
+CPU seconds per million calls (getrusage of the player process).
+
+Needs root (the probe), iozone, fio and gcc. Prints one table per workload and a summary;
+docs/replay.md keeps the figures with the command.
+
+Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench [--player python]
+       [--into-root /mnt/btrfs/replays]   (replays on another file system, the originals on --work's)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+IOWITNESS = [sys.executable, "-m", "iowitness.cli"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def workloads(work: Path, scale: int) -> dict[str, list[str]]:
+    bench = ROOT / "tests" / "workloads" / "threads_bench.c"
+    exe = work / "threads_bench"
+    subprocess.run(["gcc", "-O1", "-pthread", "-o", str(exe), str(bench)], check=True)
+    return {
+        "iozone -i0 -i1 -i2": ["iozone", "-i0", "-i1", "-i2", "-s", f"{16 * scale}m", "-r", "4k",
+                               "-f", "{dir}/iozone.tmp"],
+        "iozone -t 4": ["iozone", "-i0", "-i1", "-t", "4", "-s", f"{4 * scale}m", "-r", "4k",
+                        "-F", "{dir}/f1", "{dir}/f2", "{dir}/f3", "{dir}/f4"],
+        "fio psync randrw 4 jobs": ["fio", "--name=r", "--rw=randrw", "--bs=4k", f"--size={4 * scale}m",
+                                    "--numjobs=4", "--ioengine=psync", "--directory={dir}",
+                                    "--output-format=json", "--output={out}/fio.json"],
+        "dd fdatasync": ["dd", "if=/dev/zero", "of={dir}/dd.out", "bs=1M", f"count={16 * scale}",
+                         "conv=fdatasync"],
+        "threads_bench 4 threads one file": [str(exe), "one", "{dir}/shared.dat", "4", str(8 * scale)],
+    }
+
+
+def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, check=check, **kw)
+
+
+def fidelity(name: str, command: list[str], work: Path, replays: int, player: str,
+             into_root: Path | None = None) -> dict:
+    base = work / name.replace(" ", "_")
+    shutil.rmtree(base, ignore_errors=True)
+    (base / "data").mkdir(parents=True)
+    argv = [a.format(dir=base / "data", out=base) for a in command]
+    original = base / "orig.iwt"
+    run([*IOWITNESS, "run", "-q", "-o", str(original), "--file", str(base / "data"), "--", *argv], cwd=base)
+    traces = []
+    into_base = (into_root / name.replace(" ", "_")) if into_root else base
+    for k in range(replays):
+        out = base / f"replay-{k}.iwt"
+        run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / f"into-{k}"), "-o", str(out),
+             "--player", player])
+        traces.append(out)
+    fast = base / "replay-fast.iwt"
+    run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / "into-fast"), "-o", str(fast),
+         "--player", player, "--timing", "fast"])
+    compared = json.loads(run([*IOWITNESS, "compare", "--json", str(original), *map(str, traces)]).stdout)
+    rows = []
+    for phase in compared["phases"]:
+        metric = {m["metric"]: m["values"] for m in phase["metrics"]}
+        if not all(phase["present"]) or "duration" not in metric:
+            rows.append({"phase": phase["name"], "present": phase["present"]})
+            continue
+        d0 = metric["duration"][0]
+        errors = [abs(d - d0) / d0 * 100 for d in metric["duration"][1:]] if d0 else []
+        rows.append({"phase": phase["name"], "bytes_equal": len(set(metric["bytes"])) == 1,
+                     "calls_equal": len(set(metric["ops"])) == 1, "original_s": d0,
+                     "error_pct_median": statistics.median(errors) if errors else None,
+                     "error_pct_range": (min(errors), max(errors)) if errors else None})
+    return {"workload": name, "command": " ".join(argv), "phases": rows, "original": str(original),
+            "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)}}
+
+
+def median_gap(trace: Path) -> float:
+    """Median time between the end of a thread's call and the start of its next one: in a
+    --timing fast replay, the player's own time per call (the probe's share is in both)."""
+    import numpy as np
+
+    from iowitness.analysis.run import load
+
+    e = load(trace).events.sort_values(["tid", "start_ns"])
+    same = e["tid"].to_numpy()[1:] == e["tid"].to_numpy()[:-1]
+    gaps = e["start_ns"].to_numpy()[1:].astype(np.int64) - e["end_ns"].to_numpy()[:-1].astype(np.int64)
+    return float(np.median(gaps[same])) if same.any() else float("nan")
+
+
+def player_cost(original: str, work: Path, player: str) -> dict:
+    """The player alone (no probe) at --timing fast: ns per call, CPU-s per million calls."""
+    from iowitness.commands.replay import NATIVE_PLAYER
+    from iowitness.replay import paths, plan as replay_plan
+
+    p = replay_plan.build(original)
+    into = work / "cost-into"
+    shutil.rmtree(into, ignore_errors=True)
+    paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
+                  [f["precreate"] for f in p.files], force=False)
+    if player == "native":
+        plan_path = work / "cost-plan.bin"
+        p.save_native(str(plan_path))
+        argv = [NATIVE_PLAYER]
+    else:
+        plan_path = work / "cost-plan.npz"
+        p.save(str(plan_path))
+        argv = [sys.executable, "-m", "iowitness.replay.player"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    out = run([*argv, str(plan_path), str(into), "0"], check=False)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    line = out.stdout.splitlines()[0]
+    # the player's own figure: calls and seconds from its first call to its last
+    calls = len(p.calls)
+    replay_s = float(line.split(" calls in ")[1].split(", ")[1].split(" s;")[0])
+    return {"calls": calls, "ns_per_call": replay_s / calls * 1e9, "process_wall_s": wall,
+            "cpu_s_per_million": cpu / calls * 1e6}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replays", type=int, default=5)
+    parser.add_argument("--scale", type=int, default=2, help="workload size multiplier (default %(default)s)")
+    parser.add_argument("--work", default="/tmp/replay-bench")
+    parser.add_argument("--only", help="run only workloads whose name contains this")
+    parser.add_argument("--player", choices=("native", "python"), default="native")
+    parser.add_argument("--into-root", help="replay under this directory (another file system: mount it first) "
+                                            "instead of beside the original")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name, command in workloads(work, args.scale).items():
+        if args.only and args.only not in name:
+            continue
+        if not shutil.which(command[0]) and not os.path.exists(command[0]):
+            print(f"# {name}: {command[0]} not installed, skipped")
+            continue
+        r = fidelity(name, command, work, args.replays, args.player,
+                     Path(args.into_root) if args.into_root else None)
+        r["player"] = player_cost(r["original"], work, args.player)
+        results.append(r)
+        print(f"## {name}\n$ {r['command']}")
+        for row in r["phases"]:
+            if "present" in row:
+                print(f"  {row['phase']:<28} not in every run: {row['present']}")
+                continue
+            med, rng = row["error_pct_median"], row["error_pct_range"]
+            print(f"  {row['phase']:<28} bytes equal {row['bytes_equal']!s:<5} calls equal {row['calls_equal']!s:<5} "
+                  f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
+                  f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
+        gap = r["own_gap_ns"]
+        print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
+              f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")
+        pc = r["player"]
+        print(f"  {args.player} player alone, fast: {pc['calls']:,} calls, {pc['ns_per_call']:,.0f} ns per call, "
+              f"{pc['cpu_s_per_million']:.2f} CPU-s per million calls")
+        sys.stdout.flush()
+    (work / "results.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

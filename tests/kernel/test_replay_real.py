@@ -1,0 +1,212 @@
+"""iowitness replay and export --fio-iolog against ground truth, recorded by the real probe.
+
+The original runs are real workloads whose I/O is known independently of iowitness: known_io
+logs every call it makes on its target (tests/workloads/known_io.c), threads_bench writes a
+known number of 4 KiB records from several threads to one shared file, and fio reports its own
+bytes in its JSON output. The replay's trace, recorded by the same probe, must hold the same
+calls and bytes per file and direction; fio, replaying the exported iologs, must move the bytes
+the original fio reported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+
+import pytest
+
+from iowitness.analysis.run import load
+from iowitness.replay import plan as replay_plan
+from tests.conftest import require_tool
+from tests.support.cli import iowitness
+from tests.support.workload import build, build_known_io, read_truth
+
+# what the replay issues for each recorded syscall (every open is an openat inside DIR, every
+# duplicate a dup): the names its trace must show
+AS_REPLAYED = {"open": "openat", "creat": "openat", "dup2": "dup", "dup3": "dup", "fcntl": "dup"}
+DATA = ("read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2")
+
+
+def replay(trace, into, out, *options):
+    return iowitness("replay", "-q", str(trace), "--into", str(into), "-o", str(out), *options, timeout=300)
+
+
+def per_call(events) -> tuple[Counter, Counter]:
+    """Calls per syscall, and bytes done per data syscall, of a trace's events."""
+    names = events["syscall"].astype(str)
+    done = events[(events["ret"] > 0) & names.isin(DATA)]
+    return Counter(names), Counter({k: int(v) for k, v in done.groupby(done["syscall"].astype(str),
+                                                                       observed=True)["ret"].sum().items()})
+
+
+@pytest.mark.parametrize("player", ["native", "python"])
+def test_known_io_replayed_makes_every_call_the_original_made(traced, tmp_path, player):
+    # GIVEN known_io run under iowitness: a main thread, a second thread and a forked child doing
+    # every covered syscall on target.dat, each logged by known_io itself
+    exe = build_known_io(tmp_path)
+    bench = tmp_path / "bench"
+    (bench / "other").mkdir(parents=True)
+    log = tmp_path / "truth.jsonl"
+    original, _ = traced([str(exe), str(bench), str(log)], "--file", str(bench / "target.dat"))
+    truth = [r for r in read_truth(log) if r["ret"] >= 0]   # a failed call is not replayed
+    original_path = tmp_path / "trace-0.iwt"
+    # WHEN replayed into a new directory, as fast as it goes
+    into = tmp_path / "into"
+    proc = replay(original_path, into, tmp_path / "replay.iwt", "--timing", "fast", "--player", player)
+    replayed = load(tmp_path / "replay.iwt")
+    # THEN the replay's trace holds known_io's calls, syscall for syscall (opens as openat, dups
+    # as dup), with the same bytes done by each data call kind
+    calls, moved = per_call(replayed.events)
+    assert calls == Counter(AS_REPLAYED.get(r["op"], r["op"]) for r in truth)
+    assert moved == Counter({op: sum(r["ret"] for r in truth if r["op"] == op) for op in DATA
+                             if any(r["op"] == op for r in truth)})
+    # AND the calls happened on the replay's own file, in DIR, in as many processes and threads
+    assert set(replayed.events["path"].astype(str)) == {str(into / "target.dat")}
+    assert replayed.events["tgid"].nunique() == len({r["pid"] for r in truth}) == 2
+    assert replayed.events["tid"].nunique() == len({r["tid"] for r in truth}) == 3
+    # AND the replay names its original, and its output counts the failed call left out
+    assert replayed.meta["replay_of"]["trace"] == str(original_path)
+    assert f"replay of {original_path} (" in iowitness("report", str(tmp_path / "replay.iwt")).stdout
+    assert "not replayed: read (failed): 1" in replayed.output.get("stdout", "") + proc.stdout
+    assert not list(bench.glob("*replay*")) and sorted(p.name for p in into.iterdir()) == ["target.dat"]
+
+
+def test_threads_sharing_a_file_replayed_keep_their_calls_and_order(tmp_path):
+    # GIVEN threads_bench: 4 threads pwrite64 their 1 MiB share of one file in 4 KiB records
+    exe = build("threads_bench", tmp_path)
+    work = tmp_path / "w"
+    work.mkdir()
+    target = work / "shared.dat"
+    original = tmp_path / "orig.iwt"
+    iowitness("run", "-q", "-o", str(original), "--file", str(target), "--",
+              str(exe), "one", str(target), "4", "4", timeout=300)
+    # WHEN planned and replayed as recorded
+    plan = replay_plan.build(str(original))
+    replay(original, tmp_path / "into", tmp_path / "replay.iwt")
+    events = load(tmp_path / "replay.iwt").events
+    writes = events[events["syscall"].astype(str) == "pwrite64"]
+    # THEN the 1,024 records of 4 KiB are written again, 256 by each of 4 threads, each record
+    # at the offset it had (ground truth: threads_bench's own sizes)
+    assert len(writes) == 1024 and int(writes["ret"].sum()) == 4 << 20
+    assert sorted(writes.groupby("tid").size().tolist()) == [256] * 4
+    assert sorted(writes["offset"].tolist()) == [k * 4096 for k in range(1024)]
+    # AND the plan kept the shared file's order across the threads where the original showed one
+    # (threads start after the main thread's open: each waits for it)
+    assert len(plan.waits) >= 4
+
+
+def test_fio_replayed_and_exported_moves_the_bytes_fio_reported(tmp_path):
+    # GIVEN fio, psync random reads and writes of 4 KiB on a 2 MiB file laid out beforehand
+    fio = require_tool("fio")
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "job.0.0").write_bytes(b"\1" * (2 << 20))
+    report = tmp_path / "fio.json"
+    original = tmp_path / "orig.iwt"
+    iowitness("run", "-q", "-o", str(original), "--file", str(work), "--",
+              fio, "--name=job", "--rw=randrw", "--bs=4k", "--size=2m", f"--directory={work}",
+              "--ioengine=psync", "--output-format=json", f"--output={report}", timeout=300)
+    job = json.loads(report.read_text())["jobs"][0]
+    truth = {"read": job["read"]["io_bytes"], "write": job["write"]["io_bytes"]}
+    assert truth["read"] > 0 and truth["write"] > 0
+    # WHEN replayed by iowitness
+    replay(original, tmp_path / "into", tmp_path / "replay.iwt", "--timing", "fast")
+    events = load(tmp_path / "replay.iwt").events
+    names = events["syscall"].astype(str)
+    # THEN the replay's trace reads and writes what fio said it did
+    assert int(events[names == "pread64"]["ret"].sum()) == truth["read"]
+    assert int(events[names == "pwrite64"]["ret"].sum()) == truth["write"]
+    # AND compare finds every phase of the original in the replay (named by fio's module from the
+    # original's command), with the same bytes and calls
+    compared = json.loads(iowitness("compare", "--json", str(original), str(tmp_path / "replay.iwt")).stdout)
+    assert compared["phases"] and all(p["present"] == [True, True] for p in compared["phases"])
+    for phase in compared["phases"]:
+        metric = {m["metric"]: m["values"] for m in phase["metrics"]}
+        assert metric["bytes"][0] == metric["bytes"][1] and metric["ops"][0] == metric["ops"][1], phase["name"]
+    # WHEN exported as fio iologs and replayed by fio itself
+    out = tmp_path / "fio-replay"
+    iowitness("export", str(original), "--fio-iolog", str(out))
+    run = subprocess.run([fio, "--output-format=json", str(out / "replay.fio")], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    jobs = json.loads(run.stdout[run.stdout.index("{"):])["jobs"]
+    # THEN fio moved the bytes the original fio reported, each way
+    assert sum(j["read"]["io_bytes"] for j in jobs) == truth["read"]
+    assert sum(j["write"]["io_bytes"] for j in jobs) == truth["write"]
+    assert all(j["error"] == 0 for j in jobs)
+
+
+def test_compare_puts_the_original_and_its_replay_side_by_side(tmp_path):
+    # GIVEN a dd run with fdatasync, and its replay
+    dd = require_tool("dd")
+    work = tmp_path / "w"
+    work.mkdir()
+    original = tmp_path / "orig.iwt"
+    iowitness("run", "-q", "-o", str(original), "--file", str(work / "out"), "--",
+              dd, "if=/dev/zero", f"of={work / 'out'}", "bs=64k", "count=32", "conv=fdatasync", timeout=300)
+    replay(original, tmp_path / "into", tmp_path / "replay.iwt")
+    # WHEN compared
+    proc = iowitness("compare", str(original), str(tmp_path / "replay.iwt"), "--json")
+    runs = json.loads(proc.stdout)
+    # THEN the replay's phase is named as dd's was (from the original's command), so the two are
+    # matched, with the same bytes and calls (32 x 64 KiB)
+    write = next(p for p in runs["phases"] if p["name"] == "dd write")
+    assert write["present"] == [True, True]
+    metric = {m["metric"]: m["values"] for m in write["metrics"]}
+    assert metric["bytes"] == [32 * 65536] * 2 and metric["ops"] == [32, 32]
+    replayed = load(tmp_path / "replay.iwt").events
+    writes = replayed[replayed["syscall"].astype(str) == "write"]
+    assert len(writes) == 32 and int(writes["ret"].sum()) == 32 * 65536
+    assert (replayed["syscall"].astype(str) == "fdatasync").sum() == 1
+
+
+def test_iozone_throughput_mode_replayed_moves_each_files_bytes_each_way(tmp_path):
+    # GIVEN IOzone in throughput mode: 2 processes per test, each on its own file, stonewalling
+    # off (-x), so each child writes, rewrites, reads and rereads its whole 1 MiB file
+    iozone = require_tool("iozone")
+    work = tmp_path / "w"
+    work.mkdir()
+    files = [work / "f1", work / "f2"]
+    original = tmp_path / "orig.iwt"
+    iowitness("run", "-q", "-o", str(original), "--file", str(work), "--",
+              iozone, "-i0", "-i1", "-t", "2", "-x", "-s", "1m", "-r", "4k", "-F", *map(str, files),
+              cwd=tmp_path, timeout=300)
+    # WHEN replayed
+    into = tmp_path / "into"
+    replay(original, into, tmp_path / "replay.iwt", "--timing", "fast")
+    events = load(tmp_path / "replay.iwt").events
+    names = events["syscall"].astype(str)
+    # THEN each file gets its 2 MiB written (write + rewrite) and 2 MiB read (read + reread) in
+    # 4 KiB calls, on the replay's own copy of the file (ground truth: IOzone's -s, -r and tests)
+    for f in files:
+        mine = events[events["path"].astype(str) == str(into / f.name)]
+        kinds = names[mine.index]
+        assert int(mine[kinds == "write"]["ret"].sum()) == 2 << 20
+        assert int(mine[kinds == "read"]["ret"].sum()) == 2 << 20
+        assert (kinds == "write").sum() == (kinds == "read").sum() == 512
+
+
+@pytest.mark.parametrize("fs", ["xfs", "btrfs"])
+def test_a_trace_from_ext4_replays_on_another_file_system(traced, tmp_path, fs):
+    # GIVEN known_io recorded on this machine's ext4
+    from tests.support.blockdev import loop_fs
+
+    exe = build_known_io(tmp_path)
+    bench = tmp_path / "bench"
+    (bench / "other").mkdir(parents=True)
+    log = tmp_path / "truth.jsonl"
+    traced([str(exe), str(bench), str(log)], "--file", str(bench / "target.dat"))
+    truth = [r for r in read_truth(log) if r["ret"] >= 0]
+    # WHEN replayed into a directory of a fresh xfs or btrfs on a loop device
+    with loop_fs(fs, 300) as (_, mnt):
+        into = mnt / "replay"
+        replay(tmp_path / "trace-0.iwt", into, tmp_path / "replay.iwt", "--timing", "fast")
+        replayed = load(tmp_path / "replay.iwt")
+        # THEN the replay ran there (its files are on that file system) and made known_io's
+        # calls, with the same bytes per data call kind (fallocate may differ: xfs and btrfs
+        # take the KEEP_SIZE range ext4 took, so it is counted, not compared)
+        assert {f.get("fs_type") for f in replayed.meta.get("files", [])} == {fs}
+        calls, moved = per_call(replayed.events)
+        assert calls == Counter(AS_REPLAYED.get(r["op"], r["op"]) for r in truth)
+        assert moved == Counter({op: sum(r["ret"] for r in truth if r["op"] == op) for op in DATA
+                                 if any(r["op"] == op for r in truth)})

@@ -1,0 +1,271 @@
+"""iowitness replay without the kernel: where a trace's files go (never outside DIR), what a
+replay refuses, the plan's calls and waits, and one-line errors for traces it cannot use.
+The replay itself, recorded by the real probe, is tests/kernel/test_replay.py."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from iowitness.collector.tracewriter import TraceWriter
+from iowitness.errors import UsageError
+from iowitness.probes.layout import layout
+from iowitness.replay import paths, plan
+from tests.support.cli import iowitness
+
+AT_FDCWD = -100
+O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 0o1, 0o2, 0o100, 0o1000
+
+
+def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, shared=False, fd_base=3,
+                failed=False) -> None:
+    """A trace of `threads` threads of one process (tgid 50), thread k writing 2 x 4 KiB to file
+    k (every thread to file 0 when `shared`, one after the other), opened O_CREAT|O_TRUNC under
+    the recorded path files[k] = (path bytes, dirfd), then closing it."""
+    lay = layout()
+    op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
+    kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
+    rows, facts = [], []
+    now = 1_000_000_000
+    for t in range(threads):
+        f = 0 if shared else t
+        fd = fd_base + t
+        for row in (dict(op="openat", offset=-1, ret=fd, flags=O_RDWR | O_CREAT | (0 if shared else O_TRUNC)),
+                    dict(op="pwrite64", offset=t * 8192, requested=4096, ret=4096),
+                    dict(op="pwrite64", offset=t * 8192 + 4096, requested=4096, ret=4096),
+                    dict(op="close", offset=-1)):
+            if failed:
+                row = {**row, "ret": -9}
+            rows.append(dict(start_ns=now, latency_ns=10_000, tid=50 + t, fd=fd, ino=100 + f, **row))
+            now += 20_000
+        if not shared or t == 0:
+            facts.append((now - 80_000 + 5_000, 100 + f, fd, files[f]))
+    events = np.zeros(len(rows), lay.event)
+    for record, row in zip(events, rows):
+        record["dev"], record["tgid"] = (8 << 20) | 1, 50
+        for field, value in row.items():
+            record[field] = op[value] if field == "op" else value
+    meta = np.zeros(len(facts), lay.meta)
+    for record, (ts, ino, fd, (name, dirfd)) in zip(meta, facts):
+        record["kind"], record["dev"], record["ino"], record["tgid"] = kind["file"], (8 << 20) | 1, ino, 50
+        record["fd"], record["dirfd"], record["ts_ns"] = fd, dirfd, ts
+        record["path"][:len(name)] = np.frombuffer(name, np.uint8)
+    start = {"command": ["bench"], "mode": "run", "cwd": cwd,
+             "clock_start": {"monotonic_ns": 999_000_000, "realtime_ns": 0, "offset_ns": 0}}
+    with TraceWriter(str(path), start) as writer:
+        writer.write_events(events)
+        writer.write_facts(meta)
+        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
+        writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": now}})
+
+
+def tree(root) -> set[str]:
+    return {os.path.relpath(os.path.join(d, n), root) for d, dirs, names in os.walk(root) for n in dirs + names}
+
+
+HOSTILE = [
+    (b"/etc/passwd", AT_FDCWD),
+    (b"../../../../root/.ssh/authorized_keys", AT_FDCWD),
+    (b"/data/../../../../../etc/shadow", AT_FDCWD),
+    (b"rel/\x1b]0;pwned\x07 name\n", AT_FDCWD),
+    (b"x/./y/../z", 7),
+]
+
+
+def test_hostile_paths_are_mapped_inside_dir_and_nothing_is_written_elsewhere(tmp_path):
+    # GIVEN a trace whose files are named with absolute paths, `..` climbing above /, control
+    # characters, and a path relative to a directory fd
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, HOSTILE, threads=len(HOSTILE))
+    before = tree(tmp_path)
+    into = tmp_path / "into"
+    # WHEN its plan is made and its files prepared under DIR
+    p = plan.build(str(trace))
+    made = paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
+                         [f["precreate"] for f in p.files], force=False)
+    # THEN every place is a plain relative path under DIR, and nothing outside DIR was created
+    rels = sorted(f["rel"] for f in p.files)
+    assert rels == sorted(["etc/passwd", "root/.ssh/authorized_keys", "etc/shadow",
+                           "work/rel/\x1b]0;pwned\x07 name\n", "at-dirfd-7/x/z"])
+    assert all(not r.startswith("/") and ".." not in r.split("/") for r in rels)
+    assert tree(tmp_path) - before - {"into"} == {os.path.join("into", x) for x in tree(into)}
+    assert all(d.startswith(str(into)) for d in made)
+    # AND the files the trace created itself (O_CREAT|O_TRUNC) are left to the replay to make
+    assert not any(os.path.isfile(into / r) for r in rels)
+
+
+def test_a_symlink_inside_dir_is_refused_not_followed(tmp_path):
+    # GIVEN DIR holding a symlink where the replay needs a directory, pointing outside DIR
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    into = tmp_path / "into"
+    into.mkdir()
+    (into / "data").symlink_to(outside)
+    # WHEN a file is prepared under it THEN it is refused, and nothing appears outside
+    with pytest.raises(UsageError, match="symlink"):
+        paths.prepare(str(into), ["data/f"], [4096], [True], force=True)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlink_in_the_place_of_a_file_is_refused_even_with_force(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    into = tmp_path / "into"
+    into.mkdir()
+    (into / "f").symlink_to(victim)
+    with pytest.raises(UsageError, match="symlink"):
+        paths.prepare(str(into), ["f"], [4096], [True], force=True)
+    assert victim.read_text() == "keep"
+
+
+def test_an_existing_file_is_kept_without_force_and_replaced_with_it(tmp_path):
+    into = tmp_path / "into"
+    into.mkdir()
+    (into / "f").write_text("mine")
+    # WHEN prepared without --force THEN refused, the file unchanged
+    with pytest.raises(UsageError, match="--force"):
+        paths.prepare(str(into), ["f"], [5000], [True], force=False)
+    assert (into / "f").read_text() == "mine"
+    # WHEN prepared with --force THEN it is made anew, 5000 bytes of the pattern
+    paths.prepare(str(into), ["f"], [5000], [True], force=True)
+    assert (into / "f").read_bytes() == (paths.PATTERN * 100)[:5000]
+
+
+def test_a_name_used_as_file_and_directory_is_refused():
+    with pytest.raises(UsageError, match="both as a file and as a directory"):
+        paths.relative_layout(["/d/a", "/d/a/b"])
+
+
+def test_a_name_longer_than_the_file_system_takes_is_refused():
+    with pytest.raises(UsageError, match="longer than 255"):
+        paths.relative_layout(["/d/" + "n" * 300])
+
+
+def test_threads_on_a_shared_file_wait_for_the_calls_that_completed_before_theirs(tmp_path):
+    # GIVEN three threads writing one file one after the other (each call after the previous)
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/shared", AT_FDCWD)], threads=3, shared=True)
+    # WHEN planned
+    p = plan.build(str(trace))
+    # THEN one file, three threads of four calls; thread k's first call waits for all four
+    # calls of each thread before it, and no later call waits again (nothing new to wait for)
+    assert len(p.files) == 1 and list(p.threads["count"]) == [4, 4, 4]
+    assert [(int(w["call"]), int(w["thread"]), int(w["count"])) for w in p.waits] == [(4, 0, 4), (8, 0, 4),
+                                                                                        (8, 1, 4)]
+    # AND think time: each thread's first call after the trace's first, then 10 us gaps
+    assert list(p.calls["gap_ns"][:4]) == [0, 10_000, 10_000, 10_000]
+    assert int(p.calls["gap_ns"][4]) == 80_000
+    assert p.bytes_by_direction() == {"read": 0, "write": 3 * 8192}
+
+
+def test_fds_beyond_the_players_table_are_refused(tmp_path):
+    # GIVEN a trace whose calls use fd 5,000,000 (a hostile trace, or one from a machine with a huge fd limit)
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a", AT_FDCWD)], fd_base=5_000_000)
+    # THEN the plan refuses it, before anything is made
+    with pytest.raises(UsageError, match="fds below 0 or of 1,048,576 and above"):
+        plan.build(str(trace))
+
+
+def test_a_trace_of_only_failed_calls_has_nothing_to_replay(tmp_path):
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a", AT_FDCWD)], failed=True)
+    with pytest.raises(UsageError, match=r"no call a replay can issue \(close \(failed\): 1, openat \(failed\): 1, "
+                                         r"pwrite64 \(failed\): 2\)"):
+        plan.build(str(trace))
+
+
+def test_a_plan_survives_its_file(tmp_path):
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a", AT_FDCWD), (b"/w/b", AT_FDCWD)], threads=2)
+    p = plan.build(str(trace))
+    p.save(str(tmp_path / "plan.npz"))
+    again = plan.Plan.load(str(tmp_path / "plan.npz"))
+    assert (again.calls == p.calls).all() and again.files == p.files and again.source == p.source
+
+
+@pytest.mark.parametrize("content, code, says", [
+    (None, 4, "does not exist"),
+    (b"not a trace at all\n", 6, "not an iowitness trace"),
+    (b"IOWTRACE\x03\x00\x00\x00\x00\x00\x00\x00\x01\x00", 6, "START"),
+])
+def test_a_missing_or_corrupt_trace_is_one_line_and_nothing_is_created(tmp_path, content, code, says):
+    # GIVEN a trace that is missing, not a trace, or cut inside its START chunk
+    trace = tmp_path / "t.iwt"
+    if content is not None:
+        trace.write_bytes(content)
+    # WHEN replayed THEN one line on stderr, the trace-error exit code, and DIR not made
+    proc = iowitness("replay", str(trace), "--into", str(tmp_path / "into"), check=False)
+    assert proc.returncode == code, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and says in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "into").exists()
+
+
+def test_export_fio_iolog_of_a_corrupt_trace_is_one_line(tmp_path):
+    trace = tmp_path / "t.iwt"
+    trace.write_bytes(b"garbage")
+    proc = iowitness("export", str(trace), "--fio-iolog", str(tmp_path / "fio"), check=False)
+    assert proc.returncode == 6 and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "fio").exists()
+
+
+def test_bad_timing_is_a_usage_error():
+    from iowitness.commands.replay import speed_of
+
+    assert speed_of("as-recorded") == 1.0 and speed_of("fast") == 0.0 and speed_of("x2") == 2.0
+    for bad in ("x0", "x-1", "xnan", "slow", "x"):
+        with pytest.raises(UsageError, match="--timing"):
+            speed_of(bad)
+
+
+def test_fio_iologs_say_what_the_trace_moved(tmp_path):
+    # GIVEN two threads each writing 8 KiB to its own file
+    from iowitness.replay import fio_iolog
+
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a", AT_FDCWD), (b"/w/b", AT_FDCWD)], threads=2)
+    # WHEN exported as fio iologs
+    done = fio_iolog.write(plan.build(str(trace)), str(tmp_path / "fio"))
+    # THEN one version 3 log per thread, each opening, writing and closing its file, times in us
+    assert done["jobs"] == 2 and done["bytes"] == {"read": 0, "write": 16384}
+    log = (tmp_path / "fio" / "thread-1-50-50.iolog").read_text().splitlines()
+    files = tmp_path / "fio" / "files"
+    assert log == ["fio version 3 iolog", f"0 {files}/a add", f"0 {files}/a open",
+                   f"20 {files}/a write 0 4096", f"40 {files}/a write 4096 4096", f"60 {files}/a close"]
+    job = (tmp_path / "fio" / "replay.fio").read_text()
+    assert job.count("read_iolog=") == 2
+
+
+@pytest.mark.parametrize("player", ["native", "python"])
+def test_the_players_make_the_plans_calls_without_the_probe(tmp_path, player):
+    # GIVEN a plan of 3 threads sharing one file (each waits for the one before it)
+    import subprocess
+    import sys
+
+    from iowitness.commands.replay import NATIVE_PLAYER
+
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/shared", AT_FDCWD)], threads=3, shared=True)
+    p = plan.build(str(trace))
+    into = tmp_path / "into"
+    paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
+                  [f["precreate"] for f in p.files], force=False)
+    if player == "native":
+        if not os.access(NATIVE_PLAYER, os.X_OK):
+            pytest.skip("the native player was not built (clang missing at install)")
+        p.save_native(str(tmp_path / "plan.bin"))
+        argv = [NATIVE_PLAYER, str(tmp_path / "plan.bin")]
+    else:
+        p.save(str(tmp_path / "plan.npz"))
+        argv = [sys.executable, "-m", "iowitness.replay.player", str(tmp_path / "plan.npz")]
+    # WHEN a player runs it as recorded
+    proc = subprocess.run([*argv, str(into), "1"], capture_output=True, text=True, timeout=60)
+    # THEN every call was made, none failed, and the file holds the pattern written at each offset
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("iowitness replay: 12 calls in 3 thread(s)")
+    assert "pwrite64: 6 issued, 0 failed, 0 other bytes" in proc.stdout
+    data = (into / "shared").read_bytes()
+    assert len(data) == 3 * 8192 and data[:4096] == (paths.PATTERN * 100)[:4096]
