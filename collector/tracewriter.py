@@ -13,7 +13,7 @@ from iowitness.collector.traceformat import (BLOCK, CHUNK, END, EVENTS, FACTS, F
                                              MAGIC, MAX_BLOCK_BYTES, OFFCPU, OUTPUT, SAMPLES, START, STREAMS, SUMMARY,
                                              SUMMARY_HEAD, COUNTERS, chunk_crc, describe_layout, json_bytes)
 from iowitness.errors import OutputError
-from iowitness.outputfile import DEFAULT_MODE, TRACE_HINT, Output
+from iowitness.outputfile import DEFAULT_MODE, TRACE_HINT, Output, still_holds
 from iowitness.probes.layout import layout
 
 
@@ -199,8 +199,15 @@ class TraceWriter:
             try:
                 self._write_waiting()
                 self._chunk(END, json_bytes(end_meta))
+                kept = still_holds(self.path, self._fd)
             finally:
                 self.abort()
+            if not kept:   # say "saved" only of a file that is there
+                lost = OutputError(f"the trace {self.path} was replaced or removed by another program while "
+                                   "this run recorded into it: this run's events are not there; give each run "
+                                   "its own -o")
+                lost.trace_lost = True
+                raise lost
 
     def abort(self) -> None:
         """Close without END: the trace will read as incomplete, with all it holds so far."""
