@@ -18,7 +18,7 @@ import stat
 
 import numpy as np
 
-from iowitness.collector import codec, traceschema
+from iowitness.collector import codec, tracecensus, traceschema
 from iowitness.collector.traceformat import (BLOCK, CHUNK, COUNTERS, DECODE_FLOOR, DECODE_RATIO, END, EVENTS, FACTS,
                                              HEADER, HEADS_CHECKED_SINCE, KIND_NAMES, MAGIC, OFFCPU, OUTPUT,
                                              READABLE_VERSIONS, RECORD_KINDS, SAMPLES, START, STREAMS, SUMMARY,
@@ -203,7 +203,9 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
                 if "clock_end" in read_end and "clock_start" not in {**start, **read_end}:
                     raise ValueError("END has an end clock, but the trace has no start clock")
                 traceschema.check_samples_against_view(samples, read_end.get("device_view"))
-                end = read_end
+                if "counters" in read_end:
+                    traceschema.check_counters(read_end["counters"])
+                end, end_at = read_end, at
             elif kind == SAMPLES:
                 sample = _json_object(payload, "SAMPLES")
                 traceschema.check_sample(sample, samples[0] if samples else None)
@@ -235,6 +237,11 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
                          f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events, release)
 
     missing = _records_missing(end, records, batches)
+    if end is not None:   # whole chunks cut, repeated or moved: END's census and counters say so
+        said = ("events", "facts", "block") if missing else ()
+        found = [m for m in (missing, _census_gaps(end, data, [c for c in chunks if c[0] < end_at], counters, said))
+                 if m]
+        missing, counters = "; ".join(found) or None, end.get("counters", counters)
     meta = {**start, **(end or {}), "complete": end is not None and not missing,
             "truncated_bytes": file_size - good_end, "unread_reason": damage if good_end < file_size else None,
             "records_missing": missing,
@@ -263,6 +270,15 @@ def _records_missing(end: dict | None, records: dict, batches: dict) -> str | No
             for name, count in held.items()
             if count is not None and isinstance(end["counters"].get(name), int) and end["counters"][name] != count]
     return "; ".join(gaps) or None
+
+
+def _census_gaps(end: dict, data, before_end: list, counters: dict, said: tuple) -> str | None:
+    found = []
+    if isinstance(end.get("chunks"), dict):
+        found.append(tracecensus.gaps(end["chunks"], data, before_end, said))
+    if isinstance(end.get("counters"), dict) and counters != end["counters"]:
+        found.append("the last COUNTERS chunk is not END's counters")
+    return "; ".join(f for f in found if f) or None
 
 
 def _kind_name(kind: int) -> str:

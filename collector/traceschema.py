@@ -145,6 +145,8 @@ META = {
     "collector_cpu_start_s": NUMBER, "collector_cpu_recording_s": Maybe(NUMBER),
     "trace_file_bytes": Maybe(NS), "exit_code": Maybe(INT), "stop_reason": Maybe(TEXT),
     "device_view": Maybe(DEVICE_VIEW),
+    # END's census of the chunks before it (collector/tracecensus.py)
+    "chunks": Maybe({"through": Need(NS), "counts": Need(MapOf(NS)), "digest": Need(U32)}),
 }
 RUN_COST = {"run_time_ns": Need(NS), "run_cnt": Need(NS), "recursion_misses": NS}
 COUNTERS = {

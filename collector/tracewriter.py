@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from iowitness.collector import codec
+from iowitness.collector import codec, tracecensus
 from iowitness.collector.traceformat import (BLOCK, CHUNK, END, EVENTS, FACTS, FORMAT_VERSION, GATHER_ROWS, HEADER,
                                              MAGIC, MAX_BLOCK_BYTES, OFFCPU, OUTPUT, SAMPLES, START, STREAMS, SUMMARY,
                                              SUMMARY_HEAD, COUNTERS, chunk_crc, describe_layout, json_bytes)
@@ -198,7 +198,8 @@ class TraceWriter:
         if not self._closed:
             try:
                 self._write_waiting()
-                self._chunk(END, json_bytes(end_meta))
+                census = tracecensus.take(self._fd)   # what the file holds, for the reader to compare
+                self._chunk(END, json_bytes({**end_meta, "chunks": census} if census else end_meta))
                 kept = still_holds(self.path, self._fd)
             finally:
                 self.abort()

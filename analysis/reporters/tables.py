@@ -208,7 +208,7 @@ def integrity_notes(meta: dict) -> list[str]:
     notes = [unread_note(meta)]
     if meta.get("records_missing"):
         notes.append(f"records are missing though every chunk read well ({meta['records_missing']}): "
-                     "whole chunks were cut out of the file; figures are low")
+                     "whole chunks were cut out of the file, repeated or moved; figures may be wrong")
     if meta.get("chunk_heads_checked") is False:
         notes.append(f"format {meta.get('format_version')}: chunk headers not checksummed (a damaged head "
                      "could drop a chunk unseen; traces written since format 3 are checked)")
@@ -229,7 +229,7 @@ def status(meta: dict) -> str:
     if meta.get("unread_reason"):
         return "INCOMPLETE (the reading stopped at a torn or damaged chunk)"
     if meta.get("records_missing"):
-        return "INCOMPLETE (records counted at the end are missing)"
+        return "INCOMPLETE (records counted at the end are missing, or chunks are out of place)"
     return "INCOMPLETE (the collector stopped before the end)"
 
 

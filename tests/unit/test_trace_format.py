@@ -210,8 +210,10 @@ def test_cut_inside_the_last_chunk_keeps_every_earlier_chunk(tmp_path):
     writer.flush()
     good = writer.bytes_written
     writer.write_events(events(*CALLS[2:]))
+    writer.flush()
+    second = writer.bytes_written
     writer.close({"exit_code": 0})
-    cut = good + (writer.bytes_written - good) // 2
+    cut = good + (second - good) // 2   # inside the second batch's chunk
     path.write_bytes(path.read_bytes()[:cut])
 
     # WHEN loaded
