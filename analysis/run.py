@@ -225,7 +225,7 @@ def load(path) -> Trace:
     """Read a .iwt file into a Trace (BadTrace when it cannot be read at all; TooLarge, before
     reading, when its events certainly cannot fit in this machine's memory)."""
     memory_guard.check(path)
-    return Trace(read(path))
+    return Trace(read(path, afford=lambda events: memory_guard.check_declared(path, events)))
 
 
 def export_parquet(trace: Trace, out, blocks=None) -> None:

@@ -64,10 +64,12 @@ class TraceData:
         return records
 
 
-def read(path) -> TraceData:
-    """Read a .iwt file. A bad header or START raises BadTrace; a damaged tail ends the reading."""
+def read(path, afford=None) -> TraceData:
+    """Read a .iwt file. A bad header or START raises BadTrace; a damaged tail ends the reading.
+    afford(events): called with the number of events the chunks declare, after their heads are
+    checked and before any is decoded (raising, e.g. TooLarge, stops the reading)."""
     data, active = _file_bytes(path)
-    return _mark_active(_checked(path, memoryview(data)), active)
+    return _mark_active(_checked(path, memoryview(data), afford=afford), active)
 
 
 def being_written(fd: int) -> bool:
@@ -98,7 +100,7 @@ def scan(path, data: memoryview, release=None) -> TraceData:
     return _checked(path, data, keep_events=False, release=release)
 
 
-def _checked(path, data: memoryview, keep_events: bool = True, release=None) -> TraceData:
+def _checked(path, data: memoryview, keep_events: bool = True, release=None, afford=None) -> TraceData:
     if len(data) < HEADER.size and MAGIC.startswith(bytes(data[:len(MAGIC)])):
         raise BadTrace(f"{path} ends before its header: the tracer stopped at once; trace again")
     if bytes(data[:len(MAGIC)]) != MAGIC:
@@ -109,7 +111,7 @@ def _checked(path, data: memoryview, keep_events: bool = True, release=None) -> 
         raise BadTrace(f"{path} is trace format version {version}, but iowitness {__version__} "
                        f"reads versions {spoken(READABLE_VERSIONS)} only; open it "
                        "with the iowitness that wrote it")
-    return _read(path, data, version, len(data), keep_events=keep_events, release=release)
+    return _read(path, data, version, len(data), keep_events=keep_events, release=release, afford=afford)
 
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
@@ -152,7 +154,7 @@ def _file_bytes(path) -> tuple[bytes, bool]:
 
 
 def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None,
-          keep_events: bool = True, release=None) -> TraceData:
+          keep_events: bool = True, release=None, afford=None) -> TraceData:
     """The trace in data[:len(data)] (all of the file, or the part before a damaged chunk);
     `damage` says why the reading ended before the end of the file, when it did.
     `release(begin, end)`, when given, is told of each stretch of `data` walked (about every
@@ -223,6 +225,8 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
         name = KIND_NAMES.get(kind, str(kind))
         stored[name] = stored.get(name, 0) + CHUNK.size + len(payload)
 
+    if afford is not None and keep_events:
+        afford(sum(rows for _, _, rows in batches[EVENTS]))
     records = {}
     for kind, dtype in dtypes.items():
         # events are read column by column (what the analysis uses), other records as records
@@ -234,7 +238,7 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
             # a record chunk that passed its CRC yet does not decode: it and what comes after
             # it are dropped, exactly as after a bad CRC (the writer never produces one)
             return _read(path, data[:bad_at], version, file_size,
-                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events, release)
+                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events, release, afford)
 
     missing = _records_missing(end, records, batches)
     if end is not None:   # whole chunks cut, repeated or moved: END's census and counters say so
