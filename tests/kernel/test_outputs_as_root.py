@@ -146,7 +146,7 @@ def test_a_benchmark_writing_hostile_names_is_reported_safely_in_every_format(tm
     assert not re.search(r"<(script|b)\b", outputs["html"]) and escape.html(HOSTILE) in outputs["html"]
     rows = list(csv.reader(io.StringIO(outputs["csv"])))
     assert len(rows) == 2 and rows[1][rows[0].index("path")] == escape.visible(os.fsdecode(target).encode(
-        "utf-8", "surrogateescape").decode("utf-8", "replace"))
+        "utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
     doc = json.loads(outputs["json"])
     assert doc["phases"][0]["path"] == os.fsencode(workdir).decode() + "/" + HOSTILE
     assert os.fsdecode(b"of=" + target) in doc["command"]

@@ -11,7 +11,7 @@ import numpy as np
 # a code span, quotes, TeX dollars, a bidi override, a C1 CSI, DEL, and bytes that are not UTF-8
 HOSTILE_BYTES = (b"x\x1b[31mRED\x1b[0m\nFAKE LINE\r<script>alert(1)<b x=\"y\">|pipe|`tick`\"dq'sq"
                  b"$\\frac{1}{0}$\xe2\x80\xae\xc2\x9b2J\x7f\xff\xfe.dat")
-HOSTILE = HOSTILE_BYTES.decode("utf-8", errors="replace")   # what the trace keeps of a path
+HOSTILE = HOSTILE_BYTES.decode("utf-8", errors="backslashreplace")   # a path as read: \\xff for a non-UTF-8 byte
 HOSTILE_ARG = os.fsdecode(HOSTILE_BYTES)                    # what Python's argv holds (surrogates)
 # what must never reach a reader raw (the text-like parts are checked per format)
 RAW_CONTROLS = ("\x1b", "\r", "\x7f", "\x9b", "\u202e")
