@@ -16,7 +16,7 @@ from iowitness.escape import visible
 from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run, unseen
 from iowitness.analysis.verdicts import claimed
-from iowitness.collector.traceformat import not_followed, not_followed_text
+from iowitness.collector.traceformat import names_lost_text, not_followed, not_followed_text
 from iowitness.collector import backends
 
 
@@ -155,7 +155,7 @@ def async_calls_line(counters: dict) -> str | None:
 
 def lost_figure(trace) -> str:
     """The "lost events" figure every report prints, with what the probe could not follow beside it."""
-    unfollowed = not_followed_text(trace.counters)
+    unfollowed = "; ".join(t for t in (not_followed_text(trace.counters), names_lost_text(trace.counters)) if t)
     return f"{trace.lost:,}" + (f" ({unfollowed})" if unfollowed else "")
 
 
@@ -169,6 +169,8 @@ def warnings(trace) -> list[str]:
         out.append(blind + ".")
     if trace.lost:
         out.append(f"{trace.lost:,} events were lost; phases may miss calls.")
+    if names_lost_text(trace.counters):
+        out.append(names_lost_text(trace.counters) + ".")
     if not_followed(trace.counters):
         out.append(f"the probe could not follow everything ({trace.missing}): the calls on those files, "
                    "processes or threads are missing; phases may miss calls.")

@@ -59,7 +59,9 @@ def _check(trace, args) -> int:
 def _trace_notes(trace) -> list[str]:
     from iowitness.analysis.report import unseen
     from iowitness.analysis.reporters import tables
+    from iowitness.collector.traceformat import names_lost_text
 
     meta = trace.meta
     incomplete = [] if meta.get("complete") else [f"the trace is {tables.status(meta)}"]
-    return incomplete + tables.integrity_notes(meta) + [note for note in (unseen(trace),) if note]
+    names = names_lost_text(trace.counters)   # no call missing: said, not failed on
+    return incomplete + tables.integrity_notes(meta) + [note for note in (unseen(trace), names) if note]

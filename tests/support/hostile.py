@@ -25,9 +25,9 @@ def no_raw_controls(text: str, newlines_allowed: bool = True) -> list[str]:
     return sorted(set(bad))
 
 
-def write_hostile_trace(path, output: bytes = b"") -> None:
+def write_hostile_trace(path, output: bytes = b"", counters: dict | None = None) -> None:
     """A complete trace of one process named HOSTILE writing 64 KiB in 4 KiB records to a file
-    named HOSTILE, run as `bench HOSTILE_ARG`, whose output is `output`."""
+    named HOSTILE, run as `bench HOSTILE_ARG`, whose output is `output` (`counters`: more of them)."""
     from iowitness.collector.tracewriter import TraceWriter
     from iowitness.probes.layout import layout
 
@@ -58,5 +58,5 @@ def write_hostile_trace(path, output: bytes = b"") -> None:
         writer.write_facts(facts)
         if output:
             writer.write_output("stdout", output)
-        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
+        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0, **(counters or {})})
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_100_000_000}})

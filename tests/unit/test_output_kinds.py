@@ -144,3 +144,21 @@ def test_a_real_client_list_is_read(tmp_path):
     path.write_text("# hosts\nh2 /work/a/ /usr/bin/iozone\n\nh3 /work/b /usr/bin/iozone extra\n")
     assert iozone_cluster.clients(_argv(path)) == (str(path), [("h2", "/work/a"), ("h3", "/work/b")])
     assert iozone_cluster.clients(_argv(tmp_path / "absent")) == (str(tmp_path / "absent"), None)
+
+
+# ---- names lost are not calls missed -----------------------------------------------------------
+
+def test_check_says_file_names_were_lost_and_does_not_fail_for_calls_missed(tmp_path, capsys):
+    # GIVEN a trace whose every call is there, but 5 file-open records the meta ring could not take
+    path = tmp_path / "t.iwt"
+    write_hostile_trace(path, output=b"bench: 3.0 MB/s\n", counters={"lost_meta": 5})
+    spec = tmp_path / "bench.toml"
+    spec.write_text("version = 1\n[[claim]]\npattern = '^bench: (?P<value>[\\d.]+) (?P<unit>MB/s)$'\n"
+                    'test = "write"\n')
+    # WHEN check judges it
+    from iowitness import cli
+    cli.main(["check", str(path), "--spec", str(spec)])
+    out, err = capsys.readouterr()
+    # THEN it says the names were lost, on stderr, and never that the trace misses calls
+    assert "5 file-open and process records lost: every call is in the trace" in err
+    assert "misses calls" not in out + err and "events lost" not in out + err
