@@ -162,3 +162,24 @@ def test_check_says_file_names_were_lost_and_does_not_fail_for_calls_missed(tmp_
     # THEN it says the names were lost, on stderr, and never that the trace misses calls
     assert "5 file-open and process records lost: every call is in the trace" in err
     assert "misses calls" not in out + err and "events lost" not in out + err
+
+
+# ---- CSV cells a spreadsheet would run -----------------------------------------------------------
+
+def test_a_csv_cell_that_would_start_a_formula_starts_with_a_quote():
+    import csv
+    import io
+
+    import pandas as pd
+
+    from iowitness import escape
+
+    # GIVEN names a spreadsheet would take for formulas, and ones it would not
+    frame = pd.DataFrame({"name": ["=HYPERLINK(\"http://x\",\"y\")", "+1", "@SUM(A1)", "-cmd", "-5", "-", "/d/=x"],
+                          "n": [1, 2, 3, 4, 5, 6, -7]})
+    # WHEN written as CSV and read back by the csv module
+    rows = list(csv.reader(io.StringIO(escape.csv(frame))))
+    # THEN the formulas start with a quote; numbers, a lone "-" and paths are as they were
+    assert [r[0] for r in rows[1:]] == ["'=HYPERLINK(\"http://x\",\"y\")", "'+1", "'@SUM(A1)", "'-cmd", "-5", "-",
+                                        "/d/=x"]
+    assert [r[1] for r in rows[1:]] == ["1", "2", "3", "4", "5", "6", "-7"]
