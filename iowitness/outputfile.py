@@ -9,7 +9,8 @@ is refused (exit 5), since the user may have meant its target, and so is a devic
 or a socket (`-o /dev/null` must not turn the system's /dev/null into a file); the rename swaps
 atomically (renameat2 RENAME_EXCHANGE) and puts back whatever took the name meanwhile. New files get mode 0600 (a trace holds the command line,
 every traced path and the benchmark's output), or exactly the `--mode` given: the umask does
-not apply, so the mode asked for is the mode on disk.
+not apply, so the mode asked for is the mode on disk. Under `sudo`, every output belongs to the user
+who ran sudo (SUDO_UID, SUDO_GID), so that they can read what they asked for.
 """
 
 from __future__ import annotations
@@ -241,6 +242,9 @@ def make_folder(path: str, mode: int) -> None:
     try:
         try:
             os.mkdir(name, mode, dir_fd=folder)
+            owner = sudo_user()
+            if owner is not None:   # as the files in it: the user who ran sudo can reach them
+                os.chown(name, *owner, dir_fd=folder, follow_symlinks=False)
         except FileExistsError:
             found = os.stat(name, dir_fd=folder, follow_symlinks=False)
             if not stat.S_ISDIR(found.st_mode):
@@ -286,10 +290,26 @@ def _create(folder: int, name: str, mode: int, append: bool) -> int:
     fd = os.open(name, _FLAGS | (os.O_APPEND if append else 0), mode, dir_fd=folder)
     try:
         os.fchmod(fd, mode)   # the umask took bits away from what was asked
+        owner = sudo_user()
+        if owner is not None:
+            os.fchown(fd, *owner)
     except OSError:
         os.close(fd)
         raise
     return fd
+
+
+def sudo_user() -> tuple[int, int] | None:
+    """(uid, gid) of the user who ran `sudo iowitness ...` (SUDO_UID, SUDO_GID), to whom root's
+    outputs are given, with their mode kept (0600: that user reads them, no one else); None when
+    not root under sudo."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        uid, gid = int(os.environ["SUDO_UID"]), int(os.environ["SUDO_GID"])
+    except (KeyError, ValueError):
+        return None
+    return (uid, gid) if 0 < uid < 2**32 - 1 and 0 <= gid < 2**32 - 1 else None
 
 
 def _remove(folder: int, name: str) -> None:

@@ -185,3 +185,23 @@ def _wait_for(path: Path, seconds: float = 60) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.05)
+
+
+def test_under_sudo_the_outputs_belong_to_the_user_who_ran_it(tmp_path, good_traces):
+    # GIVEN root's environment as sudo leaves it for a user (here nobody, 65534)
+    sudo = {**os.environ, "SUDO_UID": "65534", "SUDO_GID": "65534", "SUDO_USER": "nobody"}
+    alone = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    # WHEN a trace, a page and a dataset are written, and a trace without sudo's variables
+    iowitness("run", "-q", "-o", str(tmp_path / "t.iwt"), "--", "true", env=sudo)
+    iowitness("report", str(good_traces[0]), "--html", str(tmp_path / "r.html"), env=sudo)
+    iowitness("export", *map(str, good_traces), "--parquet", str(tmp_path / "ds"), env=sudo)
+    iowitness("run", "-q", "-o", str(tmp_path / "root.iwt"), "--", "true", env=alone)
+    # THEN each of the first belongs to 65534, still 0600 (0700 for the dataset's folders)
+    made = [tmp_path / "t.iwt", tmp_path / "r.html", *(tmp_path / "ds").rglob("*")]
+    assert len(made) > 4
+    for path in made:
+        found = os.lstat(path)
+        assert (found.st_uid, found.st_gid) == (65534, 65534), path
+        assert stat.S_IMODE(found.st_mode) == (0o700 if path.is_dir() else 0o600), path
+    # AND without sudo's variables root's trace is root's
+    assert os.lstat(tmp_path / "root.iwt").st_uid == 0
