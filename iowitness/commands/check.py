@@ -49,11 +49,19 @@ def _check(trace, args) -> int:
         print(f"iowitness: warning: {note}", file=sys.stderr)
     for v in verdicts:
         _output.print_text(text.verdict_line(v))
-    if trace.missing and not args.allow_loss:
-        print(f"FAILS: the trace misses calls ({trace.missing}); a claim that agrees may still be wrong "
+    missing = "; ".join(m for m in (trace.missing, _events_missing(trace)) if m)
+    if missing and not args.allow_loss:
+        print(f"FAILS: the trace misses calls ({missing}); a claim that agrees may still be wrong "
               "(pass --allow-loss to let the verdicts alone decide)")
         return 1
     return 0 if all(v.ok for v in verdicts) else 1
+
+
+def _events_missing(trace) -> str:
+    """Events the collector counted and the file does not hold (whole chunks cut out, a tail
+    torn off): calls known to be missing, as lost ones are; "" when none is."""
+    counted, held = int(trace.counters.get("events", 0)), int(trace.event_count)
+    return f"{counted - held:,} events counted by the collector are not in the file" if counted > held else ""
 
 
 def _trace_notes(trace) -> list[str]:

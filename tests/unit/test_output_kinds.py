@@ -183,3 +183,24 @@ def test_a_csv_cell_that_would_start_a_formula_starts_with_a_quote():
     assert [r[0] for r in rows[1:]] == ["'=HYPERLINK(\"http://x\",\"y\")", "'+1", "'@SUM(A1)", "'-cmd", "-5", "-",
                                         "/d/=x"]
     assert [r[1] for r in rows[1:]] == ["1", "2", "3", "4", "5", "6", "-7"]
+
+
+def test_check_fails_on_a_trace_known_to_miss_calls(tmp_path, capsys):
+    from iowitness import cli
+    from iowitness.collector.traceformat import CHUNK, EVENTS
+    from tests.support import trace_mutants
+
+    # GIVEN dd's trace with one EVENTS chunk cut out whole (END counted them: known missing)
+    path = tmp_path / "dd.iwt"
+    trace_mutants.write_dd_trace(path)
+    data = path.read_bytes()
+    at, _, length = next(c for c in trace_mutants.chunks_of(data) if c[1] == EVENTS)
+    path.write_bytes(data[:at] + data[at + CHUNK.size + length:])
+    # WHEN check judges it, and with --allow-loss
+    code = cli.main(["check", str(path), "--format", "dd"])
+    out = capsys.readouterr().out
+    cli.main(["check", str(path), "--format", "dd", "--allow-loss"])
+    allowed_out = capsys.readouterr().out
+    # THEN it fails (exit 1), saying how many counted events the file lacks, unless told otherwise
+    assert code == 1 and "FAILS: the trace misses calls (" in out and "events counted by the collector are not in" in out
+    assert "FAILS" not in allowed_out
