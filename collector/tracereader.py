@@ -18,7 +18,7 @@ import stat
 
 import numpy as np
 
-from iowitness.collector import codec, tracecensus, traceschema
+from iowitness.collector import codec, knownlayout, tracecensus, traceschema
 from iowitness.collector.traceformat import (BLOCK, CHUNK, COUNTERS, DECODE_FLOOR, DECODE_RATIO, END, EVENTS, FACTS,
                                              HEADER, HEADS_CHECKED_SINCE, KIND_NAMES, MAGIC, OFFCPU, OUTPUT,
                                              READABLE_VERSIONS, RECORD_KINDS, SAMPLES, START, STREAMS, SUMMARY,
@@ -304,6 +304,7 @@ def _start(payload) -> tuple[dict, dict, dict, dict]:
     traceschema.check_meta(start, "START")
     traceschema.check(start.get("layout"), traceschema.Need(_LAYOUT), "START.layout")
     lay = start["layout"]
+    knownlayout.check(lay)   # a START claiming this layout's version describes it as it is
     # the device view's records, in traces written since they exist
     dtypes = {kind: traceschema.dtype_from(lay[name], _NEEDS[kind]) for kind, name in RECORD_KINDS.items()
               if kind in (EVENTS, FACTS) or name in lay}

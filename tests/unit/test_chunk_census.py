@@ -118,3 +118,44 @@ def test_the_loss_shown_is_end_s_when_the_last_counters_chunk_is_cut(bases, tmp_
     trace = read(path)
     assert trace.meta["complete"] is False and "1 counters chunk(s) written, 0 held" in trace.meta["records_missing"]
     assert trace.counters == read(folder / "dd.iwt").counters
+
+
+# ---- a START that lies about the records ---------------------------------------------------------
+
+def _with_start(path, data, change) -> None:
+    import json
+
+    from iowitness.collector.tracewriter import chunk_head
+
+    at, _, length = trace_mutants.chunks_of(data)[0]
+    start = json.loads(data[at + CHUNK.size:at + CHUNK.size + length])
+    change(start["layout"])
+    payload = json.dumps(start).encode()
+    path.write_bytes(data[:at] + chunk_head(START, payload) + payload + data[at + CHUNK.size + length:])
+
+
+def _swap_fields(lay):
+    fields = {f[0]: f for f in lay["event"]["fields"]}
+    fields["offset"][2], fields["requested"][2] = fields["requested"][2], fields["offset"][2]
+
+
+def _swap_ops(lay):
+    number = {name: k for k, name in lay["ops"].items()}
+    lay["ops"][number["read"]], lay["ops"][number["write"]] = "write", "read"
+
+
+@pytest.mark.parametrize("change, why", [(_swap_fields, "event field offset"), (_swap_ops, "ops name")],
+                         ids=["fields swapped", "read and write renamed"])
+def test_a_start_that_describes_this_layout_version_otherwise_is_refused(bases, tmp_path, change, why):
+    from iowitness.errors import BadTrace
+
+    folder, data, _ = bases
+    # GIVEN dd's trace whose START, its CRC good, swaps two fields' offsets or renames read and write
+    path = tmp_path / "forged.iwt"
+    _with_start(path, data["dd"], change)
+    # WHEN read THEN refused in one line naming what differs from the layout version it claims
+    with pytest.raises(BadTrace, match=f"broken START chunk .*{why}") as caught:
+        read(path)
+    assert "\n" not in str(caught.value)
+    # AND through the command line: exit 6, one line
+    assert cli.main(["show", str(path)]) == 6
