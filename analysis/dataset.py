@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from iowitness.errors import OutputError, UsageError
-from iowitness.outputfile import Output
+from iowitness.outputfile import Output, make_folder
+from iowitness.safepath import Refused
 
 TABLES = ("runs", "events", "phases", "verdicts", "device")
 SCHEMA_VERSION = 1   # of the dataset's tables; in each file's key-value metadata "iowitness_dataset"
@@ -248,7 +249,9 @@ def _folder(path: str, mode: int) -> None:
     if os.path.exists(path) and not os.path.isdir(path):
         raise OutputError(f"cannot write the dataset: {path} exists and is not a directory; choose another one")
     try:
-        os.makedirs(path, mode=mode | (mode & 0o444) >> 2, exist_ok=True)
+        make_folder(path, mode | (mode & 0o444) >> 2)
+    except Refused as exc:
+        raise OutputError(f"cannot write the dataset: {exc}; choose another directory") from None
     except OSError as exc:
         raise OutputError(f"cannot write the dataset: {path}: {exc.strerror}; choose another directory") from None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import stat
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.dataset import clock_offset_ns
 from iowitness.collector.traceformat import ops_of_kind
 from iowitness.errors import UsageError
+from iowitness.safepath import kind
 
 _COMMAND = re.compile(r"^\s*Command line used:\s*(?P<argv>.+?)\s*$", re.MULTILINE)
 
@@ -52,17 +54,39 @@ def command(text: str) -> list[str]:
     return _argv(found.group("argv"))
 
 
+LIST_LIMIT = 1 << 20   # bytes read of a client list at most: IOzone takes 256 clients at most
+
+
 def clients(argv: list[str]) -> tuple[str, list[tuple[str, str]] | None]:
     """(the -+m file as given, its (host, workdir) lines in order, None when it cannot be read
-    here: the report may run on another machine than the master)."""
+    here: the report may run on another machine than the master).
+
+    The path comes from the --claims text, which anyone may have written, and report may run as
+    root: it is opened only as a regular file (never a FIFO, which would hang, or a device, which
+    would never end), read up to LIST_LIMIT bytes, and taken only when every line is a client
+    line (host, workdir, path to iozone); what it holds otherwise is never shown."""
     path = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-+m"), "")
     try:
-        with open(path, errors="replace") as handle:
-            lines = [line.split() for line in handle]
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError):
         return path, None
-    return path, [(words[0], os.path.normpath(words[1])) for words in lines
-                  if len(words) >= 2 and not words[0].startswith("#")]
+    with os.fdopen(fd, "rb") as handle:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise UsageError(f"the client list {path} (after -+m in the --claims output) is {kind(found.st_mode)}, "
+                             "not a regular file; give the master's output naming its real client list")
+        if found.st_size > LIST_LIMIT:
+            raise UsageError(f"the client list {path} (after -+m in the --claims output) holds {found.st_size:,} "
+                             f"bytes, more than any IOzone client list ({LIST_LIMIT:,} at most); give the "
+                             "master's output naming its real client list")
+        text = handle.read(LIST_LIMIT + 1).decode("utf-8", errors="replace")
+    lines = [line.split() for line in text.splitlines()]
+    lines = [words for words in lines if words and not words[0].startswith("#")]
+    if len(text) > LIST_LIMIT or any(len(words) < 3 or "/" not in words[2] for words in lines):
+        raise UsageError(f"{path} (after -+m in the --claims output) is not an IOzone client list: not every "
+                         "line reads 'host workdir path-to-iozone'; give the master's output naming its real "
+                         "client list")
+    return path, [(words[0], os.path.normpath(words[1])) for words in lines]
 
 
 def _workdirs(trace) -> set[str]:

@@ -76,3 +76,19 @@ def check(*paths, available: int | None = None) -> None:
                    f"{units.bytes_(available)} available. `iowitness show TRACE` (--events too), `iowitness report TRACE "
                    f"--stream` (every form), `check --stream`, `compare --stream` and `export --stream` read "
                    f"a trace of any size block by block; or run this where there is more memory ({ENV}=1 tries anyway).")
+
+
+def check_declared(path, events: int, available: int | None = None) -> None:
+    """TooLarge when the events a trace's chunks declare (counted from their heads, before any is
+    decoded) certainly cannot be held here: a small file can declare far more events than its size
+    suggests (a crafted one: 1 MB declaring 15 million), and check() judges by the size alone."""
+    if os.environ.get(ENV):
+        return
+    need = events * LOADED_BYTES_PER_EVENT
+    available = available_bytes() if available is None else available
+    if available is None or need <= available:
+        return
+    raise TooLarge(f"{path} declares {events:,} events in its {units.bytes_(_stored([path]) or 0)}, and this command "
+                   f"holds every event in memory: about {units.bytes_(need)}, where this machine has "
+                   f"{units.bytes_(available)} available; it was refused before any was decoded. `iowitness show`, "
+                   f"`report`, `check`, `compare` and `export` read a trace of any size block by block ({ENV}=1 tries anyway).")

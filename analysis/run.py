@@ -107,7 +107,7 @@ class Trace:
                  "source": "target"} for t in self.meta.get("targets", [])]
         opened = self._facts_of("file")
         for f in opened[np.argsort(opened["ts_ns"], kind="stable")]:
-            rows.append({"dev": int(f["dev"]), "ino": int(f["ino"]), "path": _text(f["path"]),
+            rows.append({"dev": int(f["dev"]), "ino": int(f["ino"]), "path": _path(f),
                          "tgid": int(f["tgid"]), "fd": int(f["fd"]), "dirfd": int(f["dirfd"]),
                          "s_magic": int(f["s_magic"]), "comm": _text(f["comm"]),
                          "ts_ns": int(f["ts_ns"]), "source": "open"})
@@ -197,8 +197,18 @@ class EventTable(pd.DataFrame):
 
 
 def _text(raw: np.ndarray) -> str:
-    """A NUL-terminated byte array as text."""
-    return raw.tobytes().split(b"\0", 1)[0].decode("utf-8", errors="replace")
+    """A NUL-terminated byte array as text; a byte that is not UTF-8 kept as a `\xff` escape
+    (README, "Names from the trace"), so two names never become one (U+FFFD would merge them)."""
+    return raw.tobytes().split(b"\0", 1)[0].decode("utf-8", errors="backslashreplace")
+
+
+def _path(f) -> str:
+    """A FILE fact's path. One that fills the probe's field (IOW_PATH_MAX - 1 bytes) may have been
+    cut there: marked so, with its inode, so that two long paths cut alike never read as one file."""
+    text = _text(f["path"])
+    if f["path"][-2] != 0:
+        text += f"…[cut at {len(f['path']) - 1} bytes; inode {int(f['ino'])}]"
+    return text
 
 
 def _categorical(values: np.ndarray, name_of, uniques: np.ndarray | None = None) -> pd.Categorical:
@@ -231,7 +241,7 @@ def load(path) -> Trace:
     """Read a .iwt file into a Trace (BadTrace when it cannot be read at all; TooLarge, before
     reading, when its events certainly cannot fit in this machine's memory)."""
     memory_guard.check(path)
-    return Trace(read(path))
+    return Trace(read(path, afford=lambda events: memory_guard.check_declared(path, events)))
 
 
 def export_parquet(trace: Trace, out, blocks=None) -> None:

@@ -13,6 +13,7 @@ import mmap
 import os
 import time
 
+from iowitness import safepath
 from iowitness.errors import NotFound
 
 BLOCK = 1 << 20
@@ -37,12 +38,19 @@ def measure(directory: str) -> dict:
     if not os.path.isdir(directory):
         raise NotFound(f"--device-ceiling measure: {directory} does not exist on this machine; "
                        "give the rate instead, e.g. --device-ceiling 200MB/s")
-    path = os.path.join(directory, f".iowitness-ceiling-{os.getpid()}")
+    name = f".iowitness-ceiling-{os.getpid()}"
+    try:   # the directory is named by a trace: reached without a link another user placed
+        folder = safepath.open_folder(directory)
+    except (safepath.Refused, OSError) as exc:
+        raise NotFound(f"--device-ceiling measure: {directory}: {getattr(exc, 'strerror', None) or exc}; give the "
+                       "rate instead, e.g. --device-ceiling 200MB/s") from None
     buf = mmap.mmap(-1, BLOCK)   # page-aligned, as O_DIRECT wants
     buf.write(os.urandom(4096) * (BLOCK // 4096))
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_DIRECT, 0o600)
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_DIRECT, 0o600, dir_fd=folder)
     except OSError as exc:
+        os.close(folder)
+        buf.close()
         raise NotFound(f"--device-ceiling measure: cannot open a scratch file with O_DIRECT in {directory}: "
                        f"{exc.strerror}; give the rate instead, e.g. --device-ceiling 200MB/s") from None
     try:
@@ -53,7 +61,8 @@ def measure(directory: str) -> dict:
                        "give the rate instead, e.g. --device-ceiling 200MB/s") from None
     finally:
         os.close(fd)
-        os.unlink(path)
+        os.unlink(name, dir_fd=folder)
+        os.close(folder)
         buf.close()
     return {"write": written / write_s if write_s > 0 else None, "read": read / read_s if read_s > 0 else None,
             "source": f"measured with O_DIRECT in {directory}: {written >> 20} MiB written, {read >> 20} MiB read"}

@@ -191,7 +191,7 @@ class Recorder:
         limit = facts["path"].shape[1] - 1
         for i, f in enumerate(known):
             facts[i]["dev"], facts[i]["ino"], facts[i]["tgid"] = f.kdev, f.ino, f.tgid
-            raw = f.path.encode()[:limit]
+            raw = os.fsencode(f.path)[:limit]
             facts[i]["path"][:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
         self._describe_files(facts)
         self.writer.write_facts(facts)
@@ -203,7 +203,8 @@ class Recorder:
         table = None
         for i in np.flatnonzero(facts["kind"] == file_kind):
             fact = facts[i]
-            path = bytes(fact["path"]).split(b"\0", 1)[0].decode(errors="replace")
+            # bytes that are not UTF-8 stay the bytes they were (surrogateescape), in the trace too
+            path = os.fsdecode(bytes(fact["path"]).split(b"\0", 1)[0])
             if path and not path.startswith("/"):
                 # relative to the process's directory, readable while the process lives
                 base = (f"/proc/{fact['tgid']}/cwd" if fact["dirfd"] == -100
@@ -212,7 +213,7 @@ class Recorder:
                     path = os.path.normpath(os.path.join(os.readlink(base), path))
                 except OSError:
                     pass
-                raw = path.encode()[:facts["path"].shape[1] - 1]
+                raw = os.fsencode(path)[:facts["path"].shape[1] - 1]
                 facts["path"][i] = 0
                 facts["path"][i, :len(raw)] = np.frombuffer(raw, dtype=np.uint8)
             key = (int(fact["dev"]), int(fact["ino"]), path)
@@ -220,7 +221,9 @@ class Recorder:
                 continue
             table = table or mounts.mounts()
             mount = next((m for m in table if m.kdev == key[0]), None)
-            self.stats.files[key] = {"dev": key[0], "ino": key[1], "path": path,
+            # in END's JSON as the reader shows names: undecodable bytes as \xff escapes
+            shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
+            self.stats.files[key] = {"dev": key[0], "ino": key[1], "path": shown,
                                      **(mount.describe() if mount else {"device": dev_name(key[0])})}
             if mount is not None and blockdev.sysfs_dir(key[0]) is None:
                 # btrfs: the probe watched the file's anonymous device number, which no block

@@ -115,7 +115,11 @@ STATS_OFF = "off"           # not measured (--no-bpf-stats, or the kernel refuse
 # Counters of calls and facts missing from a trace: the kernel's (what the probe could not
 # deliver: collector/probe.py) and the collector's own (statistics runs it did not time). The
 # device view's losses (lost_block, lost_offcpu) are reported apart: they miss no call.
-LOSS_COUNTERS = ("lost_events", "lost_meta", "lost_summary", "missed_runs")
+LOSS_COUNTERS = ("lost_events", "lost_summary", "missed_runs")
+# Facts the probe's meta ring could not take (a file's open with its name, a fork, an exec):
+# no call is missing, but the calls on a file whose open was lost have no name. Said apart,
+# in names_lost_text, never as "calls missed".
+NAMES_LOST = "lost_meta"
 
 
 # Counters of what the probe could not follow at all: a target file or a process its sets had
@@ -184,6 +188,15 @@ def not_followed_text(counters: dict) -> str:
         one, many, why = NOT_FOLLOWED[name]
         parts.append(f"{count:,} {one if count == 1 else many} not followed ({why})")
     return "; ".join(parts)
+
+
+def names_lost_text(counters: dict) -> str:
+    """The facts lost, in words; "" when none was."""
+    lost = int(counters.get(NAMES_LOST, 0))
+    if not lost:
+        return ""
+    return (f"{lost:,} file-open and process record{'s' if lost != 1 else ''} lost: every call is in the trace, "
+            "but calls on a file whose open was lost have no file name")
 
 
 def missing_text(counters: dict) -> str:

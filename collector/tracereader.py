@@ -18,7 +18,7 @@ import stat
 
 import numpy as np
 
-from iowitness.collector import codec, traceschema
+from iowitness.collector import codec, knownlayout, tracecensus, traceschema
 from iowitness.collector.traceformat import (
     BLOCK,
     CHUNK,
@@ -87,10 +87,12 @@ class TraceData:
         return records
 
 
-def read(path) -> TraceData:
-    """Read a .iwt file. A bad header or START raises BadTrace; a damaged tail ends the reading."""
+def read(path, afford=None) -> TraceData:
+    """Read a .iwt file. A bad header or START raises BadTrace; a damaged tail ends the reading.
+    afford(events): called with the number of events the chunks declare, after their heads are
+    checked and before any is decoded (raising, e.g. TooLarge, stops the reading)."""
     data, active = _file_bytes(path)
-    return _mark_active(_checked(path, memoryview(data)), active)
+    return _mark_active(_checked(path, memoryview(data), afford=afford), active)
 
 
 def being_written(fd: int) -> bool:
@@ -121,7 +123,7 @@ def scan(path, data: memoryview, release=None) -> TraceData:
     return _checked(path, data, keep_events=False, release=release)
 
 
-def _checked(path, data: memoryview, keep_events: bool = True, release=None) -> TraceData:
+def _checked(path, data: memoryview, keep_events: bool = True, release=None, afford=None) -> TraceData:
     if len(data) < HEADER.size and MAGIC.startswith(bytes(data[:len(MAGIC)])):
         raise BadTrace(f"{path} ends before its header: the tracer stopped at once; trace again")
     if bytes(data[:len(MAGIC)]) != MAGIC:
@@ -132,7 +134,7 @@ def _checked(path, data: memoryview, keep_events: bool = True, release=None) -> 
         raise BadTrace(f"{path} is trace format version {version}, but iowitness {__version__} "
                        f"reads versions {spoken(READABLE_VERSIONS)} only; open it "
                        "with the iowitness that wrote it")
-    return _read(path, data, version, len(data), keep_events=keep_events, release=release)
+    return _read(path, data, version, len(data), keep_events=keep_events, release=release, afford=afford)
 
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
@@ -175,7 +177,7 @@ def _file_bytes(path) -> tuple[bytes, bool]:
 
 
 def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None,
-          keep_events: bool = True, release=None) -> TraceData:
+          keep_events: bool = True, release=None, afford=None) -> TraceData:
     """The trace in data[:len(data)] (all of the file, or the part before a damaged chunk);
     `damage` says why the reading ended before the end of the file, when it did.
     `release(begin, end)`, when given, is told of each stretch of `data` walked (about every
@@ -226,7 +228,9 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
                 if "clock_end" in read_end and "clock_start" not in {**start, **read_end}:
                     raise ValueError("END has an end clock, but the trace has no start clock")
                 traceschema.check_samples_against_view(samples, read_end.get("device_view"))
-                end = read_end
+                if "counters" in read_end:
+                    traceschema.check_counters(read_end["counters"])
+                end, end_at = read_end, at
             elif kind == SAMPLES:
                 sample = _json_object(payload, "SAMPLES")
                 traceschema.check_sample(sample, samples[0] if samples else None)
@@ -244,6 +248,8 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
         name = KIND_NAMES.get(kind, str(kind))
         stored[name] = stored.get(name, 0) + CHUNK.size + len(payload)
 
+    if afford is not None and keep_events:
+        afford(sum(rows for _, _, rows in batches[EVENTS]))
     records = {}
     for kind, dtype in dtypes.items():
         # events are read column by column (what the analysis uses), other records as records
@@ -255,9 +261,14 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
             # a record chunk that passed its CRC yet does not decode: it and what comes after
             # it are dropped, exactly as after a bad CRC (the writer never produces one)
             return _read(path, data[:bad_at], version, file_size,
-                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events, release)
+                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events, release, afford)
 
     missing = _records_missing(end, records, batches)
+    if end is not None:   # whole chunks cut, repeated or moved: END's census and counters say so
+        said = ("events", "facts", "block") if missing else ()
+        found = [m for m in (missing, _census_gaps(end, data, [c for c in chunks if c[0] < end_at], counters, said))
+                 if m]
+        missing, counters = "; ".join(found) or None, end.get("counters", counters)
     meta = {**start, **(end or {}), "complete": end is not None and not missing,
             "truncated_bytes": file_size - good_end, "unread_reason": damage if good_end < file_size else None,
             "records_missing": missing,
@@ -288,6 +299,15 @@ def _records_missing(end: dict | None, records: dict, batches: dict) -> str | No
     return "; ".join(gaps) or None
 
 
+def _census_gaps(end: dict, data, before_end: list, counters: dict, said: tuple) -> str | None:
+    found = []
+    if isinstance(end.get("chunks"), dict):
+        found.append(tracecensus.gaps(end["chunks"], data, before_end, said))
+    if isinstance(end.get("counters"), dict) and counters != end["counters"]:
+        found.append("the last COUNTERS chunk is not END's counters")
+    return "; ".join(f for f in found if f) or None
+
+
 def _kind_name(kind: int) -> str:
     return KIND_NAMES[kind].upper() if kind in KIND_NAMES else f"kind {kind}"
 
@@ -307,6 +327,7 @@ def _start(payload) -> tuple[dict, dict, dict, dict]:
     traceschema.check_meta(start, "START")
     traceschema.check(start.get("layout"), traceschema.Need(_LAYOUT), "START.layout")
     lay = start["layout"]
+    knownlayout.check(lay)   # a START claiming this layout's version describes it as it is
     # the device view's records, in traces written since they exist
     dtypes = {kind: traceschema.dtype_from(lay[name], _NEEDS[kind]) for kind, name in RECORD_KINDS.items()
               if kind in (EVENTS, FACTS) or name in lay}

@@ -148,6 +148,8 @@ META = {
     # iowitness replay: the trace it replays (its command names the replay's phases)
     "replay_of": Maybe({"trace": TEXT, "command": Maybe([TEXT]), "host": Maybe(TEXT), "timing": TEXT,
                         "into": TEXT, "files": MapOf(TEXT), "not_replayed": MapOf(NS)}),
+    # END's census of the chunks before it (collector/tracecensus.py)
+    "chunks": Maybe({"through": Need(NS), "counts": Need(MapOf(NS)), "digest": Need(U32)}),
 }
 RUN_COST = {"run_time_ns": Need(NS), "run_cnt": Need(NS), "recursion_misses": NS}
 COUNTERS = {

@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from iowitness.collector import codec
+from iowitness.collector import codec, tracecensus
 from iowitness.collector.traceformat import (
     BLOCK,
     CHUNK,
@@ -33,7 +33,7 @@ from iowitness.collector.traceformat import (
     json_bytes,
 )
 from iowitness.errors import OutputError
-from iowitness.outputfile import DEFAULT_MODE, TRACE_HINT, Output
+from iowitness.outputfile import DEFAULT_MODE, TRACE_HINT, Output, still_holds
 from iowitness.probes.layout import layout
 
 
@@ -217,9 +217,17 @@ class TraceWriter:
         if not self._closed:
             try:
                 self._write_waiting()
-                self._chunk(END, json_bytes(end_meta))
+                census = tracecensus.take(self._fd)   # what the file holds, for the reader to compare
+                self._chunk(END, json_bytes({**end_meta, "chunks": census} if census else end_meta))
+                kept = still_holds(self.path, self._fd)
             finally:
                 self.abort()
+            if not kept:   # say "saved" only of a file that is there
+                lost = OutputError(f"the trace {self.path} was replaced or removed by another program while "
+                                   "this run recorded into it: this run's events are not there; give each run "
+                                   "its own -o")
+                lost.trace_lost = True
+                raise lost
 
     def abort(self) -> None:
         """Close without END: the trace will read as incomplete, with all it holds so far."""

@@ -8,6 +8,7 @@ stderr and an exit code here and nowhere else; so are argparse's own complaints.
 from __future__ import annotations
 
 # the modules are imported inside main(): a Ctrl-C while they load is then one line too
+import signal
 import sys
 
 from iowitness.errors import EXIT_USAGE, IowitnessError
@@ -73,7 +74,39 @@ def _reuse_freed_memory() -> None:
     mallopt(M_TRIM_THRESHOLD, 2**30)
 
 
+class _Terminated(BaseException):
+    """SIGTERM while iowitness starts (its modules load in seconds), before a command handles it."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
+def _catch_sigterm():
+    """SIGTERM raised as _Terminated from now on, as SIGINT raises KeyboardInterrupt: one line and
+    exit 143 instead of a silent death (a recording command's own latch takes over once it runs;
+    a SIGTERM the caller ignored, nohup's, stays ignored). The handler it replaced, to restore."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            return signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:   # not the main thread (an embedding program's): leave signals alone
+        pass
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    previous = _catch_sigterm()
+    try:
+        return _main(argv)
+    except _Terminated:
+        print("iowitness: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         _reuse_freed_memory()
         parser = build_parser()

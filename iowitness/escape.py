@@ -72,5 +72,14 @@ def csv(frame) -> str:
     shown = frame.copy()
     for column in shown.columns:
         if shown[column].dtype == object or str(shown[column].dtype) in ("str", "string"):
-            shown[column] = shown[column].map(lambda v: visible(v) if isinstance(v, str) else v)
+            shown[column] = shown[column].map(lambda v: _cell(visible(v)) if isinstance(v, str) else v)
     return shown.to_csv(index=False)
+
+
+_FORMULA = re.compile(r"^[=+@]|^-(?![\d.]+$|$)")
+
+
+def _cell(text: str) -> str:
+    """A text cell a spreadsheet would read as a formula (=, +, @, or - not before a number;
+    a file named "=HYPERLINK(...)") starts with a quote, as OWASP advises: shown, not run."""
+    return "'" + text if _FORMULA.match(text) else text

@@ -16,7 +16,7 @@ from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run, unseen
 from iowitness.analysis.verdicts import claimed
 from iowitness.collector import backends
-from iowitness.collector.traceformat import not_followed, not_followed_text
+from iowitness.collector.traceformat import names_lost_text, not_followed, not_followed_text
 from iowitness.escape import visible
 
 # integer columns that name something (no thousands separators)
@@ -154,7 +154,7 @@ def async_calls_line(counters: dict) -> str | None:
 
 def lost_figure(trace) -> str:
     """The "lost events" figure every report prints, with what the probe could not follow beside it."""
-    unfollowed = not_followed_text(trace.counters)
+    unfollowed = "; ".join(t for t in (not_followed_text(trace.counters), names_lost_text(trace.counters)) if t)
     return f"{trace.lost:,}" + (f" ({unfollowed})" if unfollowed else "")
 
 
@@ -168,6 +168,8 @@ def warnings(trace) -> list[str]:
         out.append(blind + ".")
     if trace.lost:
         out.append(f"{trace.lost:,} events were lost; phases may miss calls.")
+    if names_lost_text(trace.counters):
+        out.append(names_lost_text(trace.counters) + ".")
     if not_followed(trace.counters):
         out.append(f"the probe could not follow everything ({trace.missing}): the calls on those files, "
                    "processes or threads are missing; phases may miss calls.")
@@ -207,7 +209,7 @@ def integrity_notes(meta: dict) -> list[str]:
     notes = [unread_note(meta)]
     if meta.get("records_missing"):
         notes.append(f"records are missing though every chunk read well ({meta['records_missing']}): "
-                     "whole chunks were cut out of the file; figures are low")
+                     "whole chunks were cut out of the file, repeated or moved; figures may be wrong")
     if meta.get("chunk_heads_checked") is False:
         notes.append(f"format {meta.get('format_version')}: chunk headers not checksummed (a damaged head "
                      "could drop a chunk unseen; traces written since format 3 are checked)")
@@ -228,7 +230,7 @@ def status(meta: dict) -> str:
     if meta.get("unread_reason"):
         return "INCOMPLETE (the reading stopped at a torn or damaged chunk)"
     if meta.get("records_missing"):
-        return "INCOMPLETE (records counted at the end are missing)"
+        return "INCOMPLETE (records counted at the end are missing, or chunks are out of place)"
     return "INCOMPLETE (the collector stopped before the end)"
 
 

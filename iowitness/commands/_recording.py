@@ -23,7 +23,7 @@ from iowitness.collector.probe import (
 )
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
-from iowitness.collector.traceformat import lost_total, missing_text, not_followed_text
+from iowitness.collector.traceformat import lost_total, missing_text, names_lost_text, not_followed_text
 from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import Interrupted, OutputError, UsageError
 from iowitness.escape import terminal
@@ -180,14 +180,14 @@ def saved(reason: str, path: str, counters: dict) -> str:
     lost = lost_total(counters)
     held = (f"{counters['calls']:,} calls summarized" if "calls" in counters
             else f"{counters['events']:,} events")
-    unfollowed = not_followed_text(counters)
+    unfollowed = ", ".join(t for t in (not_followed_text(counters), names_lost_text(counters)) if t)
     return f"{reason}; saved {path}: {held}, {lost:,} lost" + (f", {unfollowed}" if unfollowed else "")
 
 
 def finished(args, reason: str, path: str, counters: dict) -> None:
     """Say the last line; a trace that misses calls is said even with --quiet."""
     line = saved(reason, path, counters)
-    if missing_text(counters):
+    if missing_text(counters) or names_lost_text(counters):
         print(f"iowitness: warning: {line}", file=sys.stderr)
     else:
         say(args, line)

@@ -105,6 +105,8 @@ def execute(args) -> int:
             end = recorder.finish({"pids": sorted(pids)})
         except OutputError as fault:   # a full disk: what was written stays readable
             recorder.abandon()
+            if getattr(fault, "trace_lost", False):   # its name now holds another file: nothing to add
+                raise
             raise OutputError(f"{fault}; the trace holds the recording up to here "
                               "(attach never signals the processes it watches)") from None
         except BaseException:

@@ -47,17 +47,27 @@ def _check(trace, args) -> int:
         print(f"iowitness: warning: {note}", file=sys.stderr)
     for v in verdicts:
         _output.print_text(text.verdict_line(v))
-    if trace.missing and not args.allow_loss:
-        print(f"FAILS: the trace misses calls ({trace.missing}); a claim that agrees may still be wrong "
+    missing = "; ".join(m for m in (trace.missing, _events_missing(trace)) if m)
+    if missing and not args.allow_loss:
+        print(f"FAILS: the trace misses calls ({missing}); a claim that agrees may still be wrong "
               "(pass --allow-loss to let the verdicts alone decide)")
         return 1
     return 0 if all(v.ok for v in verdicts) else 1
 
 
+def _events_missing(trace) -> str:
+    """Events the collector counted and the file does not hold (whole chunks cut out, a tail
+    torn off): calls known to be missing, as lost ones are; "" when none is."""
+    counted, held = int(trace.counters.get("events", 0)), int(trace.event_count)
+    return f"{counted - held:,} events counted by the collector are not in the file" if counted > held else ""
+
+
 def _trace_notes(trace) -> list[str]:
     from iowitness.analysis.report import unseen
     from iowitness.analysis.reporters import tables
+    from iowitness.collector.traceformat import names_lost_text
 
     meta = trace.meta
     incomplete = [] if meta.get("complete") else [f"the trace is {tables.status(meta)}"]
-    return incomplete + tables.integrity_notes(meta) + [note for note in (unseen(trace),) if note]
+    names = names_lost_text(trace.counters)   # no call missing: said, not failed on
+    return incomplete + tables.integrity_notes(meta) + [note for note in (unseen(trace), names) if note]

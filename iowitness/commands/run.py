@@ -74,6 +74,8 @@ def execute(args) -> int:
             return _record(args, recorder, child, path)
         except OutputError as fault:   # the trace cannot be written: a full disk, an I/O error
             recorder.abandon()
+            if getattr(fault, "trace_lost", False):   # its name now holds another file: nothing to add
+                raise
             raise OutputError(f"{fault}; the trace holds the run up to here, and {_after_fault(args, child)}") from None
         except BaseException:
             # a crash: the trace keeps what was written; once we are gone, the output capture

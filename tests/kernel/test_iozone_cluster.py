@@ -129,3 +129,26 @@ def test_a_trace_of_another_workdir_is_refused_in_one_line(cluster, tmp_path):
     assert "Traceback" not in proc.stderr
     [line] = proc.stderr.strip().splitlines()
     assert "/nowhere/a" in line and "attach --file" in line
+
+
+@pytest.mark.parametrize("named", ["/dev/zero", "a FIFO", "a root-only file"])
+def test_the_client_list_is_data_never_opened_unbounded_nor_shown(cluster, tmp_path, named):
+    _, traces, master = cluster
+    # GIVEN a master output whose -+m names /dev/zero, a FIFO or a private file of root's
+    secret = "s3cret-first-words"
+    if named == "/dev/zero":
+        target = "/dev/zero"
+    else:
+        target = str(tmp_path / "clients")
+        if named == "a FIFO":
+            os.mkfifo(target)
+        else:
+            Path(target).write_text(f"{secret} {secret}/a {secret}\n")
+            os.chmod(target, 0o600)
+    moved = tmp_path / "master.txt"
+    moved.write_text(master.read_text().replace(str(master.parent / "clients"), target))
+    # WHEN root reports the two traces against it (bounded: a FIFO must not make it wait)
+    proc = iowitness("report", str(traces[0]), str(traces[1]), "--claims", str(moved), check=False, timeout=120)
+    # THEN one line, exit 2, no traceback, and nothing of the file shown
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert target in proc.stderr and secret not in proc.stderr + proc.stdout

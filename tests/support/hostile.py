@@ -11,7 +11,7 @@ import numpy as np
 # a code span, quotes, TeX dollars, a bidi override, a C1 CSI, DEL, and bytes that are not UTF-8
 HOSTILE_BYTES = (b"x\x1b[31mRED\x1b[0m\nFAKE LINE\r<script>alert(1)<b x=\"y\">|pipe|`tick`\"dq'sq"
                  b"$\\frac{1}{0}$\xe2\x80\xae\xc2\x9b2J\x7f\xff\xfe.dat")
-HOSTILE = HOSTILE_BYTES.decode("utf-8", errors="replace")   # what the trace keeps of a path
+HOSTILE = HOSTILE_BYTES.decode("utf-8", errors="backslashreplace")   # a path as read: \\xff for a non-UTF-8 byte
 HOSTILE_ARG = os.fsdecode(HOSTILE_BYTES)                    # what Python's argv holds (surrogates)
 # what must never reach a reader raw (the text-like parts are checked per format)
 RAW_CONTROLS = ("\x1b", "\r", "\x7f", "\x9b", "\u202e")
@@ -25,9 +25,9 @@ def no_raw_controls(text: str, newlines_allowed: bool = True) -> list[str]:
     return sorted(set(bad))
 
 
-def write_hostile_trace(path, output: bytes = b"") -> None:
+def write_hostile_trace(path, output: bytes = b"", counters: dict | None = None) -> None:
     """A complete trace of one process named HOSTILE writing 64 KiB in 4 KiB records to a file
-    named HOSTILE, run as `bench HOSTILE_ARG`, whose output is `output`."""
+    named HOSTILE, run as `bench HOSTILE_ARG`, whose output is `output` (`counters`: more of them)."""
     from iowitness.collector.tracewriter import TraceWriter
     from iowitness.probes.layout import layout
 
@@ -58,5 +58,5 @@ def write_hostile_trace(path, output: bytes = b"") -> None:
         writer.write_facts(facts)
         if output:
             writer.write_output("stdout", output)
-        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
+        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0, **(counters or {})})
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_100_000_000}})

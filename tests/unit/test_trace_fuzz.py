@@ -163,7 +163,7 @@ def test_a_record_chunk_cut_out_whole_reads_incomplete_by_the_counts_at_the_end(
     assert cli.main(["show", str(cut)]) == 0
     shown = capsys.readouterr().out
     assert "records are missing though every chunk read well" in shown
-    assert "INCOMPLETE (records counted at the end are missing)" in shown
+    assert "INCOMPLETE (records counted at the end are missing" in shown
 
 
 def test_a_probe_cost_with_one_of_its_two_window_figures_is_shown_as_not_sampled(tmp_path, capsys):
