@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis.phases import READS, SYNCS, WRITES
 
 UNAVAILABLE = [

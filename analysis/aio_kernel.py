@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis.phases import named
 from iowitness.collector.traceformat import async_ops
 from iowitness.probes.layout import layout

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis import phases as phase_module
-from iowitness.analysis.claims import Claim
 
 from iowitness import units
+from iowitness.analysis import phases as phase_module
+from iowitness.analysis.claims import Claim
 
 # the sizes of a C stdio buffer: glibc takes the file's st_blksize (4096 on ext4 and xfs),
 # BUFSIZ is 8192 (glibc's stdio.h)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis.device_credit import claims, credited, holding, threads_of
 from iowitness.analysis.phases import SYNC, call_kinds, named, stable_order
 from iowitness.collector import backends

@@ -26,11 +26,11 @@ from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis import stream_assign, stream_events, stream_report
-from iowitness.probes.layout import layout
 
+from iowitness.analysis import stream_assign, stream_events, stream_report
 from iowitness.errors import UsageError
 from iowitness.escape import terminal
+from iowitness.probes.layout import layout
 
 CHUNK = 50_000
 HEADER = (f"{'process':<15} {'pid/tid':>13} {'time (s)':>12}  {'call':<12} {'fd':>4} {'offset':>13} "

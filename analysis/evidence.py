@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis import phases as phase_module
 
 I64_MAX = np.iinfo(np.int64).max

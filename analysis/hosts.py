@@ -27,12 +27,11 @@ import re
 from dataclasses import dataclass, field
 
 import pandas as pd
-from iowitness.analysis import matching, merged_trace
-from iowitness.analysis import verdicts as verdict_rules
+
+from iowitness.analysis import matching, merged_trace, verdicts as verdict_rules
 from iowitness.analysis.benchmarks import fio, fio_latency
 from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.dataset import clock_offset_ns
-
 from iowitness.errors import UsageError
 
 ALL_CLIENTS = "All clients"

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 
 import pandas as pd
+
 from iowitness.analysis import benchmarks, matching
 from iowitness.analysis.benchmarks import spec as spec_module
 from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.verdicts import DEFAULT_TOLERANCE, Verdict, claimed
-
 from iowitness.errors import UsageError
 
 

@@ -35,6 +35,7 @@ import re
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis import phases as phase_module
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import fmt

@@ -14,6 +14,7 @@ are left out: they repeat numbers judged once already).
 from __future__ import annotations
 
 import pandas as pd
+
 from iowitness.analysis import benchmarks, buffering, device_checks, verdicts
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.report import ended_early, mid_run

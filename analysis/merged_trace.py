@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis.dataset import clock_offset_ns
 from iowitness.analysis.run import Trace
 from iowitness.collector.tracereader import TraceData
-
 from iowitness.errors import UsageError
 
 PID_SHIFT = 22

@@ -24,9 +24,8 @@ same command all run long.
 
 from __future__ import annotations
 
-from iowitness.collector.traceformat import STATS_SAMPLED
-
 from iowitness import units
+from iowitness.collector.traceformat import STATS_SAMPLED
 
 
 def _sampled(probe: dict) -> bool:

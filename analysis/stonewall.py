@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from iowitness.analysis.figures import WINDOWS, amount_of, fmt, rate, window_end
 
 from iowitness import units
+from iowitness.analysis.figures import WINDOWS, amount_of, fmt, rate, window_end
 
 
 @dataclass

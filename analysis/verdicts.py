@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pandas as pd
+
+from iowitness import units
 from iowitness.analysis.buffering import note_records, read_amplification
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import figures_of, fmt
@@ -40,8 +42,6 @@ from iowitness.analysis.stonewall import (
     group_figures,
     stonewall_reason,
 )
-
-from iowitness import units
 
 DEFAULT_TOLERANCE = 0.05
 # user time between calls worth naming: this share of the phase's window

@@ -44,7 +44,8 @@ def take(fd: int) -> dict | None:
     except OSError:
         return None
     try:
-        size, at, heads, counts = os.fstat(reader).st_size, HEADER.size, [], {}
+        counts: dict[str, int] = {}
+        size, at, heads = os.fstat(reader).st_size, HEADER.size, []
         while at + CHUNK.size <= size:
             head = CHUNK.unpack(os.pread(reader, CHUNK.size, at))
             if at + CHUNK.size + head[2] > size:
@@ -63,7 +64,8 @@ def gaps(census: dict, data, chunks: list, said: tuple = ()) -> str | None:
     """What differs between END's census and the chunks read before its `through` ((offset,
     kind, payload) as the reader found them); None when nothing does. `said`: kinds whose
     shortfall the caller says already (the records END's counters count)."""
-    heads, counts, later = [], {}, []
+    counts: dict[str, int] = {}
+    heads, later = [], []
     for at, kind, payload in chunks:
         if at >= census["through"]:
             later.append(kind)   # only the output capture may append between the census and END

@@ -7,7 +7,8 @@ destination's directory, reached without following a link another user could hav
 (iowitness/safepath.py). Only a regular file is ever replaced: a destination that is a symlink
 is refused (exit 5), since the user may have meant its target, and so is a device node, a FIFO
 or a socket (`-o /dev/null` must not turn the system's /dev/null into a file); the rename swaps
-atomically (renameat2 RENAME_EXCHANGE) and puts back whatever took the name meanwhile. New files get mode 0600 (a trace holds the command line,
+atomically (renameat2 RENAME_EXCHANGE) and puts back whatever took the name meanwhile. New
+files get mode 0600 (a trace holds the command line,
 every traced path and the benchmark's output), or exactly the `--mode` given: the umask does
 not apply, so the mode asked for is the mode on disk. Under `sudo`, every output belongs to the user
 who ran sudo (SUDO_UID, SUDO_GID), so that they can read what they asked for.
@@ -158,7 +159,7 @@ class Output:
         except FileNotFoundError:
             raise self.error(f"no such directory {shown}", "create it or ") from None
         except NotADirectoryError as exc:
-            raise self.error(exc.strerror if "is not a directory" in str(exc.strerror) else
+            raise self.error(str(exc.strerror) if "is not a directory" in str(exc.strerror) else
                              f"{shown} is not a directory") from None
         except OSError as exc:
             raise self.error(f"{shown}: {exc.strerror or exc}") from None

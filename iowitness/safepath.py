@@ -54,7 +54,8 @@ def open_folder(folder: str) -> int:
                     raise
                 found = os.stat(part, dir_fd=fd, follow_symlinks=False)
                 if not stat.S_ISLNK(found.st_mode):
-                    raise NotADirectoryError(errno.ENOTDIR, f"{os.path.join(walked, part)} is not a directory") from None
+                    raise NotADirectoryError(errno.ENOTDIR,
+                                             f"{os.path.join(walked, part)} is not a directory") from None
                 _vet_link(fd, found, os.path.join(walked, part))
                 links += 1
                 if links > MAX_LINKS:

@@ -105,7 +105,7 @@ def write(plan: Plan, out_dir: str) -> dict:
            "; files the trace found already there, made by the export with these sizes (made again by",
            "; hand, they must be at least as large):"]
     job += [f";   {os.path.join(files_dir, f['rel'])} {f['size']}" for f in plan.files if f["precreate"]]
-    job += [f"; left out (fio's iolog has no action for them): "
+    job += ["; left out (fio's iolog has no action for them): "
             + (", ".join(f"{k} {v}" for k, v in sorted(left_out.items())) or "nothing"),
             "", "[global]", "ioengine=psync", ""]
     for t, lines, direct in per_thread:

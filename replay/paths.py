@@ -172,7 +172,11 @@ def prepare(into: str, rels: list[str], sizes: list[int], precreate: list[bool],
     into_fd = open_into(into, create=True)
     made = []
     try:
-        dir_fds = {d: walk(into_fd, into, d, create=True) for d in directories(rels)}
+        dir_fds: dict[str, int] = {}
+        for d in directories(rels):
+            fd = walk(into_fd, into, d, create=True)
+            assert fd is not None   # create=True makes every missing component
+            dir_fds[d] = fd
         try:
             for rel, size, pre in zip(rels, sizes, precreate):
                 d, name = posixpath.split(rel)

@@ -145,7 +145,7 @@ class Player:
             self.progress[t] = 1 << 62
 
     def _calls(self, t: int) -> None:
-        plan, sc, nr, fds = self.plan, self.sc, self.nr, self.fds
+        plan, fds = self.plan, self.fds
         first, count = int(plan.threads["first"][t]), int(plan.threads["count"][t])
         c = plan.calls[first:first + count]
         ops, files, tgids = c["op"].tolist(), c["file"].tolist(), c["tgid"].tolist()
@@ -160,7 +160,8 @@ class Player:
         raddr = ctypes.addressof(ctypes.c_char.from_buffer(rbuf))
         rview, wview = memoryview(rbuf), memoryview(self.wbuf)
         waddr = ctypes.addressof(ctypes.c_char.from_buffer(self.wbuf))
-        rviews, wviews = {}, {}
+        rviews: dict[int, memoryview] = {}
+        wviews: dict[int, memoryview] = {}
         direct = self.direct
         speed, progress = self.speed, self.progress
         # gaps shorter than what the player itself takes between two calls are not waited
@@ -345,7 +346,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.stdout.reconfigure(line_buffering=False)
+    sys.stdout.reconfigure(line_buffering=False)  # type: ignore[union-attr]  # a TextIOWrapper here
     code = main(sys.argv)
     sys.stdout.flush()
     os._exit(code)   # no close of the fds the original left open at its exit either

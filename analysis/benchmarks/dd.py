@@ -21,8 +21,8 @@ import os
 import re
 
 import pandas as pd
-from iowitness.analysis.claims import Claim, Match, UnparsableOutput
 
+from iowitness.analysis.claims import Claim, Match, UnparsableOutput
 from iowitness.units import BYTE_UNITS
 
 NAME = "dd"

@@ -27,6 +27,7 @@ import re
 from collections import Counter, defaultdict
 
 import pandas as pd
+
 from iowitness.analysis.benchmarks import fio_latency
 from iowitness.analysis.claims import Claim, Match, UnparsableOutput
 

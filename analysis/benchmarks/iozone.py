@@ -17,6 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis.benchmarks import iozone_groups
 from iowitness.analysis.benchmarks.iozone_claims import BANNER, parse, without_report  # noqa: F401 (the interface)
 from iowitness.analysis.claims import Claim, Match

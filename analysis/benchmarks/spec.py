@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+
 from iowitness.analysis import latency
 from iowitness.analysis.benchmarks import spec_match
 from iowitness.analysis.benchmarks.spec_units import UNITS, near, number, size

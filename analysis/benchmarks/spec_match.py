@@ -25,6 +25,7 @@ import math
 from collections import defaultdict
 
 import pandas as pd
+
 from iowitness.analysis import latency
 from iowitness.analysis.claims import Claim, Match
 from iowitness.analysis.figures import figures_of

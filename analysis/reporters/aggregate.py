@@ -7,12 +7,12 @@ import json
 import os
 
 import pandas as pd
+
+from iowitness import escape, units
 from iowitness.analysis import aggregates, observer
 from iowitness.analysis.reporters import tables
 from iowitness.analysis.reporters.machine import SCHEMA_VERSION, _records
 from iowitness.collector.traceformat import not_followed
-
-from iowitness import escape, units
 
 
 def _phases(trace) -> pd.DataFrame:

@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis import inflight
-from iowitness.analysis import report as report_module
-from iowitness.analysis.call_extents import Extents, counted
-from iowitness.analysis.phases import READS
 
 from iowitness import units
+from iowitness.analysis import inflight, report as report_module
+from iowitness.analysis.call_extents import Extents, counted
+from iowitness.analysis.phases import READS
 
 MAX_MARKERS = 400                 # above this many calls, offset-vs-time is binned (markers cost ~90 B each)
 DENSITY_BINS = (360, 140)         # time × offset cells of a binned offset-vs-time chart

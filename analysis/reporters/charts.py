@@ -17,10 +17,10 @@ import io
 import itertools
 
 import numpy as np
-from iowitness.analysis.reporters.chart_bins import CURVE, DENSITY_BINS, time_scale
-from iowitness.analysis.reporters.isolated_matplotlib import imported, style
 
 from iowitness import escape, units
+from iowitness.analysis.reporters.chart_bins import CURVE, DENSITY_BINS, time_scale
+from iowitness.analysis.reporters.isolated_matplotlib import imported, style
 
 # Okabe-Ito colours, ordered so neighbours differ in lightness too (they stay apart in grey)
 COLOURS = ("#000000", "#E69F00", "#0072B2", "#56B4E9", "#D55E00", "#009E73", "#CC79A7", "#999999")

@@ -17,10 +17,10 @@ from importlib import resources
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis import figures as active_figures
-from iowitness.analysis.reporters import chart_bins, charts, stretches, sweep, tables
 
 from iowitness import escape, units
+from iowitness.analysis import figures as active_figures
+from iowitness.analysis.reporters import chart_bins, charts, stretches, sweep, tables
 
 MAX_PHASE_SECTIONS = 12
 

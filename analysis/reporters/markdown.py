@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis.reporters import stretches, tables
 
 from iowitness import escape, units
+from iowitness.analysis.reporters import stretches, tables
 
 
 def _cell(value, column: str = "") -> str:

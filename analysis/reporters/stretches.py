@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import pandas as pd
+
 from iowitness.analysis.reporters.tables import with_units
 
 TITLE = ("stretches (each open to close of a target file: time inside its calls, by kind; share = in calls / "

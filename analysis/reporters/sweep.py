@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from iowitness.analysis.benchmarks import iozone
 
 from iowitness import units
+from iowitness.analysis.benchmarks import iozone
 
 MARKS = {"agrees": "", "explained": "~", "disagrees": "!", "cannot judge": "?"}
 LEGEND = "mark after a figure: ! disagrees with IOzone's, ~ differs and explained, ? cannot judge, none: agrees"

@@ -50,7 +50,8 @@ def main() -> None:
             began = time.perf_counter()
             tracereader.read(path)
             reads.append(time.perf_counter() - began)
-        print(f"take over {len(chunks):,} chunks: {_figure(takes)}; gaps: {_figure(gaps)}; whole read: {_figure(reads)}")
+        print(f"take over {len(chunks):,} chunks: {_figure(takes)}; gaps: {_figure(gaps)}; "
+              f"whole read: {_figure(reads)}")
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def main() -> int:
     args = parser.parse_args()
     with synthetic_trace(args) as trace, tempfile.TemporaryDirectory(prefix="iowitness-oldnew-") as tmp:
         out = Path(tmp)
-        print(f"| form | old wall s | new wall s | old peak GiB | new peak GiB | output |")
+        print("| form | old wall s | new wall s | old peak GiB | new peak GiB | output |")
         print("| --- | --- | --- | --- | --- | --- |")
         for form in args.forms:
             argv = [a.format(trace=trace, out=out) for a in FORMS[form]]

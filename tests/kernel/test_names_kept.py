@@ -24,7 +24,7 @@ def test_names_that_differ_in_undecodable_bytes_or_past_255_bytes_stay_apart(tmp
     os.makedirs(deep)
     names = {os.fsencode(workdir) + b"/f\xff": 16, os.fsencode(workdir) + b"/f\xfe": 32,
              deep + b"1": 8, deep + b"2": 4}
-    script = "; ".join(f"dd if=/dev/zero of=\"$" + str(k + 1) + f"\" bs=4k count={count} 2>/dev/null"
+    script = "; ".join("dd if=/dev/zero of=\"$" + str(k + 1) + f"\" bs=4k count={count} 2>/dev/null"
                        for k, count in enumerate(names.values()))
     trace = tmp_path / "t.iwt"
     iowitness("run", "-q", "-o", str(trace), "--", "sh", "-c", script, "sh", *map(os.fsdecode, names))

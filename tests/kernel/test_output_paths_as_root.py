@@ -33,7 +33,8 @@ def attack():
     where nobody links `sub` to the root-only one. (root_only, users_dir); removed after."""
     if not shutil.which("setpriv"):
         pytest.skip("setpriv (util-linux) is needed to act as nobody")
-    base = Path(tempfile.mkdtemp(prefix="iow-links-", dir="/tmp"))   # pytest's own tmp is 0700: nobody could not reach it
+    # pytest's own tmp is 0700: nobody could not reach it
+    base = Path(tempfile.mkdtemp(prefix="iow-links-", dir="/tmp"))
     try:
         os.chmod(base, 0o755)
         root_only = base / "root-only"

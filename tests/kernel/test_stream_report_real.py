@@ -1,7 +1,7 @@
 """The report read in blocks of 997 events against the same report read in blocks of a million
 (for these runs: one block) on real runs, so that the block pipeline's state carried across
-blocks is held to what one block gives: the same bytes in every form (CSV, JSON, Markdown, text, the HTML page with its charts), the same
-`check` lines and exit code, and the same `export` dataset.
+blocks is held to what one block gives: the same bytes in every form (CSV, JSON, Markdown,
+text, the HTML page with its charts), the same `check` lines and exit code, and the same `export` dataset.
 
 The runs are the shapes the phase rebuild has rules for: IOzone in throughput mode (a group of
 processes per test, warm-up reads, fsync after the timed window), fio with a job file of two

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis import aio_kernel
 from iowitness.probes.layout import layout
 

@@ -9,9 +9,9 @@ import types
 from types import SimpleNamespace
 
 import pytest
+
 from iowitness.analysis import benchmarks, matching, stream_full
 from iowitness.analysis.claims import Claim, Match
-
 from iowitness.commands import _claims
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from iowitness.collector import bpftrace_lines
 from iowitness.collector.bpftrace_lines import LineParser, script_text, settings_text
 from iowitness.collector.targets import FileRule, KnownFile
-from iowitness.probes.layout import layout
-
 from iowitness.errors import UsageError
+from iowitness.probes.layout import layout
 from tests.conftest import REPO
 
 FIXTURE = REPO / "tests" / "data" / "bpftrace" / "iozone-i0-i1-256k.txt"

@@ -7,12 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from iowitness.analysis import inflight, stream_full
-from iowitness.analysis import report as report_module
+
+from iowitness.analysis import inflight, report as report_module, stream_full
 from iowitness.analysis.call_extents import Extents
 from iowitness.analysis.reporters import chart_bins
 from iowitness.analysis.run import load
-
 from tests.support.bench import script
 from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of
 

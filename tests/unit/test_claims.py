@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from iowitness.analysis.benchmarks import UNKNOWN, claims_from, dd, fio, iozone, spec
 from iowitness.analysis.claims import UnparsableOutput
 

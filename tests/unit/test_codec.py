@@ -4,6 +4,7 @@ values; a damaged block is refused, never decoded into wrong records."""
 import numpy as np
 import pytest
 import zstandard
+
 from iowitness.collector import codec
 from iowitness.probes.layout import layout
 

@@ -16,9 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from iowitness.probes import kernel_versions as kv
 
 from iowitness import probes
+from iowitness.probes import kernel_versions as kv
 
 UAPI_BPF_H = Path("/usr/include/linux/bpf.h")
 _INSN = re.compile(r"^\s*(\d+):\s+((?:[0-9a-f]{2} ){7}[0-9a-f]{2})")

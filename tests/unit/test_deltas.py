@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from iowitness.analysis import deltas
 
+from iowitness.analysis import deltas
 from iowitness.errors import UsageError
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from iowitness.analysis import device, device_checks
 from iowitness.analysis.claims import Claim
 from iowitness.collector import blockdev
-from iowitness.probes.layout import layout
-
 from iowitness.commands import _claims
 from iowitness.errors import UsageError
+from iowitness.probes.layout import layout
 
 MS = 1_000_000
 T0 = 1000 * MS

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+
 from iowitness.analysis import (
     device,
     device_checks,
@@ -19,7 +20,6 @@ from iowitness.analysis import (
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.device_credit import credit
 from iowitness.probes.layout import layout
-
 from tests.support.synthetic import DEV, O_DIRECT, O_RDWR, O_WRONLY, START_NS, Calls
 
 MS = 1_000_000

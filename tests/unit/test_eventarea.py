@@ -2,6 +2,7 @@
 the collector reads it."""
 
 import numpy as np
+
 from iowitness.collector import eventarea
 from iowitness.collector.eventarea import MIN_EVENTS_PER_CPU, events_per_cpu
 

@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+
 from iowitness.analysis import run, stream_events
 from iowitness.collector.traceformat import json_bytes
 from iowitness.collector.tracewriter import TraceWriter
-from iowitness.probes.layout import layout
-
 from iowitness.commands import export
 from iowitness.errors import BadTrace, UsageError
 from iowitness.outputfile import Output
+from iowitness.probes.layout import layout
 from tests.support import trace_mutants
 from tests.support.bench import script
 from tests.support.blocks import BLOCKS

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis import inflight
 from iowitness.analysis.stream_table import of_frame as table
-
 from tests.support.synthetic import O_RDONLY, Calls
 
 

@@ -7,9 +7,9 @@ played; tests/kernel/test_compat_path.py asks the real one.
 from __future__ import annotations
 
 import pytest
-from iowitness.collector import kfeatures
 
 from iowitness import probes
+from iowitness.collector import kfeatures
 from iowitness.errors import CannotTrace, UsageError
 
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+
 from iowitness.analysis import latency, matching, stream_full
 from iowitness.analysis.benchmarks import spec
-
 from tests.support.blocks import assigned_of
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
 

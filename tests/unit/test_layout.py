@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from iowitness.probes.layout import LayoutError, layout, parse
 
 from iowitness import probes
+from iowitness.probes.layout import LayoutError, layout, parse
 from tests.support.btf import probe_btf_dump
 
 SHARED = ("iow_event", "iow_meta", "iow_block", "iow_offcpu", "iow_settings", "iow_name_key", "iow_file_key",

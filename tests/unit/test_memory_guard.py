@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from iowitness.analysis import memory_guard
 
+from iowitness.analysis import memory_guard
 from iowitness.errors import EXIT_TOO_LARGE, TooLarge
 from tests.support.cli import IOWITNESS
 

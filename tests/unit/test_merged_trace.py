@@ -4,9 +4,9 @@ mode and fio's all-clients latency are judged on."""
 from __future__ import annotations
 
 import numpy as np
+
 from iowitness.analysis import merged_trace
 from iowitness.analysis.run import load
-
 from tests.support.trace_mutants import write_dd_trace
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from iowitness.collector import targets
 
 from iowitness import probes
+from iowitness.collector import targets
 from iowitness.errors import UsageError
 from tests.support.btf import probe_btf_dump
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from iowitness.analysis import phases, quantiles
 from iowitness.analysis.run import load
-
 from tests.support.bench import script
 from tests.support.blocks import calls_of
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from iowitness.analysis.reporters.machine import SCHEMA_VERSION
 
+from iowitness.analysis.reporters.machine import SCHEMA_VERSION
 from tests.conftest import REPO
 from tests.support.cli import iowitness
 from tests.support.trace_mutants import write_dd_trace, write_summary_trace

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from iowitness import cli
 from iowitness.analysis import event_lines, run
 from iowitness.analysis.run import load
 from iowitness.collector.tracewriter import TraceWriter
-from iowitness.probes.layout import layout
-
-from iowitness import cli
 from iowitness.errors import BadTrace, UsageError
+from iowitness.probes.layout import layout
 from tests.support import trace_mutants
 from tests.support.bench import script
 from tests.support.blocks import BLOCKS

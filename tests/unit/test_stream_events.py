@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
 from iowitness.analysis import stream_events
 from iowitness.analysis.run import load
 from iowitness.collector.tracereader import read
 from iowitness.collector.tracewriter import TraceWriter
-from iowitness.probes.layout import layout
-
 from iowitness.errors import BadTrace
+from iowitness.probes.layout import layout
 from tests.support import trace_mutants
 
 BLOCK_ROWS = (1, 37, 1000)

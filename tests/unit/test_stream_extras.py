@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+
 from iowitness.analysis import report, stream_extras, stream_full
 from iowitness.analysis.reporters import machine, stretches
-
 from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of
 from tests.support.synthetic import (
     EIO,
@@ -39,8 +39,8 @@ def built(events: pd.DataFrame, command=("./bench",)):
 def same_extras(events: pd.DataFrame, sizes=BLOCKS, command=("./bench",), per_phase=report.OUTLIERS_PER_PHASE):
     """Streams the trace in blocks of each size and holds every answer to the in-memory one."""
     rep, trace = built(events, command)
-    outliers = rep.outliers if per_phase == report.OUTLIERS_PER_PHASE else report.outliers(calls_of(rep, events), rep.phases,
-                                                                                            per_phase)
+    outliers = (rep.outliers if per_phase == report.OUTLIERS_PER_PHASE
+                else report.outliers(calls_of(rep, events), rep.phases, per_phase))
     raw = stretches.stretch_frame(rep, trace)
     for rows in sizes:
         # the slowest calls and the stretches' sums merged every few blocks, every block, at the end
@@ -163,7 +163,6 @@ def test_errors_negative_returns_and_spans_without_phase():
 def test_the_report_10m_shaped_trace(tmp_path):
     # GIVEN the benchmark script's IOzone-shaped trace: 4 children, 3 rounds, random passes
     from iowitness.analysis.run import load
-
     from tests.support.bench import script
     script("report_10m").build_trace(tmp_path / "t.iwt", 60_000, 4, 3)
     trace = load(tmp_path / "t.iwt")

@@ -97,7 +97,6 @@ def test_no_room_for_temporary_files_is_an_output_error(traces, monkeypatch):
     import errno
 
     from iowitness.analysis import stream_full, stream_walk
-
     from iowitness.errors import OutputError
 
     def full(fd, offset, length):

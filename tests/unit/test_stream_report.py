@@ -8,9 +8,9 @@ import os
 
 import pandas as pd
 import pytest
+
 from iowitness.analysis import stream_report
 from iowitness.analysis.run import load
-
 from tests.support.bench import script
 from tests.support.cli import iowitness
 from tests.support.trace_mutants import write_dd_trace, write_summary_trace
@@ -66,7 +66,6 @@ def test_no_room_for_the_temporary_files_is_one_line_and_no_crash(iozone_trace, 
     import os
 
     from iowitness.analysis import stream_walk
-
     from iowitness.errors import OutputError
 
     def full(fd, offset, length):

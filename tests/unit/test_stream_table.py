@@ -8,8 +8,8 @@ import random
 
 import pandas as pd
 import pytest
-from iowitness.analysis import stream_assign, stream_table
 
+from iowitness.analysis import stream_assign, stream_table
 from tests.support.blocks import BLOCKS, Blocks
 from tests.support.synthetic import (
     EIO,
@@ -176,7 +176,6 @@ def test_re_read_and_re_write_across_truncations():
 def test_iozone_shaped_trace(tmp_path):
     # GIVEN the benchmark script's IOzone-shaped trace: children, rounds, random passes
     from iowitness.analysis.run import load
-
     from scripts.bench import report_10m
     report_10m.build_trace(tmp_path / "t.iwt", 30_000, children=3, rounds=2)
     same_table(load(tmp_path / "t.iwt").events, sizes=(37, 1000))

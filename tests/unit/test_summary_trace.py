@@ -4,6 +4,7 @@ and show/report build their tables from it (collector/tracereader.py, analysis/a
 from __future__ import annotations
 
 import numpy as np
+
 from iowitness.analysis import aggregates, observer
 from iowitness.analysis.reporters import aggregate, summary
 from iowitness.analysis.run import load

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pandas as pd
+
 from iowitness.analysis.reporters import sweep
 
 

@@ -13,13 +13,13 @@ from collections import Counter
 import numpy as np
 import pytest
 import zstandard
+
 from iowitness.analysis.run import export_parquet, load
 from iowitness.collector import codec
 from iowitness.collector.traceformat import CHUNK, describe_layout, names_lost_text
 from iowitness.collector.tracewriter import TraceWriter, chunk_head, file_header
-from iowitness.probes.layout import layout
-
 from iowitness.errors import BadTrace, OutputError
+from iowitness.probes.layout import layout
 
 OP = {name: number for number, name in layout().names("iow_op", "IOW_OP_").items()}
 KIND = {name: number for number, name in layout().names("iow_meta_kind", "IOW_META_").items()}

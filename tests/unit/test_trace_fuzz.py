@@ -16,14 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from iowitness import cli
 from iowitness.collector import codec, tracewriter
 from iowitness.collector.traceformat import CHUNK, COUNTERS, EVENTS, START
 from iowitness.collector.tracereader import read
 from iowitness.collector.tracewriter import TraceWriter, chunk_head, file_header
-from iowitness.probes.layout import layout
-
-from iowitness import cli
 from iowitness.errors import BadTrace
+from iowitness.probes.layout import layout
 from tests.support import trace_mutants
 from tests.support.cli import IOWITNESS
 

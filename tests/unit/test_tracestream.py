@@ -8,8 +8,8 @@ odd blocks under good CRCs, decompression bombs, ...).
 
 import numpy as np
 import pytest
-from iowitness.collector import tracereader, tracestream
 
+from iowitness.collector import tracereader, tracestream
 from iowitness.errors import BadTrace
 from tests.support import trace_mutants
 

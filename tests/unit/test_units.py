@@ -12,11 +12,11 @@ import re
 
 import pandas as pd
 import pytest
+
+from iowitness import units
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.reporters import tables
 from iowitness.analysis.verdicts import Verdict
-
-from iowitness import units
 
 NAN = float("nan")
 
