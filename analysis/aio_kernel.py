@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.phases import named
-from iowitness.collector.traceformat import async_ops
+from iowitness.collector.format.traceformat import async_ops
 from iowitness.probes.layout import layout
 
 AIO_DONE = layout().constants["IOW_BLOCK_AIO_DONE"]

@@ -1,6 +1,6 @@
 """Per phase, the extent of its counted data calls: how many, the first and last start, the
 last end, the offset and latency ranges. The HTML report's chart bins are fixed by them
-(analysis/reporters/chart_bins.py); a streamed report opened for charts gathers them in its
+(reporters/chart_bins.py); a streamed report opened for charts gathers them in its
 last pass over the blocks (analysis/stream_full.py), so the charts need one pass more, not two.
 """
 

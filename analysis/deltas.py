@@ -1,6 +1,6 @@
 """How each run differs from the first, per phase and metric, and the thresholds a CI gate sets.
 
-`compare` matches phases across runs (analysis/reporters/compare.py); this module turns the
+`compare` matches phases across runs (reporters/compare.py); this module turns the
 matched phases into numbers: each metric's value in every run, and its change against the
 first run (the baseline), absolute and in percent. `--fail-if` expressions are read and judged
 here, so that the text, JSON and exit code all come from one computation.

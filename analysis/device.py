@@ -40,7 +40,7 @@ import pandas as pd
 from iowitness.analysis.device_credit import claims, credited, holding, threads_of
 from iowitness.analysis.phases import SYNC, call_kinds, named, stable_order
 from iowitness.collector import backends
-from iowitness.collector.traceformat import async_ops, dev_name
+from iowitness.collector.format.traceformat import async_ops, dev_name
 
 READ_OP = 0
 DISCARD_OPS = (3, 5)

@@ -26,7 +26,7 @@ from iowitness.analysis import hosts as host_module, matching, merged_trace
 from iowitness.analysis.benchmarks import iozone_claims
 from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.dataset import clock_offset_ns
-from iowitness.collector.traceformat import ops_of_kind
+from iowitness.collector.format.traceformat import ops_of_kind
 from iowitness.errors import UsageError
 from iowitness.safepath import kind
 

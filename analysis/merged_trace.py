@@ -20,7 +20,7 @@ import pandas as pd
 
 from iowitness.analysis.dataset import clock_offset_ns
 from iowitness.analysis.run import Trace
-from iowitness.collector.tracereader import TraceData
+from iowitness.collector.format.tracereader import TraceData
 from iowitness.errors import UsageError
 
 PID_SHIFT = 22

@@ -25,7 +25,7 @@ same command all run long.
 from __future__ import annotations
 
 from iowitness import units
-from iowitness.collector.traceformat import STATS_SAMPLED
+from iowitness.collector.format.traceformat import STATS_SAMPLED
 
 
 def _sampled(probe: dict) -> bool:

@@ -166,7 +166,7 @@ def outlier_frame(by_phase: pd.DataFrame, phase, syscall, tid, start_ns, offset,
 
 def latency_bin_counts(phases: np.ndarray, calls: "Calls") -> np.ndarray:
     """Per phase of `phases` (a row each), counts of its data calls per LATENCY_BINS_US bin, in
-    one pass (report --json's histograms: analysis/reporters/machine.py). The counts of blocks
+    one pass (report --json's histograms: reporters/machine.py). The counts of blocks
     of calls add up to those of all of them (analysis/stream_extras.py)."""
     counted = calls.data & (calls.phase > 0)
     position = phase_module.lookup(pd.Series(np.arange(len(phases)), index=phases), calls.phase[counted]).astype(np.int64)
@@ -180,13 +180,13 @@ def histogram_lists(phases: np.ndarray, counts: np.ndarray) -> dict[int, list[in
     return {int(p): counts[i].tolist() for i, p in enumerate(phases)}
 
 
-# the stretches (analysis/reporters/stretches.py): their sums, shared with the streamed report
+# the stretches (reporters/stretches.py): their sums, shared with the streamed report
 STRETCH_KINDS = ("reads", "writes", "sync", "other")
 
 
 def stretch_calls(events: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFrame | None:
     """One row per call in a stretch (phases.py's span: an open to the last close of its fds), what
-    the stretches' table (analysis/reporters/stretches.py) sums; None when no call is in one.
+    the stretches' table (reporters/stretches.py) sums; None when no call is in one.
     Columns are views of the events' where every call is in a stretch, the path its category."""
     span = assigned["span"].to_numpy()
     keep = span >= 0

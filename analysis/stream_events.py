@@ -9,9 +9,9 @@
 categories (the trace's, in every block), index and order (tests/unit/test_stream_events.py).
 
 The order is the hard part. The reader sorts the events by start time, stably, when the
-records are out of order (collector/tracereader.py TraceData), and they are: a record is
+records are out of order (collector/format/tracereader.py TraceData), and they are: a record is
 written when its call returns, so a 2 s fsync's record comes after 2 s of later-starting
-calls. The file is read in blocks (collector/tracestream.py); with P(j) the largest start
+calls. The file is read in blocks (collector/format/tracestream.py); with P(j) the largest start
 time in blocks 0..j, a record of block j that starts before P(j - 2) is a *straggler*: it
 belongs before records two blocks or more ahead of it. A first pass (at open) finds the
 stragglers and keeps their rows in memory, sorted, and notes for each block the earliest
@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from iowitness.analysis.streamed import StreamedTrace
-from iowitness.collector import tracestream
+from iowitness.collector.format import tracestream
 
 BLOCK_ROWS = tracestream.BLOCK_ROWS
 

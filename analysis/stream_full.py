@@ -38,7 +38,7 @@ def open_report(path, block_rows: int = BLOCK_ROWS, charts: bool = False):
     """The trace at `path` as a StreamedTrace whose report() is built block by block (None for
     a --summary trace, which has no events: its report is the kernel's aggregates); valid
     until the `with` ends. `charts`: the report gathers its calls' extents too (the HTML
-    page's bins: analysis/reporters/chart_bins.py), a pass fewer for the page."""
+    page's bins: reporters/chart_bins.py), a pass fewer for the page."""
     with stream_events.open_events(path, block_rows=block_rows) as source:
         if source.trace_data.summary is not None:
             yield None

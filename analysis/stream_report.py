@@ -37,7 +37,7 @@ BLOCK_ROWS = int(os.environ.get("IOWITNESS_STREAM_BLOCK_ROWS") or 1 << 20)
 
 def phase_table(path, block_rows: int = BLOCK_ROWS) -> pd.DataFrame | None:
     """The phase table of the trace at `path` (`report --csv`), streamed; None for a --summary
-    trace (no events: its table is the kernel's aggregates, analysis/reporters/aggregate.py)."""
+    trace (no events: its table is the kernel's aggregates, reporters/aggregate.py)."""
     with temporary_files(path):
         return _phase_table(path, block_rows)
 

@@ -23,7 +23,7 @@ from iowitness.analysis import phase_table as pt
 from iowitness.analysis import phases as ph
 from iowitness.analysis import quantiles
 from iowitness.analysis.stream_windows import Windows, data_rows, i64
-from iowitness.collector.traceformat import async_ops, ops_of_kind
+from iowitness.collector.format.traceformat import async_ops, ops_of_kind
 
 PERCENTS = [50, 90, 99, 99.9]
 I64 = np.iinfo(np.int64)

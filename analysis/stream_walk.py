@@ -39,7 +39,7 @@ from iowitness.analysis.phases import (
     named,
 )
 from iowitness.analysis.phases import _new_group as new_group
-from iowitness.collector.traceformat import ops_of_kind
+from iowitness.collector.format.traceformat import ops_of_kind
 
 DATA, IS_READ, RUN, FIRST, WARM, FILL, CODE = (1 << b for b in range(7))
 DUPS, FCNTL = ops_of_kind("dup"), ops_of_kind("fcntl")

@@ -9,7 +9,7 @@ percentiles come from analysis/quantiles.py (exact, bit for bit np.percentile). 
 the order the in-memory tables give them: the first appearance in time order, which is the
 smallest (start time, position in the file) since the reader sorts by start time stably.
 tests/unit/test_streamed_show.py holds them to the in-memory tables of
-analysis/reporters/summary.py, byte for byte in the text `show` prints.
+reporters/summary.py, byte for byte in the text `show` prints.
 
 Passes over the file: one for the aggregates, then those of the percentile select (one for
 each syscall's extent, two or three of histograms).
@@ -21,17 +21,17 @@ import numpy as np
 import pandas as pd
 from iowitness.analysis import quantiles
 from iowitness.analysis.phases import FAULTS, READS, WRITES
-from iowitness.analysis.run import Trace
-from iowitness.collector import tracestream
+from iowitness.analysis.trace_view import TraceView
+from iowitness.collector.format import tracestream
 
 PERCENTILES = (50, 90, 99, 99.9)
 DATA_SYSCALLS = set(READS) | set(WRITES)
 COLUMNS = ["start_ns", "latency_ns", "op", "ret", "requested", "tgid", "tid", "dev", "ino"]
 
 
-class StreamedTrace(Trace):
-    """A Trace whose events are never all in memory: meta, facts, files, processes as usual;
-    `events` refuses (a caller that needs every event must load the trace)."""
+class StreamedTrace(TraceView):
+    """A trace whose events are never all in memory: meta, facts, files, processes as every trace
+    has them (TraceView), its events given block by block (analysis/stream_events.py)."""
 
     def __init__(self, stream: tracestream.Stream):
         super().__init__(stream.data)
@@ -40,10 +40,6 @@ class StreamedTrace(Trace):
     @property
     def event_count(self) -> int:
         return self._stream.event_count
-
-    @property
-    def events(self):
-        raise RuntimeError("a streamed trace has no events table: use iowitness.analysis.run.load")
 
     def has_data_calls(self) -> bool:
         # a report built block by block saw every event already (analysis/stream_full.py)

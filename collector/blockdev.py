@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from iowitness.collector import mounts
-from iowitness.collector.traceformat import dev_name, kernel_dev
+from iowitness.collector.format.traceformat import dev_name, kernel_dev
 
 SECTOR = 512
 # /proc/diskstats fields after major, minor and name (Documentation/admin-guide/iostats.rst)

@@ -23,9 +23,9 @@ import numpy as np
 
 from iowitness.collector import backends, preflight
 from iowitness.collector.bpftrace_lines import SCRIPT, STRLEN, LineParser, script_text
+from iowitness.collector.format.traceformat import LOST_SLOTS, STATS_OFF
 from iowitness.collector.kfeatures import Choice
 from iowitness.collector.targets import KnownFile
-from iowitness.collector.traceformat import LOST_SLOTS, STATS_OFF
 from iowitness.collector.wakeups import Wakeups
 from iowitness.errors import CannotTrace, UsageError
 from iowitness.probes.layout import layout

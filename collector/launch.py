@@ -26,8 +26,8 @@ import sys
 import time
 
 from iowitness.collector import statusline, stopping
-from iowitness.collector.traceformat import OUTPUT, STREAMS
-from iowitness.collector.tracewriter import append_chunk
+from iowitness.collector.format.traceformat import OUTPUT, STREAMS
+from iowitness.collector.format.tracewriter import append_chunk
 from iowitness.errors import NotFound, UsageError
 
 LET_GO = b"e"   # on the lifeline: the collector has dealt with the benchmark (Launched.let_go)

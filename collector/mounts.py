@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from iowitness.collector.traceformat import dev_name, kernel_dev
+from iowitness.collector.format.traceformat import dev_name, kernel_dev
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from iowitness.collector import aggregates, blockdev, eventarea, kfeatures, libbpf, mounts, preflight
+from iowitness.collector.format.traceformat import ASYNC_CALLS, LOST_SLOTS, STATS_OFF, STATS_SAMPLED, STATS_SYSCTL
 from iowitness.collector.libbpf import BpfObject, possible_cpus
 from iowitness.collector.ringbuf import RingReader
 from iowitness.collector.targets import FileSet, KnownFile, exclude_entries, file_key, file_state, name_key
-from iowitness.collector.traceformat import ASYNC_CALLS, LOST_SLOTS, STATS_OFF, STATS_SAMPLED, STATS_SYSCTL
 from iowitness.collector.wakeups import Wakeups
 from iowitness.errors import CannotTrace
 from iowitness.probes.layout import layout

@@ -20,9 +20,9 @@ import numpy as np
 
 from iowitness import units
 from iowitness.collector import backends, blockdev, mounts, processes, stats_windows, targets
+from iowitness.collector.format.traceformat import STATS_SAMPLED, dev_name, lost_total, not_followed
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.collector.probe import Probe
-from iowitness.collector.traceformat import STATS_SAMPLED, dev_name, lost_total, not_followed
-from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import OutputError
 from iowitness.probes.layout import layout
 from iowitness.version import __version__

@@ -14,8 +14,8 @@ import os
 import re
 
 from iowitness.collector import strace_lines
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.collector.strace_import import WANTED, Importer, start_meta
-from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import BadTrace, NotFound
 
 # calls whose return is the caller's own thread id: glibc's start-up set_tid_address, getpid, gettid

@@ -265,7 +265,7 @@ def still_holds(path: str, fd: int) -> bool:
 
 
 def _being_recorded(folder: int, name: str) -> bool:
-    """Whether a trace writer holds `name` locked (collector/tracewriter.py, open_growing)."""
+    """Whether a trace writer holds `name` locked (collector/format/tracewriter.py, open_growing)."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
                      dir_fd=folder)

@@ -32,7 +32,7 @@ import struct
 
 import numpy as np
 
-from iowitness.collector import tracereader
+from iowitness.collector.format import tracereader
 from iowitness.errors import NotFound, UsageError
 from iowitness.replay import paths
 

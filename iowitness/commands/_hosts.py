@@ -56,7 +56,7 @@ def execute(args) -> int:
 
 def _text(cluster) -> str:
     from iowitness import escape, units
-    from iowitness.analysis.reporters import text
+    from iowitness.reporters import text
 
     parts = []
     merged = cluster.doc.get("merged")
@@ -85,7 +85,7 @@ def _text(cluster) -> str:
 
 
 def _json(cluster) -> str:
-    from iowitness.analysis.reporters.machine import verdict_records
+    from iowitness.reporters.machine import verdict_records
 
     merged = cluster.doc.get("merged")
     doc = {"schema_version": SCHEMA_VERSION, "kind": "iowitness-hosts",

@@ -11,6 +11,8 @@ import sys
 import time
 
 from iowitness.collector import blockdev, mounts, preflight, stats_windows
+from iowitness.collector.format.traceformat import lost_total, missing_text, names_lost_text, not_followed_text
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.collector.kfeatures import PATHS as PROBE_PATHS
 from iowitness.collector.probe import (
     DEFAULT_MAX_FILES,
@@ -23,8 +25,6 @@ from iowitness.collector.probe import (
 )
 from iowitness.collector.session import Recorder, base_metadata
 from iowitness.collector.targets import FileSet
-from iowitness.collector.traceformat import lost_total, missing_text, names_lost_text, not_followed_text
-from iowitness.collector.tracewriter import TraceWriter
 from iowitness.errors import Interrupted, OutputError, UsageError
 from iowitness.escape import terminal
 from iowitness.outputfile import TRACE_HINT, Output, add_mode_option, parse_mode

@@ -37,7 +37,7 @@ def execute(args) -> int:
 
 
 def _check(trace, args) -> int:
-    from iowitness.analysis.reporters import text
+    from iowitness.reporters import text
 
     verdicts, _ = _claims.verdicts_for(trace, args, required=True)
     if not verdicts:
@@ -64,8 +64,8 @@ def _events_missing(trace) -> str:
 
 def _trace_notes(trace) -> list[str]:
     from iowitness.analysis.report import unseen
-    from iowitness.analysis.reporters import tables
-    from iowitness.collector.traceformat import names_lost_text
+    from iowitness.collector.format.traceformat import names_lost_text
+    from iowitness.reporters import tables
 
     meta = trace.meta
     incomplete = [] if meta.get("complete") else [f"the trace is {tables.status(meta)}"]

@@ -70,7 +70,7 @@ def execute(args) -> int:
 def _compare(args, traces: list, thresholds: list, out) -> int:
     from iowitness import escape, units
     from iowitness.analysis import deltas
-    from iowitness.analysis.reporters import compare
+    from iowitness.reporters import compare
 
     labels = compare.unique_labels(args.label, traces)
     claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=args.tolerance)
@@ -81,11 +81,11 @@ def _compare(args, traces: list, thresholds: list, out) -> int:
     if args.json:
         print(compare.to_json(runs, rows, judged))
     elif args.html:
-        from iowitness.analysis.reporters import html
+        from iowitness.reporters import html
 
         out.write_text(html.render_compare(runs, rows))
     elif args.markdown:
-        from iowitness.analysis.reporters import markdown
+        from iowitness.reporters import markdown
 
         print(markdown.render_compare(runs, rows), end="")
     else:
@@ -99,7 +99,7 @@ def _compare(args, traces: list, thresholds: list, out) -> int:
 
 def _gate(judged: list[dict]) -> int:
     """Say on stderr which thresholds were crossed, where, and what could not be judged; 1 when any was crossed."""
-    from iowitness.analysis.reporters.compare import shown, signed
+    from iowitness.reporters.compare import shown, signed
 
     for j in judged:
         for hit in j["hits"]:

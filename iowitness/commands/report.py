@@ -29,7 +29,7 @@ Example:
   iowitness report iozone.iwt --html report.html
   iowitness report iozone.iwt --markdown > report.md
   iowitness report iozone.iwt --json > phases.json
-  iowitness report long-fio.iwt --stream --json > report.json
+  iowitness report long-fio.iwt --json > report.json
   iowitness report fio.iwt --claims fio.json
   iowitness report mybench.iwt --spec mybench.toml
   iowitness report host1.iwt host2.iwt --claims fio-client.json
@@ -96,7 +96,7 @@ def execute(args) -> int:
 
 
 def _report(trace, args, out) -> int:
-    from iowitness.analysis.reporters import machine, text  # pandas: only analysis pays for it
+    from iowitness.reporters import machine, text  # pandas: only analysis pays for it
 
     if trace.summary is not None:   # --summary trace: no per-call events to rebuild phases from
         return _summary_report(trace, args)
@@ -109,11 +109,11 @@ def _report(trace, args, out) -> int:
     if args.json:
         print(machine.to_json(report, trace, verdicts))
     elif args.markdown:
-        from iowitness.analysis.reporters import markdown
+        from iowitness.reporters import markdown
 
         print(markdown.render(report, trace, verdicts, note), end="")   # escaped by escape.markdown
     elif args.html:
-        from iowitness.analysis.reporters import html
+        from iowitness.reporters import html
 
         out.write_text(html.render(report, trace, verdicts, note))
     else:
@@ -124,7 +124,7 @@ def _report(trace, args, out) -> int:
 
 
 def _summary_report(trace, args) -> int:
-    from iowitness.analysis.reporters import aggregate
+    from iowitness.reporters import aggregate
 
     if args.claims or args.spec or args.format:
         print("iowitness: claims are not judged for a --summary trace (no per-call timing); "

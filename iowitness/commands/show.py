@@ -65,7 +65,7 @@ def execute(args) -> int:
             out.flush()
         return 0
     from iowitness.analysis import streamed
-    from iowitness.analysis.reporters import summary  # pandas: only commands that analyse pay for it
+    from iowitness.reporters import summary  # pandas: only commands that analyse pay for it
 
     # block by block: memory bounded by a block of events, whatever the trace's length, and a
     # trace still being written is read up to its last whole chunk

@@ -1,4 +1,4 @@
-"""What END's chunk census costs (collector/tracecensus.py): the writer's walk of the chunk heads
+"""What END's chunk census costs (collector/format/tracecensus.py): the writer's walk of the chunk heads
 at close (take) and the reader's comparison (gaps), on a trace of 100,000 small OUTPUT chunks,
 the most chunks per byte a trace holds (an EVENTS chunk holds 8,192 events or more).
 
@@ -16,9 +16,9 @@ import statistics
 import tempfile
 import time
 
-from iowitness.collector import tracecensus, tracereader
-from iowitness.collector.traceformat import FORMAT_VERSION
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format import tracecensus, tracereader
+from iowitness.collector.format.traceformat import FORMAT_VERSION
+from iowitness.collector.format.tracewriter import TraceWriter
 
 CHUNKS, RUNS = 100_000, 5
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 
 IOWITNESS = [sys.executable, "-m", "iowitness.cli"]
@@ -164,8 +164,8 @@ def measure(trace: Path) -> tuple[float, int, int]:
 
 def profile(trace: Path, top: int) -> None:
     """What `report --csv` spends its time on, in this process (cProfile, by own time)."""
-    from iowitness.analysis.reporters import machine
     from iowitness.analysis.run import load
+    from iowitness.reporters import machine
 
     profiler = cProfile.Profile()
     profiler.enable()

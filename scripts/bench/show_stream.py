@@ -2,7 +2,7 @@
 """`iowitness show TRACE` streamed vs loaded: wall time and peak memory against the event count.
 
 `show` reads the trace block by block (analysis/streamed.py); the loaded path (the tables of
-analysis/reporters/summary.py over `iowitness.load(TRACE).events`) is what `show` did before.
+reporters/summary.py over `iowitness.load(TRACE).events`) is what `show` did before.
 Both run in a fresh process; peak resident memory is the kernel's ru_maxrss for it (os.wait4),
 CPU time its user + system time (the same), wall time includes Python start-up. The trace is
 report_10m.py's synthetic IOzone-shaped one (written by the collector's TraceWriter), made once
@@ -30,7 +30,7 @@ from report_10m import add_trace_options, synthetic_trace  # noqa: E402  (a sibl
 
 STREAMED = [sys.executable, "-m", "iowitness.cli", "show"]
 LOADED = [sys.executable, "-c", "import sys; from iowitness.analysis.run import load; "
-          "from iowitness.analysis.reporters import summary; print(summary.render(load(sys.argv[1])))"]
+          "from iowitness.reporters import summary; print(summary.render(load(sys.argv[1])))"]
 
 
 def measure(command: list[str], trace: Path, output: Path | None = None) -> tuple[float, int, str, float]:

@@ -35,7 +35,7 @@ from tracers import IOWITNESS, Iowitness  # noqa: E402
 from workloads import all_workloads  # noqa: E402
 
 from iowitness.analysis.run import load
-from iowitness.collector.tracewriter import TraceWriter  # noqa: E402
+from iowitness.collector.format.tracewriter import TraceWriter  # noqa: E402
 
 DEFAULT_WORKLOADS = "fio-seq-read,fio-rand-read,iozone-4k"
 BATCH = 32 * 1024

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from iowitness.analysis import aio_kernel, device_checks
-from iowitness.collector.traceformat import kernel_dev
+from iowitness.collector.format.traceformat import kernel_dev
 from tests.conftest import require_tool
 from tests.support.blockdev import loop_ext4, loop_fs
 from tests.support.workload import build

@@ -56,6 +56,6 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
     html = subprocess.run([sys.executable, "-m", "iowitness.cli", "report", str(trace), "--html", str(page)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert html.returncode == 0, html.stderr
-    assert "iowitness/analysis/reporters/templates/report.html" in names
+    assert "iowitness/reporters/templates/report.html" in names
     assert "<svg" in page.read_text() and "dd write" in page.read_text()
 

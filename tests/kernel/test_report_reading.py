@@ -53,9 +53,9 @@ def texts(sweep):
     than the report: printed, not paged), and at 200 and
     with every column (rendered in-process from the same claims: judging 210 claims is the
     slow part of a report, and is done once here); and its HTML report, from the same claims."""
-    from iowitness.analysis.reporters import text
     from iowitness.cli import build_parser
     from iowitness.commands import _claims
+    from iowitness.reporters import text
 
     trace, _ = sweep
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
@@ -66,7 +66,7 @@ def texts(sweep):
     for width in (200, None):
         out[width or "wide"] = (text.render(report, loaded, verdicts, width) + "\n\n"
                                 + text.verdict_section(verdicts, note, width))
-    from iowitness.analysis.reporters import html
+    from iowitness.reporters import html
 
     out["html"] = trace.with_suffix(".html")
     out["html"].write_text(html.render(report, loaded, verdicts, note))

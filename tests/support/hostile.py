@@ -28,7 +28,7 @@ def no_raw_controls(text: str, newlines_allowed: bool = True) -> list[str]:
 def write_hostile_trace(path, output: bytes = b"", counters: dict | None = None) -> None:
     """A complete trace of one process named HOSTILE writing 64 KiB in 4 KiB records to a file
     named HOSTILE, run as `bench HOSTILE_ARG`, whose output is `output` (`counters`: more of them)."""
-    from iowitness.collector.tracewriter import TraceWriter
+    from iowitness.collector.format.tracewriter import TraceWriter
     from iowitness.probes.layout import layout
 
     lay = layout()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 from tests.support.synthetic import DEV, O_CREAT, O_TRUNC, O_WRONLY, Calls, event_records
 

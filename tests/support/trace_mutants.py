@@ -40,9 +40,9 @@ import numpy as np
 import zstandard
 
 from iowitness import cli
-from iowitness.collector import codec, traceschema
 from iowitness.collector.aggregates import record_dtype
-from iowitness.collector.traceformat import (
+from iowitness.collector.format import codec, traceschema
+from iowitness.collector.format.traceformat import (
     BLOCK,
     CHUNK,
     END,
@@ -55,8 +55,8 @@ from iowitness.collector.traceformat import (
     SUMMARY,
     SUMMARY_HEAD,
 )
-from iowitness.collector.tracereader import read
-from iowitness.collector.tracewriter import TraceWriter, chunk_head
+from iowitness.collector.format.tracereader import read
+from iowitness.collector.format.tracewriter import TraceWriter, chunk_head
 from iowitness.errors import BadTrace
 from iowitness.probes.layout import layout
 from tests.support.synthetic import DEV, O_CREAT, O_TRUNC, O_WRONLY, Calls, event_records

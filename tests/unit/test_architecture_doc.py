@@ -25,7 +25,7 @@ PAGE = "docs/architecture.md"
 # Modules the page covers by a group of its own words instead of by name: {module: the words}.
 # Empty while the page names every module; an entry must be a module of the package.
 GROUPED: dict[str, str] = {}
-# a file name as the page writes one: `collector/tracewriter.py`, `phases.py`, `stream_*.py`
+# a file name as the page writes one: `collector/format/tracewriter.py`, `phases.py`, `stream_*.py`
 FILE = re.compile(r"(?<![\w/.*-])((?:[\w*-]+/)*[\w*-]+\.py)\b")
 
 
@@ -58,8 +58,8 @@ def package_folders() -> dict[str, str]:
 
 
 def module_of(path: str) -> str:
-    """The module a path of the picture stands for: `analysis/reporters/` is
-    iowitness.analysis.reporters, `iowitness/cli.py` is iowitness.cli."""
+    """The module a path of the picture stands for: `reporters/` is
+    iowitness.reporters, `iowitness/cli.py` is iowitness.cli."""
     path = path.rstrip("/")
     folder, stem = (path.rpartition("/")[0], path.rpartition("/")[2][:-3]) if path.endswith(".py") else (path, "")
     folders = package_folders()

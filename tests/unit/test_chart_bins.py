@@ -1,4 +1,4 @@
-"""The HTML report's chart bins (analysis/reporters/chart_bins.py) and the requests-in-flight
+"""The HTML report's chart bins (reporters/chart_bins.py) and the requests-in-flight
 series (analysis/inflight.DepthSeries) counted a block at a time: the same numbers as over all
 the calls at once, and as numpy's own histograms of each phase's calls."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from iowitness.analysis import inflight, report as report_module, stream_full
 from iowitness.analysis.call_extents import Extents
-from iowitness.analysis.reporters import chart_bins
 from iowitness.analysis.run import load
+from iowitness.reporters import chart_bins
 from tests.support.bench import script
 from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of
 

@@ -1,5 +1,5 @@
 """Whole chunks cut out, repeated or moved, of every kind, with their framing and CRCs intact:
-END's census (collector/tracecensus.py) and counters make each read as damaged, and every
+END's census (collector/format/tracecensus.py) and counters make each read as damaged, and every
 reading command stays within its documented exits with no traceback (issue 32).
 
 Base traces and the judge are tests/support/trace_mutants.py's (the real writer; show, report
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from iowitness import cli
-from iowitness.collector.traceformat import CHUNK, COUNTERS, END, KIND_NAMES, START, SUMMARY
-from iowitness.collector.tracereader import read
+from iowitness.collector.format.traceformat import CHUNK, COUNTERS, END, KIND_NAMES, START, SUMMARY
+from iowitness.collector.format.tracereader import read
 from tests.support import trace_mutants
 
 
@@ -125,7 +125,7 @@ def test_the_loss_shown_is_end_s_when_the_last_counters_chunk_is_cut(bases, tmp_
 def _with_start(path, data, change) -> None:
     import json
 
-    from iowitness.collector.tracewriter import chunk_head
+    from iowitness.collector.format.tracewriter import chunk_head
 
     at, _, length = trace_mutants.chunks_of(data)[0]
     start = json.loads(data[at + CHUNK.size:at + CHUNK.size + length])

@@ -1,11 +1,11 @@
-"""The record codec (collector/codec.py): every byte of every record comes back, whatever the
+"""The record codec (collector/format/codec.py): every byte of every record comes back, whatever the
 values; a damaged block is refused, never decoded into wrong records."""
 
 import numpy as np
 import pytest
 import zstandard
 
-from iowitness.collector import codec
+from iowitness.collector.format import codec
 from iowitness.probes.layout import layout
 
 EVENT, META = layout().event, layout().meta

@@ -1,5 +1,5 @@
 """compare's Markdown and HTML forms carry the changes against the first run that --json gives:
-the same figures, formatted as the terminal formats them (analysis/reporters/compare.py).
+the same figures, formatted as the terminal formats them (reporters/compare.py).
 
 The traces are synthetic (no root needed), written record for record in the probe's layout by
 scripts/bench/report_10m.py, shaped like `iozone -t 1 -i0 -i1 -i2` with three file sizes: six
@@ -14,7 +14,7 @@ import re
 import pytest
 
 from iowitness.analysis import deltas
-from iowitness.analysis.reporters.compare import shown, signed
+from iowitness.reporters.compare import shown, signed
 from tests.support.bench import script
 from tests.support.cli import iowitness
 from tests.support.doc_tables import html_tables, markdown_tables

@@ -14,9 +14,9 @@ import pytest
 from iowitness import cli
 from iowitness.analysis import memory_guard
 from iowitness.analysis.run import load
-from iowitness.collector import codec
-from iowitness.collector.traceformat import CHUNK, EVENTS
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format import codec
+from iowitness.collector.format.traceformat import CHUNK, EVENTS
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.errors import EXIT_TOO_LARGE, TooLarge
 from iowitness.probes.layout import layout
 from tests.support import trace_mutants

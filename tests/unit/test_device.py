@@ -168,7 +168,7 @@ def test_diskstats_lines_are_read_by_name_and_idle_devices_skipped():
 
 def test_block_offcpu_and_samples_round_trip_through_the_trace(tmp_path):
     from iowitness.analysis.run import load
-    from iowitness.collector.tracewriter import TraceWriter
+    from iowitness.collector.format.tracewriter import TraceWriter
 
     # GIVEN a trace with two BLOCK chunks out of time order, an OFFCPU chunk and two SAMPLES
     block = _requests([(10, 20, 4096, 1), (0, 5, 8192, 0)])

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from iowitness.analysis import run, stream_events
-from iowitness.collector.traceformat import json_bytes
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.traceformat import json_bytes
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.commands import export
 from iowitness.errors import BadTrace, UsageError
 from iowitness.outputfile import Output

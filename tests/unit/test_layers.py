@@ -1,7 +1,7 @@
 """Imports run only downward, in the order of the data flow (docs/architecture.md):
 
     iowitness.cli, iowitness.commands      the command line
-    iowitness.analysis.reporters           what a person or a program reads
+    iowitness.reporters                    what a person or a program reads (formats a finished Report)
     iowitness.analysis                     phases, benchmarks, claims, verdicts, device view
     iowitness.replay                       (beside the analysis) a trace's calls issued again
     iowitness.collector                    probe loading, draining, the trace format
@@ -26,13 +26,13 @@ ROOT = Path(__file__).resolve().parents[2]
 # where each part of the one import namespace lives in the source tree (pyproject.toml)
 FOLDERS = {"iowitness": ROOT / "iowitness", "iowitness.analysis": ROOT / "analysis",
            "iowitness.collector": ROOT / "collector", "iowitness.probes": ROOT / "probes",
-           "iowitness.replay": ROOT / "replay"}
+           "iowitness.replay": ROOT / "replay", "iowitness.reporters": ROOT / "reporters"}
 SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness.outputfile", "iowitness.escape",
           "iowitness.extras", "iowitness.safepath")
 # the trace contract: what the analysis may read of the collector
 # backends: which backend a trace's START names, and what each cannot see (no loader either)
-TRACE_CONTRACT = ("iowitness.collector.traceformat", "iowitness.collector.tracereader",
-                  "iowitness.collector.tracestream", "iowitness.collector.codec",
+TRACE_CONTRACT = ("iowitness.collector.format.traceformat", "iowitness.collector.format.tracereader",
+                  "iowitness.collector.format.tracestream", "iowitness.collector.format.codec",
                   "iowitness.collector.backends")
 
 
@@ -40,7 +40,7 @@ def layer(module: str) -> int:
     if module in SHARED:
         return 0
     for prefix, level in (("iowitness.probes", 1), ("iowitness.collector", 2),
-                          ("iowitness.analysis.reporters", 4), ("iowitness.analysis", 3),
+                          ("iowitness.reporters", 4), ("iowitness.analysis", 3),
                           ("iowitness.replay", 3)):
         if module == prefix or module.startswith(prefix + "."):
             return level
@@ -53,7 +53,7 @@ def modules() -> dict[str, Path]:
         for path in folder.rglob("*.py"):
             rel = path.relative_to(folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
-            if package == "iowitness" and parts and parts[0] in ("analysis", "collector", "probes", "replay"):
+            if package == "iowitness" and parts and parts[0] in ("analysis", "collector", "probes", "replay", "reporters"):
                 continue
             found[".".join([package, *parts])] = path
     return found
@@ -99,6 +99,8 @@ def test_analysis_reads_the_collector_only_through_the_trace_contract():
     # THEN each is a module of the trace format: a saved trace is analysed with no loader
     reached = {(m, t) for m, targets in GRAPH.items() if m.startswith("iowitness.analysis")
                for t in targets if t.startswith("iowitness.collector") and t != "iowitness.collector"}
+    reached |= {(m, t) for m, targets in GRAPH.items() if m.startswith("iowitness.reporters")
+                for t in targets if t.startswith("iowitness.collector") and t != "iowitness.collector"}
     assert {t for _, t in reached} <= set(TRACE_CONTRACT), sorted(reached)
 
 
@@ -137,7 +139,7 @@ def test_no_import_cycle():
 def test_the_trace_contract_and_the_collector_load_without_pandas():
     # GIVEN a fresh interpreter WHEN the collector and the trace format are imported
     # THEN pandas is not: reading and writing traces needs numpy only
-    code = ("import sys, iowitness.collector.tracereader, iowitness.collector.tracewriter, "
+    code = ("import sys, iowitness.collector.format.tracereader, iowitness.collector.format.tracewriter, "
             "iowitness.collector.session, iowitness.collector.probe, iowitness.cli; "
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -187,7 +187,7 @@ def test_a_csv_cell_that_would_start_a_formula_starts_with_a_quote():
 
 def test_check_fails_on_a_trace_known_to_miss_calls(tmp_path, capsys):
     from iowitness import cli
-    from iowitness.collector.traceformat import CHUNK, EVENTS
+    from iowitness.collector.format.traceformat import CHUNK, EVENTS
     from tests.support import trace_mutants
 
     # GIVEN dd's trace with one EVENTS chunk cut out whole (END counted them: known missing)

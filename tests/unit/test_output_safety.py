@@ -1,5 +1,5 @@
 """Outputs safe for root to write, and names from a trace safe in every format
-(iowitness/outputfile.py, iowitness/escape.py, analysis/reporters/isolated_matplotlib.py).
+(iowitness/outputfile.py, iowitness/escape.py, reporters/isolated_matplotlib.py).
 
 Ground truth is independent of the code under test: the file system (lstat, st_mode, the
 bytes of a symlink's target), Python's html.parser, csv and json modules, and matplotlib
@@ -181,7 +181,7 @@ def test_a_trace_is_never_written_through_a_symlink(tmp_path, victim):
     link = tmp_path / "run.iwt"
     link.symlink_to(victim)
     # WHEN a trace is written there THEN it is refused and the target is untouched
-    from iowitness.collector.tracewriter import TraceWriter
+    from iowitness.collector.format.tracewriter import TraceWriter
 
     with pytest.raises(OutputError, match="symbolic link.*choose another place with -o$"):
         TraceWriter(link, {})

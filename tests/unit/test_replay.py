@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.errors import UsageError
 from iowitness.probes.layout import layout
 from iowitness.replay import paths, plan

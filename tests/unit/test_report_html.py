@@ -133,7 +133,7 @@ def test_markdown_cells_keep_pipes_and_backslashes():
     # GIVEN cells a Markdown table would break on: a pipe, a backslash, a newline
     import pandas as pd
 
-    from iowitness.analysis.reporters import markdown
+    from iowitness.reporters import markdown
 
     frame = pd.DataFrame({"path": ["/data/a|b", "C:\\dir"], "note": ["two\nlines", "plain"], "ops": [1024, 7]})
     # WHEN it is written as Markdown and read back

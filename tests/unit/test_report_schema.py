@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from iowitness.analysis.reporters.machine import SCHEMA_VERSION
+from iowitness.reporters.machine import SCHEMA_VERSION
 from tests.conftest import REPO
 from tests.support.cli import iowitness
 from tests.support.trace_mutants import write_dd_trace, write_summary_trace

@@ -18,7 +18,7 @@ import pytest
 from iowitness import cli
 from iowitness.analysis import event_lines, run
 from iowitness.analysis.run import load
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.errors import BadTrace, UsageError
 from iowitness.probes.layout import layout
 from tests.support import trace_mutants

@@ -14,8 +14,8 @@ import pytest
 
 from iowitness.analysis import stream_events
 from iowitness.analysis.run import load
-from iowitness.collector.tracereader import read
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracereader import read
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.errors import BadTrace
 from iowitness.probes.layout import layout
 from tests.support import trace_mutants

@@ -16,7 +16,7 @@ import pytest
 
 from iowitness.analysis import dataset, stream_assign, stream_events
 from iowitness.analysis.run import load
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 from tests.support.bench import script
 from tests.support.blocks import assigned_of

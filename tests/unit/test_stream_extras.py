@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from iowitness.analysis import report, stream_extras, stream_full
-from iowitness.analysis.reporters import machine, stretches
+from iowitness.reporters import machine, stretches
 from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of
 from tests.support.synthetic import (
     EIO,

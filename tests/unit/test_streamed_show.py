@@ -1,6 +1,6 @@
 """`show` streamed (analysis/streamed.py) against `show` of the loaded trace (summary.py's tables).
 
-The reference is the in-memory path: analysis/reporters/summary.render on a loaded trace,
+The reference is the in-memory path: reporters/summary.render on a loaded trace,
 whose tables are pandas group-bys over every event. The streamed path makes the same tables
 from aggregates, block by block; blocks are forced small (one chunk of a few calls) so that
 every syscall, file and process crosses many block boundaries. The text must be identical.
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from iowitness.analysis import streamed
-from iowitness.analysis.reporters import summary
 from iowitness.analysis.run import load
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
+from iowitness.reporters import summary
 from tests.support import trace_mutants
 from tests.support.bench import script
 from tests.support.cli import iowitness

@@ -1,16 +1,16 @@
 """A --summary trace without the kernel: SUMMARY chunks round trip, the last snapshot wins,
-and show/report build their tables from it (collector/tracereader.py, analysis/aggregates.py)."""
+and show/report build their tables from it (collector/format/tracereader.py, analysis/aggregates.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from iowitness.analysis import aggregates, observer
-from iowitness.analysis.reporters import aggregate, summary
 from iowitness.analysis.run import load
 from iowitness.collector.aggregates import combine_values, record_dtype
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
+from iowitness.reporters import aggregate, summary
 
 OP = {name: number for number, name in layout().names("iow_op", "IOW_OP_").items()}
 

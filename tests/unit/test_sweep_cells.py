@@ -1,4 +1,4 @@
-"""The sweep grid (analysis/reporters/sweep.py) without claims: only for IOzone's sweeps."""
+"""The sweep grid (reporters/sweep.py) without claims: only for IOzone's sweeps."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from iowitness.analysis.reporters import sweep
+from iowitness.reporters import sweep
 
 
 def _report(command, sizes):

@@ -1,4 +1,4 @@
-"""The .iwt trace format: round trip, crash safety, refusals, and export (collector/traceformat.py, tracewriter.py, tracereader.py; analysis/run.py)."""
+"""The .iwt trace format: round trip, crash safety, refusals, and export (collector/format/traceformat.py, tracewriter.py, tracereader.py; analysis/run.py)."""
 
 import json
 import os
@@ -15,9 +15,9 @@ import pytest
 import zstandard
 
 from iowitness.analysis.run import export_parquet, load
-from iowitness.collector import codec
-from iowitness.collector.traceformat import CHUNK, describe_layout, names_lost_text
-from iowitness.collector.tracewriter import TraceWriter, chunk_head, file_header
+from iowitness.collector.format import codec
+from iowitness.collector.format.traceformat import CHUNK, describe_layout, names_lost_text
+from iowitness.collector.format.tracewriter import TraceWriter, chunk_head, file_header
 from iowitness.errors import BadTrace, OutputError
 from iowitness.probes.layout import layout
 
@@ -268,7 +268,7 @@ def test_crc_failure_mid_file_stops_reading_there(tmp_path):
 KILLED_WRITER = """
 import sys, time
 import numpy as np
-from iowitness.collector.tracewriter import TraceWriter
+from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 writer = TraceWriter(sys.argv[1], {"command": ["killed"]})
 flushed = np.zeros(3, layout().event)
@@ -658,7 +658,7 @@ def test_small_batches_wait_for_the_flush_and_go_out_as_one_chunk(tmp_path):
 def test_a_large_batch_after_small_ones_goes_out_with_them_in_order(tmp_path):
     # GIVEN small batches waiting for the flush, then a batch of GATHER_ROWS or more, given as
     # a strided view (every other record of a larger array), then one more small batch
-    from iowitness.collector.traceformat import GATHER_ROWS
+    from iowitness.collector.format.traceformat import GATHER_ROWS
     path = tmp_path / "run.iwt"
     records = fio_like(2 * GATHER_ROWS + 40)
     large = records[20:20 + 2 * GATHER_ROWS:2]
@@ -684,7 +684,7 @@ def test_runs_the_kernel_skipped_count_as_lost_and_the_report_says_why(tmp_path)
                                         "events": len(CALLS)}], end={"exit_code": 0})
     # WHEN it is loaded and reported
     trace = load(path)
-    from iowitness.analysis.reporters import tables
+    from iowitness.reporters import tables
     # THEN both kinds of loss are counted, and the report names the skipped runs
     assert trace.lost == 2 + 3
     warnings = tables.warnings(trace)

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from iowitness import cli
-from iowitness.collector import codec, tracewriter
-from iowitness.collector.traceformat import CHUNK, COUNTERS, EVENTS, START
-from iowitness.collector.tracereader import read
-from iowitness.collector.tracewriter import TraceWriter, chunk_head, file_header
+from iowitness.collector.format import codec, tracewriter
+from iowitness.collector.format.traceformat import CHUNK, COUNTERS, EVENTS, START
+from iowitness.collector.format.tracereader import read
+from iowitness.collector.format.tracewriter import TraceWriter, chunk_head, file_header
 from iowitness.errors import BadTrace
 from iowitness.probes.layout import layout
 from tests.support import trace_mutants

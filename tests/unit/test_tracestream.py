@@ -1,4 +1,4 @@
-"""A trace read block by block (collector/tracestream.py) against the whole-file reader.
+"""A trace read block by block (collector/format/tracestream.py) against the whole-file reader.
 
 The reference is collector/tracereader.read on the same file: the streamed trace must hold
 the same events (after the same sort by start time), the same meta, and fail the same way,
@@ -9,7 +9,7 @@ odd blocks under good CRCs, decompression bombs, ...).
 import numpy as np
 import pytest
 
-from iowitness.collector import tracereader, tracestream
+from iowitness.collector.format import tracereader, tracestream
 from iowitness.errors import BadTrace
 from tests.support import trace_mutants
 

@@ -15,8 +15,8 @@ import pytest
 
 from iowitness import units
 from iowitness.analysis.claims import Claim
-from iowitness.analysis.reporters import tables
 from iowitness.analysis.verdicts import Verdict
+from iowitness.reporters import tables
 
 NAN = float("nan")
 

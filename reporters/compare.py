@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis.reporters import tables
+from iowitness.reporters import tables
 
 MAX_BAR_PHASES = 40      # phase names in the throughput bar chart
 MAX_CDF_PHASES = 12      # phase names that get an overlaid latency chart

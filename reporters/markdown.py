@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import escape, units
-from iowitness.analysis.reporters import stretches, tables
+from iowitness.reporters import stretches, tables
 
 
 def _cell(value, column: str = "") -> str:
@@ -88,7 +88,7 @@ def render_compare(runs, rows) -> str:
     """The comparison's tables: the runs, one table per phase name with a column per run, then
     the changes against the first run (`rows`: deltas.table, what --json and --fail-if use)."""
     from iowitness.analysis import deltas
-    from iowitness.analysis.reporters import compare
+    from iowitness.reporters import compare
 
     parts = [f"# iowitness compare: {_cell(' vs '.join(r.label for r in runs))}", ""]
     for run in runs:

@@ -33,7 +33,7 @@ from functools import lru_cache
 import numpy as np
 import zstandard
 
-from iowitness.collector.traceformat import MAX_BLOCK_BYTES
+from iowitness.collector.format.traceformat import MAX_BLOCK_BYTES
 
 HEAD = struct.Struct("<IIHBB")      # rows, itemsize, columns, compressor, reserved
 COLUMN = struct.Struct("<BBQ")      # transform, width, first

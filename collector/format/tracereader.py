@@ -4,8 +4,8 @@ A bad header or START chunk raises BadTrace; a damaged tail ends the reading, an
 before it is kept (`meta["truncated_bytes"]` says how much was left, `meta["unread_reason"]`
 why). Nothing is allocated on a size the file states before that size is checked against
 what the chunk can hold (traceformat, "Limits"); every JSON value the analysis uses is
-checked by collector/traceschema.py. The format is in
-collector/traceformat.py and docs/trace-format.md; the pandas view of a run is
+checked by collector/format/traceschema.py. The format is in
+collector/format/traceformat.py and docs/trace-format.md; the pandas view of a run is
 analysis/run.py.
 """
 
@@ -18,8 +18,8 @@ import stat
 
 import numpy as np
 
-from iowitness.collector import codec, knownlayout, tracecensus, traceschema
-from iowitness.collector.traceformat import (
+from iowitness.collector.format import codec, knownlayout, tracecensus, traceschema
+from iowitness.collector.format.traceformat import (
     BLOCK,
     CHUNK,
     COUNTERS,
@@ -96,7 +96,7 @@ def read(path, afford=None) -> TraceData:
 
 
 def being_written(fd: int) -> bool:
-    """Whether a collector still holds the trace open for writing (collector/tracewriter.py
+    """Whether a collector still holds the trace open for writing (collector/format/tracewriter.py
     locks it for its life)."""
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -110,14 +110,14 @@ def being_written(fd: int) -> bool:
 
 def _mark_active(trace: "TraceData", active: bool) -> "TraceData":
     # a trace read while recorded ends where the collector's last flush ended: incomplete,
-    # not broken (said so by the reports, analysis/reporters/tables.status)
+    # not broken (said so by the reports, reporters/tables.status)
     if active and not trace.meta.get("complete"):
         trace.meta["being_written"] = True
     return trace
 
 
 def scan(path, data: memoryview, release=None) -> TraceData:
-    """As read, over `data` (the file, mapped by collector/tracestream.py), but the events are
+    """As read, over `data` (the file, mapped by collector/format/tracestream.py), but the events are
     only checked, never kept: `columns` is empty and `event_batches` says where each chunk of
     events is, (offset, payload, rows), for the caller to decode one at a time."""
     return _checked(path, data, keep_events=False, release=release)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import zlib
 
-from iowitness.collector.traceformat import CHUNK, HEADER, KIND_NAMES, OUTPUT
+from iowitness.collector.format.traceformat import CHUNK, HEADER, KIND_NAMES, OUTPUT
 
 
 def _name(kind: int) -> str:

@@ -1,4 +1,4 @@
-"""The trace writer: appends chunks to a new .iwt file (the format: collector/traceformat.py)."""
+"""The trace writer: appends chunks to a new .iwt file (the format: collector/format/traceformat.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import threading
 
 import numpy as np
 
-from iowitness.collector import codec, tracecensus
-from iowitness.collector.traceformat import (
+from iowitness.collector.format import codec, tracecensus
+from iowitness.collector.format.traceformat import (
     BLOCK,
     CHUNK,
     COUNTERS,

@@ -20,7 +20,7 @@ import pandas as pd
 
 from iowitness import escape, units
 from iowitness.analysis import figures as active_figures
-from iowitness.analysis.reporters import chart_bins, charts, stretches, sweep, tables
+from iowitness.reporters import chart_bins, charts, stretches, sweep, tables
 
 MAX_PHASE_SECTIONS = 12
 
@@ -31,7 +31,7 @@ esc = escape.html   # every value on the page goes through it: text and attribut
 def page(title: str, body: str) -> str:
     from iowitness.version import __version__
 
-    template = resources.files("iowitness.analysis.reporters").joinpath("templates/report.html").read_text()
+    template = resources.files("iowitness.reporters").joinpath("templates/report.html").read_text()
     return string.Template(template).substitute(title=esc(title), body=body, version=esc(__version__))
 
 
@@ -289,7 +289,7 @@ def render_compare(runs, rows) -> str:
     """Several runs side by side: a table per phase name, one column per run, and overlaid charts;
     then the changes against the first run (`rows`: deltas.table, what --json and --fail-if use)."""
     from iowitness.analysis import deltas
-    from iowitness.analysis.reporters import compare
+    from iowitness.reporters import compare
 
     names = [r.label for r in runs]
     body = [f"<h1>iowitness compare: {esc(' vs '.join(names))}</h1>",

@@ -10,9 +10,9 @@ import pandas as pd
 
 from iowitness import escape, units
 from iowitness.analysis import aggregates, observer
-from iowitness.analysis.reporters import tables
-from iowitness.analysis.reporters.machine import SCHEMA_VERSION, _records
-from iowitness.collector.traceformat import not_followed
+from iowitness.collector.format.traceformat import not_followed
+from iowitness.reporters import tables
+from iowitness.reporters.machine import SCHEMA_VERSION, _records
 
 
 def _phases(trace) -> pd.DataFrame:

@@ -3,17 +3,17 @@
 Layout, byte by byte, in docs/trace-format.md. In short: a 16-byte header (magic, format
 version) and then chunks, each `kind, crc32, length, payload`; from format 3 the CRC covers
 the kind and the length as well as the payload (chunk_crc). The writer
-(collector/tracewriter.py) only ever appends whole chunks, so whatever a SIGKILL leaves behind
-is a run of good chunks plus at most one torn one; the reader (collector/tracereader.py) keeps
+(collector/format/tracewriter.py) only ever appends whole chunks, so whatever a SIGKILL leaves behind
+is a run of good chunks plus at most one torn one; the reader (collector/format/tracereader.py) keeps
 the good run and reports the rest as `truncated_bytes`.
 
 Record chunks (EVENTS, FACTS, and any kind listed in RECORD_KINDS) hold a batch of records of
-one dtype. Formats 2 and 3 store each batch as a block of collector/codec.py (columnar,
+one dtype. Formats 2 and 3 store each batch as a block of collector/format/codec.py (columnar,
 lossless, zstd: about 3 to 7 bytes per event instead of 72); format 1 stored the records as
 they were.
 
 The START chunk describes the record dtypes it was written with, and the reader builds its
-dtypes from that description (checked by collector/traceschema.py), never from events.h: a
+dtypes from that description (checked by collector/format/traceschema.py), never from events.h: a
 trace stays readable after the probe's layout changes. Nothing here imports pandas or the analysis.
 """
 

@@ -12,8 +12,8 @@ from iowitness import units
 from iowitness.analysis import aggregates, observer
 from iowitness.analysis.phases import FAULTS, READS, WRITES
 from iowitness.analysis.report import unseen
-from iowitness.analysis.reporters import tables
 from iowitness.escape import terminal
+from iowitness.reporters import tables
 
 PERCENTILES = (50, 90, 99, 99.9)
 DATA_SYSCALLS = set(READS) | set(WRITES)

@@ -10,8 +10,8 @@ import pandas as pd
 from iowitness import escape
 from iowitness.analysis.observer import cost as observer_cost
 from iowitness.analysis.report import LATENCY_BINS_US
-from iowitness.analysis.reporters import tables
-from iowitness.collector.traceformat import not_followed
+from iowitness.collector.format.traceformat import not_followed
+from iowitness.reporters import tables
 
 SCHEMA_VERSION = 1   # of report --json, a --summary trace's too (aggregate.py); docs/schema/report.schema.json
                      # describes both forms (tests/unit/test_report_schema.py validates against it)

@@ -16,7 +16,7 @@ from iowitness.analysis import device, device_checks, figures
 from iowitness.analysis.report import mid_run, unseen
 from iowitness.analysis.verdicts import claimed
 from iowitness.collector import backends
-from iowitness.collector.traceformat import names_lost_text, not_followed, not_followed_text
+from iowitness.collector.format.traceformat import names_lost_text, not_followed, not_followed_text
 from iowitness.escape import visible
 
 # integer columns that name something (no thousands separators)

@@ -6,7 +6,7 @@ a Python object type or a field of a terabyte, COUNTERS whose loss is a list. Ea
 used to surface far away, as a traceback in a reporter or a MemoryError in numpy. Here every
 value the reader and the analysis later use is checked for its type and range, once, when
 its chunk is read; a value the code never uses may be anything. Callers turn the ValueError
-into a refusal (START) or the end of the reading (any later chunk): collector/tracereader.py.
+into a refusal (START) or the end of the reading (any later chunk): collector/format/tracereader.py.
 
 The schemas name the keys the code reads (grep a key here to find who reads it); a new key
 the analysis starts to read gets a line here, or a damaged trace can reach it unchecked.
@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from iowitness.collector.traceformat import LOST_SLOTS
+from iowitness.collector.format.traceformat import LOST_SLOTS
 
 # --- leaves: a name for the message, and the test -------------------------------------------
 
@@ -148,7 +148,7 @@ META = {
     # iowitness replay: the trace it replays (its command names the replay's phases)
     "replay_of": Maybe({"trace": TEXT, "command": Maybe([TEXT]), "host": Maybe(TEXT), "timing": TEXT,
                         "into": TEXT, "files": MapOf(TEXT), "not_replayed": MapOf(NS)}),
-    # END's census of the chunks before it (collector/tracecensus.py)
+    # END's census of the chunks before it (collector/format/tracecensus.py)
     "chunks": Maybe({"through": Need(NS), "counts": Need(MapOf(NS)), "digest": Need(U32)}),
 }
 RUN_COST = {"run_time_ns": Need(NS), "run_cnt": Need(NS), "recursion_misses": NS}

@@ -6,7 +6,7 @@ shows and in which units; series differ by grey level AND by marker, line style 
 so a grey print keeps them apart. Per-call pictures of big phases are summarised (binned, not
 sampled) and the chart says so.
 
-Every function takes plain numbers, or the bins analysis/reporters/chart_bins.py counted, and
+Every function takes plain numbers, or the bins reporters/chart_bins.py counted, and
 returns the <svg> element as a string.
 """
 
@@ -19,8 +19,8 @@ import itertools
 import numpy as np
 
 from iowitness import escape, units
-from iowitness.analysis.reporters.chart_bins import CURVE, DENSITY_BINS, time_scale
-from iowitness.analysis.reporters.isolated_matplotlib import imported, style
+from iowitness.reporters.chart_bins import CURVE, DENSITY_BINS, time_scale
+from iowitness.reporters.isolated_matplotlib import imported, style
 
 # Okabe-Ito colours, ordered so neighbours differ in lightness too (they stay apart in grey)
 COLOURS = ("#000000", "#E69F00", "#0072B2", "#56B4E9", "#D55E00", "#009E73", "#CC79A7", "#999999")

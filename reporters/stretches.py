@@ -11,7 +11,7 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis.reporters.tables import with_units
+from iowitness.reporters.tables import with_units
 
 TITLE = ("stretches (each open to close of a target file: time inside its calls, by kind; share = in calls / "
          "open to close; opened: since the trace's first call)")

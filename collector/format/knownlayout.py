@@ -12,7 +12,7 @@ are not asked for. Another version is read by its own description, as before.
 
 from __future__ import annotations
 
-from iowitness.collector.traceformat import describe_layout
+from iowitness.collector.format.traceformat import describe_layout
 from iowitness.probes.layout import layout
 
 _RECORDS = ("event", "meta", "block", "offcpu")

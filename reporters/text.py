@@ -6,9 +6,9 @@ import pandas as pd
 
 from iowitness import units
 from iowitness.analysis import observer
-from iowitness.analysis.reporters import stretches, sweep, tables
 from iowitness.collector import backends
 from iowitness.escape import terminal
+from iowitness.reporters import stretches, sweep, tables
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10

@@ -5,7 +5,7 @@
     ...     for block in stream.blocks(["op", "latency_ns"]):
     ...         block["op"], block["latency_ns"]          # numpy columns, file order
 
-The file is mapped, not read: the reader (collector/tracereader.py, `scan`) checks every
+The file is mapped, not read: the reader (collector/format/tracereader.py, `scan`) checks every
 chunk exactly as `read` does (CRCs, heads, that each chunk of events decodes, the damaged
 tail), so a streamed trace holds the same events, cut at the same place, with the same meta.
 Pages already walked are handed back to the kernel (MADV_DONTNEED on a read-only shared
@@ -25,9 +25,9 @@ import stat
 
 import numpy as np
 
-from iowitness.collector import codec
-from iowitness.collector.traceformat import CHUNK
-from iowitness.collector.tracereader import _NOT_REGULAR, TraceData, _mark_active, being_written, open_fd, scan
+from iowitness.collector.format import codec
+from iowitness.collector.format.traceformat import CHUNK
+from iowitness.collector.format.tracereader import _NOT_REGULAR, TraceData, _mark_active, being_written, open_fd, scan
 from iowitness.errors import BadTrace
 
 # events decoded at once: 1 Mi rows of the probe's record are ~70 MiB of columns
