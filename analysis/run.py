@@ -76,7 +76,7 @@ def load(path) -> Trace:
     return Trace(read(path, afford=lambda events: memory_guard.check_declared(path, events)))
 
 
-def export_parquet(trace: Trace, out, blocks=None) -> None:
+def export_parquet(trace: TraceView, out, blocks=None) -> None:
     """Write the events table to Parquet, with the trace metadata under the key b"iowitness".
     `out`: a path, or an iowitness.outputfile.Output (created fresh, never through a symlink).
     `blocks`: the events table block by block instead of trace.events (stream_events' blocks(),
@@ -88,7 +88,8 @@ def export_parquet(trace: Trace, out, blocks=None) -> None:
     pq = require("pyarrow.parquet", "parquet", "Parquet export")
 
     if blocks is None:
-        table = pa.Table.from_pandas(trace.events, preserve_index=False)
+        events = trace.events  # type: ignore[attr-defined]  # without blocks: a loaded Trace
+        table = pa.Table.from_pandas(events, preserve_index=False)
         metadata = {**(table.schema.metadata or {}), b"iowitness": json_bytes(trace.meta)}
         table = table.replace_schema_metadata(metadata)
 
