@@ -101,7 +101,7 @@ def working_tree() -> Tree:
     return Tree("tree", [PYTHON, "-m", "iowitness.cli"], {"PYTHONPATH": ""} if env else {})
 
 
-def exported_tree(rev: str, work: Path) -> Tree:
+def exported_tree(rev: str, work: Path, name: str = "base") -> Tree:
     """`rev` exported and its probe built in work/src; its packages laid out in work/site as its
     pyproject.toml maps them (the folders differ from their import names)."""
     src, site = work / "src", work / "site"
@@ -117,7 +117,7 @@ def exported_tree(rev: str, work: Path) -> Tree:
             natural.symlink_to(src / folder)
     (site / "iowitness").symlink_to(src / "iowitness")
     module = project["project"]["scripts"]["iowitness"].split(":")[0]
-    return Tree("base", [PYTHON, "-m", module], {"PYTHONPATH": str(site)})
+    return Tree(name, [PYTHON, "-m", module], {"PYTHONPATH": str(site)})
 
 
 def spread(values: list[float]) -> dict:
@@ -275,7 +275,10 @@ def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str
     bench_dir = work / "bench"
     bench_dir.mkdir(exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="iowitness-probe-compare-", dir="/dev/shm"))
-    known = interleaved.all_workloads(bench_dir, interleaved.run_seconds(observers, cycles, slot))
+    # an attach of either tree, and reading its trace back, take a few seconds more than
+    # interleaved.py allows for its own observers: fio must outlast every cycle
+    known = interleaved.all_workloads(bench_dir, interleaved.run_seconds(observers, cycles, slot)
+                                      + cycles * 6 * len(trees))
     results = {}
     try:
         for name in workloads:
@@ -326,6 +329,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", required=True, help="the commit whose probe is compared (any git revision)")
+    parser.add_argument("--tree", metavar="REV",
+                        help="compare with this commit's probe instead of the working tree's (a bisect step: "
+                             "--base REV^ --tree REV)")
     parser.add_argument("--parts", default="cost,throughput", help="cost, throughput or both (default)")
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=2.0, help="cost part: seconds per run")
@@ -352,18 +358,21 @@ def main() -> int:
                + [w for w in args.cost_workloads.split(",") if w not in ("pread-loop", "fio-rand-read", "fio-seq-read")])
     if unknown:
         parser.error(f"unknown: {', '.join(unknown)}")
-    if subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "-q", args.base + "^{commit}"],
-                      capture_output=True).returncode != 0:
-        parser.error(f"{args.base} is no commit of {REPO}")
+    for rev in filter(None, (args.base, args.tree)):
+        if subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "-q", rev + "^{commit}"],
+                          capture_output=True).returncode != 0:
+            parser.error(f"{rev} is no commit of {REPO}")
     if "throughput" in parts and any(w.startswith("fio") for w in workloads) and not shutil.which("fio"):
         parser.error("fio is not installed (scripts/setup.sh installs it)")
     # a kill ends the run through the finally clauses: the sysctl restored, the files removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="iowitness-probe-compare-", dir="/var/tmp"))
-    result = {"base": args.base, "command": " ".join(sys.argv)}
+    result = {"base": args.base, "tree": args.tree or "working tree", "command": " ".join(sys.argv)}
     try:
-        trees = [exported_tree(args.base, work / "base"), working_tree()]
-        print(f"base {args.base} exported and built in {work / 'base'}; the tree's probe rebuilt", flush=True)
+        trees = [exported_tree(args.base, work / "base"),
+                 exported_tree(args.tree, work / "tree", "tree") if args.tree else working_tree()]
+        print(f"base {args.base} exported and built in {work / 'base'}; tree: "
+              f"{args.tree + ' exported and built' if args.tree else 'the working tree, its probe rebuilt'}", flush=True)
         if "cost" in parts:
             bench_dir = work / "cost"
             bench_dir.mkdir()
