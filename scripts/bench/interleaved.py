@@ -57,7 +57,7 @@ from workloads import all_workloads  # noqa: E402
 from iowitness.analysis.run import load# noqa: E402
 
 WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop", "fio-iouring-rand-read", "fio-libaio-rand-read",
-             "fio-libaio-direct-rand-read")
+             "fio-libaio-direct-rand-read", "fio-iouring-direct-rand-read")
 DEFAULT_WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop")
 OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary", "iowitness-compat")
 # iowitness-compat (the compatible probe object, --probe compat) only when asked for
