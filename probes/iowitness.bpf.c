@@ -177,8 +177,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	long nr = regs->orig_ax;
 	struct syscall_route route = route_of_syscall(nr);
 	__u16 op = route.op;
-	struct call_args args = { .offset = -1 };
-	struct iow_file_key key = {};
+	/* set in each route's branch, not here: clang zeroed them before the test above, on
+	 * every syscall of the machine */
+	struct call_args args;
+	struct iow_file_key key;
 	struct call_start *start;
 	struct task_struct *task;
 	struct cpu_slot *slot;
@@ -201,20 +203,19 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 
 	/* the call's file, and whether it is a target; the plain call on an fd first */
 	if (route.route == IOW_ROUTE_FD) {
-		args.fd = ARG1(regs);
+		args = (struct call_args){ .offset = -1, .fd = ARG1(regs) };
 		file = file_of_fd(task, args.fd);
 		if (!file || !target_file(slot, &key, file_key_of(file, &key), &epoch))
 			return 0;
 		epoch_known = true;
 		call_args_of(op, regs, file, ret, &args);
 	} else if (route.route == IOW_ROUTE_OPEN) {
-		args.fd = ret;
+		args = (struct call_args){ .offset = -1, .fd = ret };
 		if (ret < 0 || !exit_open(regs, op, ret, &key, &args.flags))
 			return 0;
 	} else if (route.route == IOW_ROUTE_CLOSE) {
-		args.fd = ARG1(regs);
-		key.ino = start->ino;
-		key.dev = start->dev;
+		args = (struct call_args){ .offset = -1, .fd = ARG1(regs) };
+		key = (struct iow_file_key){ .ino = start->ino, .dev = start->dev };
 	} else {
 		struct call_span span = { .start_ts = start_ts, .now = now, .route = route.route, .op = op };
 
