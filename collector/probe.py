@@ -59,18 +59,6 @@ def _kernel_has_tracepoint(name: str) -> bool:
         return True   # let the load say what is wrong
 
 
-def _tracefs_has_event(path: str) -> bool:
-    """A tracepoint libbpf attaches through tracefs (a syscall's own, e.g.): there, mounted, and
-    readable by us (tracefs is root's, mode 0700: without root or CAP_DAC_READ_SEARCH it is not)."""
-    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
-        try:
-            Path(root, "events", path, "id").read_bytes()
-            return True
-        except OSError:
-            continue
-    return False
-
-
 class Probe:
     def __init__(self, config: ProbeConfig):
         preflight.require_tracing()
@@ -122,10 +110,6 @@ class Probe:
             # with an iomap file system built in; without it a request has its reap time only
             if not _kernel_has_tracepoint("iomap_dio_complete"):
                 self._obj.skip_program("on_iomap_dio_complete")
-            # io_destroy's own tracepoint needs syscall tracepoints and tracefs mounted; without
-            # it a destroyed context's requests left in flight are cleared at its process's exit
-            if not _tracefs_has_event("syscalls/sys_enter_io_destroy"):
-                self._obj.skip_program("aio_on_destroy")
             self._obj.load()
             self._procs = self._obj.map("procs")
             self._files = self._obj.map("files")

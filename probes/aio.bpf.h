@@ -693,4 +693,11 @@ static __always_inline void aio_forget(__u32 tgid, __u64 ctx)
 	count_lost_n(IOW_LOST_REQUESTS, sums->requests);
 }
 
+/* io_destroy (on_sys_enter, IOW_ROUTE_AIO_DESTROY): one context of the calling process goes */
+static __always_inline void aio_context_destroyed(struct task_struct *task, __u64 ctx)
+{
+	if (ctx)
+		aio_forget(KFIELD(task, tgid), ctx);
+}
+
 #endif

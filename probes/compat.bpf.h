@@ -49,4 +49,9 @@ static __always_inline bool munmap_target(struct task_struct *task, struct pt_re
 	return false;
 }
 
+/* io_destroy: no libaio request is kept, so none is left to forget */
+static __always_inline void aio_context_destroyed(struct task_struct *task, __u64 ctx)
+{
+}
+
 #endif

@@ -18,7 +18,9 @@
  * sys_exit minus sys_enter of the same thread, so it includes time blocked in the kernel.
  *
  * Overhead: two raw tracepoint programs (sys_enter, sys_exit) run for every syscall on the
- * machine; calls that are not file syscalls return after a switch. The rest works through a
+ * machine; calls that are not file syscalls return after one load from the syscall table
+ * (ops.bpf.h), and the rarer routes (opens, closes, copies, mappings, async I/O) run out of
+ * line, so a plain read or write on an fd runs a short path of its own. The rest works through a
  * per-CPU slot (struct cpu_slot): the entry time of the call in progress and memos of the
  * last target file and --summary key, all inlined array lookups. Threads outside the set
  * return after one compare (one task-storage lookup each time they come on a CPU), calls on
@@ -72,26 +74,17 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
-{
-	__u16 op = op_of_syscall(nr);
-	struct task_struct *task;
-	struct cpu_slot *slot;
+/* The rarer routes of a syscall run out of line, as BPF-to-BPF calls: the common path of a
+ * plain read or write on an fd stays a short stretch of code of its own instead of being
+ * spread through the opens', closes', copies', mappings' and async I/O's inlined work (what
+ * those features added to the two programs tripled their size). */
 
-	if (!op && !async_call_of_syscall(nr))
-		return 0;
-	task = current_task();
-	slot = this_cpu_slot();
-	if (!slot)
-		return 0;
-	if (slot->owner != (__u64)task)
-		claim_cpu_slot(slot, task);
-	if (!slot->traced)
-		return 0;
-	slot->call.nr = nr;
-	slot->call.ts = 0;
-	if (op == IOW_OP_CLOSE) {
+/* sys_enter of a close, a mapping call or io_destroy: 1 if the call is to be timed */
+static __noinline int enter_other_route(struct pt_regs *regs, __u32 route, __u32 op, struct cpu_slot *slot)
+{
+	struct task_struct *task = current_task();
+
+	if (route == IOW_ROUTE_CLOSE) {
 		/* the fd is gone at exit: resolve the file now */
 		struct file *file = file_of_fd(task, ARG1(regs));
 		struct iow_file_key key;
@@ -104,11 +97,77 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 			return 0;
 		slot->call.ino = key.ino;
 		slot->call.dev = key.dev;
+	} else if (route == IOW_ROUTE_MAPPING) {
+		/* munmap's mapping is gone at exit too: find its file now (mapping.bpf.h) */
+		if (op == IOW_OP_MUNMAP && !munmap_target(task, regs, &slot->call))
+			return 0;
+	} else if (route == IOW_ROUTE_AIO_DESTROY) {
+		/* not timed: its context's requests still in flight are forgotten (aio.bpf.h) */
+		aio_context_destroyed(task, ARG1(regs));
+		return 0;
 	}
-	/* munmap's mapping is gone at exit too: find its file now, as close's (mapping.bpf.h) */
-	if (op == IOW_OP_MUNMAP && !munmap_target(task, regs, &slot->call))
+	return 1;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
+{
+	struct syscall_route route = route_of_syscall(nr);
+	struct task_struct *task;
+	struct cpu_slot *slot;
+
+	if (!route.route)
+		return 0;
+	task = current_task();
+	slot = this_cpu_slot();
+	if (!slot)
+		return 0;
+	if (slot->owner != (__u64)task)
+		claim_cpu_slot(slot, task);
+	if (!slot->traced)
+		return 0;
+	slot->call.nr = nr;
+	slot->call.ts = 0;
+	/* a plain call on an fd needs only the time, as opens, async calls and transfers do */
+	if (route.route != IOW_ROUTE_FD &&
+	    (route.route == IOW_ROUTE_CLOSE || route.route == IOW_ROUTE_MAPPING || route.route == IOW_ROUTE_AIO_DESTROY) &&
+	    !enter_other_route(regs, route.route, route.op, slot))
 		return 0;
 	slot->call.ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* sys_exit of a successful open: 1 if its file is a target (key and flags filled) */
+static __noinline int exit_open(struct pt_regs *regs, __u32 op, long fd, struct iow_file_key *key, __u32 *flags)
+{
+	if (!handle_open(regs, op, fd, key, flags))
+		return 0;
+	if (settings.summary)
+		next_phase_of(key);
+	return 1;
+}
+
+/* when and what: the rarer routes' arguments beyond the five a BPF call takes */
+struct call_span {
+	__u64 start_ts;
+	__u64 now;
+	__u32 route;
+	__u32 op;
+};
+
+/* sys_exit of an async call, a transfer or a mapping call: each part records its own */
+static __noinline int exit_other_route(struct pt_regs *regs, long ret, struct call_span *span)
+{
+	struct task_struct *task = current_task();
+
+	if (span->route == IOW_ROUTE_ASYNC) {
+		count_async_call(span->op, span->now - span->start_ts);
+		on_aio_call(span->op, task, regs, ret, span->start_ts, span->now);
+	} else if (span->route == IOW_ROUTE_TRANSFER) {
+		on_transfer_call(span->op, task, regs, ret, span->start_ts, span->now);
+	} else if (span->route == IOW_ROUTE_MAPPING) {
+		on_mapping_call(span->op, task, regs, ret, span->start_ts, span->now);
+	}
 	return 0;
 }
 
@@ -116,22 +175,22 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	long nr = regs->orig_ax;
-	__u16 op = op_of_syscall(nr);
-	struct call_args args = { .offset = -1 };
-	struct iow_file_key key = {};
+	struct syscall_route route = route_of_syscall(nr);
+	__u16 op = route.op;
+	/* set in each route's branch, not here: clang zeroed them before the test above, on
+	 * every syscall of the machine */
+	struct call_args args;
+	struct iow_file_key key;
 	struct call_start *start;
 	struct task_struct *task;
 	struct cpu_slot *slot;
-	struct file *file = NULL;
+	struct file *file;
 	bool epoch_known = false;
 	__u64 now, start_ts;
-	__u32 epoch = 0, async = 0;
+	__u32 epoch = 0;
 
-	if (!op) {
-		async = async_call_of_syscall(nr);
-		if (!async)
-			return 0;
-	}
+	if (route.route < IOW_ROUTE_FD)
+		return 0;
 	/* the clock after the cheap test: most syscalls of the machine are not file syscalls */
 	now = bpf_ktime_get_ns();
 	task = current_task();
@@ -141,39 +200,27 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	start = end_of_call(slot, task, nr, &start_ts);
 	if (!start)
 		return 0;
-	if (async) {
-		count_async_call(async - 1, now - start_ts);
-		on_aio_call(async - 1, task, regs, ret, start_ts, now);
-		return 0;
-	}
-	if (op_is_transfer(op)) {
-		on_transfer_call(op, task, regs, ret, start_ts, now);
-		return 0;
-	}
-	if (op_is_mapping(op)) {
-		on_mapping_call(op, task, regs, ret, start_ts, now);
-		return 0;
-	}
 
-	/* the call's file, and whether it is a target */
-	if (op_is_open(op)) {
-		args.fd = ret;
-		if (ret < 0 || !handle_open(regs, op, ret, &key, &args.flags))
-			return 0;
-		if (settings.summary)
-			next_phase_of(&key);
-	} else if (op == IOW_OP_CLOSE) {
-		args.fd = ARG1(regs);
-		key.ino = start->ino;
-		key.dev = start->dev;
-	} else {
-		args.fd = ARG1(regs);
+	/* the call's file, and whether it is a target; the plain call on an fd first */
+	if (route.route == IOW_ROUTE_FD) {
+		args = (struct call_args){ .offset = -1, .fd = ARG1(regs) };
 		file = file_of_fd(task, args.fd);
 		if (!file || !target_file(slot, &key, file_key_of(file, &key), &epoch))
 			return 0;
 		epoch_known = true;
+		call_args_of(op, regs, file, ret, &args);
+	} else if (route.route == IOW_ROUTE_OPEN) {
+		args = (struct call_args){ .offset = -1, .fd = ret };
+		if (ret < 0 || !exit_open(regs, op, ret, &key, &args.flags))
+			return 0;
+	} else if (route.route == IOW_ROUTE_CLOSE) {
+		args = (struct call_args){ .offset = -1, .fd = ARG1(regs) };
+		key = (struct iow_file_key){ .ino = start->ino, .dev = start->dev };
+	} else {
+		struct call_span span = { .start_ts = start_ts, .now = now, .route = route.route, .op = op };
+
+		return exit_other_route(regs, ret, &span);
 	}
-	call_args_of(op, regs, file, ret, &args);
 
 	if (settings.summary)  /* no record: the verifier drops send_event in this mode */
 		summarize_call(slot, &key, epoch, epoch_known, op, KFIELD(task, tgid), start_ts, now, &args, ret);
@@ -338,7 +385,7 @@ int BPF_PROG(on_uring_create, int fd, void *ring, __u32 sq_entries, __u32 cq_ent
 
 /* libaio (aio.bpf.h): requests that will never be reaped are cleared, not kept forever. A
  * process's contexts die with its last thread or its exec (the kernel's exit_aio); one
- * context dies at io_destroy, a syscall tracepoint of its own so no other call pays for it. */
+ * context dies at io_destroy, seen by on_sys_enter (IOW_ROUTE_AIO_DESTROY). */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(aio_on_exit, struct task_struct *task)
 {
@@ -359,16 +406,6 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(aio_on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
 	aio_forget(BPF_CORE_READ(task, tgid), 0);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_io_destroy")
-int aio_on_destroy(struct trace_event_raw_sys_enter *ctx)
-{
-	__u64 aio_ctx = ctx->args[0];
-
-	if (aio_ctx)
-		aio_forget(bpf_get_current_pid_tgid() >> 32, aio_ctx);
 	return 0;
 }
 

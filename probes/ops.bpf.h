@@ -2,14 +2,14 @@
 /* ops.bpf.h — the syscalls iowitness traces: number to op, op to kind, and what each op's
  * arguments mean.
  *
- * Purpose: op_of_syscall() is the x86-64 syscall table of the 24 traced calls (enum iow_op,
- * events.h); kind_of_op() expands events.h's IOW_OP_KINDS table, so the probe and the Python
+ * Purpose: syscall_routes is the x86-64 syscall table of the traced calls (enum iow_op,
+ * events.h) and of how each is handled (enum iow_route); kind_of_op() expands events.h's IOW_OP_KINDS table, so the probe and the Python
  * reader class ops from the same lines. The argument decoders fill the fields of struct
  * iow_event per op family: opens (handle_open, which also decides whether the new file is a
  * target and describes it in a fact), reads and writes at the file position or at an offset,
  * with one buffer or an iovec, and the rest (lseek, fcntl, ftruncate, fallocate).
  *
- * Overhead: op_of_syscall() is a compiled switch, run for every syscall of the machine; the
+ * Overhead: route_of_syscall() is one bounded load, run for every syscall of the machine; the
  * decoders are a few register reads, plus one bpf_probe_read_user per iovec entry (at most
  * MAX_IOVEC) for the *v calls.
  */
@@ -38,69 +38,79 @@
  * ioctl loop of a traced process went from 405 to 515 ns a call, getppid stayed at 288). */
 #define IOW_CALL_IOCTL 0xffff
 
-static __always_inline __u16 op_of_syscall(long nr)
-{
-	switch (nr) {
-	case 0: return IOW_OP_READ;
-	case 1: return IOW_OP_WRITE;
-	case 2: return IOW_OP_OPEN;
-	case 3: return IOW_OP_CLOSE;
-	case 8: return IOW_OP_LSEEK;
-	case 9: return IOW_OP_MMAP;
-	case 16: return IOW_CALL_IOCTL;             /* not recorded: clones counted (transfer.bpf.h) */
-	case 11: return IOW_OP_MUNMAP;
-	case 17: return IOW_OP_PREAD64;
-	case 18: return IOW_OP_PWRITE64;
-	case 19: return IOW_OP_READV;
-	case 20: return IOW_OP_WRITEV;
-	case 26: return IOW_OP_MSYNC;
-	case 28: return IOW_OP_MADVISE;
-	case 32: return IOW_OP_DUP;
-	case 33: return IOW_OP_DUP2;
-	case 40: return IOW_OP_SENDFILE_FROM;      /* and _TO: one record per target side */
-	case 72: return IOW_OP_FCNTL;
-	case 74: return IOW_OP_FSYNC;
-	case 75: return IOW_OP_FDATASYNC;
-	case 77: return IOW_OP_FTRUNCATE;
-	case 85: return IOW_OP_CREAT;
-	case 257: return IOW_OP_OPENAT;
-	case 275: return IOW_OP_SPLICE_FROM;
-	case 285: return IOW_OP_FALLOCATE;
-	case 292: return IOW_OP_DUP3;
-	case 295: return IOW_OP_PREADV;
-	case 296: return IOW_OP_PWRITEV;
-	case 326: return IOW_OP_COPY_FILE_RANGE_FROM;
-	case 327: return IOW_OP_PREADV2;
-	case 328: return IOW_OP_PWRITEV2;
-	case 437: return IOW_OP_OPENAT2;
-	}
-	return 0;
-}
+/* How the two syscall programs treat a syscall: its op and its route, one row per traced
+ * syscall number. Routes that sys_exit handles come from IOW_ROUTE_FD on; a plain call on an
+ * fd (the common case: a read or write) is tested first, so it never pays for the tests of
+ * the rarer routes (async I/O, copies, mappings), and the table is one bounded load where a
+ * compiled switch was a tree of up to six compares, run twice per call and for every other
+ * syscall of the machine too (and again for the async calls). */
+enum iow_route {
+	IOW_ROUTE_NONE = 0,      /* not traced: both programs return after the load */
+	IOW_ROUTE_AIO_DESTROY,   /* io_destroy: the context's requests still in flight are forgotten at entry */
+	IOW_ROUTE_FD,            /* a call on an fd that stays open: reads, writes, lseek, syncs, dups, fcntl, resizes */
+	IOW_ROUTE_OPEN,          /* the new fd is the return value */
+	IOW_ROUTE_CLOSE,         /* the fd is gone at exit: its file resolved at entry */
+	IOW_ROUTE_TRANSFER,      /* two fds (copy_file_range, sendfile, splice), or ioctl (transfer.bpf.h) */
+	IOW_ROUTE_MAPPING,       /* mmap, munmap, msync, madvise (mapping.bpf.h) */
+	IOW_ROUTE_ASYNC,         /* io_uring_enter, io_submit, io_getevents, io_pgetevents: op is IOW_ASYNC_* */
+};
 
-/* Calls that drive asynchronous I/O without moving file data: IOW_ASYNC_* + 1, or 0. They
- * are timed like traced calls and counted in `async_calls`; io_submit and io_getevents also
- * carry the libaio requests (aio.bpf.h). */
-static __always_inline __u32 async_call_of_syscall(long nr)
-{
-	switch (nr) {
-	case 208: return IOW_ASYNC_IO_GETEVENTS + 1;
-	case 209: return IOW_ASYNC_IO_SUBMIT + 1;
-	case 333: return IOW_ASYNC_IO_GETEVENTS + 1;   /* io_pgetevents */
-	case 426: return IOW_ASYNC_URING_ENTER + 1;
-	}
-	return 0;
-}
+struct syscall_route {
+	__u16 op;      /* enum iow_op, IOW_CALL_IOCTL, or for IOW_ROUTE_ASYNC an IOW_ASYNC_* slot */
+	__u16 route;   /* enum iow_route */
+};
 
-/* calls whose first argument is not the fd of the file they move data on (and ioctl) */
-static __always_inline bool op_is_transfer(__u16 op)
-{
-	return op == IOW_OP_COPY_FILE_RANGE_FROM || op == IOW_OP_SENDFILE_FROM || op == IOW_OP_SPLICE_FROM ||
-	       op == IOW_CALL_IOCTL;
-}
+#define IOW_SYSCALL_TABLE 448    /* past the highest traced number (openat2, 437) */
 
-static __always_inline bool op_is_mapping(__u16 op)
+/* the x86-64 syscall numbers; an open's, a close's, a transfer's and a mapping's route must
+ * agree with its kind in events.h's IOW_OP_KINDS (tests/kernel/test_known_calls.py runs each) */
+static const struct syscall_route syscall_routes[IOW_SYSCALL_TABLE] = {
+	[0] = { IOW_OP_READ, IOW_ROUTE_FD },
+	[1] = { IOW_OP_WRITE, IOW_ROUTE_FD },
+	[2] = { IOW_OP_OPEN, IOW_ROUTE_OPEN },
+	[3] = { IOW_OP_CLOSE, IOW_ROUTE_CLOSE },
+	[8] = { IOW_OP_LSEEK, IOW_ROUTE_FD },
+	[9] = { IOW_OP_MMAP, IOW_ROUTE_MAPPING },
+	[11] = { IOW_OP_MUNMAP, IOW_ROUTE_MAPPING },
+	[16] = { IOW_CALL_IOCTL, IOW_ROUTE_TRANSFER },   /* not recorded: clones counted (transfer.bpf.h) */
+	[17] = { IOW_OP_PREAD64, IOW_ROUTE_FD },
+	[18] = { IOW_OP_PWRITE64, IOW_ROUTE_FD },
+	[19] = { IOW_OP_READV, IOW_ROUTE_FD },
+	[20] = { IOW_OP_WRITEV, IOW_ROUTE_FD },
+	[26] = { IOW_OP_MSYNC, IOW_ROUTE_MAPPING },
+	[28] = { IOW_OP_MADVISE, IOW_ROUTE_MAPPING },
+	[32] = { IOW_OP_DUP, IOW_ROUTE_FD },
+	[33] = { IOW_OP_DUP2, IOW_ROUTE_FD },
+	[40] = { IOW_OP_SENDFILE_FROM, IOW_ROUTE_TRANSFER },   /* and _TO: one record per target side */
+	[72] = { IOW_OP_FCNTL, IOW_ROUTE_FD },
+	[74] = { IOW_OP_FSYNC, IOW_ROUTE_FD },
+	[75] = { IOW_OP_FDATASYNC, IOW_ROUTE_FD },
+	[77] = { IOW_OP_FTRUNCATE, IOW_ROUTE_FD },
+	[85] = { IOW_OP_CREAT, IOW_ROUTE_OPEN },
+	[207] = { 0, IOW_ROUTE_AIO_DESTROY },
+	[208] = { IOW_ASYNC_IO_GETEVENTS, IOW_ROUTE_ASYNC },
+	[209] = { IOW_ASYNC_IO_SUBMIT, IOW_ROUTE_ASYNC },
+	[257] = { IOW_OP_OPENAT, IOW_ROUTE_OPEN },
+	[275] = { IOW_OP_SPLICE_FROM, IOW_ROUTE_TRANSFER },
+	[285] = { IOW_OP_FALLOCATE, IOW_ROUTE_FD },
+	[292] = { IOW_OP_DUP3, IOW_ROUTE_FD },
+	[295] = { IOW_OP_PREADV, IOW_ROUTE_FD },
+	[296] = { IOW_OP_PWRITEV, IOW_ROUTE_FD },
+	[326] = { IOW_OP_COPY_FILE_RANGE_FROM, IOW_ROUTE_TRANSFER },
+	[327] = { IOW_OP_PREADV2, IOW_ROUTE_FD },
+	[328] = { IOW_OP_PWRITEV2, IOW_ROUTE_FD },
+	[333] = { IOW_ASYNC_IO_GETEVENTS, IOW_ROUTE_ASYNC },   /* io_pgetevents */
+	[426] = { IOW_ASYNC_URING_ENTER, IOW_ROUTE_ASYNC },
+	[437] = { IOW_OP_OPENAT2, IOW_ROUTE_OPEN },
+};
+
+static __always_inline struct syscall_route route_of_syscall(long nr)
 {
-	return op == IOW_OP_MMAP || op == IOW_OP_MUNMAP || op == IOW_OP_MSYNC || op == IOW_OP_MADVISE;
+	struct syscall_route none = {};
+
+	if ((unsigned long)nr >= IOW_SYSCALL_TABLE)
+		return none;
+	return syscall_routes[nr];
 }
 
 /* enum iow_kind of an op, from the table in events.h (a duplicate line fails to compile here;

@@ -57,13 +57,16 @@ from workloads import all_workloads  # noqa: E402
 from iowitness.analysis.run import load  # noqa: E402
 
 WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop", "fio-iouring-rand-read", "fio-libaio-rand-read",
-             "fio-libaio-direct-rand-read")
+             "fio-libaio-direct-rand-read", "fio-iouring-direct-rand-read")
 DEFAULT_WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop")
 OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary", "iowitness-compat")
 # iowitness-compat (the compatible probe object, --probe compat) only when asked for
 DEFAULT_OBSERVERS = ("floor", "timing-floor", "iowitness", "iowitness-summary")
 SAMPLE_SECONDS = 0.02
 EDGE_SECONDS = 0.1   # trimmed from each end of a stretch: attach and detach are not instant
+# observers another script adds (probe_compare.py: a commit's probe and the tree's), by name:
+# run_slot(pid, files, slot, out) -> the stretch the observer was on for, or None
+SLOT_RUNNERS: dict = {}
 
 
 def descendants(pid: int) -> list[int]:
@@ -97,6 +100,23 @@ def rchar(pids: list[int]) -> int:
     return total
 
 
+def cpu_ns(pids: list[int]) -> int:
+    """Nanoseconds the threads of these processes have run (/proc/PID/task/TID/schedstat): the
+    system time includes the BPF programs run in their syscalls."""
+    total = 0
+    for p in pids:
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                total += int(Path(f"/proc/{p}/task/{t}/schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
 class Sampler(threading.Thread):
     """(CLOCK_MONOTONIC seconds, rchar of the process tree) every SAMPLE_SECONDS."""
 
@@ -104,6 +124,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         # one list of pairs: the reader's copy never holds a time without its count
         self.pid, self.samples = pid, []
+        self.cpu = []   # (CLOCK_MONOTONIC seconds, bytes, CPU ns of the process tree)
         self.halt = threading.Event()
 
     def run(self):
@@ -113,8 +134,10 @@ class Sampler(threading.Thread):
             now = time.monotonic()
             if now >= next_tree:   # fio starts its job process after it lays out the file
                 pids, next_tree = descendants(self.pid), now + 1.0
-            count = rchar(pids)
-            self.samples.append((time.monotonic(), count))
+            count, cpu = rchar(pids), cpu_ns(pids)
+            stamp = time.monotonic()
+            self.samples.append((stamp, count))
+            self.cpu.append((stamp, count, cpu))
             self.halt.wait(SAMPLE_SECONDS)
 
     def rate(self, begin: float, end: float) -> float | None:
@@ -124,6 +147,18 @@ class Sampler(threading.Thread):
         if end - begin < 0.2 or len(times) < 2 or begin < times[0] or end > times[-1]:
             return None
         return float((np.interp(end, times, counts) - np.interp(begin, times, counts)) / (end - begin))
+
+
+    def rate_per_cpu(self, begin: float, end: float) -> float | None:
+        """Bytes per CPU-second the benchmark ran between two instants: other load on the
+        machine moves it far less than bytes per wall-clock second."""
+        samples = np.array(self.cpu[:], dtype=float).reshape(-1, 3)
+        times = samples[:, 0]
+        if end - begin < 0.2 or len(times) < 2 or begin < times[0] or end > times[-1]:
+            return None
+        moved = np.interp(end, times, samples[:, 1]) - np.interp(begin, times, samples[:, 1])
+        ran = np.interp(end, times, samples[:, 2]) - np.interp(begin, times, samples[:, 2])
+        return float(moved / (ran / 1e9)) if ran > 0 else None
 
 
 class FioStatusSampler(threading.Thread):
@@ -181,6 +216,8 @@ def kernel_window(trace_path: Path) -> tuple[float, float] | None:
 
 def run_slot(observer: str, pid: int, files: list[str], slot: float, out: Path) -> tuple[float, float] | None:
     """Switch the observer on for about `slot` seconds; the stretch it was on for."""
+    if observer in SLOT_RUNNERS:
+        return SLOT_RUNNERS[observer](pid, files, slot, out)
     if observer in ("floor", "timing-floor"):
         floor = Floor() if observer == "floor" else TimingFloor()
         floor.start()
@@ -242,11 +279,13 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
         for cycle in range(cycles):
             order = observers if cycle % 2 == 0 else observers[::-1]
             order = order[cycle // 2 % len(order):] + order[:cycle // 2 % len(order)]
-            before = sampler_rate(sampler, untraced(slot))
+            stretch = untraced(slot)
+            before, before_cpu = sampler_rate(sampler, stretch), cpu_rate(sampler, stretch)
             this_cycle = {}
             for observer in order:
                 window = run_slot(observer, bench.pid, workload.files, slot, out)
-                after = sampler_rate(sampler, untraced(slot))
+                stretch = untraced(slot)
+                after, after_cpu = sampler_rate(sampler, stretch), cpu_rate(sampler, stretch)
                 if bench.poll() is not None:
                     if this_cycle:
                         measured.append(this_cycle)
@@ -256,11 +295,16 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
                 traced = sampler_rate(sampler, window) if window else None
                 if traced is not None and before and after:
                     this_cycle[observer] = traced / ((before + after) / 2)
-                before = after
+                # the same per CPU-second of the benchmark (rchar workloads), under "observer@cpu"
+                traced_cpu = cpu_rate(sampler, window) if window else None
+                if traced_cpu is not None and before_cpu and after_cpu:
+                    this_cycle[observer + "@cpu"] = traced_cpu / ((before_cpu + after_cpu) / 2)
+                before, before_cpu = after, after_cpu
             measured.append(this_cycle)
             print(f"{workload.name} cycle {cycle + 1}: " + "  ".join(
-                f"{o} {this_cycle[o]:.3f}" if o in this_cycle else f"{o} -" for o in order), flush=True)
-            if len(this_cycle) < len(order):
+                (f"{o} {this_cycle[o]:.3f}" if o in this_cycle else f"{o} -")
+                + (f" ({this_cycle[o + '@cpu']:.3f}/cpu-s)" if o + "@cpu" in this_cycle else "") for o in order), flush=True)
+            if any(o not in this_cycle for o in order):
                 print(f"  (a '-' has no rate: {progress_state(sampler)})", flush=True)
     finally:
         sampler.halt.set()
@@ -292,6 +336,12 @@ def sampler_rate(sampler: Sampler, window: tuple[float, float]) -> float | None:
     while sampler.samples and sampler.samples[-1][0] < window[1] and time.monotonic() < deadline:
         time.sleep(SAMPLE_SECONDS)
     return sampler.rate(*trimmed(window))
+
+
+def cpu_rate(sampler, window: tuple[float, float]) -> float | None:
+    """Bytes per CPU-second of the benchmark in the window (after sampler_rate waited for it);
+    None for a sampler that does not follow CPU time (fio's status dumps)."""
+    return sampler.rate_per_cpu(*trimmed(window)) if hasattr(sampler, "rate_per_cpu") else None
 
 
 def main() -> int:

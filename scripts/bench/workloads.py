@@ -127,12 +127,14 @@ def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
                      fio(f"{engine}-rand-read", "randread", "read", reads, engine, 32), [str(reads)],
                      _fio_bandwidth("read"), "B/s", prepare=lambda: cached_file(reads, 256),
                      cpu_score=_fio_bandwidth_per_cpu("read"), progress="fio-status"))
-    # the same reads with O_DIRECT, from the disk under `work`: each request also has the
+    # the same reads with O_DIRECT, from the disk under `work`: each libaio request also has the
     # kernel's completion (iomap_dio_complete) to record
-    add(Workload("fio-libaio-direct-rand-read", "fio 4 KiB libaio O_DIRECT random reads, iodepth 32",
-                 fio("libaio-direct-rand-read", "randread", "read", reads, "libaio", 32, direct=True), [str(reads)],
-                 _fio_bandwidth("read"), "B/s", prepare=lambda: cached_file(reads, 256),
-                 cpu_score=_fio_bandwidth_per_cpu("read"), progress="fio-status"))
+    for engine in ("libaio", "io_uring"):
+        add(Workload(f"fio-{engine.replace('_', '')}-direct-rand-read",
+                     f"fio 4 KiB {engine} O_DIRECT random reads, iodepth 32",
+                     fio(f"{engine}-direct-rand-read", "randread", "read", reads, engine, 32, direct=True),
+                     [str(reads)], _fio_bandwidth("read"), "B/s", prepare=lambda: cached_file(reads, 256),
+                     cpu_score=_fio_bandwidth_per_cpu("read"), progress="fio-status"))
     add(Workload("fio-write", "fio 4 KiB psync buffered writes",
                  fio("write", "write", "write", writes), [str(writes)], _fio_bandwidth("write"), "B/s",
                  cpu_score=_fio_bandwidth_per_cpu("write")))
