@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis import inflight
 from iowitness.analysis.phases import (
     CREAT,

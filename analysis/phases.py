@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from iowitness.collector.format.traceformat import async_ops, ops_of_kind
 from iowitness.probes.layout import layout
 

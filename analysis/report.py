@@ -8,10 +8,9 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis import aio_kernel, benchmarks, groups
-from iowitness.analysis import phases as phase_module
 
 from iowitness import units
+from iowitness.analysis import aio_kernel, benchmarks, groups, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histograms: 1 µs .. 16 s, log2
@@ -169,7 +168,8 @@ def latency_bin_counts(phases: np.ndarray, calls: "Calls") -> np.ndarray:
     one pass (report --json's histograms: reporters/machine.py). The counts of blocks
     of calls add up to those of all of them (analysis/stream_extras.py)."""
     counted = calls.data & (calls.phase > 0)
-    position = phase_module.lookup(pd.Series(np.arange(len(phases)), index=phases), calls.phase[counted]).astype(np.int64)
+    by_phase = pd.Series(np.arange(len(phases)), index=phases)
+    position = phase_module.lookup(by_phase, calls.phase[counted]).astype(np.int64)
     nbins = len(LATENCY_BINS_US) - 1
     which = np.clip(np.searchsorted(LATENCY_BINS_US, calls.latency_ns[counted] / 1e3, side="right") - 1,
                     0, nbins - 1)
@@ -237,7 +237,8 @@ def stretch_sums(frame: pd.DataFrame) -> pd.DataFrame:
 
 def stretch_phases(frame: pd.DataFrame) -> pd.Series:
     """Per stretch: the phases it holds calls of, as "1 2 5"."""
-    return frame.groupby("span", sort=False)["phase"].agg(lambda p: " ".join(str(int(x)) for x in sorted(set(p)) if x > 0))
+    return frame.groupby("span", sort=False)["phase"].agg(
+        lambda p: " ".join(str(int(x)) for x in sorted(set(p)) if x > 0))
 
 
 def stretches_in_order(out: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,7 @@ import tempfile
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis.phases import (
     MIXED_RUN_LENGTH,
     OPERATIONS,

@@ -22,6 +22,7 @@ and close are known only at its end).
 from __future__ import annotations
 
 import pandas as pd
+
 from iowitness.analysis.device import DeviceFacts, from_facts
 
 __all__ = ["DeviceFacts", "facts", "per_phase"]

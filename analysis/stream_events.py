@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis.streamed import StreamedTrace
 from iowitness.collector.format import tracestream
 

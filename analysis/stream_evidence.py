@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis import buffering, evidence, latency
-from iowitness.analysis import phases as phase_module
 from pandas.api.types import union_categoricals
+
+from iowitness.analysis import buffering, evidence, latency, phases as phase_module
 
 
 class StreamedEvidence:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import pandas as pd
+
 from iowitness.analysis import report, stream_assign, stream_events, stream_extras
 from iowitness.analysis.call_extents import Extents
 from iowitness.analysis.device import DeviceFacts, from_facts

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis import (
     aio_kernel,
     report,
@@ -27,7 +28,6 @@ from iowitness.analysis import (
     stream_events,
     stream_table,
 )
-
 from iowitness.errors import OutputError
 
 # events per block: a block of the probe's records is ~70 MiB of columns at 1 Mi rows; tests set

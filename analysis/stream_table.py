@@ -6,9 +6,10 @@
 `assigned.blocks()` yields consecutive rows of the events and of stream_assign's result, in
 time order, and can be called again for another pass. The per-phase sums are reduced here
 block by block and the rows made from them by phase_table.phase_rows and phase_table.finish.
-Every sum of nanoseconds is an integer, the same whatever the blocks. Memory: arrays per phase, per phase and thread (the pattern's first
-PATTERN_SAMPLE steps of each thread, the threads of a phase), per distinct record size of a
-phase, per request in flight of an asynchronous phase; never per event.
+Every sum of nanoseconds is an integer, the same whatever the blocks. Memory: arrays per
+phase, per phase and thread (the pattern's first PATTERN_SAMPLE steps of each thread, the
+threads of a phase), per distinct record size of a phase, per request in flight of an
+asynchronous phase; never per event.
 
 Passes: 1. every per-phase sum; 2. what needs a phase's counts or window (the timed fsync and close; the time in other
 targets; the requests in flight), done during the first of analysis/quantiles.py's passes for
@@ -19,9 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis import phase_table as pt
-from iowitness.analysis import phases as ph
-from iowitness.analysis import quantiles
+
+from iowitness.analysis import phase_table as pt, phases as ph, quantiles
 from iowitness.analysis.stream_windows import Windows, data_rows, i64
 from iowitness.collector.format.traceformat import async_ops, ops_of_kind
 
@@ -159,7 +159,8 @@ class _Sums:
         self.operation, self.size_first = np.zeros(slots, np.int64), np.zeros(slots, np.int64)
         self.thread_keys = np.empty(0, dtype=np.int64)           # slot << 32 | tid
         self.sizes: dict[int, dict[tuple[int, bool], int]] = {}  # phase -> (size, fault) -> calls
-        self.streams: dict[tuple[int, int], list] = {}          # (phase, tid) -> [offset, end, sample steps, sample flags, sampled]
+        # (phase, tid) -> [offset, end, sample steps, sample flags, sampled]
+        self.streams: dict[tuple[int, int], list] = {}
         self.cuts: dict[str, list[int]] = {}
 
     def add(self, e: pd.DataFrame, a: pd.DataFrame) -> None:
@@ -281,7 +282,8 @@ class _Sums:
         step = offset - prev_offset
         sequential = offset == prev_end
         for target, flags in ((self.steps, same_stream), (self.sequential, same_stream & sequential),
-                              (self.same, same_stream & (step == 0)), (self.backward, same_stream & (step == -moved[order]))):
+                              (self.same, same_stream & (step == 0)),
+                              (self.backward, same_stream & (step == -moved[order]))):
             np.add.at(target, p, flags.astype(np.int64))
         # the first PATTERN_SAMPLE + 1 calls of each thread of a phase: the phase's sample is
         # taken from them, thread after thread
@@ -337,7 +339,8 @@ class _Sums:
         s["operation"] = s["operation"].astype(np.int8)
         s["all_transfers"] = self.transfer_min[phases] == 1
         s["histogram"] = self._histogram(phases)
-        counts = pd.DataFrame({name: getattr(self, name)[phases] for name in ("steps", "sequential", "same", "backward")},
+        counts = pd.DataFrame({name: getattr(self, name)[phases]
+                               for name in ("steps", "sequential", "same", "backward")},
                               index=pd.Index(phases, name="phase"))
         s["pattern"] = pt.pattern_rule(counts, *self._sample(phases))
         return s

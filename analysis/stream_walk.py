@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis.phases import (
     CREAT,
     F_DUPFD,
@@ -35,10 +36,10 @@ from iowitness.analysis.phases import (
     URING_FIXED_FILE,
     URING_OPS,
     WRITE,
+    _new_group as new_group,
     call_kinds,
     named,
 )
-from iowitness.analysis.phases import _new_group as new_group
 from iowitness.collector.format.traceformat import ops_of_kind
 
 DATA, IS_READ, RUN, FIRST, WARM, FILL, CODE = (1 << b for b in range(7))

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from iowitness.analysis import inflight
-from iowitness.analysis import phase_table as pt
-from iowitness.analysis import phases as ph
+
+from iowitness.analysis import inflight, phase_table as pt, phases as ph
 
 I64 = np.iinfo(np.int64)
 

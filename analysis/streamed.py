@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from iowitness.analysis import quantiles
 from iowitness.analysis.phases import FAULTS, READS, WRITES
 from iowitness.analysis.trace_view import TraceView
