@@ -19,6 +19,7 @@ from iowitness.analysis import matching
 from iowitness.analysis.benchmarks import spec
 from iowitness.analysis.run import load
 from tests.conftest import require_tool
+from tests.support.blocks import assigned_of
 from tests.support.cli import iowitness
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,7 +106,7 @@ def test_a_thread_on_four_files_spends_its_time_on_the_others_not_in_user_space(
     # GIVEN sysbench's one thread reading 4 files at random, in turn
     trace = sysbench("rndrd")
     phases, events = trace.phases(), trace.events
-    assigned = trace.report().assigned
+    assigned = assigned_of(trace.report())
     # THEN each file's phase counts, as time on other targets, exactly the time its thread spent
     # in calls of the other files' phases while it ran (summed here from the events themselves)
     for row in phases.itertuples():

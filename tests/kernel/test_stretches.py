@@ -17,6 +17,7 @@ import pytest
 from iowitness.analysis import matching
 from iowitness.analysis.benchmarks import spec
 from iowitness.analysis.run import load
+from tests.support.blocks import assigned_of
 from tests.support.cli import iowitness
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
@@ -83,7 +84,7 @@ def test_the_trace_has_as_many_stretches_as_strace_has_opens(reopen, tmp_path):
                     str(MIB_ARG), str(OPS)], check=True, capture_output=True)
     opens = sum(f'openat(AT_FDCWD, "{data}"' in line for line in log.read_text().splitlines())
     # WHEN the trace's calls on its data file are grouped by open file description
-    events, assigned = reopen.events, reopen.report().assigned
+    events, assigned = reopen.events, assigned_of(reopen.report())
     mine = events["path"].astype(str).str.endswith("/data").to_numpy()
     # THEN there is one stretch per open, and one phase per stretch
     assert opens == 4

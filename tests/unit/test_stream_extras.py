@@ -1,7 +1,7 @@
 """The report's groups, outliers, latency histograms and stretches streamed block by block
 (analysis/stream_extras.py) are the in-memory ones, exactly: every case is cut into blocks of
 1, 37 and 1000 rows, so every per-group, per-phase and per-stretch state crosses block
-boundaries, and compared with report.build's groups and outliers, machine.histograms and
+boundaries, and compared with the one-block report's groups and outliers, machine.histograms and
 stretches.stretch_frame, bit for bit."""
 
 from __future__ import annotations

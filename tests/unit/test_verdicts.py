@@ -3,7 +3,7 @@ written call by call (tests/support/synthetic.py).
 
 Every expected figure is computed by hand in the test from the calls it writes: bytes over
 the nanoseconds between the calls' starts and ends. The phases, groups and names come from
-the analysis (report.build), as `iowitness check` gets them.
+the analysis (stream_full.build), as `iowitness check` gets them.
 """
 
 from __future__ import annotations
