@@ -51,7 +51,7 @@ def temporary_files(path):
     except OSError as exc:
         where = tempfile.gettempdir()
         ours = str(exc.filename or "").startswith(where) or exc.errno in (errno.ENOSPC, errno.EDQUOT)
-        if not ours or (exc.filename and str(exc.filename).startswith(str(path))):
+        if not ours or (path and exc.filename and str(exc.filename).startswith(str(path))):
             raise
         raise OutputError(f"reading the trace block by block: cannot write its temporary files in {where} "
                           f"({exc.strerror or exc}): it needs about 15 bytes per event there; point TMPDIR at a "

@@ -74,3 +74,19 @@ def test_no_room_for_the_temporary_files_is_one_line_and_no_crash(iozone_trace, 
     # WHEN the table is streamed, THEN the error says where and what to do, as an output error
     with pytest.raises(OutputError, match="No space left on device.*TMPDIR"):
         stream_report.phase_table(iozone_trace)
+
+
+def test_a_loaded_trace_whose_temporary_folder_is_missing_is_one_line(iozone_trace, tmp_path, monkeypatch):
+    # GIVEN a trace loaded whole (the Python API, a run over several hosts) and a $TMPDIR that
+    # does not exist
+    import tempfile
+
+    from iowitness.analysis import stream_full
+    from iowitness.analysis.run import load
+    from iowitness.errors import OutputError
+
+    trace = load(iozone_trace)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    # WHEN its report is built, THEN the error says where and what to do, as for a trace file
+    with pytest.raises(OutputError, match="gone.*TMPDIR"):
+        stream_full.build(trace)
