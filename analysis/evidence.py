@@ -1,14 +1,11 @@
-"""What the verdicts ask of a trace's events, as questions: one answer from the events in memory,
-the same answer from events read block by block.
+"""What the verdicts ask of a trace's events: the rules, on one block of events at a time.
 
 The judgement (analysis/matching.py, latency.py, stonewall.py, the benchmark modules) needs
 more than the phase table for some claims: a buffered stream's final flush, the operations a
 latency claim is about, how far each member of a group had got at its stonewall, where
-IOzone's parent started its clock. It asks `report.evidence`, never the events table, so a
-report built without every event in memory (analysis/stream_full.py) judges with exactly the
-figures the in-memory report gives: `Evidence` answers from the events table,
-`StreamedEvidence` from passes over the blocks, and tests/unit/test_evidence.py holds them to
-each other.
+IOzone's parent started its clock. It asks `report.evidence` (stream_evidence.StreamedEvidence,
+which answers by passes over the blocks), never an events table; the functions here are the
+rules it applies to each block.
 
     >>> report.evidence.late_flushes(report.phases)     # {phase: {"bytes": ..., ...}}
     >>> report.evidence.operations([3, 4], "call", "read")   # seconds per operation

@@ -17,10 +17,10 @@ fewer when ranks share a bin), never a copy of the values. Passes: 1 + ceil(w / 
 the widest phase (w = bits of max - min: 2 passes for latencies spanning up to 16 ms at
 BITS=12, 3 up to 68 s). Each pass re-reads the blocks; docs/performance.md has the cost.
 
-Why not a sketch (t-digest, DDSketch): the report's p99 must be the figure the in-memory path
-gives, and the claim verdicts compare against it; a sketch's stated error would change the
-JSON. Why not hold each phase's latencies: a 10-minute fio job is one phase of 200 million
-calls (1.6 GiB as int64 before any sort).
+Why not a sketch (t-digest, DDSketch): the report's p99 must be the exact order statistic
+(np.quantile's, whatever the blocks' size), and the claim verdicts compare against it;
+a sketch's stated error would change the JSON. Why not hold each phase's latencies: a
+10-minute fio job is one phase of 200 million calls (1.6 GiB as int64 before any sort).
 """
 
 from __future__ import annotations

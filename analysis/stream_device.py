@@ -12,7 +12,7 @@ events, only what device.DeviceFacts gathers: the processes that made them, each
 device number and threads, its calls' time in its window and the call each off-CPU stretch
 of its threads fell in. device.per_phase gathers the same facts from its whole events table
 as one block, and both finish with device.from_facts: one source of truth, so the streamed
-view is the in-memory one exactly (tests/unit/test_stream_device.py). Every figure summed
+view is the same for any block size (tests/unit/test_stream_device.py). Every figure summed
 over calls or stretches is an integer count of nanoseconds, exact in any order of the blocks.
 
 One pass over the blocks, after the phase table: the facts need its windows (the timed fsync

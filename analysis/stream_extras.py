@@ -6,12 +6,12 @@
     extras.finish()
     extras.groups, extras.outliers, extras.histograms, extras.stretches, extras.t0
 
-Each answer is exactly the in-memory one (groups.table, report.outliers, machine.histograms,
-stretches.stretch_frame, and the trace's first start for stretches.rows_of): each is made by
-the functions the in-memory one is made by (groups.py, report.py), from what the blocks add
-up to: the bytes each group member had done by its stonewall (added call after call, as the
-in-memory sum does), the slowest calls of each phase so far, latency-bin counts, per-stretch
-sums. Memory: per phase, per group member, per stretch, `per_phase` outliers per phase, and
+Each answer is the same whatever the blocks' size (groups.table, report.outliers,
+machine.histograms, stretches.stretch_frame, and the trace's first start for
+stretches.rows_of): each is made by the functions of groups.py and report.py, from what the
+blocks add up to: the bytes each group member had done by its stonewall (added call after
+call), the slowest calls of each phase so far, latency-bin counts, per-stretch sums.
+Memory: per phase, per group member, per stretch, `per_phase` outliers per phase, and
 the calls of small blocks gathered up to a fixed count before they are merged in; never per
 event.
 """
@@ -58,7 +58,7 @@ class Outliers:
     """report.outliers(report.Calls(events, assigned), table), block by block: the slowest
     `per_phase` calls of each phase so far, merged with the candidates of the blocks since
     (gathered up to `gather_rows` of them). The calls kept come before the new ones in time,
-    so the stable sort orders equal latencies as the in-memory sort of all calls does."""
+    so the stable sort orders equal latencies as one sort of all calls would."""
 
     def __init__(self, table: pd.DataFrame, per_phase: int = report.OUTLIERS_PER_PHASE,
                  gather_rows: int = GATHER_OUTLIERS):
@@ -68,7 +68,7 @@ class Outliers:
         self._gathered_rows, self._gather_rows = 0, gather_rows
         # per phase: a call must be slower than this to be among its slowest so far (-1: any
         # call, fewer than per_phase kept); a later call as slow as the slowest kept ranks after
-        # them. Not the in-memory path's 99th percentile: the report's pass can come before it
+        # them. Not the phase's 99th percentile: the report's pass can come before it
         self._floor = np.full(int(table["phase"].max()) + 1 if len(table) else 1, -1, dtype=np.int64)
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
@@ -199,7 +199,7 @@ class Stretches:
         if self.sums is None:
             return pd.DataFrame()
         out = self.sums.copy()
-        # the path column typed as the in-memory one is: each stretch's first path, aggregated as there
+        # the path column: each stretch's first path
         first_path = pd.DataFrame({"span": out.index.to_numpy(), "path": out["path"].to_numpy(object)})
         out["path"] = first_path.groupby("span", sort=False).agg(path=("path", "first"))["path"]
         held = pd.DataFrame([(s, p) for s, ps in self.phases.items() for p in ps], columns=["span", "phase"])
