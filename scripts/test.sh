@@ -15,7 +15,7 @@ echo "test.sh: ruff check (lint)" >&2
 .venv/bin/ruff check .
 echo "test.sh: scripts/typecheck.py (mypy on the installed package's layout)" >&2
 .venv/bin/python scripts/typecheck.py
-.venv/bin/python -m pytest
+.venv/bin/python -m pytest --durations=40
 # the recording tests once more through the compatible probe, the object kernels 5.8 to 6.1
 # load (the fast one is what this kernel chooses, so only this run tests the other)
 echo "test.sh: the recording tests again through the compatible probe (--probe compat)" >&2
