@@ -41,7 +41,7 @@ class Trace(TraceView):
     def report(self):
         """Phases, groups and outliers (iowitness.analysis.report.Report): the block pipeline over
         the events table, once."""
-        if getattr(self, "_report", None) is None:
+        if self._report is None:
             from iowitness.analysis.stream_full import build
             self._report = build(self)
         return self._report

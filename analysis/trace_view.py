@@ -7,6 +7,7 @@ gives either its report."""
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,9 @@ import pandas as pd
 from iowitness.analysis import aio_kernel
 from iowitness.collector.format.traceformat import dev_name
 from iowitness.collector.format.tracereader import TraceData
+
+if TYPE_CHECKING:
+    from iowitness.analysis.report import Report
 
 
 class TraceView:
@@ -29,12 +33,14 @@ class TraceView:
         self.stored_bytes = data.stored_bytes
         self._ops, self._meta_kinds, self._facts = data.ops, data.meta_kinds, data.facts
         self._data, self._columns = data, data.columns
+        self._report: Report | None = None
 
     @property
     def event_count(self) -> int:
         return self._data.event_count
 
-    def event_frame(self, raw: dict, index: pd.Index, kind=pd.DataFrame, distinct: dict | None = None) -> pd.DataFrame:
+    def event_frame(self, raw: dict[str, np.ndarray], index: pd.Index, kind: type[pd.DataFrame] = pd.DataFrame,
+                    distinct: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
         """The events table of the event columns `raw` (all of the trace's, or a block of them:
         analysis/stream_events.py), with the columns named from the trace (syscall, device, path).
 
@@ -54,10 +60,10 @@ class TraceView:
             frame["requested"] = frame["requested"].to_numpy().view(np.int64)
         return frame
 
-    def report(self):
+    def report(self) -> Report:
         """Phases, groups, outliers, device view, verdicts (iowitness.analysis.report.Report), as
         the block pipeline built them (analysis/stream_full.py)."""
-        if getattr(self, "_report", None) is None:
+        if self._report is None:
             raise RuntimeError("this trace's report is built by analysis/stream_full.py (open_report or build)")
         return self._report
 
@@ -112,7 +118,8 @@ class TraceView:
 
     def _facts_of(self, *kinds: str) -> np.ndarray:
         wanted = [k for k, name in self._meta_kinds.items() if name in kinds]
-        return self._facts[np.isin(self._facts["kind"], wanted)]
+        facts: np.ndarray = self._facts[np.isin(self._facts["kind"], wanted)]
+        return facts
 
     def _paths(self, dev: np.ndarray, ino: np.ndarray, start: np.ndarray) -> pd.Categorical:
         """The path of each event's file: the last one it was opened under before the event.
@@ -128,7 +135,7 @@ class TraceView:
             # distinct file, then spread to the events by the file's code
             key_codes, distinct = pd.factorize(key)
             codes = first.reindex(distinct).fillna(-1).to_numpy(np.int64)[key_codes]
-        if table is not None:
+        if table is not None and ambiguous is not None:
             probe = pd.DataFrame({"key": key, "ts": start.astype(np.int64), "row": np.arange(len(key))})
             mixed = probe[np.isin(key, ambiguous)].sort_values("ts")
             found = pd.merge_asof(mixed, table, on="ts", by="key", direction="backward")
@@ -137,7 +144,8 @@ class TraceView:
         return pd.Categorical.from_codes(codes, dtype=categories)
 
     @cached_property
-    def _path_lookup(self) -> tuple:
+    def _path_lookup(self) -> tuple[pd.CategoricalDtype, pd.Series | None, np.ndarray | None,
+                                    pd.DataFrame | None]:
         """What _paths needs of the files table, made once (a streamed trace names each block
         with it): the categories, each file's first path, and the files with several paths
         with the table of when each path began (None, None when there are none)."""
@@ -163,7 +171,7 @@ def _text(raw: np.ndarray) -> str:
     return raw.tobytes().split(b"\0", 1)[0].decode("utf-8", errors="backslashreplace")
 
 
-def _path(f) -> str:
+def _path(f: np.void) -> str:
     """A FILE fact's path. One that fills the probe's field (IOW_PATH_MAX - 1 bytes) may have been
     cut there: marked so, with its inode, so that two long paths cut alike never read as one file."""
     text = _text(f["path"])
@@ -172,7 +180,8 @@ def _path(f) -> str:
     return text
 
 
-def _categorical(values: np.ndarray, name_of, uniques: np.ndarray | None = None) -> pd.Categorical:
+def _categorical(values: np.ndarray, name_of: Callable[[int], str],
+                 uniques: np.ndarray | None = None) -> pd.Categorical:
     """Few distinct values over many rows: name each distinct value once, not each row.
     `uniques`: the distinct values to name (sorted, a superset of those in `values`), when
     they are not those of `values` alone (a block of a trace: the trace's categories)."""
@@ -192,6 +201,6 @@ def _categorical(values: np.ndarray, name_of, uniques: np.ndarray | None = None)
     return pd.Categorical.from_codes(to_code[codes], categories=_names(categories))
 
 
-def _names(categories: list) -> pd.Index:
+def _names(categories: list[str]) -> pd.Index:
     # typed even when empty, so that Parquet gets a string column, not a null one
     return pd.Index(categories, dtype="str")
