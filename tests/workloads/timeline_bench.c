@@ -3,7 +3,7 @@
  * output timeline (tests/kernel/test_output_timeline.py).
  *
  * Usage: timeline_bench PATH [GATE] [big]
- *   Test i (0, 1, 2) writes PATH.i: 16 writes of 64 KiB, fsync, close; then the line
+ *   Test i (0, 1, 2) writes PATH.i: 1024 writes of 4 KiB, fsync, close; then the line
  *
  *     test 1 write 812.3 MiB/s clock 123456789012
  *
@@ -22,8 +22,8 @@
 
 #include "bench_clock.h"
 
-#define RECORD (64 * 1024)
-#define RECORDS 16
+#define RECORD 4096
+#define RECORDS 1024
 
 static long long clock_ns(void)
 {
