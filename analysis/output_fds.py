@@ -2,21 +2,17 @@
 
 Why here, in the analysis's event walk (analysis/stream_walk.py), and not in the probe or the
 collector: the same rule then holds for every way a trace is made (`run`, `attach`, an strace
-import, the bpftrace backend), and for traces already recorded. The probe keeps the one
+import, the bpftrace backend), and for traces already recorded; the probe keeps the one
 compare its plain-fd path pays (probes/output.bpf.h) and still records a target file on fd 1
-or 2 as events, so the walk can tell the two cases below apart from the trace alone.
+or 2 as events, so that the walk can tell output from data with the trace alone. The rule
+itself is collector/format/printed_timeline.OwnFiles, the one the output timeline uses too:
+what fd 1 and 2 point at when a program starts is its output (`sh -c 'bench > out.txt'`, a
+stdout redirected before an attach); a file the program opened itself after its exec and then
+wrote through fd 1 or 2 (`dd of=FILE`, a program that closed its stdout and opened a file) is
+data.
 
-The rule: what fd 1 and 2 point at when a program starts (its exec; for a process already
-running when the trace began, the trace's start) is its output: `sh -c 'bench > out.txt'`
-(the shell opens out.txt and dup2s it onto 1 in its child, before the exec), a stdout
-redirected before an `attach`. What the program itself puts on fd 1 or 2 after its exec (an
-open that returns 1 or 2 after it closed its stdout, a dup2/dup3 onto 1 or 2, as `dd
-of=/dev/stdout` does) is data: it asked for that file to be written. A child forked after
-that inherits its parent's fd table but is not followed here: its calls on fd 1 and 2 are
-taken as output (rare; said in docs/tracing.md).
-
-Cost: one vectorised test per block; the rows are walked one by one only in traces where a
-program put a file on its own fd 1 or 2.
+Cost: one vectorised test per block; a row is looked at alone only when its process opened
+the file it has on fd 1 or 2 itself (dd's of=).
 """
 
 from __future__ import annotations
@@ -24,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from iowitness.analysis.phases import CREAT, OPEN, READ, WRITE
+from iowitness.collector.format.printed_timeline import OwnFiles
 
 OUTPUT_FDS = (1, 2)
 
@@ -31,46 +28,36 @@ OUTPUT_FDS = (1, 2)
 class OutputFds:
     """Per block, the data calls that are the benchmark's output (see the module's docstring)."""
 
-    def __init__(self, exec_times: dict[int, np.ndarray]):
-        self._execs = exec_times                    # tgid -> its exec times, sorted
-        self._own: dict[tuple[int, int], int] = {}  # (tgid, fd) -> when the program put a file there
+    def __init__(self, own: OwnFiles):
+        self._own = own
 
     @classmethod
     def of(cls, source) -> "OutputFds":
-        """From the exec facts of `source`'s trace (none known: every fd 1 and 2 is output)."""
-        facts_of = getattr(getattr(source, "trace", None), "_facts_of", None)
-        execs: dict[int, list] = {}
-        if facts_of is not None:
-            facts = facts_of("exec")
-            for tgid, ts in zip(facts["tgid"].tolist(), facts["ts_ns"].tolist()):
-                execs.setdefault(int(tgid), []).append(int(ts))
-        return cls({tgid: np.sort(np.array(ts, dtype=np.int64)) for tgid, ts in execs.items()})
+        """From the facts of `source`'s trace (none known: every fd 1 and 2 is output)."""
+        trace = getattr(source, "trace", None)
+        facts = getattr(trace, "_facts", None)
+        return cls(OwnFiles(facts, getattr(trace, "_meta_kinds", None) or {}))
 
-    def rows(self, c: dict, kind: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    def rows(self, c: dict, kind: np.ndarray) -> np.ndarray:
         """The rows of block `c` (stream_walk's columns) that are data calls on the output."""
-        fd, ret = c["fd"], c["ret"]
+        opens = ((kind == OPEN) | (kind == CREAT)) & (c["ret"] >= 0)
+        if opens.any():   # blocks come in time order: an open is known before the calls after it
+            self._own.add_opens(*(c[k][opens] for k in ("tgid", "dev_raw", "ino_raw", "start")))
         by_fd = ~c["fixed"] & ~c["on_map"] & ~c["fault"]
-        data = by_fd & ((kind == READ) | (kind == WRITE)) & np.isin(fd, OUTPUT_FDS)
-        made = ok & ((((kind == OPEN) | (kind == CREAT)) & np.isin(fd, OUTPUT_FDS))
-                     | (c["copy"] & np.isin(ret, OUTPUT_FDS)))
-        if not made.any() and not self._own:
-            return data
-        out = data.copy()
-        tgid, start = c["tgid"], c["start"]
-        copy = c["copy"]
-        for row in np.flatnonzero(data | made).tolist():
-            if made[row]:
-                target = int(ret[row]) if copy[row] else int(fd[row])
-                self._own[(int(tgid[row]), target)] = int(start[row])
+        out = by_fd & ((kind == READ) | (kind == WRITE)) & np.isin(c["fd"], OUTPUT_FDS)
+        if not self._own.opens or not out.any():
+            return out
+        tgid, dev, ino, start = (c[k].astype(np.int64) for k in ("tgid", "dev_raw", "ino_raw", "start"))
+        for (p, d, i), times in self._own.opens.items():
+            rows = np.flatnonzero(out & (tgid == p) & (dev == d) & (ino == i))
+            if not len(rows):
                 continue
-            since = self._own.get((int(tgid[row]), int(fd[row])))
-            if since is not None and not self._exec_between(int(tgid[row]), since, int(start[row])):
-                out[row] = False
+            # the open before each call, and whether an exec came between the two
+            at = np.searchsorted(np.array(times, dtype=np.int64), start[rows], side="right") - 1
+            opened = np.array(times, dtype=np.int64)[np.maximum(at, 0)]
+            execs = np.array(self._own.execs.get(p, []), dtype=np.int64)
+            nxt = np.searchsorted(execs, opened, side="right")
+            exec_between = (nxt < len(execs)) & (execs[np.minimum(nxt, max(len(execs) - 1, 0))] <= start[rows]) \
+                if len(execs) else np.zeros(len(rows), bool)
+            out[rows[(at >= 0) & ~exec_between]] = False
         return out
-
-    def _exec_between(self, tgid: int, after: int, until: int) -> bool:
-        times = self._execs.get(tgid)
-        if times is None or not len(times):
-            return False
-        i = int(np.searchsorted(times, after, side="right"))
-        return i < len(times) and int(times[i]) <= until

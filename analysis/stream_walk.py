@@ -215,7 +215,7 @@ class Walk:
         self.start_dtype = c["start"].dtype
         kind = c["kind"].copy()
         ok = c["ret"] >= 0
-        code = self._code(c) | c["outside"] | self._output.rows(c, kind, ok)
+        code = self._code(c) | c["outside"] | self._output.rows(c, kind)
         kind[code] = OTHER
         self._check_order(c)
         fd = self._description_fds(c, kind, ok)

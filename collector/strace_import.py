@@ -310,8 +310,10 @@ class Importer:
 
     def _printed(self, c: strace_lines.Call, proc: Proc, name: str) -> None:
         data = b"".join(text for text, _ in strace_lines.strings(c.raw))
-        self.printed.append((c.ts_ns, c.ts_ns + (c.latency_ns or 0), c.ret, proc.tgid, c.pid, int(c.args[0]),
-                             data, self.op[f"IOW_OP_{name.upper()}"]))
+        fd = int(c.args[0])
+        held = proc.fds.get(fd)   # a target file on fd 1 or 2: its identity, as the events give it
+        self.printed.append((c.ts_ns, c.ts_ns + (c.latency_ns or 0), c.ret, proc.tgid, c.pid, fd,
+                             data, self.op[f"IOW_OP_{name.upper()}"], held[0].ino if held else 0))
 
     # -- records -------------------------------------------------------------------------------
     def _event(self, c, proc: Proc, op: int, f: OpenFile, fd: int, offset: int, requested: int = 0,
@@ -341,10 +343,10 @@ class Importer:
         dtype = layout().structs["iow_output"]
         out = np.zeros(len(self.printed), dtype=dtype)
         room = dtype["data"].shape[0]
-        for i, (start, end, ret, tgid, tid, fd, data, op) in enumerate(self.printed):
+        for i, (start, end, ret, tgid, tid, fd, data, op, ino) in enumerate(self.printed):
             row = out[i]
             row["start_ns"], row["end_ns"], row["ret"], row["tgid"], row["tid"] = start, end, ret, tgid, tid
-            row["fd"], row["op"] = fd, op
+            row["fd"], row["op"], row["ino"] = fd, op, ino
             kept = data[:max(0, min(room, ret))]
             row["copied"] = len(kept)
             row["data"][:len(kept)] = np.frombuffer(kept, dtype=np.uint8)

@@ -19,6 +19,7 @@ the captured text's, with no time. Nothing here imports pandas or the analysis.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +55,57 @@ class Timeline:
         return f"output: {self.writes:,} write{'s' if self.writes != 1 else ''}, {cut}{lost_text}"
 
 
+class OwnFiles:
+    """The one rule for what a write to fd 1 or 2 is: output, unless the program put the file
+    there itself. What fd 1 and 2 point at when a program starts (its exec; for a process
+    already running when the trace began, the trace's start) is its output: `sh -c 'bench >
+    out.txt'` (the shell's child opens out.txt before the exec), a stdout redirected before an
+    `attach`. A file the program opened itself after its exec and then wrote through fd 1 or 2
+    (`dd of=FILE` reopens it as its fd 1; a program that closed its stdout and opened a file)
+    is data. Known from the trace's facts and events: a FILE fact is an open the trace saw (fd
+    >= 0; files registered at an attach have fd -1), as is an open event (the probe sends a
+    FILE fact only for a file's first open as a target: `dd of=/dev/stdout > out` opens out a
+    second time), an EXEC fact a program's start.
+
+    Used by the timeline (such writes are no lines) and by the analysis's event walk
+    (analysis/output_fds.py: other calls on fd 1 and 2 are no data)."""
+
+    def __init__(self, facts: np.ndarray | None, meta_kinds: dict):
+        kinds = {name: number for number, name in (meta_kinds or {}).items()}
+        self.execs: dict[int, list[int]] = {}
+        self.opens: dict[tuple[int, int, int], list[int]] = {}
+        if facts is None or not len(facts):
+            return
+        for tgid, ts in zip(*(facts[facts["kind"] == kinds.get("exec", -1)][k].tolist() for k in ("tgid", "ts_ns"))):
+            self.execs.setdefault(int(tgid), []).append(int(ts))
+        opened = facts[(facts["kind"] == kinds.get("file", -1)) & (facts["fd"] >= 0)]
+        for tgid, dev, ino, ts in zip(*(opened[k].tolist() for k in ("tgid", "dev", "ino", "ts_ns"))):
+            self.opens.setdefault((int(tgid), int(dev), int(ino)), []).append(int(ts))
+        for times in (*self.execs.values(), *self.opens.values()):
+            times.sort()
+
+    def add_opens(self, tgid, dev, ino, ts) -> None:
+        """Opens seen as events (arrays of the same length), in time order."""
+        for key_ts in zip(tgid.tolist(), dev.tolist(), ino.tolist(), ts.tolist()):
+            times = self.opens.setdefault(tuple(int(k) for k in key_ts[:3]), [])
+            times.append(int(key_ts[3]))
+            if len(times) > 1 and times[-2] > times[-1]:
+                times.sort()
+
+    def is_data(self, tgid: int, dev: int, ino: int, t_ns: int) -> bool:
+        """Whether a call at t_ns by tgid on its fd 1 or 2, on file (dev, ino), is data."""
+        times = self.opens.get((tgid, dev, ino))
+        if not times:
+            return False
+        i = bisect_right(times, t_ns) - 1
+        if i < 0:
+            return False
+        execs = self.execs.get(tgid, [])
+        j = bisect_right(execs, times[i])
+        # an exec between the open and the call: the file is the new program's output
+        return not (j < len(execs) and execs[j] <= t_ns)
+
+
 @dataclass(frozen=True)
 class Write:
     """One recorded write to fd 1 or 2 (a row of iow_output, or of an strace import)."""
@@ -65,13 +117,15 @@ class Write:
     file: tuple = ()     # where it went: (dev, ino); () unknown
 
 
-def writes_of(records: np.ndarray) -> list[Write]:
-    """The records as Writes, in order of completion."""
+def writes_of(records: np.ndarray, own: OwnFiles | None = None) -> list[Write]:
+    """The records as Writes, in order of completion; those that are data (`own`) left out."""
     order = np.argsort(records["end_ns"], kind="stable")
     out = []
     for r in records[order]:
         stream = STREAM_OF_FD.get(int(r["fd"]))
         if stream is None:
+            continue
+        if own is not None and own.is_data(int(r["tgid"]), int(r["dev"]), int(r["ino"]), int(r["start_ns"])):
             continue
         copied = max(0, min(int(r["copied"]), len(r["data"])))
         out.append(Write(int(r["end_ns"]), stream, int(r["tgid"]), int(r["ret"]), bytes(r["data"][:copied]),
@@ -79,13 +133,13 @@ def writes_of(records: np.ndarray) -> list[Write]:
     return out
 
 
-def timeline(records: np.ndarray | None, captured: dict[str, bytes], meta: dict | None = None) -> Timeline | None:
+def timeline(records: np.ndarray | None, captured: dict[str, bytes], own: OwnFiles | None = None) -> Timeline | None:
     """The timeline of a trace's PRINTED records joined with the captured text; None when the
     trace records no timeline (made before it, or by a backend without it)."""
     if records is None:
         return None
     bound = int(records.dtype["data"].itemsize) if "data" in (records.dtype.names or ()) else 4096
-    return lines_of_writes(writes_of(records), captured, bound)
+    return lines_of_writes(writes_of(records, own), captured, bound)
 
 
 def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int = 4096) -> Timeline:

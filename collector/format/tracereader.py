@@ -45,6 +45,7 @@ from iowitness.collector.format.traceformat import (
     chunk_crc,
     lost_total,
     missing_text,
+    ops_of_kind,
     spoken,
 )
 from iowitness.collector.format import printed_timeline
@@ -287,7 +288,15 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     _attach_device_view(trace, records, samples)
     # the output timeline (traces since it exists; None before): the lines with their times,
     # and the output's text rebuilt from it where the capture did not see the writes
-    trace.printed = printed_timeline.timeline(records.get(PRINTED), {name: b"".join(parts) for name, parts in output.items()}, meta)
+    own = printed_timeline.OwnFiles(records[FACTS], meta_kinds)
+    if keep_events and PRINTED in records and len(records[PRINTED]):
+        # opens of files already targets have no FILE fact: the events hold them (read whole
+        # here; a trace read block by block knows its FILE facts only, docs/tracing.md)
+        columns, open_ops = records[EVENTS], [n for n, name in ops.items() if name in ops_of_kind("open")]
+        opened = np.isin(columns["op"], open_ops) & (columns["ret"] >= 0)
+        own.add_opens(*(columns[k][opened] for k in ("tgid", "dev", "ino", "start_ns")))
+    trace.printed = printed_timeline.timeline(records.get(PRINTED), {name: b"".join(parts) for name, parts in output.items()},
+                                              own)
     trace.output = printed_timeline.text_of(trace.printed, text)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace

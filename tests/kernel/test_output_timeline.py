@@ -175,3 +175,16 @@ def test_strace_import_of_a_shell_that_sends_stdout_to_a_file(bench, tmp_path):
     # (strace's clock is the wall clock, not the program's CLOCK_MONOTONIC: the order is what is checked)
     assert all(lines[n][1] < firsts[n + 1] for n in (0, 1))
     _assert_claims_judged(trace, range(3))
+
+
+def test_data_dd_writes_through_its_own_stdout_stays_data(tmp_path):
+    # GIVEN `dd of=/dev/stdout > file`: dd itself opens its stdout's file again and writes 4 MiB through fd 1
+    dd = require_tool("dd")
+    data, out = tmp_path / "dd.out", tmp_path / "dd.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", "sh", "-c",
+              f"'{dd}' if=/dev/zero of=/dev/stdout bs=64k count=64 > '{data}'")
+    trace = load(out)
+    # THEN its writes are a data phase of 4 MiB, and the output is dd's report alone
+    phases = trace.report().phases
+    assert phases["path"].astype(str).tolist() == [str(data)] and int(phases["bytes"].sum()) == 4 << 20
+    assert [line.stream for line in lines_of(trace)] == ["stderr"] * 3 and trace.output["stdout"] == ""
