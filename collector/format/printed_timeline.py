@@ -86,9 +86,9 @@ class OwnFiles:
 
     def add_opens(self, tgid, dev, ino, ts) -> None:
         """Opens seen as events (arrays of the same length), in time order."""
-        for key_ts in zip(tgid.tolist(), dev.tolist(), ino.tolist(), ts.tolist()):
-            times = self.opens.setdefault(tuple(int(k) for k in key_ts[:3]), [])
-            times.append(int(key_ts[3]))
+        for p, d, i, t in zip(tgid.tolist(), dev.tolist(), ino.tolist(), ts.tolist()):
+            times = self.opens.setdefault((int(p), int(d), int(i)), [])
+            times.append(int(t))
             if len(times) > 1 and times[-2] > times[-1]:
                 times.sort()
 
@@ -150,7 +150,9 @@ def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int 
     for stream in ("stdout", "stderr"):
         text = captured.get(stream, b"") or b""
         mine = [w for w in writes if w.stream == stream]
-        aligned, elsewhere, pos = [], {}, 0
+        aligned: list[tuple[int, Write]] = []
+        elsewhere: dict[tuple, list[Write]] = {}
+        pos = 0
         for w in mine:
             result.writes += 1
             if w.ret > len(w.data):

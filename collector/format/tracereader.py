@@ -18,7 +18,7 @@ import stat
 
 import numpy as np
 
-from iowitness.collector.format import codec, knownlayout, tracecensus, traceschema
+from iowitness.collector.format import codec, knownlayout, printed_timeline, tracecensus, traceschema
 from iowitness.collector.format.traceformat import (
     BLOCK,
     CHUNK,
@@ -48,7 +48,6 @@ from iowitness.collector.format.traceformat import (
     ops_of_kind,
     spoken,
 )
-from iowitness.collector.format import printed_timeline
 from iowitness.errors import BadTrace, TooLarge
 from iowitness.version import __version__
 
@@ -295,8 +294,8 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
         columns, open_ops = records[EVENTS], [n for n, name in ops.items() if name in ops_of_kind("open")]
         opened = np.isin(columns["op"], open_ops) & (columns["ret"] >= 0)
         own.add_opens(*(columns[k][opened] for k in ("tgid", "dev", "ino", "start_ns")))
-    trace.printed = printed_timeline.timeline(records.get(PRINTED), {name: b"".join(parts) for name, parts in output.items()},
-                                              own)
+    captured = {name: b"".join(parts) for name, parts in output.items()}
+    trace.printed = printed_timeline.timeline(records.get(PRINTED), captured, own)
     trace.output = printed_timeline.text_of(trace.printed, text)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace

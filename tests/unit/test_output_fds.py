@@ -26,7 +26,8 @@ def _block(rows):
     """rows: (start, tgid, fd, ino): writes."""
     start, tgid, fd, ino = (np.array(col, dtype=np.int64) for col in zip(*rows))
     n = len(rows)
-    c = {"start": start, "tgid": tgid, "fd": fd, "ino_raw": ino, "ret": np.zeros(n, np.int64), "dev_raw": np.zeros(n, np.int64),
+    c = {"start": start, "tgid": tgid, "fd": fd, "ino_raw": ino, "ret": np.zeros(n, np.int64),
+         "dev_raw": np.zeros(n, np.int64),
          "fixed": np.zeros(n, bool), "on_map": np.zeros(n, bool), "fault": np.zeros(n, bool)}
     return c, np.full(n, WRITE)
 

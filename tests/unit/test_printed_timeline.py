@@ -89,7 +89,8 @@ def test_records_of_the_probe_layout_are_read_in_completion_order():
     # GIVEN two iow_output records, out of order, one on fd 3 (never output)
     rec = np.zeros(3, dtype=layout().structs["iow_output"])
     for i, (end, fd, text) in enumerate(((300, 1, b"late\n"), (100, 1, b"early\n"), (200, 3, b"no\n"))):
-        rec[i]["end_ns"], rec[i]["fd"], rec[i]["ret"], rec[i]["copied"], rec[i]["tgid"] = end, fd, len(text), len(text), 9
+        rec[i]["end_ns"], rec[i]["fd"], rec[i]["tgid"] = end, fd, 9
+        rec[i]["ret"] = rec[i]["copied"] = len(text)
         rec[i]["data"][:len(text)] = np.frombuffer(text, np.uint8)
     tl = timeline(rec, {"stdout": b"early\nlate\n"})
     assert _lines(tl) == [("early", 100, "stdout"), ("late", 300, "stdout")] and tl.writes == 2
