@@ -295,7 +295,9 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
         opened = np.isin(columns["op"], open_ops) & (columns["ret"] >= 0)
         own.add_opens(*(columns[k][opened] for k in ("tgid", "dev", "ino", "start_ns")))
     captured = {name: b"".join(parts) for name, parts in output.items()}
-    trace.printed = printed_timeline.timeline(records.get(PRINTED), captured, own)
+    # the bpftrace backend (collector/backends.py) describes the record but records none
+    printed = records.get(PRINTED) if meta.get("backend") != "bpftrace" else None
+    trace.printed = printed_timeline.timeline(printed, captured, own)
     trace.output = printed_timeline.text_of(trace.printed, text)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace
