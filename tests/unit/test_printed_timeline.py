@@ -103,3 +103,42 @@ class _Old:
 def test_a_trace_without_a_timeline_gives_its_captured_lines_with_no_time():
     assert lines_of(_Old()) == [PrintedLine("a", None, "stdout"), PrintedLine("b", None, "stdout"),
                                 PrintedLine("w", None, "stderr")]
+
+
+def _printed_records(*rows):
+    rec = np.zeros(len(rows), dtype=layout().structs["iow_output"])
+    for i, (end, fd, text) in enumerate(rows):
+        rec[i]["start_ns"], rec[i]["end_ns"], rec[i]["fd"], rec[i]["tgid"] = end - 5, end, fd, 3
+        rec[i]["ret"] = rec[i]["copied"] = len(text)
+        rec[i]["data"][:len(text)] = np.frombuffer(text, np.uint8)
+    return rec
+
+
+def test_a_trace_file_keeps_its_timeline_and_an_old_one_reads_without(tmp_path, monkeypatch):
+    from iowitness.analysis.run import load
+    from iowitness.collector.format import tracewriter
+    from iowitness.collector.format.tracewriter import TraceWriter
+
+    # GIVEN a trace with captured output and the writes that made it
+    new = tmp_path / "new.iwt"
+    writer = TraceWriter(new, {"command": ["bench"]})
+    writer.write_printed(_printed_records((100, 1, b"rate 5\n"), (200, 2, b"warn\n")))
+    writer.write_output("stdout", b"rate 5\n")
+    writer.write_output("stderr", b"warn\n")
+    writer.close({"exit_code": 0})
+    # THEN its lines have their times, and the header line says what was recorded
+    trace = load(new)
+    assert [(line.text, line.t_ns) for line in lines_of(trace)] == [("rate 5", 100), ("warn", 200)]
+    assert trace.printed.summary() == "output: 2 writes, 0 cut at 4 KiB"
+
+    # GIVEN a trace written before the timeline existed (its layout has no `output`)
+    old = tmp_path / "old.iwt"
+    real = tracewriter.describe_layout
+    monkeypatch.setattr(tracewriter, "describe_layout",
+                        lambda lay: {k: v for k, v in real(lay).items() if k != "output"})
+    writer = TraceWriter(old, {"command": ["bench"]})
+    writer.write_output("stdout", b"rate 5\n")
+    writer.close({"exit_code": 0})
+    # THEN it reads, with its lines untimed
+    trace = load(old)
+    assert trace.printed is None and lines_of(trace) == [PrintedLine("rate 5", None, "stdout")]
