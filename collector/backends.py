@@ -19,8 +19,8 @@ BLIND_SPOTS = {
              "most for short calls); no device view, block I/O, off-CPU time or observer cost "
              "(strace cannot see them); file offsets rebuilt from the calls"),
     BPFTRACE: ("recorded with the bpftrace backend: plain file syscalls only (no io_uring, libaio, mmap or "
-               "page-fault records), no device view, block I/O or off-CPU time, and no measure of the "
-               "probe's own time"),
+               "page-fault records), no device view, block I/O or off-CPU time, no output timeline (the "
+               "benchmark's lines have no times), and no measure of the probe's own time"),
 }
 
 

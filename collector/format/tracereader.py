@@ -18,7 +18,7 @@ import stat
 
 import numpy as np
 
-from iowitness.collector.format import codec, knownlayout, tracecensus, traceschema
+from iowitness.collector.format import codec, knownlayout, printed_timeline, tracecensus, traceschema
 from iowitness.collector.format.traceformat import (
     BLOCK,
     CHUNK,
@@ -34,6 +34,7 @@ from iowitness.collector.format.traceformat import (
     MAGIC,
     OFFCPU,
     OUTPUT,
+    PRINTED,
     READABLE_VERSIONS,
     RECORD_KINDS,
     SAMPLES,
@@ -44,6 +45,7 @@ from iowitness.collector.format.traceformat import (
     chunk_crc,
     lost_total,
     missing_text,
+    ops_of_kind,
     spoken,
 )
 from iowitness.errors import BadTrace, TooLarge
@@ -58,6 +60,7 @@ class TraceData:
     offcpu: np.ndarray | None = None
     samples: tuple = ()
     summary = None   # --summary traces: the kernel's aggregates
+    printed = None   # the output timeline (printed_timeline.Timeline); None: the trace has none
 
     def __init__(self, meta, events: dict, event_dtype: np.dtype, facts, ops, meta_kinds, output, counters):
         self.meta, self.output, self.counters = meta, output, counters
@@ -282,6 +285,20 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     trace.event_rows = sum(rows for _, _, rows in batches[EVENTS])
     trace.stored_bytes = {"header": HEADER.size, **stored}
     _attach_device_view(trace, records, samples)
+    # the output timeline (traces since it exists; None before): the lines with their times,
+    # and the output's text rebuilt from it where the capture did not see the writes
+    own = printed_timeline.OwnFiles(records[FACTS], meta_kinds)
+    if keep_events and PRINTED in records and len(records[PRINTED]):
+        # opens of files already targets have no FILE fact: the events hold them (read whole
+        # here; a trace read block by block knows its FILE facts only, docs/tracing.md)
+        columns, open_ops = records[EVENTS], [n for n, name in ops.items() if name in ops_of_kind("open")]
+        opened = np.isin(columns["op"], open_ops) & (columns["ret"] >= 0)
+        own.add_opens(*(columns[k][opened] for k in ("tgid", "dev", "ino", "start_ns")))
+    captured = {name: b"".join(parts) for name, parts in output.items()}
+    # the bpftrace backend (collector/backends.py) describes the record but records none
+    printed = records.get(PRINTED) if meta.get("backend") != "bpftrace" else None
+    trace.printed = printed_timeline.timeline(printed, captured, own)
+    trace.output = printed_timeline.text_of(trace.printed, text)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace
 
@@ -317,7 +334,7 @@ _LAYOUT = {"event": traceschema.Need(traceschema.ANY), "meta": traceschema.Need(
            "meta_kinds": traceschema.Need(traceschema.MapOf(traceschema.TEXT))}
 # the records' descriptions in START's layout, and what of each the reader and analysis read
 _NEEDS = {EVENTS: traceschema.EVENT_FIELDS, FACTS: traceschema.META_FIELDS,
-          BLOCK: traceschema.BLOCK_FIELDS, OFFCPU: traceschema.OFFCPU_FIELDS}
+          BLOCK: traceschema.BLOCK_FIELDS, OFFCPU: traceschema.OFFCPU_FIELDS, PRINTED: traceschema.OUTPUT_FIELDS}
 
 
 def _start(payload) -> tuple[dict, dict, dict, dict]:
