@@ -99,7 +99,7 @@ class PerStream:
     """Named int64 arrays indexed by stream number, growing as streams appear."""
 
     FIELDS = {"span": -1, "first_row": -1, "first_data": -1, "calls": 0, "runs": 0, "reads": 0, "fills": 0,
-              "has": 0, **{f"l{i}_{name}": 0 for i in (1, 2) for name in ("kind", "off", "req", "done", "pos", "rip")}}
+              "has": 0, "tgid": 0, "tid": 0, "file": 0, "bytes": 0, **{f"l{i}_{name}": 0 for i in (1, 2) for name in ("kind", "off", "req", "done", "pos", "rip")}}
 
     def __init__(self):
         self.count = 0
@@ -359,6 +359,10 @@ class Walk:
         bits[local[run_start]] |= RUN
         bits[local[first]] |= FIRST
         S["first_data"][st[first]] = pos[first]
+        # who and what, for joining successive open..close stretches (stream_assign, analysis/operations.py)
+        for name in ("tgid", "tid", "file"):
+            S[name][st[first]] = c[name][local[first]]
+        np.add.at(S["bytes"], st[real], done[real])
 
         warm = []
         # a warm-up: the first of three calls where the second goes back to its offset, the third on
