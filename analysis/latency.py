@@ -194,6 +194,9 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         verdict.reasons.insert(0, others)
         return verdict
     verdict.verdict = "disagrees"
+    hint = several.whole_hint(verdict.ratio, len(values), tolerance) if name == "mean" and timed == "call" else None
+    if hint:
+        verdict.reasons.insert(0, hint)
     verdict.reasons.insert(0, f"{name}: claim {fmt(value, 'latency')} vs trace {fmt(active, 'latency')} over {where} "
                               f"({verdict.ratio:.2f}×); agrees only {rule} "
                               f"({fmt(max(lo, 0), 'latency')} to {fmt(hi, 'latency')})")

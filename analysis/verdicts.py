@@ -165,6 +165,10 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, missi
         if found:
             explanation, _, figures[f"{window} per {found[1]}"] = found
     settle(verdict, value, active, explanation, too_short(rows), tolerance)
+    if verdict.verdict == "disagrees" and kind == "ops" and ratio:
+        hint = operations.whole_hint(1 / ratio, int(counted["ops"].sum()), tolerance)
+        if hint:
+            reasons.insert(1, hint)
     if not amplification:
         note_records(claim, rows, value, kind, tolerance, reasons)
     _note_user_time(rows, reasons)
