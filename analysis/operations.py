@@ -215,37 +215,44 @@ def spans(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed
 
 # ---- successive open..close stretches of one file by one thread: one phase ----
 
-# so many successive stretches of one shape make one test: a pair is two tests (IOzone's
-# write and rewrite of one file, each an open..close of the same calls)
-JOIN_CHAIN = 3
+# so many successive stretches of one shape make one test: fewer may be several tests of one
+# file (IOzone's write, rewrite, fwrite, frewrite of one file: four open..close stretches of
+# the same write calls)
+JOIN_CHAIN = 8
 
 
-def joined(tgid: np.ndarray, tid: np.ndarray, file: np.ndarray, first: np.ndarray, last: np.ndarray,
-           calls: np.ndarray, reads: np.ndarray, moved: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+def joined(S: dict, eligible: np.ndarray) -> np.ndarray:
     """Per stream (an open..close stretch of one file by one thread, stream_walk's streams): the
     stream whose phase it joins (itself when none). Streams join when they follow one another
-    on one file in one thread (the next one's first data call after the last one's last) with
-    one shape (the same data calls, bytes and direction), JOIN_CHAIN of them or more in a row:
-    a test that opens, works on and closes its file for every operation. `eligible`: streams of
-    one direction run (not mixed, not cut), with data calls."""
-    n = len(tgid)
+    on one file in one thread (the next one's first data call after the last one's last, no
+    other stretch of the file by the thread between) with one shape (the same data calls,
+    positioned calls, bytes and direction), JOIN_CHAIN of them or more in a row: a test that
+    opens, works on and closes its file for every operation.
+
+    S: per-stream arrays tgid, tid, file, first_data, l1_pos (last data call), calls, reads,
+    positioned, bytes; `eligible`: streams of one direction run (not mixed, not cut)."""
+    n = len(S["tgid"])
     head = np.arange(n, dtype=np.int64)
-    candidates = np.flatnonzero(eligible)
-    if len(candidates) < JOIN_CHAIN:
+    if int(eligible.sum()) < JOIN_CHAIN:
         return head
-    direction = np.where(reads[candidates] == 0, 2, np.where(reads[candidates] == calls[candidates], 1, 0))
-    order = np.lexsort((first[candidates], file[candidates], tid[candidates], tgid[candidates]))
-    s = candidates[order]
-    d = direction[order]
-    same_key = (tgid[s][1:] == tgid[s][:-1]) & (tid[s][1:] == tid[s][:-1]) & (file[s][1:] == file[s][:-1])
-    same_shape = (calls[s][1:] == calls[s][:-1]) & (moved[s][1:] == moved[s][:-1]) & (d[1:] == d[:-1]) & (d[1:] > 0)
-    after = first[s][1:] > last[s][:-1]
-    link = np.r_[False, same_key & same_shape & after]
-    chain = np.cumsum(~link)                      # chain number per sorted stream
+    # every stream with data calls, in order per (process, thread, file): only neighbours join
+    s = np.flatnonzero(S["first_data"] >= 0)
+    s = s[np.lexsort((S["first_data"][s], S["file"][s], S["tid"][s], S["tgid"][s]))]
+    calls, reads = S["calls"][s], S["reads"][s]
+    direction = np.where(reads == 0, 2, np.where(reads == calls, 1, 0))
+
+    def same(name):
+        return S[name][s][1:] == S[name][s][:-1]
+
+    link = same("tgid") & same("tid") & same("file") & same("calls") & same("bytes") & same("positioned") \
+        & (direction[1:] == direction[:-1]) & (direction[1:] > 0) & eligible[s][1:] & eligible[s][:-1] \
+        & (S["first_data"][s][1:] > S["l1_pos"][s][:-1])
+    link = np.r_[False, link]
+    chain = np.cumsum(~link) - 1                   # chain number per sorted stream
     length = np.bincount(chain)
-    start = np.flatnonzero(~link)                 # each chain's first stream, in sorted order
+    start = np.flatnonzero(~link)                  # each chain's first stream, in sorted order
     long = length[chain] >= JOIN_CHAIN
-    head[s[long]] = s[start[chain[long] - 1]]
+    head[s[long]] = s[start[chain[long]]]
     return head
 
 

@@ -107,10 +107,9 @@ class Assigned:
         and the phases are numbered again 1.. in the same order."""
         streams = self._walk.streams
         S = {name: streams.get(name) for name in ("tgid", "tid", "file", "first_data", "l1_pos", "calls", "reads",
-                                                  "bytes", "runs")}
+                                                  "bytes", "positioned", "runs")}
         eligible = (S["runs"] == 1) & (S["calls"] > 0) & ~self._mixed & (self._first_phase >= 0)
-        head = operations.joined(S["tgid"], S["tid"], S["file"], S["first_data"], S["l1_pos"], S["calls"],
-                                 S["reads"], S["bytes"], eligible)
+        head = operations.joined(S, eligible)
         moved = np.flatnonzero(head != np.arange(len(head)))
         if not len(moved):
             return
