@@ -8,6 +8,8 @@ What one operation is, as the benchmark times it (a claim's `timed`):
   call+sync    one data call and the fsync/fdatasync calls its thread makes after it, before
                its next data call: from the call's start to the last sync's end
   open..close  one open file description: from its open's start to its last close's end
+  calls+sync   the data calls of a thread up to a sync and the syncs after them; "N calls"
+               and "N calls+sync" say how many data calls (analysis/operations.py)
 
 A benchmark that drops warm-up requests from its figures says how many (`skip`): the first
 operations of the phases, in time order, are left out of the trace's figure too.
@@ -36,12 +38,13 @@ import re
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis import operations as several
 from iowitness.analysis import phases as phase_module
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import fmt
 from iowitness.analysis.verdicts import Verdict, cannot_judge, missing_reason
 
-TIMED = ("call", "call+sync", "open..close")
+TIMED = ("call", "call+sync", "open..close", "calls+sync")
 STATISTICS = ("mean", "min", "max", "stddev", "mdev", "median", "pNN")
 ALIASES = {"avg": "mean", "average": "mean", "sdev": "stddev", "std": "stddev", "p50": "median"}
 PERCENTILE = re.compile(r"^p(\d{1,2}(?:\.\d+)?|100)$")
@@ -80,6 +83,8 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
                direction: str | None) -> np.ndarray:
     """Seconds per operation in `phases`, in time order of the operations' starts (per
     thread for "interval": each call's start to the next one's, see below)."""
+    if timed not in ("call", "call+sync", "open..close", "interval"):
+        return several.spans(events, assigned, phases, timed, direction)
     kind = phase_module.call_kinds(events["syscall"])
     in_phases = np.isin(assigned["phase"].to_numpy(), phases)
     start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
@@ -189,6 +194,9 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         verdict.reasons.insert(0, others)
         return verdict
     verdict.verdict = "disagrees"
+    hint = several.whole_hint(verdict.ratio, len(values), tolerance) if name == "mean" and timed == "call" else None
+    if hint:
+        verdict.reasons.insert(0, hint)
     verdict.reasons.insert(0, f"{name}: claim {fmt(value, 'latency')} vs trace {fmt(active, 'latency')} over {where} "
                               f"({verdict.ratio:.2f}×); agrees only {rule} "
                               f"({fmt(max(lo, 0), 'latency')} to {fmt(hi, 'latency')})")

@@ -91,6 +91,7 @@ def phase_rows(s: dict) -> pd.DataFrame:
     rows["short"] = data("short")
     rows["positioned_ops"] = data("positioned_ops")
     rows["seeks"] = s["seeks"]
+    rows["opens"] = s["opens"]
     rows["record_size"] = _record_sizes(s)
     rows = rows.join(s["pattern"])
     rows["lat_min_us"] = data("lat_min").replace(np.inf, np.nan)
@@ -214,7 +215,7 @@ COLUMNS = [
     "lat_min_us", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p99.9_us", "lat_max_us",
     "async_ops", "depth_max", "depth_mean", "depth_levels", "faults", "major_faults", "fault_bytes",
     "data_ns", "fsyncs", "fsync_ns", "openclose_ns", "other_calls_ns", "other_targets_ns", "user_ns",
-    "errors", "short", "positioned_ops", "seeks", "too_short", "reread", "rewrite",
+    "errors", "short", "positioned_ops", "seeks", "opens", "too_short", "reread", "rewrite",
     "open_flags", "O_DIRECT", "O_SYNC", "O_DSYNC", "O_APPEND",
     "first_ns", "last_ns", "data_first_ns", "data_last_ns", "sync_end_ns", "close_end_ns",
 ]

@@ -28,6 +28,7 @@ import tempfile
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis import operations
 from iowitness.analysis.phases import (
     MIXED_RUN_LENGTH,
     OPERATIONS,
@@ -98,6 +99,27 @@ class Assigned:
         np.minimum.at(head_stream, self._stream_span[with_data], with_data)
         has = head_stream < np.iinfo(np.int64).max
         self._span_head[has] = self._first_phase[head_stream[has]]
+        self._join_stretches()
+
+    def _join_stretches(self) -> None:
+        """Successive open..close stretches of one file by one thread with one shape are one
+        phase (operations.joined): each joined stream's phase takes its chain head's number,
+        and the phases are numbered again 1.. in the same order."""
+        streams = self._walk.streams
+        S = {name: streams.get(name) for name in ("tgid", "tid", "file", "first_data", "l1_pos", "calls", "reads",
+                                                  "bytes", "positioned", "runs")}
+        eligible = (S["runs"] == 1) & (S["calls"] > 0) & ~self._mixed & (self._first_phase >= 0)
+        head = operations.joined(S, eligible)
+        moved = np.flatnonzero(head != np.arange(len(head)))
+        if not len(moved):
+            return
+        target = np.arange(self.phase_count, dtype=np.int64)
+        target[self._first_phase[moved]] = self._first_phase[head[moved]]
+        kept = target == np.arange(self.phase_count)
+        renumbered = np.zeros(self.phase_count + 1, dtype=np.int64)
+        renumbered[np.sort(self._number[kept])] = np.arange(1, int(kept.sum()) + 1)
+        self._number = renumbered[self._number[target]]
+        self.phase_count = int(kept.sum())
 
     def blocks(self):
         """(events block, assigned block) per block of the source, in order; a new pass each call."""

@@ -135,7 +135,7 @@ class _Sums:
     """Pass 1: every figure that is a sum, a minimum, a maximum or a first value per phase."""
 
     SLOT = ("calls_in", "errors", "fsyncs", "fsync_ns", "openclose_ns", "all_calls_ns", "warmup_ops", "fill_ops",
-            "fill_bytes", "seeks", "open_flags", "ops", "read_ops", "bytes", "read_bytes", "data_ns", "short",
+            "fill_bytes", "seeks", "opens", "open_flags", "ops", "read_ops", "bytes", "read_bytes", "data_ns", "short",
             "positioned_ops", "timed", "async_ops", "faults", "fault_bytes", "major_faults",
             "steps", "sequential", "same", "backward", "t_count", "t_sum")
 
@@ -194,6 +194,7 @@ class _Sums:
         np.maximum.at(self.last_ns, slot, i64(e["end_ns"].to_numpy()))
         count(self.seeks, ph.named(e["syscall"], ops_of_kind("seek")))
         opened = opens & (ret >= 0)
+        count(self.opens, opened)
         np.bitwise_or.at(self.open_flags, slot[opened], flags[opened])
         self.thread_keys = np.union1d(self.thread_keys, np.unique((slot << 32) | tid))
         new, at = np.unique(slot, return_index=True)
@@ -329,7 +330,7 @@ class _Sums:
         threads = np.bincount(self.thread_keys >> 32, minlength=self.slots)
         s = {name: getattr(self, name)[present] for name in (
             "errors", "fsyncs", "fsync_ns", "openclose_ns", "all_calls_ns", "warmup_ops", "fill_ops",
-            "fill_bytes", "first_ns", "last_ns", "seeks", "open_flags", "first_tgid", "first_tid")}
+            "fill_bytes", "first_ns", "last_ns", "seeks", "opens", "open_flags", "first_tgid", "first_tid")}
         s.update(present=present, threads=threads[present], path=[self.path[p] for p in present], phases=phases)
         for name in ("ops", "read_ops", "bytes", "read_bytes", "data_ns", "data_first_ns", "data_last_ns",
                      "tgid", "tid", "operation", "short", "positioned_ops", "size_first", "size_min", "size_max",

@@ -32,6 +32,7 @@ from iowitness.analysis.phases import (
     ON_MAPPINGS,
     OPEN,
     OTHER,
+    POSITIONED,
     PROT_EXEC,
     READ,
     URING_FIXED_FILE,
@@ -100,7 +101,7 @@ class PerStream:
     """Named int64 arrays indexed by stream number, growing as streams appear."""
 
     FIELDS = {"span": -1, "first_row": -1, "first_data": -1, "calls": 0, "runs": 0, "reads": 0, "fills": 0,
-              "has": 0, **{f"l{i}_{name}": 0 for i in (1, 2) for name in ("kind", "off", "req", "done", "pos", "rip")}}
+              "has": 0, "tgid": 0, "tid": 0, "file": 0, "bytes": 0, "positioned": 0, **{f"l{i}_{name}": 0 for i in (1, 2) for name in ("kind", "off", "req", "done", "pos", "rip")}}
 
     def __init__(self):
         self.count = 0
@@ -134,7 +135,7 @@ class _Lookups:
     rather than once per block: blocks share their categories."""
 
     NAMES = {"fault": FAULTS, "mmap": ("mmap",), "uring": URING_OPS, "on_map": ON_MAPPINGS, "dup": DUPS,
-             "fcntl": FCNTL}
+             "fcntl": FCNTL, "positioned": POSITIONED}
 
     def __init__(self):
         self._categories, self._tables = None, None
@@ -162,7 +163,7 @@ def _extract(block: pd.DataFrame, outside, lookups: _Lookups) -> dict[str, np.nd
            "start": block["start_ns"].to_numpy(), "tgid": block["tgid"].to_numpy(np.int64),
            "tid": block["tid"].to_numpy(np.int64), "fd": fd, "ret": block["ret"].to_numpy(np.int64),
            "offset": block["offset"].to_numpy(np.int64), "requested": block["requested"].to_numpy(np.int64),
-           "kind": what["kind"], "fault": what["fault"], "mmap": mmap,
+           "kind": what["kind"], "fault": what["fault"], "mmap": mmap, "positioned": what["positioned"],
            "exec": mmap & ((flags & PROT_EXEC) != 0),
            "file": (block["dev"].to_numpy(np.int64) << 40) ^ block["ino"].to_numpy(np.int64),
            "fixed": what["uring"] & ((flags & URING_FIXED_FILE) != 0),
@@ -363,6 +364,11 @@ class Walk:
         bits[local[run_start]] |= RUN
         bits[local[first]] |= FIRST
         S["first_data"][st[first]] = pos[first]
+        # who and what, for joining successive open..close stretches (stream_assign, analysis/operations.py)
+        for name in ("tgid", "tid", "file"):
+            S[name][st[first]] = c[name][local[first]]
+        np.add.at(S["bytes"], st[real], done[real])
+        np.add.at(S["positioned"], stream[rows], c["positioned"][rows].astype(np.int64))
 
         warm = []
         # a warm-up: the first of three calls where the second goes back to its offset, the third on

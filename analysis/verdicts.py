@@ -32,9 +32,11 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from iowitness import units
+from iowitness.analysis import operations
 from iowitness.analysis.buffering import note_records, read_amplification
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import figures_of, fmt
+from iowitness.analysis.phases import SHORT_OPS, SHORT_SECONDS
 from iowitness.analysis.stonewall import (
     Stonewall,
     bracket_reason,
@@ -100,12 +102,15 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, missi
     if value is None or rows.empty:
         return Verdict(claim, phases, "cannot judge", kind=kind, reasons=[
             "no phase of the trace matches this claim" if rows.empty else "the claim is not a rate, a latency or a time"])
-    figures = figures_of(rows, claim.direction, kind, combine)
+    # a rate of operations of several calls counts operations, not calls (analysis/operations.py)
+    timed = claim.extra.get("timed") if kind == "ops" else None
+    counted = operations.per_operation(rows, timed)
+    figures = figures_of(counted, claim.direction, kind, combine)
     if kind == "latency":
         window = "mean latency"
     grouped = group is not None or stonewall is not None or (claim.scope == "parent" and parent_start_ns is not None)
     if grouped and kind not in ("latency", "elapsed"):
-        figures.update(group_figures(rows, stonewall, claim.direction, kind, window, last_ns, parent_start_ns))
+        figures.update(group_figures(counted, stonewall, claim.direction, kind, window, last_ns, parent_start_ns))
         if claim.scope == "parent":
             window = "parent to close"
         else:
@@ -119,7 +124,7 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, missi
     # what could distort any figure, whatever the verdict
     if missing:
         reasons.append(missing_reason(missing))
-    if bool(rows["too_short"].any()):
+    if too_short(rows):
         reasons.append(too_short_reason(rows))
     if stonewall is not None and stonewall.share < 0.999:
         counted_so = figures.get("parent stonewall" if claim.scope == "parent" else "stonewall")
@@ -153,7 +158,17 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, missi
     between = bracketed(value, figures, tolerance) if claim.scope != "parent" else None
     explanation = (_explain(fitting[0], window, figures, value, rows, kind) if fitting
                    else bracket_reason(between, value, figures, kind) if between else amplification)
-    settle(verdict, value, active, explanation, bool(rows["too_short"].any()), tolerance)
+    if not explanation and kind == "ops" and not operations.is_several(timed):
+        # the spec silent, and the phases repeat a group of calls the claim counts as one
+        found = operations.explain(value, rows, claim.direction, window, tolerance,
+                                   lambda counted: figures_of(counted, claim.direction, kind, combine))
+        if found:
+            explanation, _, figures[f"{window} per {found[1]}"] = found
+    settle(verdict, value, active, explanation, too_short(rows), tolerance)
+    if verdict.verdict == "disagrees" and kind == "ops" and ratio:
+        hint = operations.whole_hint(1 / ratio, int(counted["ops"].sum()), tolerance)
+        if hint:
+            reasons.insert(1, hint)
     if not amplification:
         note_records(claim, rows, value, kind, tolerance, reasons)
     _note_user_time(rows, reasons)
@@ -208,9 +223,24 @@ def missing_reason(missing: str) -> str:
     return f"the trace misses calls ({missing}): active figures may be low"
 
 
+def too_short(rows: pd.DataFrame) -> bool:
+    """Whether what a claim covers is too short to time: one phase by its own flag; several by
+    their window (the first data call of any to the last one's end) and their calls in total,
+    never by their smallest member (a group of long phases with one tiny member is timeable)."""
+    if len(rows) <= 1:
+        return bool(rows["too_short"].any())
+    return _covered_s(rows) < SHORT_SECONDS or int(rows["ops"].sum()) < SHORT_OPS
+
+
+def _covered_s(rows: pd.DataFrame) -> float:
+    if len(rows) <= 1:
+        return float(rows["duration_s"].max())
+    return float(rows["data_last_ns"].max() - rows["data_first_ns"].min()) / 1e9
+
+
 def too_short_reason(rows: pd.DataFrame, calls: bool = True) -> str:
     """Why no figure of these phases can be trusted; `calls`: say how many calls and what the limits are."""
-    text = f"phase too short to time: {units.seconds(float(rows['duration_s'].max()))}"
+    text = f"{'phase' if len(rows) <= 1 else 'phases'} too short to time: {units.seconds(_covered_s(rows))}"
     if calls:
         text += (f", {int(rows['ops'].sum())} calls (below 10 ms or 100 calls, a clock's resolution and the "
                  "benchmark's own overhead dominate)")

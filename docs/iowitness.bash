@@ -96,7 +96,7 @@ _iowitness() {
                 --tolerance) COMPREPLY=(); return ;;
                 --device-ceiling) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --claims --spec --format --tolerance --device-ceiling --allow-loss --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --claims --spec --format --tolerance --device-ceiling --allow-loss -v --verbose --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         export)
             case "$prev" in

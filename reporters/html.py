@@ -20,7 +20,7 @@ import pandas as pd
 
 from iowitness import escape, units
 from iowitness.analysis import figures as active_figures
-from iowitness.reporters import chart_bins, charts, stretches, sweep, tables
+from iowitness.reporters import chart_bins, charts, phase_ranges, stretches, sweep, tables
 
 MAX_PHASE_SECTIONS = 12
 
@@ -72,7 +72,8 @@ def _phase_link(phase, chosen) -> str:
 
 def verdict_table(verdicts, chosen=()) -> str:
     rows = tables.verdict_rows(verdicts)
-    rows["phases"] = [", ".join(_phase_link(p, chosen) for p in v.phases) for v in verdicts]
+    rows["phases"] = [phase_ranges.ranges(v.phases, lambda p: _phase_link(p, chosen), word=False)
+                      for v in verdicts]
     rows["reasons"] = ["<br>".join(f"· {esc(r)}" for r in reasons.split(" · ")) if reasons else ""
                        for reasons in rows["reasons"]]
     kinds = [v.verdict.replace(" ", "-") for v in verdicts]

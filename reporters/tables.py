@@ -18,6 +18,7 @@ from iowitness.analysis.verdicts import claimed
 from iowitness.collector import backends
 from iowitness.collector.format.traceformat import names_lost_text, not_followed, not_followed_text
 from iowitness.escape import visible
+from iowitness.reporters import phase_ranges
 
 # integer columns that name something (no thousands separators)
 IDENTIFIERS = {"#", "pid", "tid", "phase", "group", "members", "phases"}
@@ -292,7 +293,7 @@ def verdict_rows(verdicts) -> pd.DataFrame:
         rows.append({"verdict": v.verdict.upper(), "claim": describe_claim(v.claim), "claimed": claimed_value(v.claim),
                      "active": active_value(v), "window": v.window if v.figures else "",
                      "ratio": f"{v.ratio:.3f}" if v.ratio is not None else "-",
-                     "phases": ", ".join(map(str, v.phases)), "reasons": " · ".join(v.reasons)})
+                     "phases": phase_ranges.ranges(v.phases, word=False), "reasons": " · ".join(v.reasons)})
     return pd.DataFrame(rows, columns=["verdict", "claim", "claimed", "active", "window", "ratio", "phases",
                                        "reasons"])
 

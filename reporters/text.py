@@ -8,7 +8,7 @@ from iowitness import units
 from iowitness.analysis import observer, printed
 from iowitness.collector import backends
 from iowitness.escape import terminal
-from iowitness.reporters import stretches, sweep, tables
+from iowitness.reporters import phase_ranges, stretches, sweep, tables
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10
@@ -96,10 +96,19 @@ def verdict_line(v) -> str:
     if v.ratio is not None:
         head += f", ratio {v.ratio:.3f}"
     if v.phases:
-        head += f"; phase {', '.join(map(str, v.phases))}"
+        head += f"; {phase_ranges.ranges(v.phases)}"
     if v.reasons:
         head += f" — {v.reasons[0]}"
     return terminal(head)
+
+
+def verdict_details(v) -> list[str]:
+    """What `check -v` prints under a verdict line: every reason after the first, and every
+    phase when the line gave them as ranges."""
+    lines = [f"  · {terminal(reason)}" for reason in v.reasons[1:]]
+    if len(phase_ranges.runs(v.phases)) > 1:
+        lines.append(f"  · phases: {', '.join(map(str, v.phases))}")
+    return lines
 
 
 def verdict_section(verdicts, note: str | None, width: int | None = None) -> str:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from iowitness.analysis import latency
+from iowitness.analysis import latency, operations
 from iowitness.analysis.benchmarks import spec_match
 from iowitness.analysis.benchmarks.spec_units import UNITS, near, number, size
 from iowitness.analysis.claims import Claim, UnparsableOutput
@@ -88,7 +88,7 @@ class Rule:
     scope: str
     key: str | None
     statistic: str | None = None     # a latency statistic (analysis/latency.py), or a template
-    timed: str = "call"              # what one operation is: analysis/latency.py TIMED
+    timed: str = "call"              # what one operation is: analysis/operations.py (latency and ops/s)
     skip: int = 0                    # the benchmark's warm-up operations, left out of its figures
     requests: bool = False           # one line per request: judged together (latency.judge_requests)
     record_size: str | None = None   # the phase's record size (a template), to choose it by
@@ -240,9 +240,10 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
         fail("statistic", f"{statistic!r} is not one of {', '.join(latency.STATISTICS)} (p99, p99.9, ...), avg")
     if statistic is not None and unit is not None and UNITS[unit][0] != "seconds_per_op":
         fail("statistic", f"goes with a time per operation (ns/op, us/op, ms/op, s/op, ns, us, ms), not {unit!r}")
-    timed = table.get("timed", "call")
-    if timed not in latency.TIMED:
-        fail("timed", f"{timed!r} is not one of {', '.join(latency.TIMED)}")
+    try:
+        timed = operations.canonical(table.get("timed", "call"))
+    except ValueError as e:
+        fail("timed", str(e))
     for key in INTEGER_KEYS:
         if key in table and table[key] < (0 if key == "skip" else 1):
             fail(key, f"must be {'0 or more' if key == 'skip' else '1 or more'}")
@@ -357,6 +358,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
             extra["requests"] = True
             if "request" in groups:
                 extra["request"] = int(groups["request"]) if groups["request"].isdigit() else None
+    elif field == "ops_per_s" and rule.timed != "call":
+        extra["timed"] = rule.timed    # a rate of operations of several calls (analysis/operations.py)
     fields = {}
     if field == "seconds":
         extra["seconds"] = value * factor

@@ -12,6 +12,7 @@ The trace is read block by block: memory is bounded by its phases, not its event
 Example:
   iowitness check iozone.iwt --tolerance 5%
   iowitness check fio.iwt --claims fio.json
+  iowitness check small-files.iwt -v
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allow-loss", action="store_true",
                         help="pass even when the trace misses calls (lost events, files or processes the "
                              "probe could not follow): the verdicts alone decide")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="under each verdict line, every reason and every phase it is about "
+                             "(the line gives the main reason and the phases as ranges)")
     _reading.add_stream_option(parser, "the same verdicts")
 
 
@@ -47,6 +51,9 @@ def _check(trace, args) -> int:
         print(f"iowitness: warning: {note}", file=sys.stderr)
     for v in verdicts:
         _output.print_text(text.verdict_line(v))
+        if getattr(args, "verbose", False):
+            for line in text.verdict_details(v):
+                _output.print_text(line)
     missing = "; ".join(m for m in (trace.missing, _events_missing(trace)) if m)
     if missing and not args.allow_loss:
         print(f"FAILS: the trace misses calls ({missing}); a claim that agrees may still be wrong "
