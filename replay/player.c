@@ -4,11 +4,12 @@
  * Usage: iowitness-player PLAN DIR SPEED
  *   PLAN   the plan as replay/plan.py's Plan.save_native writes it (layout below)
  *   DIR    where the plan's files are (replay/paths.py made them; every directory is walked
- *          again here from DIR's fd with O_NOFOLLOW, and every open is an openat with O_NOFOLLOW)
+ *          again here from DIR's fd with O_NOFOLLOW, and every open is an openat2 of the file's
+ *          absolute path with RESOLVE_NO_SYMLINKS: see open_file)
  *   SPEED  1 keeps the recorded think time, N > 1 divides it by N, 0 drops it
  *
  * One process per recorded process (its own fd table), one thread per recorded thread, each
- * call the syscall the original made (opens as openat; dup2/dup3/F_DUPFD as dup). On a shared
+ * call the syscall the original made (opens as openat2; dup2/dup3/F_DUPFD as dup). On a shared
  * file a call first waits until other threads have issued the calls the plan says (progress
  * counters in memory all the replay's processes share). Example output (stdout, its last lines):
  *
@@ -36,6 +37,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +70,7 @@ struct __attribute__((packed)) plan_wait { int64_t call; uint32_t thread; int64_
 #define MAX_FD (1 << 20)       /* recorded fds the tables hold; the plan refuses larger ones */
 #define SPIN_NS 200000LL       /* a wait shorter than this is spun, not slept */
 #define POLL_NS 20000L         /* how often a call waiting for another thread looks again */
+#define PATH_RECORDED 256     /* the probe keeps a path of up to 255 bytes (events.h IOW_PATH_MAX) */
 #define KEPT_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | \
 		    O_DIRECT | O_NOATIME | O_NOCTTY)
 
@@ -78,6 +82,7 @@ static struct plan_call *calls;
 static struct plan_wait *waits;
 static int *dir_fd_of_file;
 static char **file_names;
+static char **file_abs;        /* DIR's real path + the file's place; NULL when the probe could not keep it */
 static char *notes;
 static double speed;
 static int64_t t0;
@@ -151,7 +156,7 @@ static void read_plan(const char *path)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	const unsigned char *base, *at, *end;
-	char **dirs;
+	char **dirs, *real;
 
 	if (fd < 0 || fstat(fd, &st) < 0)
 		die("cannot open the plan");
@@ -221,18 +226,53 @@ static void read_plan(const char *path)
 			opened[k] = cur;
 			free(copy);
 		}
-		for (uint32_t k = 0; k < n_files; k++)
+		real = realpath(into_path, NULL);
+		file_abs = calloc(n_files + 1, sizeof(char *));
+		if (!real || !file_abs)
+			die("cannot resolve DIR");
+		for (uint32_t k = 0; k < n_files; k++) {
+			const char *d = dirs[dir_fd_of_file[k]];
+			char *full = NULL;
+
+			if (asprintf(&full, "%s%s%s/%s", real, *d ? "/" : "", d, file_names[k]) < 0)
+				die("out of memory reading the plan");
+			if (strlen(full) < PATH_RECORDED)
+				file_abs[k] = full;
+			else
+				free(full);
 			dir_fd_of_file[k] = opened[dir_fd_of_file[k]];
+		}
+		free(real);
 		close(into);
 	}
 }
 
+/* Open the plan's file k. The path passed is absolute, so the replay's trace names the file
+ * from the call itself: a path relative to a directory fd is made absolute by the collector
+ * through /proc/PID/fd while the process lives, and a replay process that has ended by then
+ * (a short-lived forked one, on a busy machine) would leave the file named "f1" in the replay's
+ * trace, not DIR/f1. RESOLVE_NO_SYMLINKS refuses a symlink at any component, as the walk from
+ * DIR's fd does. A path too long for the probe, or a kernel without openat2 (before 5.6): an
+ * openat relative to the file's directory fd with O_NOFOLLOW. */
+static int open_file(uint32_t k, int flags)
+{
+	if (file_abs[k]) {
+		struct open_how how = { .flags = (uint64_t)(unsigned)flags, .mode = (flags & O_CREAT) ? 0644 : 0,
+					.resolve = RESOLVE_NO_SYMLINKS };
+		long fd = syscall(SYS_openat2, AT_FDCWD, file_abs[k], &how, sizeof(how));
+
+		if (fd >= 0 || errno != ENOSYS)
+			return (int)fd;
+	}
+	return openat(dir_fd_of_file[k], file_names[k], flags | O_NOFOLLOW, 0644);
+}
+
 static int implicit_open(struct stats *s, const struct plan_call *c)
 {
-	int fd = openat(dir_fd_of_file[c->file], file_names[c->file], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open_file((uint32_t)c->file, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
-		fd = openat(dir_fd_of_file[c->file], file_names[c->file], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open_file((uint32_t)c->file, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		fd_map[c->fd] = fd;
 		s->implicit++;
@@ -295,8 +335,7 @@ static void *run_thread(void *arg)
 		iov.iov_len = (size_t)c->size;
 		switch (c->op) {
 		case OP_OPEN:
-			res = openat(dir_fd_of_file[c->file], file_names[c->file],
-				     (int)(c->flags & KEPT_FLAGS) | O_NOFOLLOW | O_CLOEXEC, 0644);
+			res = open_file((uint32_t)c->file, (int)(c->flags & KEPT_FLAGS) | O_CLOEXEC);
 			if (res >= 0) {
 				if (fd_map[c->fd] >= 0)
 					close(fd_map[c->fd]);

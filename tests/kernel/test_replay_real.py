@@ -21,9 +21,10 @@ from tests.conftest import require_tool
 from tests.support.cli import iowitness
 from tests.support.workload import build, build_known_io, read_truth
 
-# what the replay issues for each recorded syscall (every open is an openat inside DIR, every
-# duplicate a dup): the names its trace must show
-AS_REPLAYED = {"open": "openat", "creat": "openat", "dup2": "dup", "dup3": "dup", "fcntl": "dup"}
+# what the replay issues for each recorded syscall (every open is an openat2 of a path inside
+# DIR, every duplicate a dup): the names its trace must show
+AS_REPLAYED = {"open": "openat2", "openat": "openat2", "creat": "openat2", "dup2": "dup", "dup3": "dup",
+               "fcntl": "dup"}
 DATA = ("read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2")
 
 
