@@ -269,3 +269,40 @@ def test_the_players_make_the_plans_calls_without_the_probe(tmp_path, player):
     assert "pwrite64: 6 issued, 0 failed, 0 other bytes" in proc.stdout
     data = (into / "shared").read_bytes()
     assert len(data) == 3 * 8192 and data[:4096] == (paths.PATTERN * 100)[:4096]
+
+
+@pytest.mark.parametrize("player", ["native", "python"])
+def test_the_players_open_each_file_by_its_absolute_path_in_dir(tmp_path, player):
+    # GIVEN a plan of 2 threads, each opening its own file, and strace (an independent witness)
+    import subprocess
+    import sys
+
+    from iowitness.commands.replay import NATIVE_PLAYER
+    from tests.conftest import require_tool
+
+    strace = require_tool("strace")
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a/one", AT_FDCWD), (b"/w/b/two", AT_FDCWD)], threads=2)
+    p = plan.build(str(trace))
+    into = tmp_path / "into"
+    paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
+                  [f["precreate"] for f in p.files], force=False)
+    if player == "native":
+        if not os.access(NATIVE_PLAYER, os.X_OK):
+            pytest.skip("the native player was not built (clang missing at install)")
+        p.save_native(str(tmp_path / "plan.bin"))
+        argv = [NATIVE_PLAYER, str(tmp_path / "plan.bin")]
+    else:
+        p.save(str(tmp_path / "plan.npz"))
+        argv = [sys.executable, "-m", "iowitness.replay.player", str(tmp_path / "plan.npz")]
+    # WHEN a player runs it under strace
+    log = tmp_path / "strace.log"
+    proc = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat2", "-o", str(log), *argv, str(into), "0"],
+                          capture_output=True, text=True, timeout=60)
+    # THEN each of the trace's opens is an openat2 of the file's absolute path under DIR, with
+    # no symlink allowed on the way (so the replay's trace names the file from the call itself,
+    # whether or not the replay process still lives when the collector reads the event)
+    assert proc.returncode == 0, proc.stderr
+    real = os.path.realpath(into)
+    opens = [line for line in log.read_text().splitlines() if "openat2(" in line and "RESOLVE_NO_SYMLINKS" in line]
+    assert sorted(line.split('"')[1] for line in opens) == [f"{real}/a/one", f"{real}/b/two"]
