@@ -86,6 +86,10 @@ def execute(args) -> int:
     speed = speed_of(args.timing)
     _recording.check_numbers(args)
     plan = replay_plan.build(args.trace)   # a trace that cannot be replayed says so, root or not
+    native = _native_player(args.player)
+    if not native and plan.has_async:
+        raise UsageError("the trace holds libaio or io_uring requests, which only the native player replays "
+                         f"({NATIVE_PLAYER}, built by the install when clang is found); the Python player does not")
     _recording.require_backend(args)
     into = os.path.abspath(args.into)
     dirs_needed = len(paths.directories([f["rel"] for f in plan.files]))
@@ -99,11 +103,7 @@ def execute(args) -> int:
               "the damage are replayed", file=sys.stderr)
     _recording.say(args, f"replaying {len(plan.calls):,} calls of {len(plan.threads)} thread(s) on "
                          f"{len(plan.files)} file(s) into {into}" + _skipped(plan)
-                         + f", {'native' if _native_player(args.player) else 'Python'} player")
-    native = _native_player(args.player)
-    if not native and plan.has_async:
-        raise UsageError("the trace holds libaio or io_uring requests, which only the native player replays "
-                         f"({NATIVE_PLAYER}, built by the install when clang is found); the Python player does not")
+                         + f", {'native' if native else 'Python'} player")
     work = tempfile.mkdtemp(prefix="iowitness-replay-")
     try:
         plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
