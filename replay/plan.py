@@ -8,7 +8,13 @@ The plan is numpy arrays (no pandas: the player imports only this module's const
            fallocate mode, RWF flags), offset, size (bytes to ask for: a read asks what it
            asked, a write writes what it wrote), gap_ns (the thread's think time before the
            call: its start minus the end of its previous call, or, for its first call, its
-           start minus the first call of the trace), start_ns (against the trace's first call)
+           start minus the first call of the trace; an asynchronous request ends, for this, at
+           its submission), start_ns (against the trace's first call), ring (an asynchronous
+           request's libaio context or io_uring ring, numbered as the trace numbers them; 0
+           otherwise), depth (an asynchronous request: how many of its thread's requests on its
+           ring were in flight when it was submitted, which the player reaps down to first;
+           any other call: how many of its thread's requests were in flight when it started,
+           so 0 means every one had completed)
   waits    rows (call, thread, count): before `call`, wait until `thread` has issued `count`
            calls. On a file several threads touch, a call waits for the calls of other
            threads on that file that had completed before it started (ARTC's rule for a
@@ -17,8 +23,9 @@ The plan is numpy arrays (no pandas: the player imports only this module's const
   files    JSON: per file, its place under DIR (rel), whether the replay makes it before it
            starts (precreate: the trace found it there) and its size then
 
-Calls that failed in the original, and kinds of I/O the player does not issue yet (io_uring,
-libaio, mmap and faults, copy_file_range/sendfile/splice, fcntl other than F_DUPFD), are not
+Calls that failed in the original, and kinds of I/O the player does not issue yet (mmap and
+faults, copy_file_range/sendfile/splice, fcntl other than F_DUPFD, io_uring requests on a
+registered file), are not
 in the plan: `skipped` counts them by syscall and reason, and the replay says so.
 """
 
@@ -37,11 +44,15 @@ from iowitness.errors import NotFound, UsageError
 from iowitness.replay import paths
 
 OPS = ("open", "close", "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
-       "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate", "dup")
+       "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate", "dup",
+       "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync")
 OP = {name: k for k, name in enumerate(OPS)}
-READS = ("read", "pread64", "readv", "preadv", "preadv2")
-WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
-# recorded syscall -> what the player issues (an open of any form is an openat inside DIR)
+READS = ("read", "pread64", "readv", "preadv", "preadv2", "aio_read", "uring_read")
+WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "aio_write", "uring_write")
+# asynchronous requests (libaio, io_uring): submitted, then reaped at their recorded depth
+ASYNC = ("aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync")
+URING_FIXED_FILE = 0x100   # the request named a registered file: its fd is an index, not an fd
+# recorded syscall -> what the player issues (an open of any form is an openat2 inside DIR)
 RECORDED = {**{name: name for name in OPS if name not in ("open", "dup")},
             "open": "open", "openat": "open", "openat2": "open", "creat": "open",
             "dup": "dup", "dup2": "dup", "dup3": "dup"}
@@ -52,9 +63,11 @@ MAX_CALL_BYTES = 256 << 20
 MAX_BUFFER_BYTES = 1 << 30
 MAX_THREADS = 4096
 MAX_FD = 1 << 20   # recorded fds replay/player.c's tables hold
+MAX_DEPTH = 4096   # asynchronous requests in flight on one ring (io_uring takes up to 32,768 entries)
 
 CALL = np.dtype([("op", "u1"), ("file", "i4"), ("tgid", "u4"), ("fd", "i4"), ("ret", "i8"), ("flags", "u4"),
-                 ("offset", "i8"), ("size", "i8"), ("gap_ns", "u8"), ("start_ns", "u8")])
+                 ("offset", "i8"), ("size", "i8"), ("gap_ns", "u8"), ("start_ns", "u8"), ("ring", "u2"),
+                 ("depth", "i4")])
 WAIT = np.dtype([("call", "i8"), ("thread", "u4"), ("count", "i8")])
 THREAD = np.dtype([("tgid", "u4"), ("tid", "u4"), ("first", "i8"), ("count", "i8")])
 
@@ -78,7 +91,7 @@ class Plan:
         notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
                         for what, count in sorted(self.skipped.items())).encode()
         with open(path, "wb") as f:
-            f.write(b"IOWPLAN1" + struct.pack("<IIQQIII", len(self.threads), len(self.files), len(self.calls),
+            f.write(b"IOWPLAN2" + struct.pack("<IIQQIII", len(self.threads), len(self.files), len(self.calls),
                                               len(self.waits), len(dirs), len(notes), self.root_tgid))
             for array in (self.threads, self.calls, self.waits):
                 f.write(np.ascontiguousarray(array).tobytes())
@@ -104,6 +117,11 @@ class Plan:
         every other recorded process is a process the player forks."""
         pid = self.source.get("pid")
         return int(pid) if isinstance(pid, int) and 0 < pid < 2**32 else 0
+
+    @property
+    def has_async(self) -> bool:
+        """libaio or io_uring requests to replay (the native player's alone)."""
+        return bool(np.isin(self.calls["op"], [OP[o] for o in ASYNC]).any())
 
     def bytes_by_direction(self) -> dict[str, int]:
         ops = self.calls["op"]
@@ -139,9 +157,13 @@ def build(path: str, data=None) -> Plan:
     target = as_op[op_index]
     fcntl = np.array([name == "fcntl" for name in code_names], dtype=bool)[op_index]
     target[fcntl & np.isin(flags, [F_DUPFD, F_DUPFD_CLOEXEC])] = OP["dup"]
+    is_uring = np.isin(target, [OP["uring_read"], OP["uring_write"], OP["uring_fsync"]])
+    fixed = is_uring & ((flags & URING_FIXED_FILE) != 0)
+    target[fixed] = -1
     keep = (target >= 0) & (ret >= 0)
     skipped: dict[str, int] = {}
-    for mask, why in ((target < 0, "not replayed yet"), ((target >= 0) & (ret < 0), "failed")):
+    for mask, why in ((fixed, "registered file, not replayed yet"), ((target < 0) & ~fixed, "not replayed yet"),
+                      ((target >= 0) & (ret < 0), "failed")):
         counts = np.bincount(op_index[mask], minlength=len(codes))
         for k in np.flatnonzero(counts):
             skipped[f"{code_names[k]} ({why})"] = skipped.get(f"{code_names[k]} ({why})", 0) + int(counts[k])
@@ -192,9 +214,14 @@ def build(path: str, data=None) -> Plan:
         raise UsageError(f"a call of the trace moves {int(calls['size'][too_big].max()):,} bytes, more than a "
                          f"replay issues in one call ({MAX_CALL_BYTES >> 20} MiB)")
 
+    calls["ring"] = cols["ring"][rows] if "ring" in cols else 0
     t0 = int(start[rows].min()) if len(rows) else 0
     s, e = start[rows], end[rows]
     calls["start_ns"] = s - t0
+    is_async = np.isin(calls["op"], [OP[o] for o in ASYNC])
+    # a thread's think time runs from its previous call's end, and an asynchronous request's
+    # thread was free again at its submission, not at its completion
+    e_thread = np.where(is_async, s, e)
     threads = np.zeros(len(first_seen), THREAD)
     bounds = np.searchsorted(thread_index, np.arange(len(first_seen) + 1))
     gap = np.empty(len(rows), dtype=np.int64)
@@ -202,8 +229,13 @@ def build(path: str, data=None) -> Plan:
         a, b = bounds[t], bounds[t + 1]
         threads[t] = (calls["tgid"][a], tid[order][a], a, b - a)
         gap[a] = s[a] - t0
-        gap[a + 1:b] = s[a + 1:b] - e[a:b - 1]
+        gap[a + 1:b] = s[a + 1:b] - e_thread[a:b - 1]
+        if is_async[a:b].any():
+            calls["depth"][a:b] = _depths(calls[a:b], is_async[a:b], s[a:b], e[a:b])
     calls["gap_ns"] = np.maximum(gap, 0)
+    if len(calls) and int(calls["depth"].max()) >= MAX_DEPTH:
+        raise UsageError(f"the trace had {int(calls['depth'].max()):,} asynchronous requests in flight on one ring; "
+                         f"a replay keeps at most {MAX_DEPTH:,}")
     buffers = sum(int(calls["size"][a:b][is_io[a:b]].max(initial=0)) for a, b in zip(bounds[:-1], bounds[1:]))
     if buffers > MAX_BUFFER_BYTES:
         raise UsageError(f"the trace's threads would need {buffers >> 20:,} MiB of buffers at once; a replay "
@@ -217,6 +249,24 @@ def build(path: str, data=None) -> Plan:
               # a damaged tail: the calls before it are replayed, and the replay says so
               "damaged": _damage(data.meta)}
     return Plan(calls, waits, threads, files, source, skipped)
+
+
+def _depths(calls, is_async, start, end) -> np.ndarray:
+    """One thread's calls: for each asynchronous request, its ring's requests in flight at its
+    submission (submitted before it, in the thread's order, and not completed by then); for
+    each other call, all its rings' requests in flight when it started."""
+    out = np.zeros(len(calls), dtype=np.int64)
+    every = np.flatnonzero(is_async)
+    for ring in np.unique(calls["ring"][every]):
+        mine = every[calls["ring"][every] == ring]
+        done = np.searchsorted(np.sort(end[mine]), start[mine], side="right")
+        out[mine] = np.maximum(np.arange(len(mine)) - done, 0)
+    others = np.flatnonzero(~is_async)
+    if len(others):
+        submitted = np.searchsorted(every, others)   # requests before each other call, in order
+        done = np.searchsorted(np.sort(end[every]), start[others], side="right")
+        out[others] = np.maximum(submitted - done, 0)
+    return out
 
 
 def _files_of(data, cols, end) -> tuple[np.ndarray, list[str]]:

@@ -4,11 +4,12 @@
  * Usage: iowitness-player PLAN DIR SPEED
  *   PLAN   the plan as replay/plan.py's Plan.save_native writes it (layout below)
  *   DIR    where the plan's files are (replay/paths.py made them; every directory is walked
- *          again here from DIR's fd with O_NOFOLLOW, and every open is an openat with O_NOFOLLOW)
+ *          again here from DIR's fd with O_NOFOLLOW, and every open is an openat2 of the file's
+ *          absolute path with RESOLVE_NO_SYMLINKS: see open_file)
  *   SPEED  1 keeps the recorded think time, N > 1 divides it by N, 0 drops it
  *
  * One process per recorded process (its own fd table), one thread per recorded thread, each
- * call the syscall the original made (opens as openat; dup2/dup3/F_DUPFD as dup). On a shared
+ * call the syscall the original made (opens as openat2; dup2/dup3/F_DUPFD as dup). On a shared
  * file a call first waits until other threads have issued the calls the plan says (progress
  * counters in memory all the replay's processes share). Example output (stdout, its last lines):
  *
@@ -20,11 +21,12 @@
  * when a call failed that had succeeded in the original, 2 when the plan cannot be used.
  *
  * Plan layout (little-endian, packed, written by Plan.save_native):
- *   "IOWPLAN1", u32 threads, u32 files, u64 calls, u64 waits, u32 dirs, u32 notes bytes,
+ *   "IOWPLAN2", u32 threads, u32 files, u64 calls, u64 waits, u32 dirs, u32 notes bytes,
  *   u32 root tgid (the recorded process the benchmark was launched as, replayed by this
  *   process itself; every other recorded process by a forked one; 0 unknown)
  *   threads x {u32 tgid, u32 tid, i64 first, i64 count}
- *   calls   x {u8 op, i32 file, u32 tgid, i32 fd, i64 ret, u32 flags, i64 offset, i64 size, u64 gap_ns, u64 start_ns}
+ *   calls   x {u8 op, i32 file, u32 tgid, i32 fd, i64 ret, u32 flags, i64 offset, i64 size, u64 gap_ns, u64 start_ns,
+ *              u16 ring, i32 depth}
  *   waits   x {i64 call, u32 thread, i64 count}
  *   dirs    x {u32 length, bytes}      (relative to DIR; "" is DIR)
  *   files   x {u32 dir, u32 length, bytes}
@@ -36,6 +38,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/aio_abi.h>
+#include <linux/io_uring.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,21 +58,33 @@
 /* the plan's op codes: replay/plan.py OPS, in that order */
 enum { OP_OPEN, OP_CLOSE, OP_READ, OP_WRITE, OP_PREAD64, OP_PWRITE64, OP_READV, OP_WRITEV, OP_PREADV,
        OP_PWRITEV, OP_PREADV2, OP_PWRITEV2, OP_LSEEK, OP_FSYNC, OP_FDATASYNC, OP_FTRUNCATE, OP_FALLOCATE,
-       OP_DUP, OP_COUNT };
+       OP_DUP, OP_AIO_READ, OP_AIO_WRITE, OP_AIO_FSYNC, OP_URING_READ, OP_URING_WRITE, OP_URING_FSYNC, OP_COUNT };
 static const char *op_names[OP_COUNT] = {"open", "close", "read", "write", "pread64", "pwrite64", "readv",
 	"writev", "preadv", "pwritev", "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate",
-	"fallocate", "dup"};
+	"fallocate", "dup", "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync"};
+#define IS_ASYNC(op) ((op) >= OP_AIO_READ)
+#define IS_DATA(op) (((op) >= OP_READ && (op) <= OP_PWRITEV2) || (op) == OP_AIO_READ || (op) == OP_AIO_WRITE || \
+		     (op) == OP_URING_READ || (op) == OP_URING_WRITE)
+#define IS_READ(op) ((op) == OP_READ || (op) == OP_PREAD64 || (op) == OP_READV || (op) == OP_PREADV || \
+		     (op) == OP_PREADV2 || (op) == OP_AIO_READ || (op) == OP_URING_READ)
+/* the trace's flags of asynchronous requests (probes/events.h IOW_URING_*, IOW_AIO_*) */
+#define URING_OPCODE_MASK 0xff
+#define URING_DATASYNC 0x800
+#define AIO_VECTORED 0x10000
+#define AIO_DATASYNC 0x20000
+#define AIO_RWF_KEPT (RWF_DSYNC | RWF_SYNC | RWF_APPEND)
 
 struct __attribute__((packed)) plan_thread { uint32_t tgid, tid; int64_t first, count; };
 struct __attribute__((packed)) plan_call {
 	uint8_t op; int32_t file; uint32_t tgid; int32_t fd; int64_t ret; uint32_t flags;
-	int64_t offset, size; uint64_t gap_ns, start_ns;
+	int64_t offset, size; uint64_t gap_ns, start_ns; uint16_t ring; int32_t depth;
 };
 struct __attribute__((packed)) plan_wait { int64_t call; uint32_t thread; int64_t count; };
 
 #define MAX_FD (1 << 20)       /* recorded fds the tables hold; the plan refuses larger ones */
 #define SPIN_NS 200000LL       /* a wait shorter than this is spun, not slept */
 #define POLL_NS 20000L         /* how often a call waiting for another thread looks again */
+#define PATH_RECORDED 256     /* the probe keeps a path of up to 255 bytes (events.h IOW_PATH_MAX) */
 #define KEPT_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | \
 		    O_DIRECT | O_NOATIME | O_NOCTTY)
 
@@ -78,6 +96,7 @@ static struct plan_call *calls;
 static struct plan_wait *waits;
 static int *dir_fd_of_file;
 static char **file_names;
+static char **file_abs;        /* DIR's real path + the file's place; NULL when the probe could not keep it */
 static char *notes;
 static double speed;
 static int64_t t0;
@@ -151,7 +170,7 @@ static void read_plan(const char *path)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	const unsigned char *base, *at, *end;
-	char **dirs;
+	char **dirs, *real;
 
 	if (fd < 0 || fstat(fd, &st) < 0)
 		die("cannot open the plan");
@@ -161,7 +180,7 @@ static void read_plan(const char *path)
 	close(fd);
 	at = base;
 	end = base + st.st_size;
-	if (st.st_size < 44 || memcmp(at, "IOWPLAN1", 8))
+	if (st.st_size < 44 || memcmp(at, "IOWPLAN2", 8))
 		die("not a replay plan");
 	at += 8;
 	memcpy(&n_threads, at, 4); memcpy(&n_files, at + 4, 4); memcpy(&n_calls, at + 8, 8);
@@ -221,23 +240,278 @@ static void read_plan(const char *path)
 			opened[k] = cur;
 			free(copy);
 		}
-		for (uint32_t k = 0; k < n_files; k++)
+		real = realpath(into_path, NULL);
+		file_abs = calloc(n_files + 1, sizeof(char *));
+		if (!real || !file_abs)
+			die("cannot resolve DIR");
+		for (uint32_t k = 0; k < n_files; k++) {
+			const char *d = dirs[dir_fd_of_file[k]];
+			char *full = NULL;
+
+			if (asprintf(&full, "%s%s%s/%s", real, *d ? "/" : "", d, file_names[k]) < 0)
+				die("out of memory reading the plan");
+			if (strlen(full) < PATH_RECORDED)
+				file_abs[k] = full;
+			else
+				free(full);
 			dir_fd_of_file[k] = opened[dir_fd_of_file[k]];
+		}
+		free(real);
 		close(into);
 	}
 }
 
+/* Open the plan's file k. The path passed is absolute, so the replay's trace names the file
+ * from the call itself: a path relative to a directory fd is made absolute by the collector
+ * through /proc/PID/fd while the process lives, and a replay process that has ended by then
+ * (a short-lived forked one, on a busy machine) would leave the file named "f1" in the replay's
+ * trace, not DIR/f1. RESOLVE_NO_SYMLINKS refuses a symlink at any component, as the walk from
+ * DIR's fd does. A path too long for the probe, or a kernel without openat2 (before 5.6): an
+ * openat relative to the file's directory fd with O_NOFOLLOW. */
+static int open_file(uint32_t k, int flags)
+{
+	if (file_abs[k]) {
+		struct open_how how = { .flags = (uint64_t)(unsigned)flags, .mode = (flags & O_CREAT) ? 0644 : 0,
+					.resolve = RESOLVE_NO_SYMLINKS };
+		long fd = syscall(SYS_openat2, AT_FDCWD, file_abs[k], &how, sizeof(how));
+
+		if (fd >= 0 || errno != ENOSYS)
+			return (int)fd;
+	}
+	return openat(dir_fd_of_file[k], file_names[k], flags | O_NOFOLLOW, 0644);
+}
+
 static int implicit_open(struct stats *s, const struct plan_call *c)
 {
-	int fd = openat(dir_fd_of_file[c->file], file_names[c->file], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open_file((uint32_t)c->file, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
-		fd = openat(dir_fd_of_file[c->file], file_names[c->file], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open_file((uint32_t)c->file, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		fd_map[c->fd] = fd;
 		s->implicit++;
 	}
 	return fd;
+}
+
+/* One libaio context or io_uring ring of a replay thread: the recorded ring it stands for, its
+ * requests in flight, and, for io_uring, the mapped queues. Each replay thread has its own (a
+ * recorded ring is one thread's in the benchmarks replayed here: fio's job threads). */
+struct ring {
+	uint16_t id;
+	int uring;
+	int64_t inflight;
+	unsigned entries;
+	aio_context_t ctx;
+	struct iocb *iocbs;      /* libaio: one per request in flight (the kernel, and the probe, */
+	unsigned *free_iocbs;    /* know a request by its iocb's address), and the free ones */
+	unsigned n_free;
+	int fd;
+	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+};
+
+/* the thread's ring for request c (made at its first request: as deep as the deepest of the
+ * `left` calls from c on needs) */
+static struct ring *ring_of(struct ring **rings, int *n_rings, const struct plan_call *c, int64_t left)
+{
+	struct ring *r;
+	int64_t entries = 1;
+
+	for (int k = 0; k < *n_rings; k++)
+		if ((*rings)[k].id == c->ring && (*rings)[k].uring == (c->op >= OP_URING_READ))
+			return &(*rings)[k];
+	*rings = realloc(*rings, (size_t)(*n_rings + 1) * sizeof(**rings));
+	if (!*rings)
+		die("out of memory for a ring");
+	for (int64_t k = 0; k < left; k++)
+		if (IS_ASYNC(c[k].op) && c[k].ring == c->ring && (c[k].op >= OP_URING_READ) == (c->op >= OP_URING_READ) &&
+		    c[k].depth >= entries)
+			entries = c[k].depth + 1;
+	r = &(*rings)[(*n_rings)++];
+	memset(r, 0, sizeof(*r));
+	r->id = c->ring;
+	r->uring = c->op >= OP_URING_READ;
+	r->entries = 1;
+	while (r->entries < entries)
+		r->entries <<= 1;
+	if (!r->uring) {
+		if (syscall(SYS_io_setup, r->entries, &r->ctx) < 0)
+			die("cannot set up a libaio context (io_setup)");
+		r->iocbs = calloc(r->entries, sizeof(struct iocb));
+		r->free_iocbs = calloc(r->entries, sizeof(unsigned));
+		if (!r->iocbs || !r->free_iocbs)
+			die("out of memory for a libaio context");
+		for (unsigned k = 0; k < r->entries; k++)
+			r->free_iocbs[k] = k;
+		r->n_free = r->entries;
+		return r;
+	}
+	{
+		struct io_uring_params p;
+		unsigned char *sq, *cq;
+
+		memset(&p, 0, sizeof(p));
+		r->fd = (int)syscall(SYS_io_uring_setup, r->entries, &p);
+		if (r->fd < 0)
+			die("cannot set up an io_uring ring (io_uring_setup)");
+		sq = mmap(NULL, p.sq_off.array + p.sq_entries * sizeof(unsigned), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
+		cq = mmap(NULL, p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_CQ_RING);
+		r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+		if (sq == MAP_FAILED || cq == MAP_FAILED || r->sqes == MAP_FAILED)
+			die("cannot map an io_uring ring");
+		r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
+		r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+		r->sq_array = (unsigned *)(sq + p.sq_off.array);
+		r->cq_head = (unsigned *)(cq + p.cq_off.head);
+		r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
+		r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+		r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	}
+	return r;
+}
+
+/* a request completed: counted against what the original's did */
+static void completed(struct stats *s, const struct plan_call *c, int64_t res)
+{
+	if (res < 0)
+		s->failed[c->op]++;
+	else if (IS_DATA(c->op) && res != c->ret)
+		s->other[c->op]++;
+}
+
+/* wait for completions until at most `keep` requests of the ring are in flight. In flight
+ * means what the trace means: a libaio request until the io_getevents that reaps it (so no
+ * more are reaped than wanted), an io_uring request until its completion is posted (so every
+ * completion already posted is taken first, without a syscall) */
+static void reap(struct stats *s, struct ring *r, int64_t keep)
+{
+	if (r->uring && r->inflight) {
+		unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+
+		for (; head != tail; head++, r->inflight--)
+			completed(s, (const struct plan_call *)(uintptr_t)r->cqes[head & *r->cq_mask].user_data,
+				  r->cqes[head & *r->cq_mask].res);
+		__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+	}
+	while (r->inflight > keep) {
+		if (!r->uring) {
+			struct io_event ev[64];
+			long want = r->inflight - keep, got;
+
+			/* no more than are wanted: a libaio request's recorded end is the io_getevents
+			 * that reaped it, so one reaped early would end early */
+			if (want > 64)
+				want = 64;
+			got = syscall(SYS_io_getevents, r->ctx, want, want, ev, NULL);
+			if (got < 0) {
+				if (errno == EINTR)
+					continue;
+				die("io_getevents failed");
+			}
+			for (long k = 0; k < got; k++) {
+				completed(s, (const struct plan_call *)(uintptr_t)ev[k].data, ev[k].res);
+				r->free_iocbs[r->n_free++] = (unsigned)((struct iocb *)(uintptr_t)ev[k].obj - r->iocbs);
+			}
+			r->inflight -= got;
+		} else {
+			unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+
+			if (head == tail) {
+				if (syscall(SYS_io_uring_enter, r->fd, 0, (unsigned)(r->inflight - keep),
+					    IORING_ENTER_GETEVENTS, NULL, 0) < 0 && errno != EINTR)
+					die("io_uring_enter failed waiting for completions");
+				continue;
+			}
+			for (; head != tail; head++, r->inflight--) {
+				struct io_uring_cqe *cqe = &r->cqes[head & *r->cq_mask];
+
+				completed(s, (const struct plan_call *)(uintptr_t)cqe->user_data, cqe->res);
+			}
+			__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+		}
+	}
+}
+
+/* submit one recorded request on its ring, as the original did (libaio: io_submit; io_uring:
+ * an SQE and io_uring_enter); -errno when the submission itself failed */
+static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *read_buf, struct iovec *iov)
+{
+	char *buf = IS_READ(c->op) ? read_buf : write_buf;
+	unsigned opcode = c->flags & URING_OPCODE_MASK;
+
+	iov->iov_base = buf;
+	iov->iov_len = (size_t)c->size;
+	if (!r->uring) {
+		struct iocb *list[1];
+		unsigned slot;
+
+		if (!r->n_free)
+			die("a libaio context has no free iocb (the plan's depth is wrong)");
+		slot = r->free_iocbs[--r->n_free];
+		struct iocb cb;
+
+		memset(&cb, 0, sizeof(cb));
+		cb.aio_data = (uint64_t)(uintptr_t)c;
+		cb.aio_fildes = (uint32_t)fd;
+		cb.aio_offset = c->offset;
+		cb.aio_rw_flags = (int)(c->flags & AIO_RWF_KEPT);
+		if (c->op == OP_AIO_FSYNC) {
+			cb.aio_lio_opcode = c->flags & AIO_DATASYNC ? IOCB_CMD_FDSYNC : IOCB_CMD_FSYNC;
+			cb.aio_offset = 0;
+		} else if (c->flags & AIO_VECTORED) {
+			cb.aio_lio_opcode = c->op == OP_AIO_READ ? IOCB_CMD_PREADV : IOCB_CMD_PWRITEV;
+			cb.aio_buf = (uint64_t)(uintptr_t)iov;
+			cb.aio_nbytes = 1;
+		} else {
+			cb.aio_lio_opcode = c->op == OP_AIO_READ ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
+			cb.aio_buf = (uint64_t)(uintptr_t)buf;
+			cb.aio_nbytes = (uint64_t)c->size;
+		}
+		r->iocbs[slot] = cb;
+		list[0] = &r->iocbs[slot];
+		if (syscall(SYS_io_submit, r->ctx, 1, list) != 1) {
+			r->free_iocbs[r->n_free++] = slot;
+			return -errno;
+		}
+	} else {
+		unsigned tail = *r->sq_tail, slot = tail & *r->sq_mask;
+		struct io_uring_sqe *sqe = &r->sqes[slot];
+
+		memset(sqe, 0, sizeof(*sqe));
+		sqe->fd = fd;
+		sqe->user_data = (uint64_t)(uintptr_t)c;
+		sqe->off = (uint64_t)c->offset;
+		if (c->op == OP_URING_FSYNC) {
+			if (opcode == IORING_OP_SYNC_FILE_RANGE) {
+				sqe->opcode = IORING_OP_SYNC_FILE_RANGE;
+				sqe->len = (uint32_t)c->size;
+			} else {
+				sqe->opcode = IORING_OP_FSYNC;
+				sqe->off = 0;
+				sqe->fsync_flags = c->flags & URING_DATASYNC ? IORING_FSYNC_DATASYNC : 0;
+			}
+		} else if (opcode == IORING_OP_READV || opcode == IORING_OP_WRITEV) {
+			/* the iovec stays this call's until the request completes */
+			sqe->opcode = c->op == OP_URING_READ ? IORING_OP_READV : IORING_OP_WRITEV;
+			sqe->addr = (uint64_t)(uintptr_t)iov;
+			sqe->len = 1;
+		} else {   /* READ, WRITE, and the registered-buffer forms as plain ones */
+			sqe->opcode = c->op == OP_URING_READ ? IORING_OP_READ : IORING_OP_WRITE;
+			sqe->addr = (uint64_t)(uintptr_t)buf;
+			sqe->len = (uint32_t)c->size;
+		}
+		r->sq_array[slot] = slot;
+		__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+		if (syscall(SYS_io_uring_enter, r->fd, 1, 0, 0, NULL, 0) != 1)
+			return -errno;
+	}
+	r->inflight++;
+	return 0;
 }
 
 static void wait_until(int64_t target)
@@ -266,10 +540,11 @@ static void *run_thread(void *arg)
 	int64_t count = threads[t].count, max_read = 4096, prev_end = t0;
 	uint64_t w = 0;
 	char *read_buf;
+	struct ring *rings = NULL;
+	int n_rings = 0;
 
 	for (int64_t i = 0; i < count; i++)
-		if ((c[i].op == OP_READ || c[i].op == OP_PREAD64 || c[i].op == OP_READV || c[i].op == OP_PREADV ||
-		     c[i].op == OP_PREADV2) && c[i].size > max_read)
+		if (IS_READ(c[i].op) && c[i].size > max_read)
 			max_read = c[i].size;
 	if (posix_memalign((void **)&read_buf, 4096, (size_t)max_read))
 		die("out of memory for a read buffer");
@@ -292,11 +567,28 @@ static void *run_thread(void *arg)
 		fd = c->op == OP_OPEN ? -1 : fd_map[c->fd];
 		if (c->op != OP_OPEN && fd < 0)
 			fd = implicit_open(s, c);
+		if (IS_ASYNC(c->op)) {
+			/* a request: its ring reaped down to the depth the original had at its submission,
+			 * then submitted; its result is counted when it is reaped */
+			struct ring *r = ring_of(&rings, &n_rings, c, count - i);
+
+			reap(s, r, c->depth);
+			if (speed > 0)
+				prev_end = now_ns();   /* the thread is free again once the request is submitted */
+			res = submit(r, c, fd, read_buf, &iov);
+			s->issued[c->op]++;
+			if (res < 0)
+				s->failed[c->op]++;
+			__atomic_store_n(&progress[t], progress[t] + 1, __ATOMIC_RELEASE);
+			continue;
+		}
+		if (c->depth == 0)   /* every request the thread had made had completed before this call */
+			for (int k = 0; k < n_rings; k++)
+				reap(s, &rings[k], 0);
 		iov.iov_len = (size_t)c->size;
 		switch (c->op) {
 		case OP_OPEN:
-			res = openat(dir_fd_of_file[c->file], file_names[c->file],
-				     (int)(c->flags & KEPT_FLAGS) | O_NOFOLLOW | O_CLOEXEC, 0644);
+			res = open_file((uint32_t)c->file, (int)(c->flags & KEPT_FLAGS) | O_CLOEXEC);
 			if (res >= 0) {
 				if (fd_map[c->fd] >= 0)
 					close(fd_map[c->fd]);
@@ -337,10 +629,21 @@ static void *run_thread(void *arg)
 		s->issued[c->op]++;
 		if (res < 0)
 			s->failed[c->op]++;
-		else if (c->op >= OP_READ && c->op <= OP_PWRITEV2 && res != c->ret)
+		else if (IS_DATA(c->op) && res != c->ret)
 			s->other[c->op]++;
 		__atomic_store_n(&progress[t], progress[t] + 1, __ATOMIC_RELEASE);
 	}
+	for (int k = 0; k < n_rings; k++) {
+		reap(s, &rings[k], 0);
+		if (rings[k].uring) {
+			close(rings[k].fd);
+		} else {
+			syscall(SYS_io_destroy, rings[k].ctx);
+			free(rings[k].iocbs);
+			free(rings[k].free_iocbs);
+		}
+	}
+	free(rings);
 	free(read_buf);
 	return NULL;
 }

@@ -5,7 +5,8 @@
 SPEED: 1 keeps the recorded think time between a thread's calls, N > 1 divides it by N,
 0 drops it. One thread per recorded thread; each issues its calls with the syscall the
 original made (raw syscall(2) through ctypes, so read stays read and pwritev stays pwritev),
-except that every open is an openat on DIR's directory fds with O_NOFOLLOW. The buffers are
+except that every open is an openat2 of the file's absolute path under DIR with
+RESOLVE_NO_SYMLINKS (see Player._open_file). The buffers are
 page-aligned (O_DIRECT calls work as they did). The last lines on stdout say what was
 replayed and what differed from the original; exit code 1 when a call failed that had
 succeeded in the original.
@@ -14,6 +15,7 @@ succeeded in the original.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import mmap
 import os
@@ -27,19 +29,21 @@ from iowitness.replay import paths
 from iowitness.replay.plan import OP, OPS, READS, WRITES, Plan
 
 # syscall numbers (asm/unistd_64.h of each architecture); aarch64 has no open or creat, which
-# the player never issues (every open is an openat)
+# the player never issues (every open is an openat2, or an openat)
 SYSCALLS = {
     "x86_64": {"read": 0, "write": 1, "close": 3, "lseek": 8, "pread64": 17, "pwrite64": 18, "readv": 19,
                "writev": 20, "dup": 32, "fsync": 74, "fdatasync": 75, "ftruncate": 77, "openat": 257,
-               "fallocate": 285, "preadv": 295, "pwritev": 296, "preadv2": 327, "pwritev2": 328},
+               "fallocate": 285, "preadv": 295, "pwritev": 296, "preadv2": 327, "pwritev2": 328, "openat2": 437},
     "aarch64": {"read": 63, "write": 64, "close": 57, "lseek": 62, "pread64": 67, "pwrite64": 68, "readv": 65,
                 "writev": 66, "dup": 23, "fsync": 82, "fdatasync": 83, "ftruncate": 46, "openat": 56,
-                "fallocate": 47, "preadv": 69, "pwritev": 70, "preadv2": 286, "pwritev2": 287},
+                "fallocate": 47, "preadv": 69, "pwritev": 70, "preadv2": 286, "pwritev2": 287, "openat2": 437},
 }
 # open flags a replay passes on; anything else (O_PATH, O_TMPFILE, O_DIRECTORY, ...) is dropped
 KEPT_FLAGS = (os.O_ACCMODE | os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_APPEND | os.O_NONBLOCK | os.O_DSYNC
               | os.O_SYNC | getattr(os, "O_DIRECT", 0) | getattr(os, "O_NOATIME", 0) | os.O_NOCTTY)
 SPIN_NS = 200_000
+RESOLVE_NO_SYMLINKS = 0x04   # linux/openat2.h
+PATH_RECORDED = 256          # the probe keeps a path of up to 255 bytes (probes/events.h IOW_PATH_MAX)
 # how often a call waiting for another thread's call looks again (a sleep: ~60-80 us in fact)
 WAIT_POLL_S = 20e-6
 # a think time shorter than this is not waited for: the player's own time between two calls
@@ -49,6 +53,10 @@ MIN_GAP_NS = 5_000   # a wait shorter than this is spun, not slept (a sleep over
 
 class _Iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
 class Player:
@@ -82,6 +90,13 @@ class Player:
             self.file_dir.append(dir_fds[d])
             self.file_name.append(name)
         os.close(into_fd)
+        # each file's absolute path (player.c's open_file says why), None when too long to record
+        real = os.path.realpath(into)
+        self.file_abs = []
+        for f in plan.files:
+            raw = os.fsencode(f"{real}/{f['rel']}")
+            self.file_abs.append(ctypes.create_string_buffer(raw) if len(raw) < PATH_RECORDED else None)
+        self.openat2 = True
         writes = plan.calls["size"][[int(o) in {OP[w] for w in WRITES} for o in plan.calls["op"]]]
         self.wbuf = _aligned(int(writes.max(initial=0)))
         pattern = paths.PATTERN * (len(self.wbuf) // len(paths.PATTERN) + 1)
@@ -262,10 +277,9 @@ class Player:
                         total[k] += s[k]
 
     def _open(self, key, file: int, flags: int) -> int:
-        """An open of the trace, as an openat on DIR's directory fd, never through a symlink."""
+        """An open of the trace, never through a symlink."""
         try:
-            fd = os.open(self.file_name[file], (flags & KEPT_FLAGS) | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                         dir_fd=self.file_dir[file])
+            fd = self._open_file(file, (flags & KEPT_FLAGS) | os.O_CLOEXEC)
         except OSError as exc:
             return -(exc.errno or 1)
         old = self.fds.pop(key, None)
@@ -276,6 +290,25 @@ class Player:
         if flags & O_DIRECT:
             self.direct.add(fd)
         return fd
+
+    def _open_file(self, file: int, flags: int) -> int:
+        """The plan's file opened: an openat2 of its absolute path with RESOLVE_NO_SYMLINKS, so
+        that the replay's trace names it from the call itself (a path relative to a directory
+        fd is made absolute by the collector through /proc/PID/fd, too late for a replay process
+        that has ended by then); an openat on its directory fd with O_NOFOLLOW when the path is
+        too long for the probe or the kernel has no openat2."""
+        path = self.file_abs[file]
+        if path is not None and self.openat2:
+            how = _OpenHow(flags & 0xFFFFFFFF, 0o644 if flags & os.O_CREAT else 0, RESOLVE_NO_SYMLINKS)
+            res = self.sc(self.nr["openat2"], AT_FDCWD, ctypes.addressof(path), ctypes.addressof(how),
+                          ctypes.sizeof(how), 0, 0, 0)
+            if res >= 0:
+                return res
+            err = ctypes.get_errno()
+            if err != errno.ENOSYS:
+                raise OSError(err, os.strerror(err))
+            self.openat2 = False
+        return os.open(self.file_name[file], flags | os.O_NOFOLLOW, 0o644, dir_fd=self.file_dir[file])
 
     def _vector(self, op: int, fd: int, addr: int, size: int, offset: int) -> int:
         """preadv or pwritev of one buffer, as itself (not the preadv2 Python's os makes of it)."""
@@ -293,7 +326,7 @@ class Player:
         inherited): the file opened for it, once, and said in the summary."""
         for flags in (os.O_RDWR, os.O_RDONLY):
             try:
-                fd = os.open(self.file_name[file], flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.file_dir[file])
+                fd = self._open_file(file, flags | os.O_CLOEXEC)
             except OSError:
                 continue
             with self.lock:
@@ -329,6 +362,7 @@ READ_OPS = frozenset(OP[o] for o in READS)
 WRITE_OPS = frozenset(OP[o] for o in WRITES)
 DATA_OPS = READ_OPS | WRITE_OPS
 O_DIRECT = getattr(os, "O_DIRECT", 0)
+AT_FDCWD = -100
 
 
 def _aligned(size: int) -> mmap.mmap:

@@ -4,13 +4,13 @@
 #   apt: clang, llvm, libbpf-dev, bpftool, libelf-dev, zlib1g-dev, fio, strace, sysbench,
 #        iozone3 (Debian non-free, added to the apt sources when missing),
 #        chromium (the HTML report tests open reports in headless Chromium),
-#        btrfs-progs (tests on a btrfs loop device), bpftrace (the bpftrace backend),
+#        btrfs-progs and xfsprogs (tests on btrfs and xfs loop devices), bpftrace (the bpftrace backend),
 #        default-jre-headless (Spark local mode reads an exported dataset: tests/kernel/test_dataset_real.py)
 #   venv: .venv with iowitness installed (the install builds the BPF probe)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 sysbench python3-venv chromium btrfs-progs default-jre-headless bpftrace)
+packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 sysbench python3-venv chromium btrfs-progs xfsprogs default-jre-headless bpftrace)
 
 need_root() {
     if [ "$(id -u)" -ne 0 ]; then

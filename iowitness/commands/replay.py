@@ -4,17 +4,18 @@ Every file the trace touched is made again under DIR (placed relative to the dee
 the files share; those the trace found already there are filled with a known pattern up to the
 size its reads needed, since data is not recorded). Then one process per recorded process and
 one thread per recorded thread issue that thread's calls in its order, with the syscall the
-original made: opens, close, read,
-write, pread64, pwrite64, the vectored forms (one buffer each), lseek, fsync, fdatasync,
-ftruncate, fallocate, dup. On a file several threads share, a call waits for the other
-threads' calls on it that had completed before it started in the original. The replay is
-traced as `run` traces a benchmark, so `iowitness compare TRACE REPLAY.iwt` puts the two side
-by side; the replay's trace names the trace it replays (meta "replay_of").
+original made: opens, close, read, write, pread64, pwrite64, the vectored forms (one buffer
+each), lseek, fsync, fdatasync, ftruncate, fallocate, dup, and libaio and io_uring requests
+(each submitted once its ring has as few in flight as the original had). On a file several
+threads share, a call waits for the other threads' calls on it that had completed before it
+started in the original. The replay is traced as `run` traces a benchmark, so `iowitness
+compare TRACE REPLAY.iwt` puts the two side by side; the replay's trace names the trace it
+replays (meta "replay_of").
 
 Nothing is written outside DIR: recorded paths are mapped under it (absolute paths and `..`
 cannot leave it), a symlink inside DIR is refused, and an existing file is refused unless
---force. Calls that failed in the original, and io_uring, libaio, mmap and copy calls, are
-not replayed yet: the replay's last lines (its output, kept in its trace) count them.
+--force. Calls that failed in the original, and mmap and copy calls, are not replayed yet:
+the replay's last lines (its output, kept in its trace) count them.
 
 --timing: as-recorded keeps each thread's think time between calls, fast drops it, xN runs
 it N times as fast (x0.5: half as fast). The replay's exit code is 1 when a call failed that
@@ -85,6 +86,10 @@ def execute(args) -> int:
     speed = speed_of(args.timing)
     _recording.check_numbers(args)
     plan = replay_plan.build(args.trace)   # a trace that cannot be replayed says so, root or not
+    native = _native_player(args.player)
+    if not native and plan.has_async:
+        raise UsageError("the trace holds libaio or io_uring requests, which only the native player replays "
+                         f"({NATIVE_PLAYER}, built by the install when clang is found); the Python player does not")
     _recording.require_backend(args)
     into = os.path.abspath(args.into)
     dirs_needed = len(paths.directories([f["rel"] for f in plan.files]))
@@ -98,10 +103,9 @@ def execute(args) -> int:
               "the damage are replayed", file=sys.stderr)
     _recording.say(args, f"replaying {len(plan.calls):,} calls of {len(plan.threads)} thread(s) on "
                          f"{len(plan.files)} file(s) into {into}" + _skipped(plan)
-                         + f", {'native' if _native_player(args.player) else 'Python'} player")
+                         + f", {'native' if native else 'Python'} player")
     work = tempfile.mkdtemp(prefix="iowitness-replay-")
     try:
-        native = _native_player(args.player)
         plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
         if native:
             plan.save_native(plan_path)

@@ -9,7 +9,7 @@ and the wall-time error |replay - original| / original, its median over the repl
 range. Then the player alone, with no probe, at --timing fast: wall ns per replayed call and
 CPU seconds per million calls (getrusage of the player process).
 
-Needs root (the probe), iozone, fio and gcc. Prints one table per workload and a summary;
+Needs root (the probe), iozone, fio, sysbench and gcc. Prints one table per workload and a summary;
 docs/replay.md keeps the figures with the command.
 
 Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench [--player python]
@@ -45,6 +45,16 @@ def workloads(work: Path, scale: int) -> dict[str, list[str]]:
         "fio psync randrw 4 jobs": ["fio", "--name=r", "--rw=randrw", "--bs=4k", f"--size={4 * scale}m",
                                     "--numjobs=4", "--ioengine=psync", "--directory={dir}",
                                     "--output-format=json", "--output={out}/fio.json"],
+        "fio libaio iodepth 32": ["fio", "--name=a", "--rw=randrw", "--bs=4k", f"--size={8 * scale}m",
+                                  "--ioengine=libaio", "--iodepth=32", "--direct=1", "--directory={dir}",
+                                  "--output-format=json", "--output={out}/fio.json"],
+        "fio io_uring iodepth 32": ["fio", "--name=u", "--rw=randrw", "--bs=4k", f"--size={8 * scale}m",
+                                    "--ioengine=io_uring", "--iodepth=32", "--direct=1", "--directory={dir}",
+                                    "--output-format=json", "--output={out}/fio.json"],
+        # sysbench's files are laid out first (PREPARE, not traced) in the data directory, its cwd
+        "sysbench fileio rndrw 2 threads": ["sysbench", "fileio", "--file-num=2", f"--file-total-size={8 * scale}M",
+                                            "--file-test-mode=rndrw", "--threads=2", f"--events={2000 * scale}",
+                                            "--time=0", "run"],
         "dd fdatasync": ["dd", "if=/dev/zero", "of={dir}/dd.out", "bs=1M", f"count={16 * scale}",
                          "conv=fdatasync"],
         "threads_bench 4 threads one file": [str(exe), "one", "{dir}/shared.dat", "4", str(8 * scale)],
@@ -62,7 +72,11 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
     (base / "data").mkdir(parents=True)
     argv = [a.format(dir=base / "data", out=base) for a in command]
     original = base / "orig.iwt"
-    run([*IOWITNESS, "run", "-q", "-o", str(original), "--file", str(base / "data"), "--", *argv], cwd=base)
+    cwd = base
+    if argv[:2] == ["sysbench", "fileio"]:
+        cwd = base / "data"
+        run([*argv[:4], "prepare"], cwd=cwd)
+    run([*IOWITNESS, "run", "-q", "-o", str(original), "--file", str(base / "data"), "--", *argv], cwd=cwd)
     traces = []
     into_base = (into_root / name.replace(" ", "_")) if into_root else base
     for k in range(replays):

@@ -269,3 +269,96 @@ def test_the_players_make_the_plans_calls_without_the_probe(tmp_path, player):
     assert "pwrite64: 6 issued, 0 failed, 0 other bytes" in proc.stdout
     data = (into / "shared").read_bytes()
     assert len(data) == 3 * 8192 and data[:4096] == (paths.PATTERN * 100)[:4096]
+
+
+@pytest.mark.parametrize("player", ["native", "python"])
+def test_the_players_open_each_file_by_its_absolute_path_in_dir(tmp_path, player):
+    # GIVEN a plan of 2 threads, each opening its own file, and strace (an independent witness)
+    import subprocess
+    import sys
+
+    from iowitness.commands.replay import NATIVE_PLAYER
+    from tests.conftest import require_tool
+
+    strace = require_tool("strace")
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a/one", AT_FDCWD), (b"/w/b/two", AT_FDCWD)], threads=2)
+    p = plan.build(str(trace))
+    into = tmp_path / "into"
+    paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
+                  [f["precreate"] for f in p.files], force=False)
+    if player == "native":
+        if not os.access(NATIVE_PLAYER, os.X_OK):
+            pytest.skip("the native player was not built (clang missing at install)")
+        p.save_native(str(tmp_path / "plan.bin"))
+        argv = [NATIVE_PLAYER, str(tmp_path / "plan.bin")]
+    else:
+        p.save(str(tmp_path / "plan.npz"))
+        argv = [sys.executable, "-m", "iowitness.replay.player", str(tmp_path / "plan.npz")]
+    # WHEN a player runs it under strace
+    log = tmp_path / "strace.log"
+    proc = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat2", "-o", str(log), *argv, str(into), "0"],
+                          capture_output=True, text=True, timeout=60)
+    # THEN each of the trace's opens is an openat2 of the file's absolute path under DIR, with
+    # no symlink allowed on the way (so the replay's trace names the file from the call itself,
+    # whether or not the replay process still lives when the collector reads the event)
+    assert proc.returncode == 0, proc.stderr
+    real = os.path.realpath(into)
+    opens = [line for line in log.read_text().splitlines() if "openat2(" in line and "RESOLVE_NO_SYMLINKS" in line]
+    assert sorted(line.split('"')[1] for line in opens) == [f"{real}/a/one", f"{real}/b/two"]
+
+
+def write_async_trace(path, requests: list[tuple[int, int]], then_fsync_at: int) -> None:
+    """A trace of one thread (tgid 50) opening /w/a, submitting libaio writes of 4 KiB at
+    (submitted us, completed us), then an fsync and a close."""
+    lay = layout()
+    op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
+    kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
+    t0 = 1_000_000_000
+    rows = [dict(op="openat", start_ns=t0, latency_ns=1_000, offset=-1, ret=3, flags=O_RDWR | O_CREAT | O_TRUNC)]
+    for k, (sub, done) in enumerate(requests):
+        rows.append(dict(op="aio_write", start_ns=t0 + 10_000 + sub * 1000, latency_ns=(done - sub) * 1000,
+                         offset=k * 4096, requested=4096, ret=4096, ring=1))
+    rows.append(dict(op="fsync", start_ns=t0 + 10_000 + then_fsync_at * 1000, latency_ns=1_000, offset=-1))
+    rows.append(dict(op="close", start_ns=t0 + 20_000 + then_fsync_at * 1000, latency_ns=1_000, offset=-1))
+    events = np.zeros(len(rows), lay.event)
+    for record, row in zip(events, rows):
+        record["dev"], record["tgid"], record["tid"], record["fd"], record["ino"] = (8 << 20) | 1, 50, 50, 3, 100
+        for field, value in row.items():
+            record[field] = op[value] if field == "op" else value
+    meta = np.zeros(1, lay.meta)
+    meta["kind"], meta["dev"], meta["ino"], meta["tgid"] = kind["file"], (8 << 20) | 1, 100, 50
+    meta["fd"], meta["dirfd"], meta["ts_ns"] = 3, AT_FDCWD, t0 + 500
+    meta["path"][0, :4] = np.frombuffer(b"/w/a", np.uint8)
+    start = {"command": ["bench"], "mode": "run", "cwd": "/w",
+             "clock_start": {"monotonic_ns": t0 - 1000, "realtime_ns": 0, "offset_ns": 0}}
+    with TraceWriter(str(path), start) as writer:
+        writer.write_events(events)
+        writer.write_facts(meta)
+        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
+        writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": t0 + 10**6}})
+
+
+def test_async_requests_are_planned_at_the_depth_the_original_had(tmp_path):
+    # GIVEN libaio writes submitted at 0, 1, 2, 3 us, completed at 10, 11, 20, 21 us, a fifth
+    # submitted at 12 us (two done by then), and an fsync at 30 us (all done)
+    trace = tmp_path / "t.iwt"
+    write_async_trace(trace, [(0, 10), (1, 11), (2, 20), (3, 21), (12, 25)], then_fsync_at=30)
+    # WHEN planned
+    p = plan.build(str(trace))
+    # THEN each request waits for its ring to hold what was in flight at its submission, the
+    # fsync for none in flight, and the think time after a request runs from its submission
+    names = [plan.OPS[o] for o in p.calls["op"]]
+    assert names == ["open"] + ["aio_write"] * 5 + ["fsync", "close"]
+    assert list(p.calls["depth"]) == [0, 0, 1, 2, 3, 2, 0, 0]
+    assert list(p.calls["ring"][1:6]) == [1] * 5
+    assert list(p.calls["gap_ns"][2:6]) == [1000, 1000, 1000, 9000]
+    assert p.has_async and p.bytes_by_direction() == {"read": 0, "write": 5 * 4096}
+
+
+def test_async_requests_are_refused_by_the_python_player_in_one_line(tmp_path):
+    trace = tmp_path / "t.iwt"
+    write_async_trace(trace, [(0, 10)], then_fsync_at=30)
+    proc = iowitness("replay", str(trace), "--into", str(tmp_path / "into"), "--player", "python", check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "only the native player replays" in proc.stderr and not (tmp_path / "into").exists()
