@@ -22,6 +22,7 @@ import pandas as pd
 from iowitness.analysis import device
 from iowitness.analysis.event_lines import first_start
 from iowitness.collector.format.traceformat import dev_name
+from iowitness.escape import terminal
 
 OP_NAMES = {0: "read", 1: "write", 2: "flush", 3: "discard", 5: "secure-erase", 9: "write-zeroes"}
 HIST_WIDTH = 40   # bcc's star column
@@ -111,7 +112,7 @@ def lines(trace, phases: pd.DataFrame | None):
     yield HEADER
     for r in rows.itertuples(index=False):
         error = f"  error {r.error}" if r.error else ""
-        yield (f"{(r.complete_ns - origin) / 1e9:12.6f}  {r.comm[:16]:<16} {f'{r.tgid}/{r.tid}':<13} "
+        yield (f"{(r.complete_ns - origin) / 1e9:12.6f}  {terminal(r.comm[:16]):<16} {f'{r.tgid}/{r.tid}':<13} "
                f"{r.device[:10]:<10} {r.op[:7]:<7} {r.sector:>12} {r.bytes:>9} {r.queue_ns / 1e3:>11.1f} "
                f"{r.latency_ns / 1e3:>13.1f}  {r.phase if r.phase >= 0 else r.phases}{error}")
 
@@ -142,7 +143,7 @@ def histograms(rows: pd.DataFrame) -> list[dict]:
 def log2_text(counts: list[int], unit: str = "usecs") -> str:
     """The histogram as bcc's print_log2_hist draws it (rows from slot 0 to the last non-empty)."""
     top = max(counts) if counts else 0
-    lines = [f"{unit:>10}{'':<14}: count     distribution"]
+    lines = [f"{unit:>10}{'':<14} : count     distribution"]
     for i, value in enumerate(counts):
         low, high = (1 << (i + 1)) >> 1, (1 << (i + 1)) - 1
         if low == high:
