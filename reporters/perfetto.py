@@ -295,7 +295,7 @@ def write_block(writer: Writer, requests: pd.DataFrame, depth: dict) -> None:
             writer.write_counter(uuid, *depth[name])
 
 
-def write(path: str, trace, out) -> dict:
+def write(path: str, trace, out, block_rows: int | None = None) -> dict:
     """The trace at `path` (its report built already: `trace`, a StreamedTrace) as a Perfetto
     trace in `out` (an iowitness.outputfile.Output); what was written."""
     from iowitness.analysis import block_views, stream_events
@@ -313,7 +313,7 @@ def write(path: str, trace, out) -> dict:
         write_block(writer, requests, block_views.queue_depth(requests))
         calls = Calls(writer, comms)
         count = 0
-        with stream_events.open_events(path) as source:
+        with stream_events.open_events(path, block_rows=block_rows or stream_events.BLOCK_ROWS) as source:
             for block in source.blocks():
                 calls.add(block)
                 count += len(block)
