@@ -31,6 +31,7 @@ from iowitness.analysis.phases import READS, WRITES
 from iowitness.reporters import perfetto_wire as w
 
 BIN_NS = 100_000_000
+CHUNK = 1 << 16   # rows encoded together
 SEQ = 1
 # TracePacket, TrackEvent, TrackDescriptor fields (protos/perfetto/trace/)
 P_TIMESTAMP, P_EVENT, P_SEQ, P_INTERNED, P_FLAGS, P_DESCRIPTOR = 8, 11, 10, 12, 13, 60
@@ -124,6 +125,12 @@ class Writer:
         same time, is closed first). args: (name, kind "int" | "double" | "string", values,
         present or None); a string's values are already iids."""
         n = len(start)
+        if n > CHUNK:   # the encoder's index arrays take ~1 KiB a row: bounded by the chunk
+            for at in range(0, n, CHUNK):
+                part = slice(at, at + CHUNK)
+                self.write_slices(track[part], start[part], end[part], name_iid[part],
+                                  [(a, k, v[part], None if p is None else p[part]) for a, k, v, p in args])
+            return
         if not n:
             return
         notes = []
@@ -139,7 +146,7 @@ class Writer:
         begin = w.join(n, [w.field_varint(P_TIMESTAMP, start), head, w.nested(P_EVENT, event)])
         stop = w.join(n, [w.field_varint(P_TIMESTAMP, end), w.msg_varint(P_SEQ, SEQ),
                           w.nested(P_EVENT, w.join(n, [w.msg_varint(E_TYPE, END), w.field_varint(E_TRACK, track)]))])
-        self._write(w.join(n, [w.nested(1, begin), w.nested(1, stop)]).data.tobytes())
+        self._write(w.join(n, [w.nested(1, begin), w.nested(1, stop)]).flat())
         self.slices += n
 
     def write_counter(self, uuid: int, times: np.ndarray, values: np.ndarray) -> None:
@@ -153,9 +160,7 @@ class Writer:
 
 
 def _doubles(values) -> w.Col:
-    raw = np.ascontiguousarray(np.asarray(values, "<f8")).view(np.uint8)
-    n = len(raw) // 8
-    return w.Col(raw, np.arange(n, dtype=np.int64) * 8, np.full(n, 8, np.int64))
+    return w.fixed(np.ascontiguousarray(np.asarray(values, "<f8")).view(np.uint8).reshape(-1, 8))
 
 
 class Calls:

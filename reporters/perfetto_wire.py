@@ -2,10 +2,10 @@
 with numpy, for reporters/perfetto.py (a trace of 10 M calls is 20 M packets; one Python call
 per field per packet would take minutes).
 
-A `Col` is n byte strings laid end to end (data, with each row's start and length). A field is
+A `Col` is n byte strings, one per row of a matrix with a mask of the row's bytes. A field is
 a Col (its tag and value for every row, or nothing for a row where it is absent); a message is
-the row-wise concatenation of its fields (`join`); a sub-message field is `nested(number,
-message)`. Only what Perfetto's TracePacket needs: varints (unsigned, and int64 as two's
+the row-wise concatenation of its fields (`join`: a stack of matrices, no per-byte index); a
+sub-message field is `nested(number, message)`; the file is the masked bytes, row by row. Only what Perfetto's TracePacket needs: varints (unsigned, and int64 as two's
 complement, as protobuf writes a negative int64) and length-delimited fields.
 https://protobuf.dev/programming-guides/encoding/
 """
@@ -21,12 +21,24 @@ VARINT, LEN = 0, 2
 
 @dataclass
 class Col:
-    data: np.ndarray     # uint8, the rows end to end
-    starts: np.ndarray   # int64, where each row begins in data
-    lens: np.ndarray     # int64, its length (0: the field is absent from this row)
+    """n rows of bytes as a matrix: row i is bytes[i][mask[i]], in order (a row's bytes need not
+    be contiguous: joined fields keep their padding, masked out, so that a join is a stack)."""
+    bytes: np.ndarray   # uint8 (n, width)
+    mask: np.ndarray    # bool (n, width): which bytes are the row's
 
     def __len__(self) -> int:
-        return len(self.lens)
+        return len(self.bytes)
+
+    @property
+    def lens(self) -> np.ndarray:
+        return self.mask.sum(axis=1, dtype=np.int64)
+
+    def flat(self) -> bytes:
+        """The rows end to end."""
+        return self.bytes[self.mask].tobytes()
+
+    def row(self, i: int) -> bytes:
+        return self.bytes[i][self.mask[i]].tobytes()
 
 
 def varint_bytes(value: int) -> bytes:
@@ -44,15 +56,6 @@ def tag(number: int, wire: int) -> bytes:
     return varint_bytes(number << 3 | wire)
 
 
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """The indices starts[i] .. starts[i] + lens[i] - 1 of every row, rows one after another."""
-    total = int(lens.sum())
-    if not total:
-        return np.empty(0, np.int64)
-    before = np.cumsum(lens) - lens
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - before, lens)
-
-
 def varints(values: np.ndarray) -> Col:
     """Each value as a varint; int64 values below 0 take 10 bytes, as protobuf writes them."""
     x = np.asarray(values)
@@ -60,47 +63,44 @@ def varints(values: np.ndarray) -> Col:
     n = len(x)
     groups = np.zeros((n, 10), np.uint8)
     lens = np.ones(n, np.int64)
+    width = 1
     for k in range(10):
         low = (x & np.uint64(0x7F)).astype(np.uint8)
         x = x >> np.uint64(7)
         more = x != 0
         groups[:, k] = low | (more.astype(np.uint8) << 7)
+        width = k + 1
         if not more.any():
             break
         lens += more
-    keep = np.arange(groups.shape[1]) < lens[:, None]
-    return Col(groups[keep], np.cumsum(lens) - lens, lens)
+    return Col(groups[:, :width], np.arange(width) < lens[:, None])
 
 
-def const(n: int, raw: bytes) -> Col:
-    """The same bytes in each of n rows."""
-    data = np.frombuffer(raw, np.uint8)
-    return Col(np.tile(data, n), np.arange(n, dtype=np.int64) * len(data), np.full(n, len(data), np.int64))
+def fixed(raw: np.ndarray) -> Col:
+    """Rows of raw bytes of one width (uint8 (n, width)), all present."""
+    return Col(raw, np.ones(raw.shape, dtype=bool))
 
 
 def join(n: int, parts: list) -> Col:
     """Row i of the result is row i of every part, in order; a part may be bytes (the same in
     every row) or a Col."""
-    lens = np.zeros(n, np.int64)
-    for part in parts:
-        lens += len(part) if isinstance(part, bytes) else part.lens
-    starts = np.cumsum(lens) - lens
-    out = np.empty(int(lens.sum()), np.uint8)
-    at = starts.copy()
+    matrices, masks = [], []
     for part in parts:
         if isinstance(part, bytes):
             if part:
-                out[at[:, None] + np.arange(len(part))] = np.frombuffer(part, np.uint8)
-                at += len(part)
+                matrices.append(np.broadcast_to(np.frombuffer(part, np.uint8), (n, len(part))))
+                masks.append(np.ones((n, len(part)), dtype=bool))
         else:
-            out[_ranges(at, part.lens)] = part.data[_ranges(part.starts, part.lens)]
-            at += part.lens
-    return Col(out, starts, lens)
+            matrices.append(part.bytes)
+            masks.append(part.mask)
+    if not matrices:
+        return Col(np.empty((n, 0), np.uint8), np.empty((n, 0), dtype=bool))
+    return Col(np.hstack(matrices), np.hstack(masks))
 
 
 def where(col: Col, present: np.ndarray) -> Col:
     """The column with rows left empty where `present` is False (the field absent there)."""
-    return Col(col.data, col.starts, np.where(present, col.lens, 0))
+    return Col(col.bytes, col.mask & np.asarray(present, dtype=bool)[:, None])
 
 
 def field_varint(number: int, values: np.ndarray, present: np.ndarray | None = None) -> Col:
@@ -110,13 +110,12 @@ def field_varint(number: int, values: np.ndarray, present: np.ndarray | None = N
 
 def nested(number: int, message: Col) -> Col:
     """A length-delimited field holding each row of `message`."""
-    col = join(len(message), [tag(number, LEN), varints(message.lens), message])
-    return col
+    return join(len(message), [tag(number, LEN), varints(message.lens), message])
 
 
 def packets(packet: Col) -> bytes:
     """Rows as `repeated TracePacket packet = 1` of a Trace: what a .perfetto-trace file is."""
-    return nested(1, packet).data.tobytes() if len(packet) else b""
+    return nested(1, packet).flat() if len(packet) else b""
 
 
 # one message at a time (descriptors, interned names): plain Python

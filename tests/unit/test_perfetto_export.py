@@ -109,7 +109,7 @@ def test_varints_match_protobufs_own_encoding():
     # GIVEN int64 values, negative ones included, encoded column-wise as DebugAnnotation.int_value
     col = perfetto_wire.field_varint(4, np.array(values, np.int64))
     for k, v in enumerate(values):
-        mine = col.data[col.starts[k]:col.starts[k] + col.lens[k]].tobytes()
+        mine = col.row(k)
         # THEN each is the bytes protobuf writes for the same field
         assert mine == pb.DebugAnnotation(int_value=v).SerializeToString()
 
