@@ -128,7 +128,7 @@ def log2_slots(latency_us: np.ndarray) -> np.ndarray:
 def histograms(rows: pd.DataFrame) -> list[dict]:
     """Per (device, phase) of `requests`' rows, the counts per log2 slot of the issue-to-complete
     latency in µs (whole µs, as biolatency counts). phase -1: requests of no one phase."""
-    out = []
+    out: list[dict] = []
     if rows.empty:
         return out
     us = rows["latency_ns"].to_numpy(np.int64) // 1000
@@ -169,7 +169,7 @@ def intervals(trace, width_ns: int) -> pd.DataFrame:
         return pd.DataFrame(columns=INTERVAL_COLUMNS)
     names = device.block_dev_names(trace)
     origin = first_start(trace.meta, pd.DataFrame({"start_ns": [int(block["complete_ns"].min())]}))
-    out = []
+    out: list[dict] = []
     for dev in np.unique(block["dev"]):
         reqs = device.Requests(block[block["dev"] == dev])
         if not len(reqs.complete):

@@ -310,7 +310,7 @@ def write(path: str, trace, out, block_rows: int | None = None) -> dict:
     comms = {}
     if trace.processes is not None and len(trace.processes):
         comms = {int(r.tgid): str(r.comm) for r in trace.processes.itertuples()}
-    done = {}
+    done: dict[str, int] = {}
 
     def produce(f) -> None:
         writer = Writer(f)

@@ -5,8 +5,9 @@ per field per packet would take minutes).
 A `Col` is n byte strings, one per row of a matrix with a mask of the row's bytes. A field is
 a Col (its tag and value for every row, or nothing for a row where it is absent); a message is
 the row-wise concatenation of its fields (`join`: a stack of matrices, no per-byte index); a
-sub-message field is `nested(number, message)`; the file is the masked bytes, row by row. Only what Perfetto's TracePacket needs: varints (unsigned, and int64 as two's
-complement, as protobuf writes a negative int64) and length-delimited fields.
+sub-message field is `nested(number, message)`; the file is the masked bytes, row by row.
+Only what Perfetto's TracePacket needs: varints (unsigned, and int64 as two's complement, as
+protobuf writes a negative int64), fixed 8-byte doubles and length-delimited fields.
 https://protobuf.dev/programming-guides/encoding/
 """
 
@@ -21,13 +22,13 @@ VARINT, LEN = 0, 2
 
 @dataclass
 class Col:
-    """n rows of bytes as a matrix: row i is bytes[i][mask[i]], in order (a row's bytes need not
+    """n rows of bytes as a matrix: row i is cells[i][mask[i]], in order (a row's bytes need not
     be contiguous: joined fields keep their padding, masked out, so that a join is a stack)."""
-    bytes: np.ndarray   # uint8 (n, width)
+    cells: np.ndarray   # uint8 (n, width)
     mask: np.ndarray    # bool (n, width): which bytes are the row's
 
     def __len__(self) -> int:
-        return len(self.bytes)
+        return len(self.cells)
 
     @property
     def lens(self) -> np.ndarray:
@@ -35,10 +36,10 @@ class Col:
 
     def flat(self) -> bytes:
         """The rows end to end."""
-        return self.bytes[self.mask].tobytes()
+        return self.cells[self.mask].tobytes()
 
     def row(self, i: int) -> bytes:
-        return self.bytes[i][self.mask[i]].tobytes()
+        return self.cells[i][self.mask[i]].tobytes()
 
 
 def varint_bytes(value: int) -> bytes:
@@ -91,7 +92,7 @@ def join(n: int, parts: list) -> Col:
                 matrices.append(np.broadcast_to(np.frombuffer(part, np.uint8), (n, len(part))))
                 masks.append(np.ones((n, len(part)), dtype=bool))
         else:
-            matrices.append(part.bytes)
+            matrices.append(part.cells)
             masks.append(part.mask)
     if not matrices:
         return Col(np.empty((n, 0), np.uint8), np.empty((n, 0), dtype=bool))
@@ -100,7 +101,7 @@ def join(n: int, parts: list) -> Col:
 
 def where(col: Col, present: np.ndarray) -> Col:
     """The column with rows left empty where `present` is False (the field absent there)."""
-    return Col(col.bytes, col.mask & np.asarray(present, dtype=bool)[:, None])
+    return Col(col.cells, col.mask & np.asarray(present, dtype=bool)[:, None])
 
 
 def field_varint(number: int, values: np.ndarray, present: np.ndarray | None = None) -> Col:

@@ -61,9 +61,8 @@ def main() -> int:
             show(label, measured, size, spec.events)
             if spec is small and not args.no_count:
                 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-                from tests.support import perfetto_trace
-
                 from iowitness.collector.format import tracestream
+                from tests.support import perfetto_trace
 
                 decoded = perfetto_trace.read(out)
                 calls = sum(1 for s in decoded.slices if decoded.thread_of(s.track) is not None)

@@ -74,8 +74,9 @@ def read(path) -> Decoded:
                 strings[e.iid] = e.str.decode()
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
+            pid = d.thread.pid if d.HasField("thread") else d.process.pid if d.HasField("process") else None
             tracks[d.uuid] = {"name": d.name, "parent": d.parent_uuid if d.HasField("parent_uuid") else None,
-                              "pid": d.thread.pid if d.HasField("thread") else d.process.pid if d.HasField("process") else None,
+                              "pid": pid,
                               "tid": d.thread.tid if d.HasField("thread") else None,
                               "thread_name": d.thread.thread_name if d.HasField("thread") else "",
                               "process_name": d.process.process_name if d.HasField("process") else "",
