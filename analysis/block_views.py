@@ -50,16 +50,23 @@ def requests(trace, phases: pd.DataFrame | None = None) -> pd.DataFrame:
     rows = pd.DataFrame({
         "complete_ns": complete, "start_ns": started, "issue_ns": issued,
         "dev": block["dev"].astype(np.int64),
-        "device": [names.get(int(d)) or dev_name(int(d)) for d in block["dev"]],
+        "device": _named(block["dev"], lambda d: names.get(int(d)) or dev_name(int(d))),
         "sector": block["sector"].astype(np.int64), "bytes": block["bytes"].astype(np.int64),
-        "op": [OP_NAMES.get(int(o), f"op{o}") for o in op],
+        "op": _named(op, lambda o: OP_NAMES.get(int(o), f"op{o}")),
         "latency_ns": complete - issued, "queue_ns": issued - started,
         "tgid": block["tgid"].astype(np.int64), "tid": block["tid"].astype(np.int64),
-        "comm": [bytes(c).split(b"\0", 1)[0].decode("utf-8", "replace") for c in block["comm"]],
+        "comm": _named(np.ascontiguousarray(block["comm"]).view(f"S{block['comm'].shape[1]}")[:, 0],
+                       lambda c: c.split(b"\0", 1)[0].decode("utf-8", "replace")),
         "error": block["error"].astype(np.int64),
     })
     rows["phase"], rows["phases"] = _phases_of(rows, phases)
     return rows
+
+
+def _named(values: np.ndarray, name_of) -> np.ndarray:
+    """name_of(v) for each value, called once per distinct value (a few devices, ops, programs)."""
+    distinct, codes = np.unique(values, return_inverse=True)
+    return np.array([name_of(v) for v in distinct], dtype=object)[codes.reshape(-1)]
 
 
 def _phases_of(rows: pd.DataFrame, phases: pd.DataFrame | None) -> tuple[np.ndarray, list[str]]:
