@@ -154,3 +154,39 @@ def test_perfetto_export_counts_against_dd_and_the_block_records(run):
     assert sum(v for _, v in decoded.counters[counter]) // 10 == int(recorded["bytes"].sum())
     depth = next(u for u, n in names.items() if n == f"{run['device']} queue depth")
     assert max(v for _, v in decoded.counters[depth]) >= 1 and decoded.counters[depth][-1][1] == 0
+
+
+def test_perfetto_export_of_fio_libaio_at_depth_8(tmp_path):
+    """Asynchronous requests of one thread overlap: each must still be one slice, on a track
+    where slices nest; fio's own count of its I/Os is the ground truth."""
+    fio = require_tool("fio")
+    import json
+    import subprocess
+
+    with loop_ext4(64) as (_, mnt):
+        trace, out = tmp_path / "fio.iwt", tmp_path / "fio.json"
+        # GIVEN fio writing 4 MiB in 64 KiB O_DIRECT requests, 8 in flight, through libaio
+        proc = subprocess.run([*IOWITNESS, "run", "-q", "-o", str(trace), "--", fio, "--name=aio",
+                               f"--filename={mnt}/a.bin", "--rw=randwrite", "--bs=64k", "--size=4m",
+                               "--ioengine=libaio", "--iodepth=8", "--direct=1", "--output-format=json",
+                               f"--output={out}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    ios = sum(j["write"]["total_ios"] for j in json.loads(out.read_text())["jobs"])
+    assert ios == 64
+    # WHEN it is exported and read back with Perfetto's definitions
+    exported = tmp_path / "fio.perfetto-trace"
+    iowitness("export", str(trace), "--perfetto", str(exported))
+    decoded = perfetto_trace.read(exported)
+    # THEN the file is well formed and each of fio's writes is one slice of 65,536 bytes
+    assert decoded.errors == []
+    writes = [s for s in decoded.slices if decoded.thread_of(s.track) is not None and s.name == "aio_write"]
+    assert len(writes) == ios and {s.args["bytes"] for s in writes} == {BS}
+    assert sorted(s.args["offset"] for s in writes) == [k * BS for k in range(ios)]   # randwrite: each block once
+    # overlapping requests of the thread sit on child tracks, never two at once on one track
+    by_track: dict[int, list] = {}
+    for s in writes:
+        by_track.setdefault(s.track, []).append((s.ts, s.ts + s.dur))
+    for spans in by_track.values():
+        spans.sort()
+        assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:]))
+    assert len(by_track) > 1
