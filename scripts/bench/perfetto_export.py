@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +27,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report_10m import add_trace_options  # noqa: E402  (a sibling script)
 from show_events_export import IOWITNESS, measure, trace_built_apart  # noqa: E402
+
+COUNT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from tests.support import perfetto_trace
+from iowitness.collector.format import tracestream
+
+decoded = perfetto_trace.read(sys.argv[2])
+calls = sum(1 for s in decoded.slices if decoded.thread_of(s.track) is not None)
+stream = tracestream.open_trace(sys.argv[3])
+print(f"slices on thread tracks {calls:,}, events in the trace {stream.event_count:,}, "
+      f"errors {len(decoded.errors)}", flush=True)
+stream.close()
+"""
 
 
 def run(trace: Path, runs: int) -> tuple[list, int, Path]:
@@ -60,17 +75,10 @@ def main() -> int:
             measured, size, out = run(trace, args.runs)
             show(label, measured, size, spec.events)
             if spec is small and not args.no_count:
-                sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-                from iowitness.collector.format import tracestream
-                from tests.support import perfetto_trace
-
-                decoded = perfetto_trace.read(out)
-                calls = sum(1 for s in decoded.slices if decoded.thread_of(s.track) is not None)
-                stream = tracestream.open_trace(trace)
-                events = stream.event_count
-                stream.close()
-                print(f"slices on thread tracks {calls:,}, events in the trace {events:,}, "
-                      f"errors {len(decoded.errors)}", flush=True)
+                # in a child: the decoded file takes GiB, and a child's ru_maxrss starts from its
+                # parent's high-water mark (the larger trace's runs come after)
+                subprocess.run([sys.executable, "-c", COUNT, str(Path(__file__).resolve().parents[2]), str(out),
+                                str(trace)], check=True)
             out.unlink()
             out.parent.rmdir()
     return 0
