@@ -84,10 +84,15 @@ def interval_chart(trace, width_ns: int) -> str:
     table = interval_rows(trace, width_ns)
     if table.empty:
         return charts.empty("Device per interval: no block request in this trace.")
-    return _chart(table, units.seconds(width_ns / 1e9))
+    return _chart(table, units.seconds(width_ns / 1e9), width_ns / 1e9)
 
 
-def _chart(table: pd.DataFrame, step: str) -> str:
+def _steps(t: np.ndarray, values: np.ndarray, width_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """A step per interval, the last one drawn to its end too."""
+    return np.r_[t, t[-1] + width_s], np.r_[values, values[-1]]
+
+
+def _chart(table: pd.DataFrame, step: str, width_s: float) -> str:
     from iowitness.reporters import charts
 
     @charts._styled
@@ -102,9 +107,10 @@ def _chart(table: pd.DataFrame, step: str) -> str:
             for column, what in (("rkB/s", "read"), ("wkB/s", "write")):
                 values = part[column].to_numpy(float) * 1024 / divisor
                 if values.any():
-                    ax.step(t, values, where="post", color=next(colours), lw=1.2, label=f"{name} {what}")
-            right.step(t, part["%util"].to_numpy(float), where="post", color=next(colours), lw=1, ls="--",
-                       label=f"{name} %util")
+                    ax.step(*_steps(t, values, width_s), where="post", color=next(colours), lw=1.2,
+                            label=f"{name} {what}")
+            right.step(*_steps(t, part["%util"].to_numpy(float), width_s), where="post", color=next(colours),
+                       lw=1, ls="--", label=f"{name} %util")
         right.set_ylim(0, 105)
         right.set_ylabel("%util")
         ax.set_xlabel("time since the recording began (s)")
