@@ -64,11 +64,12 @@ _iowitness() {
                 -e|--syscall) COMPREPLY=(); return ;;
                 -p|--pid) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --events --phase --file -e --syscall -p --pid" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --events --block --phase --file -e --syscall -p --pid" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         report)
             case "$prev" in
                 --html) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --interval) COMPREPLY=(); return ;;
                 --mode) COMPREPLY=(); return ;;
                 --claims) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --spec) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -76,7 +77,7 @@ _iowitness() {
                 --tolerance) COMPREPLY=(); return ;;
                 --device-ceiling) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --json --csv --markdown --html --stream --wide --no-pager --mode --claims --spec --format --tolerance --device-ceiling" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --json --csv --markdown --html --stream --wide --no-pager --interval --mode --claims --spec --format --tolerance --device-ceiling" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         compare)
             case "$prev" in
@@ -104,8 +105,9 @@ _iowitness() {
                 --mode) COMPREPLY=(); return ;;
                 --tolerance) COMPREPLY=(); return ;;
                 --fio-iolog) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --perfetto) COMPREPLY=($(compgen -f -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --parquet --mode --tolerance --stream --fio-iolog" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --parquet --mode --tolerance --stream --fio-iolog --perfetto" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         replay)
             case "$prev" in

@@ -20,7 +20,7 @@ import pandas as pd
 
 from iowitness import escape, units
 from iowitness.analysis import figures as active_figures
-from iowitness.reporters import chart_bins, charts, phase_ranges, stretches, sweep, tables
+from iowitness.reporters import block, chart_bins, charts, phase_ranges, stretches, sweep, tables
 
 MAX_PHASE_SECTIONS = 12
 
@@ -245,7 +245,8 @@ def device_section(report, trace) -> str:
     return "\n".join(out)
 
 
-def render(report, trace, verdicts=None, note: str | None = None) -> str:
+def render(report, trace, verdicts=None, note: str | None = None, interval_ns: int | None = None) -> str:
+    """interval_ns: `report --interval`, the device's iostat -x columns per interval (reporters/block.py)."""
     chosen = chosen_phases(report, verdicts) if len(report.phases) else []
     path = trace.meta.get("path") or "trace"
     body = [f"<h1>iowitness report: {esc(os.path.basename(path))}</h1>",
@@ -282,6 +283,7 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
             if int(r.phase) in wanted:
                 body.append(phase_section(r, drawn, report, verdicts))
         body.append(device_section(report, trace))
+        body.append(block.html_section(report, trace, interval_ns, figure, table))
     body += ['<h2 id="run">Run</h2>', table(tables.run_metadata(trace), "metadata")]
     return page(f"iowitness report: {os.path.basename(path)}", "\n".join(body))
 

@@ -8,7 +8,7 @@ from iowitness import units
 from iowitness.analysis import observer, printed
 from iowitness.collector import backends
 from iowitness.escape import terminal
-from iowitness.reporters import phase_ranges, stretches, sweep, tables
+from iowitness.reporters import block, phase_ranges, stretches, sweep, tables
 
 # an outlier line is printed for a phase whose slowest calls take this share of its time
 OUTLIER_SHARE = 0.10
@@ -72,6 +72,9 @@ def render(report, trace, verdicts=None, width: int | None = None) -> str:
         parts += ["", units.table(spans, title=stretches.TITLE, width=width, drop=stretches.DROP)]
     parts += ["", outlier_lines(report.outliers)]
     parts += ["", device_section(report, trace, width)]
+    latency = block.histogram_text(report, trace)
+    if latency:
+        parts += ["", latency]
     return units.wrap("\n".join(parts), width)
 
 

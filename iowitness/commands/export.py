@@ -15,12 +15,20 @@ the single file's events a row group per block).
 and DIR/replay.fio, a job file that replays them with fio's read_iolog; the files go under
 DIR/files (docs/replay.md).
 
+--perfetto FILE writes one trace as a Perfetto trace (its protobuf format), to open in
+ui.perfetto.dev (offline, in the browser) or query with trace_processor: a track per thread
+with each call a slice (fd, offset, bytes, latency, path), the phases on a track of their
+own, the block requests on a track per device, and counters for throughput and queue depth
+(docs/block-and-perfetto.md). The calls are written block by block: memory bounded by a
+block, whatever the trace's size.
+
 Example:
   iowitness export iozone.iwt --parquet iozone.parquet
   duckdb -c "select syscall, count(*), sum(ret) from 'iozone.parquet' group by 1"
   iowitness export --parquet runs/ sweep/*.iwt
   duckdb -c "select benchmark, name, avg(wall_Bps) from 'runs/phases/*/*.parquet' group by all"
   iowitness export iozone.iwt --fio-iolog iozone-fio/ && fio iozone-fio/replay.fio
+  iowitness export fio.iwt --perfetto fio.perfetto-trace   # then open it in ui.perfetto.dev
 """
 
 from __future__ import annotations
@@ -48,6 +56,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--fio-iolog", metavar="DIR",
                         help="one trace's calls as fio iologs (version 3), one per thread, and DIR/replay.fio, "
                              "a job that replays them with read_iolog (docs/replay.md)")
+    parser.add_argument("--perfetto", metavar="FILE",
+                        help="one trace as a Perfetto trace (protobuf) for ui.perfetto.dev: calls per thread, "
+                             "phases, block requests per device, throughput and queue-depth counters")
 
 
 def _one_file(args) -> bool:
@@ -68,8 +79,10 @@ def _usable(path: str, trace) -> None:
 def execute(args) -> int:
     if args.fio_iolog:
         return _fio_iolog(args)
+    if args.perfetto:
+        return _perfetto(args)
     if not args.parquet:
-        raise UsageError("say where to export: --parquet OUT or --fio-iolog DIR")
+        raise UsageError("say where to export: --parquet OUT, --fio-iolog DIR or --perfetto FILE")
     require("pyarrow.parquet", "parquet", "export --parquet")   # before a trace is read: one line, at once
     if _one_file(args):
         out = _output.destination(args, args.parquet)
@@ -89,6 +102,21 @@ def _fio_iolog(args) -> int:
     left = sum(done["left_out"].values())
     _output.print_text(f"wrote {done['job_file']}: {done['jobs']} job(s), {done['bytes']['read']:,} bytes read and "
                        f"{done['bytes']['write']:,} written; {left:,} call(s) left out; run: fio {done['job_file']}")
+    return 0
+
+
+def _perfetto(args) -> int:
+    from iowitness.reporters import perfetto
+
+    if args.parquet or len(args.traces) != 1:
+        raise UsageError("--perfetto exports one trace, alone (without --parquet or --fio-iolog)")
+    out = _output.destination(args, args.perfetto)
+    path = args.traces[0]
+    with _reading.trace_of(path) as trace:
+        _usable(path, trace)
+        done = perfetto.write(path, trace, out)
+    _output.print_text(f"wrote {args.perfetto}: {done['calls']:,} calls, {done['phases']} phase(s), "
+                       f"{done['requests']:,} block request(s), {done['bytes']:,} bytes; open it in ui.perfetto.dev")
     return 0
 
 

@@ -29,11 +29,18 @@ Example:
   iowitness report iozone.iwt --html report.html
   iowitness report iozone.iwt --markdown > report.md
   iowitness report iozone.iwt --json > phases.json
+  iowitness report fio.iwt --interval 1s
   iowitness report long-fio.iwt --json > report.json
   iowitness report fio.iwt --claims fio.json
   iowitness report mybench.iwt --spec mybench.toml
   iowitness report host1.iwt host2.iwt --claims fio-client.json
   iowitness report host1.iwt host2.iwt --claims iozone-master.txt
+
+The text and HTML reports end with a log2 histogram of the block requests' latency (issue to
+complete) per device and phase, as biolatency -D prints it. --interval 1s adds the device's
+iostat -x columns per interval of the recording (r/s, w/s, rkB/s, wkB/s, areq-sz, r_await,
+w_await, aqu-sz, %util), as a table in the text and as a chart in the HTML page
+(docs/block-and-perfetto.md).
 
 Several traces are one benchmark run over several hosts: fio --client driving a fio --server
 on each, each server traced by `iowitness attach --pid`; or IOzone's cluster mode (-+m), each
@@ -69,11 +76,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-pager", action="store_true",
                         help="never page the text report (by default a report longer than the screen goes "
                              "through $PAGER, else less -FRX, when stdout is a terminal)")
+    parser.add_argument("--interval", metavar="DURATION",
+                        help="the device's iostat -x columns per interval (1s, 500ms), in the text report and "
+                             "as a chart in --html")
     add_mode_option(parser)
     _claims.add_claim_options(parser)
 
 
 def execute(args) -> int:
+    args.interval_ns = _interval(args)
     if args.more:   # one run over several hosts
         from iowitness.commands import _hosts
 
@@ -115,12 +126,34 @@ def _report(trace, args, out) -> int:
     elif args.html:
         from iowitness.reporters import html
 
-        out.write_text(html.render(report, trace, verdicts, note))
+        out.write_text(html.render(report, trace, verdicts, note, interval_ns=args.interval_ns))
     else:
         width = _output.width(args.wide)
-        _output.print_text(text.render(report, trace, verdicts, width) + "\n\n"
+        interval = ""
+        if args.interval_ns:
+            from iowitness.reporters import block
+
+            interval = "\n\n" + block.interval_text(trace, args.interval_ns, width)
+        _output.print_text(text.render(report, trace, verdicts, width) + interval + "\n\n"
                            + text.verdict_section(verdicts, note, width), pager=not args.no_pager)
     return 0
+
+
+def _interval(args) -> int | None:
+    """--interval in ns; only where it is shown (the text report and --html)."""
+    from iowitness.errors import UsageError
+
+    if args.interval is None:
+        return None
+    if args.json or args.csv or args.markdown or args.more:
+        raise UsageError("--interval is shown in the text report and in --html; leave out --json, --csv, "
+                         "--markdown and other hosts' traces")
+    from iowitness.reporters import block
+
+    try:
+        return block.parse_interval(args.interval)
+    except ValueError as exc:
+        raise UsageError(f"--interval {exc}") from None
 
 
 def _summary_report(trace, args) -> int:

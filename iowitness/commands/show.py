@@ -6,9 +6,16 @@ file); --phase, --file, --syscall (-e) and --pid (-p) keep some of them, and com
 read the trace block by block: memory bounded by a block (and, for --events, the phases), not
 by the events, whatever the trace's size.
 
+With --block, one line per block request on the devices under the target files, in order of
+completion, as bcc's biosnoop prints them: time, process and thread that submitted it,
+device, op, sector, bytes, time queued (start to issue) and latency (issue to complete) in µs,
+and the phase it belongs to ("3,4" when several phases could have caused it)
+(docs/block-and-perfetto.md).
+
 Example:
   iowitness show iozone.iwt
   iowitness show --events -e read,pread64 --phase 3 iozone.iwt | head
+  iowitness show --block fio.iwt | sort -k9 -n | tail   # the slowest block requests
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--events", action="store_true",
                         help="one line per recorded call (time in s since the recording began, latency in µs, "
                              "sizes in bytes) instead of the summary")
+    parser.add_argument("--block", action="store_true",
+                        help="one line per block request (time in s, sector, bytes, queue and latency in µs, the "
+                             "phase and process), as biosnoop prints them")
     events = parser.add_argument_group("with --events, keep only the calls")
     events.add_argument("--phase", dest="phases", action="append", type=_list(int), default=[], metavar="N",
                         help="of phase N (as report numbers them); repeatable or N,M")
@@ -52,6 +62,10 @@ def execute(args) -> int:
     given = [f"--{name.rstrip('s')}" for name, value in filters.items() if value]
     if given and not args.events:
         raise UsageError(f"{given[0]} filters the lines of --events; add --events")
+    if args.block:
+        if args.events:
+            raise UsageError("--block and --events are two listings: give one")
+        return _block(args.trace)
     if args.events:
         from iowitness.analysis import event_lines
 
@@ -71,4 +85,21 @@ def execute(args) -> int:
     # trace still being written is read up to its last whole chunk
     with streamed.open_trace(args.trace) as trace:
         _output.print_text(summary.render(trace))
+    return 0
+
+
+def _block(path: str) -> int:
+    from iowitness.analysis import block_views
+    from iowitness.commands import _reading
+    from iowitness.errors import UsageError
+
+    with _reading.trace_of(path) as trace:
+        if getattr(trace, "block", None) is None or not len(trace.block):
+            raise UsageError(f"{path} holds no block request (none reached a block device under the target files, "
+                             "or the trace was recorded without the device view)")
+        phases = trace.report().phases if trace.summary is None else None
+        out = sys.stdout
+        for line in block_views.lines(trace, phases):
+            out.write(line + "\n")
+        out.flush()
     return 0
