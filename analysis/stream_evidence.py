@@ -91,7 +91,8 @@ class StreamedEvidence:
                 [claim_windows.calls_between(e, a, phases, low) for e, a in self._assigned.blocks()])
         return self._cache[key]
 
-    def _rows_of(self, phases: list[int], columns: list[str], low: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def _rows_of(self, phases: list[int], columns: list[str],
+                 low: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
         kept_events, kept_names, kept_assigned = [], [], []
         for e, a in self._blocks(low):
             mine = np.isin(a["phase"].to_numpy(), phases)
