@@ -31,7 +31,8 @@ def no_output(meta: dict) -> str:
     """Why a trace holds no benchmark output, as it came to hold none, and what to do."""
     why = "this trace holds no benchmark output"
     if meta.get("mode") == "attach":
-        why += ": iowitness attached to a running benchmark, and attach does not capture its output"
+        why += (": iowitness attached to a running benchmark, which printed nothing on its standard output or "
+                "error after the attach (traces made before the output timeline hold none under attach)")
     elif meta.get("mode") == "run":
         why += ": the benchmark printed nothing on its standard output or error while it was traced"
     saved = _output_option(meta.get("command") or [], meta.get("cwd") or "")

@@ -21,6 +21,7 @@ import os
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis.output_fds import OutputFds
 from iowitness.analysis.phases import (
     CREAT,
     F_DUPFD,
@@ -178,6 +179,7 @@ class Walk:
     def __init__(self, source, outside, folder: str):
         self.folder = folder
         exec_files: set[int] = set()
+        self._source = source
         while True:
             try:
                 self._walk(source, outside, exec_files)
@@ -202,6 +204,8 @@ class Walk:
         self._stream_of: dict[int, int] = {}               # (span, tid) key -> stream
         self._last_maker = ({}, {})                        # (tgid, dev, ino) -> fd of its last open, mmap
         self._last_start, self._unsorted, self._by_file = None, False, False
+        # the benchmark's stdout and stderr are output, never data (analysis/output_fds.py)
+        self._output = OutputFds.of(self._source)
         for at, chunk in _chunks(source, outside):
             self._chunk(at, chunk)
             self.events = at + len(chunk["start"])
@@ -210,9 +214,9 @@ class Walk:
     def _chunk(self, at: int, c: dict[str, np.ndarray]) -> None:
         self.start_dtype = c["start"].dtype
         kind = c["kind"].copy()
-        code = self._code(c) | c["outside"]
-        kind[code] = OTHER
         ok = c["ret"] >= 0
+        code = self._code(c) | c["outside"] | self._output.rows(c, kind, ok)
+        kind[code] = OTHER
         self._check_order(c)
         fd = self._description_fds(c, kind, ok)
         span = self._spans(c, kind, ok, fd)

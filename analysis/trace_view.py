@@ -27,6 +27,8 @@ class TraceView:
         # the BLOCK records: the device's requests, and libaio requests' kernel completions
         self.block, self.aio_done = aio_kernel.split(data.block)
         self.stored_bytes = data.stored_bytes
+        # the output timeline (collector/format/printed_timeline.py); None in traces without one
+        self.printed = getattr(data, "printed", None)
         self._ops, self._meta_kinds, self._facts = data.ops, data.meta_kinds, data.facts
         self._data, self._columns = data, data.columns
 

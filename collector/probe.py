@@ -21,6 +21,8 @@ from iowitness.probes.layout import layout
 DEFAULT_RING_BYTES = 64 << 20   # the event area's budget, shared out between the CPUs
 MAX_RING_BYTES = 1 << 30        # rounded up per CPU, that stays under the kernel's 4 GiB per map
 META_RING_BYTES = 1 << 20
+# the output timeline: 4 MiB, about a thousand writes to fd 1 and 2 between two drains (probes/output.bpf.h)
+OUTPUT_RING_BYTES = 4 << 20
 DEVICE_RING_BYTES = 4 << 20   # block requests and off-CPU stretches: each its own ring of this size
 DOORBELL_RING_BYTES = 1 << 16 # wake-ups only (collector/eventarea.py)
 # Sizes of the kernel's target sets. Neither is preallocated: the kernel allocates an entry
@@ -128,11 +130,13 @@ class Probe:
             self.events = eventarea.EventArea(self._obj.map("event_area").fd, self._obj.map("event_positions").fd,
                                               doorbell, cpus, per_cpu, L.event)
             self.facts = RingReader(self._obj.map("meta_events").fd, META_RING_BYTES, L.meta)
+            # the benchmark's writes to its fd 1 and 2 (probes/output.bpf.h): the output timeline
+            self.printed = RingReader(self._obj.map("output_events").fd, OUTPUT_RING_BYTES, L.structs["iow_output"])
             self._open_device_view(L)
             # one sleep for every ring: the event area's doorbell, and the facts, block-request
             # and off-CPU rings when they fill (the probe wakes us then, not per record)
             self._wakeups = Wakeups()
-            for reader in (doorbell, self.facts, self.block, self.offcpu):
+            for reader in (doorbell, self.facts, self.block, self.offcpu, self.printed):
                 self._wakeups.on_readable(reader.fd)
         except BaseException:
             self._obj.close()

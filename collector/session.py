@@ -162,6 +162,9 @@ class Recorder:
             self._note_new_devices()
         block, offcpu = self.probe.block.read(), self.probe.offcpu.read()
         self.writer.write_device(block, offcpu)
+        printed = getattr(self.probe, "printed", None)   # backends without the output timeline: None
+        if printed is not None:
+            self.writer.write_printed(printed.read())
         self.stats.block += block.size
         return events.size + facts.size + block.size + offcpu.size
 

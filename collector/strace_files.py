@@ -98,6 +98,7 @@ def import_strace(names: list[str], out: str, rules: list[str], output_file: str
     with TraceWriter(out, start_meta(imp, [p for p, _ in files], rules), **extra) as writer:
         writer.write_facts(facts)
         writer.write_events(events)
+        writer.write_printed(imp.printed_records())
         for stream, data in output:
             writer.write_output(stream, data)
         counters = {"events": len(events), "facts": len(facts), "lost_events": 0, "lost_meta": 0}

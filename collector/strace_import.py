@@ -90,6 +90,7 @@ class Importer:
         self.directories: set[str] = set()
         self.output: list[tuple[str, bytes]] = []
         self.output_cut = False                    # strace shortened a string written to stdout
+        self.printed: list[tuple] = []             # every write to fd 1 or 2: the output timeline
         self.command: list[str] | None = None
         self.command_cut = False
         self.cwd: str | None = None
@@ -166,9 +167,14 @@ class Importer:
             return
         if not c.args:
             return
-        if name in ("write", "writev") and c.args[0] in ("1", "2") and _is_terminal_or_pipe(c.paths.get(0)):
-            self._stdout(c)
-            return
+        if name in ("write", "writev") and c.args[0] in ("1", "2"):
+            # the output timeline has every write to fd 1 and 2, as the probe's; one to a file
+            # is an event on it too, and the analysis's walk tells output from data
+            # (analysis/output_fds.py), as for a trace the probe made
+            self._printed(c, proc, name)
+            if _is_terminal_or_pipe(c.paths.get(0)):
+                self._stdout(c)
+                return
         if name == "getdents64" and 0 in c.paths:
             self.directories.add(c.paths[0])
             return
@@ -302,6 +308,11 @@ class Importer:
             self.output.append((stream, text))
             self.output_cut |= cut
 
+    def _printed(self, c: strace_lines.Call, proc: Proc, name: str) -> None:
+        data = b"".join(text for text, _ in strace_lines.strings(c.raw))
+        self.printed.append((c.ts_ns, c.ts_ns + (c.latency_ns or 0), c.ret, proc.tgid, c.pid, int(c.args[0]),
+                             data, self.op[f"IOW_OP_{name.upper()}"]))
+
     # -- records -------------------------------------------------------------------------------
     def _event(self, c, proc: Proc, op: int, f: OpenFile, fd: int, offset: int, requested: int = 0,
                flags: int = 0) -> None:
@@ -323,6 +334,21 @@ class Importer:
             for name, column in zip(names, columns):
                 out[name] = np.array(column, dtype=dtype[name])
         return out[np.argsort(out["start_ns"], kind="stable")]
+
+    def printed_records(self) -> np.ndarray:
+        """The writes to fd 1 and 2 as iow_output records (the bytes strace printed of each: its
+        -s cuts them, counted as cut where fewer than the call wrote)."""
+        dtype = layout().structs["iow_output"]
+        out = np.zeros(len(self.printed), dtype=dtype)
+        room = dtype["data"].shape[0]
+        for i, (start, end, ret, tgid, tid, fd, data, op) in enumerate(self.printed):
+            row = out[i]
+            row["start_ns"], row["end_ns"], row["ret"], row["tgid"], row["tid"] = start, end, ret, tgid, tid
+            row["fd"], row["op"] = fd, op
+            kept = data[:max(0, min(room, ret))]
+            row["copied"] = len(kept)
+            row["data"][:len(kept)] = np.frombuffer(kept, dtype=np.uint8)
+        return out
 
     def fact_records(self) -> np.ndarray:
         dtype = layout().meta

@@ -198,6 +198,26 @@ struct iow_offcpu {
 	__u32 pad0;
 };
 
+/* What a record in the output ring describes: one write or writev a traced process made to
+ * its fd 1 or 2 (its standard output or error, whatever they point at: a pipe, a pty, a file,
+ * a socket), with the first bytes it wrote (output.bpf.h). The benchmark's output timeline:
+ * each line it printed gets the time of the write that ended it. */
+#define IOW_OUTPUT_BYTES 4096  /* bytes of a call copied at most; the rest is counted, not kept */
+struct iow_output {
+	__u64 start_ns;    /* syscall entry, CLOCK_MONOTONIC (the events' clock) */
+	__u64 end_ns;      /* syscall exit: when the bytes were written */
+	__u64 ino;         /* what the fd points at: inode ... */
+	__s64 ret;         /* bytes written, or -errno */
+	__u32 tgid;
+	__u32 tid;
+	__u32 dev;         /* ... and its super block's device (a pipe's or a socket's is an anonymous one) */
+	__s32 fd;          /* 1 or 2 */
+	__u32 copied;      /* bytes of data that hold the call's first bytes: min(ret, IOW_OUTPUT_BYTES), 0 on error */
+	__u16 op;          /* IOW_OP_WRITE or IOW_OP_WRITEV */
+	__u16 pad0;
+	__u8 data[IOW_OUTPUT_BYTES];
+};
+
 /* Settings fixed at load time (const volatile in the BPF program). */
 #define IOW_MODE_ALL_FILES 0   /* every regular file of the process set, minus exclusions */
 #define IOW_MODE_FILE_SET 1    /* only files matched by name at open or by inode */
@@ -216,7 +236,8 @@ struct iow_offcpu {
 #define IOW_LOST_REQUESTS 9    /* an async request on a target the in-flight map had no room for: its completion unseen */
 #define IOW_LOST_UNDECODED 10  /* a transfer on a target file made in a way the probe does not decode */
 #define IOW_LOST_COMPAT 11     /* libaio, io_uring or mmap the compatible probe does not follow (compat.bpf.h) */
-#define IOW_LOST_SLOTS 12
+#define IOW_LOST_OUTPUT 12     /* a write to fd 1 or 2 the output ring had no room for: its line has no time */
+#define IOW_LOST_SLOTS 13
 
 /* Calls that drive asynchronous I/O without moving file data themselves: counted per CPU in
  * `async_calls` (calls and time inside them), never recorded one by one. */

@@ -63,6 +63,7 @@
 #include "block.bpf.h"
 #include "offcpu.bpf.h"
 #include "transfer.bpf.h"
+#include "output.bpf.h"
 #ifdef IOW_COMPAT
 #include "compat.bpf.h"
 #else
@@ -204,6 +205,14 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	/* the call's file, and whether it is a target; the plain call on an fd first */
 	if (route.route == IOW_ROUTE_FD) {
 		args = (struct call_args){ .offset = -1, .fd = ARG1(regs) };
+		/* the benchmark's own output (output.bpf.h): a call on any other fd pays this one
+		 * compare; a write to fd 1 or 2 goes on below, in case its file is a target */
+		if ((unsigned long)(args.fd - 1) < 2 && (op == IOW_OP_WRITE || op == IOW_OP_WRITEV)) {
+			struct output_call call = { .start_ts = start_ts, .now = now, .ret = ret,
+						    .fd = args.fd, .op = op };
+
+			record_output(regs, &call);
+		}
 		file = file_of_fd(task, args.fd);
 		if (!file || !target_file(slot, &key, file_key_of(file, &key), &epoch))
 			return 0;

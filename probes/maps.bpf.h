@@ -114,6 +114,13 @@ struct {
 	__type(value, struct iow_offcpu);
 } offcpu_layout SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_output);
+} output_layout SEC(".maps");
+
 /* scratch space too large for the 512-byte BPF stack */
 struct scratch {
 	struct iow_meta meta;

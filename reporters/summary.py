@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import aggregates, observer
+from iowitness.analysis import aggregates, observer, printed
 from iowitness.analysis.phases import FAULTS, READS, WRITES
 from iowitness.analysis.report import unseen
 from iowitness.escape import terminal
@@ -108,6 +108,9 @@ def render(trace) -> str:
         lines.append(f"events    {count:,}   lost {lost}" + ("" if not trace.lost else
                      "   (the trace misses calls: re-run with a larger --ring-buffer-mb)"))
     lines.append(observer.line(trace))
+    timeline = printed.timeline_summary(trace)
+    if timeline:
+        lines.append(terminal(timeline.replace("output: ", "output    ", 1)))
     blind = unseen(trace)
     if blind:
         lines.append(terminal(f"WARNING   {blind}"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import observer
+from iowitness.analysis import observer, printed
 from iowitness.collector import backends
 from iowitness.escape import terminal
 from iowitness.reporters import stretches, sweep, tables
@@ -46,6 +46,9 @@ def render(report, trace, verdicts=None, width: int | None = None) -> str:
     parts = [terminal(f"trace {trace.meta.get('path')}   benchmark: {report.benchmark or 'not recognised'}   "
                       f"lost events: {tables.lost_figure(trace)}   backend: {backends.backend_of(trace.meta)}"),
              terminal(observer.line(trace))]
+    timeline = printed.timeline_summary(trace)   # "output: N writes, M cut at 4 KiB" (traces with a timeline)
+    if timeline:
+        parts.append(terminal(timeline))
     replayed = trace.meta.get("replay_of")
     if replayed:   # iowitness replay: the trace it replays (docs/replay.md)
         parts.append(terminal(f"replay of {replayed.get('trace')} ({' '.join(replayed.get('command') or [])}), "

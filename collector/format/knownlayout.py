@@ -15,7 +15,7 @@ from __future__ import annotations
 from iowitness.collector.format.traceformat import describe_layout
 from iowitness.probes.layout import layout
 
-_RECORDS = ("event", "meta", "block", "offcpu")
+_RECORDS = ("event", "meta", "block", "offcpu", "output")
 _NAMES = ("ops", "meta_kinds")
 
 

@@ -63,16 +63,19 @@ BLOCK, OFFCPU, SAMPLES = 7, 8, 9
 # last SUMMARY chunk of a trace holds the totals of the run
 SUMMARY = 10
 SUMMARY_HEAD = struct.Struct("<I")
+# the benchmark's output timeline: its writes to fd 1 and 2 (struct iow_output, probes/output.bpf.h;
+# collector/format/printed_timeline.py makes lines of them)
+PRINTED = 11
 STREAMS = {"stdout": 1, "stderr": 2}
 # chunk kinds that hold a batch of records, and the key of their dtype in START's "layout";
 # a new kind of record gets a number here and a description in describe_layout, nothing else
-RECORD_KINDS = {EVENTS: "event", FACTS: "meta", BLOCK: "block", OFFCPU: "offcpu"}
+RECORD_KINDS = {EVENTS: "event", FACTS: "meta", BLOCK: "block", OFFCPU: "offcpu", PRINTED: "output"}
 # record batches smaller than this wait in memory for the next flush and go out as one chunk:
 # a slow benchmark's drains of a few events would each pay a block's fixed cost (60 bytes)
 GATHER_ROWS = 8192
 KIND_NAMES = {START: "start", EVENTS: "events", FACTS: "facts", OUTPUT: "output",
               COUNTERS: "counters", END: "end", BLOCK: "block", OFFCPU: "offcpu", SAMPLES: "samples",
-              SUMMARY: "summary"}
+              SUMMARY: "summary", PRINTED: "printed"}
 
 def describe_layout(lay: Layout) -> dict:
     """The JSON form of the record layout that START carries."""
@@ -90,6 +93,7 @@ def describe_layout(lay: Layout) -> dict:
         "meta_kinds": {str(k): v for k, v in lay.names("iow_meta_kind", "IOW_META_").items()},
         "block": struct_of(lay.structs["iow_block"]),
         "offcpu": struct_of(lay.structs["iow_offcpu"]),
+        "output": struct_of(lay.structs["iow_output"]),
     }
 
 
@@ -152,7 +156,7 @@ LOST_SLOTS = {
     "files_not_followed": "IOW_LOST_FILES", "processes_not_followed": "IOW_LOST_PROCESSES",
     "threads_not_followed": "IOW_LOST_THREADS", "devices_not_watched": "IOW_LOST_DEVICES",
     "requests_not_followed": "IOW_LOST_REQUESTS", "transfers_not_decoded": "IOW_LOST_UNDECODED",
-    "compat_not_followed": "IOW_LOST_COMPAT",
+    "compat_not_followed": "IOW_LOST_COMPAT", "lost_output": "IOW_LOST_OUTPUT",
 }
 
 # The ops of asynchronous requests (probes/events.h IOW_OP_URING_*, IOW_OP_AIO_*): their

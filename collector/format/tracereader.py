@@ -34,6 +34,7 @@ from iowitness.collector.format.traceformat import (
     MAGIC,
     OFFCPU,
     OUTPUT,
+    PRINTED,
     READABLE_VERSIONS,
     RECORD_KINDS,
     SAMPLES,
@@ -46,6 +47,7 @@ from iowitness.collector.format.traceformat import (
     missing_text,
     spoken,
 )
+from iowitness.collector.format import printed_timeline
 from iowitness.errors import BadTrace, TooLarge
 from iowitness.version import __version__
 
@@ -58,6 +60,7 @@ class TraceData:
     offcpu: np.ndarray | None = None
     samples: tuple = ()
     summary = None   # --summary traces: the kernel's aggregates
+    printed = None   # the output timeline (printed_timeline.Timeline); None: the trace has none
 
     def __init__(self, meta, events: dict, event_dtype: np.dtype, facts, ops, meta_kinds, output, counters):
         self.meta, self.output, self.counters = meta, output, counters
@@ -282,6 +285,10 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     trace.event_rows = sum(rows for _, _, rows in batches[EVENTS])
     trace.stored_bytes = {"header": HEADER.size, **stored}
     _attach_device_view(trace, records, samples)
+    # the output timeline (traces since it exists; None before): the lines with their times,
+    # and the output's text rebuilt from it where the capture did not see the writes
+    trace.printed = printed_timeline.timeline(records.get(PRINTED), {name: b"".join(parts) for name, parts in output.items()}, meta)
+    trace.output = printed_timeline.text_of(trace.printed, text)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace
 
@@ -317,7 +324,7 @@ _LAYOUT = {"event": traceschema.Need(traceschema.ANY), "meta": traceschema.Need(
            "meta_kinds": traceschema.Need(traceschema.MapOf(traceschema.TEXT))}
 # the records' descriptions in START's layout, and what of each the reader and analysis read
 _NEEDS = {EVENTS: traceschema.EVENT_FIELDS, FACTS: traceschema.META_FIELDS,
-          BLOCK: traceschema.BLOCK_FIELDS, OFFCPU: traceschema.OFFCPU_FIELDS}
+          BLOCK: traceschema.BLOCK_FIELDS, OFFCPU: traceschema.OFFCPU_FIELDS, PRINTED: traceschema.OUTPUT_FIELDS}
 
 
 def _start(payload) -> tuple[dict, dict, dict, dict]:

@@ -220,6 +220,8 @@ META_FIELDS = {"ts_ns": "<u8", "ino": "<u8", "kind": "<u4", "tgid": "<u4", "pare
                "fd": "<i4", "dirfd": "<i4", "s_magic": "<u4", "comm": BYTES, "path": BYTES}
 BLOCK_FIELDS = {"start_ns": "<u8", "issue_ns": "<u8", "complete_ns": "<u8", "sector": "<u8", "bytes": "<u4",
                 "dev": "<u4", "tgid": "<u4", "tid": "<u4", "op": "<u4", "error": "<i4", "comm": BYTES}
+OUTPUT_FIELDS = {"start_ns": "<u8", "end_ns": "<u8", "ino": "<u8", "ret": "<i8", "tgid": "<u4", "tid": "<u4",
+                 "dev": "<u4", "fd": "<i4", "copied": "<u4", "op": "<u2", "data": BYTES}
 OFFCPU_FIELDS = {"off_ns": "<u8", "on_ns": "<u8", "tgid": "<u4", "tid": "<u4", "state": "<u4"}
 SUMMARY_FIELDS = {"ino": "<u8", "dev": "<u4", "tgid": "<u4", "epoch": "<u4", "op": "<u2",
                   **{name: "<u8" for name in ("calls", "errors", "short_calls", "bytes", "requested", "latency_ns",

@@ -22,6 +22,7 @@ from iowitness.collector.format.traceformat import (
     MAGIC,
     MAX_BLOCK_BYTES,
     OFFCPU,
+    PRINTED,
     OUTPUT,
     SAMPLES,
     START,
@@ -181,6 +182,10 @@ class TraceWriter:
         lay = layout()
         self.write_records(BLOCK, block, lay.structs["iow_block"])
         self.write_records(OFFCPU, offcpu, lay.structs["iow_offcpu"])
+
+    def write_printed(self, records) -> None:
+        """PRINTED chunks: iow_output records, the benchmark's writes to its fd 1 and 2."""
+        self.write_records(PRINTED, records, layout().structs["iow_output"])
 
     def write_sample(self, sample: dict) -> None:
         """One SAMPLES chunk: /proc/diskstats and /proc/stat read at one moment."""

@@ -13,7 +13,7 @@ from iowitness import probes
 from iowitness.probes.layout import LayoutError, layout, parse
 from tests.support.btf import probe_btf_dump
 
-SHARED = ("iow_event", "iow_meta", "iow_block", "iow_offcpu", "iow_settings", "iow_name_key", "iow_file_key",
+SHARED = ("iow_event", "iow_meta", "iow_block", "iow_offcpu", "iow_output", "iow_settings", "iow_name_key", "iow_file_key",
           "iow_file_state", "iow_exclude", "iow_summary_key", "iow_summary")
 
 

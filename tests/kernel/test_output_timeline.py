@@ -1,0 +1,177 @@
+"""The output timeline from the kernel: every write the benchmark makes to its fd 1 and 2 has
+its time on the trace's clock, under `run`, `attach -p` and an strace import; and whatever fd 1
+and 2 point at (a file, here) is output, never a data phase.
+
+Real probe, real runs of tests/workloads/timeline_bench.c: three tests with a 200 ms sleep
+between them, one line after each carrying the program's own CLOCK_MONOTONIC reading (the
+clock the probe's times are on). Ground truth: that reading (a line is written after it) and
+the first call of the next test (a line is written before it), both independent of the
+timeline; the bytes the program writes (10,000 in its "big" write).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from iowitness.analysis import judged
+from iowitness.analysis.printed import lines_of
+from iowitness.analysis.run import load
+from tests.conftest import require_tool
+from tests.support.cli import IOWITNESS, iowitness
+from tests.support.collectors import stop, wait_attached
+
+pytestmark = pytest.mark.kernel
+
+REPO = Path(__file__).resolve().parents[2]
+WORKLOADS = REPO / "tests" / "workloads"
+SPEC = str(WORKLOADS / "timeline_bench.toml")
+LINE = re.compile(r"^test (\d) write [\d.]+ MiB/s clock (\d+)$")
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory) -> Path:
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed: cannot build tests/workloads/timeline_bench.c")
+    exe = tmp_path_factory.mktemp("timeline") / "timeline_bench"
+    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-Wl,-z,now", "-o", str(exe),
+                    str(WORKLOADS / "timeline_bench.c")], check=True)
+    return exe
+
+
+def _result_lines(trace) -> dict[int, tuple[int, int | None]]:
+    """test number -> (its own clock, the line's time from the timeline)."""
+    found = {}
+    for line in lines_of(trace):
+        m = LINE.match(line.text)
+        if m:
+            found[int(m.group(1))] = (int(m.group(2)), line.t_ns)
+    return found
+
+
+def _first_call_of_test(trace, prefix: Path) -> dict[int, int]:
+    ev = trace.events
+    path = ev["path"].astype(str)
+    return {n: int(ev["start_ns"][path == f"{prefix}.{n}"].min()) for n in range(3) if (path == f"{prefix}.{n}").any()}
+
+
+def _assert_each_line_between_its_clock_and_the_next_test(trace, prefix: Path, tests) -> None:
+    lines, firsts = _result_lines(trace), _first_call_of_test(trace, prefix)
+    assert sorted(lines) == list(tests)
+    for n, (clock, t_ns) in lines.items():
+        assert t_ns is not None, f"test {n}'s line has no time"
+        assert t_ns >= clock, f"test {n}'s line at {t_ns} before its own clock {clock}"
+        if n + 1 in firsts:
+            assert t_ns < firsts[n + 1], f"test {n}'s line at {t_ns}, after test {n + 1} began at {firsts[n + 1]}"
+
+
+def _assert_no_data_phase_on(trace, path: Path) -> None:
+    assert str(path) not in set(trace.report().phases["path"].astype(str))
+
+
+def _assert_claims_judged(trace, tests) -> None:
+    verdicts = judged.verdicts(trace, spec=SPEC)
+    assert sorted(v.claim.test for v in verdicts) == [f"write {n}" for n in tests]
+    assert all(v.verdict in ("agrees", "explained") for v in verdicts), [(v.claim.test, v.verdict, v.reasons)
+                                                                          for v in verdicts]
+
+
+def test_run_gives_every_line_the_time_it_was_written(bench, tmp_path):
+    # GIVEN the benchmark run with its output captured, ending with one write of 10,000 bytes
+    out = tmp_path / "run.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", str(bench), str(tmp_path / "f"), "-", "big")
+    trace = load(out)
+    # THEN each result line is timed after its own clock reading and before the next test
+    _assert_each_line_between_its_clock_and_the_next_test(trace, tmp_path / "f", range(3))
+    # AND stderr's lines are timed too, interleaved by time with stdout's
+    lines = lines_of(trace)
+    assert [line.text for line in lines if line.stream == "stderr"] == ["done 0", "done 1", "done 2"]
+    times = [line.t_ns for line in lines]
+    assert all(t is not None for t in times) and times == sorted(times)
+    # AND the long write is cut at the bound and counted, while the captured text keeps it whole
+    assert trace.printed.writes == 7 and trace.printed.cut == 1
+    assert trace.printed.bytes_not_kept == 10_000 - 4096
+    assert trace.output["stdout"].count("x" * 249 + "\n") == 40
+    assert "output: 7 writes, 1 cut at 4 KiB" in iowitness("report", str(out)).stdout
+
+
+def _start_gated(bench, prefix: Path, gate: Path, stdout) -> subprocess.Popen:
+    proc = subprocess.Popen([str(bench), str(prefix), str(gate)], stdout=stdout, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not Path(f"{prefix}.0").exists() or Path(f"{prefix}.0").stat().st_size < 4 << 20:
+        assert proc.poll() is None and time.monotonic() < deadline, "timeline_bench did not finish its test 0"
+        time.sleep(0.05)
+    time.sleep(0.3)   # its line 0 is written right after its file: it waits at the gate now
+    return proc
+
+
+def _attach(bench, tmp_path: Path, stdout) -> object:
+    """The benchmark attached after its test 0; the trace."""
+    gate, out = tmp_path / "go", tmp_path / "attach.iwt"
+    proc = _start_gated(bench, tmp_path / "f", gate, stdout)
+    collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(out)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_attached(collector)
+        gate.touch()
+        assert proc.wait(60) == 0
+        assert collector.wait(60) == 0
+    finally:
+        stop(proc)
+        stop(collector)
+    return load(out)
+
+
+def test_attach_after_the_first_test_times_the_lines_after_it_and_finds_their_claims(bench, tmp_path):
+    # GIVEN the benchmark writing into a pipe, attached between its test 0 and test 1
+    trace = _attach(bench, tmp_path, subprocess.PIPE)
+    # THEN the lines printed after the attach are in the trace, with their times
+    _assert_each_line_between_its_clock_and_the_next_test(trace, tmp_path / "f", (1, 2))
+    # AND their claims are found with no --claims file, and judged
+    assert "test 1 write" in trace.output["stdout"]
+    _assert_claims_judged(trace, (1, 2))
+
+
+def test_attach_to_a_benchmark_whose_stdout_is_a_file(bench, tmp_path):
+    # GIVEN the benchmark's stdout redirected to a file before the attach
+    results = tmp_path / "out.txt"
+    with open(results, "wb") as f:
+        trace = _attach(bench, tmp_path, f)
+    # THEN the file is output: no data phase, and its lines are the claims, judged
+    _assert_no_data_phase_on(trace, results)
+    _assert_each_line_between_its_clock_and_the_next_test(trace, tmp_path / "f", (1, 2))
+    _assert_claims_judged(trace, (1, 2))
+
+
+def test_run_of_a_shell_that_sends_stdout_to_a_file(bench, tmp_path):
+    # GIVEN `sh -c 'bench > out.txt'`: the shell opens out.txt and dup2s it onto fd 1
+    results, out = tmp_path / "out.txt", tmp_path / "shell.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", "sh", "-c", f"'{bench}' '{tmp_path / 'f'}' > '{results}'")
+    trace = load(out)
+    # THEN out.txt is no data phase, and the claims printed into it are judged, with times
+    _assert_no_data_phase_on(trace, results)
+    assert trace.output["stdout"] == results.read_text()
+    _assert_each_line_between_its_clock_and_the_next_test(trace, tmp_path / "f", range(3))
+    _assert_claims_judged(trace, range(3))
+
+
+def test_strace_import_of_a_shell_that_sends_stdout_to_a_file(bench, tmp_path):
+    strace = require_tool("strace")
+    results, raw, out = tmp_path / "out.txt", tmp_path / "run.strace", tmp_path / "import.iwt"
+    subprocess.run([strace, "-f", "-ttt", "-T", "-y", "-s", "4096", "-o", str(raw), "sh", "-c",
+                    f"'{bench}' '{tmp_path / 'f'}' > '{results}'"], check=True, timeout=120)
+    iowitness("import", str(raw), "-o", str(out))
+    trace = load(out)
+    # THEN the same as live: no data phase for out.txt, every line timed (strace's clock), claims judged
+    _assert_no_data_phase_on(trace, results)
+    assert [n for n in sorted(_result_lines(trace))] == [0, 1, 2]
+    lines, firsts = _result_lines(trace), _first_call_of_test(trace, tmp_path / "f")
+    assert all(t is not None for _, t in lines.values())
+    # (strace's clock is the wall clock, not the program's CLOCK_MONOTONIC: the order is what is checked)
+    assert all(lines[n][1] < firsts[n + 1] for n in (0, 1))
+    _assert_claims_judged(trace, range(3))
