@@ -630,7 +630,8 @@ def test_the_specs_shipped_in_docs_load():
     (VALID.replace(")$'", "$'"), "spec [[claim]] 1 'pattern': not a regular expression: "
                                  "missing ), unterminated subpattern at position 4"),
     (VALID + '[claim.columns]\nw = { tset = "a" }\n', "spec [[claim]] 1 'columns.w.tset': unknown key (known: test, "
-     "direction, unit, match, phase, operation, access, scope, key, statistic, timed, skip, record_size, rank)"),
+     "direction, unit, match, phase, operation, access, scope, key, statistic, timed, skip, record_size, rank, "
+     "timing_line, warmup_seconds)"),
     (VALID.replace("?P<value>", "?P<w>") + '[claim.columns]\nlat = { test = "a" }\n',
      "spec [[claim]] 1 'pattern': has no (?P<lat>...) group for the number of this column"),
     (VALID.replace('"MB/s"', '"us"') + 'statistic = "p999"\n', "spec [[claim]] 1 'statistic': 'p999' is not one "
