@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -195,7 +196,7 @@ def finder(benchmark, report, claims: list[Claim], argv: list[str], trace, windo
         w = windows.get(i)
         if w is not None and not w.before_trace:
             groups.setdefault((w.start_ns, w.burst), []).append(c)
-    finders: dict[tuple, object] = {}
+    finders: dict[tuple, Callable] = {}
     for key, members in groups.items():
         end = max(windows[position[id(c)]].end_ns for c in members)
         w = windows[position[id(members[0])]]

@@ -69,7 +69,7 @@ def claims_of(trace, text: str | None = None, *, spec: str | None = None, fmt: s
     given = text is not None
     if text is None:
         # stdout and stderr interleaved as written, when the lines have times
-        ordered = sorted(lines, key=lambda ln: ln.t_ns) if lines and all(ln.t_ns is not None for ln in lines) \
+        ordered = sorted(lines, key=lambda ln: ln.t_ns or 0) if lines and all(ln.t_ns is not None for ln in lines) \
             else None
         text = "\n".join(ln.text for ln in ordered) if ordered else \
             trace.output.get("stdout", "") + trace.output.get("stderr", "")
