@@ -2,9 +2,9 @@
 
 A figure printed at time t is about calls that ended before t. Its test's window begins after
 the benchmark's previous result line: the last line before it that gave claims of another test
-(or the same test's figure again: a second run of it), counted in *bursts*, lines printed with
-no data call between them (a summary printed at the end is one burst, and the tests in it
-share one window). A phase is in the window when its last data call ended inside it; phases
+(one its own burst does not name), or the same test's figure again (a second run of it),
+counted in *bursts*, lines printed with no data call between them (a summary printed at the
+end is one burst, and the tests in it share one window). A phase is in the window when its last data call ended inside it; phases
 after the line are never part of it. Within the window the benchmark's module (or the spec's
 order, name, operation, rank and scope) chooses, as without times; a run-wide claim (scope
 "run") covers every phase before its line.
@@ -52,6 +52,7 @@ class Window:
     burst: int             # the burst of lines the claim's line belongs to
     start_from: str        # where the start came from, in words
     before_trace: str = ""  # why the figure is about calls before the trace began, or ""
+    by: str = "this line"  # the line the end is: this one, or its test's earlier line (a summary)
 
     def holds(self, phases: pd.DataFrame) -> pd.Series:
         """Per phase: whether its last data call ended in the window."""
@@ -67,7 +68,7 @@ def _at(t_ns: int | None, t0: int | None) -> str:
 
 def describe(window: Window, t0: int | None, timed: str = "") -> str:
     """The window a verdict used and where its edges came from, in one reason."""
-    return (f"window: calls that ended after {window.start_from} and by this line (written at "
+    return (f"window: calls that ended after {window.start_from} and by {window.by} (written at "
             f"{_at(window.end_ns, t0)}){timed}; {TIMELINE_NOTE}")
 
 
@@ -136,15 +137,41 @@ def windows_of(claims: list[Claim], phases: pd.DataFrame, t0: int | None) -> dic
         # a data call between two lines: the later one starts a new burst
         active = bool(((first < b) & (last > a)).any()) if len(phases) else False
         burst.append(burst[-1] + int(active))
+    # a claim restates its test when an earlier burst gave that test in another unit (a summary
+    # after per-test lines): it takes that claim's window; the others are the burst's own tests
+    earlier: dict[tuple, list] = {}      # identity -> [(said, claim position)] of earlier bursts
+    restates: dict[int, int] = {}
+    tests_of: dict[int, set] = {}
+    for k, n in enumerate(order):
+        if k and burst[k] != burst[k - 1]:
+            for back in range(k - 1, -1, -1):
+                if burst[back] != burst[k - 1]:
+                    break
+                for i, c in lines[order[back]]:
+                    earlier.setdefault(_identity(c), []).append((_said(c), i))
+        for i, c in lines[n]:
+            before_it = earlier.get(_identity(c), [])
+            if before_it and all(said != _said(c) for said, _ in before_it) and c.extra.get("scope") != "run":
+                restates[i] = before_it[-1][1]
+            else:
+                tests_of.setdefault(burst[k], set()).add(_identity(c))
     for k, n in enumerate(order):
         for i, claim in lines[n]:
             start, start_from = None, "the trace's start"
+            if i in restates and restates[i] in out:
+                first = out[restates[i]]
+                out[i] = Window(first.start_ns, first.end_ns, first.burst, first.start_from, first.before_trace,
+                                f"its test's earlier line {claims[restates[i]].printed[:60]!r}")
+                continue
             if claim.extra.get("scope") != "run":
                 for back in range(k - 1, -1, -1):
                     if burst[back] == burst[k]:
                         continue
                     others = lines[order[back]]
-                    if any(_identity(o) != _identity(claim) or _said(o) == _said(claim) for _, o in others):
+                    # a line of a test this burst does not name, or this very figure again (a
+                    # second run); a summary's tests printed before in other units are no edge
+                    if any(_identity(o) not in tests_of.get(burst[k], set())
+                           or (_identity(o) == _identity(claim) and _said(o) == _said(claim)) for _, o in others):
                         start = times[back]
                         start_from = (f"the benchmark's previous result line {others[0][1].printed[:60]!r} "
                                       f"(written at {_at(start, t0)})")

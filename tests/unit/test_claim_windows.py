@@ -251,3 +251,27 @@ scope = "run"
     got = _judge(calls, lines, spec_text, tmp_path, monkeypatch)
     # THEN it covers every phase of the run, none of which is a mixed one
     assert got[0].phases == [1, 2, 3]
+
+
+def test_a_summary_after_per_test_elapsed_lines_takes_each_test_its_phase(tmp_path, monkeypatch):
+    # GIVEN three tests, each printing its elapsed time when it ends, then a summary of their
+    # rates at the end, all named as their tests
+    calls = Calls()
+    lines, rates = [], []
+    for name, flags, read in (("write", O_WRONLY | O_CREAT | O_TRUNC, False), ("read", O_RDONLY, True),
+                              ("rewrite", O_WRONLY, False)):
+        begin = calls.now + 1000
+        rates.append((name, _test(calls, "/d/f", flags, 64, 3000, read=read)))
+        lines.append((f"{name} elapsed: {(calls.now - 1000 - begin) / 1e9:.6f} s", calls.now + MS))
+        calls.gap(2 * MS)
+    lines += [(f"{n}: {r:.1f} MB/s", calls.now + k * 1000) for k, (n, r) in enumerate(rates)]
+    # WHEN judged on the timeline
+    got = _judge(calls, lines, SUMMARY, tmp_path, monkeypatch)
+    # THEN each elapsed line is about its test, and the summary's rates too (the elapsed lines
+    # of the same tests are no edge of the summary's window)
+    assert [v.phases for v in got] == [[1], [2], [3], [1], [2], [3]]
+    assert [v.verdict for v in got] == ["agrees"] * 6
+    assert "by its test's earlier line 'write elapsed:" in got[3].reasons[-1]
+    # AND by order the elapsed lines took the phases the rates needed
+    untimed = _judge(calls, lines, SUMMARY, tmp_path, monkeypatch, timed=False)
+    assert [v.phases for v in untimed][3:] != [[1], [2], [3]]
