@@ -4,10 +4,11 @@ A figure printed at time t is about calls that ended before t. Its test's window
 the benchmark's previous result line: the last line before it that gave claims of another test
 (one its own burst does not name), or the same test's figure again (a second run of it),
 counted in *bursts*, lines printed with no data call between them (a summary printed at the
-end is one burst, and the tests in it share one window). A phase is in the window when its last data call ended inside it; phases
-after the line are never part of it. Within the window the benchmark's module (or the spec's
-order, name, operation, rank and scope) chooses, as without times; a run-wide claim (scope
-"run") covers every phase before its line.
+end is one burst, and the tests in it share one window; a summary restating tests printed
+before in other units takes their windows). A phase is in the window when its last data call
+ended inside it; phases after the line are never part of it. Within the window the
+benchmark's module (or the spec's order, name, operation, rank and scope) chooses, as without
+times; a run-wide claim (scope "run") covers every phase before its line.
 
 A figure printed before the trace's first call, or one whose line the recording does not hold
 though it was given (--claims) and came before every line it does hold (an attach after that
