@@ -46,7 +46,8 @@ def test_a_two_client_warm_up_is_left_out_of_the_throughput_and_the_max_latency(
     # WHEN its claims are judged with its spec (warmup_seconds = 1.0)
     verdicts = judged.verdicts(trace, spec=str(WORKLOADS / "warmup_clients.toml"))
     # THEN the throughput agrees, and the max latency is judged over the timed calls only: as
-    # many as the program counted (a client's start a few µs apart may move one across the edge)
+    # many as the program counted (its clock starts a few µs before the first call: a call
+    # may move across the edge)
     assert verdicts[0].verdict == "agrees", verdicts[0].reasons
     assert abs(verdicts[1].counts["operations"] - timed_calls) <= 2
     # AND no timed call of the trace is longer than the program's max: it agrees, or (on a busy
