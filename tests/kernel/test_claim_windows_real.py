@@ -126,3 +126,33 @@ def test_attached_after_the_first_test_its_line_is_before_the_trace(per_test, tm
     # AND check says so, exit 1 (a claim it cannot judge)
     checked = iowitness("check", "--spec", SPEC, "--claims", str(saved), str(out), check=False)
     assert checked.returncode == 1 and checked.stdout.startswith("CANNOT JUDGE")
+
+
+def _by_order(trace, **options):
+    """The same claims judged with their times taken away: today's matching by order."""
+    source, claims = judged.claims_of(trace, **options)
+    for claim in claims:
+        claim.printed_ns = None
+    return judged.judge(trace, source, claims)
+
+
+@pytest.mark.parametrize("name,command", [
+    ("iozone", ["iozone", "-a", "-n", "64k", "-g", "512k", "-i", "0", "-i", "1", "-f", "{dir}/iozone.tmp"]),
+    ("fio", ["fio", "--name=w", "--filename={dir}/w.dat", "--rw=write", "--bs=64k", "--size=8m",
+             "--name=r", "--filename={dir}/r.dat", "--rw=randread", "--bs=4k", "--size=4m", "--stonewall"]),
+    ("dd", ["dd", "if=/dev/zero", "of={dir}/dd.dat", "bs=1M", "count=16", "conv=fdatasync"]),
+])
+def test_every_benchmark_module_judges_in_windows_what_it_matched_by_order(name, command, tmp_path):
+    # GIVEN a plain run of IOzone, fio or dd, whose claims order alone already matches well
+    if not shutil.which(command[0]):
+        pytest.skip(f"{command[0]} is not installed")
+    out = tmp_path / f"{name}.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", *[word.format(dir=tmp_path) for word in command])
+    trace = load(out)
+    # WHEN its claims are judged on the output timeline, and by order
+    windowed, ordered = judged.verdicts(trace), _by_order(trace)
+    # THEN each claim is about the same phases with the same verdict, now with its window said
+    assert [v.phases for v in windowed] == [v.phases for v in ordered]
+    assert [v.verdict for v in windowed] == [v.verdict for v in ordered]
+    assert all(v.placement == "claims placed on the benchmark's output timeline" for v in windowed)
+    assert all(v.reasons[-1].startswith("window: calls that ended after ") for v in windowed if v.phases)

@@ -275,3 +275,38 @@ def test_a_summary_after_per_test_elapsed_lines_takes_each_test_its_phase(tmp_pa
     # AND by order the elapsed lines took the phases the rates needed
     untimed = _judge(calls, lines, SUMMARY, tmp_path, monkeypatch, timed=False)
     assert [v.phases for v in untimed][3:] != [[1], [2], [3]]
+
+
+@pytest.mark.parametrize("keys,message", [
+    ("timing_line = '(unclosed'", "spec [[claim]] 1 'timing_line': not a regular expression: "),
+    ("warmup_seconds = -1", "spec [[claim]] 1 'warmup_seconds': must be 0 or more seconds"),
+    ('warmup_seconds = "1s"', "spec [[claim]] 1 'warmup_seconds': must be a number of seconds"),
+    ("warmup_seconds = 1\ntiming_line = 'go'", "spec [[claim]] 1 'warmup_seconds': give either timing_line or "
+                                               "warmup_seconds"),
+])
+def test_the_timed_period_keys_are_checked(keys, message):
+    # GIVEN a spec whose timed period is wrong THEN one line names the key
+    from iowitness.analysis.benchmarks import spec
+    text = "[[claim]]\npattern = '^w: (?P<value>[\\d.]+)$'\ntest = \"w\"\nunit = \"MB/s\"\n" + keys + "\n"
+    with pytest.raises(spec.SpecError) as raised:
+        spec.loads(text)
+    assert str(raised.value).startswith(message)
+
+
+def test_a_warm_up_of_whole_seconds_is_a_number_too():
+    # GIVEN warmup_seconds = 2 (a TOML integer) THEN it is read as 2.0 s
+    from iowitness.analysis.benchmarks import spec
+    checked = spec.loads("[[claim]]\npattern = '^w: (?P<value>[\\d.]+)$'\ntest = \"w\"\nunit = \"MB/s\"\n"
+                         "warmup_seconds = 2\n")
+    assert spec.parse("w: 1.0\n", checked)[0].extra["warmup_seconds"] == 2.0
+
+
+def test_claims_given_that_do_not_follow_the_recorded_output_are_matched_by_order(tmp_path, monkeypatch):
+    # GIVEN a trace of four tests with its timeline, and --claims text of another run
+    calls = Calls()
+    lines = _four_tests(calls)
+    other = "".join(f"write {i}: {100 + i}.0 MB/s\n" for i in range(4))
+    # WHEN judged THEN no claim gets a time, and the verdicts say they were matched by order
+    got = _judge(calls, lines, PER_TEST, tmp_path, monkeypatch, given=other)
+    assert all(v.claim.printed_ns is None for v in got)
+    assert {v.placement for v in got} == {"claims matched by order: the lines given do not follow the recorded output"}
