@@ -36,6 +36,8 @@ class Claim:
     job: str | None = None           # fio job (or group) name
     processes: int | None = None     # IOzone throughput mode: number of children
     index: int = 0                   # order of appearance in the output
+    printed_ns: int | None = None    # when its line was written (trace clock), from the output timeline
+                                     # (analysis/claim_windows.py); None: unknown, matched by order
     extra: dict = field(default_factory=dict)
 
 

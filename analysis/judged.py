@@ -15,9 +15,10 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import benchmarks, matching
+from iowitness.analysis import benchmarks, claim_windows, matching, printed
 from iowitness.analysis.benchmarks import spec as spec_module
 from iowitness.analysis.claims import UnparsableOutput
+from iowitness.analysis.report import mid_run
 from iowitness.analysis.verdicts import DEFAULT_TOLERANCE, Verdict, claimed
 from iowitness.errors import UsageError
 
@@ -61,20 +62,33 @@ def verdicts(trace, text: str | None = None, *, spec: str | None = None, fmt: st
 
 
 def claims_of(trace, text: str | None = None, *, spec: str | None = None, fmt: str | None = None):
-    """(source, claims) of `text`, or of the output the trace captured; NoClaims when none."""
+    """(source, claims) of `text`, or of the output the trace captured; NoClaims when none. Each
+    claim gets the time its line was written when the trace's output timeline holds it
+    (claim.printed_ns; analysis/claim_windows.py), and extra["placement"] says which way."""
+    lines = printed.lines_of(trace)
+    given = text is not None
     if text is None:
-        text = trace.output.get("stdout", "") + trace.output.get("stderr", "")
+        # stdout and stderr interleaved as written, when the lines have times
+        ordered = sorted(lines, key=lambda ln: ln.t_ns or 0) if lines and all(ln.t_ns is not None for ln in lines) \
+            else None
+        text = "\n".join(ln.text for ln in ordered) if ordered else \
+            trace.output.get("stdout", "") + trace.output.get("stderr", "")
         if not text.strip():
             raise NoClaims(no_output(trace.meta))
     command = trace.meta.get("command") or []
     try:
         if spec:
-            return "spec", spec_module.parse(text, spec_module.load(spec))
-        return benchmarks.claims_from(text, command, fmt)
+            source, claims = "spec", spec_module.parse(text, spec_module.load(spec))
+        else:
+            source, claims = benchmarks.claims_from(text, command, fmt)
     except UnparsableOutput as exc:
         raise NoClaims(str(exc)) from None
     except spec_module.SpecError as exc:
         raise UsageError(str(exc)) from None
+    placement = claim_windows.place(claims, lines, given, bool(mid_run(trace.meta)))
+    for claim in claims:
+        claim.extra["placement"] = placement
+    return source, claims
 
 
 def judge(trace, source: str, claims: list, tolerance: float = DEFAULT_TOLERANCE,

@@ -204,8 +204,10 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
 
 
 def _values(claim: Claim, rows: pd.DataFrame, trace, report, timed: str | None = None) -> np.ndarray:
+    # calls before the claim's timed period (claim_windows.timed_start) are left out
+    low = claim.extra.get("timed_ns")
     values = report.evidence.operations([int(p) for p in rows["phase"]], timed or claim.extra.get("timed", "call"),
-                                        claim.direction)
+                                        claim.direction, **({"low": low} if low is not None else {}))
     return values[int(claim.extra.get("skip") or 0):]
 
 

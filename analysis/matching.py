@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iowitness.analysis import benchmarks, buffering, device_checks, verdicts
+from iowitness.analysis import benchmarks, buffering, claim_windows, device_checks, printed, verdicts
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.report import ended_early, mid_run
 
@@ -31,17 +31,31 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     argv = command or []
     window = benchmark.window(argv) or spec_window
     flushes = report.evidence.late_flushes(report.phases) if trace is not None else {}
-    find = benchmark.matcher(report, claims, argv, trace)
+    # each claim among the phases of its window on the output timeline, when its line has a time
+    lines = printed.lines_of(trace) if trace is not None else []
+    windows = claim_windows.windows_of(claims, report.phases, report.t0)
+    find = claim_windows.finder(benchmark, report, claims, argv, trace, windows)
     out = []
-    for claim in claims:
+    edges: dict[int, claim_windows.Window] = {}
+    for i, claim in enumerate(claims):
+        placement = claim.extra.get("placement", claim_windows.ORDER_NOTE)
+        if i in windows and windows[i].before_trace:
+            out.append(claim_windows.before_trace(claim, windows[i]))
+            continue
         found = find(claim)
         if found is None:
             continue
+        low, timed_why = claim_windows.timed_start(claim, found.rows, lines)
+        if low is not None:
+            claim.extra["timed_ns"] = low
         if found.judge is not None:
             out.append(found.judge(window, tolerance, missing))
+            claim_windows.finish(out[-1], windows.get(i), report.t0, placement, timed_why, low is not None)
+            edges[id(out[-1])] = windows.get(i)
             continue
+        rows = found.rows if low is None else claim_windows.timed_rows(claim, found.rows, report, low)
         # a stream's final flush is what shows its calls are a buffer's (buffering.stream_evidence)
-        rows = found.rows.assign(late_flush=[int(p) in flushes for p in found.rows["phase"]])
+        rows = rows.assign(late_flush=[int(p) in flushes for p in rows["phase"]])
         notes = list(found.notes)
         notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
         notes += device_checks.claim_reasons(claim, rows, report.device, ceiling, window)
@@ -51,6 +65,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)
         if verdict.verdict in ("disagrees", "cannot judge") and len(rows) == 1 and trace is not None:
             _final_flush(claim, rows, verdict, trace, report, tolerance)
+        claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
+        edges[id(verdict)] = windows.get(i)
         out.append(verdict)
     for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
         if not partial:
@@ -58,6 +74,9 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         # a benchmark's figure covers its whole test; a trace that began late or ended early saw
         # only part of it: a figure that fits is noted so, one that does not cannot be judged
         for verdict in out:
+            seen = edges.get(id(verdict))
+            if seen is not None and seen.start_ns is not None:
+                continue   # its window began after a line the trace holds: the trace saw all of it
             if verdict.verdict == "disagrees":
                 verdicts.cannot_judge(verdict, partial)
             elif verdict.verdict in ("agrees", "explained"):

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from iowitness.analysis import buffering, evidence, latency, phases as phase_module
+from iowitness.analysis import buffering, claim_windows, evidence, latency, phases as phase_module
 
 
 class StreamedEvidence:
@@ -60,24 +60,41 @@ class StreamedEvidence:
         self._gathered()
         return self._reach.result()
 
-    def operations(self, phases: list[int], timed: str, direction: str | None) -> np.ndarray:
-        key = ("operations", tuple(phases), timed, direction)
+    def operations(self, phases: list[int], timed: str, direction: str | None, low: int | None = None) -> np.ndarray:
+        """`low`: only the calls that started then or later (a claim's timed period)."""
+        key = ("operations", tuple(phases), timed, direction, low)
         if key not in self._cache:
-            self._cache[key] = self._operations(phases, timed, direction)
+            self._cache[key] = self._operations(phases, timed, direction, low)
         return self._cache[key]
 
-    def _operations(self, phases: list[int], timed: str, direction: str | None) -> np.ndarray:
+    def _operations(self, phases: list[int], timed: str, direction: str | None, low: int | None) -> np.ndarray:
         if timed == "call":   # one row, one operation: the rule applied to each block
-            parts = [latency.operations(e, a, phases, timed, direction) for e, a in self._assigned.blocks()]
+            parts = [latency.operations(e, a, phases, timed, direction) for e, a in self._blocks(low)]
             return np.concatenate(parts) if parts else np.empty(0, np.float64)
         # the other windows join rows of a thread or a span: the rule applied to the rows of
         # these phases, all it looks at (latency.operations reads no row outside them)
-        events, a = self._rows_of(phases, ["syscall", "start_ns", "end_ns", "tid"])
+        events, a = self._rows_of(phases, ["syscall", "start_ns", "end_ns", "tid"], low)
         return latency.operations(events, a, phases, timed, direction)
 
-    def _rows_of(self, phases: list[int], columns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-        kept_events, kept_names, kept_assigned = [], [], []
+    def _blocks(self, low: int | None):
+        """The blocks, with the calls that started before `low` in no phase."""
         for e, a in self._assigned.blocks():
+            if low is not None:
+                a = a.assign(phase=np.where(e["start_ns"].to_numpy(np.int64) >= low, a["phase"].to_numpy(), -1))
+            yield e, a
+
+    def calls_between(self, phases: list[int], low: int) -> pd.DataFrame:
+        """Per phase: its counted data calls that started at `low` or later (claim_windows.calls_between)."""
+        key = ("between", tuple(phases), low)
+        if key not in self._cache:
+            self._cache[key] = claim_windows.merge_blocks(
+                [claim_windows.calls_between(e, a, phases, low) for e, a in self._assigned.blocks()])
+        return self._cache[key]
+
+    def _rows_of(self, phases: list[int], columns: list[str],
+                 low: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        kept_events, kept_names, kept_assigned = [], [], []
+        for e, a in self._blocks(low):
             mine = np.isin(a["phase"].to_numpy(), phases)
             kept_events.append(pd.DataFrame({c: e[c].to_numpy()[mine] for c in columns if c != "syscall"}))
             kept_names.append(pd.Categorical(e["syscall"])[mine])

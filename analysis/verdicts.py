@@ -67,6 +67,7 @@ class Verdict:
                                       # "latency" (s per op), "amount" (bytes, not a rate)
     counts: dict[str, int] = field(default_factory=dict)  # what a latency verdict counted: "operations",
                                       # "requests", "within" (not figures: those are all of `kind`)
+    placement: str = ""               # how the claim was placed: claim_windows.TIMELINE_NOTE or ORDER_NOTE
 
     @property
     def ok(self) -> bool:

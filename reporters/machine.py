@@ -46,7 +46,7 @@ def verdict_records(verdicts) -> list[dict]:
     return [{"claim": {k: _plain(v) for k, v in asdict(v.claim).items()}, "phases": v.phases,
              "verdict": v.verdict, "kind": v.kind, "window": v.window, "ratio": _plain(v.ratio),
              "figures": {k: _plain(x) for k, x in v.figures.items()}, "reasons": v.reasons,
-             "counts": {k: int(x) for k, x in (v.counts or {}).items()}}
+             "counts": {k: int(x) for k, x in (v.counts or {}).items()}, "placement": v.placement}
             for v in verdicts or []]
 
 

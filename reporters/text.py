@@ -122,6 +122,9 @@ def verdict_section(verdicts, note: str | None, width: int | None = None) -> str
     # a verdict's continuation lines start under its claim, its reasons' under the reason
     lines = [units.wrap("claims vs active (window = what the benchmark timed; busy = time inside the calls only; "
                         "each claim in the benchmark's own unit, then iowitness's conversion)", width)]
+    placement = next((v.placement for v in verdicts if v.placement), "")
+    if placement:   # on the output timeline, or by order (analysis/claim_windows.py)
+        lines.append(units.wrap(f"  {placement}", width))
     for v in verdicts:
         lines.append(units.wrap("  " + verdict_line(v), width, indent=" " * 13))
         for reason in v.reasons[1:]:

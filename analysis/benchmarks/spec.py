@@ -61,10 +61,11 @@ DIRECTIONS = ("read", "write", "mixed")
 ACCESS = ("sequential", "random", "strided", "backward", "same record", "single call")
 TOP_KEYS = ("version", "benchmark", "claim")
 CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required",
-              "scope", "key", "statistic", "timed", "skip", "requests", "record_size", "rank", "columns")
+              "scope", "key", "statistic", "timed", "skip", "requests", "record_size", "rank", "columns",
+              "timing_line", "warmup_seconds")
 # what a column of `columns` may set for its figure: the rest is the [[claim]]'s
 COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
-               "timed", "skip", "record_size", "rank")
+               "timed", "skip", "record_size", "rank", "timing_line", "warmup_seconds")
 INTEGER_KEYS = ("skip", "rank")
 BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers")
 
@@ -95,6 +96,8 @@ class Rule:
     rank: int | None = None          # the rank-th phase (1-based, time order) that matches
     value_group: str = "value"       # the group holding the number (a column's group)
     column: str | None = None        # the column of `columns` this rule reads
+    timing_line: str | None = None   # a regex: the last line before the claim matching it starts the timed period
+    warmup_seconds: float | None = None  # the timed period starts this long after the phases' first data call
 
 
 @dataclass(frozen=True)
@@ -188,9 +191,12 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     for key in CLAIM_KEYS:
         if key == "columns" or key not in table:
             continue
-        want = bool if key in ("required", "requests") else int if key in INTEGER_KEYS else str
-        if not isinstance(table[key], want) or (want is int and isinstance(table[key], bool)):
-            fail(key, "must be " + {bool: "true or false", int: "a whole number", str: "a string"}[want])
+        want = bool if key in ("required", "requests") else int if key in INTEGER_KEYS else \
+            float if key == "warmup_seconds" else str
+        fits = isinstance(table[key], (int, float) if want is float else want)
+        if not fits or (want in (int, float) and isinstance(table[key], bool)):
+            fail(key, "must be " + {bool: "true or false", int: "a whole number", str: "a string",
+                                    float: "a number of seconds"}[want])
     if "pattern" not in table:
         fail("pattern", "missing: a regular expression with a (?P<value>...) group")
     try:
@@ -250,13 +256,22 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     requests = table.get("requests", False)
     if requests and unit is not None and UNITS[unit][0] != "seconds_per_op":
         fail("requests", f"per-request lines are latencies: give a time per operation as the unit, not {unit!r}")
+    if "timing_line" in table:
+        try:
+            re.compile(table["timing_line"])
+        except re.error as e:
+            fail("timing_line", f"not a regular expression: {e}")
+        if "warmup_seconds" in table:
+            fail("warmup_seconds", "give either timing_line or warmup_seconds: both say where the timed period starts")
+    if "warmup_seconds" in table and not 0 <= table["warmup_seconds"] < 1e6:
+        fail("warmup_seconds", "must be 0 or more seconds (1.5 for a warm-up of 1.5 s)")
     record_size = table.get("record_size")
     if record_size is not None and not _fields(record_size, None) and size(record_size) is None:
         fail("record_size", f"{record_size!r} is not a size (4096, 4k, 64KiB) nor a template such as \"{{size}}\"")
     return Rule(number, regex, table["test"], direction, unit, match, table.get("phase", table["test"]),
                 operation, table.get("access"), table.get("required", True), scope, table.get("key"),
                 statistic, timed, table.get("skip", 0), requests, record_size, table.get("rank"),
-                value_group, column)
+                value_group, column, table.get("timing_line"), table.get("warmup_seconds"))
 
 
 def _fields(template: str, fail) -> list[str]:
@@ -347,6 +362,10 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
             raise UnparsableOutput(f"{where}: record_size {size_text!r} is not a size (4096, 4k, 64KiB)")
     if rule.rank is not None:
         extra["rank"] = rule.rank
+    if rule.timing_line is not None:
+        extra["timing_line"] = rule.timing_line
+    if rule.warmup_seconds is not None:
+        extra["warmup_seconds"] = float(rule.warmup_seconds)
     if field == "seconds_per_op":
         statistic = _fill(rule.statistic, groups, where, "statistic") if rule.statistic else "mean"
         extra["statistic"] = latency.statistic_name(statistic)

@@ -37,6 +37,7 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     seen: dict[tuple, int] = defaultdict(int)
     chosen: dict[tuple, Match] = {}
     current = {"key": ("claims", 0), "claim": None, "units": set(), "number": 0}
+    by_name: dict[str, tuple] = {}   # test name -> (its key, what it stated), for claims on the timeline
     # per-request lines: every line of one [[claim]] table (or column) is one set, judged once
     request_sets: dict[tuple, list[Claim]] = defaultdict(list)
     for claim in claims:
@@ -50,6 +51,13 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         # what a test states once: a unit, or a latency statistic in it
         said = (claim.unit, "requests" if claim.extra.get("requests") else claim.extra.get("statistic"),
                 claim.extra.get("column"))
+        named = by_name.get(claim.test)
+        if claim.printed_ns is not None and named is not None and said not in named[1]:
+            # on the timeline, a window's claims of one test name are one test, whatever came
+            # between them (a summary's "elapsed" line after the other tests' rates)
+            named[1].add(said)
+            current["claim"], current["key"], current["units"] = claim, named[0], named[1]
+            return named[0]
         if before is not None and before.test == claim.test and (
                 before.printed == claim.printed or said not in current["units"]
                 or (claim.extra.get("requests") and before.extra.get("requests"))):
@@ -58,6 +66,7 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
             current["number"] += 1
             current["key"], current["units"] = ("claims", current["number"]), {said}
         current["claim"] = claim
+        by_name[claim.test] = (current["key"], current["units"])
         return current["key"]
 
     def find(claim: Claim) -> Match | None:
@@ -117,7 +126,8 @@ def _widen(claim: Claim, rows: pd.DataFrame, phases: pd.DataFrame) -> Match:
     """The phases a claim speaks for, from the one its match found (docs/claims-spec.md, scope)."""
     scope = claim.extra.get("scope", "auto")
     if scope == "run":
-        wanted = phases if claim.direction is None else \
+        # "mixed" over a run: all its reads and writes, not only its mixed phases
+        wanted = phases if claim.direction in (None, "mixed") else \
             phases[phases["operation"].isin([claim.direction, "mixed"])]
         return Match(wanted.sort_values("data_first_ns"), combine="wall")
     if scope == "phase" or len(rows) != 1:

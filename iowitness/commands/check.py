@@ -49,6 +49,9 @@ def _check(trace, args) -> int:
     # after the claims are found: an error stays one line
     for note in _trace_notes(trace):
         print(f"iowitness: warning: {note}", file=sys.stderr)
+    placement = next((v.placement for v in verdicts if v.placement), "")
+    if placement:   # how the claims were placed: on the output timeline, or by order
+        print(f"iowitness: {placement}", file=sys.stderr)
     for v in verdicts:
         _output.print_text(text.verdict_line(v))
         if getattr(args, "verbose", False):
