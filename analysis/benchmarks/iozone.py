@@ -18,6 +18,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis import recorded_paths
 from iowitness.analysis.benchmarks import iozone_groups
 from iowitness.analysis.benchmarks.iozone_claims import BANNER, parse, without_report  # noqa: F401 (the interface)
 from iowitness.analysis.claims import Claim, Match
@@ -257,6 +258,8 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         phases = with_extents(phases, trace, report.evidence)
     groups = report.groups.set_index("group") if len(report.groups) else report.groups
     options = parse_command(argv) if argv else {}
+    if options.get("files"):   # -F f1 f2: relative to IOzone's cwd, not the reader's
+        options["files"] = recorded_paths.resolve_all(options["files"], recorded_paths.cwd_of(trace))
     seen: dict[tuple, int] = defaultdict(int)
 
     def find(claim: Claim) -> Match | None:
