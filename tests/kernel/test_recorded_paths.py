@@ -42,3 +42,48 @@ def test_iozone_child_lines_do_not_depend_on_the_directory_check_runs_in(workdir
     assert here.returncode == elsewhere.returncode
     children = [line for line in here.stdout.splitlines() if "(child " in line]
     assert len(children) == 4 and all(line.startswith(("AGREES", "EXPLAINED")) for line in children), children
+
+
+SHARED_JOBS = """\
+[global]
+directory=sub
+filename=data.bin
+size=64m
+bs=64k
+ioengine=psync
+
+[writer]
+rw=write
+end_fsync=1
+
+[reader]
+stonewall
+rw=read
+"""
+
+
+def test_fio_jobs_on_one_file_are_named_by_their_processes(workdir, tmp_path):
+    # GIVEN a fio job file in the benchmark's directory: a write job, then (stonewall) a read
+    # job on the same file, both relative to fio's cwd (directory=sub, filename=data.bin)
+    fio = require_tool("fio")
+    (workdir / "sub").mkdir()
+    (workdir / "shared.fio").write_text(SHARED_JOBS)
+    out = tmp_path / "fio.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", fio, "--output-format=json", "shared.fio", cwd=workdir)
+    trace = load(out)
+    # WHEN its phases are named and its claims checked from another directory
+    phases = trace.phases()
+    done = iowitness("check", str(out), cwd="/", check=False)
+    # THEN the write job's phase is the writer's and the read job's the reader's, each of the
+    # whole 64 MiB on sub/data.bin, each in its own process
+    data = str(workdir / "sub" / "data.bin")
+    jobs = phases[phases["benchmark_name"].isin(["writer write", "reader read"])]
+    assert sorted(jobs["benchmark_name"]) == ["reader read", "writer write"], phases[["benchmark_name", "path"]]
+    assert set(jobs["path"].astype(str)) == {data} and jobs["bytes"].tolist() == [64 * MIB] * 2
+    assert jobs["tgid"].nunique() == 2
+    # AND every claim of both jobs is judged, and check exits 0 (the issue: exit 1 on a healthy run)
+    lines = done.stdout.splitlines()
+    for job in ("writer write", "reader read"):
+        mine = [line for line in lines if f" {job}" in line]
+        assert len(mine) == 2 and not any(line.startswith(("CANNOT", "DISAGREES")) for line in mine), lines
+    assert done.returncode == EXIT_AGREES, done.stdout
