@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from iowitness.analysis.run import load
 from tests.conftest import require_tool
 from tests.support.cli import iowitness
