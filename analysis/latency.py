@@ -271,8 +271,7 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
     # the verdict speaks for all the lines: its claim is their median, as printed; the lines
     # may print in units of their own (ms and µs): the median is of their times, in its own unit
     middle = sorted(claims, key=lambda c: c.seconds_per_op)[len(claims) // 2]
-    first = dataclasses.replace(claims[0], value=middle.value, unit=middle.unit,
-                                seconds_per_op=float(np.median([c.seconds_per_op for c in claims])),
+    first = dataclasses.replace(claims[0], value=middle.value, unit=middle.unit, seconds_per_op=middle.seconds_per_op,
                                 printed=f"{len(claims):,} request lines ({claims[0].printed!r} ...), median "
                                         f"{middle.value:g} {middle.unit}",
                                 extra={**claims[0].extra, "requests": len(claims)})
