@@ -51,10 +51,12 @@ def cut_phases(phases: pd.DataFrame) -> set[int]:
 
 
 def intended_bytes(claim: Claim, members: int) -> int | None:
-    """The bytes the claim's test moved, as the benchmark says (dd's count, IOzone's file size
-    times its children), or None when it does not say."""
+    """The bytes the claim's test moved, as the benchmark says (dd's count, fio's io_bytes,
+    IOzone's file size times its children), or None when it does not say."""
     if claim.scope == "phase" and claim.extra.get("bytes"):
         return int(claim.extra["bytes"])
+    if claim.extra.get("io_bytes"):   # fio's JSON: the job's bytes in the claim's direction
+        return int(claim.extra["io_bytes"])
     if claim.file_size and claim.scope == "phase":
         return int(claim.file_size)
     if claim.file_size and claim.scope in ("children", "parent"):
