@@ -66,9 +66,11 @@ def apply(verdicts: list[Verdict], tolerance: float) -> None:
         low, high = active * (1 - tolerance) - allowance, active * (1 + tolerance) + allowance
         if value - h <= high and value + h >= low:
             verdict.verdict = "agrees"
-            shown = f"{text.strip()} {claim.unit}"
-            span = (f"below {fmt(h, kind)}" if value == 0 else f"{fmt(value - h, kind)} to {fmt(value + h, kind)}")
+            # in the claim's own unit: "1.25 to 1.35 GB/s"
+            shown, per_unit = f"{text.strip()} {claim.unit}", h / half
+            span = (f"below {half:g} {claim.unit}" if value == 0 else
+                    f"{claim.value - half:g} to {claim.value + half:g} {claim.unit}")
             verdict.reasons.insert(0, f"judged to its printed precision: {shown!r} is {span} (half its last digit "
                                       f"either way), which meets the {verdict.window} figure {fmt(active, kind)} "
-                                      f"within {tolerance:.0%}")
+                                      f"(= {active / per_unit:.4g} {claim.unit}) within {tolerance:.0%}")
 
