@@ -218,10 +218,11 @@ def fio_jobs(argv: list[str], cwd: str | None = None) -> dict[str, dict]:
         elif arg.startswith("--") and "=" in arg:
             key, value = arg[2:].split("=", 1)
             (jobs[current] if current else shared)[key] = value
-        elif not arg.startswith("-") and os.path.isfile(recorded_paths.resolve(arg, cwd)):
+        elif not arg.startswith("-") and os.path.isabs(job_file := recorded_paths.resolve(arg, cwd)) \
+                and os.path.isfile(job_file):   # relative with no recorded cwd: not the reader's file
             parser = configparser.ConfigParser(allow_no_value=True, strict=False)
             try:
-                parser.read(recorded_paths.resolve(arg, cwd))
+                parser.read(job_file)
             except configparser.Error:
                 continue
             for section in parser.sections():
