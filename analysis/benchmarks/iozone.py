@@ -261,6 +261,7 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     if options.get("files"):   # -F f1 f2: relative to IOzone's cwd, not the reader's
         options["files"] = recorded_paths.resolve_all(options["files"], recorded_paths.cwd_of(trace))
     seen: dict[tuple, int] = defaultdict(int)
+    bounds = iozone_bounds.Bounds(report)
 
     def find(claim: Claim) -> Match | None:
         if claim.extra.get("from") == "report":
@@ -283,7 +284,7 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         if trace is not None and len(rows) == 1 and bool(rows["too_short"].any()):
             # too short to time on its own calls: bounded by the calls around it
             return Match(rows, judge=lambda window, tolerance, missing, rows=rows:
-                         iozone_bounds.judge(claim, rows, report, window, tolerance, missing))
+                         iozone_bounds.judge(claim, rows, bounds, window, tolerance, missing))
         return Match(rows, bytes=claim.file_size if claim.scope == "phase" else None)
 
     return find

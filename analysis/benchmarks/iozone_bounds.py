@@ -22,7 +22,6 @@ allowance) fits.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from iowitness import units
@@ -31,7 +30,31 @@ from iowitness.analysis.figures import fmt
 from iowitness.analysis.latency import ALLOWANCE_S
 
 
-def judge(claim, rows: pd.DataFrame, report, window: str, tolerance: float, missing: str) -> verdicts.Verdict:
+class Bounds:
+    """The calls around every phase too short to time, asked of the trace once per window (a
+    sweep has hundreds of such phases: one pass over the trace for all of them)."""
+
+    def __init__(self, report):
+        self._report = report
+        self._asked: dict[str, tuple] = {}
+
+    def around(self, phase: int, window: str) -> tuple[int, str | None, int, str | None]:
+        """(end of the call before, its name, start of the call after, its name)."""
+        if window not in self._asked:
+            phases = self._report.phases
+            short = phases[phases["too_short"].astype(bool)]
+            ends = [_inner_end(r, window) for r in short.to_dict("records")]
+            answer = self._report.evidence.neighbours([int(t) for t in short["tid"]],
+                                                      [int(f) for f in short["data_first_ns"]], ends)
+            at = {int(p): i for i, p in enumerate(short["phase"])}
+            self._asked[window] = (at, answer)
+        at, (before, before_name, after, after_name) = self._asked[window]
+        i = at[int(phase)]
+        return int(before[i]), before_name[i], int(after[i]), after_name[i]
+
+
+def judge(claim, rows: pd.DataFrame, bounds: Bounds, window: str, tolerance: float,
+          missing: str) -> verdicts.Verdict:
     """verdicts.judge, and for a phase too short to time that it cannot judge, the bracket."""
     verdict = verdicts.judge(claim, rows, window, tolerance, missing)
     if verdict.verdict != "cannot judge" or len(rows) != 1 or not bool(rows["too_short"].any()):
@@ -40,18 +63,13 @@ def judge(claim, rows: pd.DataFrame, report, window: str, tolerance: float, miss
     if value is None or kind not in ("bytes", "ops", "latency"):
         return verdict
     row = rows.iloc[0]
-    inner_end = _inner_end(row, window)
-    short = report.phases[report.phases["too_short"].astype(bool)]
-    ends = [_inner_end(r, window) for _, r in short.iterrows()]
-    before, before_name, after, after_name = report.evidence.neighbours(
-        [int(t) for t in short["tid"]], [int(f) for f in short["data_first_ns"]], ends)
-    at = int(np.flatnonzero(short["phase"].to_numpy() == int(row["phase"]))[0])
-    if before[at] == call_bounds.NONE_BEFORE or after[at] == call_bounds.NONE_AFTER:
-        missing_side = "before" if before[at] == call_bounds.NONE_BEFORE else "after"
+    before, before_name, after, after_name = bounds.around(int(row["phase"]), window)
+    if before == call_bounds.NONE_BEFORE or after == call_bounds.NONE_AFTER:
+        missing_side = "before" if before == call_bounds.NONE_BEFORE else "after"
         verdict.reasons.insert(1, f"no call of its thread {missing_side} it in the trace to bound IOzone's clock")
         return verdict
-    inner_s = max((inner_end - int(row["data_first_ns"])) / 1e9 - ALLOWANCE_S, 1e-9)
-    outer_s = (int(after[at]) - int(before[at])) / 1e9 + ALLOWANCE_S
+    inner_s = max((_inner_end(row, window) - int(row["data_first_ns"])) / 1e9 - ALLOWANCE_S, 1e-9)
+    outer_s = (after - before) / 1e9 + ALLOWANCE_S
     amount = float(row["bytes"]) if kind == "bytes" else float(row["ops"])
     if kind == "latency":
         low, high = inner_s / amount, outer_s / amount
@@ -61,8 +79,8 @@ def judge(claim, rows: pd.DataFrame, report, window: str, tolerance: float, miss
     timed = {"+fsync": "its calls and the fsync after them", "+close": "its calls and the close after them"}.get(
         window, f"its {int(row['ops']):,} call{'s' if int(row['ops']) != 1 else ''}")
     why = (f"too short to time on its own calls, bounded by the calls around it: IOzone's clock ran at least over "
-           f"{timed} ({units.seconds(inner_s + ALLOWANCE_S)}) and at most from the end of the {before_name[at]} before "
-           f"to the start of the {after_name[at]} after ({units.seconds(outer_s - ALLOWANCE_S)}), ± "
+           f"{timed} ({units.seconds(inner_s + ALLOWANCE_S)}) and at most from the end of the {before_name} before "
+           f"to the start of the {after_name} after ({units.seconds(outer_s - ALLOWANCE_S)}), ± "
            f"{ALLOWANCE_S * 1e6:g} µs: {fmt(low, kind)} to {fmt(high, kind)}")
     verdict.reasons.pop(0)   # "... too short to tell why": now told
     if fits:
@@ -80,6 +98,7 @@ def _inner_end(row, window: str) -> int:
     """The end of what IOzone timed at least: the last data call, or the fsync / close -e / -c add."""
     end = int(row["data_last_ns"])
     column = {"+fsync": "sync_end_ns", "+close": "close_end_ns"}.get(window)
-    if column and row.get(column) and int(row[column]) > end:
-        return int(row[column])
+    added = row.get(column) if column else None
+    if added is not None and added == added and int(added) > end:
+        return int(added)
     return end
