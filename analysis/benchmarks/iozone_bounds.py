@@ -11,7 +11,8 @@ call (record = file size, 44 µs) cannot be timed on its one call (analysis/verd
 short), yet the two calls around it bound it as tightly as IOzone's clock can.
 
 A claim within that bracket (with the tolerance, and latency.ALLOWANCE_S on each edge for
-IOzone's time_res and the clock reads) agrees; outside it, no window IOzone could have timed
+IOzone's time_res and the clock reads) is explained (it fits a window the calls around it
+bound, not the calls' own figure, which may be far off for a call of some µs); outside it, no window IOzone could have timed
 gives the figure and it disagrees. When no call precedes or follows the phase in its thread,
 it cannot be judged and says so.
 
@@ -83,8 +84,8 @@ def judge(claim, rows: pd.DataFrame, bounds: Bounds, window: str, tolerance: flo
            f"to the start of the {after_name} after ({units.seconds(outer_s - ALLOWANCE_S)}), ± "
            f"{ALLOWANCE_S * 1e6:g} µs: {fmt(low, kind)} to {fmt(high, kind)}")
     verdict.reasons.pop(0)   # "... too short to tell why": now told
-    if fits:
-        verdict.verdict = "agrees"
+    if fits:   # explained, not agrees: the claim fits a window the calls bound, not the calls' own figure
+        verdict.verdict = "explained"
         verdict.reasons.insert(0, f"{why}, and the claim {fmt(value, kind)} lies within")
     else:
         verdict.verdict = "disagrees"
