@@ -13,8 +13,8 @@ short), yet the two calls around it bound it as tightly as IOzone's clock can.
 A claim within that bracket (with the tolerance, and latency.ALLOWANCE_S on each edge for
 IOzone's time_res and the clock reads) is explained (it fits a window the calls around it
 bound, not the calls' own figure, which may be far off for a call of some µs); outside it,
-no window IOzone could have timed gives the figure and it disagrees. When no call precedes or follows the phase in its thread,
-it cannot be judged and says so.
+no window IOzone could have timed gives the figure and it disagrees. When no call precedes or
+follows the phase in its thread, it cannot be judged and says so.
 
 Example: a 64 KiB read of 1.4 µs between an lseek that ended 2.1 µs before it and an fsync
 starting 3.0 µs after it: anything from 64 KiB / 6.5 µs to 64 KiB / 0.4 µs (1.4 µs less the
