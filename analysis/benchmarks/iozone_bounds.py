@@ -17,8 +17,8 @@ no window IOzone could have timed gives the figure and it disagrees. When no cal
 follows the phase in its thread, it cannot be judged and says so.
 
 Example: a 64 KiB read of 1.4 µs between an lseek that ended 2.1 µs before it and an fsync
-starting 3.0 µs after it: anything from 64 KiB / 6.5 µs to 64 KiB / 0.4 µs (1.4 µs less the
-allowance) fits.
+starting 3.0 µs after it: anything from 64 KiB / 7.5 µs (the 6.5 µs gap and the allowance)
+to 64 KiB / 0.4 µs (the 1.4 µs call less the allowance) fits.
 """
 
 from __future__ import annotations
