@@ -18,11 +18,13 @@ The statistics (STATISTICS): mean, min, max, stddev (sample, n - 1: fio), mdev (
 as ping prints it), median, and any percentile pNN. How near a claim must be (band): a claim
 agrees when it lies within [lo * (1 - tolerance) - ALLOWANCE_S, hi * (1 + tolerance) +
 ALLOWANCE_S], where for the mean lo = hi = the trace's mean; for a percentile p of n
-operations (min and max are p0 and p100) lo and hi are the trace's values at the ranks
-p * (n - 1) -/+ (1.96 * sqrt(n * p * (1 - p)) + 1): the one rank by which percentile
-definitions differ (nearest rank, interpolation, fio's histogram bins) and the 95 % interval of
-a percentile's rank over n operations, so a p99.99 of 200 requests may be anything from the
-trace's 198th value to its largest, and one of 2 million is held to its neighbours. For a
+operations (min and max are p0 and p100) lo and hi are the trace's sorted values at the
+positions p * n - 1 - s and p * n + s (from 0, linear between two values), s = 1.96 * sqrt(n *
+p * (1 - p)): where every percentile definition puts it (nearest rank, Hyndman and Fan's
+interpolations) widened by the 95 % interval of a percentile's rank over n operations, so a
+p99.99 of 200 requests may be anything from 70 % of the way between the trace's 199th and
+200th values to its largest, one of 2 million is held to its neighbours, and a max is the
+trace's largest value: never anything up to it from the value below (rank_band). For a
 standard deviation the tolerance grows by 1 / sqrt(2 * (n - 1)), its relative standard error.
 
 Example: `judge(claim, rows, trace, report, 0.05, "")` for "min/avg/max/mdev = 10.1/12.3/98.7/3.2
@@ -154,12 +156,34 @@ def band(values: np.ndarray, name: str, tolerance: float) -> tuple[float, float,
         rule = f"within {slack:.1%}{allowance} of the trace's {name} of {n:,} operations"
         return at * (1 - slack) - ALLOWANCE_S, at * (1 + slack) + ALLOWANCE_S, rule
     ordered = np.sort(values)
-    centre = q * (n - 1)
-    spread = Z95 * math.sqrt(n * q * (1 - q)) + 1
-    lo, hi = max(0, math.floor(centre - spread)), min(n - 1, math.ceil(centre + spread))
-    rule = (f"between the trace's values at ranks {lo + 1:,} and {hi + 1:,} of {n:,} operations, "
-            f"{tolerance:.0%}{allowance}")
-    return ordered[lo] * (1 - tolerance) - ALLOWANCE_S, ordered[hi] * (1 + tolerance) + ALLOWANCE_S, rule
+    low, high = rank_band(n, q)
+    where = f"rank {_rank(high)}" if low == high else f"ranks {_rank(low)} and {_rank(high)}"
+    rule = f"between the trace's values at {where} of {n:,} operations, {tolerance:.0%}{allowance}"
+    return (_at(ordered, low) * (1 - tolerance) - ALLOWANCE_S, _at(ordered, high) * (1 + tolerance) + ALLOWANCE_S,
+            rule)
+
+
+def rank_band(n: int, q: float) -> tuple[float, float]:
+    """(lowest, highest) position, from 0, in n sorted values where a benchmark's q-quantile of
+    the same operations can fall: every definition (Hyndman and Fan's nine, nearest rank, linear
+    interpolation) puts it between positions q * n - 1 and q * n, and the 95 % interval of a
+    percentile's rank, Z95 * sqrt(n * q * (1 - q)), widens that. The max (q = 1) is the largest
+    value and the min the smallest, under every definition and with no sampling spread: the band
+    never reaches the value next to them."""
+    spread = Z95 * math.sqrt(n * q * (1 - q))
+    return max(0.0, q * n - 1 - spread), min(n - 1.0, q * n + spread)
+
+
+def _at(ordered: np.ndarray, position: float) -> float:
+    """The sorted values at a fractional position: linear between the two around it."""
+    below = int(math.floor(position))
+    above = min(below + 1, len(ordered) - 1)
+    return float(ordered[below] + (ordered[above] - ordered[below]) * (position - below))
+
+
+def _rank(position: float) -> str:
+    rank = position + 1
+    return f"{rank:,.0f}" if abs(rank - round(rank)) < 0.05 else f"{rank:,.1f}"
 
 
 def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, missing: str = "") -> Verdict:
@@ -254,12 +278,12 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
     at the start left out (a warm-up request the benchmark dropped); one that fits explains."""
     timed = claims[0].extra.get("timed", "call")
     skip = int(claims[0].extra.get("skip") or 0)
-    # the verdict speaks for all the lines: its claim is their median, as printed
-    printed = sorted(c.value for c in claims)[len(claims) // 2]
-    first = dataclasses.replace(claims[0], value=printed,
-                                seconds_per_op=float(np.median([c.seconds_per_op for c in claims])),
+    # the verdict speaks for all the lines: its claim is their median, as printed; the lines
+    # may print in units of their own (ms and µs): the median is of their times, in its own unit
+    middle = sorted(claims, key=lambda c: c.seconds_per_op)[len(claims) // 2]
+    first = dataclasses.replace(claims[0], value=middle.value, unit=middle.unit, seconds_per_op=middle.seconds_per_op,
                                 printed=f"{len(claims):,} request lines ({claims[0].printed!r} ...), median "
-                                        f"{printed:g} {claims[0].unit}",
+                                        f"{middle.value:g} {middle.unit}",
                                 extra={**claims[0].extra, "requests": len(claims)})
     verdict = Verdict(first, [int(p) for p in rows["phase"]], "agrees", window=f"median {timed}",
                       kind="latency")

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iowitness.analysis import benchmarks, buffering, claim_windows, device_checks, printed, verdicts
+from iowitness.analysis import (benchmarks, buffering, claim_windows, cut_short, device_checks, open_window, precision,
+                                printed, verdicts)
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.report import ended_early, mid_run
 
@@ -68,6 +69,9 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
         edges[id(verdict)] = windows.get(i)
         out.append(verdict)
+    precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
+    open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
+    cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
     for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
         if not partial:
             continue

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from iowitness.analysis import buffering, claim_windows, evidence, latency, phases as phase_module
+from iowitness.analysis import buffering, call_bounds, claim_windows, evidence, latency, phases as phase_module
 
 
 class StreamedEvidence:
@@ -136,6 +136,15 @@ class StreamedEvidence:
             parts = [evidence.closes_on(e, paths) for e, _ in self._assigned.blocks()]
             self._cache[key] = pd.concat(parts, ignore_index=True) if parts else \
                 pd.DataFrame({"start_ns": np.empty(0, np.int64), "end_ns": np.empty(0, np.int64)})
+        return self._cache[key]
+
+    def neighbours(self, tids: list[int], firsts: list[int], lasts: list[int]):
+        """call_bounds.neighbours over the whole trace: the calls around each stretch."""
+        key = ("neighbours", tuple(tids), tuple(firsts), tuple(lasts))
+        if key not in self._cache:
+            parts = [call_bounds.neighbours(e, tids, firsts, lasts) for e, _ in self._assigned.blocks()]
+            self._cache[key] = call_bounds.combine(parts or [call_bounds.neighbours(pd.DataFrame(), tids, firsts,
+                                                                                    lasts)])
         return self._cache[key]
 
     def first_call_on(self, path: str, low: int, high) -> int | None:

@@ -28,7 +28,8 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
-from iowitness.analysis.benchmarks import fio_latency
+from iowitness.analysis import recorded_paths
+from iowitness.analysis.benchmarks import fio_files, fio_latency
 from iowitness.analysis.claims import Claim, Match, UnparsableOutput
 
 NAME = "fio"
@@ -217,10 +218,11 @@ def fio_jobs(argv: list[str], cwd: str | None = None) -> dict[str, dict]:
         elif arg.startswith("--") and "=" in arg:
             key, value = arg[2:].split("=", 1)
             (jobs[current] if current else shared)[key] = value
-        elif not arg.startswith("-") and os.path.isfile(os.path.join(cwd or "", arg)):
+        elif not arg.startswith("-") and os.path.isabs(job_file := recorded_paths.resolve(arg, cwd)) \
+                and os.path.isfile(job_file):   # relative with no recorded cwd: not the reader's file
             parser = configparser.ConfigParser(allow_no_value=True, strict=False)
             try:
-                parser.read(os.path.join(cwd or "", arg))
+                parser.read(job_file)
             except configparser.Error:
                 continue
             for section in parser.sections():
@@ -281,10 +283,12 @@ def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = No
     benchmark's working directory, where a relative job file is read from."""
     jobs = fio_jobs(argv, cwd)
     names = []
+    owner = iter(fio_files.owners(phases, jobs, cwd, root_pid))   # by filename=, one per phase
     # the main thread of fio's first process (jobs run as other processes, or with --thread as other threads)
     for path, operation, tid in zip(phases["path"], phases["operation"], phases["tid"]):
         if root_pid is not None and int(tid) == int(root_pid):
             names.append("fio layout")
+            next(owner)
             continue
         base = os.path.basename(str(path))
         job = None
@@ -292,10 +296,7 @@ def name_phases(phases: pd.DataFrame, argv: list[str], root_pid: int | None = No
         if match and match.group(1) in jobs:
             job = match.group(1)
         else:
-            for name, options in jobs.items():
-                files = options.get("filename", "").split(":")
-                if str(path) in files or base in files:
-                    job = name
+            job = next(owner)
         if job is None and len(jobs) == 1:
             job = next(iter(jobs))
         names.append(f"{job} {operation}" if job else None)

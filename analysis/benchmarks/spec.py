@@ -347,7 +347,9 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
     columns = (rule.value_group, "unit")
     extra = {"from": "spec", "rule": rule.number, "match": rule.match, "benchmark": spec.name,
              "groups": {k: v for k, v in groups.items() if k not in columns}, "scope": rule.scope,
-             "key": _fill(rule.key, {"test": test, **groups}, where, "key") if rule.key else None}
+             "key": _fill(rule.key, {"test": test, **groups}, where, "key") if rule.key else None,
+             # as printed: judged to its last digit (analysis/precision.py)
+             "printed_value": printed, "multiplier_base": spec.multiplier_base}
     if rule.column:
         extra["column"] = rule.column
     if rule.match == "name":

@@ -1,0 +1,105 @@
+"""An IOzone test too short to time on its own calls, bounded by the calls around it.
+
+IOzone reads its clock after the call before its loop and again before the call after it
+(iozone.c read_perf_test: `lseek(fd,0,SEEK_SET); ... starttime2 = time_so_far();` then the
+reads, then with -e the fsync and with -c the close, then `readtime = (time_so_far() -
+starttime2) - time_res`; write_perf_test the same after its open). So the window it timed
+holds the test's calls (and the fsync or close -e or -c adds) and lies within the gap between
+the end of the thread's call before them and the start of its call after them: a claim about
+B bytes is at most B over the first and at least B over the second. An IOzone -a phase of one
+call (record = file size, 44 µs) cannot be timed on its one call (analysis/verdicts.py: too
+short), yet the two calls around it bound it as tightly as IOzone's clock can.
+
+A claim within that bracket (with the tolerance, and latency.ALLOWANCE_S on each edge for
+IOzone's time_res and the clock reads) is explained (it fits a window the calls around it
+bound, not the calls' own figure, which may be far off for a call of some µs); outside it,
+no window IOzone could have timed gives the figure and it disagrees. When no call precedes or
+follows the phase in its thread, it cannot be judged and says so.
+
+Example: a 64 KiB read of 1.4 µs between an lseek that ended 2.1 µs before it and an fsync
+starting 3.0 µs after it: anything from 64 KiB / 7.5 µs (the 6.5 µs gap and the allowance)
+to 64 KiB / 0.4 µs (the 1.4 µs call less the allowance) fits.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from iowitness import units
+from iowitness.analysis import call_bounds, verdicts
+from iowitness.analysis.figures import fmt
+from iowitness.analysis.latency import ALLOWANCE_S
+
+
+class Bounds:
+    """The calls around every phase too short to time, asked of the trace once per window (a
+    sweep has hundreds of such phases: one pass over the trace for all of them)."""
+
+    def __init__(self, report):
+        self._report = report
+        self._asked: dict[str, tuple] = {}
+
+    def around(self, phase: int, window: str) -> tuple[int, str | None, int, str | None]:
+        """(end of the call before, its name, start of the call after, its name)."""
+        if window not in self._asked:
+            phases = self._report.phases
+            short = phases[phases["too_short"].astype(bool)]
+            ends = [_inner_end(r, window) for r in short.to_dict("records")]
+            answer = self._report.evidence.neighbours([int(t) for t in short["tid"]],
+                                                      [int(f) for f in short["data_first_ns"]], ends)
+            at = {int(p): i for i, p in enumerate(short["phase"])}
+            self._asked[window] = (at, answer)
+        at, (before, before_name, after, after_name) = self._asked[window]
+        i = at[int(phase)]
+        return int(before[i]), before_name[i], int(after[i]), after_name[i]
+
+
+def judge(claim, rows: pd.DataFrame, bounds: Bounds, window: str, tolerance: float,
+          missing: str) -> verdicts.Verdict:
+    """verdicts.judge, and for a phase too short to time that it cannot judge, the bracket."""
+    verdict = verdicts.judge(claim, rows, window, tolerance, missing)
+    if verdict.verdict != "cannot judge" or len(rows) != 1 or not bool(rows["too_short"].any()):
+        return verdict
+    value, kind = verdicts.claimed(claim)
+    if value is None or kind not in ("bytes", "ops", "latency"):
+        return verdict
+    row = rows.iloc[0]
+    before, before_name, after, after_name = bounds.around(int(row["phase"]), window)
+    if before == call_bounds.NONE_BEFORE or after == call_bounds.NONE_AFTER:
+        missing_side = "before" if before == call_bounds.NONE_BEFORE else "after"
+        verdict.reasons.insert(1, f"no call of its thread {missing_side} it in the trace to bound IOzone's clock")
+        return verdict
+    inner_s = max((_inner_end(row, window) - int(row["data_first_ns"])) / 1e9 - ALLOWANCE_S, 1e-9)
+    outer_s = (after - before) / 1e9 + ALLOWANCE_S
+    amount = float(row["bytes"]) if kind == "bytes" else float(row["ops"])
+    if kind == "latency":
+        low, high = inner_s / amount, outer_s / amount
+    else:
+        low, high = amount / outer_s, amount / inner_s
+    fits = low * (1 - tolerance) <= value <= high * (1 + tolerance)
+    timed = {"+fsync": "its calls and the fsync after them", "+close": "its calls and the close after them"}.get(
+        window, f"its {int(row['ops']):,} call{'s' if int(row['ops']) != 1 else ''}")
+    why = (f"too short to time on its own calls, bounded by the calls around it: IOzone's clock ran at least over "
+           f"{timed} ({units.seconds(inner_s + ALLOWANCE_S)}) and at most from the end of the {before_name} before "
+           f"to the start of the {after_name} after ({units.seconds(outer_s - ALLOWANCE_S)}), ± "
+           f"{ALLOWANCE_S * 1e6:g} µs: {fmt(low, kind)} to {fmt(high, kind)}")
+    verdict.reasons.pop(0)   # "... too short to tell why": now told
+    if fits:   # explained, not agrees: the claim fits a window the calls bound, not the calls' own figure
+        verdict.verdict = "explained"
+        verdict.reasons.insert(0, f"{why}, and the claim {fmt(value, kind)} lies within")
+    else:
+        verdict.verdict = "disagrees"
+        verdict.reasons.insert(0, f"{why}; the claim {fmt(value, kind)} is outside it by more than {tolerance:.0%}: "
+                                  "no window between those calls gives it")
+    verdict.figures.update({"bounded, least": low, "bounded, most": high})
+    return verdict
+
+
+def _inner_end(row, window: str) -> int:
+    """The end of what IOzone timed at least: the last data call, or the fsync / close -e / -c add."""
+    end = int(row["data_last_ns"])
+    column = {"+fsync": "sync_end_ns", "+close": "close_end_ns"}.get(window)
+    added = row.get(column) if column else None
+    if added is not None and added == added and int(added) > end:
+        return int(added)
+    return end

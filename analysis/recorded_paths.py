@@ -1,0 +1,36 @@
+"""Paths of a recorded command line, as the benchmark saw them: a relative path resolves
+against the working directory the trace recorded (meta "cwd"), never against the directory
+the reader runs in.
+
+IOzone's `-F f1 f2` and fio's job file, its `filename=` and `directory=` are relative to the
+benchmark's cwd; `iowitness report` may run anywhere, on another machine even. A trace that
+recorded no cwd (older traces, some imports) leaves a relative path as it is: it matches no
+recorded (absolute) path rather than one the reader's directory makes up.
+
+Example: `resolve("f1", "/data/bench")` is "/data/bench/f1"; `resolve("/tmp/x", "/data")` is
+"/tmp/x"; `resolve("f1", None)` is "f1".
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def resolve(path: str, cwd: str | None) -> str:
+    """`path` as the benchmark meant it: absolute, against `cwd` when relative."""
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    if not cwd:
+        return os.path.normpath(path) if path else path
+    return os.path.normpath(os.path.join(cwd, path))
+
+
+def resolve_all(paths: list[str], cwd: str | None) -> list[str]:
+    return [resolve(p, cwd) for p in paths]
+
+
+def cwd_of(trace) -> str | None:
+    """The benchmark's recorded working directory, or None (no trace, or none recorded)."""
+    meta = getattr(trace, "meta", None) or {}
+    cwd = meta.get("cwd")
+    return str(cwd) if cwd else None
