@@ -15,8 +15,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iowitness.analysis import (benchmarks, buffering, claim_windows, cut_short, device_checks, open_window, precision,
-                                printed, verdicts)
+from iowitness.analysis import (
+    benchmarks,
+    buffering,
+    claim_windows,
+    cut_short,
+    device_checks,
+    open_window,
+    precision,
+    printed,
+    verdicts,
+)
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.report import ended_early, mid_run
 
