@@ -38,8 +38,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import operations as several
-from iowitness.analysis import phases as phase_module
+from iowitness.analysis import operations as several, phases as phase_module
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import fmt
 from iowitness.analysis.verdicts import Verdict, cannot_judge, missing_reason
