@@ -17,7 +17,7 @@ F = "/data/file"
 def test_timed_texts_are_read_and_written_one_way():
     assert operations.canonical("8 calls + sync") == "8 calls+sync"
     assert operations.canonical("1 call") == "call" and operations.canonical("calls+sync") == "calls+sync"
-    assert operations.parse("4 calls") == ("calls", 4)
+    assert operations.parse("4 calls") == ("calls", 4) and operations.canonical("1 call+sync") == "call+sync"
     with pytest.raises(ValueError, match="N calls"):
         operations.canonical("call+fsync")
     assert not operations.is_several("call+sync") and operations.is_several("open..close")
