@@ -290,7 +290,8 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
         return cannot_judge(verdict, f"no phase of the trace matches these {len(claims):,} requests")
     if missing:
         verdict.reasons.append(missing_reason(missing))
-    every = {name: report.evidence.operations(verdict.phases, name, first.direction) for name in TIMED}
+    every = {name: report.evidence.operations(verdict.phases, name, first.direction)
+             for name in dict.fromkeys((timed,) + TIMED)}
     numbers = [int(c.extra.get("request") or k + 1) for k, c in enumerate(claims)]
     claimed_s = np.array([c.seconds_per_op for c in claims])
     said = _pairs(claimed_s, numbers, every[timed][skip:], tolerance)

@@ -50,8 +50,8 @@ def parse(timed: str) -> tuple[str, int]:
     m = COUNTED.match(text)
     if m and 1 <= int(m.group(1)) <= MOST_CALLS:
         n = int(m.group(1))
-        if n == 1 and not m.group(2):
-            return "call", 1
+        if n == 1:
+            return ("call+sync" if m.group(2) else "call"), 1
         return ("calls+sync" if m.group(2) else "calls"), n
     raise ValueError(f"{timed!r} is not one of {', '.join(BASIC + GROUPS)}, \"N calls\", \"N calls+sync\"")
 

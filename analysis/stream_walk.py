@@ -101,7 +101,8 @@ class PerStream:
     """Named int64 arrays indexed by stream number, growing as streams appear."""
 
     FIELDS = {"span": -1, "first_row": -1, "first_data": -1, "calls": 0, "runs": 0, "reads": 0, "fills": 0,
-              "has": 0, "tgid": 0, "tid": 0, "file": 0, "bytes": 0, "positioned": 0, **{f"l{i}_{name}": 0 for i in (1, 2) for name in ("kind", "off", "req", "done", "pos", "rip")}}
+              "has": 0, "tgid": 0, "tid": 0, "file": 0, "bytes": 0, "positioned": 0,
+              **{f"l{i}_{name}": 0 for i in (1, 2) for name in ("kind", "off", "req", "done", "pos", "rip")}}
 
     def __init__(self):
         self.count = 0

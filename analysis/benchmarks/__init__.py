@@ -9,7 +9,10 @@ module in BENCHMARKS provides:
   SIGNATURE                   a compiled regex every output of it matches, or None: never
                               sniffed, and not a --format choice (spec.py)
   parse(text)                 its claims, list[Claim]; raises UnparsableOutput naming what it
-                              expected (spec.py: parse(text, spec))
+                              expected (spec.py: parse(text, spec)); a claim whose operation is
+                              several calls says so in extra["timed"] (analysis/operations.py:
+                              "calls+sync", "8 calls", "open..close"): its ops/s and latency are
+                              then judged per operation
   add_command(claims, argv)   adds what its command line says to the claims, when argv runs it
   processes(argv)             how many processes run each test together, when argv says
                               (IOzone -t N); None: their overlap in time decides

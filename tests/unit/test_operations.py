@@ -17,7 +17,7 @@ F = "/data/file"
 def test_timed_texts_are_read_and_written_one_way():
     assert operations.canonical("8 calls + sync") == "8 calls+sync"
     assert operations.canonical("1 call") == "call" and operations.canonical("calls+sync") == "calls+sync"
-    assert operations.parse("4 calls") == ("calls", 4)
+    assert operations.parse("4 calls") == ("calls", 4) and operations.canonical("1 call+sync") == "call+sync"
     with pytest.raises(ValueError, match="N calls"):
         operations.canonical("call+fsync")
     assert not operations.is_several("call+sync") and operations.is_several("open..close")
@@ -123,7 +123,8 @@ def test_too_short_is_judged_on_what_the_claim_covers_not_its_smallest_member():
     from iowitness.analysis import verdicts
     # GIVEN a group of three phases over 800 ms and 37,553 calls, one member of 2 calls in 50 µs
     rows = pd.DataFrame({"phase": [1, 2, 3], "ops": [20_000, 17_551, 2],
-                         "data_first_ns": [0, 1_000, 400_000_000], "data_last_ns": [800_700_000, 800_000_000, 400_050_000]})
+                         "data_first_ns": [0, 1_000, 400_000_000],
+                         "data_last_ns": [800_700_000, 800_000_000, 400_050_000]})
     rows["duration_s"] = (rows["data_last_ns"] - rows["data_first_ns"]) / 1e9
     rows["too_short"] = (rows["duration_s"] < 0.010) | (rows["ops"] < 100)
     # THEN the claim over the group is timeable; the tiny member alone is not
