@@ -144,34 +144,39 @@ def timeline(records: np.ndarray | None, captured: dict[str, bytes], own: OwnFil
 
 def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int = 4096) -> Timeline:
     """The lines of the captured text and of the writes, in time order (lines with no time
-    last, each stream's in its own order)."""
-    lines: list[Line] = []
+    last, each stream's in its own order). A write goes to the capture whose next bytes are
+    its own: its fd's stream first, then the other one (a shell's `echo x >&2` writes on fd 1
+    after a dup2 of fd 2 onto it: the bytes reach stderr's pipe)."""
     result = Timeline([], bound=bound)
-    for stream in ("stdout", "stderr"):
-        text = captured.get(stream, b"") or b""
-        mine = [w for w in writes if w.stream == stream]
-        aligned: list[tuple[int, Write]] = []
-        elsewhere: dict[tuple, list[Write]] = {}
-        pos = 0
-        for w in mine:
-            result.writes += 1
-            if w.ret > len(w.data):
-                result.cut += 1
-                result.bytes_not_kept += w.ret - len(w.data)
-            if w.ret <= 0:
-                continue
+    streams = ("stdout", "stderr")
+    text = {s: captured.get(s, b"") or b"" for s in streams}
+    pos = dict.fromkeys(streams, 0)
+    aligned: dict[str, list[tuple[int, Write]]] = {s: [] for s in streams}
+    elsewhere: dict[str, dict[tuple, list[Write]]] = {s: {} for s in streams}
+    for w in writes:
+        result.writes += 1
+        if w.ret > len(w.data):
+            result.cut += 1
+            result.bytes_not_kept += w.ret - len(w.data)
+        if w.ret <= 0:
+            continue
+        for s in (w.stream, *(o for o in streams if o != w.stream)):
+            at = pos[s]
             # the capture's next bytes are this write's: it went to the capture
-            if w.data and text[pos:pos + len(w.data)] == w.data and pos + w.ret <= len(text) \
-                    and not elsewhere.get(w.file):
-                pos += w.ret
-                aligned.append((pos, w))
-            else:
-                elsewhere.setdefault(w.file, []).append(w)
-        lines += _captured_lines(text, stream, aligned)
-        for written in elsewhere.values():
-            lines += _written_lines(written, stream)
-        if elsewhere:
-            result.rebuilt.add(stream)
+            if w.data and text[s][at:at + len(w.data)] == w.data and at + w.ret <= len(text[s]) \
+                    and not elsewhere[s].get(w.file):
+                pos[s] = at + w.ret
+                aligned[s].append((pos[s], w))
+                break
+        else:
+            elsewhere[w.stream].setdefault(w.file, []).append(w)
+    lines: list[Line] = []
+    for s in streams:
+        lines += _captured_lines(text[s], s, aligned[s])
+        for written in elsewhere[s].values():
+            lines += _written_lines(written, s)
+        if elsewhere[s]:
+            result.rebuilt.add(s)
     never = float("inf")
     result.lines = sorted(lines, key=lambda line: never if line.t_ns is None else line.t_ns)
     return result

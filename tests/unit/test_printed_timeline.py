@@ -142,3 +142,10 @@ def test_a_trace_file_keeps_its_timeline_and_an_old_one_reads_without(tmp_path, 
     # THEN it reads, with its lines untimed
     trace = load(old)
     assert trace.printed is None and lines_of(trace) == [PrintedLine("rate 5", None, "stdout")]
+
+
+def test_a_write_on_fd_1_that_reached_stderrs_capture_is_stderr():
+    # GIVEN `echo to-err >&2` in sh: dup2(2, 1), then write(1, ...), which reaches stderr's pipe
+    tl = lines_of_writes([_w(100, b"to-out\n"), _w(200, b"to-err\n")], {"stdout": b"to-out\n", "stderr": b"to-err\n"})
+    # THEN the line is stderr's, with its time, and no stream is rebuilt
+    assert _lines(tl) == [("to-out", 100, "stdout"), ("to-err", 200, "stderr")] and not tl.rebuilt
