@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 STREAM_OF_FD = {1: "stdout", 2: "stderr"}
+FIFO = 1   # struct iow_output.type of a pipe (S_IFIFO >> 12)
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
@@ -115,6 +116,7 @@ class Write:
     ret: int
     data: bytes          # its first bytes, at most the bound
     file: tuple = ()     # where it went: (dev, ino); () unknown
+    type: int = 0        # what it went to (struct iow_output.type): FIFO a pipe; 0 unknown
 
 
 def writes_of(records: np.ndarray, own: OwnFiles | None = None) -> list[Write]:
@@ -129,24 +131,28 @@ def writes_of(records: np.ndarray, own: OwnFiles | None = None) -> list[Write]:
             continue
         copied = max(0, min(int(r["copied"]), len(r["data"])))
         out.append(Write(int(r["end_ns"]), stream, int(r["tgid"]), int(r["ret"]), bytes(r["data"][:copied]),
-                         (int(r["dev"]), int(r["ino"]))))
+                         (int(r["dev"]), int(r["ino"])), int(r["type"]) if "type" in (records.dtype.names or ()) else 0))
     return out
 
 
-def timeline(records: np.ndarray | None, captured: dict[str, bytes], own: OwnFiles | None = None) -> Timeline | None:
+def timeline(records: np.ndarray | None, captured: dict[str, bytes], own: OwnFiles | None = None,
+             captures: bool = False) -> Timeline | None:
     """The timeline of a trace's PRINTED records joined with the captured text; None when the
     trace records no timeline (made before it, or by a backend without it)."""
     if records is None:
         return None
     bound = int(records.dtype["data"].itemsize) if "data" in (records.dtype.names or ()) else 4096
-    return lines_of_writes(writes_of(records, own), captured, bound)
+    return lines_of_writes(writes_of(records, own), captured, bound, captures)
 
 
-def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int = 4096) -> Timeline:
+def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int = 4096,
+                    captures: bool = False) -> Timeline:
     """The lines of the captured text and of the writes, in time order (lines with no time
     last, each stream's in its own order). A write goes to the capture whose next bytes are
     its own: its fd's stream first, then the other one (a shell's `echo x >&2` writes on fd 1
-    after a dup2 of fd 2 onto it: the bytes reach stderr's pipe)."""
+    after a dup2 of fd 2 onto it: the bytes reach stderr's pipe). With a capture (`captures`:
+    `run`), a write to a pipe the capture did not read is plumbing between the benchmark's own
+    processes (`$(...)`, `a | b`), not its output: it gives no line."""
     result = Timeline([], bound=bound)
     streams = ("stdout", "stderr")
     text = {s: captured.get(s, b"") or b"" for s in streams}
@@ -169,7 +175,8 @@ def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int 
                 aligned[s].append((pos[s], w))
                 break
         else:
-            elsewhere[w.stream].setdefault(w.file, []).append(w)
+            if not (captures and w.type == FIFO):
+                elsewhere[w.stream].setdefault(w.file, []).append(w)
     lines: list[Line] = []
     for s in streams:
         lines += _captured_lines(text[s], s, aligned[s])

@@ -146,6 +146,17 @@ def test_a_trace_file_keeps_its_timeline_and_an_old_one_reads_without(tmp_path, 
 
 def test_a_write_on_fd_1_that_reached_stderrs_capture_is_stderr():
     # GIVEN `echo to-err >&2` in sh: dup2(2, 1), then write(1, ...), which reaches stderr's pipe
-    tl = lines_of_writes([_w(100, b"to-out\n"), _w(200, b"to-err\n")], {"stdout": b"to-out\n", "stderr": b"to-err\n"})
+    tl = lines_of_writes([_w(100, b"to-out\n"), _w(200, b"to-err\n")],
+                         {"stdout": b"to-out\n", "stderr": b"to-err\n"})
     # THEN the line is stderr's, with its time, and no stream is rebuilt
     assert _lines(tl) == [("to-out", 100, "stdout"), ("to-err", 200, "stderr")] and not tl.rebuilt
+
+
+def test_under_run_a_pipe_the_capture_did_not_read_is_plumbing_not_output():
+    # GIVEN a shell script's $(readlink ...) writing into the shell's pipe, then the benchmark's line
+    writes = [Write(100, "stdout", 8, 10, b"/usr/bin/x", (0, 50), 1), _w(200, b"rate 5\n")]
+    tl = lines_of_writes(writes, {"stdout": b"rate 5\n"}, captures=True)
+    assert _lines(tl) == [("rate 5", 200, "stdout")] and not tl.rebuilt
+    # AND under attach (no capture) a pipe is where the output goes: its lines are kept
+    tl = lines_of_writes(writes[:1], {}, captures=False)
+    assert _lines(tl) == [("/usr/bin/x", 100, "stdout")]
