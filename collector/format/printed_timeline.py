@@ -122,6 +122,7 @@ class Write:
 def writes_of(records: np.ndarray, own: OwnFiles | None = None) -> list[Write]:
     """The records as Writes, in order of completion; those that are data (`own`) left out."""
     order = np.argsort(records["end_ns"], kind="stable")
+    typed = "type" in (records.dtype.names or ())
     out = []
     for r in records[order]:
         stream = STREAM_OF_FD.get(int(r["fd"]))
@@ -131,7 +132,7 @@ def writes_of(records: np.ndarray, own: OwnFiles | None = None) -> list[Write]:
             continue
         copied = max(0, min(int(r["copied"]), len(r["data"])))
         out.append(Write(int(r["end_ns"]), stream, int(r["tgid"]), int(r["ret"]), bytes(r["data"][:copied]),
-                         (int(r["dev"]), int(r["ino"])), int(r["type"]) if "type" in (records.dtype.names or ()) else 0))
+                         (int(r["dev"]), int(r["ino"])), int(r["type"]) if typed else 0))
     return out
 
 
