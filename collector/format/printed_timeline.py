@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 STREAM_OF_FD = {1: "stdout", 2: "stderr"}
-FIFO = 1   # struct iow_output.type of a pipe (S_IFIFO >> 12)
+REGULAR = 8   # struct iow_output.type of a regular file (S_IFREG >> 12)
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
@@ -116,7 +116,7 @@ class Write:
     ret: int
     data: bytes          # its first bytes, at most the bound
     file: tuple = ()     # where it went: (dev, ino); () unknown
-    type: int = 0        # what it went to (struct iow_output.type): FIFO a pipe; 0 unknown
+    type: int = 0        # what it went to (struct iow_output.type): REGULAR a file; 0 unknown
 
 
 def writes_of(records: np.ndarray, own: OwnFiles | None = None) -> list[Write]:
@@ -152,8 +152,9 @@ def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int 
     last, each stream's in its own order). A write goes to the capture whose next bytes are
     its own: its fd's stream first, then the other one (a shell's `echo x >&2` writes on fd 1
     after a dup2 of fd 2 onto it: the bytes reach stderr's pipe). With a capture (`captures`:
-    `run`), a write to a pipe the capture did not read is plumbing between the benchmark's own
-    processes (`$(...)`, `a | b`), not its output: it gives no line."""
+    `run`), a write the capture did not read is output only when it went to a regular file (a
+    shell's `> out.txt`): one to a pipe is plumbing between the benchmark's own processes
+    (`$(...)`, `a | b`), one to /dev/null was thrown away; neither gives a line."""
     result = Timeline([], bound=bound)
     streams = ("stdout", "stderr")
     text = {s: captured.get(s, b"") or b"" for s in streams}
@@ -176,7 +177,7 @@ def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int 
                 aligned[s].append((pos[s], w))
                 break
         else:
-            if not (captures and w.type == FIFO):
+            if not captures or w.type == REGULAR:
                 elsewhere[w.stream].setdefault(w.file, []).append(w)
     lines: list[Line] = []
     for s in streams:
