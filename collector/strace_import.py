@@ -312,8 +312,12 @@ class Importer:
         data = b"".join(text for text, _ in strace_lines.strings(c.raw))
         fd = int(c.args[0])
         held = proc.fds.get(fd)   # a target file on fd 1 or 2: its identity, as the events give it
+        path = c.paths.get(0) or ""
+        # what -y says fd 1 or 2 is, as struct iow_output.type (i_mode >> 12)
+        kind = 1 if path.startswith("pipe:") else 12 if path.startswith("socket:") else \
+            2 if path.startswith("/dev/") else 8 if path.startswith("/") else 0
         self.printed.append((c.ts_ns, c.ts_ns + (c.latency_ns or 0), c.ret, proc.tgid, c.pid, fd,
-                             data, self.op[f"IOW_OP_{name.upper()}"], held[0].ino if held else 0))
+                             data, self.op[f"IOW_OP_{name.upper()}"], held[0].ino if held else 0, kind))
 
     # -- records -------------------------------------------------------------------------------
     def _event(self, c, proc: Proc, op: int, f: OpenFile, fd: int, offset: int, requested: int = 0,
@@ -343,10 +347,10 @@ class Importer:
         dtype = layout().structs["iow_output"]
         out = np.zeros(len(self.printed), dtype=dtype)
         room = dtype["data"].shape[0]
-        for i, (start, end, ret, tgid, tid, fd, data, op, ino) in enumerate(self.printed):
+        for i, (start, end, ret, tgid, tid, fd, data, op, ino, kind) in enumerate(self.printed):
             row = out[i]
             row["start_ns"], row["end_ns"], row["ret"], row["tgid"], row["tid"] = start, end, ret, tgid, tid
-            row["fd"], row["op"], row["ino"] = fd, op, ino
+            row["fd"], row["op"], row["ino"], row["type"] = fd, op, ino, kind
             kept = data[:max(0, min(room, ret))]
             row["copied"] = len(kept)
             row["data"][:len(kept)] = np.frombuffer(kept, dtype=np.uint8)

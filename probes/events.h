@@ -214,7 +214,7 @@ struct iow_output {
 	__s32 fd;          /* 1 or 2 */
 	__u32 copied;      /* bytes of data that hold the call's first bytes: min(ret, IOW_OUTPUT_BYTES), 0 on error */
 	__u16 op;          /* IOW_OP_WRITE or IOW_OP_WRITEV */
-	__u16 pad0;
+	__u16 type;        /* what the fd points at: i_mode >> 12 (1 pipe, 2 character device, 8 regular file, 12 socket); 0 unknown */
 	__u8 data[IOW_OUTPUT_BYTES];
 };
 

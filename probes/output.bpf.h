@@ -110,8 +110,11 @@ static __noinline int record_output(struct pt_regs *regs, struct output_call *ca
 		count_lost(IOW_LOST_OUTPUT);
 		return 0;
 	}
-	if (file)
+	o->type = 0;
+	if (file) {
 		file_key_of(file, &key);
+		o->type = BPF_CORE_READ(file, f_inode, i_mode) >> 12;
+	}
 	o->start_ns = call->start_ts;
 	o->end_ns = call->now;
 	o->ino = key.ino;
@@ -121,7 +124,6 @@ static __noinline int record_output(struct pt_regs *regs, struct output_call *ca
 	o->dev = key.dev;
 	o->fd = call->fd;
 	o->op = call->op;
-	o->pad0 = 0;
 	o->copied = 0;
 	want = call->ret > 0 ? call->ret : 0;
 	if (want > IOW_OUTPUT_BYTES)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 STREAM_OF_FD = {1: "stdout", 2: "stderr"}
+REGULAR = 8   # struct iow_output.type of a regular file (S_IFREG >> 12)
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
@@ -115,11 +116,13 @@ class Write:
     ret: int
     data: bytes          # its first bytes, at most the bound
     file: tuple = ()     # where it went: (dev, ino); () unknown
+    type: int = 0        # what it went to (struct iow_output.type): REGULAR a file; 0 unknown
 
 
 def writes_of(records: np.ndarray, own: OwnFiles | None = None) -> list[Write]:
     """The records as Writes, in order of completion; those that are data (`own`) left out."""
     order = np.argsort(records["end_ns"], kind="stable")
+    typed = "type" in (records.dtype.names or ())
     out = []
     for r in records[order]:
         stream = STREAM_OF_FD.get(int(r["fd"]))
@@ -129,49 +132,60 @@ def writes_of(records: np.ndarray, own: OwnFiles | None = None) -> list[Write]:
             continue
         copied = max(0, min(int(r["copied"]), len(r["data"])))
         out.append(Write(int(r["end_ns"]), stream, int(r["tgid"]), int(r["ret"]), bytes(r["data"][:copied]),
-                         (int(r["dev"]), int(r["ino"]))))
+                         (int(r["dev"]), int(r["ino"])), int(r["type"]) if typed else 0))
     return out
 
 
-def timeline(records: np.ndarray | None, captured: dict[str, bytes], own: OwnFiles | None = None) -> Timeline | None:
+def timeline(records: np.ndarray | None, captured: dict[str, bytes], own: OwnFiles | None = None,
+             captures: bool = False) -> Timeline | None:
     """The timeline of a trace's PRINTED records joined with the captured text; None when the
     trace records no timeline (made before it, or by a backend without it)."""
     if records is None:
         return None
     bound = int(records.dtype["data"].itemsize) if "data" in (records.dtype.names or ()) else 4096
-    return lines_of_writes(writes_of(records, own), captured, bound)
+    return lines_of_writes(writes_of(records, own), captured, bound, captures)
 
 
-def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int = 4096) -> Timeline:
+def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int = 4096,
+                    captures: bool = False) -> Timeline:
     """The lines of the captured text and of the writes, in time order (lines with no time
-    last, each stream's in its own order)."""
-    lines: list[Line] = []
+    last, each stream's in its own order). A write goes to the capture whose next bytes are
+    its own: its fd's stream first, then the other one (a shell's `echo x >&2` writes on fd 1
+    after a dup2 of fd 2 onto it: the bytes reach stderr's pipe). With a capture (`captures`:
+    `run`), a write the capture did not read is output only when it went to a regular file (a
+    shell's `> out.txt`): one to a pipe is plumbing between the benchmark's own processes
+    (`$(...)`, `a | b`), one to /dev/null was thrown away; neither gives a line."""
     result = Timeline([], bound=bound)
-    for stream in ("stdout", "stderr"):
-        text = captured.get(stream, b"") or b""
-        mine = [w for w in writes if w.stream == stream]
-        aligned: list[tuple[int, Write]] = []
-        elsewhere: dict[tuple, list[Write]] = {}
-        pos = 0
-        for w in mine:
-            result.writes += 1
-            if w.ret > len(w.data):
-                result.cut += 1
-                result.bytes_not_kept += w.ret - len(w.data)
-            if w.ret <= 0:
-                continue
+    streams = ("stdout", "stderr")
+    text = {s: captured.get(s, b"") or b"" for s in streams}
+    pos = dict.fromkeys(streams, 0)
+    aligned: dict[str, list[tuple[int, Write]]] = {s: [] for s in streams}
+    elsewhere: dict[str, dict[tuple, list[Write]]] = {s: {} for s in streams}
+    for w in writes:
+        result.writes += 1
+        if w.ret > len(w.data):
+            result.cut += 1
+            result.bytes_not_kept += w.ret - len(w.data)
+        if w.ret <= 0:
+            continue
+        for s in (w.stream, *(o for o in streams if o != w.stream)):
+            at = pos[s]
             # the capture's next bytes are this write's: it went to the capture
-            if w.data and text[pos:pos + len(w.data)] == w.data and pos + w.ret <= len(text) \
-                    and not elsewhere.get(w.file):
-                pos += w.ret
-                aligned.append((pos, w))
-            else:
-                elsewhere.setdefault(w.file, []).append(w)
-        lines += _captured_lines(text, stream, aligned)
-        for written in elsewhere.values():
-            lines += _written_lines(written, stream)
-        if elsewhere:
-            result.rebuilt.add(stream)
+            if w.data and text[s][at:at + len(w.data)] == w.data and at + w.ret <= len(text[s]) \
+                    and not elsewhere[s].get(w.file):
+                pos[s] = at + w.ret
+                aligned[s].append((pos[s], w))
+                break
+        else:
+            if not captures or w.type == REGULAR:
+                elsewhere[w.stream].setdefault(w.file, []).append(w)
+    lines: list[Line] = []
+    for s in streams:
+        lines += _captured_lines(text[s], s, aligned[s])
+        for written in elsewhere[s].values():
+            lines += _written_lines(written, s)
+        if elsewhere[s]:
+            result.rebuilt.add(s)
     never = float("inf")
     result.lines = sorted(lines, key=lambda line: never if line.t_ns is None else line.t_ns)
     return result

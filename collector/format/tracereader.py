@@ -297,7 +297,7 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     captured = {name: b"".join(parts) for name, parts in output.items()}
     # the bpftrace backend (collector/backends.py) describes the record but records none
     printed = records.get(PRINTED) if meta.get("backend") != "bpftrace" else None
-    trace.printed = printed_timeline.timeline(printed, captured, own)
+    trace.printed = printed_timeline.timeline(printed, captured, own, captures=meta.get("mode") == "run")
     trace.output = printed_timeline.text_of(trace.printed, text)
     trace.summary = summary   # --summary traces: the kernel's aggregates; None otherwise
     return trace

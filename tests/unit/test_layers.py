@@ -33,7 +33,9 @@ SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness
 # backends: which backend a trace's START names, and what each cannot see (no loader either)
 TRACE_CONTRACT = ("iowitness.collector.format.traceformat", "iowitness.collector.format.tracereader",
                   "iowitness.collector.format.tracestream", "iowitness.collector.format.codec",
-                  "iowitness.collector.backends")
+                  "iowitness.collector.backends",
+                  # the output timeline's lines and its one rule for fd 1 and 2 (OwnFiles)
+                  "iowitness.collector.format.printed_timeline")
 
 
 def layer(module: str) -> int:

@@ -142,3 +142,26 @@ def test_a_trace_file_keeps_its_timeline_and_an_old_one_reads_without(tmp_path, 
     # THEN it reads, with its lines untimed
     trace = load(old)
     assert trace.printed is None and lines_of(trace) == [PrintedLine("rate 5", None, "stdout")]
+
+
+def test_a_write_on_fd_1_that_reached_stderrs_capture_is_stderr():
+    # GIVEN `echo to-err >&2` in sh: dup2(2, 1), then write(1, ...), which reaches stderr's pipe
+    tl = lines_of_writes([_w(100, b"to-out\n"), _w(200, b"to-err\n")],
+                         {"stdout": b"to-out\n", "stderr": b"to-err\n"})
+    # THEN the line is stderr's, with its time, and no stream is rebuilt
+    assert _lines(tl) == [("to-out", 100, "stdout"), ("to-err", 200, "stderr")] and not tl.rebuilt
+
+
+def test_under_run_a_pipe_or_dev_null_the_capture_did_not_read_is_not_output():
+    # GIVEN a shell script's $(readlink ...) writing into the shell's pipe, `head >/dev/null`,
+    # then the benchmark's line
+    writes = [Write(100, "stdout", 8, 10, b"/usr/bin/x", (0, 50), 1), Write(150, "stdout", 9, 2, b"y\n", (5, 4), 2),
+              _w(200, b"rate 5\n")]
+    tl = lines_of_writes(writes, {"stdout": b"rate 5\n"}, captures=True)
+    assert _lines(tl) == [("rate 5", 200, "stdout")] and not tl.rebuilt
+    # AND a regular file (a shell's `> out.txt`) is output
+    tl = lines_of_writes([Write(100, "stdout", 8, 4, b"r 1\n", (2049, 7), 8)], {"stdout": b""}, captures=True)
+    assert _lines(tl) == [("r 1", 100, "stdout")] and tl.rebuilt == {"stdout"}
+    # AND under attach (no capture) a pipe is where the output goes: its lines are kept
+    tl = lines_of_writes(writes[:1], {}, captures=False)
+    assert _lines(tl) == [("/usr/bin/x", 100, "stdout")]
