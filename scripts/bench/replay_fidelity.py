@@ -100,8 +100,52 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                      "calls_equal": len(set(metric["ops"])) == 1, "original_s": d0,
                      "error_pct_median": statistics.median(errors) if errors else None,
                      "error_pct_range": (min(errors), max(errors)) if errors else None})
+    # the same, less the time each phase's threads spent preempted (runnable, off the CPU) in
+    # its window, in each trace: the error of the replay itself, apart from the machine's load
+    base_phases = unloaded(original)
+    spread: dict[int, list[float]] = {}
+    for trace in traces:
+        again = unloaded(trace)
+        if [p[0] for p in again] != [p[0] for p in base_phases]:
+            continue
+        for k, (p0, p1) in enumerate(zip(base_phases, again)):
+            if p0[1] > 0:
+                spread.setdefault(k, []).append(abs(p1[1] - p0[1]) / p0[1] * 100)
+    for k, errors in spread.items():
+        for row in rows:
+            if row.get("phase") == base_phases[k][0] and "unloaded_error_pct_median" not in row:
+                row["unloaded_error_pct_median"] = statistics.median(errors)
+                row["unloaded_error_pct_range"] = (min(errors), max(errors))
+                row["preempted_share_pct"] = base_phases[k][2]
+                break
     return {"workload": name, "command": " ".join(argv), "phases": rows, "original": str(original),
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)}}
+
+
+def unloaded(trace: Path) -> list[tuple[str, float, float]]:
+    """Per phase of the trace's report, in its order: its name, its duration (first to last data
+    call) less the time its thread spent preempted in that window (off-CPU records of state 0),
+    and the preempted share of the duration in %."""
+    import numpy as np
+
+    from iowitness.analysis.run import load
+
+    report = json.loads(run([*IOWITNESS, "report", "--json", str(trace)]).stdout)
+    off = load(trace).offcpu
+    off = off[off["state"] == 0] if off is not None and len(off) else None
+    out = []
+    for p in report["phases"]:
+        a, b = int(p["data_first_ns"] or 0), int(p["data_last_ns"] or 0)
+        lost = 0
+        if off is not None:
+            mine = off[off["tid"] == p["tid"]] if p.get("threads") == 1 else off[off["tgid"] == p["tgid"]]
+            lo = np.maximum(mine["off_ns"].astype(np.int64), a)
+            hi = np.minimum(mine["on_ns"].astype(np.int64), b)
+            lost = int(np.maximum(hi - lo, 0).sum())
+        span = max(b - a, 0)
+        name = p.get("benchmark_name") or p["name"]
+        out.append((name, (span - lost) / 1e9, lost / span * 100 if span else 0.0))
+    return out
 
 
 def median_gap(trace: Path) -> float:
@@ -180,7 +224,12 @@ def main() -> int:
             med, rng = row["error_pct_median"], row["error_pct_range"]
             print(f"  {row['phase']:<28} bytes equal {row['bytes_equal']!s:<5} calls equal {row['calls_equal']!s:<5} "
                   f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
-                  f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
+                  f"(range {rng[0]:.1f}-{rng[1]:.1f} %)", end="")
+            if "unloaded_error_pct_median" in row:
+                u, ur = row["unloaded_error_pct_median"], row["unloaded_error_pct_range"]
+                print(f"; less preemption {u:6.1f} % ({ur[0]:.1f}-{ur[1]:.1f} %; original "
+                      f"{row['preempted_share_pct']:.0f} % preempted)", end="")
+            print()
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
               f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")
