@@ -902,6 +902,9 @@ int main(int argc, char **argv)
 				       grouped(total.issued[idx[k]], b1), grouped(total.failed[idx[k]], b2),
 				       grouped(total.other[idx[k]], b3));
 	}
+	if (call_cost)
+		printf("iowitness replay:   think times kept: those over %lld ns, each %lld ns shorter (a syscall's round "
+		       "trip here, outside the span the probe records)\n", (long long)call_cost, (long long)call_cost);
 	fputs(notes, stdout);
 	fflush(stdout);
 	_exit(failed ? 1 : 0);   /* the fds the original left open are not closed by a call either */

@@ -100,32 +100,28 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                      "calls_equal": len(set(metric["ops"])) == 1, "original_s": d0,
                      "error_pct_median": statistics.median(errors) if errors else None,
                      "error_pct_range": (min(errors), max(errors)) if errors else None})
-    # the same, less the time each phase's threads spent preempted (runnable, off the CPU) in
-    # its window, in each trace: the error of the replay itself, apart from the machine's load
+    # per phase of the report (named, on its file, ranked in time), the duration less the
+    # time its thread spent preempted (runnable, off the CPU) in its window, in each trace: the
+    # error of the replay itself, apart from the machine's load at each run (signed: + slower)
     base_phases = unloaded(original)
-    spread: dict[int, list[float]] = {}
+    spread: dict[tuple, list[float]] = {}
     for trace in traces:
         again = unloaded(trace)
-        if [p[0] for p in again] != [p[0] for p in base_phases]:
-            continue
-        for k, (p0, p1) in enumerate(zip(base_phases, again)):
-            if p0[1] > 0:
-                spread.setdefault(k, []).append(abs(p1[1] - p0[1]) / p0[1] * 100)
-    for k, errors in spread.items():
-        for row in rows:
-            if row.get("phase") == base_phases[k][0] and "unloaded_error_pct_median" not in row:
-                row["unloaded_error_pct_median"] = statistics.median(errors)
-                row["unloaded_error_pct_range"] = (min(errors), max(errors))
-                row["preempted_share_pct"] = base_phases[k][2]
-                break
-    return {"workload": name, "command": " ".join(argv), "phases": rows, "original": str(original),
+        for key, (d0, _) in base_phases.items():
+            if key in again and d0 > 0:
+                spread.setdefault(key, []).append((again[key][0] - d0) / d0 * 100)
+    quiet = [{"phase": " ".join(map(str, key)), "original_s": base_phases[key][0],
+              "preempted_pct": base_phases[key][1], "error_pct_median": statistics.median(e),
+              "error_pct_range": (min(e), max(e))} for key, e in spread.items()]
+    return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)}}
 
 
-def unloaded(trace: Path) -> list[tuple[str, float, float]]:
-    """Per phase of the trace's report, in its order: its name, its duration (first to last data
-    call) less the time its thread spent preempted in that window (off-CPU records of state 0),
-    and the preempted share of the duration in %."""
+def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
+    """Per phase of the trace's report, keyed (name, file name, rank among the phases of that
+    name on that file in time order): its duration (first to last data call) less the time its
+    thread spent preempted in that window (off-CPU records of state 0), and the preempted
+    share of the duration in %."""
     import numpy as np
 
     from iowitness.analysis.run import load
@@ -133,8 +129,9 @@ def unloaded(trace: Path) -> list[tuple[str, float, float]]:
     report = json.loads(run([*IOWITNESS, "report", "--json", str(trace)]).stdout)
     off = load(trace).offcpu
     off = off[off["state"] == 0] if off is not None and len(off) else None
-    out = []
-    for p in report["phases"]:
+    out: dict[tuple, tuple[float, float]] = {}
+    seen: dict[tuple, int] = {}
+    for p in sorted(report["phases"], key=lambda p: int(p["data_first_ns"] or 0)):
         a, b = int(p["data_first_ns"] or 0), int(p["data_last_ns"] or 0)
         lost = 0
         if off is not None:
@@ -143,8 +140,9 @@ def unloaded(trace: Path) -> list[tuple[str, float, float]]:
             hi = np.minimum(mine["on_ns"].astype(np.int64), b)
             lost = int(np.maximum(hi - lo, 0).sum())
         span = max(b - a, 0)
-        name = p.get("benchmark_name") or p["name"]
-        out.append((name, (span - lost) / 1e9, lost / span * 100 if span else 0.0))
+        name = (p.get("benchmark_name") or p["name"], os.path.basename(str(p.get("path") or "")))
+        rank = seen[name] = seen.get(name, -1) + 1
+        out[(*name, rank)] = ((span - lost) / 1e9, lost / span * 100 if span else 0.0)
     return out
 
 
@@ -224,12 +222,12 @@ def main() -> int:
             med, rng = row["error_pct_median"], row["error_pct_range"]
             print(f"  {row['phase']:<28} bytes equal {row['bytes_equal']!s:<5} calls equal {row['calls_equal']!s:<5} "
                   f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
-                  f"(range {rng[0]:.1f}-{rng[1]:.1f} %)", end="")
-            if "unloaded_error_pct_median" in row:
-                u, ur = row["unloaded_error_pct_median"], row["unloaded_error_pct_range"]
-                print(f"; less preemption {u:6.1f} % ({ur[0]:.1f}-{ur[1]:.1f} %; original "
-                      f"{row['preempted_share_pct']:.0f} % preempted)", end="")
-            print()
+                  f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
+        print("  less each run's preemption, signed (+: replay slower):")
+        for row in r["unloaded"]:
+            med, rng = row["error_pct_median"], row["error_pct_range"]
+            print(f"    {row['phase']:<34} original {row['original_s'] * 1e3:8.1f} ms ({row['preempted_pct']:3.0f} % "
+                  f"preempted besides)  error median {med:+7.1f} % (range {rng[0]:+.1f} to {rng[1]:+.1f} %)")
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
               f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")
