@@ -9,7 +9,8 @@ The plan is numpy arrays (no pandas: the player imports only this module's const
            asked, a write writes what it wrote), gap_ns (the thread's think time before the
            call: its start minus the end of its previous call, or, for its first call, its
            start minus the first call of the trace, less the time the thread spent preempted
-           in between; an asynchronous request ends, for this, at its submission), start_ns
+           in between; an asynchronous request ends, for this, at its submission, and a
+           thread's time runs from the last of its requests' completions, when later), start_ns
            (against the trace's first call), ring (an asynchronous request's libaio context or
            io_uring ring, numbered as the trace numbers them; 0 otherwise), depth (an
            asynchronous request: how many of its thread's requests on its ring were in flight
@@ -231,10 +232,14 @@ def build(path: str, data=None) -> Plan:
         a, b = bounds[t], bounds[t + 1]
         threads[t] = (calls["tgid"][a], tid[order][a], a, b - a)
         gap[a] = s[a] - t0
-        gap[a + 1:b] = s[a + 1:b] - e_thread[a:b - 1]
+        since = np.concatenate([[t0], e_thread[a:b - 1]])
+        if is_async[a:b].any():
+            # a thread waiting for its requests (io_getevents, io_uring_enter) was not thinking:
+            # its time runs from the last of its requests' ends before the call, when later
+            since[1:] = np.maximum(since[1:], _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b]))
+        gap[a + 1:b] = s[a + 1:b] - since[1:]
         lost = preempted.get(int(tid[order][a]))
         if lost is not None:   # time the thread was runnable but off the CPU is not think time
-            since = np.concatenate([[t0], e_thread[a:b - 1]])
             gap[a:b] -= lost(s[a:b]) - lost(since)
         if is_async[a:b].any():
             calls["depth"][a:b] = _depths(calls[a:b], is_async[a:b], s[a:b], e[a:b])
@@ -255,6 +260,14 @@ def build(path: str, data=None) -> Plan:
               # a damaged tail: the calls before it are replayed, and the replay says so
               "damaged": _damage(data.meta)}
     return Plan(calls, waits, threads, files, source, skipped)
+
+
+def _last_end_before(ends, at) -> np.ndarray:
+    """For each time in `at`, the latest of `ends` not after it (0 when none): when a thread
+    that waited for its asynchronous requests got the last of them back."""
+    done = np.sort(ends)
+    k = np.searchsorted(done, at, side="right") - 1
+    return np.where(k >= 0, done[np.maximum(k, 0)], 0)
 
 
 def _preempted(offcpu) -> dict:

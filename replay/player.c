@@ -391,8 +391,10 @@ static void completed(struct stats *s, const struct plan_call *c, int64_t res)
  * means what the trace means: a libaio request until the io_getevents that reaps it (so no
  * more are reaped than wanted), an io_uring request until its completion is posted (so every
  * completion already posted is taken first, without a syscall) */
-static void reap(struct stats *s, struct ring *r, int64_t keep)
+static int reap(struct stats *s, struct ring *r, int64_t keep)
 {
+	int waited = 0;
+
 	if (r->uring && r->inflight) {
 		unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
 
@@ -410,6 +412,7 @@ static void reap(struct stats *s, struct ring *r, int64_t keep)
 			 * that reaped it, so one reaped early would end early */
 			if (want > 64)
 				want = 64;
+			waited = 1;
 			got = syscall(SYS_io_getevents, r->ctx, want, want, ev, NULL);
 			if (got < 0) {
 				if (errno == EINTR)
@@ -425,6 +428,7 @@ static void reap(struct stats *s, struct ring *r, int64_t keep)
 			unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
 
 			if (head == tail) {
+				waited = 1;
 				if (syscall(SYS_io_uring_enter, r->fd, 0, (unsigned)(r->inflight - keep),
 					    IORING_ENTER_GETEVENTS, NULL, 0) < 0 && errno != EINTR)
 					die("io_uring_enter failed waiting for completions");
@@ -438,6 +442,7 @@ static void reap(struct stats *s, struct ring *r, int64_t keep)
 			__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
 		}
 	}
+	return waited;
 }
 
 /* submit one recorded request on its ring, as the original did (libaio: io_submit; io_uring:
@@ -617,22 +622,32 @@ static void *run_thread(void *arg)
 		w++;
 	for (int64_t i = 0; i < count; i++, c++) {
 		int64_t res;
-		int fd;
+		int fd, reaped;
 		struct iovec iov;
+		struct ring *r = NULL;
 
 		for (; w < n_waits && waits[w].call == threads[t].first + i; w++)
 			wait_for(waits[w].thread, waits[w].count);
+		/* a request: its ring reaped down to the depth the original had at its submission;
+		 * a call that started with none of the thread's requests in flight: all reaped. The
+		 * wait for completions is not think time: the think time runs from its end */
+		reaped = 0;
+		if (IS_ASYNC(c->op)) {
+			r = ring_of(&rings, &n_rings, c, count - i);
+			reaped = reap(s, r, c->depth);
+		} else if (c->depth == 0) {
+			for (int k = 0; k < n_rings; k++)
+				reaped |= reap(s, &rings[k], 0);
+		}
+		if (reaped && speed > 0)
+			prev_end = now_ns();
 		if (timed(c))
 			wait_until(prev_end + (int64_t)(c->gap_ns / speed) - call_cost);
 		fd = c->op == OP_OPEN ? -1 : fd_map[c->fd];
 		if (c->op != OP_OPEN && fd < 0)
 			fd = implicit_open(s, c);
 		if (IS_ASYNC(c->op)) {
-			/* a request: its ring reaped down to the depth the original had at its submission,
-			 * then submitted; its result is counted when it is reaped */
-			struct ring *r = ring_of(&rings, &n_rings, c, count - i);
-
-			reap(s, r, c->depth);
+			/* submitted; its result is counted when it is reaped */
 			if (i + 1 < count && timed(c + 1))
 				prev_end = now_ns();   /* the thread is free again once the request is submitted */
 			res = submit(r, c, fd, read_buf, &iov);
@@ -642,9 +657,6 @@ static void *run_thread(void *arg)
 			advance(t);
 			continue;
 		}
-		if (c->depth == 0)   /* every request the thread had made had completed before this call */
-			for (int k = 0; k < n_rings; k++)
-				reap(s, &rings[k], 0);
 		iov.iov_len = (size_t)c->size;
 		switch (c->op) {
 		case OP_OPEN:
@@ -694,7 +706,7 @@ static void *run_thread(void *arg)
 		advance(t);
 	}
 	for (int k = 0; k < n_rings; k++) {
-		reap(s, &rings[k], 0);
+		(void)reap(s, &rings[k], 0);
 		if (rings[k].uring) {
 			close(rings[k].fd);
 		} else {

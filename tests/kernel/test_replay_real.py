@@ -255,12 +255,16 @@ def test_sysbench_fileio_replayed_moves_its_events_bytes_each_way(tmp_path):
     replay(original, into, tmp_path / "replay.iwt")
     orig_events, events = load(original).events, load(tmp_path / "replay.iwt").events
     # THEN the replay read and wrote sysbench's events, 16 KiB each (ground truth: its own count),
-    # on its own copies of the two files, from two threads, with the original's bytes each way
+    # on its own copies of the two files, from as many threads as the original's (sysbench's
+    # threads share out the events as they come: on a busy machine one may do them all), with
+    # the original's bytes each way
+    threads = []
     for ev in (orig_events, events):
         names = ev["syscall"].astype(str)
         data = ev[names.isin(["pread64", "pwrite64"])]
         assert len(data) == said == 1500 and int(data["ret"].sum()) == said * 16384
-        assert data["tid"].nunique() == 2
+        threads.append(sorted(data.groupby("tid").size().tolist()))
+    assert threads[0] == threads[1]
     calls, moved = per_call(orig_events)
     again, moved_again = per_call(events)
     assert moved_again == moved and again["pread64"] == calls["pread64"] and again["pwrite64"] == calls["pwrite64"]
