@@ -76,6 +76,9 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
     if argv[:2] == ["sysbench", "fileio"]:
         cwd = base / "data"
         run([*argv[:4], "prepare"], cwd=cwd)
+        # written to disk, as the replay's own copies are: otherwise the run's first fsyncs
+        # also write what prepare left dirty (4x slower fsyncs than the replay's, measured)
+        run(["sync"])
     run([*IOWITNESS, "run", "-q", "-o", str(original), "--file", str(base / "data"), "--", *argv], cwd=cwd)
     traces = []
     into_base = (into_root / name.replace(" ", "_")) if into_root else base
@@ -118,8 +121,8 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
 
 
 def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
-    """Per phase of the trace's report, keyed (name, file name, rank among the phases of that
-    name on that file in time order): its duration (first to last data call) less the time its
+    """Per one-thread phase of the trace's report, keyed (name, file name, rank among the
+    phases of that name on that file in time order): its duration (first to last data call) less the time its
     thread spent preempted in that window (off-CPU records of state 0), and the preempted
     share of the duration in %."""
     import numpy as np
@@ -132,10 +135,12 @@ def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
     out: dict[tuple, tuple[float, float]] = {}
     seen: dict[tuple, int] = {}
     for p in sorted(report["phases"], key=lambda p: int(p["data_first_ns"] or 0)):
+        if p.get("threads") != 1:   # several threads' preemptions overlap: not one figure
+            continue
         a, b = int(p["data_first_ns"] or 0), int(p["data_last_ns"] or 0)
         lost = 0
         if off is not None:
-            mine = off[off["tid"] == p["tid"]] if p.get("threads") == 1 else off[off["tgid"] == p["tgid"]]
+            mine = off[off["tid"] == p["tid"]]
             lo = np.maximum(mine["off_ns"].astype(np.int64), a)
             hi = np.minimum(mine["on_ns"].astype(np.int64), b)
             lost = int(np.maximum(hi - lo, 0).sum())
