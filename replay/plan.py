@@ -8,13 +8,16 @@ The plan is numpy arrays (no pandas: the player imports only this module's const
            fallocate mode, RWF flags), offset, size (bytes to ask for: a read asks what it
            asked, a write writes what it wrote), gap_ns (the thread's think time before the
            call: its start minus the end of its previous call, or, for its first call, its
-           start minus the first call of the trace; an asynchronous request ends, for this, at
-           its submission), start_ns (against the trace's first call), ring (an asynchronous
-           request's libaio context or io_uring ring, numbered as the trace numbers them; 0
-           otherwise), depth (an asynchronous request: how many of its thread's requests on its
-           ring were in flight when it was submitted, which the player reaps down to first;
-           any other call: how many of its thread's requests were in flight when it started,
-           so 0 means every one had completed)
+           start minus the first call of the trace, less the time the thread spent preempted
+           in between; an asynchronous request ends, for this, at its submission, and a
+           thread's time runs from the last of its requests' completions, when later), start_ns
+           (against the trace's first call), ring (an asynchronous request's libaio context or
+           io_uring ring, numbered as the trace numbers them; 0 otherwise), depth (an
+           asynchronous request: how many of its thread's requests on its ring were in flight
+           when it was submitted: the player reaps a libaio context down to it first, and
+           holds an io_uring ring to the most it ever had (docs/replay.md); any other call: how
+           many of its thread's requests were in flight when it started, so 0 means every one
+           had completed)
   waits    rows (call, thread, count): before `call`, wait until `thread` has issued `count`
            calls. On a file several threads touch, a call waits for the calls of other
            threads on that file that had completed before it started (ARTC's rule for a
@@ -225,11 +228,20 @@ def build(path: str, data=None) -> Plan:
     threads = np.zeros(len(first_seen), THREAD)
     bounds = np.searchsorted(thread_index, np.arange(len(first_seen) + 1))
     gap = np.empty(len(rows), dtype=np.int64)
+    preempted = _preempted(data.offcpu)
     for t in range(len(first_seen)):
         a, b = bounds[t], bounds[t + 1]
         threads[t] = (calls["tgid"][a], tid[order][a], a, b - a)
         gap[a] = s[a] - t0
-        gap[a + 1:b] = s[a + 1:b] - e_thread[a:b - 1]
+        since = np.concatenate([[t0], e_thread[a:b - 1]])
+        if is_async[a:b].any():
+            # a thread waiting for its requests (io_getevents, io_uring_enter) was not thinking:
+            # its time runs from the last of its requests' ends before the call, when later
+            since[1:] = np.maximum(since[1:], _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b]))
+        gap[a + 1:b] = s[a + 1:b] - since[1:]
+        lost = preempted.get(int(tid[order][a]))
+        if lost is not None:   # time the thread was runnable but off the CPU is not think time
+            gap[a:b] -= lost(s[a:b]) - lost(since)
         if is_async[a:b].any():
             calls["depth"][a:b] = _depths(calls[a:b], is_async[a:b], s[a:b], e[a:b])
     calls["gap_ns"] = np.maximum(gap, 0)
@@ -249,6 +261,38 @@ def build(path: str, data=None) -> Plan:
               # a damaged tail: the calls before it are replayed, and the replay says so
               "damaged": _damage(data.meta)}
     return Plan(calls, waits, threads, files, source, skipped)
+
+
+def _last_end_before(ends, at) -> np.ndarray:
+    """For each time in `at`, the latest of `ends` not after it (0 when none): when a thread
+    that waited for its asynchronous requests got the last of them back."""
+    done = np.sort(ends)
+    k = np.searchsorted(done, at, side="right") - 1
+    return np.where(k >= 0, done[np.maximum(k, 0)], 0)
+
+
+def _preempted(offcpu) -> dict:
+    """Per recorded thread, P(t): the time it had spent preempted (switched out while still
+    runnable) before t, from the trace's off-CPU records. A gap between two calls is the
+    thread's own time only less that: a preemption is the machine's load, not the workload's
+    think time, and the replay's machine adds its own. Sleeps and waits for I/O stay think time."""
+    if offcpu is None or not len(offcpu):
+        return {}
+    mine = offcpu[offcpu["state"] == 0]
+    out = {}
+    for tid in np.unique(mine["tid"]):
+        rows = mine[mine["tid"] == tid]
+        rows = rows[np.argsort(rows["off_ns"], kind="stable")]
+        off, on = rows["off_ns"].astype(np.int64), rows["on_ns"].astype(np.int64)
+        length = np.maximum(on - off, 0)
+        before = np.concatenate([[0], np.cumsum(length)[:-1]])
+
+        def lost(t, off=off, length=length, before=before):
+            k = np.searchsorted(off, t, side="right") - 1
+            inside = np.clip(t - off[np.maximum(k, 0)], 0, length[np.maximum(k, 0)])
+            return np.where(k >= 0, before[np.maximum(k, 0)] + inside, 0)
+        out[int(tid)] = lost
+    return out
 
 
 def _depths(calls, is_async, start, end) -> np.ndarray:

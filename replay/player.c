@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/aio_abi.h>
+#include <linux/futex.h>
 #include <linux/io_uring.h>
 #include <linux/openat2.h>
 #include <pthread.h>
@@ -48,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -83,7 +85,7 @@ struct __attribute__((packed)) plan_wait { int64_t call; uint32_t thread; int64_
 
 #define MAX_FD (1 << 20)       /* recorded fds the tables hold; the plan refuses larger ones */
 #define SPIN_NS 200000LL       /* a wait shorter than this is spun, not slept */
-#define POLL_NS 20000L         /* how often a call waiting for another thread looks again */
+#define WAIT_LIMIT_NS 1000000L /* a call waiting for another thread looks again at least this often */
 #define PATH_RECORDED 256     /* the probe keeps a path of up to 255 bytes (events.h IOW_PATH_MAX) */
 #define KEPT_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | \
 		    O_DIRECT | O_NOATIME | O_NOCTTY)
@@ -99,8 +101,9 @@ static char **file_names;
 static char **file_abs;        /* DIR's real path + the file's place; NULL when the probe could not keep it */
 static char *notes;
 static double speed;
-static int64_t t0;
+static int64_t t0, call_cost;
 static volatile int64_t *progress;    /* shared by every replay process */
+static volatile int32_t *waiting;     /* per thread: others waiting on its progress (shared too) */
 static char *write_buf;
 /* this process's fd table: recorded fd -> ours, and whether ours was opened O_DIRECT */
 static int *fd_map;
@@ -300,7 +303,7 @@ static int implicit_open(struct stats *s, const struct plan_call *c)
 struct ring {
 	uint16_t id;
 	int uring;
-	int64_t inflight;
+	int64_t inflight, most;   /* most: the deepest the plan goes on this ring */
 	unsigned entries;
 	aio_context_t ctx;
 	struct iocb *iocbs;      /* libaio: one per request in flight (the kernel, and the probe, */
@@ -333,6 +336,7 @@ static struct ring *ring_of(struct ring **rings, int *n_rings, const struct plan
 	memset(r, 0, sizeof(*r));
 	r->id = c->ring;
 	r->uring = c->op >= OP_URING_READ;
+	r->most = entries - 1;
 	r->entries = 1;
 	while (r->entries < entries)
 		r->entries <<= 1;
@@ -388,8 +392,10 @@ static void completed(struct stats *s, const struct plan_call *c, int64_t res)
  * means what the trace means: a libaio request until the io_getevents that reaps it (so no
  * more are reaped than wanted), an io_uring request until its completion is posted (so every
  * completion already posted is taken first, without a syscall) */
-static void reap(struct stats *s, struct ring *r, int64_t keep)
+static int reap(struct stats *s, struct ring *r, int64_t keep)
 {
+	int waited = 0;
+
 	if (r->uring && r->inflight) {
 		unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
 
@@ -407,6 +413,7 @@ static void reap(struct stats *s, struct ring *r, int64_t keep)
 			 * that reaped it, so one reaped early would end early */
 			if (want > 64)
 				want = 64;
+			waited = 1;
 			got = syscall(SYS_io_getevents, r->ctx, want, want, ev, NULL);
 			if (got < 0) {
 				if (errno == EINTR)
@@ -422,6 +429,7 @@ static void reap(struct stats *s, struct ring *r, int64_t keep)
 			unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
 
 			if (head == tail) {
+				waited = 1;
 				if (syscall(SYS_io_uring_enter, r->fd, 0, (unsigned)(r->inflight - keep),
 					    IORING_ENTER_GETEVENTS, NULL, 0) < 0 && errno != EINTR)
 					die("io_uring_enter failed waiting for completions");
@@ -435,6 +443,7 @@ static void reap(struct stats *s, struct ring *r, int64_t keep)
 			__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
 		}
 	}
+	return waited;
 }
 
 /* submit one recorded request on its ring, as the original did (libaio: io_submit; io_uring:
@@ -514,19 +523,80 @@ static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *r
 	return 0;
 }
 
+/* Thread u's progress: how many of its calls it has issued. A call on a shared file waits for
+ * another thread's count on a futex (its low 32 bits, in memory every replay process shares:
+ * not FUTEX_PRIVATE), woken by that thread's next call when someone waits; a sleep-and-look
+ * (the first way) took 60 to 80 us to see it on this machine, a futex wake-up a few. */
+static void wait_for(uint32_t u, int64_t count)
+{
+	for (;;) {
+		int64_t seen = __atomic_load_n(&progress[u], __ATOMIC_SEQ_CST);
+		struct timespec limit = { 0, WAIT_LIMIT_NS };
+
+		if (seen >= count)
+			return;
+		__atomic_add_fetch(&waiting[u], 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, (int32_t *)&progress[u], FUTEX_WAIT, (int32_t)(uint32_t)seen, &limit, NULL, 0);
+		__atomic_sub_fetch(&waiting[u], 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+static void advance(uint32_t t)
+{
+	__atomic_store_n(&progress[t], progress[t] + 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&waiting[t], __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, (int32_t *)&progress[t], FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Wait until `target`: a long wait is slept until SPIN_NS before it (a sleep wakes up late by
+ * tens of us here, even with the timer slack at 1 ns), the rest spun. */
 static void wait_until(int64_t target)
 {
 	int64_t delay = target - now_ns();
 
-	if (delay > SPIN_NS) {
-		struct timespec ts = { .tv_sec = target / 1000000000LL, .tv_nsec = target % 1000000000LL };
+	if (delay > 2 * SPIN_NS) {
+		int64_t wake = target - SPIN_NS;
+		struct timespec ts = { .tv_sec = wake / 1000000000LL, .tv_nsec = wake % 1000000000LL };
 
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
-		return;
 	}
 	while (now_ns() < target)
 		;
+}
+
+/* What a syscall costs outside the span the probe records: from the player's clock read after
+ * one call to the next call's entry, and from a call's exit to the return, are not in the
+ * recorded gap the way they were in the original's (there, they were part of the gap itself).
+ * Measured as the median round trip of a syscall that does nothing (getppid), clock reads
+ * included; each think time is shortened by it. */
+/* Whether the player waits before call c: only when its think time is longer than the time a
+ * call costs outside the recorded span anyway (call_cost); a shorter one is covered by the
+ * player's own time between two calls, and the clock is not even read around it (two clock
+ * reads cost more than IOzone's whole think time of about 150 ns here). */
+static inline int timed(const struct plan_call *c)
+{
+	return speed > 0 && (double)c->gap_ns / speed > (double)call_cost;
+}
+
+static int64_t syscall_cost(void)
+{
+	int64_t d[101];
+
+	for (int k = 0; k < 101; k++) {
+		int64_t a = now_ns();
+
+		syscall(SYS_getppid);
+		d[k] = now_ns() - a;
+	}
+	for (int a = 0; a < 101; a++)   /* 101 values: an insertion sort is enough */
+		for (int b = a; b > 0 && d[b] < d[b - 1]; b--) {
+			int64_t tmp = d[b];
+
+			d[b] = d[b - 1];
+			d[b - 1] = tmp;
+		}
+	return d[50];
 }
 
 struct job { uint32_t thread; struct stats stats; };
@@ -553,38 +623,46 @@ static void *run_thread(void *arg)
 		w++;
 	for (int64_t i = 0; i < count; i++, c++) {
 		int64_t res;
-		int fd;
+		int fd, reaped;
 		struct iovec iov;
+		struct ring *r = NULL;
 
 		for (; w < n_waits && waits[w].call == threads[t].first + i; w++)
-			while (__atomic_load_n(&progress[waits[w].thread], __ATOMIC_ACQUIRE) < waits[w].count) {
-				struct timespec ts = { 0, POLL_NS };
-
-				nanosleep(&ts, NULL);
-			}
-		if (speed > 0 && c->gap_ns)
-			wait_until(prev_end + (int64_t)(c->gap_ns / speed));
+			wait_for(waits[w].thread, waits[w].count);
+		/* a request: its ring reaped down to the depth the original had at its submission;
+		 * a call that started with none of the thread's requests in flight: all reaped. The
+		 * wait for completions is not think time: the think time runs from its end */
+		reaped = 0;
+		if (IS_ASYNC(c->op)) {
+			r = ring_of(&rings, &n_rings, c, count - i);
+			/* libaio: down to the recorded depth (in flight until reaped, as the trace
+			 * counts it). io_uring: the trace's depth counts completions the kernel posted
+			 * while the benchmark was busy, which it did not wait for (fio waits only when
+			 * its whole queue is in flight): the posted ones are taken, and the player waits
+			 * only when the ring holds as many as it ever held in the original */
+			reaped = reap(s, r, r->uring ? r->most : c->depth);
+		} else if (c->depth == 0) {
+			for (int k = 0; k < n_rings; k++)
+				reaped |= reap(s, &rings[k], 0);
+		}
+		if (reaped && speed > 0)
+			prev_end = now_ns();
+		if (timed(c))
+			wait_until(prev_end + (int64_t)(c->gap_ns / speed) - call_cost);
 		fd = c->op == OP_OPEN ? -1 : fd_map[c->fd];
 		if (c->op != OP_OPEN && fd < 0)
 			fd = implicit_open(s, c);
 		if (IS_ASYNC(c->op)) {
-			/* a request: its ring reaped down to the depth the original had at its submission,
-			 * then submitted; its result is counted when it is reaped */
-			struct ring *r = ring_of(&rings, &n_rings, c, count - i);
-
-			reap(s, r, c->depth);
-			if (speed > 0)
+			/* submitted; its result is counted when it is reaped */
+			if (i + 1 < count && timed(c + 1))
 				prev_end = now_ns();   /* the thread is free again once the request is submitted */
 			res = submit(r, c, fd, read_buf, &iov);
 			s->issued[c->op]++;
 			if (res < 0)
 				s->failed[c->op]++;
-			__atomic_store_n(&progress[t], progress[t] + 1, __ATOMIC_RELEASE);
+			advance(t);
 			continue;
 		}
-		if (c->depth == 0)   /* every request the thread had made had completed before this call */
-			for (int k = 0; k < n_rings; k++)
-				reap(s, &rings[k], 0);
 		iov.iov_len = (size_t)c->size;
 		switch (c->op) {
 		case OP_OPEN:
@@ -624,17 +702,17 @@ static void *run_thread(void *arg)
 		}
 		if (res < 0)
 			res = -errno;
-		if (speed > 0)
+		if (i + 1 < count && timed(c + 1))
 			prev_end = now_ns();
 		s->issued[c->op]++;
 		if (res < 0)
 			s->failed[c->op]++;
 		else if (IS_DATA(c->op) && res != c->ret)
 			s->other[c->op]++;
-		__atomic_store_n(&progress[t], progress[t] + 1, __ATOMIC_RELEASE);
+		advance(t);
 	}
 	for (int k = 0; k < n_rings; k++) {
-		reap(s, &rings[k], 0);
+		(void)reap(s, &rings[k], 0);
 		if (rings[k].uring) {
 			close(rings[k].fd);
 		} else {
@@ -742,7 +820,9 @@ int main(int argc, char **argv)
 	}
 	progress = mmap(NULL, (n_threads + 1) * sizeof(int64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 			-1, 0);
-	if (progress == MAP_FAILED)
+	waiting = mmap(NULL, (n_threads + 1) * sizeof(int32_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+	if (progress == MAP_FAILED || waiting == MAP_FAILED)
 		die("cannot map the progress counters");
 	/* one group per recorded process, in order of first appearance */
 	group_of = calloc(n_threads + 1, sizeof(uint32_t));
@@ -760,6 +840,8 @@ int main(int argc, char **argv)
 	children = calloc(n_groups + 1, sizeof(pid_t));
 	pipes = calloc(n_groups + 1, sizeof(int));
 	fflush(stdout);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);   /* sleeps end as close to their time as the kernel can */
+	call_cost = speed > 0 ? syscall_cost() : 0;
 	t0 = now_ns();
 	memset(&total, 0, sizeof(total));
 	for (uint32_t g = 0; g < n_groups; g++)
@@ -838,6 +920,9 @@ int main(int argc, char **argv)
 				       grouped(total.issued[idx[k]], b1), grouped(total.failed[idx[k]], b2),
 				       grouped(total.other[idx[k]], b3));
 	}
+	if (call_cost)
+		printf("iowitness replay:   think times kept: those over %lld ns, each %lld ns shorter (a syscall's round "
+		       "trip here, outside the span the probe records)\n", (long long)call_cost, (long long)call_cost);
 	fputs(notes, stdout);
 	fflush(stdout);
 	_exit(failed ? 1 : 0);   /* the fds the original left open are not closed by a call either */

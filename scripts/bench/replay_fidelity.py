@@ -76,6 +76,9 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
     if argv[:2] == ["sysbench", "fileio"]:
         cwd = base / "data"
         run([*argv[:4], "prepare"], cwd=cwd)
+        # written to disk, as the replay's own copies are: otherwise the run's first fsyncs
+        # also write what prepare left dirty (4x slower fsyncs than the replay's, measured)
+        run(["sync"])
     run([*IOWITNESS, "run", "-q", "-o", str(original), "--file", str(base / "data"), "--", *argv], cwd=cwd)
     traces = []
     into_base = (into_root / name.replace(" ", "_")) if into_root else base
@@ -100,8 +103,52 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                      "calls_equal": len(set(metric["ops"])) == 1, "original_s": d0,
                      "error_pct_median": statistics.median(errors) if errors else None,
                      "error_pct_range": (min(errors), max(errors)) if errors else None})
-    return {"workload": name, "command": " ".join(argv), "phases": rows, "original": str(original),
+    # per phase of the report (named, on its file, ranked in time), the duration less the
+    # time its thread spent preempted (runnable, off the CPU) in its window, in each trace: the
+    # error of the replay itself, apart from the machine's load at each run (signed: + slower)
+    base_phases = unloaded(original)
+    spread: dict[tuple, list[float]] = {}
+    for trace in traces:
+        again = unloaded(trace)
+        for key, (d0, _) in base_phases.items():
+            if key in again and d0 > 0:
+                spread.setdefault(key, []).append((again[key][0] - d0) / d0 * 100)
+    quiet = [{"phase": " ".join(map(str, key)), "original_s": base_phases[key][0],
+              "preempted_pct": base_phases[key][1], "error_pct_median": statistics.median(e),
+              "error_pct_range": (min(e), max(e))} for key, e in spread.items()]
+    return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)}}
+
+
+def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
+    """Per one-thread phase of the trace's report, keyed (name, file name, rank among the
+    phases of that name on that file in time order): its duration (first to last data call) less the time its
+    thread spent preempted in that window (off-CPU records of state 0), and the preempted
+    share of the duration in %."""
+    import numpy as np
+
+    from iowitness.analysis.run import load
+
+    report = json.loads(run([*IOWITNESS, "report", "--json", str(trace)]).stdout)
+    off = load(trace).offcpu
+    off = off[off["state"] == 0] if off is not None and len(off) else None
+    out: dict[tuple, tuple[float, float]] = {}
+    seen: dict[tuple, int] = {}
+    for p in sorted(report["phases"], key=lambda p: int(p["data_first_ns"] or 0)):
+        if p.get("threads") != 1:   # several threads' preemptions overlap: not one figure
+            continue
+        a, b = int(p["data_first_ns"] or 0), int(p["data_last_ns"] or 0)
+        lost = 0
+        if off is not None:
+            mine = off[off["tid"] == p["tid"]]
+            lo = np.maximum(mine["off_ns"].astype(np.int64), a)
+            hi = np.minimum(mine["on_ns"].astype(np.int64), b)
+            lost = int(np.maximum(hi - lo, 0).sum())
+        span = max(b - a, 0)
+        name = (p.get("benchmark_name") or p["name"], os.path.basename(str(p.get("path") or "")))
+        rank = seen[name] = seen.get(name, -1) + 1
+        out[(*name, rank)] = ((span - lost) / 1e9, lost / span * 100 if span else 0.0)
+    return out
 
 
 def median_gap(trace: Path) -> float:
@@ -181,6 +228,11 @@ def main() -> int:
             print(f"  {row['phase']:<28} bytes equal {row['bytes_equal']!s:<5} calls equal {row['calls_equal']!s:<5} "
                   f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
                   f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
+        print("  less each run's preemption, signed (+: replay slower):")
+        for row in r["unloaded"]:
+            med, rng = row["error_pct_median"], row["error_pct_range"]
+            print(f"    {row['phase']:<34} original {row['original_s'] * 1e3:8.1f} ms ({row['preempted_pct']:3.0f} % "
+                  f"preempted besides)  error median {med:+7.1f} % (range {rng[0]:+.1f} to {rng[1]:+.1f} %)")
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
               f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")

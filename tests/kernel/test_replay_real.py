@@ -228,13 +228,14 @@ def test_fio_async_requests_are_replayed_at_their_recorded_depth(tmp_path, engin
     assert len(after) == len(before) == truth["read"] // 4096 + truth["write"] // 4096
     # AND each request was submitted with as many in flight as the original had: exactly for
     # libaio (a request is in flight until the io_getevents that reaps it, and the replay reaps
-    # as the original did), never more for io_uring (in flight until the kernel posts its
-    # completion, whose time the disk decides); fio kept up to 32 (--iodepth=32) in flight
+    # as the original did); for io_uring (in flight until the kernel posts its completion, whose
+    # time the disk decides) up to as many as the original ever had; fio kept up to 32
+    # (--iodepth=32) in flight
     assert max(before) == 31
     if engine == "libaio":
         assert after == before
     else:
-        assert all(a <= b for a, b in zip(after, before)) and max(after) > 8
+        assert 8 < max(after) <= max(before)
 
 
 def test_sysbench_fileio_replayed_moves_its_events_bytes_each_way(tmp_path):
@@ -255,12 +256,16 @@ def test_sysbench_fileio_replayed_moves_its_events_bytes_each_way(tmp_path):
     replay(original, into, tmp_path / "replay.iwt")
     orig_events, events = load(original).events, load(tmp_path / "replay.iwt").events
     # THEN the replay read and wrote sysbench's events, 16 KiB each (ground truth: its own count),
-    # on its own copies of the two files, from two threads, with the original's bytes each way
+    # on its own copies of the two files, from as many threads as the original's (sysbench's
+    # threads share out the events as they come: on a busy machine one may do them all), with
+    # the original's bytes each way
+    threads = []
     for ev in (orig_events, events):
         names = ev["syscall"].astype(str)
         data = ev[names.isin(["pread64", "pwrite64"])]
         assert len(data) == said == 1500 and int(data["ret"].sum()) == said * 16384
-        assert data["tid"].nunique() == 2
+        threads.append(sorted(data.groupby("tid").size().tolist()))
+    assert threads[0] == threads[1]
     calls, moved = per_call(orig_events)
     again, moved_again = per_call(events)
     assert moved_again == moved and again["pread64"] == calls["pread64"] and again["pwrite64"] == calls["pwrite64"]

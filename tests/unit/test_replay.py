@@ -20,10 +20,11 @@ O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 0o1, 0o2, 0o100, 0o1000
 
 
 def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, shared=False, fd_base=3,
-                failed=False) -> None:
+                failed=False, offcpu=()) -> None:
     """A trace of `threads` threads of one process (tgid 50), thread k writing 2 x 4 KiB to file
     k (every thread to file 0 when `shared`, one after the other), opened O_CREAT|O_TRUNC under
-    the recorded path files[k] = (path bytes, dirfd), then closing it."""
+    the recorded path files[k] = (path bytes, dirfd), then closing it. `offcpu`: (tid, off_ns,
+    on_ns, state) stretches off the CPU."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -57,6 +58,11 @@ def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, sh
     with TraceWriter(str(path), start) as writer:
         writer.write_events(events)
         writer.write_facts(meta)
+        if offcpu:
+            off = np.zeros(len(offcpu), lay.structs["iow_offcpu"])
+            for record, (tid, a, b, state) in zip(off, offcpu):
+                record["tgid"], record["tid"], record["off_ns"], record["on_ns"], record["state"] = 50, tid, a, b, state
+            writer.write_device(np.zeros(0, lay.structs["iow_block"]), off)
         writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": now}})
 
@@ -348,11 +354,14 @@ def test_async_requests_are_planned_at_the_depth_the_original_had(tmp_path):
     p = plan.build(str(trace))
     # THEN each request waits for its ring to hold what was in flight at its submission, the
     # fsync for none in flight, and the think time after a request runs from its submission
+    # or from the last completion the thread got back, when later
     names = [plan.OPS[o] for o in p.calls["op"]]
     assert names == ["open"] + ["aio_write"] * 5 + ["fsync", "close"]
     assert list(p.calls["depth"]) == [0, 0, 1, 2, 3, 2, 0, 0]
     assert list(p.calls["ring"][1:6]) == [1] * 5
-    assert list(p.calls["gap_ns"][2:6]) == [1000, 1000, 1000, 9000]
+    # (the fifth at 12 us, after the second came back at 11: 1 us; the fsync at 30 us, after
+    # the fifth came back at 25: 5 us; waiting for completions is not think time)
+    assert list(p.calls["gap_ns"][2:7]) == [1000, 1000, 1000, 1000, 5000]
     assert p.has_async and p.bytes_by_direction() == {"read": 0, "write": 5 * 4096}
 
 
@@ -362,3 +371,17 @@ def test_async_requests_are_refused_by_the_python_player_in_one_line(tmp_path):
     proc = iowitness("replay", str(trace), "--into", str(tmp_path / "into"), "--player", "python", check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "only the native player replays" in proc.stderr and not (tmp_path / "into").exists()
+
+
+def test_think_time_leaves_out_the_time_the_thread_was_preempted(tmp_path):
+    # GIVEN one thread whose calls are 10 us apart, preempted for 4 us inside the gap before its
+    # second call and asleep for 6 us inside the gap before its third (off-CPU records)
+    trace = tmp_path / "t.iwt"
+    t0 = 1_000_000_000
+    write_trace(trace, [(b"/w/a", AT_FDCWD)],
+                offcpu=[(50, t0 + 12_000, t0 + 16_000, 0), (50, t0 + 32_000, t0 + 38_000, 1)])
+    # WHEN planned
+    p = plan.build(str(trace))
+    # THEN the preempted 4 us are not think time (the machine's load, not the workload's), the
+    # sleep is
+    assert list(p.calls["gap_ns"]) == [0, 6_000, 10_000, 10_000]
