@@ -106,11 +106,21 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _group_separator(argv: list[str]) -> list[str]:
+    """`compare A1 A2 -- B1 B2`: argparse drops a `--` between positionals, so compare's
+    separator of two groups becomes its option --vs (only for compare; `run -- CMD` keeps it)."""
+    command = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if command is None or argv[command] != "compare" or "--" not in argv[command:]:
+        return argv
+    at = argv.index("--", command)
+    return [*argv[:at], "--vs", *argv[at + 1:]]
+
+
 def _main(argv: list[str] | None) -> int:
     try:
         _reuse_freed_memory()
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_group_separator(sys.argv[1:] if argv is None else list(argv)))
         if args.completion:
             from iowitness.completion import bash
 
