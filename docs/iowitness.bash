@@ -80,13 +80,15 @@ _iowitness() {
             ;;
         compare)
             case "$prev" in
+                --vs) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --label) COMPREPLY=(); return ;;
+                --alpha) COMPREPLY=(); return ;;
                 --html) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --fail-if) COMPREPLY=(); return ;;
                 --mode) COMPREPLY=(); return ;;
                 --tolerance) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --label --markdown --html --json --fail-if --mode --tolerance --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --vs --label --alpha --markdown --html --json --fail-if --mode --tolerance --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         check)
             case "$prev" in
