@@ -64,7 +64,7 @@ _iowitness() {
                 -e|--syscall) COMPREPLY=(); return ;;
                 -p|--pid) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --events --phase --file -e --syscall -p --pid" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help -v --verbose --events --phase --file -e --syscall -p --pid" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         report)
             case "$prev" in
@@ -76,7 +76,7 @@ _iowitness() {
                 --tolerance) COMPREPLY=(); return ;;
                 --device-ceiling) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --json --csv --markdown --html --stream --wide --no-pager --mode --claims --spec --format --tolerance --device-ceiling" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --json --csv --markdown --html --stream -v --verbose --wide --no-pager --mode --claims --spec --format --tolerance --device-ceiling" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         compare)
             case "$prev" in
