@@ -47,28 +47,42 @@ def table(groups: tuple[list, list], keys: dict, active_rate, alpha: float = sig
 def judge(thresholds: list, rows: list[dict], alpha: float = significance.ALPHA) -> list[dict]:
     """Per threshold: the phases whose change crossed it and is significant (hits), those whose
     change crossed it within the runs' scatter (not_significant), those it could not judge,
-    and how many it judged."""
+    and how many it judged.
+
+    A gate fails when ANY phase fails it: with 4 phases each at alpha, identical runs would
+    fail it about 4 times as often as one phase. So each phase is held to alpha divided by the
+    phases judged (Bonferroni): the gate's false-positive rate stays at most alpha (alpha/2
+    for a one-directional threshold), whatever the number of phases."""
     results = []
     for t in thresholds:
         hits, calm, not_judged, judged = [], [], [], 0
+        judgeable = [row for row in rows if _why_not(t, row) is None]
+        level = alpha / max(1, len(judgeable))
         for row in rows:
             m = next(x for x in row["metrics"] if x["metric"] == t.metric.name)
-            n = m["test"]["n"]
-            if min(row["present"]) == 0:
-                not_judged.append({"phase": row["phase"], "why": "phase missing in a group"})
-            elif min(n) < significance.MIN_RUNS:
-                not_judged.append({"phase": row["phase"],
-                                   "why": f"{min(n)} run(s) with a figure in a group: a test needs "
-                                          f"{significance.MIN_RUNS} or more"})
-            elif (m["delta_pct"] if t.percent else m["delta"]) is None:
-                not_judged.append({"phase": row["phase"], "why": "a zero baseline has no percentage"})
+            why = _why_not(t, row)
+            if why is not None:
+                not_judged.append({"phase": row["phase"], "why": why})
             else:
                 judged += 1
                 if t.crossed(m):
                     hit = {"phase": row["phase"], "unit": m["unit"], "baseline": m["median"][0],
                            "value": m["median"][1], "delta": m["delta"], "delta_pct": m["delta_pct"],
                            "p": m["test"]["p"]}
-                    (hits if m["test"]["p"] is not None and m["test"]["p"] < alpha else calm).append(hit)
+                    (hits if m["test"]["p"] is not None and m["test"]["p"] < level else calm).append(hit)
         results.append({"expression": t.text, "metric": t.metric.name, "crossed": bool(hits), "hits": hits,
-                        "not_significant": calm, "not_judged": not_judged, "judged": judged})
+                        "not_significant": calm, "not_judged": not_judged, "judged": judged,
+                        "alpha_per_phase": level})
     return results
+
+
+def _why_not(t, row: dict) -> str | None:
+    m = next(x for x in row["metrics"] if x["metric"] == t.metric.name)
+    if min(row["present"]) == 0:
+        return "phase missing in a group"
+    if min(m["test"]["n"]) < significance.MIN_RUNS:
+        return (f"{min(m['test']['n'])} run(s) with a figure in a group: a test needs "
+                f"{significance.MIN_RUNS} or more")
+    if (m["delta_pct"] if t.percent else m["delta"]) is None:
+        return "a zero baseline has no percentage"
+    return None

@@ -221,8 +221,9 @@ def _gate_groups(judged: list[dict], names: list[str]) -> int:
         for calm in j["not_significant"]:
             pct = f" {calm['delta_pct']:+.1f}%" if calm["delta_pct"] is not None else ""
             p = "no test" if calm["p"] is None else f"p={calm['p']:.2g}"
+            level = f", above {j['alpha_per_phase']:.2g}" if calm["p"] is not None else ""
             print(f"iowitness: --fail-if {j['expression']}: {calm['phase']!r} changed{pct} but within the "
-                  f"runs' scatter ({p}): not failed", file=sys.stderr)
+                  f"runs' scatter ({p}{level}): not failed", file=sys.stderr)
         for miss in j["not_judged"]:
             print(f"iowitness: --fail-if {j['expression']}: {miss['phase']!r} not judged ({miss['why']})",
                   file=sys.stderr)

@@ -48,23 +48,22 @@ def main() -> None:
     splits = splits[:args.splits]
     print(f"{len(runs)} identical runs, {len(keys)} phases; {len(splits)} splits into two groups of {k}; "
           f"alpha {args.alpha}")
-    for t in thresholds:
-        fired = judged = 0
-        for a, b in splits:
-            rows = group_deltas.table(([runs[i] for i in a], [runs[i] for i in b]), keys, compare.active_rate,
-                                      args.alpha)
-            j = group_deltas.judge([t], rows, args.alpha)[0]
-            judged += j["judged"]
-            fired += bool(j["hits"])
-        single_fired = single_judged = 0
-        for x, y in itertools.permutations(range(len(runs)), 2):
-            rows = deltas.table([runs[x], runs[y]], keys, compare.active_rate)
-            j = deltas.judge([t], rows, ["x", "y"])[0]
-            single_judged += 1
-            single_fired += bool(j["hits"])
-        print(f"--fail-if {t.text!r}: groups of {k}: {fired}/{len(splits)} splits failed "
-              f"({100 * fired / len(splits):.1f} %); single runs: {single_fired}/{single_judged} pairs failed "
-              f"({100 * single_fired / single_judged:.1f} %)")
+    fired = dict.fromkeys(range(len(thresholds)), 0)
+    for a, b in splits:
+        rows = group_deltas.table(([runs[i] for i in a], [runs[i] for i in b]), keys, compare.active_rate,
+                                  args.alpha)
+        for n, j in enumerate(group_deltas.judge(thresholds, rows, args.alpha)):
+            fired[n] += bool(j["hits"])
+    pairs = list(itertools.permutations(range(len(runs)), 2))
+    single = dict.fromkeys(range(len(thresholds)), 0)
+    for x, y in pairs:
+        rows = deltas.table([runs[x], runs[y]], keys, compare.active_rate)
+        for n, j in enumerate(deltas.judge(thresholds, rows, ["x", "y"])):
+            single[n] += bool(j["hits"])
+    for n, t in enumerate(thresholds):
+        print(f"--fail-if {t.text!r}: groups of {k}: {fired[n]}/{len(splits)} splits failed "
+              f"({100 * fired[n] / len(splits):.1f} %); single runs: {single[n]}/{len(pairs)} pairs failed "
+              f"({100 * single[n] / len(pairs):.1f} %)")
     # how the runs scatter: per phase, the highest run's figure over the lowest's
     for key, label in keys.items():
         for name in ("p99", "wall"):
