@@ -17,7 +17,7 @@ _iowitness() {
         esac
     done
     case "$cmd" in
-        "") COMPREPLY=($(compgen -W "run attach import show report compare check export replay doctor -h --help --version --completion" -- "$cur")); return ;;
+        "") COMPREPLY=($(compgen -W "run attach import show report compare check export replay doctor -h --help --version --completion --print-schema --list-specs" -- "$cur")); return ;;
         run)
             case "$prev" in
                 -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
