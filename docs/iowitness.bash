@@ -50,12 +50,13 @@ _iowitness() {
             ;;
         import)
             case "$prev" in
+                --dtrace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -o|--output-trace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --mode) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help -o --output-trace --file --output --mode" -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --dtrace -o --output-trace --file --output --mode" -- "$cur"))
             ;;
         show)
             case "$prev" in
