@@ -55,7 +55,10 @@ def judge(thresholds: list, rows: list[dict], alpha: float = significance.ALPHA)
     for a one-directional threshold), whatever the number of phases."""
     results = []
     for t in thresholds:
-        hits, calm, not_judged, judged = [], [], [], 0
+        hits: list[dict] = []
+        calm: list[dict] = []
+        not_judged: list[dict] = []
+        judged = 0
         judgeable = [row for row in rows if _why_not(t, row) is None]
         level = alpha / max(1, len(judgeable))
         for row in rows:

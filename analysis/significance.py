@@ -106,10 +106,11 @@ def t_quantile(q: float, df: float) -> float:
     return (low + high) / 2.0
 
 
-def welch(a: list[float], b: list[float], alpha: float = ALPHA) -> Test:
-    """Welch's t test of group B against group A, on the logs when every figure is positive."""
-    a = [float(v) for v in a if v is not None and math.isfinite(v)]
-    b = [float(v) for v in b if v is not None and math.isfinite(v)]
+def welch(a_given: list[float | None], b_given: list[float | None], alpha: float = ALPHA) -> Test:
+    """Welch's t test of group B against group A, on the logs when every figure is positive
+    (None or not finite: that run has no figure, left out)."""
+    a = [float(v) for v in a_given if v is not None and math.isfinite(v)]
+    b = [float(v) for v in b_given if v is not None and math.isfinite(v)]
     n = (len(a), len(b))
     log = all(v > 0 for v in a + b)
     scale = "log" if log else "linear"

@@ -111,7 +111,8 @@ def _without_strings(text: str) -> str:
     by one; find does it at memchr speed, and strace escapes every quote inside a string)."""
     if '"' not in text:
         return text
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     while True:
         start = text.find('"', at)
         if start < 0:
