@@ -70,3 +70,24 @@ def to_json(groups: list[str], runs: list, sizes: tuple[int, int], rows: list[di
                       {"label": groups[1], "runs": records[sizes[0]:]}],
            "phases": rows, "fail_if": judged, "failed": any(j["crossed"] for j in judged)}
     return json.dumps(doc, indent=2, allow_nan=False)
+
+
+def to_html(groups: list[str], runs: list, rows: list[dict], frame: pd.DataFrame, title: str) -> str:
+    """One page: the runs, a bar chart of each group's median active throughput per phase, and
+    the table of changes the terminal prints."""
+    from iowitness.escape import html as esc
+    from iowitness.reporters import charts, html
+
+    body = [f"<h1>iowitness compare: {esc(' vs '.join(groups))}</h1>",
+            '<p class="lead">Per phase, each group\'s median of its runs\' figures (lowest–highest, n runs), the '
+            "change of the medians, the 95 % interval of the change and whether it is more than the runs' "
+            "scatter (Welch's t on the logs of the per-run figures; docs/compare-groups.md).</p>",
+            '<h2 id="runs">Runs</h2>', html.table(compare.run_table(runs), "runs")]
+    shown = rows[:compare.MAX_BAR_PHASES]
+    active = [next(m for m in row["metrics"] if m["metric"] == "active") for row in shown]
+    if shown:
+        values = [[m["median"][0] or 0.0, m["median"][1] or 0.0] for m in active]
+        body.append(html.figure(charts.grouped_bars([row["phase"] for row in shown], groups, values,
+                                                    "active throughput per phase: median of the runs"), "bars"))
+    body += [f'<h2 id="changes">{esc(title)}</h2>', html.table(frame, "changes")]
+    return html.page(f"iowitness compare: {' vs '.join(groups)}", "\n".join(body))

@@ -18,8 +18,8 @@ Two groups of runs: A1 A2 A3 -- B1 B2 B3 (globs are expanded: 'before/*.iwt' -- 
 Per phase, each group's median and its spread (lowest–highest), the change of the medians, and
 a test of whether it is more than the runs' scatter: Welch's t on the logs of the per-run
 figures, 95 % interval, p (docs/compare-groups.md says why and its measured false-positive
-rate). --fail-if then fails only on a change past its threshold AND significant (p < --alpha);
-a change past it within the scatter is named on stderr. Each group needs 2 or more runs with a
+rate). --fail-if then fails only on a change past its threshold AND significant (p below
+--alpha divided by the phases judged); a change past it within the scatter is named on stderr. Each group needs 2 or more runs with a
 figure; 3 or more are advised. --label names the groups. A gate that could judge no phase (no
 phase of the runs matched, e.g. an IOzone trace against a fio one) exits 2 with one line.
 
@@ -171,14 +171,13 @@ def _execute_groups(args, second: list[str]) -> int:
     from iowitness.analysis import deltas
 
     thresholds = [deltas.parse_threshold(text) for text in args.fail_if]
-    if args.html:
-        raise UsageError("compare of two groups has no --html page yet; use the text, --markdown or --json")
+    out = _output.page_destination(args, args.html) if args.html else None
     with contextlib.ExitStack() as opened:
         traces = [opened.enter_context(_reading.trace_of(path)) for path in [*args.traces, *second]]
-        return _compare_groups(args, traces, (len(args.traces), len(second)), thresholds)
+        return _compare_groups(args, traces, (len(args.traces), len(second)), thresholds, out)
 
 
-def _compare_groups(args, traces: list, sizes: tuple[int, int], thresholds: list) -> int:
+def _compare_groups(args, traces: list, sizes: tuple[int, int], thresholds: list, out=None) -> int:
     from iowitness import escape, units
     from iowitness.analysis import deltas, group_deltas
     from iowitness.reporters import compare, compare_groups
@@ -197,6 +196,8 @@ def _compare_groups(args, traces: list, sizes: tuple[int, int], thresholds: list
     title = f"{names[1]} against {names[0]}: medians of the runs, Welch's t on their logs (alpha {args.alpha:g})"
     if args.json:
         print(compare_groups.to_json(names, runs, sizes, rows, judged, args.alpha))
+    elif args.html:
+        out.write_text(compare_groups.to_html(names, runs, rows, frame, title))
     elif args.markdown:
         from iowitness.reporters import markdown
 

@@ -147,7 +147,6 @@ def test_a_gate_with_nothing_matched_exits_2_with_one_line(runs, single):
 @pytest.mark.parametrize("args, message", [
     (["--alpha", "2"], "--alpha 2.0: give a probability"),
     (["--label", "a", "--label", "b", "--label", "c"], "3 --label for two groups"),
-    (["--html", "-"], "no --html page yet"),
 ])
 def test_usage_errors_are_one_line(runs, args, message):
     proc = iowitness("compare", *runs["A"], "--vs", *runs["B"], *args, check=False)
@@ -157,3 +156,15 @@ def test_usage_errors_are_one_line(runs, args, message):
 def test_a_glob_that_matches_nothing_is_named(tmp_path):
     proc = iowitness("compare", str(tmp_path / "none*.iwt"), "--", str(tmp_path / "x.iwt"), check=False)
     assert proc.returncode == 2 and "no trace matches" in proc.stderr
+
+
+def test_the_html_page_holds_the_same_changes_as_the_markdown(runs, tmp_path):
+    from tests.support.doc_tables import html_tables, markdown_tables
+
+    page = tmp_path / "groups.html"
+    iowitness("compare", *runs["A"], "--", *runs["B"], "--html", str(page))
+    markdown = iowitness("compare", *runs["A"], "--", *runs["B"], "--markdown").stdout
+    text = page.read_text()
+    changes = next(t["rows"] for t in html_tables(text) if t["rows"][0][:2] == ["phase", "metric"])
+    assert changes in markdown_tables(markdown)
+    assert "<svg" in text and "median of the runs" in text
