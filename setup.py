@@ -50,8 +50,23 @@ def with_probe() -> bool:
     return not missing
 
 
+# files the wheel carries besides code (iowitness/shipped.py reads them): docs/ path -> under iowitness/share/
+SHIPPED = ("schema/*.schema.json", "specs/*.toml", "iowitness.1", "iowitness.bash")
+
+
+def _ship_docs(build_lib: str) -> None:
+    docs = Path(__file__).resolve().parent / "docs"
+    share = Path(build_lib, "iowitness", "share")
+    for pattern in SHIPPED:
+        for path in docs.glob(pattern):
+            out = share / path.relative_to(docs)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, out)
+
+
 class BuildWithProbe(build_py):
     def run(self):
+        _ship_docs(self.build_lib)
         if with_probe():
             try:
                 subprocess.run(["make", "-s", "-C", str(PROBES)], check=True)
@@ -95,4 +110,6 @@ class Wheel(bdist_wheel):
         return ("py3", "none", plat) if not self.root_is_pure else (python, abi, plat)
 
 
-setup(cmdclass={"build_py": BuildWithProbe, "bdist_wheel": Wheel})
+setup(cmdclass={"build_py": BuildWithProbe, "bdist_wheel": Wheel},
+      # the man page where man finds it under the install's prefix (share/man/man1)
+      data_files=[("share/man/man1", ["docs/iowitness.1"])])

@@ -83,6 +83,12 @@ def cost(trace) -> dict:
         # and by traced calls (the same when the statistics were on all run long)
         "probe_time_s": by_time,
         "probe_time_s_by_calls": by_calls,
+        # the headline: the probe's programs (all of them, on every CPU) over the run's time,
+        # at most (the larger scaling, every program run charged to the benchmark) and at least
+        # (the traced calls at the entry and exit programs' mean run time)
+        "probe_share_max": max(t for t in (by_time, by_calls) if t is not None) / seconds
+        if seconds and (by_time is not None or by_calls is not None) else None,
+        "probe_share_min": calls * low / 1e9 / seconds if seconds and low is not None else None,
         "collector_cpu_s": cpu["user"] + cpu["system"] if cpu else None,
         # what the collector spent while recording (start-up excluded), per million calls
         "collector_cpu_s_per_m": recording_cpu / calls * 1e6 if recording_cpu is not None and calls else None,
@@ -97,8 +103,38 @@ def _total(by_time: float | None, by_calls: float | None) -> str:
     return f", about {'–'.join(texts)} in all" if texts else ""
 
 
+def _share(value: float) -> str:
+    return f"{100 * value:.2g} %" if value < 0.1 else f"{100 * value:.0f} %"
+
+
 def line(trace) -> str:
-    """One line for text reports."""
+    """One line for text reports: the probe's cost as one figure, its share of the run's time
+    at most (what a user can act on: under a few percent, the trace's timings are the
+    benchmark's own); `detail` gives the ranges it comes from (report --verbose)."""
+    from iowitness.collector import backends
+    if backends.backend_of(trace.meta) not in (backends.LIBBPF, backends.BPFTRACE):
+        return detail(trace)
+    c = cost(trace)
+    noun = "calls summarized" if c["mode"] == "summary" else "events"
+    parts = [f"{c['calls']:,} {noun}", f"{c['lost']:,} lost"]
+    if c["probe_share_max"] is not None:
+        parts.append(f"probe at most {_share(c['probe_share_max'])} of the run's time "
+                     f"({units.seconds(max(t for t in (c['probe_time_s'], c['probe_time_s_by_calls']) if t is not None))}"
+                     f" on all CPUs in {units.seconds(c['recorded_s'])}; --verbose: the range)")
+    elif c["probe_ns_per_call_min"] is not None:
+        parts.append(f"probe at least {c['probe_ns_per_call_min']:,.0f} ns per traced call")
+    else:
+        parts.append(f"probe time not measured (BPF statistics: {c['bpf_stats']})")
+    if c["collector_cpu_s"] is not None:
+        parts.append(f"collector CPU {units.seconds(c['collector_cpu_s'])}")
+    if c["trace_bytes"]:
+        parts.append(f"trace {units.bytes_(c['trace_bytes'])}")
+    return "observer  " + ", ".join(parts)
+
+
+def detail(trace) -> str:
+    """The observer's figures with their ranges (report --verbose; analysis/observer.py's
+    docstring says how to read them)."""
     from iowitness.collector import backends
     if backends.backend_of(trace.meta) not in (backends.LIBBPF, backends.BPFTRACE):
         return f"observer  {trace.event_count:,} events; observer cost not available ({backends.backend_of(trace.meta)} import)"
@@ -110,7 +146,9 @@ def line(trace) -> str:
                else "timed all run long")
         low = f"{c['probe_ns_per_call_min']:,.0f}–" if c["probe_ns_per_call_min"] is not None else "at most "
         total = _total(c["probe_time_s"], c["probe_time_s_by_calls"])
-        parts.append(f"probe {low}{c['probe_ns_per_call_max']:,.0f} ns per traced call{total} ({how})")
+        share = (f"probe {_share(c['probe_share_min'])}–{_share(c['probe_share_max'])} of the run's time, "
+                 if c["probe_share_min"] is not None and c["probe_share_max"] is not None else "probe ")
+        parts.append(f"{share}{low}{c['probe_ns_per_call_max']:,.0f} ns per traced call{total} ({how})")
     elif c["probe_ns_per_call_min"] is not None:
         parts.append(f"probe at least {c['probe_ns_per_call_min']:,.0f} ns per traced call "
                      "(no traced call fell in the timed windows)")

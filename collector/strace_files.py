@@ -20,6 +20,7 @@ from iowitness.errors import BadTrace, NotFound
 
 # calls whose return is the caller's own thread id: glibc's start-up set_tid_address, getpid, gettid
 _OWN_ID = re.compile(r"^\d+\.\d+\s+(?:set_tid_address\(.*|getpid\(\s*|gettid\(\s*)\)\s+=\s+(\d+)")
+_PID_COLUMN = re.compile(r"^\d+\s+\d+\.\d+\s")
 _TIME = re.compile(r"^(?:\[pid\s+\d+\]\s+|\d+\s+)?(\d+)\.(\d+)\s")
 
 
@@ -46,6 +47,8 @@ def _own_pid(path: str) -> int | None:
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             for line in f:
+                if _PID_COLUMN.match(line):
+                    return None   # strace -f -o FILE: every line has its pid; none is needed (nor a read of it all)
                 m = _OWN_ID.match(line)
                 if m:
                     return int(m.group(1))

@@ -17,7 +17,7 @@ _iowitness() {
         esac
     done
     case "$cmd" in
-        "") COMPREPLY=($(compgen -W "run attach import show report compare check export replay doctor -h --help --version --completion" -- "$cur")); return ;;
+        "") COMPREPLY=($(compgen -W "run attach import show report compare check export replay doctor -h --help --version --completion --print-schema --list-specs" -- "$cur")); return ;;
         run)
             case "$prev" in
                 -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -50,12 +50,13 @@ _iowitness() {
             ;;
         import)
             case "$prev" in
+                --dtrace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -o|--output-trace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --mode) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help -o --output-trace --file --output --mode" -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --dtrace -o --output-trace --file --output --mode" -- "$cur"))
             ;;
         show)
             case "$prev" in
@@ -64,7 +65,7 @@ _iowitness() {
                 -e|--syscall) COMPREPLY=(); return ;;
                 -p|--pid) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --events --block --phase --file -e --syscall -p --pid" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help -v --verbose --events --block --phase --file -e --syscall -p --pid" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         report)
             case "$prev" in
@@ -77,17 +78,19 @@ _iowitness() {
                 --tolerance) COMPREPLY=(); return ;;
                 --device-ceiling) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --json --csv --markdown --html --stream --wide --no-pager --interval --mode --claims --spec --format --tolerance --device-ceiling" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --json --csv --markdown --html --stream -v --verbose --wide --no-pager --interval --mode --claims --spec --format --tolerance --device-ceiling" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         compare)
             case "$prev" in
+                --vs) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --label) COMPREPLY=(); return ;;
+                --alpha) COMPREPLY=(); return ;;
                 --html) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --fail-if) COMPREPLY=(); return ;;
                 --mode) COMPREPLY=(); return ;;
                 --tolerance) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --label --markdown --html --json --fail-if --mode --tolerance --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help --vs --label --alpha --markdown --html --json --fail-if --mode --tolerance --stream" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         check)
             case "$prev" in

@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from iowitness.errors import EXIT_USAGE, IowitnessError
+from iowitness.errors import EXIT_USAGE, IowitnessError, UsageError
 from iowitness.escape import terminal
 from iowitness.version import __version__
 
@@ -40,6 +40,10 @@ def build_parser():
     parser.add_argument("--completion", choices=["bash"],
                         help="print the shell completion script (eval \"$(iowitness --completion bash)\"; zsh: "
                              "after autoload bashcompinit && bashcompinit)")
+    parser.add_argument("--print-schema", metavar="NAME",
+                        help="print the JSON schema of an output (report, compare, compare-groups, hosts) and exit")
+    parser.add_argument("--list-specs", action="store_true",
+                        help="list the claim specs shipped with iowitness (for check/report --spec FILE) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"iowitness.commands.{MODULES.get(name, name)}")
@@ -106,16 +110,44 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _shipped(args) -> int:
+    """--print-schema NAME, --list-specs: files the install carries (iowitness/shipped.py)."""
+    from iowitness import shipped
+
+    if args.print_schema:
+        found = shipped.schemas()
+        if args.print_schema not in found:
+            names = ", ".join(found) or "none (not shipped)"
+            raise UsageError(f"no schema {args.print_schema!r}; the schemas are {names}")
+        print(found[args.print_schema].read_text(), end="")
+        return 0
+    for name, path in shipped.specs().items():
+        print(f"{name}\t{path}\t{shipped.spec_summary(path)}")
+    return 0
+
+
+def _group_separator(argv: list[str]) -> list[str]:
+    """`compare A1 A2 -- B1 B2`: argparse drops a `--` between positionals, so compare's
+    separator of two groups becomes its option --vs (only for compare; `run -- CMD` keeps it)."""
+    command = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if command is None or argv[command] != "compare" or "--" not in argv[command:]:
+        return argv
+    at = argv.index("--", command)
+    return [*argv[:at], "--vs", *argv[at + 1:]]
+
+
 def _main(argv: list[str] | None) -> int:
     try:
         _reuse_freed_memory()
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_group_separator(sys.argv[1:] if argv is None else list(argv)))
         if args.completion:
             from iowitness.completion import bash
 
             print(bash(parser), end="")
             return 0
+        if args.print_schema or args.list_specs:
+            return _shipped(args)
         if not getattr(args, "execute", None):
             print(f"iowitness: say which command to run ({', '.join(COMMANDS)}); see iowitness --help",
                   file=sys.stderr)

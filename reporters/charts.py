@@ -210,9 +210,15 @@ def claim_vs_active(claim_Bps: float, claim_label: str, figures: dict[str, float
     largest = max(finite) if finite else 0
     if kind == "bytes":
         divisor = _rate_axis(ax, largest, axis="x")
+    elif kind == "latency":   # seconds per call: in the unit its largest value reads best in (25 µs, not 0.000025)
+        scale, unit = (1e9, "ns") if largest < 2e-6 else time_scale(largest)
+        divisor = 1.0 / scale
+        ax.set_xlabel(f"latency per call ({unit})")
+    elif kind == "amount":
+        divisor = _bytes_axis(ax, largest, "bytes", axis="x")
     else:
         divisor = 1.0
-        ax.set_xlabel({"ops": "calls per second", "latency": "seconds per call", "amount": "bytes"}.get(kind, kind))
+        ax.set_xlabel({"ops": "calls per second"}.get(kind, kind))
     y = np.arange(len(names))[::-1]
     for i, (name, value) in enumerate(zip(names, values)):
         claim, in_window = i == 0, name == window
@@ -327,15 +333,19 @@ def sweep(test: str, points: list[tuple[int, int, float]]) -> str:
     """IOzone -a: throughput against file size (one line per record size) and against record
     size (one line per file size). points: (file_size, record_size, bytes/s)."""
     arr = np.array(points, dtype=float)
+    # a plot against a size the sweep kept at one value would be one column of points: left out
+    plots = [p for p in ((1, 0, "file size", "record"), (0, 1, "record size", "file")) if len(set(arr[:, p[1]])) > 1]
+    plots = plots or [(1, 0, "file size", "record")]
     # each plot's legend goes under it, in rows of LEGEND_COLUMNS, never over the lines
-    rows = -(-max(len(set(arr[:, 1])), len(set(arr[:, 0]))) // SWEEP_LEGEND_COLUMNS)
+    rows = -(-max(len(set(arr[:, p[0]])) for p in plots) // SWEEP_LEGEND_COLUMNS)
     below = 0.16 * rows + 0.1
-    fig, (left, right) = _figure(height=3.2 + below, width=WIDTH + 1.2, cols=2, bottom=0.62 + below)
+    fig, axes = _figure(height=3.2 + below, width=WIDTH + 1.2 if len(plots) == 2 else WIDTH, cols=len(plots),
+                        bottom=0.62 + below)
+    axes = list(axes) if len(plots) == 2 else [axes]
     plot_height = 3.2 - 0.35 - 0.62
-    divisor = _rate_axis(left, float(arr[:, 2].max()))
-    right.set_ylabel(left.get_ylabel())
-    for ax, (line_col, x_col, what, line_what) in ((left, (1, 0, "file size", "record")),
-                                                    (right, (0, 1, "record size", "file"))):
+    divisor = _rate_axis(axes[0], float(arr[:, 2].max()))
+    axes[-1].set_ylabel(axes[0].get_ylabel())
+    for ax, (line_col, x_col, what, line_what) in zip(axes, plots):
         keys = sorted(set(arr[:, line_col]))
         for i, key in enumerate(keys):
             rows_of = arr[arr[:, line_col] == key]

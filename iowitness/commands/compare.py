@@ -14,11 +14,21 @@ unit (us, ms, s for latency and duration; MiB/s, MB/s, ... for throughput; KiB, 
 bytes). --json gives everything, with "schema_version" (docs/schema/compare.schema.json).
 Each trace is read block by block: memory is bounded by its phases, not its events.
 
+Two groups of runs: A1 A2 A3 -- B1 B2 B3 (globs are expanded: 'before/*.iwt' -- 'after/*.iwt').
+Per phase, each group's median and its spread (lowest–highest), the change of the medians, and
+a test of whether it is more than the runs' scatter: Welch's t on the logs of the per-run
+figures, 95 % interval, p (docs/compare-groups.md says why and its measured false-positive
+rate). --fail-if then fails only on a change past its threshold AND significant (p below
+--alpha divided by the phases judged); a change past it within the scatter is named on stderr. Each group needs 2 or more runs with a
+figure; 3 or more are advised. --label names the groups. A gate that could judge no phase (no
+phase of the runs matched, e.g. an IOzone trace against a fio one) exits 2 with one line.
+
 Example:
   iowitness compare ext4.iwt xfs.iwt btrfs.iwt --html fs.html
   iowitness compare a.iwt b.iwt --label "4 KiB" --label "64 KiB" --markdown
   iowitness compare before.iwt after.iwt --fail-if 'p99>+10%' --fail-if 'wall<-5%'
   iowitness compare before.iwt after.iwt --json > changes.json
+  iowitness compare a1.iwt a2.iwt a3.iwt -- b1.iwt b2.iwt b3.iwt --fail-if 'p99>+10%'
 """
 
 from __future__ import annotations
@@ -28,14 +38,21 @@ import contextlib
 import sys
 
 from iowitness.commands import _claims, _output, _reading
-from iowitness.errors import UsageError
+from iowitness.errors import EXIT_USAGE, UsageError
 from iowitness.outputfile import add_mode_option
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("traces", metavar="TRACE", nargs="+", help="two or more traces saved by run or attach")
+    parser.add_argument("--vs", nargs="+", metavar="TRACE", default=None,
+                        help="a second group of runs, compared as a group with the first (also written "
+                             "A1 A2 -- B1 B2)")
     parser.add_argument("--label", action="append", metavar="NAME",
-                        help="a name for each run, in the order of the traces (repeat it)")
+                        help="a name for each run, in the order of the traces (repeat it); "
+                             "with two groups, a name for each group")
+    parser.add_argument("--alpha", type=float, default=0.05, metavar="P",
+                        help="with two groups: a change is significant when the test's p is below P "
+                             "(default %(default)s)")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--markdown", action="store_true", help="the tables as Markdown, on stdout")
     form.add_argument("--html", metavar="FILE",
@@ -51,7 +68,27 @@ def add_arguments(parser) -> None:
     _reading.add_stream_option(parser, "the same tables and page, in every form")
 
 
+def _expanded(paths: list[str]) -> list[str]:
+    """Each path, or the sorted files a glob the shell left alone matches (none: an error)."""
+    import glob
+    import os
+
+    out = []
+    for path in paths:
+        if glob.has_magic(path) and not os.path.exists(path):
+            found = sorted(glob.glob(path))
+            if not found:
+                raise UsageError(f"no trace matches {path!r}")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
 def execute(args) -> int:
+    args.traces = _expanded(args.traces)
+    if args.vs is not None:
+        return _execute_groups(args, _expanded(args.vs))
     if len(args.traces) < 2:
         raise UsageError("compare needs two or more traces")
     if args.label and len(args.label) > len(args.traces):
@@ -94,13 +131,16 @@ def _compare(args, traces: list, thresholds: list, out) -> int:
         parts.append("\n" + units.table(compare.delta_table(runs, rows, deltas.TEXT_METRICS),
                                         title=escape.terminal(compare.changes_title(runs))))
         _output.print_text("\n".join(parts))
-    return _gate(judged)
+    return _gate(judged, len(rows) * (len(runs) - 1))
 
 
-def _gate(judged: list[dict]) -> int:
-    """Say on stderr which thresholds were crossed, where, and what could not be judged; 1 when any was crossed."""
+def _gate(judged: list[dict], pairs: int = 0) -> int:
+    """Say on stderr which thresholds were crossed, where, and what could not be judged; 1 when any
+    was crossed, 2 (one line) when a gate judged nothing at all."""
     from iowitness.reporters.compare import shown, signed
 
+    if judged and all(pairs - len(j["not_judged"]) <= 0 for j in judged):
+        return _nothing_judged(judged)
     for j in judged:
         for hit in j["hits"]:
             pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
@@ -110,4 +150,82 @@ def _gate(judged: list[dict]) -> int:
         for miss in j["not_judged"]:
             print(f"iowitness: --fail-if {j['expression']}: {miss['phase']!r} in {miss['run']!r} not judged "
                   f"({miss['why']})", file=sys.stderr)
+    return 1 if any(j["crossed"] for j in judged) else 0
+
+
+def _nothing_judged(judged: list[dict]) -> int:
+    whys = sorted({m["why"] for j in judged for m in j["not_judged"]})
+    why = "no phase of the runs matched" if not whys or whys == ["phase missing"] or \
+        whys == ["phase missing in a group"] else "; ".join(whys)
+    print(f"iowitness: --fail-if: nothing to judge ({why}): the gate cannot pass or fail", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _execute_groups(args, second: list[str]) -> int:
+    if not args.traces or not second:
+        raise UsageError("compare of two groups needs traces on both sides of --")
+    if args.label and len(args.label) > 2:
+        raise UsageError(f"{len(args.label)} --label for two groups: give at most one per group")
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha {args.alpha}: give a probability between 0 and 1, e.g. 0.05")
+    from iowitness.analysis import deltas
+
+    thresholds = [deltas.parse_threshold(text) for text in args.fail_if]
+    out = _output.page_destination(args, args.html) if args.html else None
+    with contextlib.ExitStack() as opened:
+        traces = [opened.enter_context(_reading.trace_of(path)) for path in [*args.traces, *second]]
+        return _compare_groups(args, traces, (len(args.traces), len(second)), thresholds, out)
+
+
+def _compare_groups(args, traces: list, sizes: tuple[int, int], thresholds: list, out=None) -> int:
+    from iowitness import escape, units
+    from iowitness.analysis import deltas, group_deltas
+    from iowitness.reporters import compare, compare_groups
+
+    names = list(args.label or []) + ["A", "B"][len(args.label or []):]
+    if names[0] == names[1]:
+        names[1] += " (2)"
+    labels = compare_groups.run_labels(names, sizes)
+    claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=args.tolerance)
+    runs = [compare.Run(label, t, t.report(), _claims.verdicts_for(t, claim_args, required=False)[0])
+            for label, t in zip(labels, traces)]
+    groups = (runs[:sizes[0]], runs[sizes[0]:])
+    rows = group_deltas.table(groups, compare.labels(runs), compare.active_rate, args.alpha)
+    judged = group_deltas.judge(thresholds, rows, args.alpha)
+    frame = compare_groups.changes(names, rows, deltas.TEXT_METRICS)
+    title = f"{names[1]} against {names[0]}: medians of the runs, Welch's t on their logs (alpha {args.alpha:g})"
+    if args.json:
+        print(compare_groups.to_json(names, runs, sizes, rows, judged, args.alpha))
+    elif args.html:
+        out.write_text(compare_groups.to_html(names, runs, rows, frame, title))
+    elif args.markdown:
+        from iowitness.reporters import markdown
+
+        print(f"## {escape.markdown(title)}\n\n{markdown.table(compare.run_table(runs))}\n\n{markdown.table(frame)}")
+    else:
+        _output.print_text(units.table(compare.run_table(runs), title="runs") + "\n\n"
+                           + units.table(frame, title=escape.terminal(title)))
+    return _gate_groups(judged, names)
+
+
+def _gate_groups(judged: list[dict], names: list[str]) -> int:
+    from iowitness.reporters.compare import shown
+
+    if judged and all(j["judged"] == 0 for j in judged):
+        return _nothing_judged(judged)
+    for j in judged:
+        for hit in j["hits"]:
+            pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
+            print(f"iowitness: --fail-if {j['expression']}: crossed by {hit['phase']!r}: median "
+                  f"{shown(hit['baseline'], hit['unit'])} -> {shown(hit['value'], hit['unit'])}{pct}, "
+                  f"significant (p={hit['p']:.2g})", file=sys.stderr)
+        for calm in j["not_significant"]:
+            pct = f" {calm['delta_pct']:+.1f}%" if calm["delta_pct"] is not None else ""
+            p = "no test" if calm["p"] is None else f"p={calm['p']:.2g}"
+            level = f", above {j['alpha_per_phase']:.2g}" if calm["p"] is not None else ""
+            print(f"iowitness: --fail-if {j['expression']}: {calm['phase']!r} changed{pct} but within the "
+                  f"runs' scatter ({p}{level}): not failed", file=sys.stderr)
+        for miss in j["not_judged"]:
+            print(f"iowitness: --fail-if {j['expression']}: {miss['phase']!r} not judged ({miss['why']})",
+                  file=sys.stderr)
     return 1 if any(j["crossed"] for j in judged) else 0

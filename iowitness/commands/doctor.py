@@ -81,12 +81,19 @@ def strace_line() -> str:
 
 
 def execute(args) -> int:
+    # an install without its probe (no toolchain when pip built it) is said first: pip shows a
+    # build's messages only with -v, so this is where a user learns why run will not start
+    probe_object = preflight.check_probe_object()
+    if not probe_object.ok:
+        print(f"FAIL {probe_object.name:16} {probe_object.detail}\n     {'':16} fix: {probe_object.fix}")
     for line in capability_lines():
         print(line)
     checks = preflight.run_checks()
     if all(c.ok for c in checks if c.blocking):
         checks.append(_load_probe())
     for c in checks:
+        if c.name == probe_object.name and not probe_object.ok:
+            continue   # said first
         mark = "ok  " if c.ok else ("FAIL" if c.blocking else "note")
         print(f"{mark} {c.name:16} {c.detail}")
         if not c.ok and c.fix:

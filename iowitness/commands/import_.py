@@ -11,19 +11,28 @@ output apart and give it with --output. strace's latencies include its ptrace st
 report says they are inflated, and that a trace from strace has no device view, no block I/O
 and no observer cost.
 
+On illumos, FreeBSD or macOS, record with the D script probes/iowitness.d and import its
+lines with --dtrace (not yet run on a DTrace system; docs/dtrace.md):
+
+  dtrace -q -c './mybench' -o run.d.txt -s probes/iowitness.d /data/bench
+
 Example:
   iowitness import run.strace -o run.iwt && iowitness report run.iwt
+  iowitness import --dtrace run.d.txt -o run.iwt
 """
 
 from __future__ import annotations
 
 from iowitness.commands import _output
+from iowitness.errors import UsageError
 from iowitness.outputfile import add_mode_option
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("strace", metavar="STRACE", nargs="+",
+    parser.add_argument("strace", metavar="STRACE", nargs="*",
                         help="strace -o output: a file, or the NAME of strace -ff's NAME.PID files")
+    parser.add_argument("--dtrace", metavar="FILE",
+                        help="import the lines probes/iowitness.d printed on a DTrace system instead")
     parser.add_argument("-o", "--output-trace", dest="out", metavar="TRACE", required=True,
                         help="the trace to write (.iwt)")
     parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH",
@@ -40,6 +49,10 @@ def execute(args) -> int:
     from iowitness.outputfile import parse_mode
 
     _output.destination(args, args.out)
+    if args.dtrace is not None:
+        return _dtrace(args, parse_mode(args.mode))
+    if not args.strace:
+        raise UsageError("give the strace output to import (or --dtrace FILE)")
     done = import_strace(args.strace, args.out, args.files, args.stdout, parse_mode(args.mode))
     notes = []
     if done["without_latency"]:
@@ -53,4 +66,20 @@ def execute(args) -> int:
     tail = f" ({'; '.join(notes)})" if notes else ""
     _output.print_text(f"wrote {args.out}: {done['events']:,} events on {done['files']:,} files "
                        f"from {done['lines']:,} strace lines{tail}")
+    return 0
+
+
+def _dtrace(args, mode) -> int:
+    from iowitness.collector.dtrace_import import import_dtrace
+
+    if args.strace or args.files or args.stdout:
+        raise UsageError("--dtrace FILE takes no strace file, --file or --output (the D script's argument "
+                         "chooses the files)")
+    done = import_dtrace(args.dtrace, args.out, mode)
+    notes = [f"{done['dropped']:,} records dropped by DTrace"] if done["dropped"] else []
+    if done["without_file"]:
+        notes.append(f"{done['without_file']:,} calls on an fd whose open was not seen, left out")
+    tail = f" ({'; '.join(notes)})" if notes else ""
+    _output.print_text(f"wrote {args.out}: {done['events']:,} events on {done['files']:,} files from the "
+                       f"DTrace output (probes/iowitness.d; not yet run on a DTrace system){tail}")
     return 0

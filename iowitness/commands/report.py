@@ -70,6 +70,8 @@ def add_arguments(parser) -> None:
     form.add_argument("--html", metavar="FILE",
                       help="write the report with its charts to FILE (one self-contained page; - for stdout)")
     _reading.add_stream_option(parser, "the same report, in every form")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="in the text report, the observer's cost with its ranges (per traced call, in all)")
     parser.add_argument("--wide", action="store_true",
                         help="the text report with every column, however wide (by default it fits the "
                              "terminal: columns are left out in a stated order, and the title says which)")
@@ -135,7 +137,8 @@ def _report(trace, args, out) -> int:
 
             interval = "\n\n" + block.interval_text(trace, args.interval_ns, width)
         _output.print_text(text.render(report, trace, verdicts, width) + interval + "\n\n"
-                           + text.verdict_section(verdicts, note, width), pager=not args.no_pager)
+                           + text.verdict_section(verdicts, note, width) + _verbose(args, trace),
+                           pager=not args.no_pager)
     return 0
 
 
@@ -165,5 +168,13 @@ def _summary_report(trace, args) -> int:
     if args.csv or args.json:
         print(aggregate.to_csv(trace) if args.csv else aggregate.to_json(trace), end="" if args.csv else "\n")
     else:
-        _output.print_text(aggregate.render(trace), pager=not args.no_pager)
+        _output.print_text(aggregate.render(trace) + _verbose(args, trace), pager=not args.no_pager)
     return 0
+
+
+def _verbose(args, trace) -> str:
+    """--verbose: the observer line with the ranges its one figure comes from."""
+    from iowitness.analysis import observer
+    from iowitness.escape import terminal
+
+    return "\n\n" + terminal(observer.detail(trace)) if getattr(args, "verbose", False) else ""

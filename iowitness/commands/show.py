@@ -37,6 +37,8 @@ def _list(kind):
 
 def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="TRACE", help="a trace saved by run or attach")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="the observer's cost with its ranges (per traced call, in all)")
     parser.add_argument("--events", action="store_true",
                         help="one line per recorded call (time in s since the recording began, latency in µs, "
                              "sizes in bytes) instead of the summary")
@@ -84,7 +86,9 @@ def execute(args) -> int:
     # block by block: memory bounded by a block of events, whatever the trace's length, and a
     # trace still being written is read up to its last whole chunk
     with streamed.open_trace(args.trace) as trace:
-        _output.print_text(summary.render(trace))
+        from iowitness.commands.report import _verbose
+
+        _output.print_text(summary.render(trace) + _verbose(args, trace))
     return 0
 
 

@@ -25,6 +25,11 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
     # AND the native replay player, built with the same compiler (replay/player.c)
     assert "iowitness/replay/build/iowitness-player" in names
     assert not any(n.split("/")[0] in ("collector", "analysis", "probes") for n in names)
+    # AND the files it ships besides code: schemas, specs, man page, completion (iowitness/shipped.py)
+    for shipped in ("schema/report.schema.json", "schema/compare-groups.schema.json", "specs/sysbench_fileio.toml",
+                    "iowitness.1", "iowitness.bash"):
+        assert f"iowitness/share/{shipped}" in names, shipped
+    assert any(n.endswith(".data/data/share/man/man1/iowitness.1") for n in names)
     # WHEN it is installed apart from the checkout
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
@@ -33,6 +38,13 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
     where = subprocess.run([sys.executable, "-c", "import iowitness.probes as p; print(p.OBJECT)"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
     assert where.stdout.strip().startswith(str(site))
+    # AND --print-schema and --list-specs read the installed copies
+    schema = subprocess.run([sys.executable, "-m", "iowitness.cli", "--print-schema", "report"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+    assert schema.stdout == (REPO / "docs" / "schema" / "report.schema.json").read_text()
+    listed = subprocess.run([sys.executable, "-m", "iowitness.cli", "--list-specs"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+    assert listed.stdout.startswith(f"sysbench_fileio\t{site}/iowitness/share/specs/sysbench_fileio.toml\t")
     # THEN doctor loads and attaches that installed probe
     doctor = subprocess.run([sys.executable, "-m", "iowitness.cli", "doctor"],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)

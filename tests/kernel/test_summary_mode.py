@@ -47,12 +47,15 @@ def test_every_report_states_the_observer_cost(traced, workdir):
     assert trace.counters["missed_runs"] == sum(p["recursion_misses"] for p in cost["programs"].values())
     # AND report (text and JSON) and show state events, lost and the probe's time per call
     text = iowitness("report", str(trace.meta["path"])).stdout
-    observer_line = next(line for line in text.splitlines() if line.startswith("observer"))
+    headline = next(line for line in text.splitlines() if line.startswith("observer"))
+    assert "0 lost" in headline and "of the run's time" in headline and "ns per traced call" not in headline
+    text = iowitness("report", "--verbose", str(trace.meta["path"])).stdout
+    observer_line = [line for line in text.splitlines() if line.startswith("observer")][-1]
     assert "0 lost" in observer_line and "ns per traced call" in observer_line
     doc = json.loads(iowitness("report", "--json", str(trace.meta["path"])).stdout)["observer"]
     assert doc["lost"] == 0 and doc["calls"] == len(trace.raw_events()) >= 200
     assert doc["probe_ns_per_call_max"] > 0
-    assert "ns per traced call" in iowitness("show", str(trace.meta["path"])).stdout
+    assert "ns per traced call" in iowitness("show", "-v", str(trace.meta["path"])).stdout
     # AND the collector's CPU while recording is part of its whole CPU time, start-up excluded
     meta = trace.meta
     whole = meta["collector_cpu_s"]["user"] + meta["collector_cpu_s"]["system"]

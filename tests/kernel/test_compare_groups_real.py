@@ -1,0 +1,81 @@
+"""compare of two groups of real runs: 3 dd runs on a loop device against 3 made slower for
+real (the same dd in a cgroup-v1 blkio group throttled to 8 MiB/s on that device), and 3
+against 3 made the same.
+
+Ground truth, independent of iowitness: what dd was told to do (count x bs bytes with O_DIRECT,
+count write calls), and the throttle: 4 MiB at 8 MiB/s take at least 0.5 s, while the same
+writes unthrottled on a loop device take a few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import require_tool
+from tests.support.blockdev import blkio_throttle, dev_numbers, in_cgroup, loop_ext4
+from tests.support.cli import IOWITNESS, iowitness
+
+pytestmark = pytest.mark.kernel
+BS, COUNT = 64 * 1024, 64          # 4 MiB in 64 writes
+RATE = 8 << 20
+
+
+def _dd(tmp, mnt, name: str, group=None) -> str:
+    out = tmp / f"{name}.iwt"
+    command = [*IOWITNESS, "run", "-q", "-o", str(out), "--", "dd", "if=/dev/zero", f"of={mnt}/{name}.bin",
+               f"bs={BS}", f"count={COUNT}", "oflag=direct"]
+    proc = subprocess.run(in_cgroup(group, command) if group else command, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{BS * COUNT} bytes" in proc.stderr     # dd's own count of what it wrote
+    os.unlink(f"{mnt}/{name}.bin")
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory):
+    """GIVEN 6 dd runs on a loop device as they are, and 3 in a cgroup throttled to 8 MiB/s."""
+    require_tool("dd")
+    tmp = tmp_path_factory.mktemp("groups")
+    with loop_ext4(64) as (device, mnt):
+        fast = [_dd(tmp, mnt, f"fast{i}") for i in range(6)]
+        with blkio_throttle(*dev_numbers(device), RATE) as group:
+            slow = [_dd(tmp, mnt, f"slow{i}", group) for i in range(3)]
+    return fast, slow
+
+
+def _metric(doc: dict, name: str) -> dict:
+    row = next(r for r in doc["phases"] if r["phase"] == "dd write")
+    return next(m for m in row["metrics"] if m["metric"] == name)
+
+
+def test_throttled_runs_fail_the_gate_as_a_significant_change(groups):
+    fast, slow = groups
+    # WHEN 3 runs are compared with 3 throttled ones, gated on throughput and duration
+    proc = iowitness("compare", *fast[:3], "--", *slow, "--json", "--fail-if", "wall<-10%",
+                     "--fail-if", "duration>+10%", check=False)
+    doc = json.loads(proc.stdout)
+    # THEN the gate fails: the throttled runs are slower, past the threshold and significant
+    assert proc.returncode == 1, proc.stderr
+    assert all(j["crossed"] for j in doc["fail_if"])
+    duration = _metric(doc, "duration")
+    assert min(duration["values"][1]) >= 0.45          # 4 MiB at 8 MiB/s: 0.5 s (the first burst may pass)
+    assert duration["test"]["significant"] and duration["test"]["low"] > 1
+    # AND the work is the same: 64 calls and 4 MiB in every run, no change, not significant
+    ops, nbytes = _metric(doc, "ops"), _metric(doc, "bytes")
+    assert ops["values"] == [[COUNT] * 3, [COUNT] * 3] and not ops["test"]["significant"]
+    assert nbytes["median"] == [BS * COUNT, BS * COUNT]
+
+
+def test_runs_made_the_same_do_not_fail_the_gate(groups):
+    fast, _ = groups
+    # WHEN 3 runs are compared with 3 more of the same (a gate far from what the throttle did)
+    proc = iowitness("compare", *fast[:3], "--", *fast[3:], "--fail-if", "wall<-50%", "--fail-if",
+                     "duration>+100%", "--fail-if", "ops>+1%", check=False)
+    # THEN it passes, and the table says each group's median and spread
+    assert proc.returncode == 0, proc.stderr
+    assert "dd write" in proc.stdout and "n=3" in proc.stdout
