@@ -5,7 +5,8 @@ the benchmark's previous result line: the last line before it that gave claims o
 (one its own burst does not name), or the same test's figure again (a second run of it),
 counted in *bursts*, lines printed with no data call between them (a summary printed at the
 end is one burst, and the tests in it share one window; a summary restating tests printed
-before in other units takes their windows). A phase is in the window when its last data call
+before in other units takes their windows; per-request lines are progress inside a test, not
+results, and bound no other line's window). A phase is in the window when its last data call
 ended inside it; phases after the line are never part of it. Within the window the
 benchmark's module (or the spec's order, name, operation, rank and scope) chooses, as without
 times; a run-wide claim (scope "run") covers every phase before its line.
@@ -169,6 +170,10 @@ def windows_of(claims: list[Claim], phases: pd.DataFrame, t0: int | None) -> dic
                     if burst[back] == burst[k]:
                         continue
                     others = lines[order[back]]
+                    if not claim.extra.get("requests") and all(o.extra.get("requests") for _, o in others):
+                        # one request's line (ioping's "request=7 time=..."): progress inside a
+                        # test, not a test's result; a summary after them is about them all
+                        continue
                     # a line of a test this burst does not name, or this very figure again (a
                     # second run); a summary's tests printed before in other units are no edge
                     if any(_identity(o) not in tests_of.get(burst[k], set())
@@ -215,7 +220,8 @@ class _View:
 
 def finder(benchmark, report, claims: list[Claim], argv: list[str], trace, windows: dict[int, Window]):
     """claim -> Match | None, as benchmark.matcher finds it, each claim among the phases of its
-    window: one matcher per (window start, burst), fed that window's claims in order."""
+    window: one matcher per (window start, burst, per-request lines or not), fed that window's
+    claims in order."""
     if not windows:
         return benchmark.matcher(report, claims, argv, trace)
     position = {id(c): i for i, c in enumerate(claims)}
@@ -223,7 +229,8 @@ def finder(benchmark, report, claims: list[Claim], argv: list[str], trace, windo
     for i, c in enumerate(claims):
         w = windows.get(i)
         if w is not None and not w.before_trace:
-            groups.setdefault((w.start_ns, w.burst), []).append(c)
+            # per-request lines are matched apart: they use up no phase a summary of them is about
+            groups.setdefault((w.start_ns, w.burst, bool(c.extra.get("requests"))), []).append(c)
     finders: dict[tuple, Callable] = {}
     for key, members in groups.items():
         end = max(windows[position[id(c)]].end_ns for c in members)
@@ -236,7 +243,7 @@ def finder(benchmark, report, claims: list[Claim], argv: list[str], trace, windo
         w = windows.get(position[id(claim)])
         if w is None:
             return whole(claim)
-        return finders[(w.start_ns, w.burst)](claim)
+        return finders[(w.start_ns, w.burst, bool(claim.extra.get("requests")))](claim)
 
     return find
 

@@ -310,3 +310,52 @@ def test_claims_given_that_do_not_follow_the_recorded_output_are_matched_by_orde
     got = _judge(calls, lines, PER_TEST, tmp_path, monkeypatch, given=other)
     assert all(v.claim.printed_ns is None for v in got)
     assert {v.placement for v in got} == {"claims matched by order: the lines given do not follow the recorded output"}
+
+
+REQUESTS = """
+[[claim]]
+pattern = '^request=(?P<request>\\d+) time=(?P<value>[\\d.]+) us$'
+test = "request"
+direction = "read"
+unit = "us"
+requests = true
+match = "operation"
+
+[[claim]]
+pattern = '^(?P<value>\\d+) requests read$'
+test = "summary"
+direction = "read"
+unit = "s"
+match = "operation"
+scope = "phase"
+required = false
+
+[[claim]]
+pattern = '^avg = (?P<value>[\\d.]+) us$'
+test = "summary"
+direction = "read"
+unit = "us"
+match = "operation"
+"""
+
+
+def test_a_summary_after_per_request_lines_is_about_the_requests(tmp_path, monkeypatch):
+    # GIVEN a benchmark (ioping's shape) that prints one line per request as it goes, then a
+    # summary of them all; each line written as it is printed
+    calls = Calls()
+    calls.open("/d/f", O_RDONLY)
+    lines = []
+    for k in range(1, 21):
+        calls.read(4 * KiB, latency=10_000)
+        calls.gap(MS)
+        lines.append((f"request={k} time=10.0 us", calls.now))
+        calls.gap(MS)
+    calls.close()
+    lines.append(("avg = 10.0 us", calls.now))
+    # WHEN its claims are judged on the output timeline
+    verdicts = _judge(calls, lines, REQUESTS, tmp_path, monkeypatch)
+    # THEN the request lines are no edge of the summary's window: the summary's mean is judged
+    # over the 20 reads the request lines were about, not over an empty window
+    summary = [v for v in verdicts if v.claim.test == "summary"]
+    assert [v.verdict for v in summary] == ["agrees"], [(v.verdict, v.reasons) for v in summary]
+    assert list(summary[0].phases) == list(verdicts[0].phases)
