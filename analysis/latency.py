@@ -10,6 +10,8 @@ What one operation is, as the benchmark times it (a claim's `timed`):
   open..close  one open file description: from its open's start to its last close's end
   calls+sync   the data calls of a thread up to a sync and the syncs after them; "N calls"
                and "N calls+sync" say how many data calls (analysis/operations.py)
+  call or sync every data call and every fsync/fdatasync, each one operation (sysbench
+               fileio counts its periodic fsyncs among its events)
 
 A benchmark that drops warm-up requests from its figures says how many (`skip`): the first
 operations of the phases, in time order, are left out of the trace's figure too.
@@ -45,7 +47,7 @@ from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import fmt
 from iowitness.analysis.verdicts import Verdict, cannot_judge, missing_reason
 
-TIMED = ("call", "call+sync", "open..close", "calls+sync")
+TIMED = ("call", "call+sync", "open..close", "calls+sync", "call or sync")
 STATISTICS = ("mean", "min", "max", "stddev", "mdev", "median", "pNN")
 ALIASES = {"avg": "mean", "average": "mean", "sdev": "stddev", "std": "stddev", "p50": "median"}
 PERCENTILE = re.compile(r"^p(\d{1,2}(?:\.\d+)?|100)$")
@@ -84,7 +86,7 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
                direction: str | None) -> np.ndarray:
     """Seconds per operation in `phases`, in time order of the operations' starts (per
     thread for "interval": each call's start to the next one's, see below)."""
-    if timed not in ("call", "call+sync", "open..close", "interval"):
+    if timed not in ("call", "call+sync", "open..close", "interval", "call or sync"):
         return several.spans(events, assigned, phases, timed, direction)
     kind = phase_module.call_kinds(events["syscall"])
     in_phases = np.isin(assigned["phase"].to_numpy(), phases)
@@ -98,7 +100,9 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
         (phase_module.READ, phase_module.WRITE)
     faults = phase_module.named(events["syscall"], phase_module.FAULTS)
     data = in_phases & np.isin(kind, wanted) & ~faults & ~phase_module.uncounted(assigned)
-    if timed == "call":
+    if timed in ("call", "call or sync"):
+        if timed == "call or sync":
+            data |= in_phases & (kind == phase_module.SYNC)
         rows = np.flatnonzero(data)
         return (end[rows] - start[rows]).astype(np.float64) / 1e9
     if timed == "interval":

@@ -34,6 +34,8 @@ import pandas as pd
 from iowitness.analysis import phases as phase_module
 
 BASIC = ("call", "call+sync", "open..close")
+# every data call and every fsync/fdatasync, each one operation (sysbench fileio's events)
+EACH = "call or sync"
 GROUPS = ("calls+sync",)
 # "8 calls", "8 calls+sync" (a whole number of data calls per operation)
 COUNTED = re.compile(r"^\s*(\d{1,9})\s*calls?\s*(\+\s*sync)?\s*$")
@@ -45,6 +47,8 @@ def parse(timed: str) -> tuple[str, int]:
     """(kind, n) of a `timed` text: kind one of BASIC + GROUPS + ("calls",), n the data calls per
     operation (0: found in the trace); ValueError when it is none of them."""
     text = str(timed).strip()
+    if text == EACH:
+        return text, 1
     if text in BASIC or text in GROUPS:
         return text, 1 if text in BASIC[:2] else 0
     m = COUNTED.match(text)
@@ -53,7 +57,7 @@ def parse(timed: str) -> tuple[str, int]:
         if n == 1:
             return ("call+sync" if m.group(2) else "call"), 1
         return ("calls+sync" if m.group(2) else "calls"), n
-    raise ValueError(f"{timed!r} is not one of {', '.join(BASIC + GROUPS)}, \"N calls\", \"N calls+sync\"")
+    raise ValueError(f"{timed!r} is not one of {', '.join(BASIC + GROUPS + (EACH,))}, \"N calls\", \"N calls+sync\"")
 
 
 def canonical(timed: str) -> str:
@@ -84,6 +88,8 @@ def counts(rows: pd.DataFrame, timed: str) -> np.ndarray:
         return ops / n
     if kind == "calls+sync":
         return np.maximum(rows["fsyncs"].to_numpy(np.float64), 1.0)
+    if kind == EACH:
+        return ops + (rows["fsyncs"].to_numpy(np.float64) if "fsyncs" in rows else 0.0)
     return ops
 
 

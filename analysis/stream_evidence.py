@@ -68,7 +68,7 @@ class StreamedEvidence:
         return self._cache[key]
 
     def _operations(self, phases: list[int], timed: str, direction: str | None, low: int | None) -> np.ndarray:
-        if timed == "call":   # one row, one operation: the rule applied to each block
+        if timed in ("call", "call or sync"):   # one row, one operation: the rule applied to each block
             parts = [latency.operations(e, a, phases, timed, direction) for e, a in self._blocks(low)]
             return np.concatenate(parts) if parts else np.empty(0, np.float64)
         # the other windows join rows of a thread or a span: the rule applied to the rows of

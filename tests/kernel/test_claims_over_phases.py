@@ -90,16 +90,23 @@ def test_sysbench_fileio_totals_over_four_files_agree(sysbench, mode, direction)
     assert files == {f"test_file.{i}" for i in range(4)}
     # WHEN its claims are judged
     verdicts = _verdicts(trace, SPECS / "sysbench_fileio.toml")
-    # THEN its ops/s and MiB/s in the test's direction, and its total time, are each judged
-    # against the four files' phases together, and fit them
+    # THEN its ops/s and MiB/s in the test's direction, its total time and its per-event
+    # latencies are each judged against the four files' phases together, and fit them
     assert [(v.claim.test, v.claim.unit) for v in verdicts] == [(direction, "ops/s"), (direction, "MiB/s"),
-                                                                ("total time", "s")]
+                                                                ("total time", "s")] + [("latency", "ms")] * 4
     for v in verdicts:
         assert sorted(v.phases) == sorted(phases["phase"]), v.phases
-        assert 0.8 <= v.ratio <= 1.25 and v.ok, (v.claim.printed, v.verdict, v.figures, v.reasons)
-    # AND `check` with the spec exits 0
+        if v.claim.test != "latency":
+            assert 0.8 <= v.ratio <= 1.25 and v.ok, (v.claim.printed, v.verdict, v.figures, v.reasons)
+        elif v.claim.extra["statistic"] == "max" and not v.ok:
+            # sysbench's clock runs around each event: a preemption outside the call (no
+            # tracepoint sees it) can only make its max larger than the slowest call, never smaller
+            assert v.ratio > 1, (v.claim.printed, v.verdict, v.figures, v.reasons)
+        else:
+            assert v.ok, (v.claim.printed, v.verdict, v.figures, v.reasons)
+    # AND `check` with the spec exits 0 (1 only for the max a preemption can raise)
     proc = iowitness("check", "--spec", str(SPECS / "sysbench_fileio.toml"), trace.meta["path"], check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == (0 if all(v.ok for v in verdicts) else 1), proc.stdout + proc.stderr
 
 
 def test_a_thread_on_four_files_spends_its_time_on_the_others_not_in_user_space(sysbench):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from iowitness.analysis import operations, stream_assign, stream_table
+from iowitness.analysis import latency, operations, stream_assign, stream_table
 from iowitness.reporters import phase_ranges
 from tests.support.synthetic import O_CREAT, O_WRONLY, Calls
 
@@ -106,6 +106,24 @@ def test_operations_of_n_calls_and_a_sync_are_timed_first_call_to_sync():
     table = stream_table.of_frame(events)
     assert list(operations.per_operation(table, "calls+sync")["ops"]) == [10]
     assert list(operations.per_operation(table, "3 calls")["ops"]) == [10]
+
+
+def test_every_call_and_every_sync_is_one_operation_as_sysbench_counts_its_events():
+    # GIVEN 10 rounds of 3 writes (10 µs each) and an fsync (100 µs): sysbench fileio's events
+    calls = Calls(latency=10_000).open(F, O_WRONLY | O_CREAT)
+    for _ in range(10):
+        for _ in range(3):
+            calls.write(4096).gap(1000)
+        calls.fsync(latency=100_000).gap(5000)
+    events = calls.frame()
+    assigned = stream_assign.of_frame(events)
+    # WHEN one operation is "call or sync"
+    times = sorted(latency.operations(events, assigned, [1], "call or sync", "write") * 1e6)
+    # THEN there are 40 operations, the 30 writes and the 10 fsyncs, each timed alone
+    assert times == pytest.approx([10] * 30 + [100] * 10)
+    # AND the mean is sysbench's: (30 × 10 + 10 × 100) / 40 µs, not the writes' 10 µs
+    assert sum(times) / len(times) == pytest.approx(32.5)
+    assert operations.canonical("call or sync") == "call or sync"
 
 
 def test_phases_are_written_as_ranges():
