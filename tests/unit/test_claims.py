@@ -639,7 +639,7 @@ def test_the_specs_shipped_in_docs_load():
     (VALID + 'statistic = "p99"\n', "spec [[claim]] 1 'statistic': goes with a time per operation (ns/op, us/op, "
      "ms/op, s/op, ns, us, ms), not 'MB/s'"),
     (VALID.replace('"MB/s"', '"us"') + 'timed = "call+fsync"\n',
-     "spec [[claim]] 1 'timed': 'call+fsync' is not one of call, call+sync, open..close, calls+sync, "
+     "spec [[claim]] 1 'timed': 'call+fsync' is not one of call, call+sync, open..close, calls+sync, call or sync, "
      '"N calls", "N calls+sync"'),
     (VALID + 'skip = "1"\n', "spec [[claim]] 1 'skip': must be a whole number"),
     (VALID + 'rank = 0\n', "spec [[claim]] 1 'rank': must be 1 or more"),
