@@ -28,6 +28,7 @@ from iowitness.analysis import (
 )
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.report import ended_early, mid_run
+from iowitness.collector import backends
 
 
 def match(report, claims: list[Claim], source: str, command: list[str] | None,
@@ -94,7 +95,18 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
                 verdicts.cannot_judge(verdict, partial)
             elif verdict.verdict in ("agrees", "explained"):
                 verdict.reasons.append(partial)
+    if trace is not None and backends.backend_of(trace.meta) == backends.STRACE:
+        # strace stops the benchmark on every call's entry and exit: the stops lie inside the
+        # benchmark's own clock and inside strace's -T, by amounts neither records
+        for verdict in out:
+            if verdict.verdict == "disagrees" and verdict.kind == "latency":
+                verdicts.cannot_judge(verdict, STRACE_LATENCY)
     return out
+
+
+STRACE_LATENCY = ("imported from strace: its ptrace stops on every call's entry and exit lie inside the "
+                  "benchmark's clock and strace's -T alike, by amounts neither records, so a latency that does "
+                  "not fit cannot be judged; record with iowitness run or attach to judge it")
 
 
 def _final_flush(claim: Claim, rows: pd.DataFrame, verdict: verdicts.Verdict, trace, report, tolerance: float) -> None:

@@ -199,3 +199,20 @@ def test_a_warm_up_the_spec_did_not_mention_is_found_when_it_alone_accounts_for_
     [v] = matching.match(rep, spec.parse("mean 100.0 us\n", spec.loads(mean_only)), "spec", ["./bench"], trace=trace)
     # THEN it is explained by leaving the first operation out, and says how to say so
     assert v.verdict == "explained" and "without the first 1" in v.reasons[0] and "skip = 1" in v.reasons[0], v.reasons
+
+
+def test_a_latency_that_does_not_fit_an_strace_import_cannot_be_judged_one_that_fits_agrees():
+    # GIVEN 100 writes of 10 µs, imported from strace (its -T times), and a program that says
+    # its mean was 30 µs (strace's stops inside its clock) or 10 µs
+    rep, trace = _requests([10] * 100, [0] * 100)
+    trace.meta["backend"] = "strace"
+    # WHEN judged
+    _, slow = _judge("req 1 10.0 us\nmean 30.0 us\n", "call", rep, trace)
+    _, fits = _judge("req 1 10.0 us\nmean 10.0 us\n", "call", rep, trace)
+    # THEN the one that does not fit cannot be judged, and says why; the one that fits agrees
+    assert slow.verdict == "cannot judge" and slow.reasons[0].startswith("imported from strace: its ptrace stops")
+    assert fits.verdict == "agrees"
+    # AND the same trace recorded by the probe calls the first wrong
+    trace.meta["backend"] = "libbpf"
+    _, probe = _judge("req 1 10.0 us\nmean 30.0 us\n", "call", rep, trace)
+    assert probe.verdict == "disagrees"
