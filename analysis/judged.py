@@ -30,7 +30,10 @@ class NoClaims(UsageError):
 def no_output(meta: dict) -> str:
     """Why a trace holds no benchmark output, as it came to hold none, and what to do."""
     why = "this trace holds no benchmark output"
-    if meta.get("mode") == "attach":
+    if meta.get("mode") == "attach" and meta.get("all_processes"):
+        why += (": attach --file follows every process that touches the file, and records no process's output "
+                "(which of them is the benchmark is known only afterwards)")
+    elif meta.get("mode") == "attach":
         why += (": iowitness attached to a running benchmark, which printed nothing on its standard output or "
                 "error after the attach (traces made before the output timeline hold none under attach)")
     elif meta.get("mode") == "run":

@@ -105,6 +105,11 @@ static __noinline int record_output(struct pt_regs *regs, struct output_call *ca
 	struct iow_output *o;
 	__u64 want;
 
+	/* attach --file follows every process of the machine until one touches a target: which of
+	 * them is the benchmark is known only afterwards, and every other program's chatter (a
+	 * `yes > /dev/null` makes a write to fd 1 per 8 KiB) would fill the ring and the trace */
+	if (settings.all_processes)
+		return 0;
 	o = bpf_ringbuf_reserve(&output_events, sizeof(*o), 0);
 	if (!o) {
 		count_lost(IOW_LOST_OUTPUT);

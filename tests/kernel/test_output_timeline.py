@@ -188,3 +188,22 @@ def test_data_dd_writes_through_its_own_stdout_stays_data(tmp_path):
     phases = trace.report().phases
     assert phases["path"].astype(str).tolist() == [str(data)] and int(phases["bytes"].sum()) == 4 << 20
     assert [line.stream for line in lines_of(trace)] == ["stderr"] * 3 and trace.output["stdout"] == ""
+
+
+def test_attach_file_records_no_process_output_however_chatty_the_machine(tmp_path):
+    # GIVEN a program writing to its stdout without pause (as `yes > /dev/null` does) while
+    # `attach --file` follows every process until one touches the file
+    chatty = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+    try:
+        out = tmp_path / "attached.iwt"
+        iowitness("attach", "--file", str(tmp_path / "quiet.dat"), "--duration", "1", "-q", "-o", str(out))
+    finally:
+        chatty.kill()
+        chatty.wait()
+    # WHEN it is read THEN it holds no output (the chatter is no benchmark's), and check says
+    # at once where the claims must come from
+    trace = load(out)
+    assert not trace.output.get("stdout") and not trace.output.get("stderr")
+    assert all(line.t_ns is None for line in lines_of(trace))
+    proc = iowitness("check", str(out), check=False)
+    assert proc.returncode == 2 and "attach --file" in proc.stderr, proc.stderr
