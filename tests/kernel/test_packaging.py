@@ -44,7 +44,8 @@ def test_wheel_carries_the_probe_and_works_when_installed(tmp_path):
     assert schema.stdout == (REPO / "docs" / "schema" / "report.schema.json").read_text()
     listed = subprocess.run([sys.executable, "-m", "iowitness.cli", "--list-specs"],
                             capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
-    assert listed.stdout.startswith(f"sysbench_fileio\t{site}/iowitness/share/specs/sysbench_fileio.toml\t")
+    assert any(line.startswith(f"sysbench_fileio\t{site}/iowitness/share/specs/sysbench_fileio.toml\t")
+               for line in listed.stdout.splitlines()), listed.stdout
     # THEN doctor loads and attaches that installed probe
     doctor = subprocess.run([sys.executable, "-m", "iowitness.cli", "doctor"],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
