@@ -71,7 +71,7 @@ def _at(t_ns: int | None, t0: int | None) -> str:
 def describe(window: Window, t0: int | None, timed: str = "") -> str:
     """The window a verdict used and where its edges came from, in one reason."""
     return (f"window: calls that ended after {window.start_from} and by {window.by} (written at "
-            f"{_at(window.end_ns, t0)}){timed}; {TIMELINE_NOTE}")
+            f"{_at(window.end_ns, t0)}){timed}")   # how claims were placed is said once, above the verdicts
 
 
 def place(claims: list[Claim], lines: list, given: bool, attached: bool) -> str:

@@ -298,7 +298,8 @@ def _note_window(rows, figures, window, kind, reasons) -> None:
     after = _after(rows, "sync_end_ns")
     if after <= FSYNC_SHARE * max(calls_s, 1e-9) or not figures.get("+fsync"):
         return
-    if window == "calls":
+    if window == "calls" and _what(rows) == "write":
+        # an fsync after reads flushes none of the phase's bytes: leaving it out changes nothing it measured
         reasons.append(f"fsync outside the timed window: the first fsync after its last {_what(rows)} ends "
                        f"{units.seconds(after)} after it ({units.seconds(calls_s)} of calls); counting it, the rate would be "
                        f"{fmt(figures['+fsync'], kind)}")

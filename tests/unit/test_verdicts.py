@@ -92,6 +92,23 @@ def test_a_claim_within_the_tolerance_of_its_window_agrees(one_phase):
     assert "fsync outside the timed window: the first fsync after its last write ends 20.0 ms after it" in v.reasons[0]
 
 
+def test_an_fsync_after_reads_is_not_named_as_left_out():
+    # GIVEN a read phase (200 reads timed as the writes above) followed by a 20 ms fsync, which
+    # flushes nothing the reads did (dirty pages of earlier writes, if any)
+    calls = Calls().open(F, O_RDONLY)
+    for i in range(WRITES):
+        calls.read(REC, latency=WRITE_NS)
+        if i < WRITES - 1:
+            calls.gap(GAP_NS)
+    calls.fsync(latency=FSYNC_NS).close()
+    rep, _ = built(calls, ["iozone", "-i1", "-s", "12800k", "-r", "64k", "-f", F])
+    # WHEN a read claim that fits the calls is judged
+    v = verdicts.judge(claim(CALLS_BPS, test="read", direction="read"), rep.phases, "calls", 0.05)
+    # THEN it agrees and no reason says the fsync was left out of what it measured
+    assert (v.verdict, v.window) == ("agrees", "calls")
+    assert not [r for r in v.reasons if r.startswith("fsync outside the timed window")], v.reasons
+
+
 def test_a_claim_that_fits_the_fsync_window_is_explained_by_it(one_phase):
     # GIVEN a claim equal to the figure up to the end of the fsync, judged as timing the calls
     v = verdicts.judge(claim(FSYNC_BPS), one_phase, "calls", 0.05)
