@@ -178,15 +178,24 @@ def _gate(judged: list[dict], pairs: int = 0) -> int:
 
     if judged and all(pairs - len(j["not_judged"]) <= 0 for j in judged):
         return _nothing_judged(judged)
+
+    def crossed(j: dict, hit: dict) -> str:
+        pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
+        return (f"crossed by {hit['phase']!r} in {hit['run']!r}: {shown(hit['baseline'], hit['unit'])} -> "
+                f"{shown(hit['value'], hit['unit'])} ({signed(hit['delta'], hit['unit'])}{pct})")
+
+    return _said(judged, {"hits": crossed,
+                          "not_judged": lambda j, miss: f"{miss['phase']!r} in {miss['run']!r} not judged "
+                                                        f"({miss['why']})"})
+
+
+def _said(judged: list[dict], lines: dict) -> int:
+    """Each gate's results on stderr, a line per item of each kind in `lines` (kind -> the line
+    of one item), in that order; 1 when any gate was crossed."""
     for j in judged:
-        for hit in j["hits"]:
-            pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
-            print(f"iowitness: --fail-if {j['expression']}: crossed by {hit['phase']!r} in {hit['run']!r}: "
-                  f"{shown(hit['baseline'], hit['unit'])} -> {shown(hit['value'], hit['unit'])} "
-                  f"({signed(hit['delta'], hit['unit'])}{pct})", file=sys.stderr)
-        for miss in j["not_judged"]:
-            print(f"iowitness: --fail-if {j['expression']}: {miss['phase']!r} in {miss['run']!r} not judged "
-                  f"({miss['why']})", file=sys.stderr)
+        for kind, line in lines.items():
+            for item in j[kind]:
+                print(f"iowitness: --fail-if {j['expression']}: {line(j, item)}", file=sys.stderr)
     return 1 if any(j["crossed"] for j in judged) else 0
 
 
@@ -246,19 +255,17 @@ def _gate_groups(judged: list[dict], names: list[str]) -> int:
 
     if judged and all(j["judged"] == 0 for j in judged):
         return _nothing_judged(judged)
-    for j in judged:
-        for hit in j["hits"]:
-            pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
-            print(f"iowitness: --fail-if {j['expression']}: crossed by {hit['phase']!r}: median "
-                  f"{shown(hit['baseline'], hit['unit'])} -> {shown(hit['value'], hit['unit'])}{pct}, "
-                  f"significant (p={hit['p']:.2g})", file=sys.stderr)
-        for calm in j["not_significant"]:
-            pct = f" {calm['delta_pct']:+.1f}%" if calm["delta_pct"] is not None else ""
-            p = "no test" if calm["p"] is None else f"p={calm['p']:.2g}"
-            level = f", above {j['alpha_per_phase']:.2g}" if calm["p"] is not None else ""
-            print(f"iowitness: --fail-if {j['expression']}: {calm['phase']!r} changed{pct} but within the "
-                  f"runs' scatter ({p}{level}): not failed", file=sys.stderr)
-        for miss in j["not_judged"]:
-            print(f"iowitness: --fail-if {j['expression']}: {miss['phase']!r} not judged ({miss['why']})",
-                  file=sys.stderr)
-    return 1 if any(j["crossed"] for j in judged) else 0
+
+    def crossed(j: dict, hit: dict) -> str:
+        pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
+        return (f"crossed by {hit['phase']!r}: median {shown(hit['baseline'], hit['unit'])} -> "
+                f"{shown(hit['value'], hit['unit'])}{pct}, significant (p={hit['p']:.2g})")
+
+    def calm(j: dict, item: dict) -> str:
+        pct = f" {item['delta_pct']:+.1f}%" if item["delta_pct"] is not None else ""
+        p = "no test" if item["p"] is None else f"p={item['p']:.2g}"
+        level = f", above {j['alpha_per_phase']:.2g}" if item["p"] is not None else ""
+        return f"{item['phase']!r} changed{pct} but within the runs' scatter ({p}{level}): not failed"
+
+    return _said(judged, {"hits": crossed, "not_significant": calm,
+                          "not_judged": lambda j, miss: f"{miss['phase']!r} not judged ({miss['why']})"})
