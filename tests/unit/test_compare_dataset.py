@@ -8,6 +8,7 @@ A and A' around 20 µs per write on hosts node-a and node-c, B around 40 µs on 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -65,6 +66,10 @@ def test_selections_give_the_figures_of_the_traces_and_fail_a_real_doubling(swee
     # and each run says where it came from: the dataset and its run id, a selection of its own
     assert all(r["trace"].startswith(f"{ds}[run_id=") for g in left["groups"] for r in g["runs"])
     assert {r["host"] for r in left["groups"][1]["runs"]} == {"node-b"}
+    # and the document is the one the schema describes
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra")
+    schema = Path(__file__).resolve().parents[2] / "docs" / "schema" / "compare-groups.schema.json"
+    jsonschema.validate(left, json.loads(schema.read_text()), cls=jsonschema.Draft202012Validator)
 
 
 def test_runs_made_the_same_pass_and_selections_mix_with_traces(sweep):
