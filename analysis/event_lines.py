@@ -43,9 +43,10 @@ _LINE = "%-15.15s %13s %12.6f  %-12s %4d %13s %10s %10s %13.1f %6s  %s"
 
 class Filter:
     """What --phase, --file, --syscall, --pid and --slower keep: each keeps a call that matches
-    any of its values (--slower: that took at least so long, as bcc's fileslower), and all must hold. Made from an events table with the trace's categories (the
-    loaded table, or stream_events' empty one): it refuses an unknown call at once, and then
-    applies to any block of the trace, whose categories are the same."""
+    any of its values (--slower: that took at least so long, as bcc's fileslower), and all must
+    hold. Made from an events table with the trace's categories (the loaded table, or
+    stream_events' empty one): it refuses an unknown call at once, and then applies to any
+    block of the trace, whose categories are the same."""
 
     def __init__(self, events: pd.DataFrame, phases: list[int] | None = None, files: list[str] | None = None,
                  syscalls: list[str] | None = None, pids: list[int] | None = None, slower_ns: int | None = None):
