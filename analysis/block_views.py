@@ -163,12 +163,13 @@ def log2_text(counts: list[int], unit: str = "usecs") -> str:
 # ---- iostat -x per interval ------------------------------------------------------------------
 
 INTERVAL_COLUMNS = ["device", "t_s", "r/s", "w/s", "rkB/s", "wkB/s", "areq-sz", "rareq-sz", "wareq-sz", "r_await",
-                    "w_await", "d/s", "dkB/s", "f/s", "f_await", "aqu-sz", "%util"]
+                    "w_await", "d/s", "dkB/s", "dareq-sz", "d_await", "f/s", "f_await", "aqu-sz", "%util"]
 FLUSH_OP = 2
 
 
 class _Others:
-    """The discards and flushes of one device by completion (iostat's d/s, dkB/s, f/s, f_await),
+    """The discards and flushes of one device by completion (iostat's d/s, dkB/s, dareq-sz,
+    d_await, f/s, f_await),
     each request once (device._completed_again)."""
 
     def __init__(self, block: np.ndarray):
@@ -185,8 +186,10 @@ class _Others:
     def window(self, a: int, b: int) -> dict:
         lo, hi = np.searchsorted(self.complete, [a, b], side="left")
         d, f = self.discard[lo:hi], self.flush[lo:hi]
+        wait = self.wait_ms[lo:hi]
         return {"discards": int(d.sum()), "discard_bytes": int(self.bytes[lo:hi][d].sum()), "flushes": int(f.sum()),
-                "f_await_ms": float(self.wait_ms[lo:hi][f].mean()) if f.any() else 0.0}
+                "d_await_ms": float(wait[d].mean()) if d.any() else 0.0,
+                "f_await_ms": float(wait[f].mean()) if f.any() else 0.0}
 
 
 def intervals(trace, width_ns: int) -> pd.DataFrame:
@@ -194,7 +197,7 @@ def intervals(trace, width_ns: int) -> pd.DataFrame:
     the columns iostat -x prints for the same interval (device.Requests.window: every request
     on the device, the benchmark's or not, as iostat counts them). t_s: the interval's start,
     seconds since the recording began; areq-sz (all, reads, writes) in kB, awaits in ms, %util in
-    percent; d/s, dkB/s the discards, f/s and f_await the flushes (iostat -x's columns of the same
+    percent; d/s, dkB/s, dareq-sz, d_await the discards, f/s and f_await the flushes (iostat -x's columns of the same
     names; merges, rrqm/s and wrqm/s, are not recorded: the probe sees requests, not bios)."""
     block = getattr(trace, "block", None)
     if block is None or not len(block) or width_ns <= 0:
@@ -222,6 +225,8 @@ def intervals(trace, width_ns: int) -> pd.DataFrame:
                         "r_await": w["r_await_ms"] if w["reads"] else 0.0,
                         "w_await": w["w_await_ms"] if w["writes"] else 0.0,
                         "d/s": o["discards"] / seconds, "dkB/s": o["discard_bytes"] / seconds / 1024,
+                        "dareq-sz": o["discard_bytes"] / o["discards"] / 1024 if o["discards"] else 0.0,
+                        "d_await": o["d_await_ms"],
                         "f/s": o["flushes"] / seconds, "f_await": o["f_await_ms"],
                         "aqu-sz": w["aqu_sz"], "%util": 100 * w["util"],
                         "read_bytes": w["read_bytes"], "write_bytes": w["write_bytes"],

@@ -137,5 +137,6 @@ def test_intervals_split_request_sizes_and_count_discards_and_flushes_as_iostat_
     assert (first["rareq-sz"], first["wareq-sz"], first["areq-sz"]) == (12.0, 4.0, 8.0)
     assert first["w/s"] == pytest.approx(100) and first["r/s"] == pytest.approx(100)
     assert first["d/s"] == pytest.approx(100) and first["dkB/s"] == pytest.approx(102400)
+    assert first["dareq-sz"] == pytest.approx(1024) and first["d_await"] == pytest.approx(2.0)
     assert first["f/s"] == pytest.approx(200) and first["f_await"] == pytest.approx(2.0)
     assert (second["d/s"], second["f/s"], second["f_await"], second["rareq-sz"]) == (0, 0, 0, 0)
