@@ -162,15 +162,43 @@ def log2_text(counts: list[int], unit: str = "usecs") -> str:
 
 # ---- iostat -x per interval ------------------------------------------------------------------
 
-INTERVAL_COLUMNS = ["device", "t_s", "r/s", "w/s", "rkB/s", "wkB/s", "areq-sz", "r_await", "w_await", "aqu-sz",
-                    "%util"]
+INTERVAL_COLUMNS = ["device", "t_s", "r/s", "w/s", "rkB/s", "wkB/s", "areq-sz", "rareq-sz", "wareq-sz", "r_await",
+                    "w_await", "d/s", "dkB/s", "dareq-sz", "d_await", "f/s", "f_await", "aqu-sz", "%util"]
+FLUSH_OP = 2
+
+
+class _Others:
+    """The discards and flushes of one device by completion (iostat's d/s, dkB/s, dareq-sz,
+    d_await, f/s, f_await),
+    each request once (device._completed_again)."""
+
+    def __init__(self, block: np.ndarray):
+        block = block[~device._completed_again(block)]
+        b = block[np.argsort(block["complete_ns"], kind="stable")]
+        self.complete = b["complete_ns"].astype(np.int64)
+        start = np.where(b["start_ns"] > 0, b["start_ns"], np.where(b["issue_ns"] > 0, b["issue_ns"],
+                                                                    b["complete_ns"])).astype(np.int64)
+        self.wait_ms = (self.complete - np.minimum(start, self.complete)) / 1e6
+        self.bytes = b["bytes"].astype(np.int64)
+        self.discard = np.isin(b["op"], device.DISCARD_OPS)
+        self.flush = b["op"] == FLUSH_OP
+
+    def window(self, a: int, b: int) -> dict:
+        lo, hi = np.searchsorted(self.complete, [a, b], side="left")
+        d, f = self.discard[lo:hi], self.flush[lo:hi]
+        wait = self.wait_ms[lo:hi]
+        return {"discards": int(d.sum()), "discard_bytes": int(self.bytes[lo:hi][d].sum()), "flushes": int(f.sum()),
+                "d_await_ms": float(wait[d].mean()) if d.any() else 0.0,
+                "f_await_ms": float(wait[f].mean()) if f.any() else 0.0}
 
 
 def intervals(trace, width_ns: int) -> pd.DataFrame:
     """Per device, per interval of `width_ns` from the recording's start to the last completion,
     the columns iostat -x prints for the same interval (device.Requests.window: every request
     on the device, the benchmark's or not, as iostat counts them). t_s: the interval's start,
-    seconds since the recording began; areq-sz in kB, awaits in ms, %util in percent."""
+    seconds since the recording began; areq-sz (all, reads, writes) in kB, awaits in ms, %util in
+    percent; d/s, dkB/s, dareq-sz, d_await the discards, f/s and f_await the flushes (iostat -x's columns of the same
+    names; merges, rrqm/s and wrqm/s, are not recorded: the probe sees requests, not bios)."""
     block = getattr(trace, "block", None)
     if block is None or not len(block) or width_ns <= 0:
         return pd.DataFrame(columns=INTERVAL_COLUMNS)
@@ -179,6 +207,7 @@ def intervals(trace, width_ns: int) -> pd.DataFrame:
     out: list[dict] = []
     for dev in np.unique(block["dev"]):
         reqs = device.Requests(block[block["dev"] == dev])
+        others = _Others(block[block["dev"] == dev])
         if not len(reqs.complete):
             continue
         end = int(reqs.complete.max())
@@ -186,15 +215,23 @@ def intervals(trace, width_ns: int) -> pd.DataFrame:
         name = names.get(int(dev)) or dev_name(int(dev))
         for k in range(count):
             a = origin + k * width_ns
-            w = reqs.window(a, a + width_ns)
-            out.append({"device": name, "t_s": k * width_ns / 1e9, "r/s": w["reads"] / (width_ns / 1e9),
-                        "w/s": w["writes"] / (width_ns / 1e9), "rkB/s": w["read_Bps"] / 1024,
+            w, o, seconds = reqs.window(a, a + width_ns), others.window(a, a + width_ns), width_ns / 1e9
+            out.append({"device": name, "t_s": k * seconds, "r/s": w["reads"] / seconds,
+                        "w/s": w["writes"] / seconds, "rkB/s": w["read_Bps"] / 1024,
                         "wkB/s": w["write_Bps"] / 1024,
                         "areq-sz": w["areq_bytes"] / 1024 if w["reads"] + w["writes"] else 0.0,
+                        "rareq-sz": w["read_bytes"] / w["reads"] / 1024 if w["reads"] else 0.0,
+                        "wareq-sz": w["write_bytes"] / w["writes"] / 1024 if w["writes"] else 0.0,
                         "r_await": w["r_await_ms"] if w["reads"] else 0.0,
                         "w_await": w["w_await_ms"] if w["writes"] else 0.0,
+                        "d/s": o["discards"] / seconds, "dkB/s": o["discard_bytes"] / seconds / 1024,
+                        "dareq-sz": o["discard_bytes"] / o["discards"] / 1024 if o["discards"] else 0.0,
+                        "d_await": o["d_await_ms"],
+                        "f/s": o["flushes"] / seconds, "f_await": o["f_await_ms"],
                         "aqu-sz": w["aqu_sz"], "%util": 100 * w["util"],
-                        "read_bytes": w["read_bytes"], "write_bytes": w["write_bytes"]})
+                        "read_bytes": w["read_bytes"], "write_bytes": w["write_bytes"],
+                        "reads": w["reads"], "writes": w["writes"], "discards": o["discards"],
+                        "discard_bytes": o["discard_bytes"], "flushes": o["flushes"]})
     table = pd.DataFrame(out)
     return table
 

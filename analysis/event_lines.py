@@ -42,14 +42,15 @@ _LINE = "%-15.15s %13s %12.6f  %-12s %4d %13s %10s %10s %13.1f %6s  %s"
 
 
 class Filter:
-    """What --phase, --file, --syscall and --pid keep: each keeps a call that matches any of its
-    values, and all must hold. Made from an events table with the trace's categories (the
-    loaded table, or stream_events' empty one): it refuses an unknown call at once, and then
-    applies to any block of the trace, whose categories are the same."""
+    """What --phase, --file, --syscall, --pid and --slower keep: each keeps a call that matches
+    any of its values (--slower: that took at least so long, as bcc's fileslower), and all must
+    hold. Made from an events table with the trace's categories (the loaded table, or
+    stream_events' empty one): it refuses an unknown call at once, and then applies to any
+    block of the trace, whose categories are the same."""
 
     def __init__(self, events: pd.DataFrame, phases: list[int] | None = None, files: list[str] | None = None,
-                 syscalls: list[str] | None = None, pids: list[int] | None = None):
-        self.phases, self.syscalls, self.pids = phases, syscalls, pids
+                 syscalls: list[str] | None = None, pids: list[int] | None = None, slower_ns: int | None = None):
+        self.phases, self.syscalls, self.pids, self.slower_ns = phases, syscalls, pids, slower_ns
         if syscalls:
             known = set(events["syscall"].cat.categories)
             unknown = [s for s in syscalls if s not in known and s not in layout().op_kinds]
@@ -75,14 +76,17 @@ class Filter:
             keep &= events["tgid"].isin(self.pids).to_numpy() | events["tid"].isin(self.pids).to_numpy()
         if self.phases:
             keep &= np.isin(phase, self.phases)
+        if self.slower_ns is not None:
+            keep &= events["latency_ns"].to_numpy() >= self.slower_ns
         return keep
 
 
 def select(trace, phases: list[int] | None = None, files: list[str] | None = None,
-           syscalls: list[str] | None = None, pids: list[int] | None = None) -> np.ndarray:
+           syscalls: list[str] | None = None, pids: list[int] | None = None,
+           slower_ns: int | None = None) -> np.ndarray:
     """Row numbers of the loaded trace's events the filters keep (all of them when none is given)."""
     events = trace.events
-    keep = Filter(events, phases, files, syscalls, pids)
+    keep = Filter(events, phases, files, syscalls, pids, slower_ns)
     phase = trace.report().event_phases() if phases else None
     return np.flatnonzero(keep(events, phase))
 
@@ -164,7 +168,8 @@ def _result(ret: np.ndarray) -> list[str]:
 
 @contextmanager
 def streamed(path, phases: list[int] | None = None, files: list[str] | None = None,
-             syscalls: list[str] | None = None, pids: list[int] | None = None, block_rows: int | None = None):
+             syscalls: list[str] | None = None, pids: list[int] | None = None, block_rows: int | None = None,
+             slower_ns: int | None = None):
     """The lines of the trace at `path` the filters keep, read block by block: the iterator
     `lines(load(path), select(load(path), ...))` gives, without the trace in memory. What can be
     refused (a trace that cannot be read, a --summary trace, an unknown call) is, on entering;
@@ -174,7 +179,7 @@ def streamed(path, phases: list[int] | None = None, files: list[str] | None = No
         trace = source.trace
         if trace.summary is not None and len(trace.summary) and not trace.event_count:
             raise UsageError(f"{path} is a summary trace (--summary): it holds no record per call to print")
-        keep = Filter(source.empty(), phases, files, syscalls, pids)
+        keep = Filter(source.empty(), phases, files, syscalls, pids, slower_ns)
         with stream_report.temporary_files(path):
             assigned = stream_assign.assign(source, stream_report.outside_of(source.meta))
         with assigned:

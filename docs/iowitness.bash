@@ -64,8 +64,9 @@ _iowitness() {
                 --file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -e|--syscall) COMPREPLY=(); return ;;
                 -p|--pid) COMPREPLY=(); return ;;
+                --slower) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help -v --verbose --events --block --phase --file -e --syscall -p --pid" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
+            COMPREPLY=($(compgen -W "-h --help -v --verbose --events --block --phase --file -e --syscall -p --pid --slower" -- "$cur")); COMPREPLY+=($(compgen -f -- "$cur"))
             ;;
         report)
             case "$prev" in

@@ -14,7 +14,10 @@ unit (us, ms, s for latency and duration; MiB/s, MB/s, ... for throughput; KiB, 
 bytes). --json gives everything, with "schema_version" (docs/schema/compare.schema.json).
 Each trace is read block by block: memory is bounded by its phases, not its events.
 
-Two groups of runs: A1 A2 A3 -- B1 B2 B3 (globs are expanded: 'before/*.iwt' -- 'after/*.iwt').
+Two groups of runs: A1 A2 A3 -- B1 B2 B3 (globs are expanded: 'before/*.iwt' -- 'after/*.iwt'),
+or runs of a Parquet dataset (export --parquet DIR): DIR for all of them, DIR[KEY=VALUE,...] for
+those whose runs-table columns match (a glob, a|b, != < <= > >=: 'sweep[host=a,benchmark=fio]',
+'sweep[start_time>=2026-11-27T10:00]'); two selections alone are two groups. Quote them.
 Per phase, each group's median and its spread (lowest–highest), the change of the medians, and
 a test of whether it is more than the runs' scatter: Welch's t on the logs of the per-run
 figures, 95 % interval, p (docs/compare-groups.md says why and its measured false-positive
@@ -29,6 +32,7 @@ Example:
   iowitness compare before.iwt after.iwt --fail-if 'p99>+10%' --fail-if 'wall<-5%'
   iowitness compare before.iwt after.iwt --json > changes.json
   iowitness compare a1.iwt a2.iwt a3.iwt -- b1.iwt b2.iwt b3.iwt --fail-if 'p99>+10%'
+  iowitness compare 'sweep[host=old]' 'sweep[host=new]' --fail-if 'wall<-10%'
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from iowitness.outputfile import add_mode_option
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("traces", metavar="TRACE", nargs="+", help="two or more traces saved by run or attach")
+    parser.add_argument("traces", metavar="TRACE", nargs="+", help="two or more traces saved by run or attach, or a Parquet dataset's runs: "
+                             "DIR or 'DIR[KEY=VALUE,...]' (a group)")
     parser.add_argument("--vs", nargs="+", metavar="TRACE", default=None,
                         help="a second group of runs, compared as a group with the first (also written "
                              "A1 A2 -- B1 B2)")
@@ -68,14 +73,20 @@ def add_arguments(parser) -> None:
     _reading.add_stream_option(parser, "the same tables and page, in every form")
 
 
-def _expanded(paths: list[str]) -> list[str]:
-    """Each path, or the sorted files a glob the shell left alone matches (none: an error)."""
+def _expanded(paths: list[str]) -> list:
+    """Each path, or the sorted files a glob the shell left alone matches (none: an error), or a
+    Parquet dataset selection (DIR or DIR[KEY=VALUE,...]: analysis/dataset_runs.py)."""
     import glob
     import os
 
-    out = []
+    from iowitness.analysis import dataset_runs
+
+    out: list = []
     for path in paths:
-        if glob.has_magic(path) and not os.path.exists(path):
+        selection = dataset_runs.parse(path)
+        if selection is not None:
+            out.append(selection)
+        elif glob.has_magic(path) and not os.path.exists(path):
             found = sorted(glob.glob(path))
             if not found:
                 raise UsageError(f"no trace matches {path!r}")
@@ -85,34 +96,60 @@ def _expanded(paths: list[str]) -> list[str]:
     return out
 
 
+def _prelude(args) -> tuple[list, object]:
+    """The --fail-if thresholds (a bad one fails before any loading) and the --html page's destination."""
+    from iowitness.analysis import deltas
+
+    thresholds = [deltas.parse_threshold(text) for text in args.fail_if]
+    return thresholds, (_output.page_destination(args, args.html) if args.html else None)
+
+
+def _entries(opened, inputs: list, tolerance, charts: bool = False) -> list[tuple]:
+    """(trace, report, verdicts) of each input: a trace read (kept open in `opened`: a streamed
+    one reads its blocks again for some verdicts), or each run of a dataset selection."""
+    from iowitness.analysis import dataset_runs
+
+    claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=tolerance)
+    out = []
+    for item in inputs:
+        if isinstance(item, dataset_runs.Selection):
+            out += [(r.trace, r.report, r.verdicts) for r in dataset_runs.runs(item)]
+            continue
+        trace = opened.enter_context(_reading.trace_of(item, charts=charts))
+        out.append((trace, trace.report(), _claims.verdicts_for(trace, claim_args, required=False)[0]))
+    return out
+
+
 def execute(args) -> int:
+    from iowitness.analysis import dataset_runs
+
     args.traces = _expanded(args.traces)
+    selections = [t for t in args.traces if isinstance(t, dataset_runs.Selection)]
     if args.vs is not None:
         return _execute_groups(args, _expanded(args.vs))
+    if selections:
+        if len(args.traces) != 2:
+            raise UsageError(f"{selections[0].text!r} is a group of runs: give two groups, e.g. "
+                             "'sweep[host=a]' 'sweep[host=b]', or A1.iwt A2.iwt -- 'sweep[host=b]'")
+        first, second = args.traces     # two selections (or a selection and a trace): two groups
+        args.traces = [first]
+        return _execute_groups(args, [second])
     if len(args.traces) < 2:
         raise UsageError("compare needs two or more traces")
     if args.label and len(args.label) > len(args.traces):
         raise UsageError(f"{len(args.label)} --label for {len(args.traces)} traces: give at most one per trace")
-    from iowitness.analysis import deltas
-
-    thresholds = [deltas.parse_threshold(text) for text in args.fail_if]   # a bad one fails before any loading
-    out = _output.page_destination(args, args.html) if args.html else None
+    thresholds, out = _prelude(args)
     with contextlib.ExitStack() as opened:
-        # the traces stay open together: a streamed one reads its blocks again for some verdicts
-        traces = [opened.enter_context(_reading.trace_of(path, charts=bool(args.html)))
-                  for path in args.traces]
-        return _compare(args, traces, thresholds, out)
+        return _compare(args, _entries(opened, args.traces, args.tolerance, charts=bool(args.html)), thresholds, out)
 
 
-def _compare(args, traces: list, thresholds: list, out) -> int:
+def _compare(args, entries: list, thresholds: list, out) -> int:
     from iowitness import escape, units
     from iowitness.analysis import deltas
     from iowitness.reporters import compare
 
-    labels = compare.unique_labels(args.label, traces)
-    claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=args.tolerance)
-    runs = [compare.Run(label, t, t.report(), _claims.verdicts_for(t, claim_args, required=False)[0])
-            for label, t in zip(labels, traces)]
+    labels = compare.unique_labels(args.label, [trace for trace, _, _ in entries])
+    runs = [compare.Run(label, *entry) for label, entry in zip(labels, entries)]
     rows = deltas.table(runs, compare.labels(runs), compare.active_rate)
     judged = deltas.judge(thresholds, rows, [r.label for r in runs])
     if args.json:
@@ -141,15 +178,24 @@ def _gate(judged: list[dict], pairs: int = 0) -> int:
 
     if judged and all(pairs - len(j["not_judged"]) <= 0 for j in judged):
         return _nothing_judged(judged)
+
+    def crossed(j: dict, hit: dict) -> str:
+        pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
+        return (f"crossed by {hit['phase']!r} in {hit['run']!r}: {shown(hit['baseline'], hit['unit'])} -> "
+                f"{shown(hit['value'], hit['unit'])} ({signed(hit['delta'], hit['unit'])}{pct})")
+
+    return _said(judged, {"hits": crossed,
+                          "not_judged": lambda j, miss: f"{miss['phase']!r} in {miss['run']!r} not judged "
+                                                        f"({miss['why']})"})
+
+
+def _said(judged: list[dict], lines: dict) -> int:
+    """Each gate's results on stderr, a line per item of each kind in `lines` (kind -> the line
+    of one item), in that order; 1 when any gate was crossed."""
     for j in judged:
-        for hit in j["hits"]:
-            pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
-            print(f"iowitness: --fail-if {j['expression']}: crossed by {hit['phase']!r} in {hit['run']!r}: "
-                  f"{shown(hit['baseline'], hit['unit'])} -> {shown(hit['value'], hit['unit'])} "
-                  f"({signed(hit['delta'], hit['unit'])}{pct})", file=sys.stderr)
-        for miss in j["not_judged"]:
-            print(f"iowitness: --fail-if {j['expression']}: {miss['phase']!r} in {miss['run']!r} not judged "
-                  f"({miss['why']})", file=sys.stderr)
+        for kind, line in lines.items():
+            for item in j[kind]:
+                print(f"iowitness: --fail-if {j['expression']}: {line(j, item)}", file=sys.stderr)
     return 1 if any(j["crossed"] for j in judged) else 0
 
 
@@ -161,23 +207,21 @@ def _nothing_judged(judged: list[dict]) -> int:
     return EXIT_USAGE
 
 
-def _execute_groups(args, second: list[str]) -> int:
+def _execute_groups(args, second: list) -> int:
     if not args.traces or not second:
         raise UsageError("compare of two groups needs traces on both sides of --")
     if args.label and len(args.label) > 2:
         raise UsageError(f"{len(args.label)} --label for two groups: give at most one per group")
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha {args.alpha}: give a probability between 0 and 1, e.g. 0.05")
-    from iowitness.analysis import deltas
-
-    thresholds = [deltas.parse_threshold(text) for text in args.fail_if]
-    out = _output.page_destination(args, args.html) if args.html else None
+    thresholds, out = _prelude(args)
     with contextlib.ExitStack() as opened:
-        traces = [opened.enter_context(_reading.trace_of(path)) for path in [*args.traces, *second]]
-        return _compare_groups(args, traces, (len(args.traces), len(second)), thresholds, out)
+        first = _entries(opened, args.traces, args.tolerance)
+        entries = first + _entries(opened, second, args.tolerance)
+        return _compare_groups(args, entries, (len(first), len(entries) - len(first)), thresholds, out)
 
 
-def _compare_groups(args, traces: list, sizes: tuple[int, int], thresholds: list, out=None) -> int:
+def _compare_groups(args, entries: list, sizes: tuple[int, int], thresholds: list, out=None) -> int:
     from iowitness import escape, units
     from iowitness.analysis import deltas, group_deltas
     from iowitness.reporters import compare, compare_groups
@@ -186,9 +230,7 @@ def _compare_groups(args, traces: list, sizes: tuple[int, int], thresholds: list
     if names[0] == names[1]:
         names[1] += " (2)"
     labels = compare_groups.run_labels(names, sizes)
-    claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=args.tolerance)
-    runs = [compare.Run(label, t, t.report(), _claims.verdicts_for(t, claim_args, required=False)[0])
-            for label, t in zip(labels, traces)]
+    runs = [compare.Run(label, *entry) for label, entry in zip(labels, entries)]
     groups = (runs[:sizes[0]], runs[sizes[0]:])
     rows = group_deltas.table(groups, compare.labels(runs), compare.active_rate, args.alpha)
     judged = group_deltas.judge(thresholds, rows, args.alpha)
@@ -213,19 +255,17 @@ def _gate_groups(judged: list[dict], names: list[str]) -> int:
 
     if judged and all(j["judged"] == 0 for j in judged):
         return _nothing_judged(judged)
-    for j in judged:
-        for hit in j["hits"]:
-            pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
-            print(f"iowitness: --fail-if {j['expression']}: crossed by {hit['phase']!r}: median "
-                  f"{shown(hit['baseline'], hit['unit'])} -> {shown(hit['value'], hit['unit'])}{pct}, "
-                  f"significant (p={hit['p']:.2g})", file=sys.stderr)
-        for calm in j["not_significant"]:
-            pct = f" {calm['delta_pct']:+.1f}%" if calm["delta_pct"] is not None else ""
-            p = "no test" if calm["p"] is None else f"p={calm['p']:.2g}"
-            level = f", above {j['alpha_per_phase']:.2g}" if calm["p"] is not None else ""
-            print(f"iowitness: --fail-if {j['expression']}: {calm['phase']!r} changed{pct} but within the "
-                  f"runs' scatter ({p}{level}): not failed", file=sys.stderr)
-        for miss in j["not_judged"]:
-            print(f"iowitness: --fail-if {j['expression']}: {miss['phase']!r} not judged ({miss['why']})",
-                  file=sys.stderr)
-    return 1 if any(j["crossed"] for j in judged) else 0
+
+    def crossed(j: dict, hit: dict) -> str:
+        pct = f", {hit['delta_pct']:+.1f}%" if hit["delta_pct"] is not None else ""
+        return (f"crossed by {hit['phase']!r}: median {shown(hit['baseline'], hit['unit'])} -> "
+                f"{shown(hit['value'], hit['unit'])}{pct}, significant (p={hit['p']:.2g})")
+
+    def calm(j: dict, item: dict) -> str:
+        pct = f" {item['delta_pct']:+.1f}%" if item["delta_pct"] is not None else ""
+        p = "no test" if item["p"] is None else f"p={item['p']:.2g}"
+        level = f", above {j['alpha_per_phase']:.2g}" if item["p"] is not None else ""
+        return f"{item['phase']!r} changed{pct} but within the runs' scatter ({p}{level}): not failed"
+
+    return _said(judged, {"hits": crossed, "not_significant": calm,
+                          "not_judged": lambda j, miss: f"{miss['phase']!r} not judged ({miss['why']})"})

@@ -63,9 +63,13 @@ def execute(args) -> int:
         notes.append("strace shortened the command line: record with -s 4096 to keep it whole")
     if done["undecorated"]:
         notes.append(f"{done['undecorated']:,} fd calls without a path: record with -y")
+    return _wrote(args.out, done, f"{done['lines']:,} strace lines", notes)
+
+
+def _wrote(out: str, done: dict, source: str, notes: list[str]) -> int:
+    """Say what was written from what, with what the import could not take as it was."""
     tail = f" ({'; '.join(notes)})" if notes else ""
-    _output.print_text(f"wrote {args.out}: {done['events']:,} events on {done['files']:,} files "
-                       f"from {done['lines']:,} strace lines{tail}")
+    _output.print_text(f"wrote {out}: {done['events']:,} events on {done['files']:,} files from {source}{tail}")
     return 0
 
 
@@ -79,7 +83,4 @@ def _dtrace(args, mode) -> int:
     notes = [f"{done['dropped']:,} records dropped by DTrace"] if done["dropped"] else []
     if done["without_file"]:
         notes.append(f"{done['without_file']:,} calls on an fd whose open was not seen, left out")
-    tail = f" ({'; '.join(notes)})" if notes else ""
-    _output.print_text(f"wrote {args.out}: {done['events']:,} events on {done['files']:,} files from the "
-                       f"DTrace output (probes/iowitness.d; not yet run on a DTrace system){tail}")
-    return 0
+    return _wrote(args.out, done, "the DTrace output (probes/iowitness.d; not yet run on a DTrace system)", notes)

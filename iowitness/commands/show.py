@@ -2,7 +2,8 @@
 
 With --events, one line per recorded call instead, in time order, as `perf script` or strace
 print them (process, pid/tid, time, call, fd, offset, bytes asked, result, latency, phase,
-file); --phase, --file, --syscall (-e) and --pid (-p) keep some of them, and combine. Both
+file); --phase, --file, --syscall (-e), --pid (-p) and --slower MS (as fileslower) keep some
+of them, and combine. Both
 read the trace block by block: memory bounded by a block (and, for --events, the phases), not
 by the events, whatever the trace's size.
 
@@ -15,6 +16,7 @@ and the phase it belongs to ("3,4" when several phases could have caused it)
 Example:
   iowitness show iozone.iwt
   iowitness show --events -e read,pread64 --phase 3 iozone.iwt | head
+  iowitness show --events --slower 10 fio.iwt    # the calls of 10 ms or more, as fileslower 10
   iowitness show --block fio.iwt | sort -k9 -n | tail   # the slowest block requests
 """
 
@@ -33,6 +35,19 @@ def _list(kind):
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r}: give a comma-separated list") from None
     return parse
+
+
+def _milliseconds(text: str) -> int:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text!r}: give milliseconds, e.g. 10 or 0.05")
+    return int(round(value * 1e6))
 
 
 def add_arguments(parser) -> None:
@@ -54,14 +69,18 @@ def add_arguments(parser) -> None:
                         metavar="CALL", help="of these calls (read,pwrite64; strace's -e trace=read is taken too)")
     events.add_argument("-p", "--pid", dest="pids", action="append", type=_list(int), default=[], metavar="PID",
                         help="of this process or thread; repeatable or PID,PID")
+    events.add_argument("--slower", dest="slower_ns", type=_milliseconds, default=None, metavar="MS",
+                        help="that took at least MS milliseconds (0.05: 50 µs), as bcc's fileslower MS")
 
 
 def execute(args) -> int:
     from iowitness.errors import UsageError
 
     filters = {"phases": [n for ns in args.phases for n in ns], "files": args.files,
-               "syscalls": [s for ss in args.syscalls for s in ss], "pids": [p for ps in args.pids for p in ps]}
-    given = [f"--{name.rstrip('s')}" for name, value in filters.items() if value]
+               "syscalls": [s for ss in args.syscalls for s in ss], "pids": [p for ps in args.pids for p in ps],
+               "slower_ns": args.slower_ns}
+    given = [f"--{name.removesuffix('_ns').rstrip('s')}" for name, value in filters.items() if value is not None
+             and value != []]
     if given and not args.events:
         raise UsageError(f"{given[0]} filters the lines of --events; add --events")
     if args.block:

@@ -79,3 +79,31 @@ def test_runs_made_the_same_do_not_fail_the_gate(groups):
     # THEN it passes, and the table says each group's median and spread
     assert proc.returncode == 0, proc.stderr
     assert "dd write" in proc.stdout and "n=3" in proc.stdout
+
+
+def test_the_same_runs_chosen_in_a_parquet_dataset(groups, tmp_path):
+    """GIVEN the 9 runs exported into one dataset; the throttled ones chosen by when they ran
+    (the first throttled run's wall-clock start, read from its trace), as a user who knows
+    when the change happened would."""
+    pytest.importorskip("pyarrow", reason="pyarrow is in the parquet extra: pip install -e '.[parquet]'")
+    from datetime import datetime, timezone
+
+    from iowitness.collector.format.tracereader import read
+
+    fast, slow = groups
+    ds = tmp_path / "sweep"
+    iowitness("export", "--parquet", str(ds), *fast, *slow)
+    since = datetime.fromtimestamp(read(slow[0]).meta["clock_start"]["realtime_ns"] / 1e9, timezone.utc)
+    before, after = f"{ds}[trace=*fast[012].iwt]", f"{ds}[start_time>={since.isoformat()}]"
+    gate = ["--json", "--fail-if", "wall<-10%", "--fail-if", "duration>+10%"]
+    # WHEN the first 3 runs are compared with those since the change, from the dataset and from the traces
+    chosen = iowitness("compare", before, after, *gate, check=False)
+    traced = iowitness("compare", *fast[:3], "--", *slow, *gate, check=False)
+    # THEN the gate fails the same way, on the same per-run figures: the dataset holds what the traces gave
+    assert chosen.returncode == traced.returncode == 1, chosen.stderr
+    left, right = json.loads(chosen.stdout), json.loads(traced.stdout)
+    assert [len(g["runs"]) for g in left["groups"]] == [3, 3]
+    assert left["phases"] == right["phases"] and left["fail_if"] == right["fail_if"]
+    # AND the runs made the same, chosen by their trace's name, pass the same gate
+    same = iowitness("compare", before, f"{ds}[trace=*fast[345].iwt]", *gate, check=False)
+    assert same.returncode == 0, same.stderr

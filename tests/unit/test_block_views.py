@@ -124,3 +124,19 @@ def test_show_block_of_a_trace_without_block_records_says_so(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no block request" in done.stderr
     both = iowitness("show", "--block", "--events", str(trace), check=False)
     assert both.returncode == 2 and "give one" in both.stderr
+
+
+def test_intervals_split_request_sizes_and_count_discards_and_flushes_as_iostat_x():
+    # GIVEN in the first 10 ms a 4 KiB write and a 12 KiB read, a 1 MiB discard (op 3) and two
+    # flushes (op 2) of 1 and 3 ms; nothing in the second
+    trace = _trace([(0, 0, 1, 4096, 1, 1), (0, 0, 2, 12288, 0, 1), (1, 1, 3, 1 << 20, 3, 1),
+                    (4, 4, 5, 0, 2, 1), (5, 5, 8, 0, 2, 1), (12, 12, 13, 4096, 1, 1)])
+    first, second = block_views.intervals(trace, 10 * MS).iloc[:2].to_dict("records")
+    # THEN the per-direction request sizes are iostat's rareq-sz and wareq-sz (kB), the discards
+    # d/s and dkB/s (not in w/s: iostat counts them apart), the flushes f/s and their mean f_await (ms)
+    assert (first["rareq-sz"], first["wareq-sz"], first["areq-sz"]) == (12.0, 4.0, 8.0)
+    assert first["w/s"] == pytest.approx(100) and first["r/s"] == pytest.approx(100)
+    assert first["d/s"] == pytest.approx(100) and first["dkB/s"] == pytest.approx(102400)
+    assert first["dareq-sz"] == pytest.approx(1024) and first["d_await"] == pytest.approx(2.0)
+    assert first["f/s"] == pytest.approx(200) and first["f_await"] == pytest.approx(2.0)
+    assert (second["d/s"], second["f/s"], second["f_await"], second["rareq-sz"]) == (0, 0, 0, 0)
