@@ -56,6 +56,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "uring_setup.h"
 
 /* the plan's op codes: replay/plan.py OPS, in that order */
 enum { OP_OPEN, OP_CLOSE, OP_READ, OP_WRITE, OP_PREAD64, OP_PWRITE64, OP_READV, OP_WRITEV, OP_PREADV,
@@ -309,10 +310,7 @@ struct ring {
 	struct iocb *iocbs;      /* libaio: one per request in flight (the kernel, and the probe, */
 	unsigned *free_iocbs;    /* know a request by its iocb's address), and the free ones */
 	unsigned n_free;
-	int fd;
-	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
-	struct io_uring_sqe *sqes;
-	struct io_uring_cqe *cqes;
+	struct uring_queues q;   /* io_uring: the ring's fd and mapped queues */
 };
 
 /* the thread's ring for request c (made at its first request: as deep as the deepest of the
@@ -321,6 +319,7 @@ static struct ring *ring_of(struct ring **rings, int *n_rings, const struct plan
 {
 	struct ring *r;
 	int64_t entries = 1;
+	const char *failed = "";
 
 	for (int k = 0; k < *n_rings; k++)
 		if ((*rings)[k].id == c->ring && (*rings)[k].uring == (c->op >= OP_URING_READ))
@@ -352,30 +351,8 @@ static struct ring *ring_of(struct ring **rings, int *n_rings, const struct plan
 		r->n_free = r->entries;
 		return r;
 	}
-	{
-		struct io_uring_params p;
-		unsigned char *sq, *cq;
-
-		memset(&p, 0, sizeof(p));
-		r->fd = (int)syscall(SYS_io_uring_setup, r->entries, &p);
-		if (r->fd < 0)
-			die("cannot set up an io_uring ring (io_uring_setup)");
-		sq = mmap(NULL, p.sq_off.array + p.sq_entries * sizeof(unsigned), PROT_READ | PROT_WRITE,
-			  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
-		cq = mmap(NULL, p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe), PROT_READ | PROT_WRITE,
-			  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_CQ_RING);
-		r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
-		if (sq == MAP_FAILED || cq == MAP_FAILED || r->sqes == MAP_FAILED)
-			die("cannot map an io_uring ring");
-		r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
-		r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
-		r->sq_array = (unsigned *)(sq + p.sq_off.array);
-		r->cq_head = (unsigned *)(cq + p.cq_off.head);
-		r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
-		r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
-		r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
-	}
+	if (uring_queues_setup(&r->q, r->entries, &failed) < 0)
+		die(strcmp(failed, "mmap") ? "cannot set up an io_uring ring (io_uring_setup)" : "cannot map an io_uring ring");
 	return r;
 }
 
@@ -397,12 +374,12 @@ static int reap(struct stats *s, struct ring *r, int64_t keep)
 	int waited = 0;
 
 	if (r->uring && r->inflight) {
-		unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+		unsigned head = *r->q.cq_head, tail = __atomic_load_n(r->q.cq_tail, __ATOMIC_ACQUIRE);
 
 		for (; head != tail; head++, r->inflight--)
-			completed(s, (const struct plan_call *)(uintptr_t)r->cqes[head & *r->cq_mask].user_data,
-				  r->cqes[head & *r->cq_mask].res);
-		__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+			completed(s, (const struct plan_call *)(uintptr_t)r->q.cqes[head & *r->q.cq_mask].user_data,
+				  r->q.cqes[head & *r->q.cq_mask].res);
+		__atomic_store_n(r->q.cq_head, head, __ATOMIC_RELEASE);
 	}
 	while (r->inflight > keep) {
 		if (!r->uring) {
@@ -426,21 +403,21 @@ static int reap(struct stats *s, struct ring *r, int64_t keep)
 			}
 			r->inflight -= got;
 		} else {
-			unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+			unsigned head = *r->q.cq_head, tail = __atomic_load_n(r->q.cq_tail, __ATOMIC_ACQUIRE);
 
 			if (head == tail) {
 				waited = 1;
-				if (syscall(SYS_io_uring_enter, r->fd, 0, (unsigned)(r->inflight - keep),
+				if (syscall(SYS_io_uring_enter, r->q.fd, 0, (unsigned)(r->inflight - keep),
 					    IORING_ENTER_GETEVENTS, NULL, 0) < 0 && errno != EINTR)
 					die("io_uring_enter failed waiting for completions");
 				continue;
 			}
 			for (; head != tail; head++, r->inflight--) {
-				struct io_uring_cqe *cqe = &r->cqes[head & *r->cq_mask];
+				struct io_uring_cqe *cqe = &r->q.cqes[head & *r->q.cq_mask];
 
 				completed(s, (const struct plan_call *)(uintptr_t)cqe->user_data, cqe->res);
 			}
-			__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+			__atomic_store_n(r->q.cq_head, head, __ATOMIC_RELEASE);
 		}
 	}
 	return waited;
@@ -488,8 +465,8 @@ static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *r
 			return -errno;
 		}
 	} else {
-		unsigned tail = *r->sq_tail, slot = tail & *r->sq_mask;
-		struct io_uring_sqe *sqe = &r->sqes[slot];
+		unsigned tail = *r->q.sq_tail, slot = tail & *r->q.sq_mask;
+		struct io_uring_sqe *sqe = &r->q.sqes[slot];
 
 		memset(sqe, 0, sizeof(*sqe));
 		sqe->fd = fd;
@@ -514,9 +491,9 @@ static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *r
 			sqe->addr = (uint64_t)(uintptr_t)buf;
 			sqe->len = (uint32_t)c->size;
 		}
-		r->sq_array[slot] = slot;
-		__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
-		if (syscall(SYS_io_uring_enter, r->fd, 1, 0, 0, NULL, 0) != 1)
+		r->q.sq_array[slot] = slot;
+		__atomic_store_n(r->q.sq_tail, tail + 1, __ATOMIC_RELEASE);
+		if (syscall(SYS_io_uring_enter, r->q.fd, 1, 0, 0, NULL, 0) != 1)
 			return -errno;
 	}
 	r->inflight++;
@@ -714,7 +691,7 @@ static void *run_thread(void *arg)
 	for (int k = 0; k < n_rings; k++) {
 		(void)reap(s, &rings[k], 0);
 		if (rings[k].uring) {
-			close(rings[k].fd);
+			close(rings[k].q.fd);
 		} else {
 			syscall(SYS_io_destroy, rings[k].ctx);
 			free(rings[k].iocbs);
