@@ -5,8 +5,8 @@ The plan is numpy arrays (no pandas: the player imports only this module's const
   calls    one row per call to replay, grouped by thread, each thread's rows in its own order:
            op (OPS), file (index into files), tgid, fd (the recorded fd; an open's: the fd it
            returned), ret (the recorded result: a dup's new fd), flags (open flags, whence,
-           fallocate mode, RWF flags), offset, size (bytes to ask for: a read asks what it
-           asked, a write writes what it wrote), gap_ns (the thread's think time before the
+           fallocate mode, RWF flags, fadvise advice), offset, size (bytes to ask for: a read asks what it
+           asked, a write writes what it wrote; an fadvise or readahead its length), gap_ns (the thread's think time before the
            call: its start minus the end of its previous call, or, for its first call, its
            start minus the first call of the trace, less the time the thread spent preempted
            in between; an asynchronous request ends, for this, at its submission, and a
@@ -48,7 +48,7 @@ from iowitness.replay import paths
 
 OPS = ("open", "close", "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
        "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate", "dup",
-       "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync")
+       "fadvise64", "readahead", "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync")
 OP = {name: k for k, name in enumerate(OPS)}
 READS = ("read", "pread64", "readv", "preadv", "preadv2", "aio_read", "uring_read")
 WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "aio_write", "uring_write")

@@ -61,10 +61,10 @@
 /* the plan's op codes: replay/plan.py OPS, in that order */
 enum { OP_OPEN, OP_CLOSE, OP_READ, OP_WRITE, OP_PREAD64, OP_PWRITE64, OP_READV, OP_WRITEV, OP_PREADV,
        OP_PWRITEV, OP_PREADV2, OP_PWRITEV2, OP_LSEEK, OP_FSYNC, OP_FDATASYNC, OP_FTRUNCATE, OP_FALLOCATE,
-       OP_DUP, OP_AIO_READ, OP_AIO_WRITE, OP_AIO_FSYNC, OP_URING_READ, OP_URING_WRITE, OP_URING_FSYNC, OP_COUNT };
+       OP_DUP, OP_FADVISE64, OP_READAHEAD, OP_AIO_READ, OP_AIO_WRITE, OP_AIO_FSYNC, OP_URING_READ, OP_URING_WRITE, OP_URING_FSYNC, OP_COUNT };
 static const char *op_names[OP_COUNT] = {"open", "close", "read", "write", "pread64", "pwrite64", "readv",
 	"writev", "preadv", "pwritev", "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate",
-	"fallocate", "dup", "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync"};
+	"fallocate", "dup", "fadvise64", "readahead", "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync"};
 #define IS_ASYNC(op) ((op) >= OP_AIO_READ)
 #define IS_DATA(op) (((op) >= OP_READ && (op) <= OP_PWRITEV2) || (op) == OP_AIO_READ || (op) == OP_AIO_WRITE || \
 		     (op) == OP_URING_READ || (op) == OP_URING_WRITE)
@@ -670,6 +670,9 @@ static void *run_thread(void *arg)
 		case OP_FDATASYNC: res = fdatasync(fd); break;
 		case OP_FTRUNCATE: res = ftruncate(fd, c->size); break;
 		case OP_FALLOCATE: res = fallocate(fd, (int)c->flags, c->offset, c->size); break;
+		/* posix_fadvise returns its error instead of setting errno */
+		case OP_FADVISE64: res = syscall(SYS_fadvise64, fd, c->offset, c->size, (int)c->flags); break;
+		case OP_READAHEAD: res = readahead(fd, c->offset, (size_t)c->size); break;
 		default:   /* dup: the recorded new fd names our copy */
 			res = dup(fd);
 			if (res >= 0) {
