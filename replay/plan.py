@@ -24,7 +24,9 @@ The plan is numpy arrays (no pandas: the player imports only this module's const
            replay/order.py); only the waits that add to the previous one are kept
   threads  one row per recorded thread: tgid, tid, first (row in calls), count
   files    JSON: per file, its place under DIR (rel), whether the replay makes it before it
-           starts (precreate: the trace found it there) and its size then
+           starts (precreate: the trace found it there), its size then, and whether the
+           original read it from the disk (cold: replay/cache.py), so the replay drops it from
+           the page cache once made
 
 Calls that failed in the original, and kinds of I/O the player does not issue yet (mmap and
 faults, copy_file_range/sendfile/splice, fcntl other than F_DUPFD, io_uring requests on a
@@ -44,7 +46,7 @@ import numpy as np
 
 from iowitness.collector.format import tracereader
 from iowitness.errors import NotFound, UsageError
-from iowitness.replay import paths
+from iowitness.replay import cache, paths
 
 OPS = ("open", "close", "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
        "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate", "dup",
@@ -254,6 +256,8 @@ def build(path: str, data=None) -> Plan:
                          f"takes at most {MAX_BUFFER_BYTES >> 20} MiB")
 
     files = _file_table(calls, rels, s, e)
+    for entry, cold in zip(files, cache.cold_files(data.block, calls, tid[order], s, e, files)):
+        entry["cold"] = cold
     from iowitness.replay import order  # it reads this module's op table
     waits = order.waits(calls, thread_index, bounds, s, e, [f["size"] if f["precreate"] else 0 for f in files])
     source = {"path": os.path.abspath(path), "command": data.meta.get("command"), "pid": data.meta.get("pid"),

@@ -73,3 +73,45 @@ def test_advice_is_recorded_and_replayed_with_its_arguments(tmp_path, player):
     assert os.path.getsize(into / "advice.dat") == 1 << 20
     assert resident_pages(work / "advice.dat") == 0
     assert resident_pages(into / "advice.dat") == 0
+
+
+def block_read_bytes(trace) -> int:
+    """Bytes the trace's block layer records read for its traced threads (ground truth of a
+    read that missed the page cache: the device was asked for the data)."""
+    t = load(trace)
+    block = t.block if t.block is not None else []
+    tids = set(t.events["tid"].tolist())
+    return sum(int(b["bytes"]) for b in block if int(b["op"]) == 0 and int(b["tid"]) in tids)
+
+
+@pytest.mark.parametrize("cold", [True, False])
+def test_a_file_found_cold_is_replayed_cold_and_one_found_cached_cached(tmp_path, cold):
+    # GIVEN a 4 MiB file made before the recording, written to disk, and then dropped from the
+    # page cache (posix_fadvise DONTNEED) or read once so that it is cached
+    work = tmp_path / "w"
+    work.mkdir()
+    data = work / "in.dat"
+    data.write_bytes(os.urandom(4 << 20))
+    fd = os.open(data, os.O_RDONLY)
+    os.fsync(fd)
+    if cold:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    else:
+        while os.read(fd, 1 << 20):
+            pass
+    os.close(fd)
+    assert resident_pages(data) == (0 if cold else 1024)
+    # WHEN dd reads it under iowitness, and the trace is replayed
+    original = tmp_path / "orig.iwt"
+    iowitness("run", "-q", "-o", str(original), "--file", str(work), "--",
+              "dd", f"if={data}", "of=/dev/null", "bs=64k", timeout=300)
+    replayed = tmp_path / "replay.iwt"
+    iowitness("replay", "-q", str(original), "--into", str(tmp_path / "into"), "-o", str(replayed),
+              "--timing", "fast", timeout=300)
+    # THEN the original read the file from the disk when it was cold (the block layer's reads
+    # by dd's thread cover it), and from memory when it was cached, and so did the replay
+    for trace in (original, replayed):
+        if cold:
+            assert block_read_bytes(trace) >= 4 << 20, trace
+        else:
+            assert block_read_bytes(trace) < 256 << 10, trace
