@@ -258,8 +258,8 @@ def build(path: str, data=None) -> Plan:
     files = _file_table(calls, rels, s, e)
     for entry, cold in zip(files, cache.cold_files(data.block, calls, tid[order], s, e, files)):
         entry["cold"] = cold
-    from iowitness.replay import order  # it reads this module's op table
-    waits = order.waits(calls, thread_index, bounds, s, e, [f["size"] if f["precreate"] else 0 for f in files])
+    from iowitness.replay import order as ordering  # it reads this module's op table
+    waits = ordering.waits(calls, thread_index, bounds, s, e, [f["size"] if f["precreate"] else 0 for f in files])
     source = {"path": os.path.abspath(path), "command": data.meta.get("command"), "pid": data.meta.get("pid"),
               "host": data.meta.get("host"), "events": n, "calls": len(rows),
               "original_paths": [abs_paths[k] for k in used],
