@@ -112,6 +112,6 @@ def test_a_file_found_cold_is_replayed_cold_and_one_found_cached_cached(tmp_path
     # by dd's thread cover it), and from memory when it was cached, and so did the replay
     for trace in (original, replayed):
         if cold:
-            assert block_read_bytes(trace) >= 4 << 20, trace
+            assert block_read_bytes(trace) >= 3 << 20, trace   # 4 MiB, less any a kworker sent
         else:
             assert block_read_bytes(trace) < 256 << 10, trace
