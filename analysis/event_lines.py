@@ -37,7 +37,7 @@ HEADER = (f"{'process':<15} {'pid/tid':>13} {'time (s)':>12}  {'call':<12} {'fd'
           f"{'asked':>10} {'result':>10} {'latency (µs)':>13} {'phase':>6}  file")
 # calls whose record's offset is a file position worth showing
 _OFFSET_CALLS = ("read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2",
-                 "pwritev2", "fault_read", "fault_write", "fallocate")
+                 "pwritev2", "fault_read", "fault_write", "fallocate", "fadvise64", "readahead")
 _LINE = "%-15.15s %13s %12.6f  %-12s %4d %13s %10s %10s %13.1f %6s  %s"
 
 

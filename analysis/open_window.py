@@ -2,8 +2,9 @@
 clock ran from before it opened the file to after it closed it.
 
 fio is one: a job's runtime starts before the job opens its file and lays it out or drops its
-cached pages (invalidate=1, fio's default: posix_fadvise(POSIX_FADV_DONTNEED), which the trace
-does not see, and which may take longer than the reads that follow), and ends after its close.
+cached pages (invalidate=1, fio's default: posix_fadvise(POSIX_FADV_DONTNEED), a call of its
+own in the trace, not a data call, which may take longer than the reads that follow), and ends
+after its close.
 A read job after `stonewall` on the file a write job just wrote reads 64 MiB in 83 ms of calls,
 yet fio counts 92 ms: its open was 8.8 ms before its first read. The window figures (calls,
 +fsync, +close) all start at the first data call; this one starts at the phase's first call

@@ -118,6 +118,10 @@ class Recorder:
         self._windows = stats_windows.Windows(self._started)
         self._watched = 0
         self._cpu_at_recording_start: float | None = None
+        # per traced process, its working directory as last read, and its parent (fork facts):
+        # a process that has exited by the drain has its relative paths resolved by these
+        self._cwd: dict[int, str] = {}
+        self._parent: dict[int, int] = {}
         # the first counters once the probe is attached: the diskstats cross-check starts there
         if probe.attached:
             self.sample_device_counters()
@@ -203,19 +207,23 @@ class Recorder:
     def _describe_files(self, facts: np.ndarray) -> None:
         """Make relative paths absolute (in place, before the facts are written) and note each file."""
         file_kind = layout().enums["iow_meta_kind"]["IOW_META_FILE"]
+        fork_kind = layout().enums["iow_meta_kind"]["IOW_META_FORK"]
+        for fact in facts[facts["kind"] == fork_kind]:
+            self._parent[int(fact["tgid"])] = int(fact["parent_tgid"])
+            self._cwd_of(int(fact["tgid"]))   # read while the child is likely still there
         table = None
         for i in np.flatnonzero(facts["kind"] == file_kind):
             fact = facts[i]
             # bytes that are not UTF-8 stay the bytes they were (surrogateescape), in the trace too
             path = os.fsdecode(bytes(fact["path"]).split(b"\0", 1)[0])
             if path and not path.startswith("/"):
-                # relative to the process's directory, readable while the process lives
-                base = (f"/proc/{fact['tgid']}/cwd" if fact["dirfd"] == -100
-                        else f"/proc/{fact['tgid']}/fd/{fact['dirfd']}")
-                try:
-                    path = os.path.normpath(os.path.join(os.readlink(base), path))
-                except OSError:
-                    pass
+                # relative to the process's directory, readable while the process lives; one
+                # that has exited: the directory it was last seen in, or else its parent's,
+                # which it started in (a benchmark's short-lived children: IOzone -t)
+                base = (self._cwd_of(int(fact["tgid"])) if fact["dirfd"] == -100
+                        else _link(f"/proc/{fact['tgid']}/fd/{fact['dirfd']}"))
+                if base is not None:
+                    path = os.path.normpath(os.path.join(base, path))
                 raw = os.fsencode(path)[:facts["path"].shape[1] - 1]
                 facts["path"][i] = 0
                 facts["path"][i, :len(raw)] = np.frombuffer(raw, dtype=np.uint8)
@@ -234,6 +242,20 @@ class Recorder:
                 disk, _ = blockdev.device_of(path, table)
                 if disk is not None:
                     self.probe.watch_device(disk)
+
+    def _cwd_of(self, tgid: int) -> str | None:
+        """A traced process's working directory: read from /proc while it lives, else the one
+        last read, else its nearest ancestor's (None: none known)."""
+        seen: set[int] = set()
+        while tgid and tgid not in seen:
+            seen.add(tgid)
+            now = _link(f"/proc/{tgid}/cwd")
+            if now is not None:
+                self._cwd[tgid] = now
+            if tgid in self._cwd:
+                return self._cwd[tgid]
+            tgid = self._parent.get(tgid, 0)
+        return None
 
     def counters(self) -> dict:
         cost = self.probe.program_cost()
@@ -436,3 +458,10 @@ def processes_gone(probe: Probe):
                 probe.forget_process(tgid)
         return None if alive else "every traced process exited"
     return check
+
+
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None

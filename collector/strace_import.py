@@ -50,7 +50,10 @@ _OPENS = {"open", "openat", "openat2", "creat"}
 _DATA = {"read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2"}
 # the calls on an fd the probe records; mmap and its kin are left out: strace sees the mapping,
 # never the page faults that move the data
-_FD_CALLS = _DATA | {"lseek", "fsync", "fdatasync", "close", "dup", "dup2", "dup3", "fcntl", "ftruncate", "fallocate"}
+_FD_CALLS = _DATA | {"lseek", "fsync", "fdatasync", "close", "dup", "dup2", "dup3", "fcntl", "ftruncate", "fallocate",
+                     "fadvise64", "readahead"}
+_ADVICE = {"POSIX_FADV_NORMAL": 0, "POSIX_FADV_RANDOM": 1, "POSIX_FADV_SEQUENTIAL": 2, "POSIX_FADV_WILLNEED": 3,
+           "POSIX_FADV_DONTNEED": 4, "POSIX_FADV_NOREUSE": 5}
 _CLONES = {"clone", "clone3", "fork", "vfork"}
 _IOV_LEN = re.compile(r"iov_len=(\d+)")
 # every call the importer reads; strace_lines skips the others unparsed
@@ -300,6 +303,9 @@ class Importer:
                 self.sizes[f.path] = requested
         elif name == "fallocate" and len(a) > 3:
             flags, offset, requested = _symbols(a[1], _FALLOC), _int(a[2], -1), _int(a[3], 0)
+        elif name in ("fadvise64", "readahead") and len(a) > 2:
+            offset, requested = _int(a[1], -1), _int(a[2], 0)
+            flags = _ADVICE.get(a[3], _int(a[3], 0)) if name == "fadvise64" and len(a) > 3 else 0
         self._event(c, proc, op, f, fd=fd, offset=offset, requested=requested, flags=flags)
 
     def _stdout(self, c: strace_lines.Call) -> None:

@@ -63,6 +63,8 @@ enum iow_op {
 	IOW_OP_MADVISE = 40,        /* offset, requested: the file range; flags: MADV_* */
 	IOW_OP_FAULT_READ = 41,     /* a page fault reading a mapped target page: offset, requested = bytes */
 	IOW_OP_FAULT_WRITE = 42,    /* a page fault writing one */
+	IOW_OP_FADVISE64 = 43,      /* posix_fadvise: offset, requested = len (0: to the end), flags = POSIX_FADV_* */
+	IOW_OP_READAHEAD = 44,      /* readahead: offset, requested = count */
 };
 
 /* What an op does, whatever its arguments: the classes both sides reason with (is this call
@@ -79,6 +81,7 @@ enum iow_kind {
 	IOW_KIND_RESIZE = 9,    /* changes the file's size or allocation: ftruncate, fallocate */
 	IOW_KIND_MAP = 10,      /* maps, unmaps or advises on a mapping of the file: mmap, munmap, madvise */
 	IOW_KIND_FAULT = 11,    /* a load or store on a mapped page the kernel had to resolve: no syscall, no latency */
+	IOW_KIND_ADVISE = 12,   /* tells the page cache what is coming: posix_fadvise, readahead (moves no bytes to the caller) */
 };
 
 /* The kind of every op, one line each. The probe expands it into kind_of_op() (ops.bpf.h);
@@ -125,7 +128,9 @@ enum iow_kind {
 	X(IOW_OP_MSYNC, IOW_KIND_SYNC) \
 	X(IOW_OP_MADVISE, IOW_KIND_MAP) \
 	X(IOW_OP_FAULT_READ, IOW_KIND_FAULT) \
-	X(IOW_OP_FAULT_WRITE, IOW_KIND_FAULT)
+	X(IOW_OP_FAULT_WRITE, IOW_KIND_FAULT) \
+	X(IOW_OP_FADVISE64, IOW_KIND_ADVISE) \
+	X(IOW_OP_READAHEAD, IOW_KIND_ADVISE)
 
 /* One completed syscall, asynchronous request or page fault. Field meaning per op is in
  * docs/trace-format.md. */

@@ -7,7 +7,7 @@
  * reader class ops from the same lines. The argument decoders fill the fields of struct
  * iow_event per op family: opens (handle_open, which also decides whether the new file is a
  * target and describes it in a fact), reads and writes at the file position or at an offset,
- * with one buffer or an iovec, and the rest (lseek, fcntl, ftruncate, fallocate).
+ * with one buffer or an iovec, and the rest (lseek, fcntl, ftruncate, fallocate, fadvise, readahead).
  *
  * Overhead: route_of_syscall() is one bounded load, run for every syscall of the machine; the
  * decoders are a few register reads, plus one bpf_probe_read_user per iovec entry (at most
@@ -87,7 +87,9 @@ static const struct syscall_route syscall_routes[IOW_SYSCALL_TABLE] = {
 	[75] = { IOW_OP_FDATASYNC, IOW_ROUTE_FD },
 	[77] = { IOW_OP_FTRUNCATE, IOW_ROUTE_FD },
 	[85] = { IOW_OP_CREAT, IOW_ROUTE_OPEN },
+	[187] = { IOW_OP_READAHEAD, IOW_ROUTE_FD },
 	[207] = { 0, IOW_ROUTE_AIO_DESTROY },
+	[221] = { IOW_OP_FADVISE64, IOW_ROUTE_FD },
 	[208] = { IOW_ASYNC_IO_GETEVENTS, IOW_ROUTE_ASYNC },
 	[209] = { IOW_ASYNC_IO_SUBMIT, IOW_ROUTE_ASYNC },
 	[257] = { IOW_OP_OPENAT, IOW_ROUTE_OPEN },
@@ -203,6 +205,13 @@ static __always_inline void call_args_of(__u16 op, struct pt_regs *regs, struct 
 		a->flags = ARG2(regs);
 		a->offset = ARG3(regs);
 		a->requested = ARG4(regs);
+		break;
+	case IOW_OP_FADVISE64:
+		a->flags = ARG4(regs);
+		/* the same offset and length as readahead's */
+	case IOW_OP_READAHEAD:
+		a->offset = ARG2(regs);
+		a->requested = ARG3(regs);
 		break;
 	}
 }

@@ -164,9 +164,11 @@ def check(into: str, rels: list[str], force: bool) -> None:
         os.close(into_fd)
 
 
-def prepare(into: str, rels: list[str], sizes: list[int], precreate: list[bool], force: bool) -> list[str]:
+def prepare(into: str, rels: list[str], sizes: list[int], precreate: list[bool], force: bool,
+            cold: list[bool] | None = None) -> list[str]:
     """Make DIR's directories and the files the trace found already there (`precreate`), each
-    `sizes` bytes of PATTERN; a file the trace creates itself is only removed (--force). The
+    `sizes` bytes of PATTERN, written to disk, and out of the page cache where `cold` says the
+    original found it so; a file the trace creates itself is only removed (--force). The
     directories made, as absolute paths (the probe's file set)."""
     check(into, rels, force)
     into_fd = open_into(into, create=True)
@@ -178,9 +180,10 @@ def prepare(into: str, rels: list[str], sizes: list[int], precreate: list[bool],
             assert fd is not None   # create=True makes every missing component
             dir_fds[d] = fd
         try:
-            for rel, size, pre in zip(rels, sizes, precreate):
+            for k, (rel, size, pre) in enumerate(zip(rels, sizes, precreate)):
                 d, name = posixpath.split(rel)
-                _make_file(dir_fds[d], name, f"{into}/{rel}", size if pre else None, force)
+                _make_file(dir_fds[d], name, f"{into}/{rel}", size if pre else None, force,
+                           bool(cold and cold[k]))
         finally:
             for fd in dir_fds.values():
                 os.close(fd)
@@ -190,7 +193,7 @@ def prepare(into: str, rels: list[str], sizes: list[int], precreate: list[bool],
     return made
 
 
-def _make_file(dir_fd: int, name: str, where: str, size: int | None, force: bool) -> None:
+def _make_file(dir_fd: int, name: str, where: str, size: int | None, force: bool, cold: bool = False) -> None:
     if force:
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -214,6 +217,8 @@ def _make_file(dir_fd: int, name: str, where: str, size: int | None, force: bool
         while left > 0:
             left -= os.write(fd, chunk[:min(left, len(chunk))])
         os.fsync(fd)
+        if cold:   # its pages are clean now: dropped, as the original found the file
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     except OSError as exc:
         raise OutputError(f"cannot write {where}: {exc.strerror}") from None
     finally:

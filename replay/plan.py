@@ -2,29 +2,31 @@
 
 The plan is numpy arrays (no pandas: the player imports only this module's constants):
 
-  calls    one row per call to replay, grouped by thread, each thread's rows in its own order:
-           op (OPS), file (index into files), tgid, fd (the recorded fd; an open's: the fd it
+  calls    one row per call to replay, grouped by thread, each thread's rows in its own order: op
+           (OPS), file (index into files), tgid, fd (the recorded fd; an open's: the fd it
            returned), ret (the recorded result: a dup's new fd), flags (open flags, whence,
-           fallocate mode, RWF flags), offset, size (bytes to ask for: a read asks what it
-           asked, a write writes what it wrote), gap_ns (the thread's think time before the
-           call: its start minus the end of its previous call, or, for its first call, its
-           start minus the first call of the trace, less the time the thread spent preempted
-           in between; an asynchronous request ends, for this, at its submission, and a
-           thread's time runs from the last of its requests' completions, when later), start_ns
-           (against the trace's first call), ring (an asynchronous request's libaio context or
-           io_uring ring, numbered as the trace numbers them; 0 otherwise), depth (an
-           asynchronous request: how many of its thread's requests on its ring were in flight
-           when it was submitted: the player reaps a libaio context down to it first, and
-           holds an io_uring ring to the most it ever had (docs/replay.md); any other call: how
-           many of its thread's requests were in flight when it started, so 0 means every one
-           had completed)
+           fallocate mode, RWF flags, fadvise advice), offset, size (bytes to ask for: a read asks
+           what it asked, a write writes what it wrote; an fadvise or readahead its length), gap_ns
+           (the thread's think time before the call: its start minus the end of its previous call,
+           or, for its first call, its start minus the first call of the trace, less the time the
+           thread spent preempted in between; an asynchronous request ends, for this, at its
+           submission, and a thread's time runs from the last of its requests' completions, when
+           later), start_ns (against the trace's first call), ring (an asynchronous request's libaio
+           context or io_uring ring, numbered as the trace numbers them; 0 otherwise), depth (an
+           asynchronous request: how many of its thread's requests on its ring were in flight when
+           it was submitted: the player reaps a libaio context down to it first, and holds an
+           io_uring ring to the most it ever had (docs/replay.md); any other call: how many of its
+           thread's requests were in flight when it started, so 0 means every one had completed)
   waits    rows (call, thread, count): before `call`, wait until `thread` has issued `count`
            calls. On a file several threads touch, a call waits for the calls of other
-           threads on that file that had completed before it started (ARTC's rule for a
-           shared resource, ROOT, SOSP 2013); only the waits that add to the previous one are kept
+           threads on that file it conflicts with that had completed before it started
+           (ARTC's rule for a shared resource, ROOT, SOSP 2013, narrowed to conflicts:
+           replay/order.py); only the waits that add to the previous one are kept
   threads  one row per recorded thread: tgid, tid, first (row in calls), count
   files    JSON: per file, its place under DIR (rel), whether the replay makes it before it
-           starts (precreate: the trace found it there) and its size then
+           starts (precreate: the trace found it there), its size then, and whether the
+           original read it from the disk (cold: replay/cache.py), so the replay drops it from
+           the page cache once made
 
 Calls that failed in the original, and kinds of I/O the player does not issue yet (mmap and
 faults, copy_file_range/sendfile/splice, fcntl other than F_DUPFD, io_uring requests on a
@@ -44,11 +46,11 @@ import numpy as np
 
 from iowitness.collector.format import tracereader
 from iowitness.errors import NotFound, UsageError
-from iowitness.replay import paths
+from iowitness.replay import cache, paths
 
 OPS = ("open", "close", "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
        "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate", "dup",
-       "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync")
+       "fadvise64", "readahead", "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync")
 OP = {name: k for k, name in enumerate(OPS)}
 READS = ("read", "pread64", "readv", "preadv", "preadv2", "aio_read", "uring_read")
 WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "aio_write", "uring_write")
@@ -254,7 +256,10 @@ def build(path: str, data=None) -> Plan:
                          f"takes at most {MAX_BUFFER_BYTES >> 20} MiB")
 
     files = _file_table(calls, rels, s, e)
-    waits = _waits(calls, thread_index, bounds, s, e)
+    for entry, cold in zip(files, cache.cold_files(data.block, calls, tid[order], s, e, files)):
+        entry["cold"] = cold
+    from iowitness.replay import order as ordering  # it reads this module's op table
+    waits = ordering.waits(calls, thread_index, bounds, s, e, [f["size"] if f["precreate"] else 0 for f in files])
     source = {"path": os.path.abspath(path), "command": data.meta.get("command"), "pid": data.meta.get("pid"),
               "host": data.meta.get("host"), "events": n, "calls": len(rows),
               "original_paths": [abs_paths[k] for k in used],
@@ -392,39 +397,3 @@ def _file_table(calls, rels: list[str], start, end) -> list[dict]:
             bool(first_open["flags"][0] & O_TRUNC) or (bool(first_open["flags"][0] & O_CREAT) and size == 0))
         files.append({"rel": rel, "precreate": not makes_it, "size": 0 if makes_it else size})
     return files
-
-
-def _waits(calls, thread_index, bounds, start, end) -> np.ndarray:
-    """The waits that keep each shared file's order across threads (module docstring)."""
-    seq = np.arange(len(calls)) - bounds[thread_index]
-    rows = []
-    for f in np.unique(calls["file"]):
-        on = np.flatnonzero(calls["file"] == f)
-        users = np.unique(thread_index[on])
-        if len(users) < 2:
-            continue
-        ends = {u: (end[on[thread_index[on] == u]], seq[on[thread_index[on] == u]]) for u in users}
-        for u in users:
-            # a thread's calls end in its order, so each other thread's ends are sorted
-            e_u, seq_u = ends[u]
-            for t in users:
-                if t == u:
-                    continue
-                mine = on[thread_index[on] == t]
-                done = np.searchsorted(e_u, start[mine], side="right")
-                has = done > 0
-                rows.append(np.stack([mine[has], np.full(has.sum(), u), seq_u[done[has] - 1] + 1], axis=1))
-    if not rows:
-        return np.zeros(0, WAIT)
-    table = np.concatenate(rows)
-    out = []
-    best: dict[tuple[int, int], int] = {}
-    for call, u, count in sorted(map(tuple, table.tolist())):
-        t = int(thread_index[call])
-        if count > best.get((t, u), 0):
-            best[(t, u)] = count
-            out.append((call, u, count))
-    waits = np.zeros(len(out), WAIT)
-    if out:
-        waits["call"], waits["thread"], waits["count"] = zip(*out)
-    return waits

@@ -56,14 +56,15 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "uring_setup.h"
 
 /* the plan's op codes: replay/plan.py OPS, in that order */
 enum { OP_OPEN, OP_CLOSE, OP_READ, OP_WRITE, OP_PREAD64, OP_PWRITE64, OP_READV, OP_WRITEV, OP_PREADV,
        OP_PWRITEV, OP_PREADV2, OP_PWRITEV2, OP_LSEEK, OP_FSYNC, OP_FDATASYNC, OP_FTRUNCATE, OP_FALLOCATE,
-       OP_DUP, OP_AIO_READ, OP_AIO_WRITE, OP_AIO_FSYNC, OP_URING_READ, OP_URING_WRITE, OP_URING_FSYNC, OP_COUNT };
+       OP_DUP, OP_FADVISE64, OP_READAHEAD, OP_AIO_READ, OP_AIO_WRITE, OP_AIO_FSYNC, OP_URING_READ, OP_URING_WRITE, OP_URING_FSYNC, OP_COUNT };
 static const char *op_names[OP_COUNT] = {"open", "close", "read", "write", "pread64", "pwrite64", "readv",
 	"writev", "preadv", "pwritev", "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate",
-	"fallocate", "dup", "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync"};
+	"fallocate", "dup", "fadvise64", "readahead", "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync"};
 #define IS_ASYNC(op) ((op) >= OP_AIO_READ)
 #define IS_DATA(op) (((op) >= OP_READ && (op) <= OP_PWRITEV2) || (op) == OP_AIO_READ || (op) == OP_AIO_WRITE || \
 		     (op) == OP_URING_READ || (op) == OP_URING_WRITE)
@@ -103,7 +104,9 @@ static char *notes;
 static double speed;
 static int64_t t0, call_cost;
 static volatile int64_t *progress;    /* shared by every replay process */
-static volatile int32_t *waiting;     /* per thread: others waiting on its progress (shared too) */
+static volatile int64_t *wake_at;     /* per thread: the lowest count another thread waits for on its
+					* progress (NO_WAITER: none), shared too */
+#define NO_WAITER INT64_MAX
 static char *write_buf;
 /* this process's fd table: recorded fd -> ours, and whether ours was opened O_DIRECT */
 static int *fd_map;
@@ -309,10 +312,7 @@ struct ring {
 	struct iocb *iocbs;      /* libaio: one per request in flight (the kernel, and the probe, */
 	unsigned *free_iocbs;    /* know a request by its iocb's address), and the free ones */
 	unsigned n_free;
-	int fd;
-	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
-	struct io_uring_sqe *sqes;
-	struct io_uring_cqe *cqes;
+	struct uring_queues q;   /* io_uring: the ring's fd and mapped queues */
 };
 
 /* the thread's ring for request c (made at its first request: as deep as the deepest of the
@@ -321,6 +321,7 @@ static struct ring *ring_of(struct ring **rings, int *n_rings, const struct plan
 {
 	struct ring *r;
 	int64_t entries = 1;
+	const char *failed = "";
 
 	for (int k = 0; k < *n_rings; k++)
 		if ((*rings)[k].id == c->ring && (*rings)[k].uring == (c->op >= OP_URING_READ))
@@ -352,30 +353,8 @@ static struct ring *ring_of(struct ring **rings, int *n_rings, const struct plan
 		r->n_free = r->entries;
 		return r;
 	}
-	{
-		struct io_uring_params p;
-		unsigned char *sq, *cq;
-
-		memset(&p, 0, sizeof(p));
-		r->fd = (int)syscall(SYS_io_uring_setup, r->entries, &p);
-		if (r->fd < 0)
-			die("cannot set up an io_uring ring (io_uring_setup)");
-		sq = mmap(NULL, p.sq_off.array + p.sq_entries * sizeof(unsigned), PROT_READ | PROT_WRITE,
-			  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
-		cq = mmap(NULL, p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe), PROT_READ | PROT_WRITE,
-			  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_CQ_RING);
-		r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
-		if (sq == MAP_FAILED || cq == MAP_FAILED || r->sqes == MAP_FAILED)
-			die("cannot map an io_uring ring");
-		r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
-		r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
-		r->sq_array = (unsigned *)(sq + p.sq_off.array);
-		r->cq_head = (unsigned *)(cq + p.cq_off.head);
-		r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
-		r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
-		r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
-	}
+	if (uring_queues_setup(&r->q, r->entries, &failed) < 0)
+		die(strcmp(failed, "mmap") ? "cannot set up an io_uring ring (io_uring_setup)" : "cannot map an io_uring ring");
 	return r;
 }
 
@@ -397,12 +376,12 @@ static int reap(struct stats *s, struct ring *r, int64_t keep)
 	int waited = 0;
 
 	if (r->uring && r->inflight) {
-		unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+		unsigned head = *r->q.cq_head, tail = __atomic_load_n(r->q.cq_tail, __ATOMIC_ACQUIRE);
 
 		for (; head != tail; head++, r->inflight--)
-			completed(s, (const struct plan_call *)(uintptr_t)r->cqes[head & *r->cq_mask].user_data,
-				  r->cqes[head & *r->cq_mask].res);
-		__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+			completed(s, (const struct plan_call *)(uintptr_t)r->q.cqes[head & *r->q.cq_mask].user_data,
+				  r->q.cqes[head & *r->q.cq_mask].res);
+		__atomic_store_n(r->q.cq_head, head, __ATOMIC_RELEASE);
 	}
 	while (r->inflight > keep) {
 		if (!r->uring) {
@@ -426,21 +405,21 @@ static int reap(struct stats *s, struct ring *r, int64_t keep)
 			}
 			r->inflight -= got;
 		} else {
-			unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+			unsigned head = *r->q.cq_head, tail = __atomic_load_n(r->q.cq_tail, __ATOMIC_ACQUIRE);
 
 			if (head == tail) {
 				waited = 1;
-				if (syscall(SYS_io_uring_enter, r->fd, 0, (unsigned)(r->inflight - keep),
+				if (syscall(SYS_io_uring_enter, r->q.fd, 0, (unsigned)(r->inflight - keep),
 					    IORING_ENTER_GETEVENTS, NULL, 0) < 0 && errno != EINTR)
 					die("io_uring_enter failed waiting for completions");
 				continue;
 			}
 			for (; head != tail; head++, r->inflight--) {
-				struct io_uring_cqe *cqe = &r->cqes[head & *r->cq_mask];
+				struct io_uring_cqe *cqe = &r->q.cqes[head & *r->q.cq_mask];
 
 				completed(s, (const struct plan_call *)(uintptr_t)cqe->user_data, cqe->res);
 			}
-			__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+			__atomic_store_n(r->q.cq_head, head, __ATOMIC_RELEASE);
 		}
 	}
 	return waited;
@@ -488,8 +467,8 @@ static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *r
 			return -errno;
 		}
 	} else {
-		unsigned tail = *r->sq_tail, slot = tail & *r->sq_mask;
-		struct io_uring_sqe *sqe = &r->sqes[slot];
+		unsigned tail = *r->q.sq_tail, slot = tail & *r->q.sq_mask;
+		struct io_uring_sqe *sqe = &r->q.sqes[slot];
 
 		memset(sqe, 0, sizeof(*sqe));
 		sqe->fd = fd;
@@ -514,9 +493,9 @@ static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *r
 			sqe->addr = (uint64_t)(uintptr_t)buf;
 			sqe->len = (uint32_t)c->size;
 		}
-		r->sq_array[slot] = slot;
-		__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
-		if (syscall(SYS_io_uring_enter, r->fd, 1, 0, 0, NULL, 0) != 1)
+		r->q.sq_array[slot] = slot;
+		__atomic_store_n(r->q.sq_tail, tail + 1, __ATOMIC_RELEASE);
+		if (syscall(SYS_io_uring_enter, r->q.fd, 1, 0, 0, NULL, 0) != 1)
 			return -errno;
 	}
 	r->inflight++;
@@ -525,27 +504,40 @@ static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *r
 
 /* Thread u's progress: how many of its calls it has issued. A call on a shared file waits for
  * another thread's count on a futex (its low 32 bits, in memory every replay process shares:
- * not FUTEX_PRIVATE), woken by that thread's next call when someone waits; a sleep-and-look
- * (the first way) took 60 to 80 us to see it on this machine, a futex wake-up a few. */
+ * not FUTEX_PRIVATE); a sleep-and-look (the first way) took 60 to 80 us to see it on this
+ * machine, a futex wake-up a few. The waiter leaves the count it needs in wake_at[u], and u
+ * wakes it only when its progress gets there: woken at every call of u instead, a waiter slept
+ * and woke hundreds of times per thread in a sysbench replay (2 threads, 4,000 calls: 500 to
+ * 850 sleeps a thread against the plan's 113 waits), each a pair of context switches taken
+ * from the calls. (Either the waiter's futex sees the new count or u sees the waiter's mark:
+ * both sides store, then load, sequentially consistent.) */
 static void wait_for(uint32_t u, int64_t count)
 {
 	for (;;) {
 		int64_t seen = __atomic_load_n(&progress[u], __ATOMIC_SEQ_CST);
+		int64_t mark = __atomic_load_n(&wake_at[u], __ATOMIC_SEQ_CST);
 		struct timespec limit = { 0, WAIT_LIMIT_NS };
 
 		if (seen >= count)
 			return;
-		__atomic_add_fetch(&waiting[u], 1, __ATOMIC_SEQ_CST);
+		/* the lowest count any waiter needs */
+		while (count < mark && !__atomic_compare_exchange_n(&wake_at[u], &mark, count, 0, __ATOMIC_SEQ_CST,
+								      __ATOMIC_SEQ_CST))
+			;
 		syscall(SYS_futex, (int32_t *)&progress[u], FUTEX_WAIT, (int32_t)(uint32_t)seen, &limit, NULL, 0);
-		__atomic_sub_fetch(&waiting[u], 1, __ATOMIC_SEQ_CST);
 	}
 }
 
 static void advance(uint32_t t)
 {
-	__atomic_store_n(&progress[t], progress[t] + 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&waiting[t], __ATOMIC_SEQ_CST))
+	int64_t now = progress[t] + 1;
+
+	__atomic_store_n(&progress[t], now, __ATOMIC_SEQ_CST);
+	/* every waiter is woken; those that need more mark their count again */
+	if (__atomic_load_n(&wake_at[t], __ATOMIC_SEQ_CST) <= now) {
+		__atomic_store_n(&wake_at[t], NO_WAITER, __ATOMIC_SEQ_CST);
 		syscall(SYS_futex, (int32_t *)&progress[t], FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+	}
 }
 
 /* Wait until `target`: a long wait is slept until SPIN_NS before it (a sleep wakes up late by
@@ -693,6 +685,9 @@ static void *run_thread(void *arg)
 		case OP_FDATASYNC: res = fdatasync(fd); break;
 		case OP_FTRUNCATE: res = ftruncate(fd, c->size); break;
 		case OP_FALLOCATE: res = fallocate(fd, (int)c->flags, c->offset, c->size); break;
+		/* posix_fadvise returns its error instead of setting errno */
+		case OP_FADVISE64: res = syscall(SYS_fadvise64, fd, c->offset, c->size, (int)c->flags); break;
+		case OP_READAHEAD: res = readahead(fd, c->offset, (size_t)c->size); break;
 		default:   /* dup: the recorded new fd names our copy */
 			res = dup(fd);
 			if (res >= 0) {
@@ -714,7 +709,7 @@ static void *run_thread(void *arg)
 	for (int k = 0; k < n_rings; k++) {
 		(void)reap(s, &rings[k], 0);
 		if (rings[k].uring) {
-			close(rings[k].fd);
+			close(rings[k].q.fd);
 		} else {
 			syscall(SYS_io_destroy, rings[k].ctx);
 			free(rings[k].iocbs);
@@ -820,10 +815,12 @@ int main(int argc, char **argv)
 	}
 	progress = mmap(NULL, (n_threads + 1) * sizeof(int64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 			-1, 0);
-	waiting = mmap(NULL, (n_threads + 1) * sizeof(int32_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+	wake_at = mmap(NULL, (n_threads + 1) * sizeof(int64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		       -1, 0);
-	if (progress == MAP_FAILED || waiting == MAP_FAILED)
+	if (progress == MAP_FAILED || wake_at == MAP_FAILED)
 		die("cannot map the progress counters");
+	for (uint32_t t = 0; t <= n_threads; t++)
+		wake_at[t] = NO_WAITER;
 	/* one group per recorded process, in order of first appearance */
 	group_of = calloc(n_threads + 1, sizeof(uint32_t));
 	group_tgid = calloc(n_threads + 1, sizeof(uint32_t));

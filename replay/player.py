@@ -33,10 +33,12 @@ from iowitness.replay.plan import OP, OPS, READS, WRITES, Plan
 SYSCALLS = {
     "x86_64": {"read": 0, "write": 1, "close": 3, "lseek": 8, "pread64": 17, "pwrite64": 18, "readv": 19,
                "writev": 20, "dup": 32, "fsync": 74, "fdatasync": 75, "ftruncate": 77, "openat": 257,
-               "fallocate": 285, "preadv": 295, "pwritev": 296, "preadv2": 327, "pwritev2": 328, "openat2": 437},
+               "fallocate": 285, "fadvise64": 221, "readahead": 187,
+               "preadv": 295, "pwritev": 296, "preadv2": 327, "pwritev2": 328, "openat2": 437},
     "aarch64": {"read": 63, "write": 64, "close": 57, "lseek": 62, "pread64": 67, "pwrite64": 68, "readv": 65,
                 "writev": 66, "dup": 23, "fsync": 82, "fdatasync": 83, "ftruncate": 46, "openat": 56,
-                "fallocate": 47, "preadv": 69, "pwritev": 70, "preadv2": 286, "pwritev2": 287, "openat2": 437},
+                "fallocate": 47, "fadvise64": 223, "readahead": 213,
+                "preadv": 69, "pwritev": 70, "preadv2": 286, "pwritev2": 287, "openat2": 437},
 }
 # open flags a replay passes on; anything else (O_PATH, O_TMPFILE, O_DIRECTORY, ...) is dropped
 KEPT_FLAGS = (os.O_ACCMODE | os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_APPEND | os.O_NONBLOCK | os.O_DSYNC
@@ -252,6 +254,10 @@ class Player:
                     res = 0
                 elif op == FALLOCATE:   # os.posix_fallocate would emulate what the file system refuses
                     res = self._raw(op, fd, flags[i], offsets[i], size)
+                elif op == FADVISE64:
+                    res = self._raw(op, fd, offsets[i], size, flags[i])
+                elif op == READAHEAD:
+                    res = self._raw(op, fd, offsets[i], size, 0)
                 else:   # dup (os.dup is an fcntl): the recorded new fd names our copy
                     res = self._raw(op, fd, 0, 0, 0)
                     if res >= 0:
@@ -358,6 +364,7 @@ OPEN, CLOSE, READ, WRITE, PREAD64, PWRITE64 = (OP[o] for o in ("open", "close", 
 READV, WRITEV, PREADV2, PWRITEV2 = (OP[o] for o in ("readv", "writev", "preadv2", "pwritev2"))
 LSEEK, FSYNC, FDATASYNC, FTRUNCATE, FALLOCATE = (OP[o] for o in ("lseek", "fsync", "fdatasync", "ftruncate",
                                                                    "fallocate"))
+FADVISE64, READAHEAD = OP["fadvise64"], OP["readahead"]
 READ_OPS = frozenset(OP[o] for o in READS)
 WRITE_OPS = frozenset(OP[o] for o in WRITES)
 DATA_OPS = READ_OPS | WRITE_OPS

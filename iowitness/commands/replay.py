@@ -97,7 +97,7 @@ def execute(args) -> int:
         raise UsageError(f"the trace's files lie in {dirs_needed:,} directories; a replay traces at most "
                          f"{targets.NAME_RULES_MAX:,}")
     dirs = paths.prepare(into, [f["rel"] for f in plan.files], [f["size"] for f in plan.files],
-                         [f["precreate"] for f in plan.files], args.force)
+                         [f["precreate"] for f in plan.files], args.force, [f.get("cold", False) for f in plan.files])
     if plan.source.get("damaged"):
         print(f"iowitness: warning: {args.trace} is damaged, {plan.source['damaged']}: only the calls before "
               "the damage are replayed", file=sys.stderr)

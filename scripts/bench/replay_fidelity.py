@@ -173,7 +173,7 @@ def player_cost(original: str, work: Path, player: str) -> dict:
     into = work / "cost-into"
     shutil.rmtree(into, ignore_errors=True)
     paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
-                  [f["precreate"] for f in p.files], force=False)
+                  [f["precreate"] for f in p.files], force=False, cold=[f.get("cold", False) for f in p.files])
     if player == "native":
         plan_path = work / "cost-plan.bin"
         p.save_native(str(plan_path))

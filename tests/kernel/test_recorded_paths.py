@@ -85,3 +85,18 @@ def test_fio_jobs_on_one_file_are_named_by_their_processes(workdir, tmp_path):
         mine = [line for line in lines if f" {job}" in line]
         assert len(mine) == 2 and not any(line.startswith(("CANNOT", "DISAGREES")) for line in mine), lines
     assert done.returncode == EXIT_AGREES, done.stdout
+
+
+def test_a_child_that_exits_before_the_drain_has_its_relative_path_made_absolute(tmp_path):
+    # GIVEN a shell that changes into sub/ and forks dd, which writes rel.dat (a relative path)
+    # and exits at once, long before the collector reads its open; the shell lives on
+    work = tmp_path / "w"
+    (work / "sub").mkdir(parents=True)
+    out = tmp_path / "t.iwt"
+    iowitness("run", "-q", "-o", str(out), "--file", str(work / "sub"), "--", "sh", "-c",
+              f"cd {work}/sub && dd if=/dev/zero of=rel.dat bs=4k count=4 2>/dev/null; sleep 0.5")
+    # THEN the file is named by its absolute path (the directory dd started in: its parent's),
+    # never the bare "rel.dat" that /proc/PID/cwd of a process gone could not resolve
+    events = load(out).events
+    assert (work / "sub" / "rel.dat").stat().st_size == 16384
+    assert set(events["path"].astype(str)) == {str(work / "sub" / "rel.dat")}

@@ -117,6 +117,14 @@ def test_fio_replayed_and_exported_moves_the_bytes_fio_reported(tmp_path):
     # THEN the replay's trace reads and writes what fio said it did
     assert int(events[names == "pread64"]["ret"].sum()) == truth["read"]
     assert int(events[names == "pwrite64"]["ret"].sum()) == truth["write"]
+    # AND fio's advice is given again, with its arguments: its page-cache drop before its I/O
+    # (invalidate=1: POSIX_FADV_DONTNEED, 4), so the replay's reads do not find the file cached,
+    # and its random-access hint (fadvise_hint: POSIX_FADV_RANDOM, 1)
+    fadvise = load(original).events
+    fadvise = fadvise[fadvise["syscall"].astype(str) == "fadvise64"]
+    assert set(fadvise["flags"].tolist()) == {4, 1}
+    assert sorted(map(tuple, events[names == "fadvise64"][["offset", "requested", "flags"]].values.tolist())) == \
+        sorted(map(tuple, fadvise[["offset", "requested", "flags"]].values.tolist()))
     # AND compare finds every phase of the original in the replay (named by fio's module from the
     # original's command), with the same bytes and calls
     compared = json.loads(iowitness("compare", "--json", str(original), str(tmp_path / "replay.iwt")).stdout)

@@ -19,7 +19,7 @@ import pytest
 from iowitness.analysis.run import load
 from tests.conftest import require_tool
 from tests.support.cli import iowitness
-from tests.support.workload import build_known_io
+from tests.support.workload import build, build_known_io
 
 pytestmark = pytest.mark.kernel
 
@@ -94,3 +94,20 @@ def test_iozone_phases_and_verdicts_equal(tmp_path):
     for test in ("write", "rewrite", "read", "reread"):
         assert f"{test} (64.0 KiB records, 8.0 MiB file)" in verdicts
     print(_medians(probe, imported))
+
+
+def test_advice_imported_as_the_probe_records_it(tmp_path):
+    # GIVEN advice_known (posix_fadvise and readahead on its file, each logged with its
+    # arguments), traced by the probe and, in an identical run, by strace
+    exe = build("advice_known", tmp_path)
+    probe, imported = _both(tmp_path, lambda d: [str(exe), str(d), str(d.parent / f"{d.name}.log")], "advice.dat")
+
+    def advice(trace):
+        e = trace.events[trace.events["syscall"].astype(str).isin(["fadvise64", "readahead"])]
+        return [(str(r.syscall), int(r.offset), int(r.requested), int(r.flags), int(r.ret)) for r in e.itertuples()]
+    # THEN both hold the workload's four pieces of advice, with its arguments, in its order
+    truth = [(n, int(o), int(k), int(f), int(r)) for n, o, k, f, r in
+             (line.split() for line in (tmp_path / "probe.log").read_text().splitlines())]
+    assert len(truth) == 4
+    assert advice(probe) == truth
+    assert advice(imported) == truth

@@ -19,7 +19,7 @@ UNISTD = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")   # linux-libc-de
 ROW = re.compile(r"^\s*\[(\d+)\] = \{ (\w+), IOW_ROUTE_(\w+) \},", re.M)
 # the route each kind of syscall op takes (mapping and transfer ops are told by name below)
 ROUTE_OF_KIND = {"open": "OPEN", "close": "CLOSE", "read": "FD", "write": "FD", "seek": "FD", "sync": "FD",
-                 "dup": "FD", "fcntl": "FD", "resize": "FD"}
+                 "dup": "FD", "fcntl": "FD", "resize": "FD", "advise": "FD"}
 MAPPING = {"mmap", "munmap", "msync", "madvise"}
 
 

@@ -29,12 +29,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-struct ring {
-	int fd;
-	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
-	struct io_uring_sqe *sqes;
-	struct io_uring_cqe *cqes;
-};
+#include "../../replay/uring_setup.h"
 
 static FILE *logf;
 
@@ -44,34 +39,17 @@ static void die(const char *what)
 	exit(1);
 }
 
-static void ring_setup(struct ring *r)
+/* the ring set up as the replay player sets up its rings */
+static void ring_setup(struct uring_queues *r)
 {
-	struct io_uring_params p;
-	char *sq, *cq;
+	const char *failed = "";
 
-	memset(&p, 0, sizeof(p));
-	r->fd = syscall(__NR_io_uring_setup, 8, &p);
-	if (r->fd < 0)
-		die("io_uring_setup");
-	sq = mmap(NULL, p.sq_off.array + p.sq_entries * sizeof(unsigned), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
-	cq = mmap(NULL, p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_CQ_RING);
-	r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
-	if (sq == MAP_FAILED || cq == MAP_FAILED || r->sqes == MAP_FAILED)
-		die("mmap ring");
-	r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
-	r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
-	r->sq_array = (unsigned *)(sq + p.sq_off.array);
-	r->cq_head = (unsigned *)(cq + p.cq_off.head);
-	r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
-	r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
-	r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	if (uring_queues_setup(r, 8, &failed) < 0)
+		die(failed);
 }
 
 /* submit one request; wait for its CQE unless it asks for none; log it */
-static int request(struct ring *r, struct io_uring_sqe *sqe, long long start, unsigned long long requested)
+static int request(struct uring_queues *r, struct io_uring_sqe *sqe, long long start, unsigned long long requested)
 {
 	unsigned tail = *r->sq_tail, idx = tail & *r->sq_mask, head;
 	int skip = sqe->flags & IOSQE_CQE_SKIP_SUCCESS, res = 0;
@@ -111,7 +89,7 @@ int main(int argc, char **argv)
 {
 	static char buf[3][8192];
 	struct iovec iov[3];
-	struct ring r;
+	struct uring_queues r;
 	struct io_uring_sqe s;
 	char path[4096];
 	int fd, other, pipefd[2];

@@ -1,0 +1,170 @@
+"""Which calls of other threads a replayed call waits for: the order a shared file keeps.
+
+ARTC's rule (ROOT, SOSP 2013) for a shared resource: a call waits for every call of another
+thread on the same file that had completed before it started in the original. Applied to every
+call, it holds two threads that share a file in the original's interleaving, call for call: a
+sysbench fileio replay (2 threads, random 16 KiB reads and writes of 2 shared files and an
+fsync every 100) waited 113 times in 4,000 calls, each wait handing one thread's lateness to the
+other, and ran about twice as long as the original.
+
+Here a call waits only for the calls it conflicts with, those whose order changes what either
+does:
+  - a barrier conflicts with every call: opens, closes, dups, lseek, resizes, advice, the calls
+    at the file position (read, write, readv, writev: the position is shared state), a write
+    that makes the file longer than it was (a later read's length depends on it), and a
+    request at the file position (io_uring's offset -1), or one longer than LONG_CALL_BLOCKS;
+  - two reads at an offset never conflict;
+  - a read and a write, or two writes, at an offset conflict when their byte ranges overlap;
+  - a sync (fsync, fdatasync, and their libaio and io_uring requests) conflicts with the
+    writes (which it must make durable, or must not) and with other syncs, not with reads.
+
+Example: `waits(calls, thread_index, bounds, start, end, sizes)` from plan.build.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iowitness.replay.plan import OP, WAIT
+
+POSITIONED_READS = ("pread64", "preadv", "preadv2", "aio_read", "uring_read")
+POSITIONED_WRITES = ("pwrite64", "pwritev", "pwritev2", "aio_write", "uring_write")
+SYNCS = ("fsync", "fdatasync", "aio_fsync", "uring_fsync")
+
+BLOCK = 4096
+LONG_CALL_BLOCKS = 64   # a call over more blocks than this is a barrier (its range is not exploded)
+URING_FILE_POS = 0x1000
+BARRIER, READ, WRITE, SYNC = 0, 1, 2, 3
+
+
+def classes(calls, start, sizes: list[int]) -> np.ndarray:
+    """Each call's class (BARRIER, READ, WRITE, SYNC) by the rules above; `sizes`: each file's
+    size before the replay (what the trace found there)."""
+    op = calls["op"]
+    cls = np.full(len(calls), BARRIER, dtype=np.int8)
+    cls[np.isin(op, [OP[o] for o in POSITIONED_READS])] = READ
+    cls[np.isin(op, [OP[o] for o in POSITIONED_WRITES])] = WRITE
+    cls[np.isin(op, [OP[o] for o in SYNCS])] = SYNC
+    is_uring = np.isin(op, [OP["uring_read"], OP["uring_write"]])
+    cls[is_uring & ((calls["flags"] & URING_FILE_POS) != 0)] = BARRIER
+    ranged = (cls == READ) | (cls == WRITE)
+    first = calls["offset"] // BLOCK
+    last = (calls["offset"] + np.maximum(calls["size"], 1) - 1) // BLOCK
+    cls[ranged & ((calls["offset"] < 0) | (last - first >= LONG_CALL_BLOCKS))] = BARRIER
+    # a write past the file's end so far (what was there, and every write before it) is a barrier
+    writes = np.flatnonzero(np.isin(op, [OP[o] for o in POSITIONED_WRITES + ("write", "writev")]))
+    writes = writes[np.argsort(start[writes], kind="stable")]
+    ends = calls["offset"][writes] + calls["size"][writes]
+    for f in np.unique(calls["file"][writes]):
+        mine = calls["file"][writes] == f
+        e = ends[mine]
+        before = np.maximum.accumulate(np.concatenate([[sizes[int(f)] if int(f) < len(sizes) else 0], e[:-1]]))
+        grows = writes[mine][e > before]
+        cls[grows[cls[grows] == WRITE]] = BARRIER
+    return cls
+
+
+def waits(calls, thread_index, bounds, start, end, sizes: list[int]) -> np.ndarray:
+    """The waits that keep each shared file's order across threads: rows (call, thread, count),
+    before `call` wait until `thread` has issued `count` calls; only the waits that add to the
+    previous one on the same thread are kept."""
+    seq = np.arange(len(calls)) - bounds[thread_index]
+    cls = classes(calls, start, sizes)
+    rows = []
+    for f in np.unique(calls["file"]):
+        on = np.flatnonzero(calls["file"] == f)
+        users = np.unique(thread_index[on])
+        if len(users) < 2:
+            continue
+        for u in users:
+            theirs = on[thread_index[on] == u]
+            for t in users:
+                if t == u:
+                    continue
+                mine = on[thread_index[on] == t]
+                need = _needed(calls, cls, seq, start, end, theirs, mine)
+                has = need > 0
+                rows.append(np.stack([mine[has], np.full(has.sum(), u), need[has]], axis=1))
+    if not rows:
+        return np.zeros(0, WAIT)
+    table = np.concatenate(rows)
+    out = []
+    best: dict[tuple[int, int], int] = {}
+    for call, u, count in sorted(map(tuple, table.tolist())):
+        t = int(thread_index[call])
+        if count > best.get((t, u), 0):
+            best[(t, u)] = count
+            out.append((call, u, count))
+    table = np.zeros(len(out), WAIT)
+    if out:
+        table["call"], table["thread"], table["count"] = zip(*out)
+    return table
+
+
+def _needed(calls, cls, seq, start, end, theirs, mine) -> np.ndarray:
+    """For each of `mine` (one thread's calls on the file), how many calls the other thread
+    (`theirs`) must have issued first: one past the last of its conflicting calls that ended
+    before it started (0: none)."""
+    c_t, c_m = cls[theirs], cls[mine]
+    s = start[mine]
+    need = _last_ended(theirs[c_t == BARRIER], seq, end, s)
+    every = _last_ended(theirs, seq, end, s)
+    need = np.where(c_m == BARRIER, every, need)
+    syncs = _last_ended(theirs[c_t == SYNC], seq, end, s)
+    writes = _last_ended(theirs[c_t == WRITE], seq, end, s)
+    need = np.where(c_m == SYNC, np.maximum.reduce([need, syncs, writes]), need)
+    need = np.where(c_m == WRITE, np.maximum(need, syncs), need)
+    for kind, against in ((READ, (WRITE,)), (WRITE, (READ, WRITE))):
+        asks = c_m == kind
+        if asks.any():
+            other = theirs[np.isin(c_t, against)]
+            need[asks] = np.maximum(need[asks], _last_overlapping(calls, seq, start, end, other, mine[asks]))
+    return need
+
+
+def _last_ended(rows, seq, end, at) -> np.ndarray:
+    """For each time in `at`: one past the highest seq of `rows` that ended by then (0: none)."""
+    if not len(rows):
+        return np.zeros(len(at), dtype=np.int64)
+    order = np.argsort(end[rows], kind="stable")
+    highest = np.maximum.accumulate(seq[rows][order] + 1)
+    k = np.searchsorted(end[rows][order], at, side="right") - 1
+    return np.where(k >= 0, highest[np.maximum(k, 0)], 0)
+
+
+def _blocks(calls, rows) -> tuple[np.ndarray, np.ndarray]:
+    """Each row exploded into the 4 KiB blocks its byte range covers: (row index, block)."""
+    first = calls["offset"][rows] // BLOCK
+    count = (calls["offset"][rows] + np.maximum(calls["size"][rows], 1) - 1) // BLOCK - first + 1
+    which = np.repeat(np.arange(len(rows)), count)
+    step = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
+    return which, first[which] + step
+
+
+def _last_overlapping(calls, seq, start, end, theirs, mine) -> np.ndarray:
+    """For each of `mine`: one past the highest seq of `theirs` whose byte range shares a
+    block with it and that ended before it started (0: none)."""
+    out = np.zeros(len(mine), dtype=np.int64)
+    if not len(theirs) or not len(mine):
+        return out
+    t_row, t_block = _blocks(calls, theirs)
+    m_row, m_block = _blocks(calls, mine)
+    blocks, rank = np.unique(np.concatenate([t_block, m_block]), return_inverse=True)
+    t_rank, m_rank = rank[:len(t_block)], rank[len(t_block):]
+    times, when = np.unique(np.concatenate([end[theirs][t_row], start[mine][m_row]]), return_inverse=True)
+    t_when, m_when = when[:len(t_row)], when[len(t_row):]
+    span = len(times) + 1
+    key = t_rank.astype(np.int64) * span + t_when
+    order = np.argsort(key, kind="stable")
+    key, t_rank_sorted = key[order], t_rank[order]
+    # the highest seq so far within each block (blocks come in order, so a running maximum of
+    # seq lifted by the block's rank never reaches into an earlier block)
+    lift = int(seq.max(initial=0)) + 2
+    running = np.maximum.accumulate(t_rank_sorted.astype(np.int64) * lift + seq[theirs][t_row][order] + 1)
+    highest = running - t_rank_sorted.astype(np.int64) * lift
+    k = np.searchsorted(key, m_rank.astype(np.int64) * span + m_when, side="right") - 1
+    found = (k >= 0) & (t_rank_sorted[np.maximum(k, 0)] == m_rank)
+    value = np.where(found, highest[np.maximum(k, 0)], 0)
+    np.maximum.at(out, m_row, value)
+    return out
+

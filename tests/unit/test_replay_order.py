@@ -1,0 +1,74 @@
+"""replay/order.py: a call on a shared file waits only for the other threads' calls it
+conflicts with (two reads never; a read and a write, or two writes, when their bytes overlap;
+a sync with writes and syncs; opens, closes and calls at the file position with everything).
+Ground truth: the rules written out by hand on small plans, two threads on one file."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iowitness.replay import order
+from iowitness.replay.plan import CALL, OP
+
+
+def plan_of(thread0, thread1):
+    """Two threads' calls on file 0, each (op, offset, size, start_ns, end_ns)."""
+    rows = [(0, *c) for c in thread0] + [(1, *c) for c in thread1]
+    calls = np.zeros(len(rows), CALL)
+    calls["op"] = [OP[r[1]] for r in rows]
+    calls["offset"] = [r[2] for r in rows]
+    calls["size"] = [r[3] for r in rows]
+    thread_index = np.array([r[0] for r in rows])
+    bounds = np.array([0, len(thread0), len(rows)])
+    start = np.array([r[4] for r in rows], dtype=np.int64)
+    end = np.array([r[5] for r in rows], dtype=np.int64)
+    return calls, thread_index, bounds, start, end
+
+
+def waits_of(thread0, thread1, size=1 << 20):
+    w = order.waits(*plan_of(thread0, thread1), [size])
+    return [(int(r["call"]), int(r["thread"]), int(r["count"])) for r in w]
+
+
+def test_two_reads_never_wait_for_each_other():
+    # GIVEN thread 1 reading the bytes thread 0 read just before
+    # THEN no wait: reads do not change what the other reads
+    assert waits_of([("pread64", 0, 4096, 0, 10)], [("pread64", 0, 4096, 20, 30)]) == []
+
+
+def test_a_read_waits_for_an_earlier_write_of_the_same_bytes_only():
+    # GIVEN thread 0 writing block 0 then block 8; thread 1 then reading block 8 and block 100
+    writes = [("pwrite64", 0, 4096, 0, 10), ("pwrite64", 32768, 4096, 20, 30)]
+    reads = [("pread64", 32768, 4096, 40, 50), ("pread64", 409600, 4096, 60, 70)]
+    # THEN the read of block 8 waits for both of thread 0's calls (its second write), the other none
+    assert waits_of(writes, reads) == [(2, 0, 2)]
+    # AND a read overlapping by one byte waits too
+    assert waits_of([("pwrite64", 0, 4097, 0, 10)], [("pread64", 4096, 10, 20, 30)]) == [(1, 0, 1)]
+
+
+def test_a_write_waits_for_overlapping_reads_and_writes_and_for_syncs():
+    # GIVEN thread 0: a read of block 0, an fsync, a write of block 5; thread 1 writes block 0 after
+    t0 = [("pread64", 0, 4096, 0, 10), ("fsync", -1, 0, 20, 30), ("pwrite64", 20480, 4096, 40, 50)]
+    # THEN a write of block 0 waits for the fsync (count 2), not the later write of block 5
+    assert waits_of(t0, [("pwrite64", 0, 4096, 60, 70)]) == [(3, 0, 2)]
+
+
+def test_a_sync_waits_for_writes_not_reads():
+    # GIVEN thread 0 writes then reads; thread 1 fsyncs after both
+    t0 = [("pwrite64", 0, 4096, 0, 10), ("pread64", 8192, 4096, 20, 30)]
+    # THEN the fsync waits for the write (count 1), not the read after it
+    assert waits_of(t0, [("fsync", -1, 0, 40, 50)]) == [(2, 0, 1)]
+    # AND a read after another thread's fsync does not wait for it
+    assert waits_of([("fsync", -1, 0, 0, 10)], [("pread64", 0, 4096, 20, 30)]) == []
+
+
+def test_opens_closes_position_calls_and_growing_writes_wait_for_everything():
+    # GIVEN thread 0 reading; thread 1 then opening, reading at the file position, closing
+    t0 = [("pread64", 0, 4096, 0, 10)]
+    assert waits_of(t0, [("open", -1, 0, 20, 30)]) == [(1, 0, 1)]
+    assert waits_of(t0, [("read", 0, 4096, 20, 30)]) == [(1, 0, 1)]
+    # AND a write past the file's end (it was 4 KiB) is a barrier: a read of other bytes waits for it
+    grows = [("pwrite64", 1 << 20, 4096, 0, 10)]
+    assert waits_of(grows, [("pread64", 0, 4096, 20, 30)], size=4096) == [(1, 0, 1)]
+    # AND a call only waits for calls that had ended before it started
+    assert waits_of([("pwrite64", 0, 4096, 0, 25)], [("pread64", 0, 4096, 20, 30)]) == []

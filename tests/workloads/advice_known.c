@@ -1,0 +1,62 @@
+/* advice_known.c — page-cache advice on one file whose every argument is known, for the replay's
+ * test of posix_fadvise and readahead.
+ *
+ * Usage: advice_known DIR LOG
+ *
+ * Writes DIR/advice.dat (256 writes of 4 KiB, then fsync, so its pages are clean), and then,
+ * each logged to LOG as "call offset length advice result":
+ *   posix_fadvise 0 0 DONTNEED (the whole file out of the page cache)
+ *   readahead 65536 131072
+ *   posix_fadvise 262144 65536 WILLNEED
+ *   pread of 4096 at 65536
+ *   posix_fadvise 0 0 DONTNEED
+ * and closes it: the file ends out of the page cache, as fio's invalidate=1 leaves a file.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static FILE *logf;
+
+static void advise(int fd, long long offset, long long length, int advice)
+{
+	int res = posix_fadvise(fd, offset, length, advice);   /* returns the error, 0 on success */
+
+	fprintf(logf, "fadvise64 %lld %lld %d %d\n", offset, length, advice, -res);
+}
+
+int main(int argc, char **argv)
+{
+	char path[4096], buf[4096];
+	int fd;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: advice_known DIR LOG\n");
+		return 2;
+	}
+	logf = fopen(argv[2], "w");
+	snprintf(path, sizeof(path), "%s/advice.dat", argv[1]);
+	fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	if (!logf || fd < 0) {
+		perror("open");
+		return 1;
+	}
+	memset(buf, 'a', sizeof(buf));
+	for (int k = 0; k < 256; k++)
+		if (write(fd, buf, sizeof(buf)) != sizeof(buf))
+			return 1;
+	if (fsync(fd))
+		return 1;
+	advise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	fprintf(logf, "readahead 65536 131072 0 %zd\n", readahead(fd, 65536, 131072));
+	advise(fd, 262144, 65536, POSIX_FADV_WILLNEED);
+	if (pread(fd, buf, sizeof(buf), 65536) != sizeof(buf))
+		return 1;
+	advise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	fclose(logf);
+	return 0;
+}
