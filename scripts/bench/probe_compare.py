@@ -287,9 +287,11 @@ def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str
     bench_dir.mkdir(exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="iowitness-probe-compare-", dir="/dev/shm"))
     # an attach of either tree, and reading its trace back, take a few seconds more than
-    # interleaved.py allows for its own observers: fio must outlast every cycle
+    # interleaved.py allows for its own observers: fio must outlast every cycle. 6 s per attach
+    # was too few at load average 18 (14 of 20 cycles); fio is stopped after the last cycle, so
+    # a long budget costs nothing
     known = interleaved.all_workloads(bench_dir, interleaved.run_seconds(observers, cycles, slot)
-                                      + cycles * 6 * len(trees))
+                                      + cycles * 20 * len(trees))
     results = {}
     try:
         for name in workloads:
