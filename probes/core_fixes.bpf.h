@@ -45,6 +45,16 @@
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #endif
 
+/* A task_struct at an address the probe kept (struct cpu_slot's owner): a pointer the fast
+ * object loads fields through (bpf_rdonly_cast, as for a file below), a plain number for the
+ * compatible one (its KFIELD reads with bpf_probe_read_kernel). */
+#ifdef IOW_COMPAT
+#define task_at(address) ((struct task_struct *)(address))
+#else
+#define task_at(address) \
+	((struct task_struct *)bpf_rdonly_cast((void *)(address), bpf_core_type_id_kernel(struct task_struct)))
+#endif
+
 static __always_inline struct file *file_of_fd(struct task_struct *task, long fd)
 {
 #ifdef IOW_COMPAT

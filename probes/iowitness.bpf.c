@@ -114,17 +114,16 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 {
 	struct syscall_route route = route_of_syscall(nr);
-	struct task_struct *task;
 	struct cpu_slot *slot;
 
 	if (!route.route)
 		return 0;
-	task = current_task();
 	slot = this_cpu_slot();
 	if (!slot)
 		return 0;
-	if (slot->owner != (__u64)task)
-		claim_cpu_slot(slot, task);
+	/* the thread is known by its pt_regs: the task is looked up only for a new owner */
+	if (slot->owner_regs != (__u64)regs)
+		claim_cpu_slot(slot, current_task(), regs);
 	if (!slot->traced)
 		return 0;
 	slot->call.nr = nr;
@@ -194,11 +193,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	/* the clock after the cheap test: most syscalls of the machine are not file syscalls */
 	now = bpf_ktime_get_ns();
-	task = current_task();
 	slot = this_cpu_slot();
 	if (!slot)
 		return 0;
-	start = end_of_call(slot, task, nr, &start_ts);
+	start = end_of_call(slot, regs, nr, &start_ts, &task);
 	if (!start)
 		return 0;
 

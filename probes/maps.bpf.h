@@ -16,6 +16,7 @@
 #define IOWITNESS_MAPS_BPF_H
 
 #include "events.h"
+#include "core_fixes.bpf.h"
 
 /* settings fixed between open and load (struct iow_settings, events.h) */
 const volatile struct iow_settings settings SEC(".rodata.settings") = {
@@ -201,6 +202,9 @@ static __always_inline void forget_task_start(__u32 tid)
 
 struct cpu_slot {
 	__u64 owner;    /* task_struct address of the thread it describes; 0: nobody */
+	/* the owner's pt_regs (on its kernel stack, one per live thread), which both syscall
+	 * programs get as an argument: comparing it spares them a helper call for the task */
+	__u64 owner_regs;
 	__u32 traced;   /* the owner belongs to the traced set (and has task storage to spill to) */
 	__u32 pad0;
 	struct call_start call;
@@ -235,17 +239,21 @@ static __always_inline struct cpu_slot *this_cpu_slot(void)
 
 /* sys_exit: the entry sys_enter left for this thread's call `nr`, on this CPU's slot or in the
  * thread's storage; NULL when there is none (the call is not traced). The entry is consumed
- * (its ts cleared) and its time returned in *start_ts. */
-static __always_inline struct call_start *end_of_call(struct cpu_slot *slot, struct task_struct *task, long nr,
-						      __u64 *start_ts)
+ * (its ts cleared), its time returned in *start_ts and the calling thread in *task. */
+static __always_inline struct call_start *end_of_call(struct cpu_slot *slot, struct pt_regs *regs, long nr,
+						      __u64 *start_ts, struct task_struct **task)
 {
 	struct call_start *start;
 
-	if (slot->owner == (__u64)task) {
+	if (slot->owner_regs == (__u64)regs) {
 		start = &slot->call;
+		*task = task_at(slot->owner);
 	} else {
 		/* the thread left the CPU during the call: sched_switch kept its entry */
-		start = task_start(task, false);
+		struct task_struct *current = current_task();
+
+		*task = current;
+		start = task_start(current, false);
 		if (!start)
 			return NULL;
 	}
@@ -273,6 +281,7 @@ static __always_inline void release_cpu_slot(struct task_struct *prev)
 			count_lost(IOW_LOST_EVENTS);
 	}
 	slot->owner = 0;
+	slot->owner_regs = 0;
 	slot->call.ts = 0;
 }
 

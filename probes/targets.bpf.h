@@ -68,11 +68,12 @@ static __always_inline bool process_is_traced(__u32 tgid)
 
 /* A thread's first file syscall since it came on this CPU: decide once per stint whether it
  * is traced. A thread with storage is traced; a new thread of a traced process gets some. */
-static __always_inline void claim_cpu_slot(struct cpu_slot *slot, struct task_struct *task)
+static __always_inline void claim_cpu_slot(struct cpu_slot *slot, struct task_struct *task, struct pt_regs *regs)
 {
 	struct call_start *start;
 
 	slot->owner = (__u64)task;
+	slot->owner_regs = (__u64)regs;
 	slot->call.ts = 0;
 	start = task_start(task, false);
 	if (!start && process_is_traced(KFIELD(task, tgid))) {

@@ -46,6 +46,8 @@ Usage (as root, from the repository, after scripts/setup.sh):
       --cycles 20 --seconds 2 --stats sampled
   .venv/bin/python scripts/bench/probe_compare.py --base f08ffda --parts throughput \
       --workloads fio-rand-read,fio-seq-read --cycles 20 --slot 2 --json r.json
+  .venv/bin/python scripts/bench/probe_compare.py --base OLD --also MID --cycles 20
+      (three probes in the same cycles: OLD, then MID as also1, then the working tree)
 """
 
 from __future__ import annotations
@@ -206,9 +208,17 @@ def cost_part(trees: list[Tree], workload, cycles: int, sysctl: bool, work: Path
         summary[name]["others"] = {n: statistics.median(v) for n, v in others.items()}
     for name in [t.name for t in trees]:
         summary[name + "_minus_timing_floor"] = _paired(rows[name], rows["timing-floor"])
-    if len(trees) == 2:
-        summary["tree_minus_base"] = _paired(rows[trees[1].name], rows[trees[0].name])
+    for later, earlier in pairs(trees):
+        summary[f"{later}_minus_{earlier}"] = _paired(rows[later], rows[earlier])
     return {"workload": workload.name, "cycles": cycles, "sysctl": sysctl, "summary": summary, "rows": rows}
+
+
+def pairs(trees: list[Tree]) -> list[tuple[str, str]]:
+    """The paired differences read: the tree and each --also probe minus the base, the tree
+    minus each --also probe."""
+    names = [t.name for t in trees]
+    out = [(n, "base") for n in names if n != "base"]
+    return out + [("tree", n) for n in names if n not in ("base", "tree")]
 
 
 def _ns(v) -> str:
@@ -277,9 +287,11 @@ def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str
     bench_dir.mkdir(exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="iowitness-probe-compare-", dir="/dev/shm"))
     # an attach of either tree, and reading its trace back, take a few seconds more than
-    # interleaved.py allows for its own observers: fio must outlast every cycle
+    # interleaved.py allows for its own observers: fio must outlast every cycle. 6 s per attach
+    # was too few at load average 18 (14 of 20 cycles); fio is stopped after the last cycle, so
+    # a long budget costs nothing
     known = interleaved.all_workloads(bench_dir, interleaved.run_seconds(observers, cycles, slot)
-                                      + cycles * 6 * len(trees))
+                                      + cycles * 20 * len(trees))
     results = {}
     try:
         for name in workloads:
@@ -292,9 +304,10 @@ def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str
             row["minus_timing_floor"] = {
                 k: paired(measured, k, "timing-floor" + k[len(k.split("@")[0]):]) for k in keys
                 if k.split("@")[0] != "timing-floor" and "timing-floor" in observers}
-            if {"tree", "base"} <= set(observers):
-                row["tree_minus_base"] = {"wall": paired(measured, "tree", "base"),
-                                          "cpu": paired(measured, "tree@cpu", "base@cpu")}
+            for later, earlier in pairs(trees):
+                if {later, earlier} <= set(observers):
+                    row[f"{later}_minus_{earlier}"] = {"wall": paired(measured, later, earlier),
+                                                       "cpu": paired(measured, later + "@cpu", earlier + "@cpu")}
             row["probe_ns"] = {t.name: spread([s["ns"] for s in t.stretches if s and s["ns"]]) for t in trees}
             row["collector_cpu_s_per_m"] = {t.name: spread([s["collector"] for s in t.stretches
                                                             if s and s["collector"] is not None]) for t in trees}
@@ -321,9 +334,10 @@ def print_throughput(name: str, row: dict, observers: list[str], trees: list[Tre
             cpu = row["collector_cpu_s_per_m"].get(o, {}) if k == o else {}
             print(f"{k:<18}{fmt(row[k], '{:.3f}'):<24}{fmt(minus, '{:+.3f}'):<26}{fmt(ns):<24}"
                   f"{fmt(cpu, '{:.3f}'):<22}{row['lost'].get(o, '') if k == o else ''}")
-    for what, d in row.get("tree_minus_base", {}).items():
-        if d:
-            print(f"{'tree - base ' + what:<18}{fmt(d, '{:+.3f}')}  ({d['n']} cycles)")
+    for later, earlier in pairs(trees):
+        for what, d in row.get(f"{later}_minus_{earlier}", {}).items():
+            if d:
+                print(f"{later} - {earlier} {what}: {fmt(d, '{:+.3f}')}  ({d['n']} cycles)")
 
 
 def main() -> int:
@@ -333,6 +347,9 @@ def main() -> int:
     parser.add_argument("--tree", metavar="REV",
                         help="compare with this commit's probe instead of the working tree's (a bisect step: "
                              "--base REV^ --tree REV)")
+    parser.add_argument("--also", metavar="REV", action="append", default=[],
+                        help="one more commit's probe in the same cycles, named also1, also2, ... in the "
+                             "tables (repeatable: before and after a change in one run)")
     parser.add_argument("--parts", default="cost,throughput", help="cost, throughput or both (default)")
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=2.0, help="cost part: seconds per run")
@@ -344,22 +361,24 @@ def main() -> int:
     parser.add_argument("--slot", type=float, default=2.0, help="throughput part: seconds per stretch")
     parser.add_argument("--workloads", default="fio-rand-read,fio-seq-read",
                         help=f"throughput part, comma-separated, of: {', '.join(interleaved.WORKLOADS)}")
-    parser.add_argument("--observers", default="timing-floor,base,tree",
-                        help="throughput part: of floor, timing-floor, base, tree (default: all but floor)")
+    parser.add_argument("--observers", default="timing-floor,base,also,tree",
+                        help="throughput part: of floor, timing-floor, base, also (every --also probe), tree "
+                             "(default: all but floor)")
     parser.add_argument("--json", type=Path, help="write every figure here")
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error("run as root: the probes load BPF programs")
     parts = args.parts.split(",")
-    observers = args.observers.split(",")
+    also = [f"also{i + 1}" for i in range(len(args.also))]
+    observers = [n for o in args.observers.split(",") for n in (also if o == "also" else [o])]
     workloads = args.workloads.split(",")
     unknown = ([p for p in parts if p not in ("cost", "throughput")]
-               + [o for o in observers if o not in ("floor", "timing-floor", "base", "tree")]
+               + [o for o in observers if o not in ("floor", "timing-floor", "base", "tree", *also)]
                + [w for w in workloads if w not in interleaved.WORKLOADS]
                + [w for w in args.cost_workloads.split(",") if w not in ("pread-loop", "fio-rand-read", "fio-seq-read")])
     if unknown:
         parser.error(f"unknown: {', '.join(unknown)}")
-    for rev in filter(None, (args.base, args.tree)):
+    for rev in filter(None, (args.base, args.tree, *args.also)):
         if subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "-q", rev + "^{commit}"],
                           capture_output=True).returncode != 0:
             parser.error(f"{rev} is no commit of {REPO}")
@@ -368,11 +387,14 @@ def main() -> int:
     # a kill ends the run through the finally clauses: the sysctl restored, the files removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="iowitness-probe-compare-", dir="/var/tmp"))
-    result = {"base": args.base, "tree": args.tree or "working tree", "command": " ".join(sys.argv)}
+    result = {"base": args.base, "tree": args.tree or "working tree", "command": " ".join(sys.argv),
+              **{name: rev for name, rev in zip(also, args.also)}}
     try:
         trees = [exported_tree(args.base, work / "base"),
+                 *[exported_tree(rev, work / name, name) for name, rev in zip(also, args.also)],
                  exported_tree(args.tree, work / "tree", "tree") if args.tree else working_tree()]
-        print(f"base {args.base} exported and built in {work / 'base'}; tree: "
+        print(f"base {args.base} exported and built in {work / 'base'}; "
+              + "".join(f"{name} {rev}; " for name, rev in zip(also, args.also)) + "tree: "
               f"{args.tree + ' exported and built' if args.tree else 'the working tree, its probe rebuilt'}", flush=True)
         if "cost" in parts:
             bench_dir = work / "cost"
@@ -389,7 +411,7 @@ def main() -> int:
         if args.json:
             args.json.write_text(json.dumps(result, indent=1))
     lost = (sum(v for r in result.get("throughput", {}).get("results", {}).values() for v in r["lost"].values())
-            + sum(c["summary"][t]["lost"] for c in result.get("cost", []) for t in ("base", "tree")))
+            + sum(c["summary"][t]["lost"] for c in result.get("cost", []) for t in ("base", *also, "tree")))
     print(f"\nlost events or requests not followed, all runs: {lost}")
     return 0
 
