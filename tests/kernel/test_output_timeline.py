@@ -12,7 +12,6 @@ timeline; the bytes the program writes (10,000 in its "big" write).
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from iowitness.analysis.run import load
 from tests.conftest import require_tool
 from tests.support.cli import IOWITNESS, iowitness
 from tests.support.collectors import stop, wait_attached
+from tests.support.workload import build
 
 pytestmark = pytest.mark.kernel
 
@@ -35,13 +35,8 @@ LINE = re.compile(r"^test (\d) write [\d.]+ MiB/s clock (\d+)$")
 
 
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory) -> Path:
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed: cannot build tests/workloads/timeline_bench.c")
-    exe = tmp_path_factory.mktemp("timeline") / "timeline_bench"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-Wl,-z,now", "-o", str(exe),
-                    str(WORKLOADS / "timeline_bench.c")], check=True)
-    return exe
+def bench() -> Path:
+    return build("timeline_bench")
 
 
 def _result_lines(trace) -> dict[int, tuple[int, int | None]]:
