@@ -24,11 +24,14 @@ WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 KNOWN_IO_SOURCE = WORKLOADS / "known_io.c"
 
 
-# One flag set for every workload: -z now makes the dynamic linker resolve pwrite, fdatasync and
-# the rest at start, not inside a benchmark's first timed call (lazily bound, latency_bench's first
-# request took 20 µs more than its call); -pthread and -lm for those that need them
-FLAGS = ("-O1", "-pthread", "-Wall", "-Werror", "-Wl,-z,now")
-LIBS = ("-lm",)
+# -z now for every workload: the dynamic linker resolves pwrite, fdatasync and the rest at start,
+# not inside a benchmark's first timed call (lazily bound, latency_bench's first request took
+# 20 µs more than its call). Libraries only where a workload uses them: each one linked is a file
+# the loader opens and reads at start, calls a trace holds
+FLAGS = ("-O1", "-Wall", "-Werror", "-Wl,-z,now")
+LIBS = {name: ("-pthread",) for name in ("known_io", "aio_known", "mapped_io", "uring_known", "transfer_known",
+                                         "clone_known", "threads_bench", "crowd", "warmup_clients")}
+LIBS["latency_bench"] = ("-lm",)
 
 _built: dict[str, Path] = {}
 _cache_dir: list[Path] = []
@@ -48,7 +51,7 @@ def _source_hash(source: Path) -> str:
     digest = hashlib.sha256()
     for part in [source, *sorted(WORKLOADS.glob("*.h"))]:
         digest.update(part.name.encode() + b"\0" + part.read_bytes() + b"\0")
-    digest.update(" ".join((shutil.which("gcc") or "", *FLAGS, *LIBS)).encode())
+    digest.update(" ".join((shutil.which("gcc") or "", *FLAGS, *LIBS.get(source.stem, ()))).encode())
     return digest.hexdigest()[:16]
 
 
@@ -65,7 +68,8 @@ def build(name: str) -> Path:
     where = _cache() / key
     where.mkdir(exist_ok=True)
     exe = where / name
-    build = subprocess.run([gcc, *FLAGS, "-o", str(exe), str(source), *LIBS], capture_output=True, text=True)
+    build = subprocess.run([gcc, *FLAGS, "-o", str(exe), str(source), *LIBS.get(name, ())],
+                           capture_output=True, text=True)
     # a compiler error is a bug in the workload, not a missing capability: fail, don't skip
     if build.returncode != 0:
         raise AssertionError(f"gcc could not build {source}:\n{build.stderr}")

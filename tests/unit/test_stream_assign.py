@@ -451,12 +451,12 @@ def random_trace(rng: random.Random) -> tuple[pd.DataFrame, set]:
     return events, outside
 
 
-TRACES = 120
+TRACES = 140
 
 
 def test_random_traces_are_assigned_alike():
-    # GIVEN 120 random small traces (seeded; 300 before, cut for the suite's time: the count of
-    # each feature below still holds them to be there many times over)
+    # GIVEN 140 random small traces (seeded; 300 before, cut for the suite's time: the rarest
+    # feature, a fill, is in 6 of the first 140 and in only 4 of the first 120)
     rng = random.Random(20240518)
     identical, seen = 0, {"mixed": 0, "fill": 0, "warmup": 0, "code fault": 0, "registered": 0, "copy": 0}
     for k in range(TRACES):
