@@ -97,11 +97,16 @@ def test_run_gives_every_line_the_time_it_was_written(bench, tmp_path):
 
 def _start_gated(bench, prefix: Path, gate: Path, stdout) -> subprocess.Popen:
     proc = subprocess.Popen([str(bench), str(prefix), str(gate)], stdout=stdout, stderr=subprocess.DEVNULL)
+    # its line 0 is the last thing it does before it waits at the gate: wait for the line itself
+    # (a fixed sleep after its file was written assumed the line came within it)
+    if stdout == subprocess.PIPE:
+        line = proc.stdout.readline()   # the trace holds the write, whoever reads the pipe
+        assert line.startswith(b"test 0 "), f"timeline_bench did not finish its test 0: {line!r}"
+        return proc
     deadline = time.monotonic() + 60
-    while not Path(f"{prefix}.0").exists() or Path(f"{prefix}.0").stat().st_size < 4 << 20:
+    while b"test 0 " not in Path(stdout.name).read_bytes():
         assert proc.poll() is None and time.monotonic() < deadline, "timeline_bench did not finish its test 0"
         time.sleep(0.05)
-    time.sleep(0.3)   # its line 0 is written right after its file: it waits at the gate now
     return proc
 
 
