@@ -15,7 +15,19 @@ echo "test.sh: ruff check (lint)" >&2
 .venv/bin/ruff check .
 echo "test.sh: scripts/typecheck.py (mypy on the installed package's layout)" >&2
 .venv/bin/python scripts/typecheck.py
-.venv/bin/python -m pytest --durations=40
+# the unit tier on two processes (pytest-xdist, a test file per process at a time: its module
+# fixtures are made once); the kernel tier serial, as it must be (one probe at a time, loop
+# devices, mounts); each lists its slowest tests. A failing unit tier still lets the kernel
+# tier run; the run fails at the end
+echo "test.sh: the unit tier (two processes)" >&2
+unit=0
+.venv/bin/python -m pytest -n 2 --dist loadfile --durations=30 tests/unit || unit=$?
+echo "test.sh: the kernel tier" >&2
+.venv/bin/python -m pytest --durations=40 tests/kernel
+if [ "$unit" -ne 0 ]; then
+    echo "test.sh: the unit tier failed (exit $unit)" >&2
+    exit "$unit"
+fi
 # the recording tests once more through the compatible probe, the object kernels 5.8 to 6.1
 # load (the fast one is what this kernel chooses, so only this run tests the other)
 echo "test.sh: the recording tests again through the compatible probe (--probe compat)" >&2

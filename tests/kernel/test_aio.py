@@ -67,7 +67,7 @@ def test_every_aio_request_is_recorded_exactly(traced, tmp_path, direct_dir):
     # GIVEN aio_known: 63 requests through io_submit on aio.dat (pread, pwrite, preadv,
     # pwritev, fsync, fdatasync, buffered and O_DIRECT, one failing with -EINVAL, 48 reaped by
     # a second thread while their io_submit is still going), each logged once it is reaped
-    exe = build("aio_known", tmp_path)
+    exe = build("aio_known")
     log = tmp_path / "truth.jsonl"
     target = direct_dir / "aio.dat"
     # WHEN it runs under iowitness watching aio.dat
@@ -96,7 +96,7 @@ def test_every_aio_request_is_recorded_exactly(traced, tmp_path, direct_dir):
 
 def test_summary_mode_aggregates_every_aio_request(traced, tmp_path, direct_dir):
     # GIVEN aio_known's 63 requests
-    exe = build("aio_known", tmp_path)
+    exe = build("aio_known")
     log = tmp_path / "truth.jsonl"
     # WHEN it runs under iowitness --summary
     trace, _ = traced([str(exe), str(direct_dir), str(log)], "--summary", "--file", str(direct_dir / "aio.dat"))
@@ -117,7 +117,7 @@ def test_summary_mode_aggregates_every_aio_request(traced, tmp_path, direct_dir)
 def test_requests_never_reaped_are_counted_not_kept(traced, tmp_path, direct_dir):
     # GIVEN aio_known --abandon: after its 63 requests, 5 buffered writes submitted and left in
     # a context it destroys, and 3 left in a context still open when it exits
-    exe = build("aio_known", tmp_path)
+    exe = build("aio_known")
     log = tmp_path / "truth.jsonl"
     # WHEN it runs under iowitness
     trace, _ = traced([str(exe), str(direct_dir), str(log), "--abandon"], "--file", str(direct_dir / "aio.dat"))

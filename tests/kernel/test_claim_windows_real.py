@@ -20,6 +20,7 @@ from iowitness.analysis import judged
 from iowitness.analysis.run import load
 from tests.support.cli import IOWITNESS, iowitness
 from tests.support.collectors import stop, wait_attached
+from tests.support.workload import build
 
 pytestmark = pytest.mark.kernel
 
@@ -27,18 +28,9 @@ REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "tests" / "workloads"
 
 
-def _build(where: Path, name: str, *libs: str) -> Path:
-    if not shutil.which("gcc"):
-        pytest.skip(f"gcc is not installed: cannot build tests/workloads/{name}.c")
-    exe = where / name
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-Wl,-z,now", "-o", str(exe), str(WORKLOADS / f"{name}.c"),
-                    *libs], check=True)
-    return exe
-
-
 def test_a_two_client_warm_up_is_left_out_of_the_throughput_and_the_max_latency(tmp_path):
     # GIVEN two clients writing for a 1 s warm-up the program resets, then a timed second
-    exe = _build(tmp_path, "warmup_clients", "-lpthread")
+    exe = build("warmup_clients")
     out = tmp_path / "clients.iwt"
     iowitness("run", "-q", "-o", str(out), "--", str(exe), str(tmp_path / "f"), "1.0", "1.0")
     trace = load(out)
@@ -64,8 +56,8 @@ def _phase_of(trace, path: Path) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def per_test(tmp_path_factory) -> Path:
-    return _build(tmp_path_factory.mktemp("per_test"), "per_test_lines")
+def per_test() -> Path:
+    return build("per_test_lines")
 
 
 SPEC = str(WORKLOADS / "per_test_lines.toml")

@@ -9,7 +9,6 @@ that each total is judged against the concurrent set, and that its figure fits i
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from iowitness.analysis.run import load
 from tests.conftest import require_tool
 from tests.support.blocks import assigned_of
 from tests.support.cli import iowitness
+from tests.support.workload import build
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "tests" / "workloads"
@@ -35,12 +35,8 @@ def _verdicts(trace, spec_path):
 
 @pytest.fixture(scope="module")
 def threads_bench(tmp_path_factory):
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed: cannot build tests/workloads/threads_bench.c")
     where = tmp_path_factory.mktemp("threads")
-    exe = where / "threads_bench"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-pthread", "-o", str(exe),
-                    str(WORKLOADS / "threads_bench.c")], check=True)
+    exe = build("threads_bench")
 
     def run(mode: str):
         out = where / f"{mode}.iwt"

@@ -95,7 +95,7 @@ def test_both_objects_record_the_same_calls_as_dd_made(traced, tmp_path):
 
 def test_the_compatible_object_counts_the_libaio_requests_it_does_not_follow(traced, tmp_path, disk_dir):
     # GIVEN aio_known: 63 libaio requests on aio.dat, each logged by the program once reaped
-    exe = build("aio_known", tmp_path)
+    exe = build("aio_known")
     log = tmp_path / "truth.jsonl"
     target = disk_dir / "aio.dat"
     # WHEN it runs under the compatible object
@@ -113,7 +113,7 @@ def test_the_compatible_object_counts_the_libaio_requests_it_does_not_follow(tra
 
 def test_the_compatible_object_counts_mmaps_of_targets(traced, tmp_path, disk_dir):
     # GIVEN mapped_io: a file written with write(2), then mapped twice (see its header)
-    exe = build("mapped_io", tmp_path)
+    exe = build("mapped_io")
     data, log = disk_dir / "mapped.dat", tmp_path / "mapped.jsonl"
     # WHEN it runs under the compatible object
     trace, _ = traced([str(exe), str(data), "1024", str(log)], "--probe", "compat", "--file", str(data))

@@ -29,7 +29,7 @@ def _as_truth_rows(events):
 def test_every_call_on_the_target_is_recorded_exactly(traced, tmp_path, filter_by_file):
     # GIVEN the known_io workload: a main thread, a second thread and a forked child doing
     # every covered syscall on target.dat, plus I/O on a file that is not a target
-    exe = build_known_io(tmp_path)
+    exe = build_known_io()
     bench = tmp_path / "bench"
     (bench / "other").mkdir(parents=True)
     log = tmp_path / "truth.jsonl"

@@ -9,8 +9,6 @@ figures are what is judged, never the expected answer.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,21 +17,11 @@ from iowitness.analysis import matching
 from iowitness.analysis.benchmarks import spec
 from iowitness.analysis.run import load
 from tests.support.cli import iowitness
+from tests.support.workload import build
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "tests" / "workloads"
 REQUESTS = 100
-
-
-def _build(where: Path, name: str, *libs: str) -> Path:
-    if not shutil.which("gcc"):
-        pytest.skip(f"gcc is not installed: cannot build tests/workloads/{name}.c")
-    exe = where / name
-    # -z now: the dynamic linker resolves pwrite and fdatasync at start, not inside the first
-    # request's clock (lazily bound, request 1 took 20 µs more than its call here)
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-Wl,-z,now", "-o", str(exe), str(WORKLOADS / f"{name}.c"),
-                    *libs], check=True)
-    return exe
 
 
 def _spec(timed: str, skip: int):
@@ -49,7 +37,7 @@ def _verdicts(trace, checked):
 @pytest.fixture(scope="module")
 def latency_bench(tmp_path_factory):
     where = tmp_path_factory.mktemp("latency")
-    exe = _build(where, "latency_bench", "-lm")
+    exe = build("latency_bench")
     runs = {}
 
     def run(*mode: str):
@@ -124,7 +112,7 @@ def test_requests_of_one_call_each_agree_one_by_one(latency_bench):
 def test_a_csv_line_of_four_tests_is_judged_test_by_test(tmp_path):
     # GIVEN csv_bench: a 16 MiB write, its read back, 2000 random 4 KiB preads, and 100 4 KiB
     # writes each with an fdatasync, all printed on one CSV line (IOPS with a "k" suffix)
-    exe = _build(tmp_path, "csv_bench")
+    exe = build("csv_bench")
     data = tmp_path / "data"
     data.mkdir()
     out = tmp_path / "csv.iwt"

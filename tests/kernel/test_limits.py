@@ -20,8 +20,8 @@ from tests.support.workload import build
 
 
 @pytest.fixture(scope="module")
-def crowd(tmp_path_factory) -> Path:
-    return build("crowd", tmp_path_factory.mktemp("crowd"))
+def crowd() -> Path:
+    return build("crowd")
 
 
 def _pwrites_by_child(trace, parent: int) -> int:

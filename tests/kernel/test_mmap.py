@@ -58,7 +58,7 @@ def test_mapped_io_calls_and_faults_match_what_the_program_did(disk, traced, tmp
     # once a page through a read-only mapping, half advised away, 64 KiB of that half copied
     # into another file with write(2), unmapped
     _, mnt = disk
-    exe = build("mapped_io", tmp_path)
+    exe = build("mapped_io")
     data, log = mnt / "mapped.dat", tmp_path / "mapped.jsonl"
     size = 8 * MIB
     # WHEN it runs under iowitness
@@ -188,7 +188,7 @@ def test_iozone_mmap_mode_faults_calls_and_device_bytes(disk, traced, tmp_path):
 def test_summary_mode_counts_the_same_mapping_calls_and_faults(disk, traced, tmp_path):
     # GIVEN mapped_io on a 4 MiB file, run twice: once recorded call by call, once --summary
     _, mnt = disk
-    exe = build("mapped_io", tmp_path)
+    exe = build("mapped_io")
     counts = []
     for i, options in enumerate(((), ("--summary",))):
         data, log = mnt / f"summary{i}.dat", tmp_path / f"summary{i}.jsonl"

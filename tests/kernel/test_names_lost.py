@@ -20,7 +20,7 @@ FILES = 20_000   # the issue's 70,000 lost 55 %; 20,000 lose about a third here,
 
 
 def test_file_names_lost_are_said_as_names_not_as_calls_missed(tmp_path, workdir):
-    crowd = build("crowd", tmp_path)
+    crowd = build("crowd")
     trace_path = tmp_path / "t.iwt"
     # GIVEN crowd creating 70,000 files, traced with the default settings
     run = iowitness("run", "-o", str(trace_path), "--", str(crowd), "files", str(workdir), str(FILES), timeout=600)

@@ -10,8 +10,6 @@ operations); the trace's figures are what is judged, never the expected answer.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from iowitness.analysis import matching
 from iowitness.analysis.benchmarks import spec
 from iowitness.analysis.run import load
 from tests.support.cli import iowitness
+from tests.support.workload import build
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "tests" / "workloads"
@@ -51,12 +50,8 @@ def _calls(trace, syscall: str) -> int:
 
 @pytest.fixture(scope="module")
 def ops_bench(tmp_path_factory):
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed: cannot build tests/workloads/ops_bench.c")
     where = tmp_path_factory.mktemp("ops")
-    exe = where / "ops_bench"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-Wl,-z,now", "-o", str(exe), str(WORKLOADS / "ops_bench.c")],
-                   check=True)
+    exe = build("ops_bench")
     runs = {}
 
     def run(mode: str, count: int):

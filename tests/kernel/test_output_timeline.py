@@ -12,7 +12,6 @@ timeline; the bytes the program writes (10,000 in its "big" write).
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from iowitness.analysis.run import load
 from tests.conftest import require_tool
 from tests.support.cli import IOWITNESS, iowitness
 from tests.support.collectors import stop, wait_attached
+from tests.support.workload import build
 
 pytestmark = pytest.mark.kernel
 
@@ -35,13 +35,8 @@ LINE = re.compile(r"^test (\d) write [\d.]+ MiB/s clock (\d+)$")
 
 
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory) -> Path:
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed: cannot build tests/workloads/timeline_bench.c")
-    exe = tmp_path_factory.mktemp("timeline") / "timeline_bench"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-Wl,-z,now", "-o", str(exe),
-                    str(WORKLOADS / "timeline_bench.c")], check=True)
-    return exe
+def bench() -> Path:
+    return build("timeline_bench")
 
 
 def _result_lines(trace) -> dict[int, tuple[int, int | None]]:
@@ -102,11 +97,16 @@ def test_run_gives_every_line_the_time_it_was_written(bench, tmp_path):
 
 def _start_gated(bench, prefix: Path, gate: Path, stdout) -> subprocess.Popen:
     proc = subprocess.Popen([str(bench), str(prefix), str(gate)], stdout=stdout, stderr=subprocess.DEVNULL)
+    # its line 0 is the last thing it does before it waits at the gate: wait for the line itself
+    # (a fixed sleep after its file was written assumed the line came within it)
+    if stdout == subprocess.PIPE:
+        line = proc.stdout.readline()   # the trace holds the write, whoever reads the pipe
+        assert line.startswith(b"test 0 "), f"timeline_bench did not finish its test 0: {line!r}"
+        return proc
     deadline = time.monotonic() + 60
-    while not Path(f"{prefix}.0").exists() or Path(f"{prefix}.0").stat().st_size < 4 << 20:
+    while b"test 0 " not in Path(stdout.name).read_bytes():
         assert proc.poll() is None and time.monotonic() < deadline, "timeline_bench did not finish its test 0"
         time.sleep(0.05)
-    time.sleep(0.3)   # its line 0 is written right after its file: it waits at the gate now
     return proc
 
 

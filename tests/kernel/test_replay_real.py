@@ -44,7 +44,7 @@ def per_call(events) -> tuple[Counter, Counter]:
 def test_known_io_replayed_makes_every_call_the_original_made(traced, tmp_path, player):
     # GIVEN known_io run under iowitness: a main thread, a second thread and a forked child doing
     # every covered syscall on target.dat, each logged by known_io itself
-    exe = build_known_io(tmp_path)
+    exe = build_known_io()
     bench = tmp_path / "bench"
     (bench / "other").mkdir(parents=True)
     log = tmp_path / "truth.jsonl"
@@ -74,7 +74,7 @@ def test_known_io_replayed_makes_every_call_the_original_made(traced, tmp_path, 
 
 def test_threads_sharing_a_file_replayed_keep_their_calls_and_order(tmp_path):
     # GIVEN threads_bench: 4 threads pwrite64 their 1 MiB share of one file in 4 KiB records
-    exe = build("threads_bench", tmp_path)
+    exe = build("threads_bench")
     work = tmp_path / "w"
     work.mkdir()
     target = work / "shared.dat"
@@ -285,7 +285,7 @@ def test_a_trace_from_ext4_replays_on_another_file_system(traced, tmp_path, fs):
     # GIVEN known_io recorded on this machine's ext4
     from tests.support.blockdev import loop_fs
 
-    exe = build_known_io(tmp_path)
+    exe = build_known_io()
     bench = tmp_path / "bench"
     (bench / "other").mkdir(parents=True)
     log = tmp_path / "truth.jsonl"

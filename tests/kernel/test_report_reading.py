@@ -13,12 +13,10 @@ import fcntl
 import os
 import pty
 import re
-import shutil
 import struct
 import subprocess
 import termios
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -26,8 +24,8 @@ from iowitness.analysis.run import load
 from tests.conftest import require_tool
 from tests.support import browser
 from tests.support.cli import IOWITNESS, iowitness
+from tests.support.workload import build
 
-WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 TESTS = ["write", "rewrite", "read", "reread", "random read", "random write"]
 TOLERANCE = 0.05     # iowitness's default: a cell without a mark is a claim that agreed within it
 
@@ -310,11 +308,7 @@ def stretch_table(text: str) -> list[dict]:
 def test_each_stretch_shows_the_time_inside_its_calls_against_the_programs_own_clock(tmp_path):
     # GIVEN tests/workloads/timed_stretches.c: a file written (16 writes of 1 MiB, fsync) in one
     # open-to-close stretch and read back in another, every call timed by the program itself
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed: cannot build tests/workloads/timed_stretches.c")
-    exe, trace = tmp_path / "timed_stretches", tmp_path / "ts.iwt"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-o", str(exe), str(WORKLOADS / "timed_stretches.c")],
-                   check=True)
+    exe, trace = build("timed_stretches"), tmp_path / "ts.iwt"
     iowitness("run", "-q", "-o", str(trace), "--", str(exe), str(tmp_path / "data"), "16")
     own = [dict(zip(line.split()[2::2], map(int, line.split()[3::2])))
            for line in load(trace).output["stdout"].splitlines() if line.startswith("stretch ")]

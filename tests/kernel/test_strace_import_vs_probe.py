@@ -56,7 +56,7 @@ def _medians(probe, imported) -> str:
 
 def test_known_io_phases_equal(tmp_path):
     # GIVEN known_io, traced by the probe and, in an identical run, by strace
-    exe = build_known_io(tmp_path)
+    exe = build_known_io()
     probe, imported = _both(tmp_path, lambda d: [str(exe), str(d), str(d.parent / f"{d.name}.log")], "target.dat")
     # THEN the phases, their bytes and calls are the same
     assert _phases(imported) == _phases(probe)

@@ -19,6 +19,7 @@ from iowitness.analysis.benchmarks import spec
 from iowitness.analysis.run import load
 from tests.support.blocks import assigned_of
 from tests.support.cli import iowitness
+from tests.support.workload import build
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 MIB_ARG, OPS, RECORD = 32, 20000, 100
@@ -27,11 +28,8 @@ MIB_ARG, OPS, RECORD = 32, 20000, 100
 @pytest.fixture(scope="module")
 def reopen(tmp_path_factory):
     """stdio_reopen on a 32 MiB file with 20,000 random records per random test, traced."""
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed: cannot build tests/workloads/stdio_reopen.c")
     where = tmp_path_factory.mktemp("reopen")
-    exe, out = where / "stdio_reopen", where / "run.iwt"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-o", str(exe), str(WORKLOADS / "stdio_reopen.c")], check=True)
+    exe, out = build("stdio_reopen"), where / "run.iwt"
     iowitness("run", "-q", "-o", str(out), "--", str(exe), str(where / "data"), str(MIB_ARG), str(OPS))
     return load(out)
 
@@ -95,10 +93,7 @@ def test_the_trace_has_as_many_stretches_as_strace_has_opens(reopen, tmp_path):
 def test_a_streams_last_full_buffer_written_at_fclose_after_the_clock_explains_the_claim(tmp_path):
     # GIVEN a stdio program whose 1,000 full blocks leave the last one in the stream until
     # fclose, which it calls 0.2 s after stopping its clock
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed: cannot build tests/workloads/stdio_late_flush.c")
-    exe, out = tmp_path / "stdio_late_flush", tmp_path / "run.iwt"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-o", str(exe), str(WORKLOADS / "stdio_late_flush.c")], check=True)
+    exe, out = build("stdio_late_flush"), tmp_path / "run.iwt"
     iowitness("run", "-q", "-o", str(out), "--", str(exe), str(tmp_path / "data"))
     trace = load(out)
     # WHEN its claim is judged

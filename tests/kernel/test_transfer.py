@@ -82,7 +82,7 @@ def test_cp_between_two_targets_is_recorded_on_both_sides(traced, tmp_path):
 @pytest.fixture
 def known_transfers(tmp_path):
     """(command, source, destination, log) of transfer_known on a 256 KiB source of known bytes."""
-    exe = build("transfer_known", tmp_path)
+    exe = build("transfer_known")
     work = tmp_path / "w"
     work.mkdir()
     src, dst, log = work / "src.dat", work / "dst.dat", tmp_path / "truth.jsonl"
@@ -175,7 +175,7 @@ def test_clone_dedupe_and_encoded_ioctls_on_a_target_are_counted_once_each(trace
     # GIVEN clone_known on btrfs: FICLONE, FICLONERANGE and FIDEDUPERANGE into the destination
     # that succeed, one FICLONERANGE the kernel refuses, an encoded read of the source that
     # returns its bytes and one at its end that returns none (its own output says which)
-    exe = build("clone_known", tmp_path)
+    exe = build("clone_known")
     with loop_fs("btrfs", 128) as (_, mnt):
         src, dst, other = mnt / "src.dat", mnt / "dst.dat", mnt / "other.dat"
         src.write_bytes(_known_bytes(256 * 1024, seed=11))

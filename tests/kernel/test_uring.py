@@ -159,7 +159,7 @@ def test_io_uring_enter_is_counted_as_strace_counts_it(traced, workdir, tmp_path
 
 
 def _known_requests(traced, tmp_path, *options):
-    exe = build("uring_known", tmp_path)
+    exe = build("uring_known")
     bench, log = tmp_path / "known", tmp_path / "requests.jsonl"
     bench.mkdir()
     trace, _ = traced([str(exe), str(bench), str(log)], "--file", str(bench / "target.dat"), *options)

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 
 import pytest
 
@@ -29,11 +27,11 @@ from iowitness.analysis.benchmarks import spec
 from iowitness.analysis.run import load
 from tests.conftest import REPO, require_tool
 from tests.support.cli import iowitness
+from tests.support.workload import build
 
 KIB = 1024
 MIB = 1024 * KIB
 SPEC = REPO / "tests" / "data" / "claims" / "spec"
-STDIO_BENCH = REPO / "tests" / "workloads" / "stdio_bench.c"
 EXIT_DISAGREES, EXIT_USAGE = 1, 2  # iowitness/commands/check.py
 
 
@@ -355,14 +353,8 @@ def test_dd_with_fdatasync_times_the_sync_too(traced, workdir):
 @pytest.fixture(scope="module")
 def stdio_bench(tmp_path_factory):
     """tests/workloads/stdio_bench.c on a 32 MiB file, traced."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc is not installed: cannot build tests/workloads/stdio_bench.c")
     where = tmp_path_factory.mktemp("stdio")
-    exe, out = where / "stdio_bench", where / "run.iwt"
-    build = subprocess.run([gcc, "-O1", "-Wall", "-Werror", "-o", str(exe), str(STDIO_BENCH)],
-                           capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
+    exe, out = build("stdio_bench"), where / "run.iwt"
     iowitness("run", "-q", "-o", str(out), "--", str(exe), str(where / "bench.dat"), "32")
     return load(out)
 

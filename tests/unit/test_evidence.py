@@ -112,7 +112,7 @@ def test_interleaved_threads_their_stonewalls_and_syncs():
     assert any(found[k][0] for k in found if isinstance(k, tuple) and k[0] == "stonewall")
 
 
-@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("seed", range(10))   # a guard of block boundaries, not a search
 def test_random_traces(seed):
     same_answers(random_trace(seed), sizes=(1, 37))   # random traces are short: blocks of one row too
 

@@ -5,14 +5,18 @@ The replay itself, recorded by the real probe, is tests/kernel/test_replay.py.""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from iowitness.collector.format.tracewriter import TraceWriter
+from iowitness.commands.replay import NATIVE_PLAYER
 from iowitness.errors import UsageError
 from iowitness.probes.layout import layout
 from iowitness.replay import paths, plan
+from tests.conftest import require_tool
 from tests.support.cli import iowitness
 
 AT_FDCWD = -100
@@ -245,16 +249,9 @@ def test_fio_iologs_say_what_the_trace_moved(tmp_path):
     assert job.count("read_iolog=") == 2
 
 
-@pytest.mark.parametrize("player", ["native", "python"])
-def test_the_players_make_the_plans_calls_without_the_probe(tmp_path, player):
-    # GIVEN a plan of 3 threads sharing one file (each waits for the one before it)
-    import subprocess
-    import sys
-
-    from iowitness.commands.replay import NATIVE_PLAYER
-
-    trace = tmp_path / "t.iwt"
-    write_trace(trace, [(b"/w/shared", AT_FDCWD)], threads=3, shared=True)
+def _planned_for(player: str, trace, tmp_path) -> tuple:
+    """The trace's plan, its files prepared under tmp_path/into, and the argv (less DIR and
+    the speed) that runs it with the native or the Python player."""
     p = plan.build(str(trace))
     into = tmp_path / "into"
     paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
@@ -263,10 +260,17 @@ def test_the_players_make_the_plans_calls_without_the_probe(tmp_path, player):
         if not os.access(NATIVE_PLAYER, os.X_OK):
             pytest.skip("the native player was not built (clang missing at install)")
         p.save_native(str(tmp_path / "plan.bin"))
-        argv = [NATIVE_PLAYER, str(tmp_path / "plan.bin")]
-    else:
-        p.save(str(tmp_path / "plan.npz"))
-        argv = [sys.executable, "-m", "iowitness.replay.player", str(tmp_path / "plan.npz")]
+        return into, [NATIVE_PLAYER, str(tmp_path / "plan.bin")]
+    p.save(str(tmp_path / "plan.npz"))
+    return into, [sys.executable, "-m", "iowitness.replay.player", str(tmp_path / "plan.npz")]
+
+
+@pytest.mark.parametrize("player", ["native", "python"])
+def test_the_players_make_the_plans_calls_without_the_probe(tmp_path, player):
+    # GIVEN a plan of 3 threads sharing one file (each waits for the one before it)
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/shared", AT_FDCWD)], threads=3, shared=True)
+    into, argv = _planned_for(player, trace, tmp_path)
     # WHEN a player runs it as recorded
     proc = subprocess.run([*argv, str(into), "1"], capture_output=True, text=True, timeout=60)
     # THEN every call was made, none failed, and the file holds the pattern written at each offset
@@ -280,27 +284,10 @@ def test_the_players_make_the_plans_calls_without_the_probe(tmp_path, player):
 @pytest.mark.parametrize("player", ["native", "python"])
 def test_the_players_open_each_file_by_its_absolute_path_in_dir(tmp_path, player):
     # GIVEN a plan of 2 threads, each opening its own file, and strace (an independent witness)
-    import subprocess
-    import sys
-
-    from iowitness.commands.replay import NATIVE_PLAYER
-    from tests.conftest import require_tool
-
     strace = require_tool("strace")
     trace = tmp_path / "t.iwt"
     write_trace(trace, [(b"/w/a/one", AT_FDCWD), (b"/w/b/two", AT_FDCWD)], threads=2)
-    p = plan.build(str(trace))
-    into = tmp_path / "into"
-    paths.prepare(str(into), [f["rel"] for f in p.files], [f["size"] for f in p.files],
-                  [f["precreate"] for f in p.files], force=False)
-    if player == "native":
-        if not os.access(NATIVE_PLAYER, os.X_OK):
-            pytest.skip("the native player was not built (clang missing at install)")
-        p.save_native(str(tmp_path / "plan.bin"))
-        argv = [NATIVE_PLAYER, str(tmp_path / "plan.bin")]
-    else:
-        p.save(str(tmp_path / "plan.npz"))
-        argv = [sys.executable, "-m", "iowitness.replay.player", str(tmp_path / "plan.npz")]
+    into, argv = _planned_for(player, trace, tmp_path)
     # WHEN a player runs it under strace
     log = tmp_path / "strace.log"
     proc = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat2", "-o", str(log), *argv, str(into), "0"],

@@ -10,22 +10,23 @@ import time
 from iowitness.collector import stopping
 from iowitness.collector.processes import alive, descendants
 
-# a parent with one child, which ignores SIGINT when told to
+# a parent with one child, which ignores SIGINT when told to, then says it is ready on the
+# stdout it shares with its parent
 TREE = ("import signal, subprocess, sys, time\n"
         "child = [sys.executable, '-c', 'import signal, time\\n"
         "if %r: signal.signal(signal.SIGINT, signal.SIG_IGN)\\n"
+        "print(\"ready\", flush=True)\\n"
         "time.sleep(60)']\n"
         "p = subprocess.Popen(child)\n"
         "time.sleep(60)\n")
 
 
 def _tree(child_ignores: bool):
-    parent = subprocess.Popen([sys.executable, "-c", TREE % child_ignores], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while len(descendants({parent.pid})) < 2:
-        assert time.monotonic() < deadline, "the child never started"
-        time.sleep(0.01)
-    time.sleep(0.3)   # the child has set its disposition
+    parent = subprocess.Popen([sys.executable, "-c", TREE % child_ignores], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    # the child's own word that its disposition is set, however long a busy machine takes to
+    # start it (a fixed 0.3 s sleep assumed the start: on a busy machine SIGINT could come first)
+    assert parent.stdout.readline() == "ready\n", "the child never started"
     (child,) = descendants({parent.pid}) - {parent.pid}
     return parent, child
 

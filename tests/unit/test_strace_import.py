@@ -28,7 +28,7 @@ def _strace(tmp_path: Path, *flags: str) -> tuple[Path, Path, Path]:
     strace = shutil.which("strace")
     if strace is None:
         pytest.skip("strace is not installed (scripts/setup.sh installs it)")
-    exe = build_known_io(tmp_path)
+    exe = build_known_io()
     work, log, out = tmp_path / "t", tmp_path / "log.jsonl", tmp_path / "run.strace"
     work.mkdir()
     proc = subprocess.run([strace, *flags, "-o", str(out), str(exe), str(work), str(log)],
@@ -83,7 +83,7 @@ def test_every_imported_call_equals_known_ios_own_log(tmp_path, flags):
 def test_terminal_output_with_pid_brackets_reads_the_same(tmp_path):
     # GIVEN strace writing to its stderr, as on a terminal: other processes' lines as "[pid N] "
     strace = shutil.which("strace") or pytest.skip("strace is not installed")
-    exe = build_known_io(tmp_path)
+    exe = build_known_io()
     work, log, out = tmp_path / "t", tmp_path / "log.jsonl", tmp_path / "stderr.strace"
     work.mkdir()
     with open(out, "w") as err:

@@ -174,7 +174,7 @@ def test_call_resumed_without_its_start_is_refused():
 
 def test_strace_of_a_live_known_io_run(tmp_path):
     # GIVEN known_io built here, its target directory, and its log outside that directory
-    exe = build_known_io(tmp_path)
+    exe = build_known_io()
     target_dir = tmp_path / "target"
     target_dir.mkdir()
     log = tmp_path / "truth.jsonl"

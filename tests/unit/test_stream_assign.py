@@ -451,11 +451,15 @@ def random_trace(rng: random.Random) -> tuple[pd.DataFrame, set]:
     return events, outside
 
 
+TRACES = 140
+
+
 def test_random_traces_are_assigned_alike():
-    # GIVEN a few hundred random small traces (seeded)
+    # GIVEN 140 random small traces (seeded; 300 before, cut for the suite's time: the rarest
+    # feature, a fill, is in 6 of the first 140 and in only 4 of the first 120)
     rng = random.Random(20240518)
     identical, seen = 0, {"mixed": 0, "fill": 0, "warmup": 0, "code fault": 0, "registered": 0, "copy": 0}
-    for k in range(300):
+    for k in range(TRACES):
         events, own = random_trace(rng)
         outside = (lambda block, own=own: block["path"].isin(own).to_numpy()) if own else None
         # WHEN each is assigned in blocks of 1,000 rows and of a few (1 row for every tenth trace)
@@ -474,4 +478,4 @@ def test_random_traces_are_assigned_alike():
         seen["registered"] += ((events["flags"] & 0x100).astype(bool) & syscall.str.startswith("uring")).any()
         seen["copy"] += syscall.isin(["dup", "dup2", "dup3"]).any()
     # AND the traces held every feature, many times over
-    assert identical == 300 and min(seen.values()) >= 5, seen
+    assert identical == TRACES and min(seen.values()) >= 5, seen

