@@ -219,7 +219,12 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     unit = table.get("unit")
     if unit is None and "unit" not in regex.groupindex:
         fail("unit", "missing, and the pattern has no (?P<unit>...) group")
-    if unit is not None and unit not in UNITS:
+    unit_fields = _fields(unit, lambda why: fail("unit", why)) if unit is not None else []
+    for field in unit_fields:
+        # a template: each column's unit from a group of its own ("min/avg/max = 5.1 us / 1.2 ms / ...")
+        if field not in regex.groupindex:
+            fail("unit", f"uses {{{field}}} but the pattern has no (?P<{field}>...) group")
+    if unit is not None and not unit_fields and unit not in UNITS:
         fail("unit", f"{unit!r} is not one of {', '.join(UNITS)}" + near(unit))
     match = table.get("match", "order")
     if match not in MATCHES:
@@ -244,7 +249,7 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     statistic = table.get("statistic")
     if statistic is not None and not _fields(statistic, None) and latency.statistic_name(statistic) is None:
         fail("statistic", f"{statistic!r} is not one of {', '.join(latency.STATISTICS)} (p99, p99.9, ...), avg")
-    if statistic is not None and unit is not None and UNITS[unit][0] != "seconds_per_op":
+    if statistic is not None and unit is not None and not unit_fields and UNITS[unit][0] != "seconds_per_op":
         fail("statistic", f"goes with a time per operation (ns/op, us/op, ms/op, s/op, ns, us, ms), not {unit!r}")
     try:
         timed = operations.canonical(table.get("timed", "call"))
@@ -254,7 +259,7 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
         if key in table and table[key] < (0 if key == "skip" else 1):
             fail(key, f"must be {'0 or more' if key == 'skip' else '1 or more'}")
     requests = table.get("requests", False)
-    if requests and unit is not None and UNITS[unit][0] != "seconds_per_op":
+    if requests and unit is not None and not unit_fields and UNITS[unit][0] != "seconds_per_op":
         fail("requests", f"per-request lines are latencies: give a time per operation as the unit, not {unit!r}")
     if "timing_line" in table:
         try:
@@ -335,6 +340,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
         raise UnparsableOutput(f"{where}: value {printed!r} is not a number (digits, a point, an exponent, "
                                "and one of k, K, m, M, g, G after it)") from None
     unit = groups.get("unit", rule.unit)
+    if unit is not None and "{" in unit:
+        unit = _fill(unit, groups, where, "unit")
     if unit not in UNITS:
         raise UnparsableOutput(f"{where}: unit {unit!r} is not one of {', '.join(UNITS)}")
     direction = _fill(rule.direction, groups, where, "direction") if rule.direction else None
