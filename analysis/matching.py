@@ -16,6 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness.analysis import (
+    attached_windows,
     benchmarks,
     buffering,
     claim_windows,
@@ -45,6 +46,9 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     # each claim among the phases of its window on the output timeline, when its line has a time
     lines = printed.lines_of(trace) if trace is not None else []
     windows = claim_windows.windows_of(claims, report.phases, report.t0)
+    if trace is not None and mid_run(trace.meta):
+        # a window from the attach: its first tests may have ended before it (attached_windows.py)
+        attached_windows.mark_surplus(claims, windows, report.phases)
     find = claim_windows.finder(benchmark, report, claims, argv, trace, windows)
     out = []
     edges: dict[int, claim_windows.Window] = {}
