@@ -51,6 +51,6 @@ def mark_surplus(claims: list[Claim], windows: dict, phases: pd.DataFrame) -> No
         for i in members:
             if _identity(claims[i]) in early:
                 k = tests.index(_identity(claims[i])) + 1
-                w: Window = windows[i]
-                windows[i] = replace(w, before_trace=BEFORE.format(k=k, n=len(tests), direction=direction,
+                edge: Window = windows[i]
+                windows[i] = replace(edge, before_trace=BEFORE.format(k=k, n=len(tests), direction=direction,
                                                                    phases=steps))

@@ -222,7 +222,8 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         return verdict
     gap = seam.reason(value, active, name, len(values)) or (
         seam.slowest(value, float(np.max(values)), _values(claim, rows, trace, report, "interval"))
-        if name == "max" else None)
+        if name == "max" else seam.between(value, active, _values(claim, rows, trace, report, "interval"))
+        if name == "mean" else None)
     if gap:
         return cannot_judge(verdict, gap)
     verdict.verdict = "disagrees"

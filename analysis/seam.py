@@ -25,6 +25,10 @@ from iowitness.analysis.figures import fmt
 
 # the most a benchmark's clock may take in around one call, outside the call's traced span
 SEAM_S = 5e-6
+# the most a mean may take in of the benchmark's own work between its calls (dbench 4.0's
+# WriteX/ReadX: 6-7 µs per call above the trace's mean, its loadfile's work timed with the call),
+# and only when the time from each call's start to the next holds it
+BETWEEN_MOST_S = 20e-6
 
 
 def reason(value: float, active: float, statistic: str, operations: int) -> str | None:
@@ -51,6 +55,20 @@ def slowest(value: float, largest_call: float, intervals: np.ndarray) -> str | N
             f"({fmt(largest_call, 'latency')}) and within the longest time from a call's start to the next "
             f"call's ({fmt(longest, 'latency')}): the benchmark's slowest operation may hold time between its calls "
             "(its own work, a page fault, a preemption), which no probe of calls sees")
+
+
+def between(value: float, active: float, intervals: np.ndarray) -> str | None:
+    """Why a mean claim above the calls' mean by at most BETWEEN_MOST_S, and below the mean time
+    from a call's start to the next call's, cannot be judged, or None."""
+    if not len(intervals) or not 0 < value - active <= BETWEEN_MOST_S:
+        return None
+    spaced = float(np.mean(intervals))
+    if value > spaced:
+        return None
+    return (f"gap in user space: the claimed mean {fmt(value, 'latency')} is {fmt(value - active, 'latency')} above "
+            f"the calls' ({fmt(active, 'latency')}) and below the mean time from a call's start to the next call's "
+            f"({fmt(spaced, 'latency')}): the benchmark's clock may take in its own work between calls, which no "
+            "probe of calls sees")
 
 
 def requests(claimed_s: np.ndarray, active: np.ndarray, tolerance: float, allowance: float,
