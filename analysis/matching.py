@@ -105,9 +105,15 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         for verdict in out:
             if verdict.verdict == "disagrees" and verdict.kind == "latency":
                 verdicts.cannot_judge(verdict, STRACE_LATENCY)
+            elif verdict.verdict == "disagrees" and verdict.kind in ("ops", "bytes") and (verdict.ratio or 1) < 1:
+                # a rate below the calls': the stops slowed the benchmark between and around its calls
+                verdicts.cannot_judge(verdict, STRACE_RATE)
     return out
 
 
+STRACE_RATE = ("imported from strace: its ptrace stops on every call's entry and exit slow the benchmark "
+               "around its calls by amounts strace does not record, so a rate below the calls' cannot be judged; "
+               "record with iowitness run or attach to judge it")
 STRACE_LATENCY = ("imported from strace: its ptrace stops on every call's entry and exit lie inside the "
                   "benchmark's clock and strace's -T alike, by amounts neither records, so a latency that does "
                   "not fit cannot be judged; record with iowitness run or attach to judge it")

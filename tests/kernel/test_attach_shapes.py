@@ -135,11 +135,13 @@ def test_operations_of_several_calls_under_strace_import(tmp_path):
         # WHEN judged as the spec says, and silent on the operation
         said = judged.verdicts(trace, spec=str(spec))
         silent = judged.verdicts(trace, spec=str(_silent(spec, tmp_path)))
-        # THEN every rate is judged per operation: none disagrees, and the rates agree (ptrace
-        # stops lie inside the program's clock and strace's -T alike: a latency may not be judged)
+        # THEN every rate is judged per operation: none disagrees, and the rates agree or (on a busy
+        # machine, where ptrace stops take long) say they cannot be judged for strace's stops,
+        # which lie inside the program's clock and strace's -T alike
         assert said and all(v.verdict != "disagrees" for v in said + silent), \
             [(v.claim.printed, v.verdict, v.reasons[:1]) for v in said + silent]
         rates = [v for v in said if v.kind == "ops"]
-        assert rates and all(v.verdict == "agrees" for v in rates), [(v.claim.printed, v.reasons) for v in rates]
+        assert rates and all(v.verdict == "agrees" or v.reasons[0].startswith("imported from strace")
+                             for v in rates), [(v.claim.printed, v.reasons) for v in rates]
         if mode == "openclose":
             assert len(trace.phases()) == 1 and int(trace.phases()["opens"].iloc[0]) == OPENS

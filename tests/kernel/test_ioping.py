@@ -43,7 +43,10 @@ def test_ioping_summary_is_about_its_reads_and_no_figure_disagrees(tmp_path):
         assert any("after the trace's start" in r for r in v.reasons), v.reasons
     assert [v.counts.get("operations") for v in summary if v.verdict != "cannot judge"] in (
         [REQUESTS - 1] * len([v for v in summary if v.verdict != "cannot judge"]),)
-    # AND no figure disagrees: each fits, or is named as the seam around ioping's calls
+    # AND no figure disagrees: each fits, or is named as the seam around ioping's calls; the
+    # per-request lines are one set of ioping's 19 counted requests (the "(fast)" ones too)
+    lines = [v for v in verdicts if v.claim.extra.get("requests")]
+    assert [v.claim.extra["requests"] for v in lines] == [REQUESTS - 1], [v.claim.printed for v in lines]
     for v in verdicts:
         assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
         if v.verdict == "cannot judge":
