@@ -109,7 +109,9 @@ def _rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
         if claim.printed_ns is not None and claim.direction in ("read", "write"):
             # inside a window on the timeline, a read claim is about the window's reads, counted
             # apart from its writes (ioping's summary of reads after its file's preparation)
-            same = rows[rows["operation"].isin([claim.direction, "mixed"])]
+            same = rows[rows["operation"] == claim.direction]
+            if not len(same):
+                same = rows[rows["operation"] == "mixed"]
             if len(same):
                 rows, direction = same, claim.direction
     size = claim.extra.get("record_size")
