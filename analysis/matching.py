@@ -20,6 +20,7 @@ from iowitness.analysis import (
     benchmarks,
     buffering,
     claim_windows,
+    clock_tick,
     cut_short,
     device_checks,
     open_window,
@@ -84,6 +85,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         edges[id(verdict)] = windows.get(i)
         out.append(verdict)
     precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
+    clock_tick.apply(out, report.phases)   # postmark's whole seconds (spec clock_seconds)
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
     for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():

@@ -67,7 +67,7 @@ CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operati
 COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
                "timed", "skip", "record_size", "rank", "timing_line", "warmup_seconds")
 INTEGER_KEYS = ("skip", "rank")
-BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers")
+BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds")
 
 
 class SpecError(ValueError):
@@ -107,6 +107,7 @@ class Spec:
     mb: int = 1000 ** 2
     kb: int = 1000
     multiplier_base: int = 1000
+    clock_seconds: float | None = None   # the tick of the benchmark's clock (postmark's time(): 1 s)
 
 
 def load(path: str | Path) -> Spec:
@@ -147,12 +148,17 @@ def loads(source: str | dict) -> Spec:
         raise SpecError(f"spec [benchmark] 'mb' is {mb!r}; give one of {', '.join(map(str, MEGABYTES))}")
     if kb not in KILOBYTES:
         raise SpecError(f"spec [benchmark] 'kb' is {kb!r}; give one of {', '.join(map(str, KILOBYTES))}")
+    clock = benchmark.get("clock_seconds")
+    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, (int, float)) or not 0 < clock <= 60):
+        raise SpecError(f"spec [benchmark] 'clock_seconds' is {clock!r}; give the tick of the benchmark's clock in "
+                        "seconds (1 for a benchmark timing with time(), 0.001 for milliseconds)")
     tables = source.get("claim")
     if not isinstance(tables, list) or not tables:
         raise SpecError("spec has no [[claim]] table")
     rules = tuple(rule for n, t in enumerate(tables, start=1) for rule in _rules(n, t))
     return Spec(benchmark.get("name"), rules, mb, kb,
-                1024 if benchmark.get("multipliers") == "binary" else 1000)
+                1024 if benchmark.get("multipliers") == "binary" else 1000,
+                float(clock) if clock is not None else None)
 
 
 def _rules(number: int, table: dict) -> list[Rule]:
@@ -357,6 +363,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
              "key": _fill(rule.key, {"test": test, **groups}, where, "key") if rule.key else None,
              # as printed: judged to its last digit (analysis/precision.py)
              "printed_value": printed, "multiplier_base": spec.multiplier_base}
+    if spec.clock_seconds is not None:
+        extra["clock_s"] = spec.clock_seconds
     if rule.column:
         extra["column"] = rule.column
     if rule.match == "name":
