@@ -139,7 +139,8 @@ def loads(source: str | dict) -> Spec:
     if not isinstance(benchmark, dict) or not isinstance(benchmark.get("name", ""), str) \
             or set(benchmark) - set(BENCHMARK_KEYS):
         raise SpecError("spec [benchmark] takes 'name' (a string), 'mb' and 'kb' (the bytes in the benchmark's "
-                        "MB and kB), 'multipliers' (\"decimal\" or \"binary\": what k, M, G after a number mean)")
+                        "MB and kB), 'multipliers' (\"decimal\" or \"binary\": what k, M, G after a number mean), "
+                        "'clock_seconds' (the tick of its clock)")
     if benchmark.get("multipliers", "decimal") not in ("decimal", "binary"):
         raise SpecError(f"spec [benchmark] 'multipliers' is {benchmark['multipliers']!r}; give \"decimal\" "
                         "(k = 1000) or \"binary\" (k = 1024)")
