@@ -150,7 +150,9 @@ def windows_of(claims: list[Claim], phases: pd.DataFrame, t0: int | None) -> dic
                 if burst[back] != burst[k - 1]:
                     break
                 for i, c in lines[order[back]]:
-                    earlier.setdefault(_identity(c), []).append((_said(c), i))
+                    if not c.extra.get("requests"):
+                        # one request's line is progress, never its test's result in another unit
+                        earlier.setdefault(_identity(c), []).append((_said(c), i))
         for i, c in lines[n]:
             before_it = earlier.get(_identity(c), [])
             if before_it and all(said != _said(c) for said, _ in before_it) and c.extra.get("scope") != "run":

@@ -42,7 +42,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import operations as several, phases as phase_module
+from iowitness.analysis import operations as several, phases as phase_module, seam
 from iowitness.analysis.claims import Claim
 from iowitness.analysis.figures import fmt
 from iowitness.analysis.verdicts import Verdict, cannot_judge, missing_reason
@@ -220,11 +220,19 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         verdict.verdict = "explained"
         verdict.reasons.insert(0, others)
         return verdict
+    gap = seam.reason(value, active, name, len(values)) or (
+        seam.slowest(value, float(np.max(values)), _values(claim, rows, trace, report, "interval"))
+        if name == "max" else seam.between(value, active, _values(claim, rows, trace, report, "interval"))
+        if name == "mean" else None)
+    if gap:
+        return cannot_judge(verdict, gap)
     verdict.verdict = "disagrees"
     hint = several.whole_hint(verdict.ratio, len(values), tolerance) if name == "mean" and timed == "call" else None
     if hint:
+        # n calls timed as one, with no group in sight: cannot be judged, never DISAGREES at n×
+        verdict.verdict = "cannot judge"
         verdict.reasons.insert(0, hint)
-    verdict.reasons.insert(0, f"{name}: claim {fmt(value, 'latency')} vs trace {fmt(active, 'latency')} over {where} "
+    verdict.reasons.insert(0 if not hint else 1, f"{name}: claim {fmt(value, 'latency')} vs trace {fmt(active, 'latency')} over {where} "
                               f"({verdict.ratio:.2f}×); agrees only {rule} "
                               f"({fmt(max(lo, 0), 'latency')} to {fmt(hi, 'latency')})")
     return verdict
@@ -334,6 +342,11 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
                                           f"{tolerance:.0%} ± {ALLOWANCE_S * 1e6:g} µs when {' and '.join(why)}; "
                                           f"median ratio {float(np.nanmedian(other[1])):.3f}; as the spec says, {summary}")
                 return verdict
+    # every printed request against its own operation (by ioping's number, or in order when as many)
+    gap = seam.requests(claimed_s, active, tolerance, ALLOWANCE_S, REQUESTS_SHARE) \
+        if len(active) == len(claims) and (count == len(claims) or "request" in claims[0].extra) else None
+    if gap:
+        return cannot_judge(verdict, f"{gap}; as the spec says, {summary}")
     worst = int(np.nanargmax(np.abs(np.log(np.where(ratios > 0, ratios, np.nan))))) if np.isfinite(ratios).any() else 0
     verdict.verdict = "disagrees"
     verdict.reasons.insert(0, summary + f"; agrees only when {REQUESTS_SHARE:.0%} are; furthest: request "

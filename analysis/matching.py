@@ -16,9 +16,11 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness.analysis import (
+    attached_windows,
     benchmarks,
     buffering,
     claim_windows,
+    clock_tick,
     cut_short,
     device_checks,
     open_window,
@@ -45,6 +47,9 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     # each claim among the phases of its window on the output timeline, when its line has a time
     lines = printed.lines_of(trace) if trace is not None else []
     windows = claim_windows.windows_of(claims, report.phases, report.t0)
+    if trace is not None and mid_run(trace.meta):
+        # a window from the attach: its first tests may have ended before it (attached_windows.py)
+        attached_windows.mark_surplus(claims, windows, report.phases)
     find = claim_windows.finder(benchmark, report, claims, argv, trace, windows)
     out = []
     edges: dict[int, claim_windows.Window] = {}
@@ -80,6 +85,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         edges[id(verdict)] = windows.get(i)
         out.append(verdict)
     precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
+    clock_tick.apply(out, report.phases)   # postmark's whole seconds (spec clock_seconds)
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
     for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
@@ -101,9 +107,15 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         for verdict in out:
             if verdict.verdict == "disagrees" and verdict.kind == "latency":
                 verdicts.cannot_judge(verdict, STRACE_LATENCY)
+            elif verdict.verdict == "disagrees" and verdict.kind in ("ops", "bytes") and (verdict.ratio or 1) < 1:
+                # a rate below the calls': the stops slowed the benchmark between and around its calls
+                verdicts.cannot_judge(verdict, STRACE_RATE)
     return out
 
 
+STRACE_RATE = ("imported from strace: its ptrace stops on every call's entry and exit slow the benchmark "
+               "around its calls by amounts strace does not record, so a rate below the calls' cannot be judged; "
+               "record with iowitness run or attach to judge it")
 STRACE_LATENCY = ("imported from strace: its ptrace stops on every call's entry and exit lie inside the "
                   "benchmark's clock and strace's -T alike, by amounts neither records, so a latency that does "
                   "not fit cannot be judged; record with iowitness run or attach to judge it")

@@ -267,15 +267,17 @@ MOST_HINTED = 64
 
 
 def whole_hint(calls_per_operation: float | None, calls: int, tolerance: float) -> str | None:
-    """A hint for a claim that does not fit but is n-fold off the per-call figure (n whole, 2 to
-    MOST_HINTED, dividing the calls): what to say if one operation is n calls. Never a verdict:
-    no group of calls in the trace shows it (n small O_DSYNC writes timed as one look like n
-    operations of one call)."""
+    """Why a claim that does not fit cannot be judged when it is n-fold off the per-call figure
+    (n whole, 2 to MOST_HINTED, dividing the calls), and what to say if one operation is n
+    calls; None otherwise. No group of calls in the trace shows it (n small O_DSYNC writes timed
+    as one look like n operations of one call), so the claim is neither held to one call (a
+    false DISAGREES at exactly 1/n) nor to n (a group never seen): it cannot be judged."""
     if not calls_per_operation or calls_per_operation != calls_per_operation or calls_per_operation < 1.5:
         return None
     n = round(calls_per_operation)
     if n > MOST_HINTED or abs(calls_per_operation / n - 1) > tolerance or (calls and calls % n):
         return None
     return (f"the claim and the per-call figure differ {calls_per_operation:.2f}-fold, and the phases' {calls:,} "
-            f"calls make {calls // n:,} groups of {n}: if one operation is {n} calls (n small O_DSYNC writes timed "
-            f"as one), say timed = \"{n} calls\"")
+            f"calls make {calls // n:,} groups of {n}: one operation may be {n} calls (n small O_DSYNC writes timed "
+            f"as one), which no call shows (no sync, no open..close between them), so the claim cannot be judged "
+            f"per call; if it is, say timed = \"{n} calls\"")

@@ -67,7 +67,7 @@ CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operati
 COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
                "timed", "skip", "record_size", "rank", "timing_line", "warmup_seconds")
 INTEGER_KEYS = ("skip", "rank")
-BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers")
+BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds")
 
 
 class SpecError(ValueError):
@@ -107,6 +107,7 @@ class Spec:
     mb: int = 1000 ** 2
     kb: int = 1000
     multiplier_base: int = 1000
+    clock_seconds: float | None = None   # the tick of the benchmark's clock (postmark's time(): 1 s)
 
 
 def load(path: str | Path) -> Spec:
@@ -138,7 +139,8 @@ def loads(source: str | dict) -> Spec:
     if not isinstance(benchmark, dict) or not isinstance(benchmark.get("name", ""), str) \
             or set(benchmark) - set(BENCHMARK_KEYS):
         raise SpecError("spec [benchmark] takes 'name' (a string), 'mb' and 'kb' (the bytes in the benchmark's "
-                        "MB and kB), 'multipliers' (\"decimal\" or \"binary\": what k, M, G after a number mean)")
+                        "MB and kB), 'multipliers' (\"decimal\" or \"binary\": what k, M, G after a number mean), "
+                        "'clock_seconds' (the tick of its clock)")
     if benchmark.get("multipliers", "decimal") not in ("decimal", "binary"):
         raise SpecError(f"spec [benchmark] 'multipliers' is {benchmark['multipliers']!r}; give \"decimal\" "
                         "(k = 1000) or \"binary\" (k = 1024)")
@@ -147,12 +149,17 @@ def loads(source: str | dict) -> Spec:
         raise SpecError(f"spec [benchmark] 'mb' is {mb!r}; give one of {', '.join(map(str, MEGABYTES))}")
     if kb not in KILOBYTES:
         raise SpecError(f"spec [benchmark] 'kb' is {kb!r}; give one of {', '.join(map(str, KILOBYTES))}")
+    clock = benchmark.get("clock_seconds")
+    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, (int, float)) or not 0 < clock <= 60):
+        raise SpecError(f"spec [benchmark] 'clock_seconds' is {clock!r}; give the tick of the benchmark's clock in "
+                        "seconds (1 for a benchmark timing with time(), 0.001 for milliseconds)")
     tables = source.get("claim")
     if not isinstance(tables, list) or not tables:
         raise SpecError("spec has no [[claim]] table")
     rules = tuple(rule for n, t in enumerate(tables, start=1) for rule in _rules(n, t))
     return Spec(benchmark.get("name"), rules, mb, kb,
-                1024 if benchmark.get("multipliers") == "binary" else 1000)
+                1024 if benchmark.get("multipliers") == "binary" else 1000,
+                float(clock) if clock is not None else None)
 
 
 def _rules(number: int, table: dict) -> list[Rule]:
@@ -219,7 +226,12 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     unit = table.get("unit")
     if unit is None and "unit" not in regex.groupindex:
         fail("unit", "missing, and the pattern has no (?P<unit>...) group")
-    if unit is not None and unit not in UNITS:
+    unit_fields = _fields(unit, lambda why: fail("unit", why)) if unit is not None else []
+    for field in unit_fields:
+        # a template: each column's unit from a group of its own ("min/avg/max = 5.1 us / 1.2 ms / ...")
+        if field not in regex.groupindex:
+            fail("unit", f"uses {{{field}}} but the pattern has no (?P<{field}>...) group")
+    if unit is not None and not unit_fields and unit not in UNITS:
         fail("unit", f"{unit!r} is not one of {', '.join(UNITS)}" + near(unit))
     match = table.get("match", "order")
     if match not in MATCHES:
@@ -244,7 +256,7 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     statistic = table.get("statistic")
     if statistic is not None and not _fields(statistic, None) and latency.statistic_name(statistic) is None:
         fail("statistic", f"{statistic!r} is not one of {', '.join(latency.STATISTICS)} (p99, p99.9, ...), avg")
-    if statistic is not None and unit is not None and UNITS[unit][0] != "seconds_per_op":
+    if statistic is not None and unit is not None and not unit_fields and UNITS[unit][0] != "seconds_per_op":
         fail("statistic", f"goes with a time per operation (ns/op, us/op, ms/op, s/op, ns, us, ms), not {unit!r}")
     try:
         timed = operations.canonical(table.get("timed", "call"))
@@ -254,7 +266,7 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
         if key in table and table[key] < (0 if key == "skip" else 1):
             fail(key, f"must be {'0 or more' if key == 'skip' else '1 or more'}")
     requests = table.get("requests", False)
-    if requests and unit is not None and UNITS[unit][0] != "seconds_per_op":
+    if requests and unit is not None and not unit_fields and UNITS[unit][0] != "seconds_per_op":
         fail("requests", f"per-request lines are latencies: give a time per operation as the unit, not {unit!r}")
     if "timing_line" in table:
         try:
@@ -335,6 +347,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
         raise UnparsableOutput(f"{where}: value {printed!r} is not a number (digits, a point, an exponent, "
                                "and one of k, K, m, M, g, G after it)") from None
     unit = groups.get("unit", rule.unit)
+    if unit is not None and "{" in unit:
+        unit = _fill(unit, groups, where, "unit")
     if unit not in UNITS:
         raise UnparsableOutput(f"{where}: unit {unit!r} is not one of {', '.join(UNITS)}")
     direction = _fill(rule.direction, groups, where, "direction") if rule.direction else None
@@ -350,6 +364,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
              "key": _fill(rule.key, {"test": test, **groups}, where, "key") if rule.key else None,
              # as printed: judged to its last digit (analysis/precision.py)
              "printed_value": printed, "multiplier_base": spec.multiplier_base}
+    if spec.clock_seconds is not None:
+        extra["clock_s"] = spec.clock_seconds
     if rule.column:
         extra["column"] = rule.column
     if rule.match == "name":

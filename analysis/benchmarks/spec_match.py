@@ -96,6 +96,7 @@ def _request_set(claim: Claim) -> tuple:
 def _rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
     how = claim.extra.get("match", "order")
     ordered = phases.sort_values("data_first_ns")
+    direction = ""
     if how == "name":
         phase_name = claim.extra.get("phase", claim.test)
         rows = ordered[(ordered["benchmark_name"].astype(object) == phase_name) | (ordered["name"] == phase_name)]
@@ -105,6 +106,14 @@ def _rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
             rows = rows[rows["pattern"] == claim.extra["pattern"]]
     else:
         rows = ordered
+        if claim.printed_ns is not None and claim.direction in ("read", "write"):
+            # inside a window on the timeline, a read claim is about the window's reads, counted
+            # apart from its writes (ioping's summary of reads after its file's preparation)
+            same = rows[rows["operation"] == claim.direction]
+            if not len(same):
+                same = rows[rows["operation"] == "mixed"]
+            if len(same):
+                rows, direction = same, claim.direction
     size = claim.extra.get("record_size")
     if size is not None:
         rows = rows[rows["record_size"] == size]
@@ -116,7 +125,7 @@ def _rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
         return rows.iloc[k:k + 1]
     key = ("spec", how, size, claim.extra.get("phase", claim.test) if how == "name"
            else (claim.extra.get("operation", claim.direction), claim.extra.get("pattern")) if how == "operation"
-           else "")
+           else direction)
     k = seen[key]
     seen[key] += 1
     return rows.iloc[k:k + 1]

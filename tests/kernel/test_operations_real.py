@@ -98,10 +98,15 @@ def test_a_spec_silent_on_the_operation_is_told_the_group_it_repeats(ops_bench, 
         assert rate.verdict == "explained", rate.reasons
         assert f"{n} writes and a sync" in rate.reasons[0] and 'timed = "calls+sync"' in rate.reasons[0], rate.reasons
         assert by[(method, "latency")].verdict == "explained", by[(method, "latency")].reasons
-    # AND the O_DSYNC method, whose group no call shows, is told the whole n it may be
+    # AND the O_DSYNC method, whose group no call shows, is never DISAGREES at 1/4: its ops/s and
+    # µs/op cannot be judged per call, and the reason names the whole n it may be
     dsync = by[("4w-dsync", "ops")]
     assert dsync.ratio == pytest.approx(0.25, rel=0.05)
-    assert any('timed = "4 calls"' in r for r in dsync.reasons), dsync.reasons
+    for kind in ("ops", "latency"):
+        v = by[("4w-dsync", kind)]
+        assert v.verdict == "cannot judge", (kind, v.reasons)
+        assert "groups of 4" in v.reasons[0] and 'timed = "4 calls"' in v.reasons[0], v.reasons
+    assert not [v for v in verdicts if v.verdict == "disagrees"], [(v.claim.printed, v.reasons) for v in verdicts]
     # AND check -v gives every reason of every verdict, one line each under its verdict line
     silent = tmp_path / "silent.toml"
     silent.write_text(_silent_text())

@@ -1,0 +1,57 @@
+"""ioping, a benchmark the project was not written for (Debian's ioping), read with
+docs/specs/ioping.toml: its summary is about its reads, not the file it prepares first (match
+"order" inside a window keeps to the claim's direction), its per-request lines are no window
+edge for the summary, and the microseconds of its own clock around each call are named "gap in
+user space", never a false DISAGREES. Ground truth: ioping's own request count and size (-c,
+4 KiB), which the trace's read phase must hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from iowitness.analysis import judged
+from iowitness.analysis.run import load
+from tests.conftest import require_tool
+from tests.support.cli import iowitness
+
+pytestmark = pytest.mark.kernel
+
+SPEC = Path(__file__).resolve().parents[2] / "docs" / "specs" / "ioping.toml"
+REQUESTS = 20
+
+
+def test_ioping_summary_is_about_its_reads_and_no_figure_disagrees(tmp_path):
+    ioping = require_tool("ioping")
+    # GIVEN ioping making 20 cached 4 KiB read requests, 10 ms apart, after preparing its file
+    out = tmp_path / "ioping.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", ioping, "-c", str(REQUESTS), "-i", "0.01", "-C", str(tmp_path))
+    trace = load(out)
+    phases = trace.phases()
+    reads = phases[phases["operation"] == "read"]
+    assert len(reads) == 1 and int(reads["ops"].iloc[0]) == REQUESTS, phases[["phase", "operation", "ops"]]
+    assert (phases["operation"] == "write").any(), "ioping prepares its file first: a write phase"
+    # WHEN its lines are judged with the shipped spec, written as a user would (no rank, no match)
+    verdicts = judged.verdicts(trace, spec=str(SPEC))
+    summary = [v for v in verdicts if not v.claim.extra.get("requests")]
+    # THEN the summary's four figures are about the read phase, not the write phase before it,
+    # over ioping's 19 counted requests (the warm-up skipped), in a window from the trace's start
+    assert [v.claim.extra["statistic"] for v in summary] == ["min", "mean", "max", "mdev"]
+    for v in summary:
+        assert v.phases == [int(reads["phase"].iloc[0])], (v.claim.printed, v.phases)
+        assert any("after the trace's start" in r for r in v.reasons), v.reasons
+    assert [v.counts.get("operations") for v in summary if v.verdict != "cannot judge"] in (
+        [REQUESTS - 1] * len([v for v in summary if v.verdict != "cannot judge"]),)
+    # AND no figure disagrees: each fits, or is named as the seam around ioping's calls; the
+    # per-request lines are one set of ioping's 19 counted requests (the "(fast)" ones too)
+    lines = [v for v in verdicts if v.claim.extra.get("requests")]
+    assert [v.claim.extra["requests"] for v in lines] == [REQUESTS - 1], [v.claim.printed for v in lines]
+    for v in verdicts:
+        assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
+        if v.verdict == "cannot judge":
+            assert v.reasons[0].startswith("gap in user space"), (v.claim.printed, v.reasons)
+    # AND check says the same: no DISAGREES line, and it exits 1 only for what it could not judge
+    checked = iowitness("check", "--spec", str(SPEC), str(out), check=False)
+    assert "DISAGREES" not in checked.stdout, checked.stdout
+    assert checked.returncode == (0 if all(v.ok for v in verdicts) else 1), checked.stdout
