@@ -260,6 +260,9 @@ def _what(rows: pd.DataFrame) -> str:
     return "read" if set(rows["operation"]) == {"read"} else "write"
 
 
+BUSY_EXPLAINED = "the claim counts only the time inside the calls"   # the first words of that account
+
+
 def _explain(best: str, window: str, figures: dict, value: float, rows, kind: str) -> str:
     gap = abs(value / figures[best] - 1)
     calls_s = float(rows["duration_s"].max())
@@ -281,7 +284,7 @@ def _explain(best: str, window: str, figures: dict, value: float, rows, kind: st
         return (f"close outside the timed window: the claim fits the calls and the fsync, without the close: {fitted}")
     if best == "busy":
         user = max(calls_s - float(rows["data_ns"].max()) / 1e9, 0)
-        return (f"the claim counts only the time inside the calls ({fitted}); "
+        return (f"{BUSY_EXPLAINED} ({fitted}); "
                 f"{units.seconds(user)} between calls is left out")
     if best == "stonewall":
         return (f"stonewalling: the benchmark stops counting when the first member finishes; "

@@ -292,6 +292,26 @@ def test_no_late_flush_without_a_short_write_or_without_the_close():
     assert _late_flush(lambda c: c.write(18), lambda c: c.fsync(), lambda c: c.close()) == {}
 
 
+def test_a_last_buffer_written_at_close_is_the_account_even_where_the_busy_time_fits_too():
+    # GIVEN a stream's 1,000 full 4 KiB buffers written back to back (10 µs each), then the last
+    # one 200 ms later, at fclose: stdio_late_flush's shape. Back to back, the time inside the
+    # calls and the loop's time are the same, so a claim of the loop's rate fits both
+    calls = Calls().open(F, O_WRONLY | O_CREAT | O_TRUNC)
+    for _ in range(1000):
+        calls.write(4096, latency=10_000)
+    calls.gap(200 * MS).write(4096, latency=10_000).close()
+    rep, trace = built(calls, ["./bench"])
+    loop_rate = 999 * 4096 / (999 * 10_000 / 1e9)
+    claim = Claim("spec", "Write", loop_rate / 1e6, "MB/s", "Write: ...", bytes_per_s=loop_rate,
+                  direction="write", extra={"match": "order"})
+    # WHEN the claim is judged
+    [v] = matching.match(rep, [claim], "spec", ["./bench"], trace=trace)
+    # THEN it is explained by the final flush, the specific account, not by the time inside the calls
+    assert v.verdict == "explained", v.reasons
+    assert v.reasons[0].startswith("a final flush at close: the phase's last write (4,096 bytes"), v.reasons
+    assert not [r for r in v.reasons if r.startswith(verdicts.BUSY_EXPLAINED)], v.reasons
+
+
 def test_random_block_reads_of_a_buffered_stream_explain_a_low_claim():
     # GIVEN 200 reads of a 4 KiB block, each after a seek to a random block of a 1 MiB file,
     # 50 µs apart: what glibc does for an fseek and a few fgetc
