@@ -83,8 +83,10 @@ def waits(calls, thread_index, bounds, start, end, sizes: list[int]) -> np.ndarr
                     continue
                 mine = on[thread_index[on] == t]
                 need = _needed(calls, cls, seq, start, end, theirs, mine)
-                has = need > 0
-                rows.append(np.stack([mine[has], np.full(has.sum(), u), need[has]], axis=1))
+                # a count no higher than an earlier one of this pair adds nothing (the pass
+                # below drops it anyway): dropped here, the rows kept stay few
+                adds = need > np.concatenate([[0], np.maximum.accumulate(need)[:-1]])
+                rows.append(np.stack([mine[adds], np.full(adds.sum(), u), need[adds]], axis=1))
     if not rows:
         return np.zeros(0, WAIT)
     call, u, count = np.concatenate(rows).T
