@@ -9,6 +9,7 @@ would. Each measure runs in a fresh process (`--child`), which reports its peak 
 build's wall time; the figures are the median and range over --repeat runs.
 
 Usage: .venv/bin/python scripts/bench/replay_plan_memory.py --events 1000000 [--threads 8] [--repeat 3]
+       [--order-from COMMIT]   (the waits computed by replay/order.py as it was at COMMIT: a before)
 """
 
 from __future__ import annotations
@@ -83,8 +84,19 @@ def make_trace(path: str, events: int, threads: int, seed: int = 1) -> None:
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_000_000_000 + done * 2_000}})
 
 
-def child(trace: str) -> None:
+def child(trace: str, order_from: str | None) -> None:
     from iowitness.replay import plan
+    if order_from:   # replay/order.py as it was at that commit, in place of the tree's
+        import types
+
+        import iowitness.replay
+        root = os.path.join(os.path.dirname(__file__), "..", "..")
+        source = subprocess.run(["git", "-C", root, "show", f"{order_from}:replay/order.py"], check=True,
+                                capture_output=True, text=True).stdout
+        old = types.ModuleType("iowitness.replay.order")
+        exec(compile(source, f"{order_from}:replay/order.py", "exec"), old.__dict__)
+        sys.modules["iowitness.replay.order"] = old
+        iowitness.replay.order = old  # type: ignore[attr-defined]
     data = plan.read_trace(trace)
     read_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
@@ -100,10 +112,11 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--order-from", metavar="COMMIT")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child)
+        child(args.child, args.order_from)
         return
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "synthetic.iwt")
@@ -112,8 +125,9 @@ def main() -> None:
         print(f"trace: {args.events:,} events, {args.threads} threads, {size:.1f} MiB on disk")
         runs = []
         for _ in range(args.repeat):
-            out = subprocess.run([sys.executable, __file__, "--child", trace], check=True, capture_output=True,
-                                 text=True).stdout
+            command = [sys.executable, __file__, "--child", trace]
+            command += ["--order-from", args.order_from] if args.order_from else []
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
             runs.append(json.loads(out.strip().splitlines()[-1]))
         print(f"calls {runs[0]['calls']:,}, waits {runs[0]['waits']:,}")
         for key, what in (("read_mib", "peak RSS after reading the trace, MiB"),
