@@ -83,21 +83,30 @@ def waits(calls, thread_index, bounds, start, end, sizes: list[int]) -> np.ndarr
                     continue
                 mine = on[thread_index[on] == t]
                 need = _needed(calls, cls, seq, start, end, theirs, mine)
-                has = need > 0
-                rows.append(np.stack([mine[has], np.full(has.sum(), u), need[has]], axis=1))
+                # a count no higher than an earlier one of this pair adds nothing (the pass
+                # below drops it anyway): dropped here, the rows kept stay few
+                adds = need > np.concatenate([[0], np.maximum.accumulate(need)[:-1]])
+                rows.append(np.stack([mine[adds], np.full(adds.sum(), u), need[adds]], axis=1))
     if not rows:
         return np.zeros(0, WAIT)
-    table = np.concatenate(rows)
-    out = []
-    best: dict[tuple[int, int], int] = {}
-    for call, u, count in sorted(map(tuple, table.tolist())):
-        t = int(thread_index[call])
-        if count > best.get((t, u), 0):
-            best[(t, u)] = count
-            out.append((call, u, count))
-    table = np.zeros(len(out), WAIT)
-    if out:
-        table["call"], table["thread"], table["count"] = zip(*out)
+    call, u, count = np.concatenate(rows).T
+    # per (waiting thread, awaited thread), in the waiting thread's order: a row is kept when
+    # its count is above every earlier one's (a running maximum per group, each group lifted
+    # above the one before so that the maximum never reaches back into it)
+    t = thread_index[call].astype(np.int64)
+    by_group = np.lexsort((call, u, t))
+    call, u, count, t = call[by_group], u[by_group], count[by_group], t[by_group]
+    new_group = np.concatenate([[True], (t[1:] != t[:-1]) | (u[1:] != u[:-1])])
+    group = np.cumsum(new_group)
+    lift = int(count.max(initial=0)) + 1
+    lifted = group * lift + count
+    before = np.concatenate([[0], np.maximum.accumulate(lifted)[:-1]])
+    before = np.where(new_group, group * lift, before)
+    keep = lifted > before
+    call, u, count = call[keep], u[keep], count[keep]
+    by_call = np.lexsort((u, call))
+    table = np.zeros(len(by_call), WAIT)
+    table["call"], table["thread"], table["count"] = call[by_call], u[by_call], count[by_call]
     return table
 
 

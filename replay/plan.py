@@ -380,13 +380,16 @@ def _file_table(calls, rels: list[str], start, end) -> list[dict]:
     data it had not written, is the workload's to make; the others get as many bytes as the
     trace read from them beyond what it had written first."""
     by_time = np.argsort(start, kind="stable")
-    c = calls[by_time]
-    is_read = np.isin(c["op"], [OP[o] for o in READS])
-    is_write = np.isin(c["op"], [OP[o] for o in WRITES])
+    # each file's calls in time order: grouped once (a stable sort by file keeps time order)
+    by_file = by_time[np.argsort(calls["file"][by_time], kind="stable")]
+    bounds = np.searchsorted(calls["file"][by_file], np.arange(len(rels) + 1))
+    is_read = np.isin(calls["op"], [OP[o] for o in READS])
+    is_write = np.isin(calls["op"], [OP[o] for o in WRITES])
     files = []
     for f, rel in enumerate(rels):
-        mine = c[c["file"] == f]
-        r, w = is_read[c["file"] == f], is_write[c["file"] == f]
+        rows = by_file[bounds[f]:bounds[f + 1]]
+        mine = calls[rows]
+        r, w = is_read[rows], is_write[rows]
         read_end = np.where(r, mine["offset"] + np.maximum(mine["ret"], 0), 0)
         write_end = np.where(w, mine["offset"] + mine["size"], 0)
         before = np.concatenate([[0], np.maximum.accumulate(write_end)[:-1]]) if len(mine) else write_end

@@ -72,3 +72,59 @@ def test_opens_closes_position_calls_and_growing_writes_wait_for_everything():
     assert waits_of(grows, [("pread64", 0, 4096, 20, 30)], size=4096) == [(1, 0, 1)]
     # AND a call only waits for calls that had ended before it started
     assert waits_of([("pwrite64", 0, 4096, 0, 25)], [("pread64", 0, 4096, 20, 30)]) == []
+
+
+def brute_force_waits(calls, thread_index, bounds, start, end, sizes):
+    """The rules of replay/order.py written out call by call (classes from order.classes, the
+    conflicts and the keep rule by hand): the ground truth for its vectorised waits."""
+    cls = order.classes(calls, start, sizes)
+    seq = np.arange(len(calls)) - bounds[thread_index]
+
+    def blocks(k):
+        first = int(calls["offset"][k]) // order.BLOCK
+        return set(range(first, (int(calls["offset"][k]) + max(int(calls["size"][k]), 1) - 1) // order.BLOCK + 1))
+
+    def conflict(a, b):
+        ca, cb = cls[a], cls[b]
+        if order.BARRIER in (ca, cb):
+            return True
+        if order.SYNC in (ca, cb):
+            return {ca, cb} <= {order.SYNC, order.WRITE}
+        return order.WRITE in (ca, cb) and bool(blocks(a) & blocks(b))
+
+    out, best = [], {}
+    for c in range(len(calls)):
+        t = int(thread_index[c])
+        for u in sorted(set(thread_index.tolist()) - {t}):
+            need = max((int(seq[o]) + 1 for o in range(len(calls))
+                        if thread_index[o] == u and calls["file"][o] == calls["file"][c]
+                        and end[o] <= start[c] and conflict(c, o)), default=0)
+            if need > best.get((t, u), 0):
+                best[(t, u)] = need
+                out.append((c, u, need))
+    return out
+
+
+def test_waits_of_many_threads_on_shared_files_match_the_rules_call_by_call():
+    # GIVEN 4 threads on 2 shared files, random positioned reads and writes (some over the
+    # file's end, some long), syncs and reads at the file position, overlapping in time
+    rng = np.random.default_rng(5)
+    per, threads = 60, 4
+    calls = np.zeros(per * threads, CALL)
+    kinds = np.array([OP["pread64"], OP["pwrite64"], OP["fsync"], OP["read"]])
+    calls["op"] = kinds[rng.choice(4, len(calls), p=[0.45, 0.4, 0.1, 0.05])]
+    calls["file"] = rng.integers(0, 2, len(calls))
+    calls["offset"] = rng.integers(0, 40, len(calls)) * 2048
+    calls["size"] = np.where(rng.random(len(calls)) < 0.05, 1 << 20, 4096)
+    thread_index = np.repeat(np.arange(threads), per)
+    bounds = np.arange(threads + 1) * per
+    start = np.concatenate([np.sort(rng.integers(0, 100_000, per)) for _ in range(threads)]).astype(np.int64)
+    end = start + rng.integers(1, 3_000, len(calls))
+    sizes = [64 * 1024, 0]
+    # WHEN the plan's waits are computed
+    got = [tuple(int(x) for x in row) for row in order.waits(calls, thread_index, bounds, start, end, sizes).tolist()]
+    # THEN they are the rules applied call by call, in call order, only those adding to the
+    # previous wait on the same thread
+    expected = brute_force_waits(calls, thread_index, bounds, start, end, sizes)
+    assert len(expected) > 20
+    assert got == expected

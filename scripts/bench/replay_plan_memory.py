@@ -1,0 +1,143 @@
+"""Peak memory and time of building a replay plan (replay/plan.py build) from a synthetic trace
+of N events, no probe, no root.
+
+The trace: THREADS threads of one process, each opening its own file and one of 2 shared files,
+then pread64/pwrite64 of 4 KiB at random 4 KiB-aligned offsets within 64 MiB (a write one call in
+4), an fsync every 100 calls, a close at the end; timestamps interleave the threads as a run
+would. Each measure runs in a fresh process (`--child`), which reports its peak RSS
+(getrusage ru_maxrss) after reading the trace alone and after building the plan, and the
+build's wall time; the figures are the median and range over --repeat runs.
+
+Usage: .venv/bin/python scripts/bench/replay_plan_memory.py --events 1000000 [--threads 8] [--repeat 3]
+       [--order-from COMMIT]   (the waits computed by replay/order.py as it was at COMMIT: a before)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+O_RDWR, O_CREAT = 0o2, 0o100
+AT_FDCWD = -100
+BATCH = 200_000
+
+
+def make_trace(path: str, events: int, threads: int, seed: int = 1) -> None:
+    from iowitness.collector.format.tracewriter import TraceWriter
+    from iowitness.probes.layout import layout
+    lay = layout()
+    op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
+    kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
+    rng = np.random.default_rng(seed)
+    dev = (8 << 20) | 1
+    # per thread: fd 3 its own file (ino 1000 + t), fd 4 a shared file (ino 10 or 11)
+    facts = np.zeros(threads + 2, lay.meta)
+    for k in range(threads + 2):
+        ino = 1000 + k if k < threads else 10 + (k - threads)
+        name = f"/data/bench/{'own' if k < threads else 'shared'}{k}.dat".encode()
+        facts[k]["kind"], facts[k]["dev"], facts[k]["ino"], facts[k]["tgid"] = kind["file"], dev, ino, 50
+        facts[k]["fd"], facts[k]["dirfd"], facts[k]["ts_ns"] = 3, AT_FDCWD, 1_000_000_000
+        facts[k]["path"][:len(name)] = np.frombuffer(name, np.uint8)
+    start = {"command": ["bench"], "mode": "run", "cwd": "/data",
+             "clock_start": {"monotonic_ns": 999_000_000, "realtime_ns": 0, "offset_ns": 0}}
+    per_thread = events // threads
+    with TraceWriter(path, start) as writer:
+        writer.write_facts(facts)
+        done = 0
+        while done < per_thread * threads:
+            n = min(BATCH, per_thread * threads - done)
+            seq = np.arange(done, done + n)
+            e = np.zeros(n, lay.event)
+            t = seq % threads
+            k = seq // threads          # the call's place in its thread
+            e["tgid"], e["tid"], e["dev"] = 50, 100 + t, dev
+            e["start_ns"] = 1_000_000_000 + seq * 2_000
+            e["latency_ns"] = 1_500
+            shared = (k % 2) == 1
+            e["ino"] = np.where(shared, 10 + t % 2, 1000 + t)
+            e["fd"] = np.where(shared, 4, 3)
+            write = rng.integers(0, 4, n) == 0
+            e["op"] = np.where(write, op["pwrite64"], op["pread64"])
+            e["offset"] = rng.integers(0, 16384, n) * 4096
+            e["requested"], e["ret"] = 4096, 4096
+            sync = (k % 100) == 99
+            e["op"][sync], e["offset"][sync], e["requested"][sync], e["ret"][sync] = op["fsync"], -1, 0, 0
+            first = k < 2
+            e["op"][first], e["offset"][first], e["ret"][first] = op["openat"], -1, e["fd"][first]
+            e["flags"][first] = O_RDWR | O_CREAT
+            last = k >= per_thread - 2
+            e["op"][last], e["offset"][last], e["requested"][last], e["ret"][last] = op["close"], -1, 0, 0
+            writer.write_events(e)
+            done += n
+        writer.write_counters({"events": done, "lost_events": 0, "lost_meta": 0})
+        writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_000_000_000 + done * 2_000}})
+
+
+def child(trace: str, order_from: str | None) -> None:
+    from iowitness.replay import plan
+    if order_from:   # replay/order.py as it was at that commit, in place of the tree's
+        import types
+
+        import iowitness.replay
+        root = os.path.join(os.path.dirname(__file__), "..", "..")
+        source = subprocess.run(["git", "-C", root, "show", f"{order_from}:replay/order.py"], check=True,
+                                capture_output=True, text=True).stdout
+        old = types.ModuleType("iowitness.replay.order")
+        exec(compile(source, f"{order_from}:replay/order.py", "exec"), old.__dict__)
+        sys.modules["iowitness.replay.order"] = old
+        iowitness.replay.order = old  # type: ignore[attr-defined]
+    data = plan.read_trace(trace)
+    read_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    p = plan.build(trace, data)
+    took = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"calls": len(p.calls), "waits": len(p.waits), "read_mib": read_rss / 1024,
+                      "peak_mib": peak / 1024, "build_s": took}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--order-from", metavar="COMMIT")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.order_from)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "synthetic.iwt")
+        make_trace(trace, args.events, args.threads)
+        size = os.path.getsize(trace) / (1 << 20)
+        print(f"trace: {args.events:,} events, {args.threads} threads, {size:.1f} MiB on disk")
+        runs = []
+        for _ in range(args.repeat):
+            command = [sys.executable, __file__, "--child", trace]
+            command += ["--order-from", args.order_from] if args.order_from else []
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+        print(f"calls {runs[0]['calls']:,}, waits {runs[0]['waits']:,}")
+        for key, what in (("read_mib", "peak RSS after reading the trace, MiB"),
+                          ("peak_mib", "peak RSS after building the plan, MiB"), ("build_s", "plan build, s")):
+            values = [r[key] for r in runs]
+            print(f"{what}: median {statistics.median(values):.2f} (range {min(values):.2f} to {max(values):.2f})")
+        per_call = [(r["peak_mib"] - r["read_mib"]) * (1 << 20) / max(r["calls"], 1) for r in runs]
+        print(f"plan's own peak, bytes per call: median {statistics.median(per_call):.0f} "
+              f"(range {min(per_call):.0f} to {max(per_call):.0f})")
+
+
+if __name__ == "__main__":
+    main()
