@@ -99,9 +99,32 @@ def execute(args) -> int:
     out = _output.page_destination(args, args.html) if args.html else None
     with contextlib.ExitStack() as opened:
         # the traces stay open together: a streamed one reads its blocks again for some verdicts
-        traces = [opened.enter_context(_reading.trace_of(path, charts=bool(args.html)))
-                  for path in args.traces]
+        traces = _opened_once(opened, args.traces, charts=bool(args.html))
         return _compare(args, traces, thresholds, out)
+
+
+def _opened_once(opened: contextlib.ExitStack, paths: list[str], charts: bool = False) -> list:
+    """Each trace opened and analysed once, however often it is named (compare A A, a file
+    given twice in a group): the same file (device, inode, size, time of change) is the same
+    trace object."""
+    import os
+
+    seen: dict = {}
+    traces = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+            key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        except OSError:
+            key = None   # said by trace_of, as before
+        if key is None or key not in seen:
+            trace = opened.enter_context(_reading.trace_of(path, charts=charts))
+            if key is None:
+                traces.append(trace)
+                continue
+            seen[key] = trace
+        traces.append(seen[key])
+    return traces
 
 
 def _compare(args, traces: list, thresholds: list, out) -> int:
