@@ -8,31 +8,30 @@
 Every command reads a trace in passes (analysis/stream_events.py: the phase walk, the sums,
 the percentiles' passes, the extras), and each pass decoded the file again: zstd, the byte
 planes, the time-order merge, the naming of syscalls, devices and paths; about a second of
-CPU per 10 M events and pass. The first whole pass now keeps the frames it gives (the same
-arrays, no copy: a shallow copy of each frame, so a caller that adds a column to its block
-does not add it to the kept one) until they fill the budget, and the state of the merge
-after the last one kept (`resume`: the next block of the file and the records held back).
-A later pass gives the kept frames, then decodes from there: a trace that fits is decoded
-once; a larger one is decoded again only past the budget. The figures are the same either
-way (the frames are those the decoding gives: tests/unit/test_block_cache.py holds a trace
-larger than the budget to the same bytes).
+CPU per 10 M events and pass. The first whole pass now keeps the frames it gives, compact,
+until they fill the budget: each integer column as its offset from the block's least value
+in the narrowest unsigned type that holds the block's range, end_ns as start_ns + latency_ns,
+a categorical as its codes (35 bytes an event of report_10m.py's synthetic IOzone trace,
+against 83 in the frame), and the state of the merge after the last one kept (`resume`: the
+next block of the file and the records held back). A later pass gives the kept frames, made
+again (fresh arrays: what a caller changes in its block never reaches the next pass), then
+decodes from there: a trace that fits is decoded once; a larger one is decoded again only
+past the budget. The figures are the same either way (the frames are equal to those the
+decoding gives: tests/unit/test_block_cache.py holds a trace larger than the budget to the
+same bytes).
 
-Memory: at most BUDGET_BYTES (default 256 MiB: about 3 M events of the probe's records,
-83 bytes each with their names and end time) on top of what a pass holds.
+Memory: at most BUDGET_BYTES (default 160 MiB: about 4.8 M events of that trace) on top of
+what a pass holds; a report of 10 M events peaks below 1 GiB with it (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
 import pandas as pd
 
-BUDGET_BYTES = int(os.environ.get("IOWITNESS_BLOCK_CACHE_BYTES") or 256 << 20)
-
-
-def frame_bytes(frame: pd.DataFrame) -> int:
-    """The bytes of a frame's columns (a categorical: its codes and categories)."""
-    return int(frame.memory_usage(index=False, deep=False).sum())
+BUDGET_BYTES = int(os.environ.get("IOWITNESS_BLOCK_CACHE_BYTES") or 160 << 20)
 
 
 def held_bytes(resume) -> int:
@@ -71,11 +70,12 @@ class BlockCache:
         """Keep `frame` if it fits, with `resume`: the state to decode the frames after it from."""
         if not self.recording or self._full:
             return
-        size = frame_bytes(frame)
-        if self._size + size + held_bytes(resume) > self.budget:
+        kept = _compact(frame)
+        size = sum(a.nbytes for a in kept[1])
+        if kept[0] is None or self._size + size + held_bytes(resume) > self.budget:
             self._full = True
             return
-        self._frames.append(frame.copy(deep=False))
+        self._frames.append(kept)
         self._size += size
         self.resume = resume
 
@@ -94,9 +94,9 @@ class BlockCache:
         self._frames, self._size, self.resume = [], 0, None
 
     def frames(self):
-        """The kept frames, each a shallow copy (a caller's new column stays its own)."""
-        for frame in self._frames:
-            yield frame.copy(deep=False)
+        """The kept frames, made again from what was kept (fresh arrays each pass)."""
+        for plans, arrays, index in self._frames:
+            yield _restored(plans, arrays, index)
 
     @property
     def complete(self) -> bool:
@@ -106,3 +106,64 @@ class BlockCache:
     def close(self) -> None:
         self.abandon()
         self.ready = False
+
+
+_WIDTHS = ((1 << 8, np.uint8), (1 << 16, np.uint16), (1 << 32, np.uint32))
+
+
+def _compact(frame: pd.DataFrame):
+    """(plans, arrays, index) of a frame, its integer columns in fewer bytes: each as its offset
+    from the block's least value in the narrowest unsigned type that holds the block's range;
+    end_ns as start_ns + latency_ns when it is that; categoricals as their codes. (None, ...)
+    for a frame with a column it does not know how to keep."""
+    names = list(frame.columns)
+    if not isinstance(frame.index, pd.RangeIndex) or len(set(names)) != len(names):
+        return None, [], None
+    plans, arrays = [], []
+    for name in names:
+        column = frame[name]
+        dtype = column.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            plans.append((name, "category", dtype))
+            arrays.append(column.cat.codes.to_numpy())
+            continue
+        if not isinstance(dtype, np.dtype) or dtype.kind not in "iufb":
+            return None, [], None
+        values = column.to_numpy()
+        if name == "end_ns" and dtype == np.uint64 and "start_ns" in plans_of(plans) and "latency_ns" in \
+                plans_of(plans) and frame["start_ns"].dtype == dtype and frame["latency_ns"].dtype == dtype and \
+                np.array_equal(values, frame["start_ns"].to_numpy() + frame["latency_ns"].to_numpy()):
+            plans.append((name, "end", dtype))
+            continue
+        if dtype.kind in "iu" and len(values):
+            low = int(values.min())
+            width = next((w for top, w in _WIDTHS if int(values.max()) - low < top), None)
+            if width is not None and np.dtype(width).itemsize < dtype.itemsize:
+                narrow = np.subtract(values, dtype.type(low), dtype=dtype).astype(width)
+                plans.append((name, "offset", (dtype, dtype.type(low))))
+                arrays.append(narrow)
+                continue
+        plans.append((name, "plain", dtype))
+        arrays.append(values.copy())   # the caller may change its block's arrays
+    return plans, arrays, frame.index
+
+
+def plans_of(plans: list) -> list:
+    return [p[0] for p in plans]
+
+
+def _restored(plans: list, arrays: list, index: pd.RangeIndex) -> pd.DataFrame:
+    columns, stored = {}, iter(arrays)
+    for name, how, extra in plans:
+        if how == "end":
+            columns[name] = columns["start_ns"] + columns["latency_ns"]
+        elif how == "category":
+            columns[name] = pd.Categorical.from_codes(next(stored), dtype=extra)
+        elif how == "offset":
+            dtype, low = extra
+            out = np.empty(len(index), dtype)
+            np.add(next(stored), low, out=out, dtype=dtype, casting="unsafe")
+            columns[name] = out
+        else:
+            columns[name] = next(stored).copy()
+    return pd.DataFrame(columns, index=index, copy=False)
