@@ -27,6 +27,7 @@ what a pass holds; a report of 10 M events peaks below 1 GiB with it (docs/perfo
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -153,7 +154,8 @@ def plans_of(plans: list) -> list:
 
 
 def _restored(plans: list, arrays: list, index: pd.RangeIndex) -> pd.DataFrame:
-    columns, stored = {}, iter(arrays)
+    columns: dict[str, Any] = {}
+    stored = iter(arrays)
     for name, how, extra in plans:
         if how == "end":
             columns[name] = columns["start_ns"] + columns["latency_ns"]

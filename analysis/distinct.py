@@ -23,7 +23,7 @@ def unique(values: np.ndarray, return_index: bool = False, return_inverse: bool 
     """np.unique(values, return_index=..., return_inverse=..., return_counts=...)."""
     values = np.asarray(values)
     if values.ndim != 1 or values.dtype.kind not in "iu" or len(values) < 2:
-        return np.unique(values, return_index=return_index, return_inverse=return_inverse,
+        return np.unique(values, return_index=return_index, return_inverse=return_inverse,  # type: ignore[call-overload]
                          return_counts=return_counts)
     codes, seen = pd.factorize(values, sort=False)
     seen = np.asarray(seen, dtype=values.dtype)
