@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis import distinct
 from iowitness.analysis.device_credit import claims, credited, holding, threads_of
 from iowitness.analysis.phases import SYNC, call_kinds, named, stable_order
 from iowitness.collector import backends
@@ -289,7 +290,7 @@ class DeviceFacts:
         order = by_off[by_tid]
         self._o_off, self._o_on = off["off_ns"][order].astype(np.int64), off["on_ns"][order].astype(np.int64)
         self._o_state = off["state"][order]
-        self._o_tids, first = np.unique(tid[by_tid], return_index=True)
+        self._o_tids, first = distinct.unique(tid[by_tid], return_index=True)
         self._o_bounds = np.r_[first, len(order)]
         self._o_ended = np.empty_like(self._o_on)
         for lo, hi in zip(self._o_bounds[:-1], self._o_bounds[1:]):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis.block_cache import BlockCache
 from iowitness.analysis.streamed import StreamedTrace
 from iowitness.collector.format import tracestream
 
@@ -49,6 +50,9 @@ class EventSource:
         self.trace = StreamedTrace(stream)
         self.meta, self.trace_data = stream.data.meta, stream.data
         self._order = _Order(stream, block_rows)
+        # the first whole pass keeps its first blocks (up to a budget): the later ones give them
+        # again instead of decoding the file again (analysis/block_cache.py)
+        self._cache = BlockCache()
 
     @property
     def event_count(self) -> int:
@@ -61,11 +65,29 @@ class EventSource:
 
     def blocks(self):
         """The events table, block by block (about block_rows rows each, some fewer)."""
-        order, given = self._order, 0
-        for raw in order.merged(self._stream):
-            index = pd.RangeIndex(given, given + len(raw["start_ns"]))
-            given += len(index)
-            yield self.trace.event_frame(raw, index, distinct=order.distinct)
+        cache, given, state = self._cache, 0, None
+        if cache.ready:
+            for frame in cache.frames():
+                given += len(frame)
+                yield frame
+            if cache.resume is None:
+                return
+            state, given = cache.resume
+        recording = cache.start()
+        order = self._order
+        try:
+            for raw, after in order.merged(self._stream, state):
+                index = pd.RangeIndex(given, given + len(raw["start_ns"]))
+                given += len(index)
+                frame = self.trace.event_frame(raw, index, distinct=order.distinct)
+                if recording:
+                    cache.add(frame, (after, given))
+                yield frame
+            if recording and given:
+                cache.finish()
+        finally:
+            if recording and cache.recording:
+                cache.abandon()   # a pass left before its end (or without events) keeps nothing
         if not given:   # no event: one empty block, so that the table's columns are still known
             yield self.empty()
 
@@ -75,6 +97,7 @@ class EventSource:
         return self.trace.event_frame(self._order.empty(self._stream), pd.RangeIndex(0), distinct=self._order.distinct)
 
     def close(self) -> None:
+        self._cache.close()
         self.trace.close()
 
     def __enter__(self) -> "EventSource":
@@ -143,10 +166,13 @@ class _Order:
         self.late_start = self.late.get("start_ns", np.empty(0, np.uint64))
         self.late_row = self.late.get("row", np.empty(0, np.int64))
 
-    def merged(self, stream: tracestream.Stream):
-        """The raw event columns in time order, block by block (only non-empty blocks)."""
-        held, taken = [], 0
-        for j, block in enumerate(stream.blocks(block_rows=self.block_rows)):
+    def merged(self, stream: tracestream.Stream, state=None):
+        """The raw event columns in time order, block by block (only non-empty blocks), each
+        with the state to go on from after it (analysis/block_cache.py); `state`: one such,
+        to begin there instead of at the first block."""
+        first, held, taken = state or (0, [], 0)
+        held = list(held)   # a state given out is never changed
+        for j, block in enumerate(stream.blocks(block_rows=self.block_rows, skip=first), start=first):
             if block.first_row != self.firsts[j]:
                 raise RuntimeError("the trace's blocks changed between two passes")
             held.append(self._kept(block, self.tops[j - 2] if j >= 2 else None))
@@ -154,7 +180,7 @@ class _Order:
             low = self.bounds[j]
             out, held, taken = self._give(held, taken, None if low is None else (low, self.firsts[j + 1]))
             if len(out["start_ns"]):
-                yield out
+                yield out, (j + 1, list(held), taken)
 
     @staticmethod
     def _kept(block: tracestream.Block, floor) -> dict:

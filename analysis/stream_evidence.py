@@ -20,7 +20,15 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from iowitness.analysis import buffering, call_bounds, claim_windows, evidence, latency, phases as phase_module
+from iowitness.analysis import (
+    buffering,
+    call_bounds,
+    claim_windows,
+    distinct,
+    evidence,
+    latency,
+    phases as phase_module,
+)
 
 
 class StreamedEvidence:
@@ -192,7 +200,7 @@ class LastWrites:
         # the next call of a last write's thread, when the write was in an earlier block
         waiting = np.flatnonzero((self.last_row >= 0) & (self.status == self.PENDING))
         if len(waiting):
-            tids, first = np.unique(tid, return_index=True)
+            tids, first = distinct.unique(tid, return_index=True)
             at = np.searchsorted(tids, self.last_tid[waiting])
             found = (at < len(tids)) & (tids[np.minimum(at, len(tids) - 1)] == self.last_tid[waiting])
             for p, i in zip(waiting[found], first[at[found]]):

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis import groups, report
+from iowitness.analysis.distinct import unique
 
 
 class GroupTable:
@@ -113,7 +114,7 @@ def _slowest_of_block(phase: np.ndarray, latency_ns: np.ndarray, per_phase: int)
         return np.arange(len(phase))
     # first each phase's per_phase-th slowest here (a partition per phase, no sort of all the
     # calls): only calls as slow go on to the sort
-    distinct, code = np.unique(phase, return_inverse=True)
+    distinct, code = unique(phase, return_inverse=True)
     code = code.ravel()
     by_code = np.argsort(code.astype(np.int16) if len(distinct) < 1 << 15 else code, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(code, minlength=len(distinct)))]
@@ -190,7 +191,7 @@ class Stretches:
             part["path"] = part["path"].astype(object)
         self.sums = part
         # (span, phase) pairs as one int64 key each: phases from -1 (none), spans below 2^31
-        pairs = np.unique((frame["span"].to_numpy(np.int64) << 32) | (frame["phase"].to_numpy(np.int64) + 1))
+        pairs = unique((frame["span"].to_numpy(np.int64) << 32) | (frame["phase"].to_numpy(np.int64) + 1))
         for span, phase in zip((pairs >> 32).tolist(), ((pairs & 0xFFFFFFFF) - 1).tolist()):
             self.phases.setdefault(span, set()).add(phase)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import phase_table as pt, phases as ph, quantiles
+from iowitness.analysis import distinct, phase_table as pt, phases as ph, quantiles
 from iowitness.analysis.stream_windows import Windows, data_rows, i64
 from iowitness.collector.format.traceformat import async_ops, ops_of_kind
 
@@ -117,7 +117,7 @@ def _counted(phase: np.ndarray, size: np.ndarray, fault: np.ndarray):
     """((phase, size, fault), calls) for each distinct triple: one sort of an int64 key when the
     sizes allow it (np.unique over stacked columns sorts row by row: 1.4 s per Mi calls)."""
     if len(size) and 0 <= size.min() and size.max() < 1 << 30:
-        keys, calls = np.unique((phase << 31) | (size << 1) | fault.astype(np.int64), return_counts=True)
+        keys, calls = distinct.unique((phase << 31) | (size << 1) | fault.astype(np.int64), return_counts=True)
         return zip(zip((keys >> 31).tolist(), ((keys >> 1) & ((1 << 30) - 1)).tolist(), (keys & 1).tolist()),
                    calls.tolist())
     keys, calls = np.unique(np.stack([phase, size, fault.astype(np.int64)]), axis=1, return_counts=True)
@@ -196,8 +196,8 @@ class _Sums:
         opened = opens & (ret >= 0)
         count(self.opens, opened)
         np.bitwise_or.at(self.open_flags, slot[opened], flags[opened])
-        self.thread_keys = np.union1d(self.thread_keys, np.unique((slot << 32) | tid))
-        new, at = np.unique(slot, return_index=True)
+        self.thread_keys = np.union1d(self.thread_keys, distinct.unique((slot << 32) | tid))
+        new, at = distinct.unique(slot, return_index=True)
         fresh = ~self.first_seen[new]
         new, at = new[fresh], at[fresh]
         self.first_seen[new] = True
@@ -251,7 +251,7 @@ class _Sums:
         np.add.at(self.t_sum, p[timed], lat[timed])   # integer nanoseconds: the same in any order
         np.minimum.at(self.t_lo, p[timed], lat[timed])
         np.maximum.at(self.t_hi, p[timed], lat[timed])
-        new, at = np.unique(p, return_index=True)
+        new, at = distinct.unique(p, return_index=True)
         fresh = ~self.d_seen[new]
         new, at = new[fresh], at[fresh]
         self.d_seen[new] = True

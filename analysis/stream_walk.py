@@ -21,6 +21,7 @@ import os
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis import distinct
 from iowitness.analysis.output_fds import OutputFds
 from iowitness.analysis.phases import (
     CREAT,
@@ -315,7 +316,7 @@ class Walk:
         if not len(span):
             return np.empty(0, np.int64)
         pair = (span << 32) | tid
-        unique, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+        unique, first, inverse = distinct.unique(pair, return_index=True, return_inverse=True)
         ids = np.array([self._stream_of.get(p, -1) for p in unique.tolist()], dtype=np.int64)
         new = np.flatnonzero(ids < 0)
         new = new[np.argsort(first[new], kind="stable")]
@@ -335,7 +336,7 @@ class Walk:
         if not len(rows):
             return
         S = self.streams
-        present = np.unique(stream[rows])
+        present = distinct.unique(stream[rows])
         has = S["has"][present]
         two, one = present[has >= 2], present[has >= 1]
         st = np.r_[two, one, stream[rows]]

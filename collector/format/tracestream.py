@@ -51,21 +51,24 @@ class Stream:
     def event_count(self) -> int:
         return self.data.event_rows
 
-    def blocks(self, columns=None, block_rows: int | None = None):
+    def blocks(self, columns=None, block_rows: int | None = None, skip: int = 0):
         """The events, block by block of about `block_rows` rows (whole chunks: a chunk is
-        never split), as a Block of the `columns` asked for (all fields by default)."""
+        never split), as a Block of the `columns` asked for (all fields by default); the
+        first `skip` blocks are passed over without decoding them."""
         rows_wanted = block_rows or self.block_rows
         dtype = self.data.event_dtype
         names = [n for n in (columns or dtype.names) if not n.startswith("pad")]
-        pending, held, first = [], 0, 0
+        pending, held, first, number = [], 0, 0, 0
         for batch in self.data.event_batches:
             pending.append(batch)
             held += batch[2]
             if held >= rows_wanted:
-                yield self._decode(pending, held, names, first)
+                if number >= skip:
+                    yield self._decode(pending, held, names, first)
                 first += held
+                number += 1
                 pending, held = [], 0
-        if pending:
+        if pending and number >= skip:
             yield self._decode(pending, held, names, first)
 
     def _decode(self, batches, rows: int, names, first: int) -> Block:

@@ -111,13 +111,33 @@ def _entries(opened, inputs: list, tolerance, charts: bool = False) -> list[tupl
 
     claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=tolerance)
     out = []
+    seen: dict = {}   # a file named twice (compare A A, a trace in both groups) is analysed once
     for item in inputs:
         if isinstance(item, dataset_runs.Selection):
             out += [(r.trace, r.report, r.verdicts) for r in dataset_runs.runs(item)]
             continue
-        trace = opened.enter_context(_reading.trace_of(item, charts=charts))
-        out.append((trace, trace.report(), _claims.verdicts_for(trace, claim_args, required=False)[0]))
+        key = _same_file(item)
+        if key is None or key not in seen:
+            trace = opened.enter_context(_reading.trace_of(item, charts=charts))
+            entry = (trace, trace.report(), _claims.verdicts_for(trace, claim_args, required=False)[0])
+            if key is None:
+                out.append(entry)
+                continue
+            seen[key] = entry
+        out.append(seen[key])
     return out
+
+
+def _same_file(path: str) -> tuple | None:
+    """What makes two names one trace: device, inode, size and times of change (None: the
+    reading says why it cannot be read)."""
+    import os
+
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def execute(args) -> int:

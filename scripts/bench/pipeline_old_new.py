@@ -45,8 +45,9 @@ FORMS = {
 }
 
 
-def timed(checkout: Path, argv: list[str], out: Path) -> tuple[float, float, bytes]:
-    """(wall seconds, peak GiB, stdout) of one command of `checkout`'s iowitness."""
+def timed(checkout: Path, argv: list[str], out: Path) -> tuple[float, float, bytes, float]:
+    """(wall seconds, peak GiB, stdout, CPU seconds: user + system) of one command of
+    `checkout`'s iowitness. On a busy machine the CPU time says more than the wall time."""
     for f in out.iterdir():
         f.unlink()
     begin = time.perf_counter()
@@ -58,7 +59,7 @@ def timed(checkout: Path, argv: list[str], out: Path) -> tuple[float, float, byt
     wall = time.perf_counter() - begin
     if os.waitstatus_to_exitcode(status) not in (0, 1, 2):   # check: 2 when the trace holds no claim
         sys.exit(f"{checkout}: {' '.join(argv)} failed ({os.waitstatus_to_exitcode(status)})")
-    return wall, usage.ru_maxrss / 2**20, stdout
+    return wall, usage.ru_maxrss / 2**20, stdout, usage.ru_utime + usage.ru_stime
 
 
 def spread(values: list[float]) -> str:
@@ -73,19 +74,21 @@ def main() -> int:
     args = parser.parse_args()
     with synthetic_trace(args) as trace, tempfile.TemporaryDirectory(prefix="iowitness-oldnew-") as tmp:
         out = Path(tmp)
-        print("| form | old wall s | new wall s | old peak GiB | new peak GiB | output |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("| form | old wall s | new wall s | old CPU s | new CPU s | old peak GiB | new peak GiB | output |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for form in args.forms:
             argv = [a.format(trace=trace, out=out) for a in FORMS[form]]
-            got = {"old": ([], [], None), "new": ([], [], None)}
+            got = {"old": ([], [], None, []), "new": ([], [], None, [])}
             for _ in range(args.runs):
                 for name, checkout in (("old", args.old), ("new", NEW)):
-                    wall, peak, stdout = timed(checkout, argv, out)
+                    wall, peak, stdout, cpu = timed(checkout, argv, out)
                     got[name][0].append(wall)
                     got[name][1].append(peak)
-                    got[name] = (got[name][0], got[name][1], stdout)
+                    got[name][3].append(cpu)
+                    got[name] = (got[name][0], got[name][1], stdout, got[name][3])
             same = "same" if got["old"][2] == got["new"][2] else "differs"
             print(f"| {form} | {spread(got['old'][0])} | {spread(got['new'][0])} | "
+                  f"{spread(got['old'][3])} | {spread(got['new'][3])} | "
                   f"{spread(got['old'][1])} | {spread(got['new'][1])} | {same} |", flush=True)
     return 0
 
