@@ -27,6 +27,10 @@ module in BENCHMARKS provides:
                               phases the claim is about, or None for a claim that repeats a
                               number judged once already
 
+  sweep (optional, in SWEEPS)  a benchmark that sweeps file and record sizes (IOzone -a):
+                              its module's cells(report, verdicts), {test: [Cell]} ({} for no
+                              sweep), and unit_of(verdicts), (unit, bytes per unit), for the grid
+
 A module too big for one file keeps its parts beside it (iozone_claims.py, iozone_groups.py);
 only the registered module is asked.
 
@@ -41,11 +45,13 @@ from __future__ import annotations
 
 import os
 
-from iowitness.analysis.benchmarks import dd, fio, iozone, spec
+from iowitness.analysis.benchmarks import dd, fio, iozone, iozone_sweep, spec
 from iowitness.analysis.claims import Claim, UnparsableOutput
 
 # the order sniffing names them in, when an output fits two
 BENCHMARKS = (iozone, fio, dd, spec)
+# NAME -> the module of its sweep grid, for the benchmarks that sweep file and record sizes
+SWEEPS = {iozone.NAME: iozone_sweep}
 
 
 def by_name(name: str | None):
@@ -104,3 +110,15 @@ def claims_from(text: str, command: list[str] | None, hint: str | None = None) -
     if command and recognise(command) == source:
         module.add_command(claims, command)
     return source, claims
+
+
+def sweep_cells(report, verdicts) -> dict:
+    """The sweep grid's cells of a report, {test: [Cell]}; {} when its benchmark has no sweep."""
+    module = SWEEPS.get(report.benchmark)
+    return module.cells(report, verdicts) if module else {}
+
+
+def sweep_unit(report, verdicts) -> tuple[str, float]:
+    """(unit, bytes per unit) the sweep grid of a report is given in."""
+    module = SWEEPS.get(report.benchmark)
+    return module.unit_of(verdicts) if module else ("KiB/s", 1024.0)
