@@ -1,10 +1,10 @@
-"""An IOzone -a sweep at a glance: per test, active throughput against file size and record
-size, as IOzone -R lays out its own report (rows: file size, columns: record size), for the
-text report's summary before the per-phase detail and for the HTML report's sweep charts.
+"""A sweep at a glance (IOzone -a): per test, active throughput against file size and record size,
+rows: file size, columns: record size (as IOzone -R lays out its own report), for the text
+report's summary before the per-phase detail and for the HTML report's sweep charts.
 
-The cells, and the unit they are given in, are the benchmark's (analysis/benchmarks/iozone_sweep.py,
-through the registry); here is their layout: a mark after a figure gives the verdict when it is not
-"agrees" ("-": no active figure)."""
+The cells, the unit they are given in and the words that name them are the benchmark's
+(analysis/benchmarks/iozone_sweep.py, through the registry's sweep_of); here is their layout: a
+mark after a figure gives the verdict when it is not "agrees" ("-": no active figure)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from iowitness import units
 from iowitness.analysis import benchmarks
 
 MARKS = {"agrees": "", "explained": "~", "disagrees": "!", "cannot judge": "?"}
-LEGEND = "mark after a figure: ! disagrees with IOzone's, ~ differs and explained, ? cannot judge, none: agrees"
+LEGEND = "mark after a figure: ! disagrees with {who}'s, ~ differs and explained, ? cannot judge, none: agrees"
 
 
 def cells(report, verdicts) -> dict:
     """Per test of a sweep, its cells (analysis/benchmarks/iozone_sweep.Cell); {} when the run is
-    no sweep or its benchmark has none (the registry's sweep_cells)."""
-    return benchmarks.sweep_cells(report, verdicts)
+    no sweep or its benchmark has none."""
+    module = benchmarks.sweep_of(report)
+    return module.cells(report, verdicts) if module else {}
 
 
 def points(report, verdicts) -> dict[str, list[tuple[int, int, float]]]:
@@ -32,8 +33,8 @@ def points(report, verdicts) -> dict[str, list[tuple[int, int, float]]]:
 
 
 def matrix(test_cells: list, factor: float) -> pd.DataFrame:
-    """One test's grid: a row per file size (in kB, IOzone's first column), a column per
-    record size (in kB), each cell the figure in IOzone's unit with its verdict mark."""
+    """One test's grid: a row per file size (in kB, IOzone -R's first column), a column per
+    record size (in kB), each cell the figure in the benchmark's unit with its verdict mark."""
     files = sorted({c.file_size for c in test_cells})
     records = sorted({c.record_size for c in test_cells})
     grid = {(c.file_size, c.record_size): c for c in test_cells}
@@ -54,12 +55,14 @@ def text_section(report, verdicts, width: int | None) -> str:
     found = cells(report, verdicts)
     if not found:
         return ""
-    unit, factor = benchmarks.sweep_unit(report, verdicts)
+    module = benchmarks.sweep_of(report)
+    unit, factor = module.unit_of(verdicts)
     what = units.claim_unit_note(unit, factor)
-    out = [units.wrap(f"sweep (IOzone -a, laid out as IOzone -R): active {unit}"
-                      + (f" ({what})" if what else "") + " in the window IOzone timed, the wall rate where no "
+    who = module.WHO
+    out = [units.wrap(f"sweep ({who} {module.SWEEP_OPTION}, laid out as {who} {module.LAYOUT_OPTION}): active {unit}"
+                      + (f" ({what})" if what else "") + f" in the window {who} timed, the wall rate where no "
                       "claim matched; rows: file size in kB, columns: record size in kB", width),
-           units.wrap(LEGEND, width)]
+           units.wrap(LEGEND.format(who=who), width)]
     for test, test_cells in found.items():
         frame = matrix(test_cells, factor)
         out.append("")

@@ -29,7 +29,8 @@ module in BENCHMARKS provides:
 
   sweep (optional, in SWEEPS)  a benchmark that sweeps file and record sizes (IOzone -a):
                               its module's cells(report, verdicts), {test: [Cell]} ({} for no
-                              sweep), and unit_of(verdicts), (unit, bytes per unit), for the grid
+                              sweep), unit_of(verdicts), (unit, bytes per unit), and the words
+                              the reports name it with: WHO, SWEEP_OPTION, LAYOUT_OPTION (iozone_sweep.py)
 
 A module too big for one file keeps its parts beside it (iozone_claims.py, iozone_groups.py);
 only the registered module is asked.
@@ -112,13 +113,7 @@ def claims_from(text: str, command: list[str] | None, hint: str | None = None) -
     return source, claims
 
 
-def sweep_cells(report, verdicts) -> dict:
-    """The sweep grid's cells of a report, {test: [Cell]}; {} when its benchmark has no sweep."""
-    module = SWEEPS.get(report.benchmark)
-    return module.cells(report, verdicts) if module else {}
 
-
-def sweep_unit(report, verdicts) -> tuple[str, float]:
-    """(unit, bytes per unit) the sweep grid of a report is given in."""
-    module = SWEEPS.get(report.benchmark)
-    return module.unit_of(verdicts) if module else ("KiB/s", 1024.0)
+def sweep_of(report):
+    """The module of a report's sweep grid (SWEEPS), or None when its benchmark sweeps nothing."""
+    return SWEEPS.get(report.benchmark)

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from iowitness import units
 from iowitness.analysis.benchmarks import iozone
 
+# the words the reports give the grid: whose figures and windows, its option that sweeps, and its
+# option for the report whose layout the grid copies
+WHO, SWEEP_OPTION, LAYOUT_OPTION = "IOzone", "-a", "-R"
+
 
 @dataclass
 class Cell:
