@@ -1,261 +1,48 @@
-"""A benchmark spread over hosts: fio --client driving several fio --server, one trace per server.
+"""A benchmark run over several hosts, one trace per host: what every such run gives, whichever
+benchmark it is (the benchmark's own rules are in analysis/benchmarks/: fio --client with a fio
+--server per host, fio_hosts.py; IOzone's cluster mode, iozone_cluster.py; the registry of both,
+hosted.py).
 
-Each server host is traced by its own `iowitness attach --pid SERVER`; the client's
-`--output-format=json` output holds one `client_stats` entry per job per host (with the
-host's `hostname` and `port` as the client named them) and, with two hosts or more, one
-"All clients" entry per group: the sum over the hosts, fio's rate being the bytes over the
-longest host's runtime.
-
-Here:
-- each trace is matched to its host by the address its fio server listens on (`--server=
-  ip:ADDR,PORT` in the attached process's command line), else by the trace's host name;
-- each host's claims are judged against its own trace, exactly as a single run's are (the
-  host's entries are a fio JSON of their own; the job options fio reports name the phases);
-- the traces are aligned on one clock: each trace's monotonic times plus the wall-clock
-  offset it measured when recording began. On one machine that clock is exact; across hosts
-  it is as good as their clock synchronisation (NTP: about a millisecond), which is said;
-- the all-clients claims are judged against every host's phases of that job and direction
-  together, with fio's arithmetic (all bytes over the longest host's time), and the aligned
-  timeline is given: when each host started and ended, and the rate over the union of their
-  wall-clock windows.
+Each host's trace is recorded on its own clock; the hosts are put on one clock by each trace's
+monotonic times plus the wall-clock offset it measured when recording began. On one machine that
+clock is exact; across hosts it is as good as their clock synchronisation (NTP: about a
+millisecond), which is said.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
-from iowitness.analysis import matching, merged_trace, verdicts as verdict_rules
-from iowitness.analysis.benchmarks import fio, fio_latency
-from iowitness.analysis.claims import UnparsableOutput
 from iowitness.analysis.dataset import clock_offset_ns
-from iowitness.errors import UsageError
-
-ALL_CLIENTS = "All clients"
-DEFAULT_PORT = 8765        # fio's (fio HOWTO, "Client/Server")
-TIME_COLUMNS = ("first_ns", "last_ns", "data_first_ns", "data_last_ns", "sync_end_ns", "close_end_ns")
 
 
 @dataclass
 class Host:
-    name: str                  # as the client named it: "127.0.0.2:8765"
+    """One host of the run and its trace."""
+    name: str                  # as the benchmark named it: "127.0.0.2:8765", "h2:/work/a"
     hostname: str
     port: int | None
-    entries: list              # its client_stats entries
-    trace: object = None
+    entries: list              # the benchmark's own records of this host (fio: its client_stats)
+    trace: Any = None          # its Trace (analysis/run.py)
     path: str = ""
     verdicts: list = field(default_factory=list)
 
 
 @dataclass
 class Cluster:
+    """The run judged: each host's own verdicts, and the verdicts on figures over every host."""
     hosts: list[Host]
-    all_clients: list          # verdicts on the "All clients" entries
+    all_clients: list          # verdicts on the figures over every host (fio's "All clients")
     timeline: pd.DataFrame     # per host: first and last data call on the common clock
     doc: dict
 
 
-def read_client_output(text: str) -> dict:
-    """The fio client's JSON (the "<host> ..." lines fio prints before it are skipped)."""
-    for match in re.finditer(r"^\{", text, re.MULTILINE):
-        try:
-            doc, _ = json.JSONDecoder().raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(doc, dict) and "fio version" in doc:
-            if not isinstance(doc.get("client_stats"), list) or not doc["client_stats"]:
-                raise UsageError('the --claims output is fio JSON without "client_stats": it is not a fio '
-                                 "--client run's; several traces are judged against a client's output, one trace "
-                                 "against a plain fio run's")
-            return doc
-    raise UsageError("the --claims output is neither a fio --client run's JSON nor an IOzone cluster-mode master's "
-                     "output: give the output of fio --client ... --output-format=json, or of iozone -+m CLIENTS ...")
-
-
-def server_address(cmdline: list) -> tuple[str, int] | None:
-    """(address, port) a `fio --server[=ARGS]` command line listens on; None when it is not one.
-    An address of "" listens on every address."""
-    for word in cmdline or []:
-        word = str(word)
-        if word == "--server":
-            return "", DEFAULT_PORT
-        if word.startswith("--server="):
-            spec = word.split("=", 1)[1]
-            spec = re.sub(r"^(ip|ip6|sock):", "", spec)
-            address, _, port = spec.partition(",")
-            return address, int(port) if port.isdigit() else DEFAULT_PORT
-    return None
-
-
-def _addresses(trace) -> set[tuple[str, int]]:
-    found = set()
-    for cmdline in [trace.meta.get("command")] + [p.get("cmdline") for p in trace.meta.get("attached") or []
-                                                  if isinstance(p, dict)]:
-        address = server_address(cmdline or [])
-        if address:
-            found.add(address)
-    return found
-
-
-def hosts_of(doc: dict) -> list[Host]:
-    hosts: dict[tuple, Host] = {}
-    for entry in doc["client_stats"]:
-        if not isinstance(entry, dict) or entry.get("jobname") == ALL_CLIENTS:
-            continue
-        key = (str(entry.get("hostname") or ""), entry.get("port"))
-        if key not in hosts:
-            name = f"{key[0]}:{key[1]}" if key[1] is not None else key[0]
-            hosts[key] = Host(name, key[0], key[1], [])
-        hosts[key].entries.append(entry)
-    return list(hosts.values())
-
-
-def assign(hosts: list[Host], traces: list[tuple[str, object]]) -> None:
-    """Give each host its trace: by the server address in the trace, else by host name."""
-    free = list(traces)
-    for host in hosts:
-        exact = [(p, t) for p, t in free if (host.hostname, host.port) in _addresses(t)]
-        wildcard = [(p, t) for p, t in free if any(a == "" and port == host.port for a, port in _addresses(t))
-                    and str(t.meta.get("host") or "") == host.hostname]
-        named = [(p, t) for p, t in free if str(t.meta.get("host") or "") == host.hostname]
-        for candidates in (exact, wildcard, named):
-            if len(candidates) == 1:
-                host.path, host.trace = candidates[0]
-                free.remove(candidates[0])
-                break
-    unmatched = [h.name for h in hosts if h.trace is None]
-    if unmatched:
-        seen = "; ".join(f"{p}: " + (", ".join(f"{a or '*'}:{port}" for a, port in sorted(_addresses(t)))
-                                     or f"host {t.meta.get('host')}") for p, t in traces)
-        raise UsageError(f"no trace for fio client host(s) {', '.join(unmatched)} (the traces are of {seen}); "
-                         "trace each fio --server with iowitness attach --pid and give every trace")
-    if free:
-        raise UsageError(f"{', '.join(p for p, _ in free)}: no host of the fio client output is this trace's; "
-                         f"the client ran on {', '.join(h.name for h in hosts)}")
-
-
-def _argv(entries: list) -> list[str]:
-    """A fio command line with the jobs as the server ran them (their options as fio reports
-    them), so that the host's phases get their job names."""
-    argv = ["fio"]
-    for entry in entries:
-        argv.append(f"--name={entry.get('jobname')}")
-        argv += [f"--{k}={v}" for k, v in (entry.get("job options") or {}).items()]
-    return argv
-
-
-def _fio_doc(doc: dict, entries: list) -> str:
-    return json.dumps({"fio version": doc.get("fio version"), "global options": doc.get("global options") or {},
-                       "jobs": entries})
-
-
-def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Cluster:
-    hosts = hosts_of(doc)
-    assign(hosts, traces)
-    for host in hosts:
-        argv = _argv(host.entries)
-        # an attached trace's command is the server's; its jobs came over the network
-        host.trace.meta["command"], host.trace.meta["benchmark"] = argv, "fio"
-        try:
-            claims = fio.parse(_fio_doc(doc, host.entries))
-        except UnparsableOutput:   # a host whose jobs moved no data: nothing it claims
-            claims = []
-        host.verdicts = matching.match(host.trace.report(), claims, "fio", argv, tolerance, host.trace.missing,
-                                       trace=host.trace)
-    base = min(clock_offset_ns(h.trace.meta) or 0 for h in hosts)
-    totals = [e for e in doc["client_stats"] if isinstance(e, dict) and e.get("jobname") == ALL_CLIENTS]
-    all_verdicts = []
-    if totals:
-        pooled = None
-        for claim in fio.parse(_fio_doc(doc, totals)):
-            if not _is_latency(claim):
-                all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
-                continue
-            if pooled is None:   # every host's requests on one clock, made once
-                pooled = merged_trace.merged([(h.path, h.trace) for h in hosts], ["fio"], "cluster")
-            all_verdicts.append(_judge_total_latency(claim, hosts, *pooled, tolerance))
-    return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
-
-
-def _aligned_rows(host: Host, phases: list[int], base: int) -> pd.DataFrame:
-    table = host.trace.report().phases
-    rows = table[table["phase"].isin(phases)].copy()
-    shift = (clock_offset_ns(host.trace.meta) or 0) - base
-    for column in TIME_COLUMNS:
-        rows[column] = rows[column] + shift
-    rows["host"] = host.name
-    return rows
-
-
-def _is_latency(claim) -> bool:
-    """fio's clat/lat figures of a job (issue 21): judged per host, never added into a rate."""
-    return "fio_latency" in claim.extra
-
-
-def _same_figure(host: Host, claim) -> list:
-    """The host's own verdicts on the figure an all-clients claim sums: the same group and
-    direction, a rate for a rate, a latency for a latency."""
-    return [v for v in host.verdicts if _is_latency(v.claim) == _is_latency(claim)
-            and v.claim.direction == claim.direction and v.claim.extra.get("groupid") == claim.extra.get("groupid")]
-
-
-def _judge_total(claim, hosts: list[Host], base: int, tolerance: float):
-    """One all-clients claim against the phases each host's own claims of that group and
-    direction were matched to, on the common clock."""
-    parts = [_aligned_rows(host, v.phases, base) for host in hosts for v in _same_figure(host, claim)]
-    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    if rows.empty:
-        return verdict_rules.judge(claim, pd.DataFrame({"phase": []}), "calls", tolerance)
-    verdict = verdict_rules.judge(claim, rows, "calls", tolerance, combine="span",
-                                  notes=(_timeline_note(rows, claim.direction, claim), _phases_by_host(rows)))
-    return verdict
-
-
-def _phases_by_host(rows: pd.DataFrame) -> str:
-    """Which host each phase number of an all-clients verdict is of: each is numbered in its
-    own host's trace, so "phase 1, 1, 1" alone would not say."""
-    named = rows.groupby("host", sort=False)["phase"].apply(lambda p: ", ".join(str(int(x)) for x in p))
-    return "phases by host (each numbered in its own host's trace): " + "; ".join(
-        f"{host} phase {phases}" for host, phases in named.items())
-
-
-def _judge_total_latency(claim, hosts: list[Host], pooled, where, tolerance: float):
-    """An all-clients latency figure (fio's statistics over every host's requests) against the
-    same statistics over every host's requests of that group and direction, pooled on one
-    clock (analysis/merged_trace.py): the phases each host's own latency claim was matched to."""
-    parts, engines, counted = [], [], set()
-    for host, place in zip(hosts, where):
-        for v in _same_figure(host, claim):
-            table = host.trace.report().phases
-            parts.append(merged_trace.phases_of(pooled, place, table[table["phase"].isin(v.phases)]))
-            engines.append(v.claim.extra.get("ioengine"))
-            counted.add(host.name)
-    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"phase": []})
-    if "ioengine" not in claim.extra and engines and len(set(engines)) == 1 and engines[0]:
-        claim.extra["ioengine"] = engines[0]   # "All clients" carries no job options
-    verdict = fio_latency.judge(claim, rows, pooled, pooled.report(), tolerance, pooled.missing)
-    verdict.reasons.append(f"over every host's requests of the group pooled on one clock ({len(rows)} phases of "
-                           f"{len(counted)} hosts; phase numbers of that pooled trace, not of each host's)")
-    return verdict
-
-
-def _timeline_note(rows: pd.DataFrame, direction, claim) -> str:
-    from iowitness.analysis.figures import figures_of, fmt
-
-    starts = rows.groupby("host")["data_first_ns"].min()
-    ends = rows.groupby("host")["data_last_ns"].max()
-    skew = (starts.max() - starts.min()) / 1e6
-    union = figures_of(rows, direction, "bytes", combine="wall")["calls"]
-    return (f"on one clock (each trace's wall-clock offset), the {len(starts)} hosts started within {skew:.1f} ms "
-            f"of each other and ended within {(ends.max() - ends.min()) / 1e6:.1f} ms; all their bytes over the "
-            f"union of their windows, first call on any host to last on any: {fmt(union, 'bytes')} (fio's figure "
-            f"is over the longest host's own time)")
-
-
 def timeline(hosts: list[Host], base: int) -> pd.DataFrame:
+    """Per host: its first and last data call on the common clock (ms from the first on any
+    host), its phases and bytes; `base` is the earliest wall-clock offset of the traces."""
     rows = []
     for host in hosts:
         phases = host.trace.report().phases

@@ -1,9 +1,10 @@
-"""IOzone's stonewalling: where a benchmark that stops counting when its first member finishes
-stops each other member, and the figures of a group counted that way.
+"""Stonewalling: the figures of a group of concurrent members counted by a benchmark that stops
+counting when its first member finishes, and the reasons a verdict gives for them.
 
-iozone.c sets a shared flag when a child ends its loop; every other child stops counting at
-its next look at the flag, between two calls, and leaves out the call it was in. Checked
-against IOzone's own per-child counts (-C): per-child rates within about 1 %.
+Where each member stops is the benchmark's own rule, found by its module (IOzone's:
+analysis/benchmarks/iozone_stonewall.py) and handed to the verdict in its Match; here is what
+holds for any such benchmark: the members' rates to the stonewall, the group's children and
+parent figures, and the figures timed from the group's start signal ("from go").
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from iowitness.analysis.figures import WINDOWS, amount_of, fmt, rate, window_end
 @dataclass
 class Stonewall:
     """Where a benchmark that stops counting when its first member finishes (IOzone's
-    throughput mode without -x) stops each member: iozone.c sets a shared flag when a child
-    ends its loop; every other child stops counting at its next look at the flag, between
-    two calls, and leaves out the call it was in."""
+    throughput mode without -x: analysis/benchmarks/iozone_stonewall.py) stops each member."""
     at_ns: int                 # the end of the finisher's last data call
     finisher: int              # its phase: the first member to move its whole file
     counted: dict              # phase -> bytes of its data calls that ended by then
@@ -29,44 +28,6 @@ class Stonewall:
     stop_ns: dict              # phase -> the start of its next call after at_ns: it stops there
     share: float               # the group's bytes done by then, of the test's (or of all it moved)
     intended: float            # the test's bytes: processes × file size, when known
-
-
-def stonewall_of(rows: pd.DataFrame, group=None, evidence=None, file_size: int | None = None,
-                 processes: int | None = None) -> Stonewall | None:
-    """The stonewall of a group of concurrent phases, from its events when there are any, else
-    from the group table (which takes the earliest end of any member and no next call).
-
-    The share done at the stonewall is of the test's bytes (processes × file size) when they
-    are known: members that stop at the flag (IOzone's rewriters break out of their loop)
-    never move the rest, so a share of what they moved would hide it."""
-    if len(rows) < 2:
-        return None
-    whole = rows[rows["bytes"] == file_size] if file_size else rows.iloc[0:0]
-    finisher = (whole if len(whole) else rows).sort_values("data_last_ns").iloc[0]
-    at = int(finisher["data_last_ns"])
-    total = float(rows["bytes"].sum())
-    if file_size and processes:
-        total = max(total, float(file_size) * processes)
-    if evidence is None:
-        if group is None:
-            return None
-        # the group table counts at the earliest end of any member; at another point, each
-        # member's bytes by then are estimated as if it moved them at an even pace
-        done = dict(zip(group["phases"], group["bytes_at_stonewall"]))
-        exact = int(group["stonewall_ns"]) == at
-        counted = {int(r.phase): float(done.get(r.phase, 0)) if exact else
-                   float(r.bytes) * min(max((at - r.data_first_ns) / max(r.data_last_ns - r.data_first_ns, 1), 0), 1)
-                   for r in rows.itertuples()}
-        calls = {int(r.phase): counted[int(r.phase)] / r.record_size if r.record_size else 0 for r in rows.itertuples()}
-        stop = {int(p): at for p in rows["phase"]}
-    else:
-        counted, calls, later = evidence.stonewall_counts([int(p) for p in rows["phase"]], at)
-        counted = {int(p): float(counted.get(p, 0)) for p in rows["phase"]}
-        calls = {int(p): int(calls.get(p, 0)) for p in rows["phase"]}
-        stop = {int(p): int(later.get(p, at)) for p in rows["phase"]}
-    fin = int(finisher["phase"])
-    counted[fin], calls[fin] = float(finisher["bytes"]), int(finisher["ops"])
-    return Stonewall(at, fin, counted, calls, stop, sum(counted.values()) / total if total else float("nan"), total)
 
 
 def member_rates(rows: pd.DataFrame, stonewall: Stonewall | None, direction: str | None, kind: str,

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import escape, units
-from iowitness.analysis import figures as active_figures
+from iowitness.analysis import benchmarks, figures as active_figures
 from iowitness.reporters import block, chart_bins, charts, phase_ranges, stretches, sweep, tables
 
 MAX_PHASE_SECTIONS = 12
@@ -130,9 +130,12 @@ def sweep_section(report, verdicts) -> str:
     points = sweep.points(report, verdicts)
     if not points:
         return ""
-    out = ['<h2 id="sweep">Across the sweep (IOzone -a)</h2>',
-           '<p class="lead">Active throughput of each test in the window IOzone timed (the wall rate where '
-           'no claim matched), against file size and record size: the charts IOzone users build from -R.</p>']
+    words = benchmarks.sweep_of(report)
+    who = words.WHO
+    out = [f'<h2 id="sweep">Across the sweep ({who} {words.SWEEP_OPTION})</h2>',
+           f'<p class="lead">Active throughput of each test in the window {who} timed (the wall rate where '
+           f'no claim matched), against file size and record size: the charts {who} users build from '
+           f'{words.LAYOUT_OPTION}.</p>']
     for test, pts in points.items():
         out.append(figure(charts.sweep(test, pts), f"sweep {test}", wide=True))
     return "\n".join(out)

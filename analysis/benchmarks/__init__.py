@@ -27,6 +27,11 @@ module in BENCHMARKS provides:
                               phases the claim is about, or None for a claim that repeats a
                               number judged once already
 
+  sweep (optional, in SWEEPS)  a benchmark that sweeps file and record sizes (IOzone -a):
+                              its module's cells(report, verdicts), {test: [Cell]} ({} for no
+                              sweep), unit_of(verdicts), (unit, bytes per unit), and the words
+                              the reports name it with: WHO, SWEEP_OPTION, LAYOUT_OPTION (iozone_sweep.py)
+
 A module too big for one file keeps its parts beside it (iozone_claims.py, iozone_groups.py);
 only the registered module is asked.
 
@@ -41,11 +46,13 @@ from __future__ import annotations
 
 import os
 
-from iowitness.analysis.benchmarks import dd, fio, iozone, spec
+from iowitness.analysis.benchmarks import dd, fio, iozone, iozone_sweep, spec
 from iowitness.analysis.claims import Claim, UnparsableOutput
 
 # the order sniffing names them in, when an output fits two
 BENCHMARKS = (iozone, fio, dd, spec)
+# NAME -> the module of its sweep grid, for the benchmarks that sweep file and record sizes
+SWEEPS = {iozone.NAME: iozone_sweep}
 
 
 def by_name(name: str | None):
@@ -104,3 +111,9 @@ def claims_from(text: str, command: list[str] | None, hint: str | None = None) -
     if command and recognise(command) == source:
         module.add_command(claims, command)
     return source, claims
+
+
+
+def sweep_of(report):
+    """The module of a report's sweep grid (SWEEPS), or None when its benchmark sweeps nothing."""
+    return SWEEPS.get(report.benchmark)

@@ -15,6 +15,7 @@ import os
 import pandas as pd
 
 from iowitness.analysis import figures as active_figures, stonewall as stonewalling, verdicts
+from iowitness.analysis.benchmarks.iozone_stonewall import stonewall_of
 from iowitness.analysis.claims import Claim, Match
 
 SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}
@@ -29,8 +30,8 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     last_ns = None
     if trace is not None and len(rows):
         last_ns = _last_call_on(report.evidence, options.get("files") or [], rows, report.phases)
-    stonewall = stonewalling.stonewall_of(rows, group, report.evidence if trace is not None else None,
-                                          claim.file_size, claim.processes) \
+    stonewall = stonewall_of(rows, group, report.evidence if trace is not None else None,
+                             claim.file_size, claim.processes) \
         if options.get("stonewall", True) else None
     judge = None
     if claim.scope in PER_PROCESS | {"min xfer"} and len(rows):

@@ -1,8 +1,9 @@
 """`report A.iwt B.iwt ... --claims OUTPUT`: one benchmark run over several hosts.
 
 Each trace is one host's: an `iowitness attach` of its fio --server, with the fio client's
-JSON output as OUTPUT (analysis/hosts.py), or an `iowitness attach --file WORKDIR` of an
-IOzone cluster-mode client, with the IOzone master's output (analysis/iozone_cluster.py).
+JSON output as OUTPUT (analysis/benchmarks/fio_hosts.py), or an `iowitness attach --file WORKDIR`
+of an IOzone cluster-mode client, with the IOzone master's output (analysis/benchmarks/iozone_cluster.py);
+analysis/benchmarks/hosted.py tells which.
 This module reads the files and prints: per host, its phases and verdicts; then the hosts on
 one clock and the all-clients verdicts.
 """
@@ -38,15 +39,14 @@ def execute(args) -> int:
     except OSError as exc:
         raise UsageError(f"--claims {args.claims}: cannot read it: {exc.strerror or exc}; "
                          "give the file that holds the benchmark's output") from None
-    from iowitness.analysis import hosts, iozone_cluster
+    from iowitness.analysis.benchmarks import hosted
 
-    iozone = iozone_cluster.is_master_output(text)
-    doc = None if iozone else hosts.read_client_output(text)
+    judge = hosted.judge_of(text)
     traces = [(path, load(path)) for path in paths]
     for path, trace in traces:
         if trace.summary is not None:
             raise UsageError(f"{path} is a --summary trace: no per-call timing to judge claims against")
-    cluster = iozone_cluster.judge(text, traces, tolerance) if iozone else hosts.judge(doc, traces, tolerance)
+    cluster = judge(traces, tolerance)
     if args.json:
         print(_json(cluster))
     else:

@@ -1,6 +1,6 @@
 """Only regular files are ever replaced by an output, even when the name changes while it is
 written; a path read from a benchmark's output is opened only as a bounded regular file
-(iowitness/outputfile.py, iowitness/safepath.py, analysis/iozone_cluster.clients). Issue 32.
+(iowitness/outputfile.py, iowitness/safepath.py, analysis/benchmarks/iozone_cluster.clients). Issue 32.
 
 Ground truth from the file system (lstat: type, inode), never from iowitness's word. Nothing
 here needs root (tests/kernel/test_output_paths_as_root.py has the cases that do).
@@ -14,7 +14,7 @@ import stat
 import pytest
 
 from iowitness import safepath
-from iowitness.analysis import iozone_cluster
+from iowitness.analysis.benchmarks import iozone_cluster
 from iowitness.errors import OutputError, UsageError
 from iowitness.outputfile import Output, make_folder
 from tests.support.cli import iowitness

@@ -21,7 +21,7 @@ from iowitness.analysis import (
     stream_full,
     verdicts,
 )
-from iowitness.analysis.benchmarks import iozone_groups
+from iowitness.analysis.benchmarks import iozone_groups, iozone_stonewall
 from iowitness.analysis.claims import Claim
 from tests.support.blocks import assigned_of
 from tests.support.synthetic import (
@@ -216,7 +216,7 @@ def test_stonewall_figures_by_hand(two_children):
     rows = rep.phases
     assert list(rep.groups["members"]) == [2]
     # WHEN the stonewall is found from the events
-    stonewall = stonewalling.stonewall_of(rows, None, rep.evidence, FILE, 2)
+    stonewall = iozone_stonewall.stonewall_of(rows, None, rep.evidence, FILE, 2)
     # THEN it is A's end; B had done three records, and stops at its next call
     a, b = (int(rows.loc[rows["path"] == p, "phase"].iloc[0]) for p in ("/data/f1", "/data/f2"))
     assert (stonewall.at_ns, stonewall.finisher) == (A_LAST, a)

@@ -133,6 +133,12 @@ def _seen_whole(host: host_module.Host) -> bool:
     return set(np.unique(tgid[data]).tolist()) <= set(np.unique(tgid[opens]).tolist())
 
 
+def judge_of(text: str):
+    """The judge of `text` when it is an IOzone cluster-mode master's output, a function (traces,
+    tolerance) -> hosts.Cluster; None when it is not."""
+    return (lambda traces, tolerance: judge(text, traces, tolerance)) if is_master_output(text) else None
+
+
 def judge(text: str, traces: list[tuple[str, object]], tolerance: float) -> host_module.Cluster:
     argv = command(text)
     list_path, lines = clients(argv)
