@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import aio_kernel, benchmarks, groups, phases as phase_module
+from iowitness.analysis import benchmarks
+from iowitness.analysis.phasing import aio_kernel, groups, phases as phase_module
 
 OUTLIERS_PER_PHASE = 5
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histograms: 1 µs .. 16 s, log2
@@ -19,13 +20,13 @@ LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histogr
 @dataclass
 class Report:
     """Everything every form of `report` shows, built by the block pipeline
-    (analysis/stream_full.py); the reporters only format it."""
+    (analysis/measure/stream_full.py); the reporters only format it."""
     phases: pd.DataFrame     # one row per phase
     groups: pd.DataFrame     # one row per group of concurrent phases
     outliers: pd.DataFrame   # the slowest calls of each phase
     benchmark: str | None
     trace: object = field(default=None, repr=False)   # meta, files, processes, output
-    device: pd.DataFrame | None = None   # per phase: the device view (analysis/device.py), plain data
+    device: pd.DataFrame | None = None   # per phase: the device view (analysis/measure/device.py), plain data
     evidence: object = field(default=None, repr=False)   # what the verdicts ask of the events (stream_evidence)
     histograms: dict | None = None       # per phase: latency histogram counts (LATENCY_BINS_US)
     stretches: pd.DataFrame | None = None   # time inside the calls of each open-to-close stretch
@@ -36,7 +37,7 @@ class Report:
     @cached_property
     def verdicts(self) -> pd.DataFrame:
         """The claims of the output the run captured, judged at the default tolerance: one row per
-        claim (analysis/judged.py; judged.verdicts for an output saved apart or other options).
+        claim (analysis/judge/trace_verdicts.py; judged.verdicts for an output saved apart or other options).
         Empty when there is no claim to judge, and .attrs["why"] then says why. (Asked of the
         trace: the judgement builds on this module, not the other way round.)"""
         return self.trace.verdicts()
@@ -166,7 +167,7 @@ def outlier_frame(by_phase: pd.DataFrame, phase, syscall, tid, start_ns, offset,
 def latency_bin_counts(phases: np.ndarray, calls: "Calls") -> np.ndarray:
     """Per phase of `phases` (a row each), counts of its data calls per LATENCY_BINS_US bin, in
     one pass (report --json's histograms: reporters/machine.py). The counts of blocks
-    of calls add up to those of all of them (analysis/stream_extras.py)."""
+    of calls add up to those of all of them (analysis/measure/stream_extras.py)."""
     counted = calls.data & (calls.phase > 0)
     by_phase = pd.Series(np.arange(len(phases)), index=phases)
     position = phase_module.lookup(by_phase, calls.phase[counted]).astype(np.int64)

@@ -173,7 +173,7 @@ class Importer:
         if name in ("write", "writev") and c.args[0] in ("1", "2"):
             # the output timeline has every write to fd 1 and 2, as the probe's; one to a file
             # is an event on it too, and the analysis's walk tells output from data
-            # (analysis/output_fds.py), as for a trace the probe made
+            # (analysis/phasing/output_fds.py), as for a trace the probe made
             self._printed(c, proc, name)
             if _is_terminal_or_pipe(c.paths.get(0)):
                 self._stdout(c)

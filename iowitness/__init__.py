@@ -13,6 +13,6 @@ __all__ = ["__version__", "load"]
 
 def load(path):
     """Load a saved trace: events as a pandas DataFrame plus its metadata."""
-    from iowitness.analysis.run import load as _load
+    from iowitness.analysis.read.run import load as _load
 
     return _load(path)

@@ -47,7 +47,7 @@ class BadTrace(IowitnessError):
 
 
 class TooLarge(IowitnessError):
-    """The trace cannot be analysed in this machine's memory (analysis/memory_guard.py)."""
+    """The trace cannot be analysed in this machine's memory (analysis/read/memory_guard.py)."""
     exit_code = EXIT_TOO_LARGE
 
 

@@ -24,7 +24,7 @@ REQ_OP_READ = 0
 def cold_files(block, calls, tid, start, end, files: list[dict]) -> list[bool]:
     """Per file of the plan: True when the trace found it already there and read it from the
     disk. `tid`: each call's thread id; `start`, `end`: each call's times on the trace's clock."""
-    from iowitness.replay.plan import OP
+    from iowitness.replay.plan_layout import OP
 
     out = [False] * len(files)
     if block is None or not len(block):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from iowitness.replay.plan import OP, WAIT
+from iowitness.replay.plan_layout import OP, WAIT
 
 POSITIONED_READS = ("pread64", "preadv", "preadv2", "aio_read", "uring_read")
 POSITIONED_WRITES = ("pwrite64", "pwritev", "pwritev2", "aio_write", "uring_write")

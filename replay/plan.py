@@ -47,15 +47,8 @@ import numpy as np
 from iowitness.collector.format import tracereader
 from iowitness.errors import NotFound, UsageError
 from iowitness.replay import cache, paths
+from iowitness.replay.plan_layout import ASYNC, CALL, OP, OPS, READS, THREAD, WAIT, WRITES  # noqa: F401 (the plan's names)
 
-OPS = ("open", "close", "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
-       "preadv2", "pwritev2", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate", "dup",
-       "fadvise64", "readahead", "aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync")
-OP = {name: k for k, name in enumerate(OPS)}
-READS = ("read", "pread64", "readv", "preadv", "preadv2", "aio_read", "uring_read")
-WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "aio_write", "uring_write")
-# asynchronous requests (libaio, io_uring): submitted, then reaped at their recorded depth
-ASYNC = ("aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uring_fsync")
 URING_FIXED_FILE = 0x100   # the request named a registered file: its fd is an index, not an fd
 # recorded syscall -> what the player issues (an open of any form is an openat2 inside DIR)
 RECORDED = {**{name: name for name in OPS if name not in ("open", "dup")},
@@ -69,13 +62,6 @@ MAX_BUFFER_BYTES = 1 << 30
 MAX_THREADS = 4096
 MAX_FD = 1 << 20   # recorded fds replay/player.c's tables hold
 MAX_DEPTH = 4096   # asynchronous requests in flight on one ring (io_uring takes up to 32,768 entries)
-
-CALL = np.dtype([("op", "u1"), ("file", "i4"), ("tgid", "u4"), ("fd", "i4"), ("ret", "i8"), ("flags", "u4"),
-                 ("offset", "i8"), ("size", "i8"), ("gap_ns", "u8"), ("start_ns", "u8"), ("ring", "u2"),
-                 ("depth", "i4")])
-WAIT = np.dtype([("call", "i8"), ("thread", "u4"), ("count", "i8")])
-THREAD = np.dtype([("tgid", "u4"), ("tid", "u4"), ("first", "i8"), ("count", "i8")])
-
 
 class Plan:
     def __init__(self, calls, waits, threads, files: list[dict], source: dict, skipped: dict):

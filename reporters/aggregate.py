@@ -9,7 +9,8 @@ import os
 import pandas as pd
 
 from iowitness import escape, units
-from iowitness.analysis import aggregates, observer
+from iowitness.analysis.measure import observer
+from iowitness.analysis.read import aggregates
 from iowitness.collector.format.traceformat import not_followed
 from iowitness.reporters import tables
 from iowitness.reporters.machine import SCHEMA_VERSION, _records

@@ -1,6 +1,6 @@
 """The block layer in the report: a log2 latency histogram per device and phase (as bcc's
 biolatency -D prints it) and, with `report --interval`, the iostat -x columns per interval, as
-text and as a chart in the HTML page. The figures are analysis/block_views.py's."""
+text and as a chart in the HTML page. The figures are analysis/measure/block_views.py's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import escape, units
-from iowitness.analysis import block_views
+from iowitness.analysis.measure import block_views
 from iowitness.escape import terminal
 
 HIST_TITLE = "block latency, issue to complete (as biolatency -D)"

@@ -8,10 +8,10 @@ Every per-call chart of the page is binned (reporters/charts.py draws the bins):
 over time, the latency histogram, offset against time (every call drawn up to MAX_MARKERS,
 then a density of cells) and the requests in flight. Bins need their edges before the first
 call is counted, and the edges come from each phase's extent (its calls, first and last start,
-last end, offset and latency range: analysis/call_extents.py), so the calls are read twice:
+last end, offset and latency range: analysis/phasing/call_extents.py), so the calls are read twice:
 once for the extents (a streamed report opened for charts gathers them in its last pass), once
 to count. The in-memory report hands its calls over as one block, a streamed report
-(analysis/stream_full.py) block by block; both go through this code, so the page is the same
+(analysis/measure/stream_full.py) block by block; both go through this code, so the page is the same
 bytes either way and memory is bounded by the bins, never by the calls. Each count is the one
 numpy gives over all of a phase's calls at once, because each call's bin depends on the call
 and the edges alone and the byte weights are whole numbers (their float sums are exact).
@@ -25,9 +25,10 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import inflight, report as report_module
-from iowitness.analysis.call_extents import Extents, counted
-from iowitness.analysis.phases import READS
+from iowitness.analysis import report as report_module
+from iowitness.analysis.phasing import inflight
+from iowitness.analysis.phasing.call_extents import Extents, counted
+from iowitness.analysis.phasing.phases import READS
 
 MAX_MARKERS = 400                 # above this many calls, offset-vs-time is binned (markers cost ~90 B each)
 DENSITY_BINS = (360, 140)         # time × offset cells of a binned offset-vs-time chart
@@ -268,7 +269,7 @@ def compare_charts(runs, keys) -> tuple[list[tuple[str, Timeline]], dict[tuple, 
 def _curves(run, blocks, extents: Extents, keys) -> list[tuple]:
     """(curve, p99) of `run`'s phase of each key: (None, None) where it has no such phase or no
     call in it."""
-    from iowitness.analysis import quantiles
+    from iowitness.analysis.phasing import quantiles
 
     phases = [run.keys.get(key) for key in keys]
     chosen = sorted({p for p in phases if p is not None and extents.calls[p]})

@@ -1,5 +1,5 @@
 """Two groups of runs side by side: per phase and metric, each group's median and spread, the
-change of the medians and whether it is more than the runs' scatter (analysis/group_deltas.py).
+change of the medians and whether it is more than the runs' scatter (analysis/runs/group_deltas.py).
 The same table feeds the terminal and Markdown; --json gives every metric and every run's figure.
 """
 

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from iowitness import escape, units
-from iowitness.analysis import benchmarks, figures as active_figures
+from iowitness.analysis import benchmarks
+from iowitness.analysis.measure import figures as active_figures
 from iowitness.reporters import block, chart_bins, charts, phase_ranges, stretches, sweep, tables
 
 MAX_PHASE_SECTIONS = 12
@@ -294,7 +295,7 @@ def render(report, trace, verdicts=None, note: str | None = None, interval_ns: i
 def render_compare(runs, rows) -> str:
     """Several runs side by side: a table per phase name, one column per run, and overlaid charts;
     then the changes against the first run (`rows`: deltas.table, what --json and --fail-if use)."""
-    from iowitness.analysis import deltas
+    from iowitness.analysis.runs import deltas
     from iowitness.reporters import compare
 
     names = [r.label for r in runs]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness import escape
-from iowitness.analysis.observer import cost as observer_cost
+from iowitness.analysis.measure.observer import cost as observer_cost
 from iowitness.analysis.report import LATENCY_BINS_US
 from iowitness.collector.format.traceformat import not_followed
 from iowitness.reporters import tables
@@ -52,7 +52,7 @@ def verdict_records(verdicts) -> list[dict]:
 
 def device_json(report, trace) -> dict:
     """The device view: per phase figures and limiter, the diskstats cross-check, devices, gaps."""
-    from iowitness.analysis import device, device_checks
+    from iowitness.analysis.measure import device, device_checks
 
     table = report.device if report.device is not None else pd.DataFrame()
     phases = _records(table)

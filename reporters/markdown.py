@@ -87,7 +87,7 @@ def render(report, trace, verdicts=None, note: str | None = None) -> str:
 def render_compare(runs, rows) -> str:
     """The comparison's tables: the runs, one table per phase name with a column per run, then
     the changes against the first run (`rows`: deltas.table, what --json and --fail-if use)."""
-    from iowitness.analysis import deltas
+    from iowitness.analysis.runs import deltas
     from iowitness.reporters import compare
 
     parts = [f"# iowitness compare: {_cell(' vs '.join(r.label for r in runs))}", ""]

@@ -16,7 +16,7 @@ Tracks:
     100 ms), "DEV read B/s", "DEV write B/s" (the device's, by completion), "DEV queue depth"
     (requests in flight)
 
-The events are read block by block (analysis/stream_events.py) and written a block at a time,
+The events are read block by block (analysis/read/stream_events.py) and written a block at a time,
 each block's packets encoded together (reporters/perfetto_wire.py): memory is one block, the
 tracks and the counters' bins, whatever the number of calls. Names (calls, paths, argument
 names) are interned on one packet sequence. Times are the trace's CLOCK_MONOTONIC nanoseconds.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.phases import READS, WRITES
+from iowitness.analysis.phasing.phases import READS, WRITES
 from iowitness.reporters import perfetto_wire as w
 
 BIN_NS = 100_000_000
@@ -303,7 +303,8 @@ def write_block(writer: Writer, requests: pd.DataFrame, depth: dict) -> None:
 def write(path: str, trace, out, block_rows: int | None = None) -> dict:
     """The trace at `path` (its report built already: `trace`, a StreamedTrace) as a Perfetto
     trace in `out` (an iowitness.outputfile.Output); what was written."""
-    from iowitness.analysis import block_views, stream_events
+    from iowitness.analysis.measure import block_views
+    from iowitness.analysis.read import stream_events
 
     report = trace.report()
     requests = block_views.requests(trace, report.phases)

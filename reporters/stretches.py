@@ -3,7 +3,7 @@ its calls on that file between opening and closing it, as the per-file DTrace sc
 first studies printed it (reads, writes, syncs, the rest), for the text, Markdown and HTML
 reports. A stretch is phases.py's span: one open file description (an open to the last close
 of its fds; a file open before tracing began starts at its first call). The sums are
-report.py's (stretch_calls, stretch_sums), gathered block by block (analysis/stream_extras.py)."""
+report.py's (stretch_calls, stretch_sums), gathered block by block (analysis/measure/stream_extras.py)."""
 
 from __future__ import annotations
 

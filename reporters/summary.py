@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import aggregates, observer, printed
-from iowitness.analysis.phases import FAULTS, READS, WRITES
+from iowitness.analysis.measure import observer
+from iowitness.analysis.phasing.phases import FAULTS, READS, WRITES
+from iowitness.analysis.read import aggregates, printed
 from iowitness.analysis.report import unseen
 from iowitness.escape import terminal
 from iowitness.reporters import tables
@@ -78,7 +79,7 @@ def process_table(events: pd.DataFrame, processes: pd.DataFrame) -> pd.DataFrame
 
 
 def render(trace) -> str:
-    """The text of `show`; `trace` is loaded (analysis/run.py) or streamed (analysis/streamed.py:
+    """The text of `show`; `trace` is loaded (analysis/read/run.py) or streamed (analysis/read/streamed.py:
     the same tables from aggregates made block by block)."""
     meta = trace.meta
     if hasattr(trace, "show_tables"):

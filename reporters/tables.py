@@ -12,9 +12,9 @@ import os
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import device, device_checks, figures
+from iowitness.analysis.judge.verdict_rules import claimed
+from iowitness.analysis.measure import device, device_checks, figures
 from iowitness.analysis.report import mid_run, unseen
-from iowitness.analysis.verdicts import claimed
 from iowitness.collector import backends
 from iowitness.collector.format.traceformat import names_lost_text, not_followed, not_followed_text
 from iowitness.escape import visible
@@ -97,7 +97,7 @@ def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
     return with_units(pd.DataFrame(rows), PHASE_UNITS)
 
 
-# libaio's kernel completion (analysis/aio_kernel.py): mean µs from submission, then to the reap
+# libaio's kernel completion (analysis/phasing/aio_kernel.py): mean µs from submission, then to the reap
 DEPTH_UNITS = {"to kernel done": ("latency", "to kernel done", False),
                "then reaped after": ("latency", "then reaped after", False)}
 

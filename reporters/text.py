@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import observer, printed
+from iowitness.analysis.measure import observer
+from iowitness.analysis.read import printed
 from iowitness.collector import backends
 from iowitness.escape import terminal
 from iowitness.reporters import block, phase_ranges, stretches, sweep, tables
@@ -123,7 +124,7 @@ def verdict_section(verdicts, note: str | None, width: int | None = None) -> str
     lines = [units.wrap("claims vs active (window = what the benchmark timed; busy = time inside the calls only; "
                         "each claim in the benchmark's own unit, then iowitness's conversion)", width)]
     placement = next((v.placement for v in verdicts if v.placement), "")
-    if placement:   # on the output timeline, or by order (analysis/claim_windows.py)
+    if placement:   # on the output timeline, or by order (analysis/judge/claim_windows.py)
         lines.append(units.wrap(f"  {placement}", width))
     for v in verdicts:
         lines.append(units.wrap("  " + verdict_line(v), width, indent=" " * 13))

@@ -10,7 +10,7 @@ module in BENCHMARKS provides:
                               sniffed, and not a --format choice (spec.py)
   parse(text)                 its claims, list[Claim]; raises UnparsableOutput naming what it
                               expected (spec.py: parse(text, spec)); a claim whose operation is
-                              several calls says so in extra["timed"] (analysis/operations.py:
+                              several calls says so in extra["timed"] (analysis/phasing/operations.py:
                               "calls+sync", "8 calls", "open..close"): its ops/s and latency are
                               then judged per operation
   add_command(claims, argv)   adds what its command line says to the claims, when argv runs it
@@ -23,7 +23,7 @@ module in BENCHMARKS provides:
                               file, its output, its logs): their calls are in no phase
   window(argv)                the window it times ("calls", "+fsync", "+close"), or None when
                               its command line does not say (then: calls)
-  matcher(report, claims, argv, trace)  a function claim -> Match (analysis/claims.py): the
+  matcher(report, claims, argv, trace)  a function claim -> Match (analysis/judge/claim.py): the
                               phases the claim is about, or None for a claim that repeats a
                               number judged once already
 
@@ -47,7 +47,7 @@ from __future__ import annotations
 import os
 
 from iowitness.analysis.benchmarks import dd, fio, iozone, iozone_sweep, spec
-from iowitness.analysis.claims import Claim, UnparsableOutput
+from iowitness.analysis.judge.claim import Claim, UnparsableOutput
 
 # the order sniffing names them in, when an output fits two
 BENCHMARKS = (iozone, fio, dd, spec)

@@ -22,7 +22,7 @@ import re
 
 import pandas as pd
 
-from iowitness.analysis.claims import Claim, Match, UnparsableOutput
+from iowitness.analysis.judge.claim import Claim, Match, UnparsableOutput
 from iowitness.units import BYTE_UNITS
 
 NAME = "dd"

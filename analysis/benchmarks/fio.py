@@ -28,9 +28,9 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
-from iowitness.analysis import recorded_paths
 from iowitness.analysis.benchmarks import fio_files, fio_latency
-from iowitness.analysis.claims import Claim, Match, UnparsableOutput
+from iowitness.analysis.judge.claim import Claim, Match, UnparsableOutput
+from iowitness.analysis.read import recorded_paths
 
 NAME = "fio"
 PROGRAM = "fio"

@@ -3,7 +3,7 @@ jobs belongs to.
 
 A job's `filename=` (several joined by ':') is relative to its `directory=` (default: fio's
 working directory), itself relative to fio's cwd: both resolve against the cwd the trace
-recorded (analysis/recorded_paths.py), never the reader's.
+recorded (analysis/read/recorded_paths.py), never the reader's.
 
 Jobs on one file (a write job, `stonewall`, then a read job on the same file) are told apart
 by their processes: fio runs every job, and every clone of a job (numjobs=N), as a process (or
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iowitness.analysis import recorded_paths
+from iowitness.analysis.read import recorded_paths
 
 
 def job_files(options: dict, cwd: str | None) -> set[str]:

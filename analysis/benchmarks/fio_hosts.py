@@ -11,7 +11,7 @@ Here:
   ip:ADDR,PORT` in the attached process's command line), else by the trace's host name;
 - each host's claims are judged against its own trace, exactly as a single run's are (the
   host's entries are a fio JSON of their own; the job options fio reports name the phases);
-- the traces are aligned on one clock (analysis/hosts.py);
+- the traces are aligned on one clock (analysis/runs/hosts.py);
 - the all-clients claims are judged against every host's phases of that job and direction
   together, with fio's arithmetic (all bytes over the longest host's time), and the aligned
   timeline is given: when each host started and ended, and the rate over the union of their
@@ -25,11 +25,12 @@ import re
 
 import pandas as pd
 
-from iowitness.analysis import matching, merged_trace, verdicts as verdict_rules
 from iowitness.analysis.benchmarks import fio, fio_latency
-from iowitness.analysis.claims import UnparsableOutput
-from iowitness.analysis.dataset import clock_offset_ns
-from iowitness.analysis.hosts import Cluster, Host, timeline
+from iowitness.analysis.judge import match_claims as matching, verdict_rules
+from iowitness.analysis.judge.claim import UnparsableOutput
+from iowitness.analysis.runs import merged_trace
+from iowitness.analysis.runs.dataset import clock_offset_ns
+from iowitness.analysis.runs.hosts import Cluster, Host, timeline
 from iowitness.errors import UsageError
 
 ALL_CLIENTS = "All clients"
@@ -211,7 +212,7 @@ def _phases_by_host(rows: pd.DataFrame) -> str:
 def _judge_total_latency(claim, hosts: list[Host], pooled, where, tolerance: float):
     """An all-clients latency figure (fio's statistics over every host's requests) against the
     same statistics over every host's requests of that group and direction, pooled on one
-    clock (analysis/merged_trace.py): the phases each host's own latency claim was matched to."""
+    clock (analysis/runs/merged_trace.py): the phases each host's own latency claim was matched to."""
     parts, engines, counted = [], [], set()
     for host, place in zip(hosts, where):
         for v in _same_figure(host, claim):
@@ -229,7 +230,7 @@ def _judge_total_latency(claim, hosts: list[Host], pooled, where, tolerance: flo
 
 
 def _timeline_note(rows: pd.DataFrame, direction, claim) -> str:
-    from iowitness.analysis.figures import figures_of, fmt
+    from iowitness.analysis.measure.figures import figures_of, fmt
 
     starts = rows.groupby("host")["data_first_ns"].min()
     ends = rows.groupby("host")["data_last_ns"].max()

@@ -20,7 +20,7 @@ agrees when it lies between fio's clat figure and its lat figure, is explained w
 are above it (fio reaps a completion after the kernel makes it, a wait the trace cannot see),
 and disagrees when fio's are below it (for a percentile, which fio gives for clat only unless
 lat_percentiles=1, the upper end is the clat percentile plus slat's maximum: a percentile of a
-sum is at most that), each bound widened by the statistic's band (analysis/latency.py:
+sum is at most that), each bound widened by the statistic's band (analysis/judge/latency.py:
 tolerance, rank interval for percentiles, ALLOWANCE_S).
 
 Example: for `fio --name=j --rw=randread --ioengine=psync --output-format=json`, claims(job,
@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import re
 
-from iowitness.analysis import latency
-from iowitness.analysis.claims import Claim
-from iowitness.analysis.figures import fmt
-from iowitness.analysis.verdicts import Verdict, cannot_judge, missing_reason
+from iowitness.analysis.judge import latency
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.judge.verdict_rules import Verdict, cannot_judge, missing_reason
+from iowitness.analysis.measure.figures import fmt
 
 # fio's normal text output: a job's header, a direction's line, its clat/lat lines (values may
 # carry a k or M: "max=5007.4k"), its clat percentiles ("|  1.00th=[  924], ..."), and the

@@ -1,4 +1,4 @@
-"""The benchmarks that run over several hosts, one trace per host (analysis/hosts.py): a module
+"""The benchmarks that run over several hosts, one trace per host (analysis/runs/hosts.py): a module
 each, in the order their outputs are recognised.
 
 Each module provides `judge_of(text)`: for the output of its benchmark's driver (the IOzone

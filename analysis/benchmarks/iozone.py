@@ -18,10 +18,10 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import recorded_paths
 from iowitness.analysis.benchmarks import iozone_bounds, iozone_groups
 from iowitness.analysis.benchmarks.iozone_claims import BANNER, parse, without_report  # noqa: F401 (the interface)
-from iowitness.analysis.claims import Claim, Match
+from iowitness.analysis.judge.claim import Claim, Match
+from iowitness.analysis.read import recorded_paths
 
 NAME = "iozone"
 PROGRAM = "iozone"

@@ -7,7 +7,7 @@ starttime2) - time_res`; write_perf_test the same after its open). So the window
 holds the test's calls (and the fsync or close -e or -c adds) and lies within the gap between
 the end of the thread's call before them and the start of its call after them: a claim about
 B bytes is at most B over the first and at least B over the second. An IOzone -a phase of one
-call (record = file size, 44 µs) cannot be timed on its one call (analysis/verdicts.py: too
+call (record = file size, 44 µs) cannot be timed on its one call (analysis/judge/verdict_rules.py: too
 short), yet the two calls around it bound it as tightly as IOzone's clock can.
 
 A claim within that bracket (with the tolerance, and latency.ALLOWANCE_S on each edge for
@@ -26,9 +26,10 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis import call_bounds, verdicts
-from iowitness.analysis.figures import fmt
-from iowitness.analysis.latency import ALLOWANCE_S
+from iowitness.analysis.judge import verdict_rules as verdicts
+from iowitness.analysis.judge.latency import ALLOWANCE_S
+from iowitness.analysis.measure.figures import fmt
+from iowitness.analysis.phasing import call_bounds
 
 
 class Bounds:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from iowitness.analysis.claims import Claim, UnparsableOutput
+from iowitness.analysis.judge.claim import Claim, UnparsableOutput
 
 BANNER = "Iozone: Performance Test of File I/O"
 

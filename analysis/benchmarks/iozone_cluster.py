@@ -4,7 +4,7 @@ The master starts a new `iozone -+s` on each client host for every test (through
 each in the workdir its line of CLIENTS names ("host workdir path-to-iozone"); child k works
 on iozone.DUMMY.k there. Each host is traced by its own collector (`iowitness attach --file
 WORKDIR`). The master's figures are throughput-mode figures over all hosts' children, so the
-hosts' traces are merged into one on the common wall clock (analysis/merged_trace.py). On that
+hosts' traces are merged into one on the common wall clock (analysis/runs/merged_trace.py). On that
 merged trace IOzone's own matcher forms the groups of N concurrent children and judges every
 claim exactly as for `iozone -t N` on one machine: the "Children see" sums, min/max/avg per
 process, min xfer, and with -C each child's line, which is its host's claim.
@@ -22,10 +22,11 @@ import stat
 
 import numpy as np
 
-from iowitness.analysis import hosts as host_module, matching, merged_trace
 from iowitness.analysis.benchmarks import iozone_claims
-from iowitness.analysis.claims import UnparsableOutput
-from iowitness.analysis.dataset import clock_offset_ns
+from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.judge.claim import UnparsableOutput
+from iowitness.analysis.runs import hosts as host_module, merged_trace
+from iowitness.analysis.runs.dataset import clock_offset_ns
 from iowitness.collector.format.traceformat import ops_of_kind
 from iowitness.errors import UsageError
 from iowitness.safepath import kind

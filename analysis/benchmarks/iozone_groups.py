@@ -3,7 +3,7 @@ stopped counting them, and its per-process statistics counted as IOzone counts t
 
 A "Children see" or "Parent sees" claim is judged like any other (verdicts.judge) over the
 group's members, with its stonewall; "Min/Max/Avg throughput per process" and "Min xfer" are
-statistics over the children, judged here with the rules of analysis/verdicts.py.
+statistics over the children, judged here with the rules of analysis/judge/verdict_rules.py.
 
 Example: `iozone_min([2880, 0, 0, 4096])` is 4096, as iozone.c computes its minimum.
 """
@@ -14,9 +14,10 @@ import os
 
 import pandas as pd
 
-from iowitness.analysis import figures as active_figures, stonewall as stonewalling, verdicts
 from iowitness.analysis.benchmarks.iozone_stonewall import stonewall_of
-from iowitness.analysis.claims import Claim, Match
+from iowitness.analysis.judge import verdict_rules as verdicts
+from iowitness.analysis.judge.claim import Claim, Match
+from iowitness.analysis.measure import figures as active_figures, stonewall as stonewalling
 
 SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}
 # figures of one child or a statistic over the children (the "child" lines are -C's)

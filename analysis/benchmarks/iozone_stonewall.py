@@ -3,14 +3,14 @@
 iozone.c sets a shared flag when a child ends its loop; every other child stops counting at
 its next look at the flag, between two calls, and leaves out the call it was in. Checked
 against IOzone's own per-child counts (-C): per-child rates within about 1 %. The group's
-figures counted that way are analysis/stonewall.py's, as for any benchmark that stonewalls.
+figures counted that way are analysis/measure/stonewall.py's, as for any benchmark that stonewalls.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from iowitness.analysis.stonewall import Stonewall
+from iowitness.analysis.measure.stonewall import Stonewall
 
 
 def stonewall_of(rows: pd.DataFrame, group=None, evidence=None, file_size: int | None = None,

@@ -36,10 +36,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from iowitness.analysis import latency, operations
 from iowitness.analysis.benchmarks import spec_match
 from iowitness.analysis.benchmarks.spec_units import UNITS, near, number, size
-from iowitness.analysis.claims import Claim, UnparsableOutput
+from iowitness.analysis.judge import latency
+from iowitness.analysis.judge.claim import Claim, UnparsableOutput
+from iowitness.analysis.phasing import operations
 
 NAME = "spec"
 PROGRAM = None    # any program: chosen with --spec
@@ -57,7 +58,7 @@ SCOPES = ("auto", "phase", "concurrent", "run")
 MEGABYTES = (1000 ** 2, 1024 ** 2, 1024 * 1000)
 KILOBYTES = (1000, 1024)
 DIRECTIONS = ("read", "write", "mixed")
-# the access patterns analysis/phases.py gives a phase
+# the access patterns analysis/phasing/phases.py gives a phase
 ACCESS = ("sequential", "random", "strided", "backward", "same record", "single call")
 TOP_KEYS = ("version", "benchmark", "claim")
 CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required",
@@ -88,8 +89,8 @@ class Rule:
     required: bool
     scope: str
     key: str | None
-    statistic: str | None = None     # a latency statistic (analysis/latency.py), or a template
-    timed: str = "call"              # what one operation is: analysis/operations.py (latency and ops/s)
+    statistic: str | None = None     # a latency statistic (analysis/judge/latency.py), or a template
+    timed: str = "call"              # what one operation is: analysis/phasing/operations.py (latency and ops/s)
     skip: int = 0                    # the benchmark's warm-up operations, left out of its figures
     requests: bool = False           # one line per request: judged together (latency.judge_requests)
     record_size: str | None = None   # the phase's record size (a template), to choose it by
@@ -362,7 +363,7 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
     extra = {"from": "spec", "rule": rule.number, "match": rule.match, "benchmark": spec.name,
              "groups": {k: v for k, v in groups.items() if k not in columns}, "scope": rule.scope,
              "key": _fill(rule.key, {"test": test, **groups}, where, "key") if rule.key else None,
-             # as printed: judged to its last digit (analysis/precision.py)
+             # as printed: judged to its last digit (analysis/judge/precision.py)
              "printed_value": printed, "multiplier_base": spec.multiplier_base}
     if spec.clock_seconds is not None:
         extra["clock_s"] = spec.clock_seconds
@@ -371,7 +372,7 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
     if rule.match == "name":
         extra["phase"] = _fill(rule.phase, groups, where, "phase")
     if rule.match == "operation":
-        # "pattern" as in the phase table (analysis/phases.py): the access pattern
+        # "pattern" as in the phase table (analysis/phasing/phases.py): the access pattern
         extra.update(operation=rule.operation, pattern=rule.access)
     if rule.record_size is not None:
         size_text = _fill(rule.record_size, groups, where, "record_size")
@@ -396,7 +397,7 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
             if "request" in groups:
                 extra["request"] = int(groups["request"]) if groups["request"].isdigit() else None
     elif field == "ops_per_s" and rule.timed != "call":
-        extra["timed"] = rule.timed    # a rate of operations of several calls (analysis/operations.py)
+        extra["timed"] = rule.timed    # a rate of operations of several calls (analysis/phasing/operations.py)
     fields = {}
     if field == "seconds":
         extra["seconds"] = value * factor

@@ -15,7 +15,7 @@ or with the same test name and a unit (or latency statistic) not yet given for i
 IOPS and its MB/s on two lines, its min/avg/max). Figures of one line with different test
 names (a CSV line) are different tests.
 
-A latency claim (seconds per operation) is judged by analysis/latency.py over the operations
+A latency claim (seconds per operation) is judged by analysis/judge/latency.py over the operations
 it names; a benchmark's per-request lines (`requests = true`) are judged together, once.
 """
 
@@ -26,10 +26,10 @@ from collections import defaultdict
 
 import pandas as pd
 
-from iowitness.analysis import latency
-from iowitness.analysis.claims import Claim, Match
-from iowitness.analysis.figures import figures_of
-from iowitness.analysis.verdicts import claimed
+from iowitness.analysis.judge import latency
+from iowitness.analysis.judge.claim import Claim, Match
+from iowitness.analysis.judge.verdict_rules import claimed
+from iowitness.analysis.measure.figures import figures_of
 
 
 def matcher(report, claims: list[Claim], argv: list[str], trace=None):

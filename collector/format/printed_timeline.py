@@ -69,7 +69,7 @@ class OwnFiles:
     second time), an EXEC fact a program's start.
 
     Used by the timeline (such writes are no lines) and by the analysis's event walk
-    (analysis/output_fds.py: other calls on fd 1 and 2 are no data)."""
+    (analysis/phasing/output_fds.py: other calls on fd 1 and 2 are no data)."""
 
     def __init__(self, facts: np.ndarray | None, meta_kinds: dict):
         kinds = {name: number for number, name in (meta_kinds or {}).items()}

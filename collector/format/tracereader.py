@@ -6,7 +6,7 @@ why). Nothing is allocated on a size the file states before that size is checked
 what the chunk can hold (traceformat, "Limits"); every JSON value the analysis uses is
 checked by collector/format/traceschema.py. The format is in
 collector/format/traceformat.py and docs/trace-format.md; the pandas view of a run is
-analysis/run.py.
+analysis/read/run.py.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def device_ceiling(trace, text: str | None) -> dict | None:
 def verdicts_for(trace, args, required: bool):
     """Read the claims (captured output, --claims or --spec) and judge them against the trace:
     (verdicts, None), or (None, why there are none) when not `required`."""
-    from iowitness.analysis import judged
+    from iowitness.analysis.judge import trace_verdicts as judged
 
     tol = tolerance(args.tolerance)
     text = None

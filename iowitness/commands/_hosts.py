@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
 

@@ -1,4 +1,4 @@
-"""How a command reads a trace: block by block, always (analysis/stream_full.py), so that one
+"""How a command reads a trace: block by block, always (analysis/measure/stream_full.py), so that one
 trace takes the same code on every machine and memory is bounded by its phases, not its events."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from contextlib import contextmanager
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 
 
 def add_stream_option(parser, what: str = "the same report") -> None:
@@ -19,7 +19,7 @@ def trace_of(path, charts: bool = False):
     """The trace at `path`, its report() built block by block (gathering what the HTML page's
     charts need too when `charts`); a --summary trace (no events, only the kernel's aggregates)
     is loaded. Valid until the `with` ends."""
-    from iowitness.analysis import stream_full
+    from iowitness.analysis.measure import stream_full
 
     with stream_full.open_report(path, charts=charts) as trace:
         if trace is not None:

@@ -75,11 +75,11 @@ def add_arguments(parser) -> None:
 
 def _expanded(paths: list[str]) -> list:
     """Each path, or the sorted files a glob the shell left alone matches (none: an error), or a
-    Parquet dataset selection (DIR or DIR[KEY=VALUE,...]: analysis/dataset_runs.py)."""
+    Parquet dataset selection (DIR or DIR[KEY=VALUE,...]: analysis/runs/dataset_runs.py)."""
     import glob
     import os
 
-    from iowitness.analysis import dataset_runs
+    from iowitness.analysis.runs import dataset_runs
 
     out: list = []
     for path in paths:
@@ -98,7 +98,7 @@ def _expanded(paths: list[str]) -> list:
 
 def _prelude(args) -> tuple[list, object]:
     """The --fail-if thresholds (a bad one fails before any loading) and the --html page's destination."""
-    from iowitness.analysis import deltas
+    from iowitness.analysis.runs import deltas
 
     thresholds = [deltas.parse_threshold(text) for text in args.fail_if]
     return thresholds, (_output.page_destination(args, args.html) if args.html else None)
@@ -107,7 +107,7 @@ def _prelude(args) -> tuple[list, object]:
 def _entries(opened, inputs: list, tolerance, charts: bool = False) -> list[tuple]:
     """(trace, report, verdicts) of each input: a trace read (kept open in `opened`: a streamed
     one reads its blocks again for some verdicts), or each run of a dataset selection."""
-    from iowitness.analysis import dataset_runs
+    from iowitness.analysis.runs import dataset_runs
 
     claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=tolerance)
     out = []
@@ -141,7 +141,7 @@ def _same_file(path: str) -> tuple | None:
 
 
 def execute(args) -> int:
-    from iowitness.analysis import dataset_runs
+    from iowitness.analysis.runs import dataset_runs
 
     args.traces = _expanded(args.traces)
     selections = [t for t in args.traces if isinstance(t, dataset_runs.Selection)]
@@ -165,7 +165,7 @@ def execute(args) -> int:
 
 def _compare(args, entries: list, thresholds: list, out) -> int:
     from iowitness import escape, units
-    from iowitness.analysis import deltas
+    from iowitness.analysis.runs import deltas
     from iowitness.reporters import compare
 
     labels = compare.unique_labels(args.label, [trace for trace, _, _ in entries])
@@ -243,7 +243,7 @@ def _execute_groups(args, second: list) -> int:
 
 def _compare_groups(args, entries: list, sizes: tuple[int, int], thresholds: list, out=None) -> int:
     from iowitness import escape, units
-    from iowitness.analysis import deltas, group_deltas
+    from iowitness.analysis.runs import deltas, group_deltas
     from iowitness.reporters import compare, compare_groups
 
     names = list(args.label or []) + ["A", "B"][len(args.label or []):]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from iowitness.analysis.run import export_parquet
+from iowitness.analysis.read.run import export_parquet
 from iowitness.commands import _claims, _output, _reading
 from iowitness.errors import TooLarge, UsageError
 from iowitness.extras import require
@@ -122,7 +122,8 @@ def _perfetto(args) -> int:
 
 def _events_of(path: str, out) -> int:
     """The events written a row group per block of the trace (the same file read back)."""
-    from iowitness.analysis import stream_events, stream_report
+    from iowitness.analysis.phasing import stream_report
+    from iowitness.analysis.read import stream_events
 
     with stream_events.open_events(path, block_rows=stream_report.BLOCK_ROWS) as source:
         _usable(path, source.trace)
@@ -131,7 +132,7 @@ def _events_of(path: str, out) -> int:
 
 
 def _dataset(args) -> int:
-    from iowitness.analysis import dataset
+    from iowitness.analysis.runs import dataset
 
     mode = parse_mode(args.mode)
     claim_args = argparse.Namespace(claims=None, spec=None, format=None, tolerance=args.tolerance,
@@ -152,7 +153,7 @@ def _dataset(args) -> int:
 
 def _run(args, trace, path: str, seen: list, claim_args, mode: int) -> int:
     """Write one run's tables (one run in memory at a time); its event count."""
-    from iowitness.analysis import dataset
+    from iowitness.analysis.runs import dataset
 
     _usable(path, trace)
     rid = dataset.run_id(trace.meta)

@@ -98,7 +98,7 @@ def execute(args) -> int:
         require("matplotlib", "html", "report --html")   # before the trace is read: one line, at once
     if args.csv:   # the phase table alone: no pass for the rest
         from iowitness import escape
-        from iowitness.analysis import stream_report
+        from iowitness.analysis.phasing import stream_report
 
         table = stream_report.phase_table(args.trace)
         if table is not None:
@@ -174,7 +174,7 @@ def _summary_report(trace, args) -> int:
 
 def _verbose(args, trace) -> str:
     """--verbose: the observer line with the ranges its one figure comes from."""
-    from iowitness.analysis import observer
+    from iowitness.analysis.measure import observer
     from iowitness.escape import terminal
 
     return "\n\n" + terminal(observer.detail(trace)) if getattr(args, "verbose", False) else ""

@@ -88,7 +88,7 @@ def execute(args) -> int:
             raise UsageError("--block and --events are two listings: give one")
         return _block(args.trace)
     if args.events:
-        from iowitness.analysis import event_lines
+        from iowitness.analysis.read import event_lines
 
         # block by block, as the summary below: memory bounded by a block and the phases, not by
         # the events; the same lines as from the loaded trace (event_lines.select and lines)
@@ -99,7 +99,7 @@ def execute(args) -> int:
                 out.write(line + "\n")
             out.flush()
         return 0
-    from iowitness.analysis import streamed
+    from iowitness.analysis.read import streamed
     from iowitness.reporters import summary  # pandas: only commands that analyse pay for it
 
     # block by block: memory bounded by a block of events, whatever the trace's length, and a
@@ -112,7 +112,7 @@ def execute(args) -> int:
 
 
 def _block(path: str) -> int:
-    from iowitness.analysis import block_views
+    from iowitness.analysis.measure import block_views
     from iowitness.commands import _reading
     from iowitness.errors import UsageError
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import aio_kernel
+from iowitness.analysis.phasing import aio_kernel
 from iowitness.probes.layout import layout
 
 

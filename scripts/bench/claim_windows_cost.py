@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What judging claims in their windows on the output timeline costs: the claims of one trace
-judged with their lines' times (analysis/claim_windows.py) and with the times taken away (the
+judged with their lines' times (analysis/judge/claim_windows.py) and with the times taken away (the
 order fallback), alternately, N times each; median and range of each.
 
 Usage: .venv/bin/python scripts/bench/claim_windows_cost.py TRACE [--spec SPEC] [--runs 5]
@@ -13,8 +13,8 @@ import argparse
 import statistics
 import time
 
-from iowitness.analysis import judged
-from iowitness.analysis.run import load
+from iowitness.analysis.judge import trace_verdicts as judged
+from iowitness.analysis.read.run import load
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from iowitness.analysis import deltas, group_deltas, significance  # noqa: E402
+from iowitness.analysis.runs import deltas, group_deltas, significance  # noqa: E402
 from iowitness.commands import _claims, _reading  # noqa: E402
 from iowitness.reporters import compare  # noqa: E402
 

@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from iowitness.analysis.run import load  # noqa: E402
+from iowitness.analysis.read.run import load  # noqa: E402
 
 IOWITNESS = [sys.executable, "-m", "iowitness.cli"]
 PATHS = ("untraced", "fast", "compat")

@@ -32,8 +32,8 @@ MODE = 0o600
 
 
 def loaded(trace_path: str, out: str, block_rows: int) -> None:
-    from iowitness.analysis import dataset
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
+    from iowitness.analysis.runs import dataset
 
     trace = load(trace_path)
     report = trace.report()
@@ -42,7 +42,10 @@ def loaded(trace_path: str, out: str, block_rows: int) -> None:
 
 
 def streamed(trace_path: str, out: str, block_rows: int) -> None:
-    from iowitness.analysis import dataset, report, stream_assign, stream_events, stream_report
+    from iowitness.analysis import report
+    from iowitness.analysis.phasing import stream_assign, stream_report
+    from iowitness.analysis.read import stream_events
+    from iowitness.analysis.runs import dataset
 
     with stream_events.open_events(trace_path, block_rows=block_rows) as source:
         meta = source.meta

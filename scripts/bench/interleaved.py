@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tracers import IOWITNESS, Floor, Iowitness, TimingFloor  # noqa: E402
 from workloads import all_workloads  # noqa: E402
 
-from iowitness.analysis.run import load  # noqa: E402
+from iowitness.analysis.read.run import load  # noqa: E402
 
 WORKLOADS = ("fio-seq-read", "fio-rand-read", "pread-loop", "fio-iouring-rand-read", "fio-libaio-rand-read",
              "fio-libaio-direct-rand-read", "fio-iouring-direct-rand-read")

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tracers import Untraced, all_observers  # noqa: E402
 from workloads import all_workloads  # noqa: E402
 
-from iowitness.analysis import observer as observer_cost  # noqa: E402
-from iowitness.analysis.run import load  # noqa: E402
+from iowitness.analysis.measure import observer as observer_cost  # noqa: E402
+from iowitness.analysis.read.run import load  # noqa: E402
 
 SMOKE_WORKLOAD = "fio-seq-read"
 

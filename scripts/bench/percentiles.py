@@ -6,7 +6,7 @@ numpy's "linear" method), on N synthetic latencies over P phases (lognormal arou
 with a tail, the shape of page-cache calls). Each engine runs in a fresh process; its peak
 resident memory is the kernel's ru_maxrss for that process (os.wait4) and includes the input
 arrays (N × 16 bytes) for the engines that need them all in memory. The radix select
-(analysis/quantiles.py) regenerates the same values block by block (1 Mi calls per block,
+(analysis/phasing/quantiles.py) regenerates the same values block by block (1 Mi calls per block,
 each block from its own seed), so it never holds them all: what it would do over a trace's
 blocks. "identical" says whether the figures equal numpy's bit for bit.
 
@@ -53,7 +53,7 @@ def whole(calls: int, phases: int) -> tuple[np.ndarray, np.ndarray]:
 
 def by_numpy(calls: int, phases: int) -> np.ndarray:
     phase, latency = whole(calls, phases)
-    # what analysis/phases.py does: calls in phase order, one np.percentile per phase
+    # what analysis/phasing/phases.py does: calls in phase order, one np.percentile per phase
     order = np.argsort(phase, kind="stable")
     lat_us = latency[order] / 1e3
     bounds = np.searchsorted(phase[order], np.arange(phases + 1))
@@ -90,7 +90,7 @@ def by_one_pass(calls: int, phases: int) -> np.ndarray:
 
 
 def by_radix(calls: int, phases: int) -> np.ndarray:
-    from iowitness.analysis import quantiles
+    from iowitness.analysis.phasing import quantiles
     return quantiles.percentiles(lambda: blocks(calls, phases), phases, PERCENTS)
 
 

@@ -127,7 +127,7 @@ def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
     share of the duration in %."""
     import numpy as np
 
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
 
     report = json.loads(run([*IOWITNESS, "report", "--json", str(trace)]).stdout)
     off = load(trace).offcpu
@@ -156,7 +156,7 @@ def median_gap(trace: Path) -> float:
     --timing fast replay, the player's own time per call (the probe's share is in both)."""
     import numpy as np
 
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
 
     e = load(trace).events.sort_values(["tid", "start_ns"])
     same = e["tid"].to_numpy()[1:] == e["tid"].to_numpy()[:-1]

@@ -20,7 +20,7 @@ import numpy as np
 
 
 def per_thread(path: str):
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
 
     e = load(path).events
     e = e.assign(name=e["syscall"].astype(str)).sort_values(["start_ns"], kind="stable")

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> int:
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
     from iowitness.commands.replay import NATIVE_PLAYER
     from iowitness.replay import paths, plan as rp
 

@@ -164,7 +164,7 @@ def measure(trace: Path) -> tuple[float, int, int]:
 
 def profile(trace: Path, top: int) -> None:
     """What `report --csv` spends its time on, in this process (cProfile, by own time)."""
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
     from iowitness.reporters import machine
 
     profiler = cProfile.Profile()

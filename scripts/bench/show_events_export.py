@@ -41,8 +41,8 @@ from report_10m import add_trace_options, synthetic_trace  # noqa: E402  (a sibl
 IOWITNESS = [sys.executable, "-m", "iowitness.cli"]
 LOADED_SHOW = [sys.executable, "-c", """
 import sys
-from iowitness.analysis import event_lines
-from iowitness.analysis.run import load
+from iowitness.analysis.read import event_lines
+from iowitness.analysis.read.run import load
 from iowitness.cli import _reuse_freed_memory
 
 _reuse_freed_memory()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`iowitness show TRACE` streamed vs loaded: wall time and peak memory against the event count.
 
-`show` reads the trace block by block (analysis/streamed.py); the loaded path (the tables of
+`show` reads the trace block by block (analysis/read/streamed.py); the loaded path (the tables of
 reporters/summary.py over `iowitness.load(TRACE).events`) is what `show` did before.
 Both run in a fresh process; peak resident memory is the kernel's ru_maxrss for it (os.wait4),
 CPU time its user + system time (the same), wall time includes Python start-up. The trace is
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report_10m import add_trace_options, synthetic_trace  # noqa: E402  (a sibling script)
 
 STREAMED = [sys.executable, "-m", "iowitness.cli", "show"]
-LOADED = [sys.executable, "-c", "import sys; from iowitness.analysis.run import load; "
+LOADED = [sys.executable, "-c", "import sys; from iowitness.analysis.read.run import load; "
           "from iowitness.reporters import summary; print(summary.render(load(sys.argv[1])))"]
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The events table streamed (analysis/stream_events.py) over a large trace: wall time and peak memory.
+"""The events table streamed (analysis/read/stream_events.py) over a large trace: wall time and peak memory.
 
 The trace is scripts/bench/report_10m.py's IOzone-shaped one (written with the collector's
 TraceWriter), of --events events. Each measure runs in a fresh process that opens the trace
@@ -32,7 +32,7 @@ from report_10m import add_trace_options, synthetic_trace  # noqa: E402  (a sibl
 
 def child(trace: str, block_rows: int) -> None:
     """One open and one full pass of blocks(), timed; the figures as one JSON line."""
-    from iowitness.analysis import stream_events
+    from iowitness.analysis.read import stream_events
 
     begin = time.perf_counter()
     with stream_events.open_events(trace, block_rows=block_rows) as source:

@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tracers import IOWITNESS, Iowitness  # noqa: E402
 from workloads import all_workloads  # noqa: E402
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from iowitness.collector.format.tracewriter import TraceWriter  # noqa: E402
 
 DEFAULT_WORKLOADS = "fio-seq-read,fio-rand-read,iozone-4k"
 BATCH = 32 * 1024
-LOAD_ONE = ("import sys, time; from iowitness.analysis.run import load; "
+LOAD_ONE = ("import sys, time; from iowitness.analysis.read.run import load; "
             "t = time.perf_counter(); c = time.process_time(); n = load(sys.argv[1]).event_count; "
             "print(time.perf_counter() - t, time.process_time() - c, n)")
 

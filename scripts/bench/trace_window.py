@@ -19,7 +19,7 @@ import json
 import sys
 
 try:
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
 except ImportError:   # trees before the analysis/collector split
     from iowitness.collector.trace import load
 
@@ -35,8 +35,8 @@ def main() -> int:
         start = trace.events["start_ns"].to_numpy()
         window = [float(start.min()) / 1e9, float(start.max()) / 1e9]
     programs = (counters.get("probe_cost") or {}).get("programs") or {}
-    try:   # the collector's CPU while it recorded, per million calls (analysis/observer.py)
-        from iowitness.analysis import observer
+    try:   # the collector's CPU while it recorded, per million calls (analysis/measure/observer.py)
+        from iowitness.analysis.measure import observer
         collector = observer.cost(trace).get("collector_cpu_s_per_m")
     except (ImportError, KeyError, TypeError, ValueError, ZeroDivisionError):
         collector = None

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowitness.analysis import aio_kernel, device_checks
+from iowitness.analysis.measure import device_checks
+from iowitness.analysis.phasing import aio_kernel
 from iowitness.collector.format.traceformat import kernel_dev
 from tests.conftest import require_tool
 from tests.support.blockdev import loop_ext4, loop_fs

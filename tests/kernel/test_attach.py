@@ -8,7 +8,7 @@ import sys
 import textwrap
 import time
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.support.cli import IOWITNESS
 from tests.support.collectors import wait_attached
 
@@ -147,8 +147,8 @@ def test_attach_pid_mid_run_names_the_benchmark_its_disk_and_how_far_in_it_began
     assert "after fio (PID" in text and "attached mid-run" in text
     # AND fio's own figures, given with --claims, are never called wrong on a part of the run:
     # each fits what was seen (said with the note) or cannot be judged, for that reason
-    from iowitness.analysis import matching
     from iowitness.analysis.benchmarks import claims_from
+    from iowitness.analysis.judge import match_claims as matching
     source, claims = claims_from((tmp_path / "fio.json").read_text(), trace.meta["command"])
     verdicts = matching.match(trace.report(), claims, source, trace.meta["command"], 0.05, trace.missing, trace=trace)
     assert verdicts and all(v.verdict != "disagrees" for v in verdicts)

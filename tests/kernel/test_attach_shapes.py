@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis import judged
-from iowitness.analysis.run import load
+from iowitness.analysis.judge import trace_verdicts as judged
+from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.cli import IOWITNESS, iowitness
 from tests.support.collectors import stop, wait_attached

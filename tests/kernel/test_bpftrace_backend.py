@@ -20,8 +20,9 @@ import sys
 import numpy as np
 import pytest
 
-from iowitness.analysis import benchmarks, matching
-from iowitness.analysis.run import load
+from iowitness.analysis import benchmarks
+from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.cli import IOWITNESS, iowitness
 

@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 
 pytestmark = pytest.mark.kernel
 

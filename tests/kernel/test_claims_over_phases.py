@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis import matching
 from iowitness.analysis.benchmarks import spec
-from iowitness.analysis.run import load
+from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.blocks import assigned_of
 from tests.support.cli import iowitness

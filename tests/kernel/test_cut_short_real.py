@@ -1,6 +1,6 @@
 """A real dd cut by the trace's end: the collector gets SIGTERM under `run --on-fault continue`
 24 MiB into dd's 256 MiB; dd runs on untraced and prints its whole-run figure. That claim is
-about 256 MiB, the trace saw 24: it cannot be judged, and says so (analysis/cut_short.py).
+about 256 MiB, the trace saw 24: it cannot be judged, and says so (analysis/judge/cut_short.py).
 
 dd reads a pipe fed 1 MiB every 10 ms, so it writes at a steady rate the test controls, and
 its output file's size says when 24 MiB are written (ground truth outside the analysis).
@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.cli import IOWITNESS, iowitness
 

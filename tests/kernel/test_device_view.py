@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from iowitness import units
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.blockdev import (
     blkio_throttle,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from iowitness.collector.stopping import GRACE_S
 from tests.support.cli import IOWITNESS, iowitness
 

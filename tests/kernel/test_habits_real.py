@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from iowitness.analysis import judged
+from iowitness.analysis.judge import trace_verdicts as judged
 from tests.conftest import require_tool
 from tests.kernel.test_aio import direct_dir  # noqa: F401 (a fixture: O_DIRECT on tmp_path or a loop device)
 from tests.support.cli import IOWITNESS, iowitness

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support import browser
 from tests.support.cli import iowitness

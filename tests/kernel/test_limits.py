@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.support import blockdev
 from tests.support.cli import IOWITNESS, iowitness
 from tests.support.workload import build

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.support.cli import iowitness
 from tests.support.workload import build
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.support.cli import IOWITNESS, iowitness
 
 pytestmark = pytest.mark.kernel

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from iowitness import escape
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from iowitness.outputfile import sudo_user
 from tests.support.cli import IOWITNESS, iowitness
 from tests.support.hostile import HOSTILE, HOSTILE_BYTES, no_raw_controls

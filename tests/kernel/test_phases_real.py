@@ -21,7 +21,7 @@ import struct
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.cli import iowitness
 

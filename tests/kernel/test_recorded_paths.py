@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.cli import iowitness
 

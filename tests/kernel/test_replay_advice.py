@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.support.cli import iowitness
 from tests.support.workload import build
 

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from iowitness.replay import plan as replay_plan
 from tests.conftest import require_tool
 from tests.support.cli import iowitness

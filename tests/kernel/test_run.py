@@ -8,8 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from iowitness.analysis import observer
-from iowitness.analysis.run import load
+from iowitness.analysis.measure import observer
+from iowitness.analysis.read.run import load
 from iowitness.collector.stats_windows import MIN_CALLS, RECHECK_S, WINDOW_MAX_S, WINDOW_S
 from iowitness.errors import BadTrace
 from tests.conftest import require_tool

@@ -10,8 +10,8 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from iowitness.analysis import event_lines, stream_events
-from iowitness.analysis.run import export_parquet, load
+from iowitness.analysis.read import event_lines, stream_events
+from iowitness.analysis.read.run import export_parquet, load
 from tests.conftest import require_tool
 from tests.support.blockdev import loop_ext4
 from tests.support.cli import iowitness

@@ -22,9 +22,10 @@ import re
 
 import pytest
 
-from iowitness.analysis import benchmarks, matching
+from iowitness.analysis import benchmarks
 from iowitness.analysis.benchmarks import spec
-from iowitness.analysis.run import load
+from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.read.run import load
 from tests.conftest import REPO, require_tool
 from tests.support.cli import iowitness
 from tests.support.workload import build

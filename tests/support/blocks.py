@@ -1,4 +1,4 @@
-"""Blocks of an in-memory trace, as analysis/stream_assign.py gives them to the streamed
+"""Blocks of an in-memory trace, as analysis/phasing/stream_assign.py gives them to the streamed
 report: the tests of every streamed piece cut a table into blocks of 1, 37 and 1000 rows, so
 that every per-phase, per-thread and per-file state crosses block boundaries."""
 

@@ -1,4 +1,4 @@
-"""Pairing libaio requests with their kernel completions (analysis/aio_kernel.py), on records
+"""Pairing libaio requests with their kernel completions (analysis/phasing/aio_kernel.py), on records
 written by hand: which completion belongs to which request follows from the key alone."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import aio_kernel
+from iowitness.analysis.phasing import aio_kernel
 from iowitness.probes.layout import layout
 
 

@@ -10,8 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import benchmarks, matching, stream_full
-from iowitness.analysis.claims import Claim, Match
+from iowitness.analysis import benchmarks
+from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.judge.claim import Claim, Match
+from iowitness.analysis.measure import stream_full
 from iowitness.commands import _claims
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
 

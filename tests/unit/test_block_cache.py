@@ -1,4 +1,4 @@
-"""The blocks a pass keeps for the next (analysis/block_cache.py): whatever the budget, every pass
+"""The blocks a pass keeps for the next (analysis/read/block_cache.py): whatever the budget, every pass
 gives the loaded events table, and every report is the same bytes.
 
 The reference is `load(path).events` (the reader's own sort by start time) and the report of
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import block_cache, stream_events
-from iowitness.analysis.run import load
+from iowitness.analysis.read import block_cache, stream_events
+from iowitness.analysis.read.run import load
 from tests.support.bench import script
 from tests.support.cli import iowitness
 from tests.unit.test_stream_events import T0, in_cpu_order, records, write_trace

@@ -1,4 +1,4 @@
-"""The block views (analysis/block_views.py) on block records written by hand, where every
+"""The block views (analysis/measure/block_views.py) on block records written by hand, where every
 expected figure follows from the records by counting: the phase of each request, bcc's log2
 buckets and how biolatency draws them, the iostat -x columns per interval, the queue depth."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import block_views
+from iowitness.analysis.measure import block_views
 from iowitness.probes.layout import layout
 from iowitness.reporters import block as block_report
 

@@ -1,11 +1,11 @@
-"""The calls around a stretch of one thread's calls (analysis/call_bounds.py), block by block:
+"""The calls around a stretch of one thread's calls (analysis/phasing/call_bounds.py), block by block:
 a table built call by call, whose every time is known."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from iowitness.analysis import call_bounds
+from iowitness.analysis.phasing import call_bounds
 from tests.support.synthetic import O_RDONLY, START_NS, Calls
 
 

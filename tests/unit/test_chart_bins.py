@@ -8,9 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import inflight, report as report_module, stream_full
-from iowitness.analysis.call_extents import Extents
-from iowitness.analysis.run import load
+from iowitness.analysis import report as report_module
+from iowitness.analysis.measure import stream_full
+from iowitness.analysis.phasing import inflight
+from iowitness.analysis.phasing.call_extents import Extents
+from iowitness.analysis.read.run import load
 from iowitness.reporters import chart_bins
 from tests.support.bench import script
 from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of

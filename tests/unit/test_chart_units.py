@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from iowitness.analysis import figures  # noqa: E402
+from iowitness.analysis.measure import figures  # noqa: E402
 from iowitness.reporters import charts  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Claims on the benchmark's output timeline (analysis/claim_windows.py): each figure judged
+"""Claims on the benchmark's output timeline (analysis/judge/claim_windows.py): each figure judged
 among the calls that ended before its line and after the previous result line, on traces
 built call by call whose lines are given the times they were written."""
 
@@ -8,9 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import judged, matching, printed, stream_full
-from iowitness.analysis.claim_windows import ORDER_NOTE, TIMELINE_NOTE
-from iowitness.analysis.printed import PrintedLine
+from iowitness.analysis.judge import match_claims as matching, trace_verdicts as judged
+from iowitness.analysis.judge.claim_windows import ORDER_NOTE, TIMELINE_NOTE
+from iowitness.analysis.measure import stream_full
+from iowitness.analysis.read import printed
+from iowitness.analysis.read.printed import PrintedLine
 from tests.support.synthetic import O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY, Calls
 
 KiB = 1024

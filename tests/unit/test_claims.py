@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from iowitness.analysis.benchmarks import UNKNOWN, claims_from, dd, fio, iozone, spec
-from iowitness.analysis.claims import UnparsableOutput
+from iowitness.analysis.judge.claim import UnparsableOutput
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "claims"
 RECORDED_IN = "/tmp/iowitness-claims"

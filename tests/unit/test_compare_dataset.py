@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis import dataset_runs
+from iowitness.analysis.runs import dataset_runs
 from iowitness.errors import UsageError
 from tests.support.cli import iowitness
 from tests.support.run_groups import write_run

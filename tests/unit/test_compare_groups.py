@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowitness.analysis import significance
+from iowitness.analysis.runs import significance
 from tests.support.cli import iowitness
 from tests.support.run_groups import write_run
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from iowitness.analysis import deltas
+from iowitness.analysis.runs import deltas
 from iowitness.reporters.compare import shown, signed
 from tests.support.bench import script
 from tests.support.cli import iowitness

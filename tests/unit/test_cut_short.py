@@ -1,4 +1,4 @@
-"""A test the trace's end cut short (analysis/cut_short.py): its claims cannot be judged and
+"""A test the trace's end cut short (analysis/judge/cut_short.py): its claims cannot be judged and
 say how far the trace got; a test the trace saw whole, or a trace that saw the benchmark to its
 end, is judged as any other. Traces built call by call, whose every byte is known."""
 
@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import matching, stream_full
-from iowitness.analysis.claims import Claim
+from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.measure import stream_full
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
 
 MIB = 1024 * 1024

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from iowitness import cli
-from iowitness.analysis import memory_guard
-from iowitness.analysis.run import load
+from iowitness.analysis.read import memory_guard
+from iowitness.analysis.read.run import load
 from iowitness.collector.format import codec
 from iowitness.collector.format.traceformat import CHUNK, EVENTS
 from iowitness.collector.format.tracewriter import TraceWriter

@@ -1,10 +1,10 @@
-"""--fail-if expressions and the change arithmetic of compare (analysis/deltas.py)."""
+"""--fail-if expressions and the change arithmetic of compare (analysis/runs/deltas.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from iowitness.analysis import deltas
+from iowitness.analysis.runs import deltas
 from iowitness.errors import UsageError
 
 

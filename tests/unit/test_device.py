@@ -1,4 +1,4 @@
-"""The device view's arithmetic (analysis/device.py) on block records written by hand, where
+"""The device view's arithmetic (analysis/measure/device.py) on block records written by hand, where
 every expected figure follows from the records by simple counting."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import device, device_checks
-from iowitness.analysis.claims import Claim
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.measure import device, device_checks
 from iowitness.collector import blockdev
 from iowitness.commands import _claims
 from iowitness.errors import UsageError
@@ -167,7 +167,7 @@ def test_diskstats_lines_are_read_by_name_and_idle_devices_skipped():
 
 
 def test_block_offcpu_and_samples_round_trip_through_the_trace(tmp_path):
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
     from iowitness.collector.format.tracewriter import TraceWriter
 
     # GIVEN a trace with two BLOCK chunks out of time order, an OFFCPU chunk and two SAMPLES

@@ -1,5 +1,5 @@
-"""Device bytes credited to phases once each (analysis/device_credit.py and its use in
-analysis/device.py), on block records and calls written by hand: every expected figure is
+"""Device bytes credited to phases once each (analysis/measure/device_credit.py and its use in
+analysis/measure/device.py), on block records and calls written by hand: every expected figure is
 counted from the records, or by a plain loop over them that follows the rule word by word."""
 
 from __future__ import annotations
@@ -10,15 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import (
-    device,
-    device_checks,
-    device_credit,
-    stream_assign,
-    stream_table,
-)
-from iowitness.analysis.claims import Claim
-from iowitness.analysis.device_credit import credit
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.measure import device, device_checks, device_credit
+from iowitness.analysis.measure.device_credit import credit
+from iowitness.analysis.phasing import stream_assign, stream_table
 from iowitness.probes.layout import layout
 from tests.support.synthetic import DEV, O_DIRECT, O_RDWR, O_WRONLY, START_NS, Calls
 

@@ -1,4 +1,4 @@
-"""analysis/distinct.py unique against np.unique itself: the same arrays and dtypes, whatever asked."""
+"""analysis/read/distinct.py unique against np.unique itself: the same arrays and dtypes, whatever asked."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from iowitness.analysis import distinct
+from iowitness.analysis.read import distinct
 
 ASKED = list(itertools.product([False, True], repeat=3))
 

@@ -1,5 +1,5 @@
-"""What the verdicts ask of the events (analysis/evidence.py), answered from events read block
-by block (analysis/stream_evidence.py) exactly as from the whole table: every question on
+"""What the verdicts ask of the events (analysis/measure/evidence.py), answered from events read block
+by block (analysis/measure/stream_evidence.py) exactly as from the whole table: every question on
 traces cut into blocks of 7, 37 and 1000 rows (random ones, which are short, of 1 and 37), so
 every per-phase and per-thread state crosses block boundaries."""
 
@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import latency, stream_assign, stream_table
-from iowitness.analysis.stream_evidence import StreamedEvidence
+from iowitness.analysis.judge import latency
+from iowitness.analysis.measure.stream_evidence import StreamedEvidence
+from iowitness.analysis.phasing import stream_assign, stream_table
 from tests.support.blocks import Blocks
 from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
 from tests.unit.test_stream_table import random_trace

@@ -1,4 +1,4 @@
-"""The single-file export (`export TRACE --parquet FILE.parquet`) block by block (analysis/run.py
+"""The single-file export (`export TRACE --parquet FILE.parquet`) block by block (analysis/read/run.py
 export_parquet given stream_events' blocks) against the file of the loaded trace: read back, the
 same table (schema, values, categories) and the same key-value metadata (pandas' and the
 trace's), a row group per block; and the command: --stream taken, chosen by itself for a trace
@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from iowitness.analysis import run, stream_events
+from iowitness.analysis.read import run, stream_events
 from iowitness.collector.format.traceformat import json_bytes
 from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.commands import export

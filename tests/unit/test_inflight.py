@@ -1,10 +1,10 @@
-"""Queue depth and busy time of asynchronous requests (analysis/inflight.py, phase_table.table)."""
+"""Queue depth and busy time of asynchronous requests (analysis/phasing/inflight.py, phase_table.table)."""
 
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis import inflight
-from iowitness.analysis.stream_table import of_frame as table
+from iowitness.analysis.phasing import inflight
+from iowitness.analysis.phasing.stream_table import of_frame as table
 from tests.support.synthetic import O_RDONLY, Calls
 
 
@@ -70,7 +70,7 @@ def test_the_depth_series_keeps_a_short_burst_visible():
 
 
 def _fio_claim(iodepth, engine="io_uring", levels=None):
-    from iowitness.analysis.claims import Claim
+    from iowitness.analysis.judge.claim import Claim
     return Claim(source="fio", test="j read", value=1.0, unit="KiB/s", printed="", job="j", direction="read",
                  extra={"iodepth": iodepth, "ioengine": engine, "iodepth_level": levels or {}})
 

@@ -1,4 +1,4 @@
-"""Latency claims (analysis/latency.py): operations, statistics, bands and verdicts, on
+"""Latency claims (analysis/judge/latency.py): operations, statistics, bands and verdicts, on
 traces built call by call, whose every latency is known."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from iowitness.analysis import latency, matching, stream_full
 from iowitness.analysis.benchmarks import spec
+from iowitness.analysis.judge import latency, match_claims as matching
+from iowitness.analysis.measure import stream_full
 from tests.support.blocks import assigned_of
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
 
@@ -174,7 +175,7 @@ def test_request_lines_in_mixed_units_show_the_median_of_their_times():
 def test_sync_time_between_writes_is_not_user_time():
     # GIVEN 200 writes of 10 µs each followed by a 990 µs fdatasync, and a rate claim that fits
     rep, trace = _requests([10] * 200, [990] * 200, gap_us=1)
-    from iowitness.analysis.claims import Claim
+    from iowitness.analysis.judge.claim import Claim
     bps = float(rep.phases.iloc[0]["wall_Bps"])
     c = Claim("spec", "w", bps, "B/s", "w", bytes_per_s=bps, direction="write", extra={"match": "order"})
     [v] = matching.match(rep, [c], "spec", ["./bench"], trace=trace)

@@ -86,7 +86,7 @@ GRAPH = {m: imports_of(m, p, set(modules())) for m, p in modules().items()}
 def test_every_module_is_found():
     # GIVEN the source tree WHEN its modules are listed THEN each layer has some
     assert {layer(m) for m in GRAPH} == {0, 1, 2, 3, 4, 5}
-    assert "iowitness.analysis.run" in GRAPH and "iowitness.commands.report" in GRAPH
+    assert "iowitness.analysis.read.run" in GRAPH and "iowitness.commands.report" in GRAPH
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
@@ -146,3 +146,30 @@ def test_the_trace_contract_and_the_collector_load_without_pandas():
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# the analysis in its stages (docs/architecture.md, Layout): read, phasing, measure, judge, runs;
+# at the top of analysis/ only the Report every stage fills, and benchmarks/ (one folder)
+ANALYSIS_TOP = ("__init__", "report")
+
+
+def test_the_analysis_modules_are_in_their_stages():
+    # GIVEN the modules of the analysis WHEN those at the top of analysis/ are listed
+    top = sorted(m for m, p in modules().items() if m.startswith("iowitness.analysis.")
+                 and p.parent == FOLDERS["iowitness.analysis"] and p.stem not in ANALYSIS_TOP)
+    # THEN there are none: a module goes in the folder of the stage it serves
+    assert not top, (f"modules at the top of analysis/: {top}; put each in the stage it serves (read, phasing, "
+                     "measure, judge, runs) and name it in docs/architecture.md")
+
+
+def test_every_package_folder_is_a_package_the_distribution_installs():
+    # GIVEN pyproject.toml's list of packages (setuptools installs those and no others)
+    try:
+        import tomllib
+    except ImportError:   # Python 3.9 and 3.10
+        import tomli as tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    # WHEN every folder of the namespace that holds an __init__.py is named as a package
+    found = {module for module, path in modules().items() if path.name == "__init__.py"}
+    # THEN each is listed: a folder left out would be missing from every installed copy
+    assert not found - listed, f"packages pyproject.toml does not list: {sorted(found - listed)}"

@@ -1,5 +1,5 @@
 """The check that refuses, before reading it, a trace whose analysis cannot fit in memory
-(analysis/memory_guard.py): the bound is the least the trace can need, never a guess above it."""
+(analysis/read/memory_guard.py): the bound is the least the trace can need, never a guess above it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from iowitness.analysis import memory_guard
+from iowitness.analysis.read import memory_guard
 from iowitness.errors import EXIT_TOO_LARGE, TooLarge
 from tests.support.cli import IOWITNESS
 

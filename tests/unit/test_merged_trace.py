@@ -1,12 +1,12 @@
-"""Several hosts' traces merged on one clock (analysis/merged_trace.py): what IOzone's cluster
+"""Several hosts' traces merged on one clock (analysis/runs/merged_trace.py): what IOzone's cluster
 mode and fio's all-clients latency are judged on."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from iowitness.analysis import merged_trace
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
+from iowitness.analysis.runs import merged_trace
 from tests.support.trace_mutants import write_dd_trace
 
 

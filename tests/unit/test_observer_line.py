@@ -1,10 +1,10 @@
-"""The observer line's total probe time: the timed windows scaled two ways (analysis/observer.py)."""
+"""The observer line's total probe time: the timed windows scaled two ways (analysis/measure/observer.py)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from iowitness.analysis import observer
+from iowitness.analysis.measure import observer
 
 
 def _trace(probe: dict, calls: int, seconds: float):

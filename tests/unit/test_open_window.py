@@ -1,4 +1,4 @@
-"""A claim timed from the open of its file to its close (analysis/open_window.py): fio's read
+"""A claim timed from the open of its file to its close (analysis/judge/open_window.py): fio's read
 job after a write job on the same file, whose runtime takes in the open and the cache
 invalidation before its first read. A trace built call by call, whose times are known."""
 
@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import matching, stream_full
-from iowitness.analysis.claims import Claim
+from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.measure import stream_full
 from tests.support.synthetic import O_RDONLY, Calls
 
 MIB = 1024 * 1024

@@ -1,4 +1,4 @@
-"""Operations of several calls (analysis/operations.py): the `timed` texts, the groups of calls
+"""Operations of several calls (analysis/phasing/operations.py): the `timed` texts, the groups of calls
 an operation is, successive open..close stretches of one file joined into one phase, and a
 verdict's phases as ranges (reporters/phase_ranges.py). Built from calls written by hand
 (tests/support/synthetic.py), whose counts are known exactly."""
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from iowitness.analysis import latency, operations, stream_assign, stream_table
+from iowitness.analysis.judge import latency
+from iowitness.analysis.phasing import operations, stream_assign, stream_table
 from iowitness.reporters import phase_ranges
 from tests.support.synthetic import O_CREAT, O_WRONLY, Calls
 
@@ -138,7 +139,7 @@ def test_phases_are_written_as_ranges():
 def test_too_short_is_judged_on_what_the_claim_covers_not_its_smallest_member():
     import pandas as pd
 
-    from iowitness.analysis import verdicts
+    from iowitness.analysis.judge import verdict_rules as verdicts
     # GIVEN a group of three phases over 800 ms and 37,553 calls, one member of 2 calls in 50 µs
     rows = pd.DataFrame({"phase": [1, 2, 3], "ops": [20_000, 17_551, 2],
                          "data_first_ns": [0, 1_000, 400_000_000],

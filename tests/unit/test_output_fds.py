@@ -1,4 +1,4 @@
-"""Data calls on fd 1 and 2 are output, never data (analysis/output_fds.py over
+"""Data calls on fd 1 and 2 are output, never data (analysis/phasing/output_fds.py over
 printed_timeline.OwnFiles), unless the program itself opened the file after its exec. Ground
 truth: the calls and facts a shell's redirection and `dd of=FILE` make, written by hand."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from iowitness.analysis.output_fds import OutputFds
-from iowitness.analysis.phases import WRITE
+from iowitness.analysis.phasing.output_fds import OutputFds
+from iowitness.analysis.phasing.phases import WRITE
 from iowitness.collector.format.printed_timeline import OwnFiles
 from iowitness.probes.layout import layout
 

@@ -1,4 +1,4 @@
-"""Phases rebuilt from events (analysis/phases.py), on event tables written call by call.
+"""Phases rebuilt from events (analysis/phasing/phases.py), on event tables written call by call.
 
 Every expected phase is written out by hand from the calls the test makes: which calls, how
 many bytes, at which offsets. Records are 4 KiB and every call takes 1000 ns unless the test
@@ -7,7 +7,7 @@ says otherwise (tests/support/synthetic.py).
 
 import pandas as pd
 
-from iowitness.analysis import groups, stream_assign, stream_table
+from iowitness.analysis.phasing import groups, stream_assign, stream_table
 from tests.support.synthetic import (
     EINVAL,
     EIO,

@@ -1,4 +1,4 @@
-"""A figure judged to its printed precision (analysis/precision.py): "1.3 GB/s" is anything
+"""A figure judged to its printed precision (analysis/judge/precision.py): "1.3 GB/s" is anything
 from 1.25 to 1.35, "0.00 ms" anything below 0.005 ms. Traces built call by call, whose rate and
 latencies are known exactly."""
 
@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import matching, precision, stream_full
 from iowitness.analysis.benchmarks import spec
+from iowitness.analysis.judge import match_claims as matching, precision
+from iowitness.analysis.measure import stream_full
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
 
 SPEC = """

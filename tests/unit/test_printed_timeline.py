@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from iowitness.analysis.printed import PrintedLine, lines_of
+from iowitness.analysis.read.printed import PrintedLine, lines_of
 from iowitness.collector.format.printed_timeline import Write, lines_of_writes, text_of, timeline
 from iowitness.probes.layout import layout
 
@@ -115,7 +115,7 @@ def _printed_records(*rows):
 
 
 def test_a_trace_file_keeps_its_timeline_and_an_old_one_reads_without(tmp_path, monkeypatch):
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
     from iowitness.collector.format import tracewriter
     from iowitness.collector.format.tracewriter import TraceWriter
 

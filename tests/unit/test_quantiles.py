@@ -1,7 +1,7 @@
-"""Exact per-phase percentiles over blocks (analysis/quantiles.py) against numpy on whole arrays.
+"""Exact per-phase percentiles over blocks (analysis/phasing/quantiles.py) against numpy on whole arrays.
 
 The reference is np.percentile on each phase's whole array of latencies (what the in-memory
-report computes, analysis/phases.py); the blocks are cut small and at odd sizes so that every
+report computes, analysis/phasing/phases.py); the blocks are cut small and at odd sizes so that every
 phase crosses many block boundaries. Equality is byte for byte, not approximate.
 """
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowitness.analysis import phases, quantiles
-from iowitness.analysis.run import load
+from iowitness.analysis.phasing import phases, quantiles
+from iowitness.analysis.read.run import load
 from tests.support.bench import script
 from tests.support.blocks import calls_of
 

@@ -1,4 +1,4 @@
-"""`show --events` block by block (analysis/event_lines.py `streamed`) against the lines of the
+"""`show --events` block by block (analysis/read/event_lines.py `streamed`) against the lines of the
 loaded trace (event_lines.select and lines over `load(path)`, what `show --events` printed
 before it streamed): the same bytes, with every filter and their combinations, in blocks of 1,
 37 and 1,000 rows, on traces written by the collector's own TraceWriter in chunks of 1 to 9
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from iowitness import cli
-from iowitness.analysis import event_lines, run
-from iowitness.analysis.run import load
+from iowitness.analysis.read import event_lines, run
+from iowitness.analysis.read.run import load
 from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.errors import BadTrace, UsageError
 from iowitness.probes.layout import layout
@@ -260,7 +260,7 @@ def test_what_cannot_be_shown_says_so_in_one_line(traces, tmp_path):
 
 def test_no_room_for_temporary_files_is_one_line(traces, monkeypatch, capsys):
     # GIVEN a temporary directory whose file system is full (the phases' rebuild writes there)
-    from iowitness.analysis import stream_walk
+    from iowitness.analysis.phasing import stream_walk
 
     def full(fd, offset, length):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

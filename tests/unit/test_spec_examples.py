@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import stream_full
 from iowitness.analysis.benchmarks import spec
+from iowitness.analysis.measure import stream_full
 from tests.support.synthetic import O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY, Calls
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "claims-spec.md"

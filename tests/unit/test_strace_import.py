@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis.run import load
+from iowitness.analysis.read.run import load
 from tests.support.cli import iowitness
 from tests.support.workload import build_known_io, read_truth
 

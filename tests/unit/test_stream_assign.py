@@ -1,4 +1,4 @@
-"""phases.assign streamed (analysis/stream_assign.py): the same frame, event for event, as the
+"""phases.assign streamed (analysis/phasing/stream_assign.py): the same frame, event for event, as the
 in-memory function gives, whatever the blocks.
 
 Every case builds a trace in memory and compares pd.concat of the streamed blocks with
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import stream_assign
+from iowitness.analysis.phasing import stream_assign
 from tests.support.synthetic import (
     COLUMNS,
     EIO,
@@ -43,7 +43,7 @@ MORE_SYSCALLS = ("mmap", "munmap", "msync", "madvise", "fault_read", "fault_writ
 
 
 class Blocks:
-    """A source as analysis/stream_events.py gives one: the events in blocks of `rows`."""
+    """A source as analysis/read/stream_events.py gives one: the events in blocks of `rows`."""
 
     def __init__(self, events: pd.DataFrame, rows: int):
         self.events, self.rows = events, rows
@@ -358,7 +358,7 @@ def test_iozone_shaped_trace_from_the_benchmark_script(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
     from report_10m import build_trace
 
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
     build_trace(tmp_path / "t.iwt", 12_000, children=3, rounds=2)
     events = load(tmp_path / "t.iwt").events
     # WHEN it is assigned in blocks (of 1 row only its first 2,000 events: a row costs a block's overhead)
@@ -370,7 +370,7 @@ def test_a_trace_read_back_from_a_file():
     # GIVEN the dd trace the fuzz tests start from (tests/support/trace_mutants.py), read back
     import tempfile
 
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
     from tests.support.trace_mutants import write_dd_trace
     with tempfile.TemporaryDirectory() as folder:
         write_dd_trace(Path(folder) / "dd.iwt")

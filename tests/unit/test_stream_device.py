@@ -1,4 +1,4 @@
-"""The device view streamed block by block (analysis/stream_device.py) is the in-memory view
+"""The device view streamed block by block (analysis/measure/stream_device.py) is the in-memory view
 (device.per_phase), exactly: every case is cut into blocks of 1, 37 and 1000 rows, so every
 per-phase and per-thread state crosses block boundaries, and compared bit for bit. The
 streamed side gets a trace whose `events` refuses, as a StreamedTrace's does."""
@@ -12,12 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import (
-    device,
-    stream_assign,
-    stream_device,
-    stream_table,
-)
+from iowitness.analysis.measure import device, stream_device
+from iowitness.analysis.phasing import stream_assign, stream_table
 from iowitness.probes.layout import layout
 from tests.support.blocks import BLOCKS, Blocks, assigned_of
 from tests.support.synthetic import (
@@ -238,8 +234,8 @@ def test_calls_of_one_thread_starting_together_and_out_of_order():
 
 def test_the_dd_trace_streamed_from_its_file(tmp_path):
     # GIVEN the dd trace the collector would write (device view, sched_switch records, samples)
-    from iowitness.analysis import streamed as streamed_trace
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read import streamed as streamed_trace
+    from iowitness.analysis.read.run import load
     from tests.support.trace_mutants import write_dd_trace
     write_dd_trace(tmp_path / "dd.iwt")
     loaded = load(tmp_path / "dd.iwt")

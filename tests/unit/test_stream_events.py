@@ -1,7 +1,7 @@
-"""The events table block by block (analysis/stream_events.py) against `load(path).events`.
+"""The events table block by block (analysis/read/stream_events.py) against `load(path).events`.
 
 The reference is the in-memory table: the reader sorts the records by start time, stably, and
-analysis/run.py Trace.events names them. Each trace here is written by the collector's own
+analysis/read/run.py Trace.events names them. Each trace here is written by the collector's own
 TraceWriter, one small chunk (1 to 9 records) per flush, so that blocks of 1, 37 and 1,000
 rows cut it in many places; the blocks, put end to end, must be that table exactly.
 """
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import stream_events
-from iowitness.analysis.run import load
+from iowitness.analysis.read import stream_events
+from iowitness.analysis.read.run import load
 from iowitness.collector.format.tracereader import read
 from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.errors import BadTrace

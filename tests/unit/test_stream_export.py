@@ -1,4 +1,4 @@
-"""The events table of a dataset written block by block (analysis/dataset.py events_blocks and
+"""The events table of a dataset written block by block (analysis/runs/dataset.py events_blocks and
 write_run given an iterable) is the file the in-memory frame makes: the same rows
 (events_rows over blocks of 1, 37 and 1000 rows against events_table, bit for bit) and the same
 Parquet file read back (schema, key-value metadata, values), on traces written by the
@@ -14,8 +14,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from iowitness.analysis import dataset, stream_assign, stream_events
-from iowitness.analysis.run import load
+from iowitness.analysis.phasing import stream_assign
+from iowitness.analysis.read import stream_events
+from iowitness.analysis.read.run import load
+from iowitness.analysis.runs import dataset
 from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 from tests.support.bench import script

@@ -1,5 +1,5 @@
 """The report's groups, outliers, latency histograms and stretches streamed block by block
-(analysis/stream_extras.py) are the in-memory ones, exactly: every case is cut into blocks of
+(analysis/measure/stream_extras.py) are the in-memory ones, exactly: every case is cut into blocks of
 1, 37 and 1000 rows, so every per-group, per-phase and per-stretch state crosses block
 boundaries, and compared with the one-block report's groups and outliers, machine.histograms and
 stretches.stretch_frame, bit for bit."""
@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis import report, stream_extras, stream_full
+from iowitness.analysis import report
+from iowitness.analysis.measure import stream_extras, stream_full
 from iowitness.reporters import machine, stretches
 from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of
 from tests.support.synthetic import (
@@ -162,7 +163,7 @@ def test_errors_negative_returns_and_spans_without_phase():
 
 def test_the_report_10m_shaped_trace(tmp_path):
     # GIVEN the benchmark script's IOzone-shaped trace: 4 children, 3 rounds, random passes
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
     from tests.support.bench import script
     script("report_10m").build_trace(tmp_path / "t.iwt", 60_000, 4, 3)
     trace = load(tmp_path / "t.iwt")

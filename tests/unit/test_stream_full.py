@@ -1,4 +1,4 @@
-"""`report` in every form, `check` and `export` (analysis/stream_full.py) read in small blocks
+"""`report` in every form, `check` and `export` (analysis/measure/stream_full.py) read in small blocks
 against the same commands reading the trace in one block, on traces written by the collector's own
 TraceWriter: an IOzone-shaped run of four children, dd runs whose printed rate is true or not,
 a run on files with hostile names, a --summary trace. Real runs:
@@ -96,7 +96,8 @@ def test_no_room_for_temporary_files_is_an_output_error(traces, monkeypatch):
     # GIVEN a temporary directory whose file system is full (posix_fallocate: ENOSPC)
     import errno
 
-    from iowitness.analysis import stream_full, stream_walk
+    from iowitness.analysis.measure import stream_full
+    from iowitness.analysis.phasing import stream_walk
     from iowitness.errors import OutputError
 
     def full(fd, offset, length):

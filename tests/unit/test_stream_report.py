@@ -1,4 +1,4 @@
-"""`report --csv --stream` (analysis/stream_report.py: events in time order block by block,
+"""`report --csv --stream` (analysis/phasing/stream_report.py: events in time order block by block,
 phases rebuilt and tabulated in passes) against `report --csv` (every event in memory), on
 traces written by the collector's own TraceWriter. Real runs: tests/kernel/test_stream_report_real.py."""
 
@@ -9,8 +9,8 @@ import os
 import pandas as pd
 import pytest
 
-from iowitness.analysis import stream_report
-from iowitness.analysis.run import load
+from iowitness.analysis.phasing import stream_report
+from iowitness.analysis.read.run import load
 from tests.support.bench import script
 from tests.support.cli import iowitness
 from tests.support.trace_mutants import write_dd_trace, write_summary_trace
@@ -65,7 +65,7 @@ def test_no_room_for_the_temporary_files_is_one_line_and_no_crash(iozone_trace, 
     import errno
     import os
 
-    from iowitness.analysis import stream_walk
+    from iowitness.analysis.phasing import stream_walk
     from iowitness.errors import OutputError
 
     def full(fd, offset, length):
@@ -81,8 +81,8 @@ def test_a_loaded_trace_whose_temporary_folder_is_missing_is_one_line(iozone_tra
     # does not exist
     import tempfile
 
-    from iowitness.analysis import stream_full
-    from iowitness.analysis.run import load
+    from iowitness.analysis.measure import stream_full
+    from iowitness.analysis.read.run import load
     from iowitness.errors import OutputError
 
     trace = load(iozone_trace)

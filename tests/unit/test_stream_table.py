@@ -1,4 +1,4 @@
-"""The phase table streamed block by block (analysis/stream_table.py) is the in-memory table,
+"""The phase table streamed block by block (analysis/phasing/stream_table.py) is the in-memory table,
 exactly: every case is cut into blocks of 1, 37 and 1000 rows, so every per-phase state
 crosses block boundaries, and compared with phase_table.table column by column, bit for bit."""
 
@@ -9,7 +9,7 @@ import random
 import pandas as pd
 import pytest
 
-from iowitness.analysis import stream_assign, stream_table
+from iowitness.analysis.phasing import stream_assign, stream_table
 from tests.support.blocks import BLOCKS, Blocks
 from tests.support.synthetic import (
     EIO,
@@ -175,7 +175,7 @@ def test_re_read_and_re_write_across_truncations():
 
 def test_iozone_shaped_trace(tmp_path):
     # GIVEN the benchmark script's IOzone-shaped trace: children, rounds, random passes
-    from iowitness.analysis.run import load
+    from iowitness.analysis.read.run import load
     from scripts.bench import report_10m
     report_10m.build_trace(tmp_path / "t.iwt", 30_000, children=3, rounds=2)
     same_table(load(tmp_path / "t.iwt").events, sizes=(37, 1000))

@@ -1,4 +1,4 @@
-"""`show` streamed (analysis/streamed.py) against `show` of the loaded trace (summary.py's tables).
+"""`show` streamed (analysis/read/streamed.py) against `show` of the loaded trace (summary.py's tables).
 
 The reference is the in-memory path: reporters/summary.render on a loaded trace,
 whose tables are pandas group-bys over every event. The streamed path makes the same tables
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from iowitness.analysis import streamed
-from iowitness.analysis.run import load
+from iowitness.analysis.read import streamed
+from iowitness.analysis.read.run import load
 from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 from iowitness.reporters import summary

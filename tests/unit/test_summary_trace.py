@@ -1,12 +1,13 @@
 """A --summary trace without the kernel: SUMMARY chunks round trip, the last snapshot wins,
-and show/report build their tables from it (collector/format/tracereader.py, analysis/aggregates.py)."""
+and show/report build their tables from it (collector/format/tracereader.py, analysis/read/aggregates.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from iowitness.analysis import aggregates, observer
-from iowitness.analysis.run import load
+from iowitness.analysis.measure import observer
+from iowitness.analysis.read import aggregates
+from iowitness.analysis.read.run import load
 from iowitness.collector.aggregates import combine_values, record_dtype
 from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout

@@ -1,4 +1,4 @@
-"""The .iwt trace format: round trip, crash safety, refusals, and export (collector/format/traceformat.py, tracewriter.py, tracereader.py; analysis/run.py)."""
+"""The .iwt trace format: round trip, crash safety, refusals, and export (collector/format/traceformat.py, tracewriter.py, tracereader.py; analysis/read/run.py)."""
 
 import json
 import os
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import zstandard
 
-from iowitness.analysis.run import export_parquet, load
+from iowitness.analysis.read.run import export_parquet, load
 from iowitness.collector.format import codec
 from iowitness.collector.format.traceformat import CHUNK, describe_layout, names_lost_text
 from iowitness.collector.format.tracewriter import TraceWriter, chunk_head, file_header
@@ -702,7 +702,7 @@ def test_a_killed_run_is_counted_by_what_its_trace_holds_not_by_its_last_counter
     writer.write_events(events(CALLS[0], CALLS[2]))
     writer.abort()
     # WHEN it is loaded and its observer line is written
-    from iowitness.analysis import observer
+    from iowitness.analysis.measure import observer
     trace = load(path)
     # THEN the line counts the 3 events the trace holds, and the one loss total
     assert trace.event_count == 3 and trace.lost == 2

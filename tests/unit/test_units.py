@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from iowitness import units
-from iowitness.analysis.claims import Claim
-from iowitness.analysis.verdicts import Verdict
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.judge.verdict_rules import Verdict
 from iowitness.reporters import tables
 
 NAN = float("nan")

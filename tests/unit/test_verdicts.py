@@ -1,4 +1,4 @@
-"""Verdicts and claim matching (analysis/verdicts.py, analysis/matching.py) on event tables
+"""Verdicts and claim matching (analysis/judge/verdict_rules.py, analysis/judge/match_claims.py) on event tables
 written call by call (tests/support/synthetic.py).
 
 Every expected figure is computed by hand in the test from the calls it writes: bytes over
@@ -13,16 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from iowitness.analysis import (
-    buffering,
-    figures as active_figures,
-    matching,
-    stonewall as stonewalling,
-    stream_full,
-    verdicts,
-)
 from iowitness.analysis.benchmarks import iozone_groups, iozone_stonewall
-from iowitness.analysis.claims import Claim
+from iowitness.analysis.judge import match_claims as matching, verdict_rules as verdicts
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.measure import buffering, figures as active_figures, stonewall as stonewalling, stream_full
 from tests.support.blocks import assigned_of
 from tests.support.synthetic import (
     O_CREAT,

@@ -1,0 +1,338 @@
+"""Which calls a printed figure can be about: its window on the benchmark's output timeline.
+
+A figure printed at time t is about calls that ended before t. Its test's window begins after
+the benchmark's previous result line: the last line before it that gave claims of another test
+(one its own burst does not name), or the same test's figure again (a second run of it),
+counted in *bursts*, lines printed with no data call between them (a summary printed at the
+end is one burst, and the tests in it share one window; a summary restating tests printed
+before in other units takes their windows; per-request lines are progress inside a test, not
+results, and bound no other line's window). A phase is in the window when its last data call
+ended inside it; phases after the line are never part of it. Within the window the
+benchmark's module (or the spec's order, name, operation, rank and scope) chooses, as without
+times; a run-wide claim (scope "run") covers every phase before its line.
+
+A figure printed before the trace's first call, or one whose line the recording does not hold
+though it was given (--claims) and came before every line it does hold (an attach after that
+test), is "before the trace": it cannot be judged, and is never matched to a later phase.
+
+The timed period: a spec may say where, inside the window, the benchmark's timing starts
+(`timing_line`: the last line before the claim that matches a regex; `warmup_seconds`: T
+seconds after the first data call of the claim's phases). Calls that started before it are
+left out of the claim's figures and latency statistics (timed_rows, and latency.py through
+claim.extra["timed_ns"]).
+
+Without times (a trace that holds only the captured text, or --claims given after the fact to
+a trace without an output timeline) every claim's printed_ns stays None and the matching is
+by order alone, as the module says (ORDER_NOTE).
+
+    note = place(claims, printed.lines_of(trace), given=False, attached=False)
+    find = finder(benchmark, report, claims, argv, trace, windows_of(claims, lines, report))
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from iowitness import units
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.phasing import phases as phase_module
+
+TIMELINE_NOTE = "claims placed on the benchmark's output timeline"
+ORDER_NOTE = "claims matched by order: the output has no times"
+UNMATCHED_NOTE = "claims matched by order: the lines given do not follow the recorded output"
+
+
+@dataclass(frozen=True)
+class Window:
+    start_ns: int | None   # calls that ended after this (None: from the trace's start) ...
+    end_ns: int            # ... and by this: when the claim's line was written
+    burst: int             # the burst of lines the claim's line belongs to
+    start_from: str        # where the start came from, in words
+    before_trace: str = ""  # why the figure is about calls before the trace began, or ""
+    by: str = "this line"  # the line the end is: this one, or its test's earlier line (a summary)
+
+    def holds(self, phases: pd.DataFrame) -> pd.Series:
+        """Per phase: whether its last data call ended in the window."""
+        last = phases["data_last_ns"]
+        inside = last <= self.end_ns
+        return inside if self.start_ns is None else inside & (last > self.start_ns)
+
+
+def _at(t_ns: int | None, t0: int | None) -> str:
+    return "?" if t_ns is None else f"+{units.seconds((t_ns - (t0 or 0)) / 1e9)}" if t0 is not None \
+        else f"{t_ns} ns"
+
+
+def describe(window: Window, t0: int | None, timed: str = "") -> str:
+    """The window a verdict used and where its edges came from, in one reason."""
+    return (f"window: calls that ended after {window.start_from} and by {window.by} (written at "
+            f"{_at(window.end_ns, t0)}){timed}")   # how claims were placed is said once, above the verdicts
+
+
+def place(claims: list[Claim], lines: list, given: bool, attached: bool) -> str:
+    """Give each claim the time of its line (claim.printed_ns), joining the claims to the lines
+    in order; the note says which way the claims are matched. `given`: the text was given
+    after the fact (--claims); `attached`: the trace began mid-run."""
+    timed = sorted((ln for ln in lines if ln.t_ns is not None), key=lambda ln: ln.t_ns)
+    if not claims or not timed or len(timed) < len(lines):
+        return ORDER_NOTE
+    texts = [ln.text.strip() for ln in timed]
+    found: list[int | None] = []
+    cursor = 0
+    for claim in claims:
+        j = next((k for k in range(cursor, len(texts)) if texts[k] == claim.printed), None)
+        if j is None and not given:
+            # a claim whose `printed` is not a line (a report the benchmark wrote whole, fio's
+            # JSON): printed by the end of the output
+            j = len(texts) - 1 if texts else None
+        found.append(j)
+        if j is not None:
+            cursor = j
+    placed = [j for j in found if j is not None]
+    first = next((i for i, j in enumerate(found) if j is not None), None)
+    # lines given that the recording lacks: only those before every recorded one, and only
+    # when the trace began mid-run (their tests ended before the attach)
+    if first is None or any(j is None for j in found[first:]) or (first and not attached) or not placed:
+        for claim in claims:
+            claim.printed_ns = None
+        return UNMATCHED_NOTE if given else ORDER_NOTE
+    for i, (claim, j) in enumerate(zip(claims, found)):
+        claim.printed_ns = timed[j].t_ns if j is not None else None
+        claim.extra["line_no"] = j
+        if j is None:
+            claim.extra["before_trace"] = ("before the trace: this line is not in the output the trace recorded, "
+                                           "which begins later (iowitness attached after this test): its calls "
+                                           "are not in the trace")
+    return TIMELINE_NOTE
+
+
+def _identity(claim: Claim) -> tuple:
+    return (claim.extra.get("key") or claim.test, claim.record_size, claim.file_size, claim.job,
+            claim.extra.get("child"))
+
+
+def _said(claim: Claim) -> tuple:
+    return (claim.unit, "requests" if claim.extra.get("requests") else claim.extra.get("statistic"),
+            claim.extra.get("column"), claim.direction if claim.source == "fio" else None)
+
+
+def windows_of(claims: list[Claim], phases: pd.DataFrame, t0: int | None) -> dict[int, Window]:
+    """The window of each placed claim, by its position in `claims`."""
+    placed = [(i, c) for i, c in enumerate(claims) if c.printed_ns is not None]
+    if not placed:
+        return {}
+    out: dict[int, Window] = {}
+    # lines in the order written: (time, line number, its claims)
+    lines: dict[int, list] = {}
+    for i, c in placed:
+        lines.setdefault(c.extra.get("line_no", i), []).append((i, c))
+    order = sorted(lines, key=lambda n: (lines[n][0][1].printed_ns, n))
+    times = [lines[n][0][1].printed_ns for n in order]
+    first, last = phases["data_first_ns"].to_numpy(np.float64), phases["data_last_ns"].to_numpy(np.float64)
+    burst = [0]
+    for a, b in zip(times, times[1:]):
+        # a data call between two lines: the later one starts a new burst
+        active = bool(((first < b) & (last > a)).any()) if len(phases) else False
+        burst.append(burst[-1] + int(active))
+    # a claim restates its test when an earlier burst gave that test in another unit (a summary
+    # after per-test lines): it takes that claim's window; the others are the burst's own tests
+    earlier: dict[tuple, list] = {}      # identity -> [(said, claim position)] of earlier bursts
+    restates: dict[int, int] = {}
+    tests_of: dict[int, set] = {}
+    for k, n in enumerate(order):
+        if k and burst[k] != burst[k - 1]:
+            for back in range(k - 1, -1, -1):
+                if burst[back] != burst[k - 1]:
+                    break
+                for i, c in lines[order[back]]:
+                    if not c.extra.get("requests"):
+                        # one request's line is progress, never its test's result in another unit
+                        earlier.setdefault(_identity(c), []).append((_said(c), i))
+        for i, c in lines[n]:
+            before_it = earlier.get(_identity(c), [])
+            if before_it and all(said != _said(c) for said, _ in before_it) and c.extra.get("scope") != "run":
+                restates[i] = before_it[-1][1]
+            else:
+                tests_of.setdefault(burst[k], set()).add(_identity(c))
+    for k, n in enumerate(order):
+        for i, claim in lines[n]:
+            start, start_from = None, "the trace's start"
+            if i in restates and restates[i] in out:
+                first = out[restates[i]]
+                out[i] = Window(first.start_ns, first.end_ns, first.burst, first.start_from, first.before_trace,
+                                f"its test's earlier line {claims[restates[i]].printed[:60]!r}")
+                continue
+            if claim.extra.get("scope") != "run":
+                for back in range(k - 1, -1, -1):
+                    if burst[back] == burst[k]:
+                        continue
+                    others = lines[order[back]]
+                    if not claim.extra.get("requests") and all(o.extra.get("requests") for _, o in others):
+                        # one request's line (ioping's "request=7 time=..."): progress inside a
+                        # test, not a test's result; a summary after them is about them all
+                        continue
+                    # a line of a test this burst does not name, or this very figure again (a
+                    # second run); a summary's tests printed before in other units are no edge
+                    if any(_identity(o) not in tests_of.get(burst[k], set())
+                           or (_identity(o) == _identity(claim) and _said(o) == _said(claim)) for _, o in others):
+                        start = times[back]
+                        start_from = (f"the benchmark's previous result line {others[0][1].printed[:60]!r} "
+                                      f"(written at {_at(start, t0)})")
+                        break
+            before = claim.extra.get("before_trace", "")
+            if not before and t0 is not None and claim.printed_ns < t0:
+                before = (f"before the trace: printed at {_at(claim.printed_ns, t0)}, before the trace's first call; "
+                          "its calls are not in the trace")
+            out[i] = Window(start, claim.printed_ns, burst[k], start_from, before)
+    for i, claim in enumerate(claims):
+        if claim.extra.get("before_trace") and i not in out:
+            out[i] = Window(None, -1, -1, "the trace's start", claim.extra["before_trace"])
+    _requests_together(claims, out)
+    return out
+
+
+def _requests_together(claims: list[Claim], windows: dict[int, Window]) -> None:
+    """Per-request lines of one table are judged together: each takes the window of the set's
+    first line, widened to its last line."""
+    sets: dict[tuple, list[int]] = {}
+    for i, c in enumerate(claims):
+        if c.extra.get("requests") and i in windows and not windows[i].before_trace:
+            sets.setdefault((c.extra.get("rule"), c.extra.get("column"), c.test), []).append(i)
+    for members in sets.values():
+        head, tail = windows[members[0]], windows[members[-1]]
+        for i in members:
+            windows[i] = Window(head.start_ns, tail.end_ns, tail.burst, head.start_from)
+
+
+class _View:
+    """A report whose phases are those of one window: what a benchmark's matcher sees."""
+
+    def __init__(self, report, phases: pd.DataFrame):
+        self._report = report
+        self.phases = phases
+
+    def __getattr__(self, name):
+        return getattr(self._report, name)
+
+
+def finder(benchmark, report, claims: list[Claim], argv: list[str], trace, windows: dict[int, Window]):
+    """claim -> Match | None, as benchmark.matcher finds it, each claim among the phases of its
+    window: one matcher per (window start, burst, per-request lines or not), fed that window's
+    claims in order."""
+    if not windows:
+        return benchmark.matcher(report, claims, argv, trace)
+    position = {id(c): i for i, c in enumerate(claims)}
+    groups: dict[tuple, list[Claim]] = {}
+    for i, c in enumerate(claims):
+        w = windows.get(i)
+        if w is not None and not w.before_trace:
+            # per-request lines are matched apart: they use up no phase a summary of them is about
+            groups.setdefault((w.start_ns, w.burst, bool(c.extra.get("requests"))), []).append(c)
+    finders: dict[tuple, Callable] = {}
+    for key, members in groups.items():
+        end = max(windows[position[id(c)]].end_ns for c in members)
+        w = windows[position[id(members[0])]]
+        inside = Window(w.start_ns, end, w.burst, w.start_from).holds(report.phases)
+        finders[key] = benchmark.matcher(_View(report, report.phases[inside]), members, argv, trace)
+    whole = benchmark.matcher(report, [c for i, c in enumerate(claims) if i not in windows], argv, trace)
+
+    def find(claim: Claim):
+        w = windows.get(position[id(claim)])
+        if w is None:
+            return whole(claim)
+        return finders[(w.start_ns, w.burst, bool(claim.extra.get("requests")))](claim)
+
+    return find
+
+
+# the timed period
+
+def timed_start(claim: Claim, rows: pd.DataFrame, lines: list) -> tuple[int | None, str]:
+    """(where the claim's timed period starts, in words) as its spec says, or (None, "");
+    (None, why) when the spec says one and it cannot be found."""
+    pattern, warmup = claim.extra.get("timing_line"), claim.extra.get("warmup_seconds")
+    if pattern:
+        if claim.printed_ns is None:
+            return None, ("the spec's timing_line cannot be placed: the output has no times, so every call of the "
+                          "phases is counted, the warm-up too")
+        regex = re.compile(pattern)
+        hits = [ln for ln in lines if ln.t_ns is not None and ln.t_ns <= claim.printed_ns and regex.search(ln.text)]
+        if not hits:
+            return None, f"no line before this one matches the spec's timing_line {pattern!r}: every call is counted"
+        line = hits[-1]
+        return int(line.t_ns), f"the timed period starts at the line {line.text.strip()[:60]!r} (timing_line)"
+    if warmup and len(rows):
+        begin = int(rows["data_first_ns"].min())
+        return begin + int(round(float(warmup) * 1e9)), (f"the timed period starts {units.seconds(float(warmup))} "
+                                                         "after the phases' first data call (warmup_seconds)")
+    return None, ""
+
+
+def calls_between(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], low: int) -> pd.DataFrame:
+    """Per phase (one block's rows): the counted data calls that started at `low` or later, as
+    the phase table's columns (ops, read_ops, bytes, read_bytes, write_bytes, data_first_ns,
+    data_last_ns, data_ns)."""
+    kind = phase_module.call_kinds(events["syscall"])
+    start = events["start_ns"].to_numpy(np.int64)
+    end = events["end_ns"].to_numpy(np.int64)
+    mine = np.isin(assigned["phase"].to_numpy(), phases) & np.isin(kind, (phase_module.READ, phase_module.WRITE)) \
+        & ~phase_module.uncounted(assigned) & (start >= low)
+    moved = np.maximum(events["ret"].to_numpy(np.int64), 0)[mine]
+    reads = (kind == phase_module.READ)[mine]
+    frame = pd.DataFrame({"phase": assigned["phase"].to_numpy()[mine], "ops": 1, "read_ops": reads.astype(np.int64),
+                          "bytes": moved, "read_bytes": np.where(reads, moved, 0),
+                          "write_bytes": np.where(reads, 0, moved), "data_first_ns": start[mine],
+                          "data_last_ns": end[mine], "data_ns": (end - start)[mine]})
+    return frame.groupby("phase").agg(ops=("ops", "sum"), read_ops=("read_ops", "sum"), bytes=("bytes", "sum"),
+                                      read_bytes=("read_bytes", "sum"), write_bytes=("write_bytes", "sum"),
+                                      data_first_ns=("data_first_ns", "min"), data_last_ns=("data_last_ns", "max"),
+                                      data_ns=("data_ns", "sum"))
+
+
+def merge_blocks(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """calls_between of every block, as one table by phase."""
+    if not parts:
+        return pd.DataFrame(columns=["ops", "read_ops", "bytes", "read_bytes", "write_bytes", "data_first_ns",
+                                     "data_last_ns", "data_ns"])
+    both = pd.concat(parts)
+    return both.groupby(level=0).agg({"ops": "sum", "read_ops": "sum", "bytes": "sum", "read_bytes": "sum",
+                                      "write_bytes": "sum", "data_first_ns": "min", "data_last_ns": "max",
+                                      "data_ns": "sum"})
+
+
+def timed_rows(claim: Claim, rows: pd.DataFrame, report, low: int) -> pd.DataFrame:
+    """The claim's phase rows with only the calls of its timed period (started at `low` or later)."""
+    counted = report.evidence.calls_between([int(p) for p in rows["phase"]], low)
+    # a phase all of whose calls came before the timed period is no part of it
+    out = rows[[int(p) in counted.index for p in rows["phase"]]].copy()
+    for column in counted.columns:
+        if column in out.columns:
+            out[column] = [counted.at[int(p), column] for p in out["phase"]]
+    return out
+
+
+def before_trace(claim: Claim, window: Window):
+    """The verdict on a figure about calls before the trace began: CANNOT JUDGE, no phase."""
+    from iowitness.analysis.judge.verdict_rules import Verdict, claimed
+
+    _, kind = claimed(claim)
+    return Verdict(claim, [], "cannot judge", kind=kind, reasons=[window.before_trace], placement=TIMELINE_NOTE)
+
+
+def finish(verdict, window: Window | None, t0: int | None, placement: str, timed_why: str, timed: bool) -> None:
+    """Say on the verdict which window it used and where its edges came from; a timed period
+    the spec gives and the trace cannot place makes a disagreement one that cannot be judged."""
+    from iowitness.analysis.judge.verdict_rules import cannot_judge
+
+    verdict.placement = placement
+    if timed_why and not timed and verdict.verdict == "disagrees":
+        cannot_judge(verdict, timed_why)
+    elif timed_why:
+        verdict.reasons.append(timed_why)
+    if window is not None:
+        verdict.reasons.append(describe(window, t0))

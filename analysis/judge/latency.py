@@ -1,0 +1,369 @@
+"""Latency claims: a statistic of what a benchmark times per operation, against the same
+statistic of the same operations in the trace.
+
+What one operation is, as the benchmark times it (a claim's `timed`):
+
+  call         one data call (read, write, pread, ..., one io_uring/libaio request from
+               submission to completion)
+  call+sync    one data call and the fsync/fdatasync calls its thread makes after it, before
+               its next data call: from the call's start to the last sync's end
+  open..close  one open file description: from its open's start to its last close's end
+  calls+sync   the data calls of a thread up to a sync and the syncs after them; "N calls"
+               and "N calls+sync" say how many data calls (analysis/phasing/operations.py)
+  call or sync every data call and every fsync/fdatasync, each one operation (sysbench
+               fileio counts its periodic fsyncs among its events)
+
+A benchmark that drops warm-up requests from its figures says how many (`skip`): the first
+operations of the phases, in time order, are left out of the trace's figure too.
+
+The statistics (STATISTICS): mean, min, max, stddev (sample, n - 1: fio), mdev (population,
+as ping prints it), median, and any percentile pNN. How near a claim must be (band): a claim
+agrees when it lies within [lo * (1 - tolerance) - ALLOWANCE_S, hi * (1 + tolerance) +
+ALLOWANCE_S], where for the mean lo = hi = the trace's mean; for a percentile p of n
+operations (min and max are p0 and p100) lo and hi are the trace's sorted values at the
+positions p * n - 1 - s and p * n + s (from 0, linear between two values), s = 1.96 * sqrt(n *
+p * (1 - p)): where every percentile definition puts it (nearest rank, Hyndman and Fan's
+interpolations) widened by the 95 % interval of a percentile's rank over n operations, so a
+p99.99 of 200 requests may be anything from 70 % of the way between the trace's 199th and
+200th values to its largest, one of 2 million is held to its neighbours, and a max is the
+trace's largest value: never anything up to it from the value below (rank_band). For a
+standard deviation the tolerance grows by 1 / sqrt(2 * (n - 1)), its relative standard error.
+
+Example: `judge(claim, rows, trace, report, 0.05, "")` for "min/avg/max/mdev = 10.1/12.3/98.7/3.2
+us" read as four claims gives four verdicts, each with figures {"mean of call+sync": ...}.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from iowitness.analysis.judge import seam
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.judge.verdict_rules import Verdict, cannot_judge, missing_reason
+from iowitness.analysis.measure.figures import fmt
+from iowitness.analysis.phasing import operations as several, phases as phase_module
+
+TIMED = ("call", "call+sync", "open..close", "calls+sync", "call or sync")
+STATISTICS = ("mean", "min", "max", "stddev", "mdev", "median", "pNN")
+ALIASES = {"avg": "mean", "average": "mean", "sdev": "stddev", "std": "stddev", "p50": "median"}
+PERCENTILE = re.compile(r"^p(\d{1,2}(?:\.\d+)?|100)$")
+# what a benchmark's own clock adds to each operation and the tracepoints do not see: two clock
+# reads (about 20 ns each through the vDSO) and the syscall's entry and exit around the
+# tracepoints (a few hundred ns; more on a busy machine that preempts between them)
+ALLOWANCE_S = 1e-6
+# a per-request claim agrees when at least this share of its requests is within the band of
+# its own operation: one request preempted between its clock read and its call is no lie
+REQUESTS_SHARE = 0.95
+Z95 = 1.96
+# a latency claim that fits once the trace's first few operations are left out: a warm-up the
+# benchmark dropped; more than a few would be fitting the claim, not finding a cause
+WARMUP_TRIES = 3
+
+
+def statistic_name(text: str) -> str | None:
+    """The statistic a spec names, in canonical form ("avg" -> "mean", "p99.9"), or None."""
+    name = ALIASES.get(text.strip().lower(), text.strip().lower())
+    return name if name in STATISTICS[:-1] or PERCENTILE.match(name) else None
+
+
+def quantile(name: str) -> float | None:
+    """The fraction a statistic is the quantile of: min 0, median 0.5, p99 0.99, max 1."""
+    if name == "min":
+        return 0.0
+    if name == "max":
+        return 1.0
+    if name == "median":
+        return 0.5
+    m = PERCENTILE.match(name)
+    return float(m.group(1)) / 100 if m else None
+
+
+def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed: str,
+               direction: str | None) -> np.ndarray:
+    """Seconds per operation in `phases`, in time order of the operations' starts (per
+    thread for "interval": each call's start to the next one's, see below)."""
+    if timed not in ("call", "call+sync", "open..close", "interval", "call or sync"):
+        return several.spans(events, assigned, phases, timed, direction)
+    kind = phase_module.call_kinds(events["syscall"])
+    in_phases = np.isin(assigned["phase"].to_numpy(), phases)
+    start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
+    if timed == "open..close":
+        spans = assigned["span"].to_numpy()[in_phases]
+        frame = pd.DataFrame({"span": spans, "start": start[in_phases], "end": end[in_phases]})
+        per = frame.groupby("span").agg(start=("start", "min"), end=("end", "max")).sort_values("start")
+        return (per["end"] - per["start"]).to_numpy(np.float64) / 1e9
+    wanted = (phase_module.READ,) if direction == "read" else (phase_module.WRITE,) if direction == "write" else \
+        (phase_module.READ, phase_module.WRITE)
+    faults = phase_module.named(events["syscall"], phase_module.FAULTS)
+    data = in_phases & np.isin(kind, wanted) & ~faults & ~phase_module.uncounted(assigned)
+    if timed in ("call", "call or sync"):
+        if timed == "call or sync":
+            data |= in_phases & (kind == phase_module.SYNC)
+        rows = np.flatnonzero(data)
+        return (end[rows] - start[rows]).astype(np.float64) / 1e9
+    if timed == "interval":
+        # each data call's start to its thread's next one's (its own end for the last): the
+        # most any clock around one call can take in, the program's time before its next call too
+        rows = np.flatnonzero(data)
+        tid = events["tid"].to_numpy(np.int64)[rows]
+        by = np.argsort(tid, kind="stable")
+        s, e, t = start[rows][by], end[rows][by], tid[by]
+        nxt = np.r_[s[1:], 0]
+        last = np.r_[t[1:] != t[:-1], True]
+        out = np.empty(len(rows), np.float64)
+        out[by] = np.where(last, e - s, nxt - s) / 1e9
+        return out
+    syncs = in_phases & (kind == phase_module.SYNC)
+    rows = np.flatnonzero(data | syncs)
+    tid = events["tid"].to_numpy(np.int64)[rows]
+    by = np.argsort(tid, kind="stable")          # per thread, in time order
+    rows, tid = rows[by], tid[by]
+    is_data = data[rows]
+    new_thread = np.r_[True, tid[1:] != tid[:-1]]
+    # each data call starts an operation; the syncs after it in its thread belong to it
+    op = np.cumsum(is_data) - 1
+    first_op_of_thread = np.maximum.accumulate(np.where(new_thread, op + (~is_data), -1))
+    keep = op >= first_op_of_thread     # syncs before a thread's first data call belong to none
+    keep &= op >= 0
+    frame = pd.DataFrame({"op": op[keep], "start": np.where(is_data, start[rows], np.iinfo(np.int64).max)[keep],
+                          "end": end[rows][keep]})
+    per = frame.groupby("op").agg(start=("start", "min"), end=("end", "max")).sort_values("start")
+    return (per["end"] - per["start"]).to_numpy(np.float64) / 1e9
+
+
+def figure(values: np.ndarray, name: str) -> float:
+    """The statistic `name` of `values` (seconds): the trace's figure for the claim."""
+    if not len(values):
+        return float("nan")
+    if name == "mean":
+        return float(values.mean())
+    if name == "stddev":
+        return float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    if name == "mdev":
+        return float(values.std(ddof=0))
+    return float(np.percentile(values, quantile(name) * 100))
+
+
+def band(values: np.ndarray, name: str, tolerance: float) -> tuple[float, float, str]:
+    """(lowest, highest) value that agrees with the trace's figure, and the rule in words."""
+    n = len(values)
+    q = quantile(name)
+    allowance = f" ± {ALLOWANCE_S * 1e6:g} µs"
+    if q is None:
+        slack = tolerance + (1 / math.sqrt(2 * (n - 1)) if name in ("stddev", "mdev") and n > 1 else 0)
+        at = figure(values, name)
+        rule = f"within {slack:.1%}{allowance} of the trace's {name} of {n:,} operations"
+        return at * (1 - slack) - ALLOWANCE_S, at * (1 + slack) + ALLOWANCE_S, rule
+    ordered = np.sort(values)
+    low, high = rank_band(n, q)
+    where = f"rank {_rank(high)}" if low == high else f"ranks {_rank(low)} and {_rank(high)}"
+    rule = f"between the trace's values at {where} of {n:,} operations, {tolerance:.0%}{allowance}"
+    return (_at(ordered, low) * (1 - tolerance) - ALLOWANCE_S, _at(ordered, high) * (1 + tolerance) + ALLOWANCE_S,
+            rule)
+
+
+def rank_band(n: int, q: float) -> tuple[float, float]:
+    """(lowest, highest) position, from 0, in n sorted values where a benchmark's q-quantile of
+    the same operations can fall: every definition (Hyndman and Fan's nine, nearest rank, linear
+    interpolation) puts it between positions q * n - 1 and q * n, and the 95 % interval of a
+    percentile's rank, Z95 * sqrt(n * q * (1 - q)), widens that. The max (q = 1) is the largest
+    value and the min the smallest, under every definition and with no sampling spread: the band
+    never reaches the value next to them."""
+    spread = Z95 * math.sqrt(n * q * (1 - q))
+    return max(0.0, q * n - 1 - spread), min(n - 1.0, q * n + spread)
+
+
+def _at(ordered: np.ndarray, position: float) -> float:
+    """The sorted values at a fractional position: linear between the two around it."""
+    below = int(math.floor(position))
+    above = min(below + 1, len(ordered) - 1)
+    return float(ordered[below] + (ordered[above] - ordered[below]) * (position - below))
+
+
+def _rank(position: float) -> str:
+    rank = position + 1
+    return f"{rank:,.0f}" if abs(rank - round(rank)) < 0.05 else f"{rank:,.1f}"
+
+
+def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, missing: str = "") -> Verdict:
+    """The verdict on a latency statistic claim (claim.extra: statistic, timed, skip)."""
+    name = claim.extra.get("statistic", "mean")
+    timed = claim.extra.get("timed", "call")
+    label = f"{name} of {timed}"
+    verdict = Verdict(claim, [int(p) for p in rows["phase"]], "agrees", window=label, kind="latency")
+    if rows.empty:
+        return cannot_judge(verdict, "no phase of the trace matches this claim")
+    values = _values(claim, rows, trace, report)
+    if missing:
+        verdict.reasons.append(missing_reason(missing))
+    if not len(values):
+        return cannot_judge(verdict, f"the phases have no {timed} operation to time"
+                                     + (f" after the {claim.extra.get('skip')} skipped" if claim.extra.get("skip") else ""))
+    active = figure(values, name)
+    verdict.figures = {label: active}
+    verdict.counts = {"operations": len(values)}
+    value = float(claim.seconds_per_op)
+    verdict.ratio = value / active if active else None
+    lo, hi, rule = band(values, name, tolerance)
+    skipped = f", the first {claim.extra['skip']} skipped as the benchmark says" if claim.extra.get("skip") else ""
+    where = f"{len(values):,} operations ({timed}{skipped})"
+    if lo <= value <= hi:
+        verdict.reasons.insert(0, f"{name}: claim {fmt(value, 'latency')}, trace {fmt(active, 'latency')} over "
+                                  f"{where}; agrees when {rule}")
+        return verdict
+    others = _fitting(claim, rows, trace, report, name, value, tolerance, timed)
+    if others:
+        verdict.verdict = "explained"
+        verdict.reasons.insert(0, others)
+        return verdict
+    gap = seam.reason(value, active, name, len(values)) or (
+        seam.slowest(value, float(np.max(values)), _values(claim, rows, trace, report, "interval"))
+        if name == "max" else seam.between(value, active, _values(claim, rows, trace, report, "interval"))
+        if name == "mean" else None)
+    if gap:
+        return cannot_judge(verdict, gap)
+    verdict.verdict = "disagrees"
+    hint = several.whole_hint(verdict.ratio, len(values), tolerance) if name == "mean" and timed == "call" else None
+    if hint:
+        # n calls timed as one, with no group in sight: cannot be judged, never DISAGREES at n×
+        verdict.verdict = "cannot judge"
+        verdict.reasons.insert(0, hint)
+    verdict.reasons.insert(0 if not hint else 1, f"{name}: claim {fmt(value, 'latency')} vs trace {fmt(active, 'latency')} over {where} "
+                              f"({verdict.ratio:.2f}×); agrees only {rule} "
+                              f"({fmt(max(lo, 0), 'latency')} to {fmt(hi, 'latency')})")
+    return verdict
+
+
+def _values(claim: Claim, rows: pd.DataFrame, trace, report, timed: str | None = None) -> np.ndarray:
+    # calls before the claim's timed period (claim_windows.timed_start) are left out
+    low = claim.extra.get("timed_ns")
+    values = report.evidence.operations([int(p) for p in rows["phase"]], timed or claim.extra.get("timed", "call"),
+                                        claim.direction, **({"low": low} if low is not None else {}))
+    return values[int(claim.extra.get("skip") or 0):]
+
+
+def _fitting(claim, rows, trace, report, name, value, tolerance, timed) -> str | None:
+    """Another account that fits: the other operation windows, each call's start to the next,
+    or the first few operations left out (a warm-up the benchmark dropped and the spec did not say)."""
+    def fits(values):
+        if not len(values):
+            return False
+        lo, hi, _ = band(values, name, tolerance)
+        return lo <= value <= hi
+
+    for other in TIMED + ("interval",):
+        if other == timed:
+            continue
+        values = _values(claim, rows, trace, report, other)
+        if fits(values):
+            if other == "interval":
+                return (f"{name}: the claim {fmt(value, 'latency')} fits the time from each call's start to "
+                        f"the next one's ({fmt(figure(values, name), 'latency')} over {len(values):,}), not the "
+                        f"{timed} ({fmt(figure(_values(claim, rows, trace, report), name), 'latency')}): the "
+                        "benchmark's clock took in time outside its calls (its own work between a clock read "
+                        "and the call, or the thread preempted there)")
+            return (f"{name}: the claim {fmt(value, 'latency')} fits {other} per operation "
+                    f"({fmt(figure(values, name), 'latency')} over {len(values):,}), not {timed}: "
+                    f"the benchmark times {other}")
+    values = _values(claim, rows, trace, report)
+    for more in range(1, WARMUP_TRIES + 1):
+        if fits(values[more:]):
+            skip = int(claim.extra.get("skip") or 0) + more
+            return (f"{name}: the claim {fmt(value, 'latency')} fits the {timed} operations without the first "
+                    f"{more} ({fmt(figure(values[more:], name), 'latency')} over {len(values) - more:,}): a warm-up "
+                    f"the benchmark dropped from its figures (say skip = {skip})")
+    return None
+
+
+def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, tolerance: float,
+                   missing: str = "") -> Verdict:
+    """One verdict for a benchmark's per-request lines: the k-th printed request against the
+    k-th operation of its phases (after the skipped ones), summed up as "N of M within".
+
+    When they do not fit as the spec says, the other accounts are tried: another operation
+    window (the benchmark times each call with its sync), or the trace's surplus operations
+    at the start left out (a warm-up request the benchmark dropped); one that fits explains."""
+    timed = claims[0].extra.get("timed", "call")
+    skip = int(claims[0].extra.get("skip") or 0)
+    # the verdict speaks for all the lines: its claim is their median, as printed; the lines
+    # may print in units of their own (ms and µs): the median is of their times, in its own unit
+    middle = sorted(claims, key=lambda c: c.seconds_per_op)[len(claims) // 2]
+    first = dataclasses.replace(claims[0], value=middle.value, unit=middle.unit, seconds_per_op=middle.seconds_per_op,
+                                printed=f"{len(claims):,} request lines ({claims[0].printed!r} ...), median "
+                                        f"{middle.value:g} {middle.unit}",
+                                extra={**claims[0].extra, "requests": len(claims)})
+    verdict = Verdict(first, [int(p) for p in rows["phase"]], "agrees", window=f"median {timed}",
+                      kind="latency")
+    if rows.empty:
+        return cannot_judge(verdict, f"no phase of the trace matches these {len(claims):,} requests")
+    if missing:
+        verdict.reasons.append(missing_reason(missing))
+    every = {name: report.evidence.operations(verdict.phases, name, first.direction)
+             for name in dict.fromkeys((timed,) + TIMED)}
+    numbers = [int(c.extra.get("request") or k + 1) for k, c in enumerate(claims)]
+    claimed_s = np.array([c.seconds_per_op for c in claims])
+    said = _pairs(claimed_s, numbers, every[timed][skip:], tolerance)
+    if said is None:
+        return cannot_judge(verdict, f"the phases have {len(every[timed]) - skip:,} {timed} operations, none for "
+                                     f"the {len(claims):,} printed requests")
+    within, ratios, active, count = said
+    verdict.ratio = float(np.nanmedian(ratios))
+    verdict.figures = {f"median {timed}": float(np.median(active))}
+    verdict.counts = {"requests": len(claims), "within": int(within.sum())}
+    summary = (f"{int(within.sum()):,} of {len(within):,} requests within {tolerance:.0%} ± {ALLOWANCE_S * 1e6:g} µs "
+               f"of their own {timed} (the k-th printed request against the k-th operation in time order"
+               + (f", after the {skip} skipped" if skip else "") + f"); median ratio {verdict.ratio:.3f}")
+    if count != len(claims):
+        summary += f"; the benchmark printed {len(claims):,} requests, the trace has {count:,} {timed} operations"
+    if within.mean() >= REQUESTS_SHARE and count == len(claims):
+        verdict.reasons.insert(0, summary)
+        return verdict
+    # other accounts: another window, or the trace's surplus at the start (a dropped warm-up)
+    for name in TIMED:
+        surplus = len(every[name]) - skip - len(claims)
+        for extra_skip in dict.fromkeys((0, surplus if surplus > 0 else 0)):
+            if (name, extra_skip) == (timed, 0):
+                continue
+            other = _pairs(claimed_s, numbers, every[name][skip + extra_skip:], tolerance)
+            if other is not None and other[0].mean() >= REQUESTS_SHARE and other[3] == len(claims):
+                verdict.verdict = "explained"
+                verdict.ratio = float(np.nanmedian(other[1]))
+                why = []
+                if name != timed:
+                    why.append(f"the benchmark times {name} per request, not {timed}")
+                if extra_skip:
+                    why.append(f"the trace's first {extra_skip} operation(s) are not among the printed requests "
+                               f"(a warm-up the benchmark dropped: skip = {skip + extra_skip})")
+                verdict.reasons.insert(0, f"{int(other[0].sum()):,} of {len(claims):,} requests within "
+                                          f"{tolerance:.0%} ± {ALLOWANCE_S * 1e6:g} µs when {' and '.join(why)}; "
+                                          f"median ratio {float(np.nanmedian(other[1])):.3f}; as the spec says, {summary}")
+                return verdict
+    # every printed request against its own operation (by ioping's number, or in order when as many)
+    gap = seam.requests(claimed_s, active, tolerance, ALLOWANCE_S, REQUESTS_SHARE) \
+        if len(active) == len(claims) and (count == len(claims) or "request" in claims[0].extra) else None
+    if gap:
+        return cannot_judge(verdict, f"{gap}; as the spec says, {summary}")
+    worst = int(np.nanargmax(np.abs(np.log(np.where(ratios > 0, ratios, np.nan))))) if np.isfinite(ratios).any() else 0
+    verdict.verdict = "disagrees"
+    verdict.reasons.insert(0, summary + f"; agrees only when {REQUESTS_SHARE:.0%} are; furthest: request "
+                                        f"{numbers[worst]} claims {fmt(claimed_s[worst], 'latency')}, its operation "
+                                        f"took {fmt(active[worst], 'latency')}")
+    return verdict
+
+
+def _pairs(claimed_s: np.ndarray, numbers: list[int], values: np.ndarray, tolerance: float):
+    """(within, ratios, active, operations) of the printed requests against `values`, or None."""
+    at = np.array([n - 1 for n in numbers])
+    ok = (at >= 0) & (at < len(values))
+    if not ok.any():
+        return None
+    claimed_s, active = claimed_s[ok], values[at[ok]]
+    within = (claimed_s >= active * (1 - tolerance) - ALLOWANCE_S) & (claimed_s <= active * (1 + tolerance) + ALLOWANCE_S)
+    # a printed request without its operation in the trace is not within
+    within = np.r_[within, np.zeros(int((~ok).sum()), bool)]
+    return within, claimed_s / np.where(active > 0, active, np.nan), active, len(values)

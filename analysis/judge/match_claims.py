@@ -1,0 +1,145 @@
+"""Which phase (or group of concurrent phases) each claim is about, and the verdict on it.
+
+The benchmark's module (analysis/benchmarks/) says what is its own: which phases each claim
+is about, the window it times, and for some claims its own way of counting (IOzone's
+per-process statistics). Here is what holds for every benchmark: evidence from the trace
+(a buffered stream's final flush, the device view, bytes counted against bytes moved) and
+the judgement (analysis/judge/verdict_rules.py).
+
+Example: `match(trace.report(), claims, "iozone", trace.meta["command"], trace=trace)` gives
+one Verdict per claim, in the claims' order (IOzone's -R report copies and per-child lines
+are left out: they repeat numbers judged once already).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from iowitness.analysis import benchmarks
+from iowitness.analysis.judge import (
+    attached_windows,
+    claim_windows,
+    clock_tick,
+    cut_short,
+    open_window,
+    precision,
+    verdict_rules as verdicts,
+)
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.measure import buffering, device_checks
+from iowitness.analysis.read import printed
+from iowitness.analysis.report import ended_early, mid_run
+from iowitness.collector import backends
+
+
+def match(report, claims: list[Claim], source: str, command: list[str] | None,
+          tolerance: float = verdicts.DEFAULT_TOLERANCE, missing: str = "",
+          spec_window: str = "calls", trace=None, ceiling: dict | None = None) -> list[verdicts.Verdict]:
+    """One verdict per claim. `trace` (the trace the report was built from) adds what only its
+    events show: a buffered stream's final flush, and fio's layout process. `spec_window`: the
+    window of a benchmark whose command line does not say."""
+    # claims of no registered benchmark are matched as a spec's are: by order
+    benchmark = benchmarks.by_name(source) or benchmarks.spec
+    argv = command or []
+    window = benchmark.window(argv) or spec_window
+    flushes = report.evidence.late_flushes(report.phases) if trace is not None else {}
+    # each claim among the phases of its window on the output timeline, when its line has a time
+    lines = printed.lines_of(trace) if trace is not None else []
+    windows = claim_windows.windows_of(claims, report.phases, report.t0)
+    if trace is not None and mid_run(trace.meta):
+        # a window from the attach: its first tests may have ended before it (attached_windows.py)
+        attached_windows.mark_surplus(claims, windows, report.phases)
+    find = claim_windows.finder(benchmark, report, claims, argv, trace, windows)
+    out = []
+    edges: dict[int, claim_windows.Window] = {}
+    for i, claim in enumerate(claims):
+        placement = claim.extra.get("placement", claim_windows.ORDER_NOTE)
+        if i in windows and windows[i].before_trace:
+            out.append(claim_windows.before_trace(claim, windows[i]))
+            continue
+        found = find(claim)
+        if found is None:
+            continue
+        low, timed_why = claim_windows.timed_start(claim, found.rows, lines)
+        if low is not None:
+            claim.extra["timed_ns"] = low
+        if found.judge is not None:
+            out.append(found.judge(window, tolerance, missing))
+            claim_windows.finish(out[-1], windows.get(i), report.t0, placement, timed_why, low is not None)
+            edges[id(out[-1])] = windows.get(i)
+            continue
+        rows = found.rows if low is None else claim_windows.timed_rows(claim, found.rows, report, low)
+        # a stream's final flush is what shows its calls are a buffer's (buffering.stream_evidence)
+        rows = rows.assign(late_flush=[int(p) in flushes for p in rows["phase"]])
+        notes = list(found.notes)
+        notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
+        notes += device_checks.claim_reasons(claim, rows, report.device, ceiling, window)
+        verdict = verdicts.judge(claim, rows, window, tolerance, missing, found.group, stonewall=found.stonewall,
+                                 combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
+                                 parent_start_ns=found.parent_start_ns)
+        _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)
+        by_busy = verdict.verdict == "explained" and verdict.reasons[0].startswith(verdicts.BUSY_EXPLAINED)
+        if (verdict.verdict in ("disagrees", "cannot judge") or by_busy) and len(rows) == 1 and trace is not None:
+            _final_flush(claim, rows, verdict, trace, report, tolerance)
+        claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
+        edges[id(verdict)] = windows.get(i)
+        out.append(verdict)
+    precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
+    clock_tick.apply(out, report.phases)   # postmark's whole seconds (spec clock_seconds)
+    open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
+    cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
+    for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
+        if not partial:
+            continue
+        # a benchmark's figure covers its whole test; a trace that began late or ended early saw
+        # only part of it: a figure that fits is noted so, one that does not cannot be judged
+        for verdict in out:
+            seen = edges.get(id(verdict))
+            if seen is not None and seen.start_ns is not None:
+                continue   # its window began after a line the trace holds: the trace saw all of it
+            if verdict.verdict == "disagrees":
+                verdicts.cannot_judge(verdict, partial)
+            elif verdict.verdict in ("agrees", "explained"):
+                verdict.reasons.append(partial)
+    if trace is not None and backends.backend_of(trace.meta) == backends.STRACE:
+        # strace stops the benchmark on every call's entry and exit: the stops lie inside the
+        # benchmark's own clock and inside strace's -T, by amounts neither records
+        for verdict in out:
+            if verdict.verdict == "disagrees" and verdict.kind == "latency":
+                verdicts.cannot_judge(verdict, STRACE_LATENCY)
+            elif verdict.verdict == "disagrees" and verdict.kind in ("ops", "bytes") and (verdict.ratio or 1) < 1:
+                # a rate below the calls': the stops slowed the benchmark between and around its calls
+                verdicts.cannot_judge(verdict, STRACE_RATE)
+    return out
+
+
+STRACE_RATE = ("imported from strace: its ptrace stops on every call's entry and exit slow the benchmark "
+               "around its calls by amounts strace does not record, so a rate below the calls' cannot be judged; "
+               "record with iowitness run or attach to judge it")
+STRACE_LATENCY = ("imported from strace: its ptrace stops on every call's entry and exit lie inside the "
+                  "benchmark's clock and strace's -T alike, by amounts neither records, so a latency that does "
+                  "not fit cannot be judged; record with iowitness run or attach to judge it")
+
+
+def _final_flush(claim: Claim, rows: pd.DataFrame, verdict: verdicts.Verdict, trace, report, tolerance: float) -> None:
+    """A claim that fits its stream's phase without the last buffer fclose wrote: explained."""
+    final = report.evidence.final_write(report.phases, int(rows.iloc[0]["phase"]))
+    value, kind = verdicts.claimed(claim)
+    why = buffering.final_write_reason(claim, rows, final, value, kind, tolerance) if final else None
+    if why and verdict.verdict == "explained":
+        # a stream's last buffer written at close is the specific account; another figure that
+        # fits too (the time inside the calls, on a busy machine) is a coincidence beside it
+        verdict.reasons[0] = why
+    elif why:
+        verdict.verdict = "explained"
+        verdict.reasons.insert(0, why)
+
+
+def _bytes_reason(said: int | None, rows: pd.DataFrame, verdict: verdicts.Verdict) -> None:
+    """Bytes the benchmark says it moved against bytes the kernel moved for it."""
+    if not said or rows.empty:
+        return
+    moved = int(rows["bytes"].sum())
+    if moved != said:
+        verdict.reasons.append(f"the benchmark counts {said:,} bytes, the kernel moved {moved:,} "
+                               f"({moved / said:.2f}×): buffering or read-ahead between them")
