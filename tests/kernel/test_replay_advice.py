@@ -51,7 +51,7 @@ def advice_of(events) -> list[tuple[str, int, int, int, int]]:
 def test_advice_is_recorded_and_replayed_with_its_arguments(tmp_path, player):
     # GIVEN advice_known run under iowitness: it writes a 1 MiB file, drops it from the page
     # cache, reads ahead, advises WILLNEED, reads, and drops it again
-    exe = build("advice_known", tmp_path)
+    exe = build("advice_known")
     work = tmp_path / "w"
     work.mkdir()
     log = tmp_path / "truth.txt"

@@ -99,7 +99,7 @@ def test_iozone_phases_and_verdicts_equal(tmp_path):
 def test_advice_imported_as_the_probe_records_it(tmp_path):
     # GIVEN advice_known (posix_fadvise and readahead on its file, each logged with its
     # arguments), traced by the probe and, in an identical run, by strace
-    exe = build("advice_known", tmp_path)
+    exe = build("advice_known")
     probe, imported = _both(tmp_path, lambda d: [str(exe), str(d), str(d.parent / f"{d.name}.log")], "advice.dat")
 
     def advice(trace):
