@@ -14,13 +14,13 @@ Example: `phase_table("run.iwt")` equals `load("run.iwt").report().phases`.
 from __future__ import annotations
 
 import errno
-import os
 import tempfile
 from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 
+from iowitness import tuning
 from iowitness.analysis import report
 from iowitness.analysis.phasing import aio_kernel, stream_assign, stream_table
 from iowitness.analysis.read import stream_events
@@ -28,7 +28,7 @@ from iowitness.errors import OutputError
 
 # events per block: a block of the probe's records is ~70 MiB of columns at 1 Mi rows; tests set
 # small blocks (IOWITNESS_STREAM_BLOCK_ROWS) so that every state crosses many block boundaries
-BLOCK_ROWS = int(os.environ.get("IOWITNESS_STREAM_BLOCK_ROWS") or 1 << 20)
+BLOCK_ROWS = tuning.count_from_env("IOWITNESS_STREAM_BLOCK_ROWS", 1 << 20)
 
 
 def phase_table(path, block_rows: int = BLOCK_ROWS) -> pd.DataFrame | None:

@@ -26,13 +26,14 @@ what a pass holds; a report of 10 M events peaks below 1 GiB with it (docs/perfo
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-BUDGET_BYTES = int(os.environ.get("IOWITNESS_BLOCK_CACHE_BYTES") or 160 << 20)
+from iowitness import tuning
+
+BUDGET_BYTES = tuning.count_from_env("IOWITNESS_BLOCK_CACHE_BYTES", 160 << 20, least=0)
 
 
 def held_bytes(resume) -> int:

@@ -99,3 +99,15 @@ def test_a_trace_larger_than_the_budget_gives_the_same_report(iozone_trace, form
     # THEN the three reports are the same bytes
     assert outputs["0"].strip()
     assert outputs["300000"] == outputs["0"] and outputs[str(1 << 40)] == outputs["0"]
+
+
+@pytest.mark.parametrize("name, value", [("IOWITNESS_BLOCK_CACHE_BYTES", "160M"), ("IOWITNESS_BLOCK_CACHE_BYTES", "-1"),
+                                         ("IOWITNESS_STREAM_BLOCK_ROWS", "0"), ("IOWITNESS_STREAM_BLOCK_ROWS", "lots")])
+def test_a_bad_setting_is_one_line_and_exit_2(iozone_trace, name, value):
+    # GIVEN a setting of the block reading that is not a whole number, or too small to mean anything
+    # WHEN a trace is reported with it
+    done = iowitness("report", str(iozone_trace), env={**os.environ, name: value}, check=False)
+    # THEN one line names the setting and the default, and nothing is printed as if it were a report
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and name in done.stderr and "default" in done.stderr
+    assert not done.stdout
