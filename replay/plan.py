@@ -158,6 +158,7 @@ def build(path: str, data=None) -> Plan:
         counts = np.bincount(op_index[mask], minlength=len(codes))
         for k in np.flatnonzero(counts):
             skipped[f"{code_names[k]} ({why})"] = skipped.get(f"{code_names[k]} ({why})", 0) + int(counts[k])
+    del op_index, fcntl, is_uring, fixed   # a build's peak is its temporaries: each dropped when done
     if not keep.any():
         raise UsageError(f"{path} holds no call a replay can issue ("
                          + ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items())) + ")")
@@ -170,6 +171,7 @@ def build(path: str, data=None) -> Plan:
 
     file_of, abs_paths = _files_of(data, cols, end)
     rows = np.flatnonzero(keep)
+    del keep, too_high
     # the calls grouped by thread, each thread's in time order (the reader's order is time order);
     # threads numbered in order of their first call
     tgid, tid = cols["tgid"][rows].astype(np.int64), cols["tid"][rows].astype(np.int64)
@@ -183,31 +185,40 @@ def build(path: str, data=None) -> Plan:
     first_seen = range(len(keys))
     order = np.argsort(thread_index, kind="stable")
     rows, thread_index = rows[order], thread_index[order]
+    tid = tid[order]
+    del tgid, thread_key, key_index, order
 
     used, file_index = np.unique(file_of[rows], return_inverse=True)
+    del file_of
     used = used.tolist()
     rels = paths.relative_layout([abs_paths[k] for k in used])
 
     calls = np.zeros(len(rows), CALL)
     calls["op"] = target[rows]
     calls["file"] = file_index
+    del file_index
     calls["tgid"] = cols["tgid"][rows]
     calls["fd"] = np.where(calls["op"] == OP["open"], ret[rows], cols["fd"][rows])
+    del target, fd
     calls["ret"] = ret[rows]
     calls["flags"] = flags[rows]
+    del flags
     calls["offset"] = cols["offset"][rows]
     requested = cols["requested"][rows].astype(np.uint64).view(np.int64)
     is_write = np.isin(calls["op"], [OP[o] for o in WRITES])
     calls["size"] = np.where(is_write, ret[rows], requested)
+    del is_write, requested, ret
     is_io = np.isin(calls["op"], [OP[o] for o in READS + WRITES])
     too_big = is_io & ((calls["size"] > MAX_CALL_BYTES) | (calls["size"] < 0))
     if too_big.any():
         raise UsageError(f"a call of the trace moves {int(calls['size'][too_big].max()):,} bytes, more than a "
                          f"replay issues in one call ({MAX_CALL_BYTES >> 20} MiB)")
+    del too_big
 
     calls["ring"] = cols["ring"][rows] if "ring" in cols else 0
     t0 = int(start[rows].min()) if len(rows) else 0
     s, e = start[rows], end[rows]
+    del start, end, rows
     calls["start_ns"] = s - t0
     is_async = np.isin(calls["op"], [OP[o] for o in ASYNC])
     # a thread's think time runs from its previous call's end, and an asynchronous request's
@@ -215,11 +226,11 @@ def build(path: str, data=None) -> Plan:
     e_thread = np.where(is_async, s, e)
     threads = np.zeros(len(first_seen), THREAD)
     bounds = np.searchsorted(thread_index, np.arange(len(first_seen) + 1))
-    gap = np.empty(len(rows), dtype=np.int64)
+    gap = np.empty(len(calls), dtype=np.int64)
     preempted = _preempted(data.offcpu)
     for t in range(len(first_seen)):
         a, b = bounds[t], bounds[t + 1]
-        threads[t] = (calls["tgid"][a], tid[order][a], a, b - a)
+        threads[t] = (calls["tgid"][a], tid[a], a, b - a)
         gap[a] = s[a] - t0
         since = np.concatenate([[t0], e_thread[a:b - 1]])
         if is_async[a:b].any():
@@ -227,12 +238,13 @@ def build(path: str, data=None) -> Plan:
             # its time runs from the last of its requests' ends before the call, when later
             since[1:] = np.maximum(since[1:], _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b]))
         gap[a + 1:b] = s[a + 1:b] - since[1:]
-        lost = preempted.get(int(tid[order][a]))
+        lost = preempted.get(int(tid[a]))
         if lost is not None:   # time the thread was runnable but off the CPU is not think time
             gap[a:b] -= lost(s[a:b]) - lost(since)
         if is_async[a:b].any():
             calls["depth"][a:b] = _depths(calls[a:b], is_async[a:b], s[a:b], e[a:b])
     calls["gap_ns"] = np.maximum(gap, 0)
+    del gap, e_thread
     if len(calls) and int(calls["depth"].max()) >= MAX_DEPTH:
         raise UsageError(f"the trace had {int(calls['depth'].max()):,} asynchronous requests in flight on one ring; "
                          f"a replay keeps at most {MAX_DEPTH:,}")
@@ -242,12 +254,12 @@ def build(path: str, data=None) -> Plan:
                          f"takes at most {MAX_BUFFER_BYTES >> 20} MiB")
 
     files = _file_table(calls, rels, s, e)
-    for entry, cold in zip(files, cache.cold_files(data.block, calls, tid[order], s, e, files)):
+    for entry, cold in zip(files, cache.cold_files(data.block, calls, tid, s, e, files)):
         entry["cold"] = cold
     from iowitness.replay import order as ordering  # it reads this module's op table
     waits = ordering.waits(calls, thread_index, bounds, s, e, [f["size"] if f["precreate"] else 0 for f in files])
     source = {"path": os.path.abspath(path), "command": data.meta.get("command"), "pid": data.meta.get("pid"),
-              "host": data.meta.get("host"), "events": n, "calls": len(rows),
+              "host": data.meta.get("host"), "events": n, "calls": len(calls),
               "original_paths": [abs_paths[k] for k in used],
               # a damaged tail: the calls before it are replayed, and the replay says so
               "damaged": _damage(data.meta)}

@@ -6,7 +6,7 @@ then pread64/pwrite64 of 4 KiB at random 4 KiB-aligned offsets within 64 MiB (a 
 4), an fsync every 100 calls, a close at the end; timestamps interleave the threads as a run
 would. Each measure runs in a fresh process (`--child`), which reports its peak RSS
 (getrusage ru_maxrss) after reading the trace alone and after building the plan, and the
-build's wall time; the figures are the median and range over --repeat runs.
+build's wall and CPU time; the figures are the median and range over --repeat runs.
 
 Usage: .venv/bin/python scripts/bench/replay_plan_memory.py --events 1000000 [--threads 8] [--repeat 3]
        [--order-from COMMIT]   (the waits computed by replay/order.py as it was at COMMIT: a before)
@@ -99,12 +99,13 @@ def child(trace: str, order_from: str | None) -> None:
         iowitness.replay.order = old  # type: ignore[attr-defined]
     data = plan.read_trace(trace)
     read_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     p = plan.build(trace, data)
-    took = time.perf_counter() - t0
+    took, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"calls": len(p.calls), "waits": len(p.waits), "read_mib": read_rss / 1024,
-                      "peak_mib": peak / 1024, "build_s": took}))
+                      "peak_mib": peak / 1024, "build_s": took,
+                      "build_cpu_s": cpu}))
 
 
 def main() -> None:
@@ -131,7 +132,8 @@ def main() -> None:
             runs.append(json.loads(out.strip().splitlines()[-1]))
         print(f"calls {runs[0]['calls']:,}, waits {runs[0]['waits']:,}")
         for key, what in (("read_mib", "peak RSS after reading the trace, MiB"),
-                          ("peak_mib", "peak RSS after building the plan, MiB"), ("build_s", "plan build, s")):
+                          ("peak_mib", "peak RSS after building the plan, MiB"), ("build_s", "plan build, s"),
+                          ("build_cpu_s", "plan build, CPU s (the process's own: steadier on a loaded machine)")):
             values = [r[key] for r in runs]
             print(f"{what}: median {statistics.median(values):.2f} (range {min(values):.2f} to {max(values):.2f})")
         per_call = [(r["peak_mib"] - r["read_mib"]) * (1 << 20) / max(r["calls"], 1) for r in runs]
