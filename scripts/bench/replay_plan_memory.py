@@ -10,6 +10,8 @@ build's wall and CPU time; the figures are the median and range over --repeat ru
 
 Usage: .venv/bin/python scripts/bench/replay_plan_memory.py --events 1000000 [--threads 8] [--repeat 3]
        [--order-from COMMIT]   (the waits computed by replay/order.py as it was at COMMIT: a before)
+       [--plan-from COMMIT]    (replay/plan.py and order.py as they were at COMMIT: a before)
+       [--pair-with COMMIT]    (both: each repeat builds with this tree, then with COMMIT's)
 """
 
 from __future__ import annotations
@@ -84,19 +86,14 @@ def make_trace(path: str, events: int, threads: int, seed: int = 1) -> None:
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_000_000_000 + done * 2_000}})
 
 
-def child(trace: str, order_from: str | None) -> None:
+def child(trace: str, order_from: str | None, plan_from: str | None = None) -> None:
     from iowitness.replay import plan
-    if order_from:   # replay/order.py as it was at that commit, in place of the tree's
-        import types
-
-        import iowitness.replay
-        root = os.path.join(os.path.dirname(__file__), "..", "..")
-        source = subprocess.run(["git", "-C", root, "show", f"{order_from}:replay/order.py"], check=True,
-                                capture_output=True, text=True).stdout
-        old = types.ModuleType("iowitness.replay.order")
-        exec(compile(source, f"{order_from}:replay/order.py", "exec"), old.__dict__)
-        sys.modules["iowitness.replay.order"] = old
-        iowitness.replay.order = old  # type: ignore[attr-defined]
+    # replay/order.py (and with --plan-from replay/plan.py too) as at that commit, in place of the tree's
+    for commit, name in ((order_from, "order"), (plan_from, "order"), (plan_from, "plan")):
+        if commit:
+            module = _module_at(commit, name)
+            if name == "plan":
+                plan = module
     data = plan.read_trace(trace)
     read_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0, c0 = time.perf_counter(), time.process_time()
@@ -108,37 +105,63 @@ def child(trace: str, order_from: str | None) -> None:
                       "build_cpu_s": cpu}))
 
 
+def _module_at(commit: str, name: str):
+    import types
+
+    import iowitness.replay
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    source = subprocess.run(["git", "-C", root, "show", f"{commit}:replay/{name}.py"], check=True,
+                            capture_output=True, text=True).stdout
+    old = types.ModuleType(f"iowitness.replay.{name}")
+    exec(compile(source, f"{commit}:replay/{name}.py", "exec"), old.__dict__)
+    sys.modules[f"iowitness.replay.{name}"] = old
+    setattr(iowitness.replay, name, old)
+    return old
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--order-from", metavar="COMMIT")
+    ap.add_argument("--plan-from", metavar="COMMIT", help="replay/plan.py and order.py as at COMMIT (a before)")
+    ap.add_argument("--pair-with", metavar="COMMIT", help="each repeat also builds with replay/plan.py and order.py "
+                    "as at COMMIT, right after this tree's (a before measured under the same load)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.order_from)
+        child(args.child, args.order_from, args.plan_from)
         return
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "synthetic.iwt")
         make_trace(trace, args.events, args.threads)
         size = os.path.getsize(trace) / (1 << 20)
         print(f"trace: {args.events:,} events, {args.threads} threads, {size:.1f} MiB on disk")
-        runs = []
+        # with --pair-with, each repeat runs the tree's build and that commit's, one after the other
+        sides = [("this tree", None)] + ([(f"at {args.pair_with}", args.pair_with)] if args.pair_with else [])
+        runs: dict = {name: [] for name, _ in sides}
         for _ in range(args.repeat):
-            command = [sys.executable, __file__, "--child", trace]
-            command += ["--order-from", args.order_from] if args.order_from else []
-            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-            runs.append(json.loads(out.strip().splitlines()[-1]))
-        print(f"calls {runs[0]['calls']:,}, waits {runs[0]['waits']:,}")
-        for key, what in (("read_mib", "peak RSS after reading the trace, MiB"),
-                          ("peak_mib", "peak RSS after building the plan, MiB"), ("build_s", "plan build, s"),
-                          ("build_cpu_s", "plan build, CPU s (the process's own: steadier on a loaded machine)")):
-            values = [r[key] for r in runs]
-            print(f"{what}: median {statistics.median(values):.2f} (range {min(values):.2f} to {max(values):.2f})")
-        per_call = [(r["peak_mib"] - r["read_mib"]) * (1 << 20) / max(r["calls"], 1) for r in runs]
-        print(f"plan's own peak, bytes per call: median {statistics.median(per_call):.0f} "
-              f"(range {min(per_call):.0f} to {max(per_call):.0f})")
+            for name, commit in sides:
+                command = [sys.executable, __file__, "--child", trace]
+                command += ["--order-from", args.order_from] if args.order_from else []
+                command += ["--plan-from", commit or args.plan_from] if (commit or args.plan_from) else []
+                out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+                runs[name].append(json.loads(out.strip().splitlines()[-1]))
+        for name, _ in sides:
+            _print(name, runs[name])
+
+
+def _print(name: str, runs: list[dict]) -> None:
+    print(f"{name}: calls {runs[0]['calls']:,}, waits {runs[0]['waits']:,}")
+    for key, what in (("read_mib", "peak RSS after reading the trace, MiB"),
+                      ("peak_mib", "peak RSS after building the plan, MiB"), ("build_s", "plan build, s"),
+                      ("build_cpu_s", "plan build, CPU s (the process's own: steadier on a loaded machine)")):
+        values = [r[key] for r in runs]
+        print(f"  {what}: median {statistics.median(values):.2f} (range {min(values):.2f} to {max(values):.2f})")
+    per_call = [(r["peak_mib"] - r["read_mib"]) * (1 << 20) / max(r["calls"], 1) for r in runs]
+    print(f"  plan's own peak, bytes per call: median {statistics.median(per_call):.0f} "
+          f"(range {min(per_call):.0f} to {max(per_call):.0f})")
 
 
 if __name__ == "__main__":
