@@ -35,6 +35,7 @@ BLOCK = 4096
 LONG_CALL_BLOCKS = 64   # a call over more blocks than this is a barrier (its range is not exploded)
 URING_FILE_POS = 0x1000
 BARRIER, READ, WRITE, SYNC = 0, 1, 2, 3
+KEY_LIMIT = 1 << 62   # a (block, time) key at or above this takes _last_overlapping_wide
 
 
 def classes(calls, start, sizes: list[int]) -> np.ndarray:
@@ -71,22 +72,29 @@ def waits(calls, thread_index, bounds, start, end, sizes: list[int]) -> np.ndarr
     seq = np.arange(len(calls)) - bounds[thread_index]
     cls = classes(calls, start, sizes)
     rows = []
-    for f in np.unique(calls["file"]):
-        on = np.flatnonzero(calls["file"] == f)
+    # each file's calls, in plan order (grouped by thread): one stable sort, not a mask per file
+    by_file = np.argsort(calls["file"], kind="stable")
+    edges = np.flatnonzero(np.diff(calls["file"][by_file])) + 1
+    for on in np.split(by_file, edges):
         users = np.unique(thread_index[on])
         if len(users) < 2:
             continue
         for u in users:
-            theirs = on[thread_index[on] == u]
-            for t in users:
-                if t == u:
-                    continue
-                mine = on[thread_index[on] == t]
-                need = _needed(calls, cls, seq, start, end, theirs, mine)
-                # a count no higher than an earlier one of this pair adds nothing (the pass
-                # below drops it anyway): dropped here, the rows kept stay few
-                adds = need > np.concatenate([[0], np.maximum.accumulate(need)[:-1]])
-                rows.append(np.stack([mine[adds], np.full(adds.sum(), u), need[adds]], axis=1))
+            # the calls of every other thread against thread u's, at once: what a call needs
+            # of u does not depend on which thread it is
+            of_u = thread_index[on] == u
+            theirs, mine = on[of_u], on[~of_u]
+            need = _needed(calls, cls, seq, start, end, theirs, mine)
+            # a count no higher than an earlier one of the same waiting thread adds nothing (the
+            # pass below drops it anyway): dropped here, the rows kept stay few (`mine` is grouped
+            # by thread, each in its order: a running maximum lifted per thread)
+            group = thread_index[mine].astype(np.int64)
+            lift = int(need.max(initial=0)) + 1
+            lifted = group * lift + need
+            first = np.concatenate([[True], group[1:] != group[:-1]])
+            before = np.where(first, group * lift, np.concatenate([[0], np.maximum.accumulate(lifted)[:-1]]))
+            adds = lifted > before
+            rows.append(np.stack([mine[adds], np.full(adds.sum(), u), need[adds]], axis=1))
     if not rows:
         return np.zeros(0, WAIT)
     call, u, count = np.concatenate(rows).T
@@ -158,6 +166,32 @@ def _last_overlapping(calls, seq, start, end, theirs, mine) -> np.ndarray:
         return out
     t_row, t_block = _blocks(calls, theirs)
     m_row, m_block = _blocks(calls, mine)
+    # theirs sorted by (block, end) as one int64 key: the block's rank among theirs, then the
+    # end against the earliest; `mine` is looked up in it, not sorted with it
+    blocks, t_rank = np.unique(t_block, return_inverse=True)
+    t_end = end[theirs][t_row]
+    t0 = int(t_end.min())
+    span = int(t_end.max()) - t0 + 2
+    if len(blocks) * span >= KEY_LIMIT:   # too wide for one key: the general way
+        return _last_overlapping_wide(calls, seq, start, end, theirs, mine, t_row, t_block, m_row, m_block)
+    key = t_rank.astype(np.int64) * span + (t_end - t0)
+    order = np.argsort(key)
+    key, t_rank_sorted = key[order], t_rank[order].astype(np.int64)
+    lift = int(seq.max(initial=0)) + 2
+    running = np.maximum.accumulate(t_rank_sorted * lift + seq[theirs][t_row][order] + 1)
+    highest = running - t_rank_sorted * lift
+    m_rank = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
+    known = blocks[m_rank] == m_block
+    at = np.clip(start[mine][m_row] - t0, -1, span - 1)
+    k = np.searchsorted(key, m_rank.astype(np.int64) * span + at, side="right") - 1
+    found = known & (k >= 0) & (t_rank_sorted[np.maximum(k, 0)] == m_rank)
+    np.maximum.at(out, m_row, np.where(found, highest[np.maximum(k, 0)], 0))
+    return out
+
+
+def _last_overlapping_wide(calls, seq, start, end, theirs, mine, t_row, t_block, m_row, m_block) -> np.ndarray:
+    """_last_overlapping where blocks and times do not fit one int64 key: both ranked together."""
+    out = np.zeros(len(mine), dtype=np.int64)
     blocks, rank = np.unique(np.concatenate([t_block, m_block]), return_inverse=True)
     t_rank, m_rank = rank[:len(t_block)], rank[len(t_block):]
     times, when = np.unique(np.concatenate([end[theirs][t_row], start[mine][m_row]]), return_inverse=True)

@@ -134,17 +134,30 @@ def read_trace(path: str):
 
 
 def build(path: str, data=None) -> Plan:
+    """The plan of the trace at `path` (read here unless `data` is its TraceData: a trace read
+    here has its event columns dropped once the calls are taken from them)."""
+    owned = data is None
     data = data if data is not None else read_trace(path)
     cols = data.columns
     n = data.event_count
-    ret = cols["ret"].astype(np.int64)
-    start = cols["start_ns"].astype(np.int64)
-    end = start + cols["latency_ns"].astype(np.int64)
-    flags = cols["flags"].astype(np.int64)
+
+    def drop(*names: str) -> None:
+        """A trace read here: its columns let go once taken (the build's peak is then the plan's)."""
+        if owned:
+            for name in names:
+                cols.pop(name, None)
+
+    # the columns as they are where they are int64 already or 8-byte unsigned (a view, no copy)
+    ret = _int64(cols["ret"])
+    start = _int64(cols["start_ns"])
+    end = start + _int64(cols["latency_ns"])
+    drop("latency_ns")
+    flags = cols["flags"]
     # per distinct op code (a few dozen), not per event: what it is replayed as (-1: not replayed)
     codes, op_index = np.unique(cols["op"], return_inverse=True)
+    drop("op")
     code_names = [_op_name(data.ops.get(int(o)), int(o)) for o in codes]
-    as_op = np.array([OP.get(RECORDED.get(name, ""), -1) for name in code_names], dtype=np.int64)
+    as_op = np.array([OP.get(RECORDED.get(name, ""), -1) for name in code_names], dtype=np.int16)
     target = as_op[op_index]
     fcntl = np.array([name == "fcntl" for name in code_names], dtype=bool)[op_index]
     target[fcntl & np.isin(flags, [F_DUPFD, F_DUPFD_CLOEXEC])] = OP["dup"]
@@ -158,10 +171,11 @@ def build(path: str, data=None) -> Plan:
         counts = np.bincount(op_index[mask], minlength=len(codes))
         for k in np.flatnonzero(counts):
             skipped[f"{code_names[k]} ({why})"] = skipped.get(f"{code_names[k]} ({why})", 0) + int(counts[k])
+    del op_index, fcntl, is_uring, fixed   # a build's peak is its temporaries: each dropped when done
     if not keep.any():
         raise UsageError(f"{path} holds no call a replay can issue ("
                          + ", ".join(f"{k}: {v:,}" for k, v in sorted(skipped.items())) + ")")
-    fd = cols["fd"].astype(np.int64)
+    fd = cols["fd"]
     too_high = keep & ((fd >= MAX_FD) | (fd < -1) | ((target != OP["open"]) & (fd < 0))
                        | (np.isin(target, [OP["open"], OP["dup"]]) & (ret >= MAX_FD)))
     if too_high.any():
@@ -169,45 +183,64 @@ def build(path: str, data=None) -> Plan:
                          f"issue (a replay's fd table holds fds 0 to {MAX_FD - 1:,})")
 
     file_of, abs_paths = _files_of(data, cols, end)
+    drop("dev", "ino")
     rows = np.flatnonzero(keep)
+    del keep, too_high
     # the calls grouped by thread, each thread's in time order (the reader's order is time order);
     # threads numbered in order of their first call
-    tgid, tid = cols["tgid"][rows].astype(np.int64), cols["tid"][rows].astype(np.int64)
-    thread_key = (tgid << 32) | tid
+    tgid, tid = cols["tgid"][rows], cols["tid"][rows]
+    drop("tgid", "tid")
+    thread_key = (tgid.astype(np.int64) << 32) | tid.astype(np.int64)
     keys, first_row, key_index = np.unique(thread_key, return_index=True, return_inverse=True)
     if len(keys) > MAX_THREADS:
         raise UsageError(f"the trace has {len(keys):,} threads; a replay runs at most {MAX_THREADS:,}")
-    rank = np.empty(len(keys), dtype=np.int64)
+    rank = np.empty(len(keys), dtype=np.int32)
     rank[np.argsort(first_row, kind="stable")] = np.arange(len(keys))
     thread_index = rank[key_index]
     first_seen = range(len(keys))
     order = np.argsort(thread_index, kind="stable")
     rows, thread_index = rows[order], thread_index[order]
+    tgid, tid = tgid[order], tid[order]
+    del thread_key, key_index, order
 
     used, file_index = np.unique(file_of[rows], return_inverse=True)
+    del file_of
     used = used.tolist()
     rels = paths.relative_layout([abs_paths[k] for k in used])
 
     calls = np.zeros(len(rows), CALL)
     calls["op"] = target[rows]
     calls["file"] = file_index
-    calls["tgid"] = cols["tgid"][rows]
-    calls["fd"] = np.where(calls["op"] == OP["open"], ret[rows], cols["fd"][rows])
+    del file_index
+    calls["tgid"] = tgid
+    calls["fd"] = np.where(calls["op"] == OP["open"], ret[rows], fd[rows])
+    del target, fd, tgid
+    drop("fd")
     calls["ret"] = ret[rows]
     calls["flags"] = flags[rows]
+    del flags
+    drop("flags")
     calls["offset"] = cols["offset"][rows]
+    drop("offset")
     requested = cols["requested"][rows].astype(np.uint64).view(np.int64)
+    drop("requested")
     is_write = np.isin(calls["op"], [OP[o] for o in WRITES])
     calls["size"] = np.where(is_write, ret[rows], requested)
+    del is_write, requested, ret
+    drop("ret")
     is_io = np.isin(calls["op"], [OP[o] for o in READS + WRITES])
     too_big = is_io & ((calls["size"] > MAX_CALL_BYTES) | (calls["size"] < 0))
     if too_big.any():
         raise UsageError(f"a call of the trace moves {int(calls['size'][too_big].max()):,} bytes, more than a "
                          f"replay issues in one call ({MAX_CALL_BYTES >> 20} MiB)")
+    del too_big
 
     calls["ring"] = cols["ring"][rows] if "ring" in cols else 0
+    drop("ring")
     t0 = int(start[rows].min()) if len(rows) else 0
     s, e = start[rows], end[rows]
+    del start, end, rows
+    drop(*list(cols))   # every call is in the plan now: the trace's columns are not needed again
     calls["start_ns"] = s - t0
     is_async = np.isin(calls["op"], [OP[o] for o in ASYNC])
     # a thread's think time runs from its previous call's end, and an asynchronous request's
@@ -215,11 +248,11 @@ def build(path: str, data=None) -> Plan:
     e_thread = np.where(is_async, s, e)
     threads = np.zeros(len(first_seen), THREAD)
     bounds = np.searchsorted(thread_index, np.arange(len(first_seen) + 1))
-    gap = np.empty(len(rows), dtype=np.int64)
+    gap = np.empty(len(calls), dtype=np.int64)
     preempted = _preempted(data.offcpu)
     for t in range(len(first_seen)):
         a, b = bounds[t], bounds[t + 1]
-        threads[t] = (calls["tgid"][a], tid[order][a], a, b - a)
+        threads[t] = (calls["tgid"][a], tid[a], a, b - a)
         gap[a] = s[a] - t0
         since = np.concatenate([[t0], e_thread[a:b - 1]])
         if is_async[a:b].any():
@@ -227,12 +260,13 @@ def build(path: str, data=None) -> Plan:
             # its time runs from the last of its requests' ends before the call, when later
             since[1:] = np.maximum(since[1:], _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b]))
         gap[a + 1:b] = s[a + 1:b] - since[1:]
-        lost = preempted.get(int(tid[order][a]))
+        lost = preempted.get(int(tid[a]))
         if lost is not None:   # time the thread was runnable but off the CPU is not think time
             gap[a:b] -= lost(s[a:b]) - lost(since)
         if is_async[a:b].any():
             calls["depth"][a:b] = _depths(calls[a:b], is_async[a:b], s[a:b], e[a:b])
     calls["gap_ns"] = np.maximum(gap, 0)
+    del gap, e_thread
     if len(calls) and int(calls["depth"].max()) >= MAX_DEPTH:
         raise UsageError(f"the trace had {int(calls['depth'].max()):,} asynchronous requests in flight on one ring; "
                          f"a replay keeps at most {MAX_DEPTH:,}")
@@ -242,16 +276,23 @@ def build(path: str, data=None) -> Plan:
                          f"takes at most {MAX_BUFFER_BYTES >> 20} MiB")
 
     files = _file_table(calls, rels, s, e)
-    for entry, cold in zip(files, cache.cold_files(data.block, calls, tid[order], s, e, files)):
+    for entry, cold in zip(files, cache.cold_files(data.block, calls, tid, s, e, files)):
         entry["cold"] = cold
     from iowitness.replay import order as ordering  # it reads this module's op table
     waits = ordering.waits(calls, thread_index, bounds, s, e, [f["size"] if f["precreate"] else 0 for f in files])
     source = {"path": os.path.abspath(path), "command": data.meta.get("command"), "pid": data.meta.get("pid"),
-              "host": data.meta.get("host"), "events": n, "calls": len(rows),
+              "host": data.meta.get("host"), "events": n, "calls": len(calls),
               "original_paths": [abs_paths[k] for k in used],
               # a damaged tail: the calls before it are replayed, and the replay says so
               "damaged": _damage(data.meta)}
     return Plan(calls, waits, threads, files, source, skipped)
+
+
+def _int64(column) -> np.ndarray:
+    """A column as int64: a view of an 8-byte integer column (the values a cast gives), else a copy."""
+    if column.dtype.kind in "iu" and column.dtype.itemsize == 8 and column.dtype.isnative:
+        return column.view(np.int64)
+    return column.astype(np.int64)
 
 
 def _last_end_before(ends, at) -> np.ndarray:
@@ -328,7 +369,7 @@ def _files_of(data, cols, end) -> tuple[np.ndarray, list[str]]:
     targets = {}
     for t in data.meta.get("targets") or []:
         targets[(int(t["dev"]) << 44) ^ int(t["ino"])] = str(t["path"])
-    out = np.empty(len(key), dtype=np.int64)
+    out = np.empty(len(key), dtype=np.int32)
     for k in np.unique(key):
         mine = key == k
         here = facts[fact_key == k]
@@ -365,24 +406,24 @@ def _file_table(calls, rels: list[str], start, end) -> list[dict]:
     calls: a file whose first call is an open with O_TRUNC, or with O_CREAT and no read of
     data it had not written, is the workload's to make; the others get as many bytes as the
     trace read from them beyond what it had written first."""
-    by_time = np.argsort(start, kind="stable")
-    # each file's calls in time order: grouped once (a stable sort by file keeps time order)
-    by_file = by_time[np.argsort(calls["file"][by_time], kind="stable")]
+    # each file's calls in time order (ties in plan order): one stable sort by file, then start
+    by_file = np.lexsort((start, calls["file"]))
     bounds = np.searchsorted(calls["file"][by_file], np.arange(len(rels) + 1))
     is_read = np.isin(calls["op"], [OP[o] for o in READS])
     is_write = np.isin(calls["op"], [OP[o] for o in WRITES])
     files = []
     for f, rel in enumerate(rels):
         rows = by_file[bounds[f]:bounds[f + 1]]
-        mine = calls[rows]
+        op, offset = calls["op"][rows], calls["offset"][rows]
         r, w = is_read[rows], is_write[rows]
-        read_end = np.where(r, mine["offset"] + np.maximum(mine["ret"], 0), 0)
-        write_end = np.where(w, mine["offset"] + mine["size"], 0)
-        before = np.concatenate([[0], np.maximum.accumulate(write_end)[:-1]]) if len(mine) else write_end
+        read_end = np.where(r, offset + np.maximum(calls["ret"][rows], 0), 0)
+        write_end = np.where(w, offset + calls["size"][rows], 0)
+        before = np.concatenate([[0], np.maximum.accumulate(write_end)[:-1]]) if len(rows) else write_end
         unwritten = read_end[(read_end > before) & r]
         size = int(unwritten.max()) if len(unwritten) else 0
-        first_open = mine[mine["op"] == OP["open"]][:1]
-        makes_it = bool(len(first_open)) and int(mine["op"][0]) == OP["open"] and (
-            bool(first_open["flags"][0] & O_TRUNC) or (bool(first_open["flags"][0] & O_CREAT) and size == 0))
+        opens = rows[op == OP["open"]][:1]
+        first_flags = int(calls["flags"][opens[0]]) if len(opens) else 0
+        makes_it = bool(len(opens)) and int(op[0]) == OP["open"] and (
+            bool(first_flags & O_TRUNC) or (bool(first_flags & O_CREAT) and size == 0))
         files.append({"rel": rel, "precreate": not makes_it, "size": 0 if makes_it else size})
     return files

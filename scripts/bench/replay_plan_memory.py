@@ -4,12 +4,16 @@ of N events, no probe, no root.
 The trace: THREADS threads of one process, each opening its own file and one of 2 shared files,
 then pread64/pwrite64 of 4 KiB at random 4 KiB-aligned offsets within 64 MiB (a write one call in
 4), an fsync every 100 calls, a close at the end; timestamps interleave the threads as a run
-would. Each measure runs in a fresh process (`--child`), which reports its peak RSS
-(getrusage ru_maxrss) after reading the trace alone and after building the plan, and the
-build's wall time; the figures are the median and range over --repeat runs.
+would. Each measure runs in a fresh process (`--child`): one reads the trace alone, one
+reads it and builds the plan as `iowitness replay` does (plan.build(path): the build may drop
+the trace's columns once it has taken the calls); each reports its peak RSS (getrusage
+ru_maxrss) and its wall and CPU time; the figures are the median and range over --repeat runs.
+"The plan's own" is the build's peak less the reading's, per call.
 
 Usage: .venv/bin/python scripts/bench/replay_plan_memory.py --events 1000000 [--threads 8] [--repeat 3]
        [--order-from COMMIT]   (the waits computed by replay/order.py as it was at COMMIT: a before)
+       [--plan-from COMMIT]    (replay/plan.py and order.py as they were at COMMIT: a before)
+       [--pair-with COMMIT]    (both: each repeat builds with this tree, then with COMMIT's)
 """
 
 from __future__ import annotations
@@ -84,27 +88,40 @@ def make_trace(path: str, events: int, threads: int, seed: int = 1) -> None:
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_000_000_000 + done * 2_000}})
 
 
-def child(trace: str, order_from: str | None) -> None:
+def child(trace: str, order_from: str | None, plan_from: str | None = None, read_only: bool = False) -> None:
     from iowitness.replay import plan
-    if order_from:   # replay/order.py as it was at that commit, in place of the tree's
-        import types
-
-        import iowitness.replay
-        root = os.path.join(os.path.dirname(__file__), "..", "..")
-        source = subprocess.run(["git", "-C", root, "show", f"{order_from}:replay/order.py"], check=True,
-                                capture_output=True, text=True).stdout
-        old = types.ModuleType("iowitness.replay.order")
-        exec(compile(source, f"{order_from}:replay/order.py", "exec"), old.__dict__)
-        sys.modules["iowitness.replay.order"] = old
-        iowitness.replay.order = old  # type: ignore[attr-defined]
-    data = plan.read_trace(trace)
-    read_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
-    p = plan.build(trace, data)
-    took = time.perf_counter() - t0
+    # replay/order.py (and with --plan-from replay/plan.py too) as at that commit, in place of the tree's
+    for commit, name in ((order_from, "order"), (plan_from, "order"), (plan_from, "plan")):
+        if commit:
+            module = _module_at(commit, name)
+            if name == "plan":
+                plan = module
+    t0, c0 = time.perf_counter(), time.process_time()
+    if read_only:
+        plan.read_trace(trace)
+        took, cpu = time.perf_counter() - t0, time.process_time() - c0
+        print(json.dumps({"read_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "read_s": took,
+                          "read_cpu_s": cpu}))
+        return
+    p = plan.build(trace)   # as `iowitness replay` builds it: the trace read inside
+    took, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"calls": len(p.calls), "waits": len(p.waits), "read_mib": read_rss / 1024,
-                      "peak_mib": peak / 1024, "build_s": took}))
+    print(json.dumps({"calls": len(p.calls), "waits": len(p.waits), "peak_mib": peak / 1024, "build_s": took,
+                      "build_cpu_s": cpu}))
+
+
+def _module_at(commit: str, name: str):
+    import types
+
+    import iowitness.replay
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    source = subprocess.run(["git", "-C", root, "show", f"{commit}:replay/{name}.py"], check=True,
+                            capture_output=True, text=True).stdout
+    old = types.ModuleType(f"iowitness.replay.{name}")
+    exec(compile(source, f"{commit}:replay/{name}.py", "exec"), old.__dict__)
+    sys.modules[f"iowitness.replay.{name}"] = old
+    setattr(iowitness.replay, name, old)
+    return old
 
 
 def main() -> None:
@@ -113,30 +130,49 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--order-from", metavar="COMMIT")
+    ap.add_argument("--plan-from", metavar="COMMIT", help="replay/plan.py and order.py as at COMMIT (a before)")
+    ap.add_argument("--pair-with", metavar="COMMIT", help="each repeat also builds with replay/plan.py and order.py "
+                    "as at COMMIT, right after this tree's (a before measured under the same load)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--read-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.order_from)
+        child(args.child, args.order_from, args.plan_from, args.read_only)
         return
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "synthetic.iwt")
         make_trace(trace, args.events, args.threads)
         size = os.path.getsize(trace) / (1 << 20)
         print(f"trace: {args.events:,} events, {args.threads} threads, {size:.1f} MiB on disk")
-        runs = []
+        # with --pair-with, each repeat runs the tree's build and that commit's, one after the other
+        sides = [("this tree", None)] + ([(f"at {args.pair_with}", args.pair_with)] if args.pair_with else [])
+        runs: dict = {name: [] for name, _ in sides}
         for _ in range(args.repeat):
-            command = [sys.executable, __file__, "--child", trace]
-            command += ["--order-from", args.order_from] if args.order_from else []
-            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-            runs.append(json.loads(out.strip().splitlines()[-1]))
-        print(f"calls {runs[0]['calls']:,}, waits {runs[0]['waits']:,}")
-        for key, what in (("read_mib", "peak RSS after reading the trace, MiB"),
-                          ("peak_mib", "peak RSS after building the plan, MiB"), ("build_s", "plan build, s")):
-            values = [r[key] for r in runs]
-            print(f"{what}: median {statistics.median(values):.2f} (range {min(values):.2f} to {max(values):.2f})")
-        per_call = [(r["peak_mib"] - r["read_mib"]) * (1 << 20) / max(r["calls"], 1) for r in runs]
-        print(f"plan's own peak, bytes per call: median {statistics.median(per_call):.0f} "
-              f"(range {min(per_call):.0f} to {max(per_call):.0f})")
+            read = subprocess.run([sys.executable, __file__, "--child", trace, "--read-only"], check=True,
+                                  capture_output=True, text=True).stdout
+            for name, commit in sides:
+                command = [sys.executable, __file__, "--child", trace]
+                command += ["--order-from", args.order_from] if args.order_from else []
+                command += ["--plan-from", commit or args.plan_from] if (commit or args.plan_from) else []
+                out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+                runs[name].append({**json.loads(read.strip().splitlines()[-1]),
+                                   **json.loads(out.strip().splitlines()[-1])})
+        for name, _ in sides:
+            _print(name, runs[name])
+
+
+def _print(name: str, runs: list[dict]) -> None:
+    print(f"{name}: calls {runs[0]['calls']:,}, waits {runs[0]['waits']:,}")
+    for key, what in (("read_mib", "peak RSS of reading the trace alone, MiB"),
+                      ("peak_mib", "peak RSS of reading the trace and building the plan, MiB"),
+                      ("read_s", "reading alone, s"), ("read_cpu_s", "reading alone, CPU s"),
+                      ("build_s", "reading and building, s"),
+                      ("build_cpu_s", "reading and building, CPU s (the process's own: steadier on a loaded machine)")):
+        values = [r[key] for r in runs]
+        print(f"  {what}: median {statistics.median(values):.2f} (range {min(values):.2f} to {max(values):.2f})")
+    per_call = [(r["peak_mib"] - r["read_mib"]) * (1 << 20) / max(r["calls"], 1) for r in runs]
+    print(f"  plan's own peak, bytes per call: median {statistics.median(per_call):.0f} "
+          f"(range {min(per_call):.0f} to {max(per_call):.0f})")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Ground truth: the rules written out by hand on small plans, two threads on one f
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from iowitness.replay import order
 from iowitness.replay.plan import CALL, OP
@@ -105,9 +106,12 @@ def brute_force_waits(calls, thread_index, bounds, start, end, sizes):
     return out
 
 
-def test_waits_of_many_threads_on_shared_files_match_the_rules_call_by_call():
+@pytest.mark.parametrize("key_limit", [order.KEY_LIMIT, 1], ids=["one-key", "wide"])
+def test_waits_of_many_threads_on_shared_files_match_the_rules_call_by_call(monkeypatch, key_limit):
     # GIVEN 4 threads on 2 shared files, random positioned reads and writes (some over the
     # file's end, some long), syncs and reads at the file position, overlapping in time
+    # (overlaps found with one (block, time) key, and, key limit 1, with both ranked together)
+    monkeypatch.setattr(order, "KEY_LIMIT", key_limit)
     rng = np.random.default_rng(5)
     per, threads = 60, 4
     calls = np.zeros(per * threads, CALL)

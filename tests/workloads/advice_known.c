@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static FILE *logf;
+#include "known_start.h"
 
 static void advise(int fd, long long offset, long long length, int advice)
 {
@@ -30,20 +30,9 @@ static void advise(int fd, long long offset, long long length, int advice)
 
 int main(int argc, char **argv)
 {
-	char path[4096], buf[4096];
-	int fd;
+	char buf[4096];
+	int fd = known_start(argc, argv, "advice_known DIR LOG", "advice.dat");
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: advice_known DIR LOG\n");
-		return 2;
-	}
-	logf = fopen(argv[2], "w");
-	snprintf(path, sizeof(path), "%s/advice.dat", argv[1]);
-	fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
-	if (!logf || fd < 0) {
-		perror("open");
-		return 1;
-	}
 	memset(buf, 'a', sizeof(buf));
 	for (int k = 0; k < 256; k++)
 		if (write(fd, buf, sizeof(buf)) != sizeof(buf))

@@ -30,8 +30,7 @@
 #include <unistd.h>
 
 #include "../../replay/uring_setup.h"
-
-static FILE *logf;
+#include "known_start.h"
 
 static void die(const char *what)
 {
@@ -94,16 +93,10 @@ int main(int argc, char **argv)
 	char path[4096];
 	int fd, other, pipefd[2];
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: uring_known DIR LOG\n");
-		return 2;
-	}
-	logf = fopen(argv[2], "w");
-	snprintf(path, sizeof(path), "%s/target.dat", argv[1]);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	fd = known_start(argc, argv, "uring_known DIR LOG", "target.dat");
 	snprintf(path, sizeof(path), "%s/other.dat", argv[1]);
 	other = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (!logf || fd < 0 || other < 0 || pipe(pipefd))
+	if (other < 0 || pipe(pipefd))
 		die("open");
 	memset(buf, 'x', sizeof(buf));
 	if (pwrite(other, buf[0], 4096, 0) != 4096)
