@@ -63,10 +63,10 @@ ACCESS = ("sequential", "random", "strided", "backward", "same record", "single 
 TOP_KEYS = ("version", "benchmark", "claim")
 CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required",
               "scope", "key", "statistic", "timed", "skip", "requests", "record_size", "rank", "columns",
-              "timing_line", "warmup_seconds")
+              "timing_line", "timing_end_line", "warmup_seconds")
 # what a column of `columns` may set for its figure: the rest is the [[claim]]'s
 COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
-               "timed", "skip", "record_size", "rank", "timing_line", "warmup_seconds")
+               "timed", "skip", "record_size", "rank", "timing_line", "timing_end_line", "warmup_seconds")
 INTEGER_KEYS = ("skip", "rank")
 BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds")
 
@@ -99,6 +99,7 @@ class Rule:
     column: str | None = None        # the column of `columns` this rule reads
     timing_line: str | None = None   # a regex: the last line before the claim matching it starts the timed period
     warmup_seconds: float | None = None  # the timed period starts this long after the phases' first data call
+    timing_end_line: str | None = None  # a regex: the last line (up to the claim's own) matching it ends the period
 
 
 @dataclass(frozen=True)
@@ -269,11 +270,13 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     requests = table.get("requests", False)
     if requests and unit is not None and not unit_fields and UNITS[unit][0] != "seconds_per_op":
         fail("requests", f"per-request lines are latencies: give a time per operation as the unit, not {unit!r}")
+    for key in ("timing_line", "timing_end_line"):
+        if key in table:
+            try:
+                re.compile(table[key])
+            except re.error as e:
+                fail(key, f"not a regular expression: {e}")
     if "timing_line" in table:
-        try:
-            re.compile(table["timing_line"])
-        except re.error as e:
-            fail("timing_line", f"not a regular expression: {e}")
         if "warmup_seconds" in table:
             fail("warmup_seconds", "give either timing_line or warmup_seconds: both say where the timed period starts")
     if "warmup_seconds" in table and not 0 <= table["warmup_seconds"] < 1e6:
@@ -284,7 +287,8 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     return Rule(number, regex, table["test"], direction, unit, match, table.get("phase", table["test"]),
                 operation, table.get("access"), table.get("required", True), scope, table.get("key"),
                 statistic, timed, table.get("skip", 0), requests, record_size, table.get("rank"),
-                value_group, column, table.get("timing_line"), table.get("warmup_seconds"))
+                value_group, column, table.get("timing_line"), table.get("warmup_seconds"),
+                table.get("timing_end_line"))
 
 
 def _fields(template: str, fail) -> list[str]:
@@ -383,6 +387,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
         extra["rank"] = rule.rank
     if rule.timing_line is not None:
         extra["timing_line"] = rule.timing_line
+    if rule.timing_end_line is not None:
+        extra["timing_end_line"] = rule.timing_end_line
     if rule.warmup_seconds is not None:
         extra["warmup_seconds"] = float(rule.warmup_seconds)
     if field == "seconds_per_op":

@@ -61,6 +61,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if found is None:
             continue
         low, timed_why = claim_windows.timed_start(claim, found.rows, lines)
+        high, end_why = claim_windows.timed_end(claim, lines)
         if low is not None:
             claim.extra["timed_ns"] = low
         if found.judge is not None:
@@ -68,11 +69,12 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             claim_windows.finish(out[-1], windows.get(i), report.t0, placement, timed_why, low is not None)
             edges[id(out[-1])] = windows.get(i)
             continue
-        rows = found.rows if low is None else claim_windows.timed_rows(claim, found.rows, report, low)
+        rows = found.rows if low is None and high is None else \
+            claim_windows.timed_rows(claim, found.rows, report, low, high)
         # a stream's final flush is what shows its calls are a buffer's (buffering.stream_evidence)
         rows = rows.assign(late_flush=[int(p) in flushes for p in rows["phase"]])
         notes = list(found.notes)
-        notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
+        notes += buffering.late_flush_reasons({int(p): flushes[int(p)] for p in rows["phase"] if int(p) in flushes})
         notes += device_checks.claim_reasons(claim, rows, report.device, ceiling, window)
         verdict = verdicts.judge(claim, rows, window, tolerance, missing, found.group, stonewall=found.stonewall,
                                  combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
@@ -81,6 +83,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         by_busy = verdict.verdict == "explained" and verdict.reasons[0].startswith(verdicts.BUSY_EXPLAINED)
         if (verdict.verdict in ("disagrees", "cannot judge") or by_busy) and len(rows) == 1 and trace is not None:
             _final_flush(claim, rows, verdict, trace, report, tolerance)
+        claim_windows.finish_end(verdict, end_why, high is not None)
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
         edges[id(verdict)] = windows.get(i)
         out.append(verdict)
