@@ -9,7 +9,7 @@ import pytest
 
 from iowitness.analysis.measure import buffering
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, Calls
-from tests.unit.test_claim_windows import KiB, MS, _judge
+from tests.unit.test_claim_windows import MS, KiB, _judge
 
 SPEC = """
 [[claim]]
@@ -81,6 +81,7 @@ def test_late_flushes_of_many_phases_are_one_reason_with_their_range():
     # THEN one reason, with the count, the range and what varies among them
     assert len(reasons) == 1
     assert reasons[0].startswith("2,000 phases (phases 3–2,002) end with a final flush just before close")
-    assert "100 to 106 bytes each" in reasons[0] and f"{sum(f['bytes'] for f in flushes.values()):,} in all" in reasons[0]
+    total = sum(f["bytes"] for f in flushes.values())
+    assert "100 to 106 bytes each" in reasons[0] and f"{total:,} in all" in reasons[0]
     # AND one phase keeps its own words
     assert buffering.late_flush_reasons({5: flushes[5]}) == [buffering.late_flush_reason(flushes[5])]
