@@ -51,8 +51,9 @@ MATCHES = ("order", "name", "operation")
 # which phases a claim speaks for: the one phase its match finds, that phase and every phase
 # concurrent with it (its group: the threads or files of one test), every phase of the run in
 # the claim's direction; "auto" takes the concurrent set when the claim's figure fits it and
-# not the one phase
-SCOPES = ("auto", "phase", "concurrent", "run")
+# not the one phase; "window" every phase of the claim's window on the output timeline in its
+# direction (a loop's files since the previous result line; the run's without times)
+SCOPES = ("auto", "phase", "concurrent", "run", "window")
 # what a benchmark may mean by "MB" and "kB" ([benchmark] mb, kb): decimal, binary, or the
 # 1,024,000-byte "MB" of programs that divide by 1000 * 1024
 MEGABYTES = (1000 ** 2, 1024 ** 2, 1024 * 1000)
@@ -68,7 +69,7 @@ CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operati
 COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
                "timed", "skip", "record_size", "rank", "timing_line", "timing_end_line", "warmup_seconds")
 INTEGER_KEYS = ("skip", "rank")
-BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds")
+BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds", "output_files")
 
 
 class SpecError(ValueError):
@@ -110,6 +111,7 @@ class Spec:
     kb: int = 1000
     multiplier_base: int = 1000
     clock_seconds: float | None = None   # the tick of the benchmark's clock (postmark's time(): 1 s)
+    output_files: tuple[str, ...] = ()   # globs: the benchmark's own log files, output not data (judge/output_files.py)
 
 
 def load(path: str | Path) -> Spec:
@@ -142,7 +144,7 @@ def loads(source: str | dict) -> Spec:
             or set(benchmark) - set(BENCHMARK_KEYS):
         raise SpecError("spec [benchmark] takes 'name' (a string), 'mb' and 'kb' (the bytes in the benchmark's "
                         "MB and kB), 'multipliers' (\"decimal\" or \"binary\": what k, M, G after a number mean), "
-                        "'clock_seconds' (the tick of its clock)")
+                        "'clock_seconds' (the tick of its clock), 'output_files' (globs of its own log files)")
     if benchmark.get("multipliers", "decimal") not in ("decimal", "binary"):
         raise SpecError(f"spec [benchmark] 'multipliers' is {benchmark['multipliers']!r}; give \"decimal\" "
                         "(k = 1000) or \"binary\" (k = 1024)")
@@ -155,13 +157,17 @@ def loads(source: str | dict) -> Spec:
     if clock is not None and (isinstance(clock, bool) or not isinstance(clock, (int, float)) or not 0 < clock <= 60):
         raise SpecError(f"spec [benchmark] 'clock_seconds' is {clock!r}; give the tick of the benchmark's clock in "
                         "seconds (1 for a benchmark timing with time(), 0.001 for milliseconds)")
+    output_files = benchmark.get("output_files", [])
+    if not isinstance(output_files, list) or not all(isinstance(g, str) and g.strip() for g in output_files):
+        raise SpecError(f"spec [benchmark] 'output_files' is {output_files!r}; give a list of globs of the "
+                        "benchmark's own log files, such as [\"fs_log.txt*\"] (a name, or a path with /)")
     tables = source.get("claim")
     if not isinstance(tables, list) or not tables:
         raise SpecError("spec has no [[claim]] table")
     rules = tuple(rule for n, t in enumerate(tables, start=1) for rule in _rules(n, t))
     return Spec(benchmark.get("name"), rules, mb, kb,
                 1024 if benchmark.get("multipliers") == "binary" else 1000,
-                float(clock) if clock is not None else None)
+                float(clock) if clock is not None else None, tuple(output_files))
 
 
 def _rules(number: int, table: dict) -> list[Rule]:
@@ -371,6 +377,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
              "printed_value": printed, "multiplier_base": spec.multiplier_base}
     if spec.clock_seconds is not None:
         extra["clock_s"] = spec.clock_seconds
+    if spec.output_files:
+        extra["output_files"] = spec.output_files
     if rule.column:
         extra["column"] = rule.column
     if rule.match == "name":

@@ -22,6 +22,7 @@ from iowitness.analysis.judge import (
     clock_tick,
     cut_short,
     open_window,
+    output_files,
     precision,
     verdict_rules as verdicts,
 )
@@ -42,6 +43,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     benchmark = benchmarks.by_name(source) or benchmarks.spec
     argv = command or []
     window = benchmark.window(argv) or spec_window
+    # the benchmark's own log files (spec output_files) are output: no claim is about them
+    report, output_note = output_files.apply(report, claims, trace)
     flushes = report.evidence.late_flushes(report.phases) if trace is not None else {}
     # each claim among the phases of its window on the output timeline, when its line has a time
     lines = printed.lines_of(trace) if trace is not None else []
@@ -54,6 +57,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     edges: dict[int, claim_windows.Window] = {}
     for i, claim in enumerate(claims):
         placement = claim.extra.get("placement", claim_windows.ORDER_NOTE)
+        placement = f"{placement}; {output_note}" if output_note else placement
         if i in windows and windows[i].before_trace:
             out.append(claim_windows.before_trace(claim, windows[i]))
             continue

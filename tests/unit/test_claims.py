@@ -623,7 +623,8 @@ def test_the_specs_shipped_in_docs_load():
     (VALID + 'match = "operation"\n', "spec [[claim]] 1 'operation': match = \"operation\" needs the phase "
                                      "operation (read, write, mixed), here or as a fixed direction"),
     (VALID + 'phase = "x"\n', "spec [[claim]] 1 'phase': goes only with match = \"name\""),
-    (VALID + 'scope = "threads"\n', "spec [[claim]] 1 'scope': 'threads' is not one of auto, phase, concurrent, run"),
+    (VALID + 'scope = "threads"\n', "spec [[claim]] 1 'scope': 'threads' is not one of auto, phase, concurrent, run, "
+     "window"),
     (VALID + 'key = "{size}"\n', "spec [[claim]] 1 'key': uses {size} but the pattern has no (?P<size>...) group"),
     ('[benchmark]\nmb = 1000\n' + VALID, "spec [benchmark] 'mb' is 1000; give one of 1000000, 1048576, 1024000"),
     (VALID + 'direction = "writes"\n', "spec [[claim]] 1 'direction': 'writes' is not one of read, write, mixed"),
