@@ -24,6 +24,7 @@ from iowitness.analysis.judge import (
     open_window,
     output_files,
     precision,
+    return_wait,
     verdict_rules as verdicts,
 )
 from iowitness.analysis.judge.claim import Claim
@@ -80,7 +81,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         notes = list(found.notes)
         notes += buffering.late_flush_reasons({int(p): flushes[int(p)] for p in rows["phase"] if int(p) in flushes})
         notes += device_checks.claim_reasons(claim, rows, report.device, ceiling, window)
-        verdict = verdicts.judge(claim, rows, window, tolerance, missing, found.group, stonewall=found.stonewall,
+        timed_by = claim.extra.get("window", window)   # a spec's window, else the benchmark's
+        verdict = verdicts.judge(claim, rows, timed_by, tolerance, missing, found.group, stonewall=found.stonewall,
                                  combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
                                  parent_start_ns=found.parent_start_ns)
         _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)
@@ -91,6 +93,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
         edges[id(verdict)] = windows.get(i)
         out.append(verdict)
+    return_wait.apply(out, report, trace, tolerance)   # a clock around each call: waits at its return
     precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
     clock_tick.apply(out, report.phases)   # postmark's whole seconds (spec clock_seconds)
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close

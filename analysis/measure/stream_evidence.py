@@ -95,6 +95,11 @@ class StreamedEvidence:
                 [claim_windows.calls_between(e, a, phases, low, high) for e, a in self._assigned.blocks()])
         return self._cache[key]
 
+    def calls_of(self, phases: list[int], columns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The events of `phases` (`columns` and syscall) and their rows of the assignment
+        (judge/return_wait.py)."""
+        return self._rows_of(phases, columns)
+
     def _rows_of(self, phases: list[int], columns: list[str],
                  low: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
         kept_events, kept_names, kept_assigned = [], [], []

@@ -5,6 +5,8 @@ many files gives one late-flush reason with the phase range, not one per phase."
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from iowitness.analysis.measure import buffering
@@ -85,3 +87,22 @@ def test_late_flushes_of_many_phases_are_one_reason_with_their_range():
     assert "100 to 106 bytes each" in reasons[0] and f"{total:,} in all" in reasons[0]
     # AND one phase keeps its own words
     assert buffering.late_flush_reasons({5: flushes[5]}) == [buffering.late_flush_reason(flushes[5])]
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("window", '"wall"', "'window': 'wall' is not one of calls, +fsync, +close, busy"),
+    ("timing_end_line", "'(['", "'timing_end_line': not a regular expression"),
+])
+def test_the_new_keys_are_checked(key, value, message):
+    from iowitness.analysis.benchmarks import spec
+
+    with pytest.raises(spec.SpecError, match=re.escape(f"spec [[claim]] 1 {message}")):
+        spec.loads(f"[[claim]]\npattern = '^W: (?P<value>[\\d.]+)$'\ntest = \"w\"\nunit = \"MB/s\"\n{key} = {value}\n")
+
+
+def test_a_busy_window_is_the_claims_window():
+    from iowitness.analysis.benchmarks import spec
+
+    checked = spec.loads("[[claim]]\npattern = '^W: (?P<value>[\\d.]+)$'\ntest = \"w\"\nunit = \"MB/s\"\n"
+                         "window = \"busy\"\n")
+    assert spec.parse("W: 12.5\n", checked)[0].extra["window"] == "busy"
