@@ -25,6 +25,7 @@ from iowitness.analysis.judge import (
     output_files,
     precision,
     return_wait,
+    strace_stops,
     verdict_rules as verdicts,
 )
 from iowitness.analysis.judge.claim import Claim
@@ -56,6 +57,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     find = claim_windows.finder(benchmark, report, claims, argv, trace, windows)
     out = []
     edges: dict[int, claim_windows.Window] = {}
+    judged_rows: dict[int, pd.DataFrame] = {}   # the phase rows each verdict was judged on
     for i, claim in enumerate(claims):
         placement = claim.extra.get("placement", claim_windows.ORDER_NOTE)
         placement = f"{placement}; {output_note}" if output_note else placement
@@ -89,6 +91,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         by_busy = verdict.verdict == "explained" and verdict.reasons[0].startswith(verdicts.BUSY_EXPLAINED)
         if (verdict.verdict in ("disagrees", "cannot judge") or by_busy) and len(rows) == 1 and trace is not None:
             _final_flush(claim, rows, verdict, trace, report, tolerance)
+        judged_rows[id(verdict)] = rows
         claim_windows.finish_end(verdict, end_why, high is not None)
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
         edges[id(verdict)] = windows.get(i)
@@ -120,6 +123,11 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             elif verdict.verdict == "disagrees" and verdict.kind in ("ops", "bytes") and (verdict.ratio or 1) < 1:
                 # a rate below the calls': the stops slowed the benchmark between and around its calls
                 verdicts.cannot_judge(verdict, STRACE_RATE)
+            elif verdict.verdict == "disagrees" and verdict.kind in ("ops", "bytes") and (verdict.ratio or 0) > 1:
+                # a rate above the calls': within what the stops the trace bounds explain (strace_stops.py)
+                why = strace_stops.reason(verdict, judged_rows.get(id(verdict)), tolerance)
+                if why:
+                    verdicts.cannot_judge(verdict, why)
     return out
 
 
