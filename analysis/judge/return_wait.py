@@ -35,7 +35,7 @@ from iowitness.analysis.phasing import phases as phase_module
 RETURN_NS = 5_000
 
 
-def _waits(trace, report, verdict) -> tuple[float, float, int, int, int] | None:
+def _waits(trace, report, verdict) -> tuple[float, float, float, int, int] | None:
     """(amount, ns inside the calls, ns preempted at their return, calls so, calls) of the
     verdict's phases in its direction, or None without off-CPU records."""
     off = scheduler_records(trace)
@@ -78,6 +78,8 @@ def apply(out: list, report, trace, tolerance: float) -> None:
                 or not verdict.ratio or verdict.ratio >= 1:
             continue
         value, kind = claimed(verdict.claim)
+        if value is None:
+            continue
         wall = verdict.figures.get("calls")
         between = bool(wall) and value >= wall * (1 - tolerance)
         found = _waits(trace, report, verdict)
