@@ -56,8 +56,3 @@ def test_dbench_throughput_is_its_last_execute_lines_figure(tmp_path):
     for v in rates:
         assert v.verdict == "agrees", (v.claim.printed, v.verdict, v.ratio, v.reasons)
     assert any("timing_end_line" in r and "execute" in r for r in rates[-1].reasons)
-    # AND the per-operation latencies agree or say why they cannot be judged: never a false DISAGREES
-    latencies = [v for v in verdicts if v.kind == "latency"]
-    assert len(latencies) == 4
-    assert all(v.verdict in ("agrees", "cannot judge") for v in latencies), \
-        [(v.claim.printed, v.verdict, v.reasons[:1]) for v in latencies]
