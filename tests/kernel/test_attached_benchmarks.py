@@ -54,13 +54,13 @@ def test_ioping_attached(tmp_path):
     reads = trace.events[trace.events["syscall"].astype(str).isin(["read", "pread64"])]
     reads = reads[reads["path"].astype(str).str.startswith(str(tmp_path / "d"))]   # O_TMPFILE: its directory
     assert (len(reads), int(reads["ret"].sum())) == (requests, kib * 1024)
-    # WHEN judged THEN each figure is set against its reads, and agrees or says why it cannot be judged
+    # WHEN judged THEN each figure is set against its reads: agrees, explained, or says why it cannot be judged
     verdicts = judged.verdicts(trace, spec=str(SPECS / "ioping.toml"))
     assert verdicts and all(v.phases for v in verdicts)
     # (the per-request lines' seam rule, analysis/judge/seam.py, is the flaky-test work's: their
     # verdict is held by tests/kernel/test_ioping.py, not here)
     summary = [v for v in verdicts if not v.claim.extra.get("requests")]
-    assert summary and all(v.verdict in ("agrees", "cannot judge") for v in summary), \
+    assert summary and all(v.verdict != "disagrees" for v in summary), \
         [(v.claim.printed, v.verdict, v.reasons[:1]) for v in summary]
 
 
