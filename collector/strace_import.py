@@ -39,6 +39,7 @@ _OPEN_FLAGS = {"O_RDONLY": 0, "O_WRONLY": 0o1, "O_RDWR": 0o2, "O_CREAT": 0o100, 
                "O_NOATIME": 0o1000000, "O_CLOEXEC": 0o2000000, "O_SYNC": 0o4010000, "O_RSYNC": 0o4010000,
                "O_PATH": 0o10000000, "O_TMPFILE": 0o20200000}
 O_APPEND, O_CLOEXEC, O_DIRECTORY, O_PATH = 0o2000, 0o2000000, 0o200000, 0o10000000
+O_TMPFILE_OWN = 0o20000000   # O_TMPFILE without O_DIRECTORY's bit (include/uapi/asm-generic/fcntl.h)
 _RWF = {"RWF_HIPRI": 0x1, "RWF_DSYNC": 0x2, "RWF_SYNC": 0x4, "RWF_NOWAIT": 0x8, "RWF_APPEND": 0x10}
 _FALLOC = {"FALLOC_FL_KEEP_SIZE": 0x1, "FALLOC_FL_PUNCH_HOLE": 0x2, "FALLOC_FL_NO_HIDE_STALE": 0x4,
            "FALLOC_FL_COLLAPSE_RANGE": 0x8, "FALLOC_FL_ZERO_RANGE": 0x10, "FALLOC_FL_INSERT_RANGE": 0x20,
@@ -215,7 +216,8 @@ class Importer:
         if c.ret < 0 or not c.ret_path:
             return
         flags = self._open_flags(c)
-        if flags & (O_DIRECTORY | O_PATH):
+        if flags & (O_DIRECTORY | O_PATH) and flags & O_TMPFILE_OWN != O_TMPFILE_OWN:
+            # (O_TMPFILE carries O_DIRECTORY's bit: its fd is a new unnamed file, data like any other)
             self.directories.add(c.ret_path)
         path = c.ret_path
         if not self._is_target(path):

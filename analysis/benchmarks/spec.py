@@ -51,8 +51,9 @@ MATCHES = ("order", "name", "operation")
 # which phases a claim speaks for: the one phase its match finds, that phase and every phase
 # concurrent with it (its group: the threads or files of one test), every phase of the run in
 # the claim's direction; "auto" takes the concurrent set when the claim's figure fits it and
-# not the one phase
-SCOPES = ("auto", "phase", "concurrent", "run")
+# not the one phase; "window" every phase of the claim's window on the output timeline in its
+# direction (a loop's files since the previous result line; the run's without times)
+SCOPES = ("auto", "phase", "concurrent", "run", "window")
 # what a benchmark may mean by "MB" and "kB" ([benchmark] mb, kb): decimal, binary, or the
 # 1,024,000-byte "MB" of programs that divide by 1000 * 1024
 MEGABYTES = (1000 ** 2, 1024 ** 2, 1024 * 1000)
@@ -63,12 +64,16 @@ ACCESS = ("sequential", "random", "strided", "backward", "same record", "single 
 TOP_KEYS = ("version", "benchmark", "claim")
 CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required",
               "scope", "key", "statistic", "timed", "skip", "requests", "record_size", "rank", "columns",
-              "timing_line", "warmup_seconds")
+              "timing_line", "timing_end_line", "warmup_seconds", "window")
 # what a column of `columns` may set for its figure: the rest is the [[claim]]'s
 COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
-               "timed", "skip", "record_size", "rank", "timing_line", "warmup_seconds")
+               "timed", "skip", "record_size", "rank", "timing_line", "timing_end_line", "warmup_seconds", "window")
 INTEGER_KEYS = ("skip", "rank")
-BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds")
+# what the benchmark timed, among the active figures (analysis/judge/verdict_rules.py): its calls
+# from the first to the last, with the fsync or the close after them, or only the time inside
+# them (each call timed from its own thread and summed: judge/return_wait.py)
+WINDOWS = ("calls", "+fsync", "+close", "busy")
+BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds", "output_files")
 
 
 class SpecError(ValueError):
@@ -99,6 +104,8 @@ class Rule:
     column: str | None = None        # the column of `columns` this rule reads
     timing_line: str | None = None   # a regex: the last line before the claim matching it starts the timed period
     warmup_seconds: float | None = None  # the timed period starts this long after the phases' first data call
+    timing_end_line: str | None = None  # a regex: the last line (up to the claim's own) matching it ends the period
+    window: str | None = None        # what the benchmark timed (WINDOWS); None: the benchmark's default
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ class Spec:
     kb: int = 1000
     multiplier_base: int = 1000
     clock_seconds: float | None = None   # the tick of the benchmark's clock (postmark's time(): 1 s)
+    output_files: tuple[str, ...] = ()   # globs: the benchmark's own log files, output not data (judge/output_files.py)
 
 
 def load(path: str | Path) -> Spec:
@@ -141,7 +149,7 @@ def loads(source: str | dict) -> Spec:
             or set(benchmark) - set(BENCHMARK_KEYS):
         raise SpecError("spec [benchmark] takes 'name' (a string), 'mb' and 'kb' (the bytes in the benchmark's "
                         "MB and kB), 'multipliers' (\"decimal\" or \"binary\": what k, M, G after a number mean), "
-                        "'clock_seconds' (the tick of its clock)")
+                        "'clock_seconds' (the tick of its clock), 'output_files' (globs of its own log files)")
     if benchmark.get("multipliers", "decimal") not in ("decimal", "binary"):
         raise SpecError(f"spec [benchmark] 'multipliers' is {benchmark['multipliers']!r}; give \"decimal\" "
                         "(k = 1000) or \"binary\" (k = 1024)")
@@ -154,13 +162,17 @@ def loads(source: str | dict) -> Spec:
     if clock is not None and (isinstance(clock, bool) or not isinstance(clock, (int, float)) or not 0 < clock <= 60):
         raise SpecError(f"spec [benchmark] 'clock_seconds' is {clock!r}; give the tick of the benchmark's clock in "
                         "seconds (1 for a benchmark timing with time(), 0.001 for milliseconds)")
+    output_files = benchmark.get("output_files", [])
+    if not isinstance(output_files, list) or not all(isinstance(g, str) and g.strip() for g in output_files):
+        raise SpecError(f"spec [benchmark] 'output_files' is {output_files!r}; give a list of globs of the "
+                        "benchmark's own log files, such as [\"fs_log.txt*\"] (a name, or a path with /)")
     tables = source.get("claim")
     if not isinstance(tables, list) or not tables:
         raise SpecError("spec has no [[claim]] table")
     rules = tuple(rule for n, t in enumerate(tables, start=1) for rule in _rules(n, t))
     return Spec(benchmark.get("name"), rules, mb, kb,
                 1024 if benchmark.get("multipliers") == "binary" else 1000,
-                float(clock) if clock is not None else None)
+                float(clock) if clock is not None else None, tuple(output_files))
 
 
 def _rules(number: int, table: dict) -> list[Rule]:
@@ -269,22 +281,27 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     requests = table.get("requests", False)
     if requests and unit is not None and not unit_fields and UNITS[unit][0] != "seconds_per_op":
         fail("requests", f"per-request lines are latencies: give a time per operation as the unit, not {unit!r}")
+    for key in ("timing_line", "timing_end_line"):
+        if key in table:
+            try:
+                re.compile(table[key])
+            except re.error as e:
+                fail(key, f"not a regular expression: {e}")
     if "timing_line" in table:
-        try:
-            re.compile(table["timing_line"])
-        except re.error as e:
-            fail("timing_line", f"not a regular expression: {e}")
         if "warmup_seconds" in table:
             fail("warmup_seconds", "give either timing_line or warmup_seconds: both say where the timed period starts")
     if "warmup_seconds" in table and not 0 <= table["warmup_seconds"] < 1e6:
         fail("warmup_seconds", "must be 0 or more seconds (1.5 for a warm-up of 1.5 s)")
+    if "window" in table and table["window"] not in WINDOWS:
+        fail("window", f"{table['window']!r} is not one of {', '.join(WINDOWS)}")
     record_size = table.get("record_size")
     if record_size is not None and not _fields(record_size, None) and size(record_size) is None:
         fail("record_size", f"{record_size!r} is not a size (4096, 4k, 64KiB) nor a template such as \"{{size}}\"")
     return Rule(number, regex, table["test"], direction, unit, match, table.get("phase", table["test"]),
                 operation, table.get("access"), table.get("required", True), scope, table.get("key"),
                 statistic, timed, table.get("skip", 0), requests, record_size, table.get("rank"),
-                value_group, column, table.get("timing_line"), table.get("warmup_seconds"))
+                value_group, column, table.get("timing_line"), table.get("warmup_seconds"),
+                table.get("timing_end_line"), table.get("window"))
 
 
 def _fields(template: str, fail) -> list[str]:
@@ -367,6 +384,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
              "printed_value": printed, "multiplier_base": spec.multiplier_base}
     if spec.clock_seconds is not None:
         extra["clock_s"] = spec.clock_seconds
+    if spec.output_files:
+        extra["output_files"] = spec.output_files
     if rule.column:
         extra["column"] = rule.column
     if rule.match == "name":
@@ -383,6 +402,10 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
         extra["rank"] = rule.rank
     if rule.timing_line is not None:
         extra["timing_line"] = rule.timing_line
+    if rule.timing_end_line is not None:
+        extra["timing_end_line"] = rule.timing_end_line
+    if rule.window is not None:
+        extra["window"] = rule.window
     if rule.warmup_seconds is not None:
         extra["warmup_seconds"] = float(rule.warmup_seconds)
     if field == "seconds_per_op":

@@ -134,8 +134,9 @@ def _rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
 def _widen(claim: Claim, rows: pd.DataFrame, phases: pd.DataFrame) -> Match:
     """The phases a claim speaks for, from the one its match found (docs/claims-spec.md, scope)."""
     scope = claim.extra.get("scope", "auto")
-    if scope == "run":
-        # "mixed" over a run: all its reads and writes, not only its mixed phases
+    if scope in ("run", "window"):
+        # "mixed" over a run: all its reads and writes, not only its mixed phases ("window": the
+        # phases here are its window's, claim_windows.finder)
         wanted = phases if claim.direction in (None, "mixed") else \
             phases[phases["operation"].isin([claim.direction, "mixed"])]
         return Match(wanted.sort_values("data_first_ns"), combine="wall")

@@ -55,11 +55,14 @@ class Window:
     start_from: str        # where the start came from, in words
     before_trace: str = ""  # why the figure is about calls before the trace began, or ""
     by: str = "this line"  # the line the end is: this one, or its test's earlier line (a summary)
+    cut: bool = False      # the claim's calls are cut at an end line (timing_end_line): a phase that
+    #                        began by the line is in the window, its calls after the cut left out
 
     def holds(self, phases: pd.DataFrame) -> pd.Series:
-        """Per phase: whether its last data call ended in the window."""
+        """Per phase: whether its last data call ended in the window (with `cut`: whether its
+        first one began by its end)."""
         last = phases["data_last_ns"]
-        inside = last <= self.end_ns
+        inside = (phases["data_first_ns"] if self.cut else last) <= self.end_ns
         return inside if self.start_ns is None else inside & (last > self.start_ns)
 
 
@@ -188,7 +191,8 @@ def windows_of(claims: list[Claim], phases: pd.DataFrame, t0: int | None) -> dic
             if not before and t0 is not None and claim.printed_ns < t0:
                 before = (f"before the trace: printed at {_at(claim.printed_ns, t0)}, before the trace's first call; "
                           "its calls are not in the trace")
-            out[i] = Window(start, claim.printed_ns, burst[k], start_from, before)
+            out[i] = Window(start, claim.printed_ns, burst[k], start_from, before,
+                            cut=bool(claim.extra.get("timing_end_line")))
     for i, claim in enumerate(claims):
         if claim.extra.get("before_trace") and i not in out:
             out[i] = Window(None, -1, -1, "the trace's start", claim.extra["before_trace"])
@@ -237,7 +241,7 @@ def finder(benchmark, report, claims: list[Claim], argv: list[str], trace, windo
     for key, members in groups.items():
         end = max(windows[position[id(c)]].end_ns for c in members)
         w = windows[position[id(members[0])]]
-        inside = Window(w.start_ns, end, w.burst, w.start_from).holds(report.phases)
+        inside = Window(w.start_ns, end, w.burst, w.start_from, cut=w.cut).holds(report.phases)
         finders[key] = benchmark.matcher(_View(report, report.phases[inside]), members, argv, trace)
     whole = benchmark.matcher(report, [c for i, c in enumerate(claims) if i not in windows], argv, trace)
 
@@ -273,15 +277,40 @@ def timed_start(claim: Claim, rows: pd.DataFrame, lines: list) -> tuple[int | No
     return None, ""
 
 
-def calls_between(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], low: int) -> pd.DataFrame:
-    """Per phase (one block's rows): the counted data calls that started at `low` or later, as
-    the phase table's columns (ops, read_ops, bytes, read_bytes, write_bytes, data_first_ns,
-    data_last_ns, data_ns)."""
+def timed_end(claim: Claim, lines: list) -> tuple[int | None, str]:
+    """(where the claim's timed period ends, in words) as its spec's timing_end_line says: the
+    last line up to the claim's own that matches it (dbench's "Throughput" is its last
+    "execute" line's figure); (None, "") without one, (None, why) when it cannot be found."""
+    pattern = claim.extra.get("timing_end_line")
+    if not pattern:
+        return None, ""
+    if claim.printed_ns is None:
+        return None, ("the spec's timing_end_line cannot be placed: the output has no times, so every call of the "
+                      "phases is counted, those after the benchmark stopped its clock too")
+    regex = re.compile(pattern)
+    hits = [ln for ln in lines if ln.t_ns is not None and ln.t_ns <= claim.printed_ns and regex.search(ln.text)]
+    if not hits:
+        return None, f"no line up to this one matches the spec's timing_end_line {pattern!r}: every call is counted"
+    line = hits[-1]
+    own = line.text.strip() == claim.printed
+    return int(line.t_ns), ("the timed period ends at this line, calls of phases still open at it cut there "
+                            "(timing_end_line)" if own else
+                            f"the timed period ends at the line {line.text.strip()[:60]!r} (timing_end_line): "
+                            "calls after it are left out")
+
+
+def calls_between(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], low: int,
+                  high: int | None = None) -> pd.DataFrame:
+    """Per phase (one block's rows): the counted data calls that started at `low` or later (and
+    ended by `high`), as the phase table's columns (ops, read_ops, bytes, read_bytes,
+    write_bytes, data_first_ns, data_last_ns, data_ns)."""
     kind = phase_module.call_kinds(events["syscall"])
     start = events["start_ns"].to_numpy(np.int64)
     end = events["end_ns"].to_numpy(np.int64)
     mine = np.isin(assigned["phase"].to_numpy(), phases) & np.isin(kind, (phase_module.READ, phase_module.WRITE)) \
         & ~phase_module.uncounted(assigned) & (start >= low)
+    if high is not None:
+        mine &= end <= high
     moved = np.maximum(events["ret"].to_numpy(np.int64), 0)[mine]
     reads = (kind == phase_module.READ)[mine]
     frame = pd.DataFrame({"phase": assigned["phase"].to_numpy()[mine], "ops": 1, "read_ops": reads.astype(np.int64),
@@ -305,11 +334,15 @@ def merge_blocks(parts: list[pd.DataFrame]) -> pd.DataFrame:
                                       "data_ns": "sum"})
 
 
-def timed_rows(claim: Claim, rows: pd.DataFrame, report, low: int) -> pd.DataFrame:
-    """The claim's phase rows with only the calls of its timed period (started at `low` or later)."""
-    counted = report.evidence.calls_between([int(p) for p in rows["phase"]], low)
+def timed_rows(claim: Claim, rows: pd.DataFrame, report, low: int | None, high: int | None = None) -> pd.DataFrame:
+    """The claim's phase rows with only the calls of its timed period (started at `low` or
+    later, ended by `high`)."""
+    phases = [int(p) for p in rows["phase"]]
+    low = low if low is not None else 0
+    counted = report.evidence.calls_between(phases, low) if high is None else \
+        report.evidence.calls_between(phases, low, high)
     # a phase all of whose calls came before the timed period is no part of it
-    out = rows[[int(p) in counted.index for p in rows["phase"]]].copy()
+    out = rows[np.array([int(p) in counted.index for p in rows["phase"]], dtype=bool)].copy()
     for column in counted.columns:
         if column in out.columns:
             out[column] = [counted.at[int(p), column] for p in out["phase"]]
@@ -322,6 +355,17 @@ def before_trace(claim: Claim, window: Window):
 
     _, kind = claimed(claim)
     return Verdict(claim, [], "cannot judge", kind=kind, reasons=[window.before_trace], placement=TIMELINE_NOTE)
+
+
+def finish_end(verdict, why: str, cut: bool) -> None:
+    """Say where the timed period ended (timed_end); one the trace cannot place makes a
+    disagreement one that cannot be judged."""
+    from iowitness.analysis.judge.verdict_rules import cannot_judge
+
+    if why and not cut and verdict.verdict == "disagrees":
+        cannot_judge(verdict, why)
+    elif why:
+        verdict.reasons.append(why)
 
 
 def finish(verdict, window: Window | None, t0: int | None, placement: str, timed_why: str, timed: bool) -> None:

@@ -22,7 +22,10 @@ from iowitness.analysis.judge import (
     clock_tick,
     cut_short,
     open_window,
+    output_files,
     precision,
+    return_wait,
+    strace_stops,
     verdict_rules as verdicts,
 )
 from iowitness.analysis.judge.claim import Claim
@@ -42,6 +45,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     benchmark = benchmarks.by_name(source) or benchmarks.spec
     argv = command or []
     window = benchmark.window(argv) or spec_window
+    # the benchmark's own log files (spec output_files) are output: no claim is about them
+    report, output_note = output_files.apply(report, claims, trace)
     flushes = report.evidence.late_flushes(report.phases) if trace is not None else {}
     # each claim among the phases of its window on the output timeline, when its line has a time
     lines = printed.lines_of(trace) if trace is not None else []
@@ -52,8 +57,10 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     find = claim_windows.finder(benchmark, report, claims, argv, trace, windows)
     out = []
     edges: dict[int, claim_windows.Window] = {}
+    judged_rows: dict[int, pd.DataFrame] = {}   # the phase rows each verdict was judged on
     for i, claim in enumerate(claims):
         placement = claim.extra.get("placement", claim_windows.ORDER_NOTE)
+        placement = f"{placement}; {output_note}" if output_note else placement
         if i in windows and windows[i].before_trace:
             out.append(claim_windows.before_trace(claim, windows[i]))
             continue
@@ -61,6 +68,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if found is None:
             continue
         low, timed_why = claim_windows.timed_start(claim, found.rows, lines)
+        high, end_why = claim_windows.timed_end(claim, lines)
         if low is not None:
             claim.extra["timed_ns"] = low
         if found.judge is not None:
@@ -68,22 +76,27 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             claim_windows.finish(out[-1], windows.get(i), report.t0, placement, timed_why, low is not None)
             edges[id(out[-1])] = windows.get(i)
             continue
-        rows = found.rows if low is None else claim_windows.timed_rows(claim, found.rows, report, low)
+        rows = found.rows if low is None and high is None else \
+            claim_windows.timed_rows(claim, found.rows, report, low, high)
         # a stream's final flush is what shows its calls are a buffer's (buffering.stream_evidence)
         rows = rows.assign(late_flush=[int(p) in flushes for p in rows["phase"]])
         notes = list(found.notes)
-        notes += [buffering.late_flush_reason(flushes[int(p)]) for p in rows["phase"] if int(p) in flushes]
+        notes += buffering.late_flush_reasons({int(p): flushes[int(p)] for p in rows["phase"] if int(p) in flushes})
         notes += device_checks.claim_reasons(claim, rows, report.device, ceiling, window)
-        verdict = verdicts.judge(claim, rows, window, tolerance, missing, found.group, stonewall=found.stonewall,
+        timed_by = claim.extra.get("window", window)   # a spec's window, else the benchmark's
+        verdict = verdicts.judge(claim, rows, timed_by, tolerance, missing, found.group, stonewall=found.stonewall,
                                  combine=found.combine, notes=tuple(notes), last_ns=found.last_ns,
                                  parent_start_ns=found.parent_start_ns)
         _bytes_reason(claim.extra.get("bytes") or found.bytes, rows, verdict)
         by_busy = verdict.verdict == "explained" and verdict.reasons[0].startswith(verdicts.BUSY_EXPLAINED)
         if (verdict.verdict in ("disagrees", "cannot judge") or by_busy) and len(rows) == 1 and trace is not None:
             _final_flush(claim, rows, verdict, trace, report, tolerance)
+        judged_rows[id(verdict)] = rows
+        claim_windows.finish_end(verdict, end_why, high is not None)
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
         edges[id(verdict)] = windows.get(i)
         out.append(verdict)
+    return_wait.apply(out, report, trace, tolerance)   # a clock around each call: waits at its return
     precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
     clock_tick.apply(out, report.phases)   # postmark's whole seconds (spec clock_seconds)
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
@@ -110,6 +123,11 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             elif verdict.verdict == "disagrees" and verdict.kind in ("ops", "bytes") and (verdict.ratio or 1) < 1:
                 # a rate below the calls': the stops slowed the benchmark between and around its calls
                 verdicts.cannot_judge(verdict, STRACE_RATE)
+            elif verdict.verdict == "disagrees" and verdict.kind in ("ops", "bytes") and (verdict.ratio or 0) > 1:
+                # a rate above the calls': within what the stops the trace bounds explain (strace_stops.py)
+                why = strace_stops.reason(verdict, judged_rows.get(id(verdict)), tolerance)
+                if why:
+                    verdicts.cannot_judge(verdict, why)
     return out
 
 

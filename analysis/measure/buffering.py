@@ -133,6 +133,38 @@ def late_flush_reason(flush: dict) -> str:
             f"clock before closing, they are outside its window")
 
 
+def late_flush_reasons(flushes: dict[int, dict]) -> list[str]:
+    """late_flush_reason of each phase, in one reason when there are several (a check over
+    thousands of files gives one line with the phase range, not one per phase)."""
+    if len(flushes) <= 1:
+        return [late_flush_reason(f) for f in flushes.values()]
+    numbers = sorted(flushes)
+    spans: list[list[int]] = []
+    for p in numbers:
+        if spans and p == spans[-1][1] + 1:
+            spans[-1][1] = p
+        else:
+            spans.append([p, p])
+    shown = ", ".join(f"{a:,}" if a == b else f"{a:,}–{b:,}" for a, b in spans[:4])
+    if len(spans) > 4:
+        shown = f"{numbers[0]:,}–{numbers[-1]:,}"
+
+    def span(key: str, fmt) -> str:
+        values = [f[key] for f in flushes.values()]
+        low, high = min(values), max(values)
+        return fmt(low) if low == high else f"{fmt(low)} to {fmt(high)}"
+
+    def gap(ns: float) -> str:
+        return units.seconds(ns / 1e9)
+
+    total = sum(f["bytes"] for f in flushes.values())
+    return [f"{len(flushes):,} phases (phases {shown}) end with a final flush just before close (a buffered "
+            f"stream): {span('bytes', lambda b: f'{b:,}')} bytes each, {total:,} in all, after full writes of "
+            f"{span('record', lambda b: f'{b:,}')} bytes that ended {span('after_full_ns', gap)} earlier, the close "
+            f"{span('close_after_ns', gap)} after; if the benchmark stopped its clock before closing, they are "
+            "outside its window"]
+
+
 def _close_after(row: int, kind: np.ndarray, tid: np.ndarray, fd: np.ndarray) -> int | None:
     """The row of the close of `row`'s fd, when it is the next call of `row`'s thread."""
     after = np.flatnonzero(tid[row + 1:] == tid[row])

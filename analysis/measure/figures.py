@@ -72,7 +72,11 @@ def figures_of(rows: pd.DataFrame, direction: str | None, kind: str, combine: st
             out[name] = float(np.nansum(rates)) if rates else float("nan")
     busy = [a / (r.data_ns / 1e9) if r.data_ns else float("nan") for a, r in zip(amounts, members)]
     if combine in ("span", "wall"):
-        longest = rows["data_ns"].max() / 1e9 if len(rows) else 0
+        inside = rows["data_ns"]
+        if combine == "wall" and "tid" in rows.columns:
+            # a thread's phases one after the other (a run's files) add up: the busiest thread's time
+            inside = inside.groupby(rows["tid"].to_numpy()).sum()
+        longest = inside.max() / 1e9 if len(rows) else 0
         out["busy"] = sum(amounts) / longest if longest else float("nan")
     else:
         out["busy"] = float(np.nansum(busy)) if busy and not all(b != b for b in busy) else float("nan")

@@ -86,13 +86,19 @@ class StreamedEvidence:
                 a = a.assign(phase=np.where(e["start_ns"].to_numpy(np.int64) >= low, a["phase"].to_numpy(), -1))
             yield e, a
 
-    def calls_between(self, phases: list[int], low: int) -> pd.DataFrame:
-        """Per phase: its counted data calls that started at `low` or later (claim_windows.calls_between)."""
-        key = ("between", tuple(phases), low)
+    def calls_between(self, phases: list[int], low: int, high: int | None = None) -> pd.DataFrame:
+        """Per phase: its counted data calls that started at `low` or later, and ended by `high`
+        (claim_windows.calls_between)."""
+        key = ("between", tuple(phases), low, high)
         if key not in self._cache:
             self._cache[key] = claim_windows.merge_blocks(
-                [claim_windows.calls_between(e, a, phases, low) for e, a in self._assigned.blocks()])
+                [claim_windows.calls_between(e, a, phases, low, high) for e, a in self._assigned.blocks()])
         return self._cache[key]
+
+    def calls_of(self, phases: list[int], columns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The events of `phases` (`columns` and syscall) and their rows of the assignment
+        (judge/return_wait.py)."""
+        return self._rows_of(phases, columns)
 
     def _rows_of(self, phases: list[int], columns: list[str],
                  low: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:

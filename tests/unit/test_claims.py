@@ -616,14 +616,15 @@ def test_the_specs_shipped_in_docs_load():
     (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key; did you mean 'pattern'? (known: pattern, "
                                "test, direction, unit, match, phase, operation, access, required, scope, key, "
                                "statistic, timed, skip, requests, record_size, rank, columns, timing_line, "
-                               "warmup_seconds)"),
+                               "timing_end_line, warmup_seconds, window)"),
     (VALID.replace('"w"', '"sequential {op}"'),
      "spec [[claim]] 1 'test': uses {op} but the pattern has no (?P<op>...) group"),
     ("version = 2\n" + VALID, "spec 'version' is 2; this iowitness reads version 1"),
     (VALID + 'match = "operation"\n', "spec [[claim]] 1 'operation': match = \"operation\" needs the phase "
                                      "operation (read, write, mixed), here or as a fixed direction"),
     (VALID + 'phase = "x"\n', "spec [[claim]] 1 'phase': goes only with match = \"name\""),
-    (VALID + 'scope = "threads"\n', "spec [[claim]] 1 'scope': 'threads' is not one of auto, phase, concurrent, run"),
+    (VALID + 'scope = "threads"\n', "spec [[claim]] 1 'scope': 'threads' is not one of auto, phase, concurrent, run, "
+     "window"),
     (VALID + 'key = "{size}"\n', "spec [[claim]] 1 'key': uses {size} but the pattern has no (?P<size>...) group"),
     ('[benchmark]\nmb = 1000\n' + VALID, "spec [benchmark] 'mb' is 1000; give one of 1000000, 1048576, 1024000"),
     (VALID + 'direction = "writes"\n', "spec [[claim]] 1 'direction': 'writes' is not one of read, write, mixed"),
@@ -631,7 +632,7 @@ def test_the_specs_shipped_in_docs_load():
                                  "missing ), unterminated subpattern at position 4"),
     (VALID + '[claim.columns]\nw = { tset = "a" }\n', "spec [[claim]] 1 'columns.w.tset': unknown key (known: test, "
      "direction, unit, match, phase, operation, access, scope, key, statistic, timed, skip, record_size, rank, "
-     "timing_line, warmup_seconds)"),
+     "timing_line, timing_end_line, warmup_seconds, window)"),
     (VALID.replace("?P<value>", "?P<w>") + '[claim.columns]\nlat = { test = "a" }\n',
      "spec [[claim]] 1 'pattern': has no (?P<lat>...) group for the number of this column"),
     (VALID.replace('"MB/s"', '"us"') + 'statistic = "p999"\n', "spec [[claim]] 1 'statistic': 'p999' is not one "

@@ -1,0 +1,79 @@
+"""Benchmarks the project was not written for, under `attach --pid` (ioping, postmark), judged
+with their shipped specs: the benchmark waits behind a gate in the process the collector
+attaches to, then execs. Ground truth: the programs' own counts (ioping's requests and bytes,
+postmark's files). bonnie++ under attach (its per-char figures, 4 of 4 AGREE) takes ~40 s and
+is left to the run test."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iowitness.analysis.judge import trace_verdicts as judged
+from iowitness.analysis.read.run import load
+from tests.conftest import require_tool
+from tests.support.cli import IOWITNESS
+from tests.support.collectors import stop, wait_attached
+
+pytestmark = pytest.mark.kernel
+
+SPECS = Path(__file__).resolve().parents[2] / "docs" / "specs"
+
+
+def _attached(where: Path, command: list[str]) -> Path:
+    """A trace of `command` attached to by pid before it starts its work."""
+    gate, out = where / "gate", where / "att.iwt"
+    script = f"while [ ! -e {gate} ]; do sleep 0.05; done; exec " + " ".join(command)
+    with open(where / "att.out", "w") as printed:
+        proc = subprocess.Popen(["sh", "-c", script], cwd=where, stdout=printed, stderr=subprocess.DEVNULL)
+    collector = None
+    try:
+        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(out)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_attached(collector)
+        gate.touch()
+        assert proc.wait(120) == 0
+        assert collector.wait(60) == 0
+    finally:
+        stop(proc)
+        if collector is not None:
+            stop(collector)
+    return out
+
+
+def test_ioping_attached(tmp_path):
+    ioping = require_tool("ioping")
+    # GIVEN ioping's 20 cached 4 KiB reads, attached to by pid
+    (tmp_path / "d").mkdir()
+    trace = load(_attached(tmp_path, [ioping, "-c", "20", "-i", "0.01", "-C", str(tmp_path / "d")]))
+    text = (tmp_path / "att.out").read_text()
+    requests, kib = map(int, re.search(r"generated (\d+) requests in [\d.]+ \S+, (\d+) KiB", text).groups())
+    reads = trace.events[trace.events["syscall"].astype(str).isin(["read", "pread64"])]
+    reads = reads[reads["path"].astype(str).str.startswith(str(tmp_path / "d"))]   # O_TMPFILE: its directory
+    assert (len(reads), int(reads["ret"].sum())) == (requests, kib * 1024)
+    # WHEN judged THEN each figure is set against its reads: agrees, explained, or says why it cannot be judged
+    verdicts = judged.verdicts(trace, spec=str(SPECS / "ioping.toml"))
+    assert verdicts and all(v.phases for v in verdicts)
+    # (the per-request lines' seam rule, analysis/judge/seam.py, is the flaky-test work's: their
+    # verdict is held by tests/kernel/test_ioping.py, not here)
+    summary = [v for v in verdicts if not v.claim.extra.get("requests")]
+    assert summary and all(v.verdict != "disagrees" for v in summary), \
+        [(v.claim.printed, v.verdict, v.reasons[:1]) for v in summary]
+
+
+def test_postmark_attached(tmp_path):
+    postmark = require_tool("postmark")
+    # GIVEN postmark's 300 files and 600 transactions, attached to by pid
+    (tmp_path / "pm").mkdir()
+    config = tmp_path / "pm.cfg"
+    config.write_text(f"set location {tmp_path / 'pm'}\nset number 300\nset transactions 600\nrun\nquit\n")
+    trace = load(_attached(tmp_path, [postmark, str(config)]))
+    made = {p for p in trace.events["path"].astype(str) if p.startswith(str(tmp_path / "pm") + "/")}
+    assert len(made) >= 300
+    # WHEN judged THEN its three figures agree to its whole-second clock
+    verdicts = judged.verdicts(trace, spec=str(SPECS / "postmark.toml"))
+    assert len(verdicts) == 3
+    assert all(v.ok for v in verdicts), [(v.claim.printed, v.ratio, v.reasons[:1]) for v in verdicts]
