@@ -87,7 +87,7 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
                direction: str | None) -> np.ndarray:
     """Seconds per operation in `phases`, in time order of the operations' starts (per
     thread for "interval": each call's start to the next one's, see below)."""
-    if timed not in ("call", "call+sync", "open..close", "interval", "call or sync"):
+    if timed not in ("call", "call+sync", "open..close", "interval", "room", "call or sync"):
         return several.spans(events, assigned, phases, timed, direction)
     kind = phase_module.call_kinds(events["syscall"])
     in_phases = np.isin(assigned["phase"].to_numpy(), phases)
@@ -117,6 +117,21 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
         last = np.r_[t[1:] != t[:-1], True]
         out = np.empty(len(rows), np.float64)
         out[by] = np.where(last, e - s, nxt - s) / 1e9
+        return out
+    if timed == "room":
+        # each data call's thread's previous data call's end to its next one's start: the whole
+        # time a clock read around this call can span (analysis/judge/seam.py); a thread's first
+        # and last calls have no such edge on one side: inf
+        rows = np.flatnonzero(data)
+        tid = events["tid"].to_numpy(np.int64)[rows]
+        by = np.argsort(tid, kind="stable")
+        s, e, t = start[rows][by], end[rows][by], tid[by]
+        first = np.r_[True, t[1:] != t[:-1]]
+        last = np.r_[t[1:] != t[:-1], True]
+        before = np.r_[0, e[:-1]]
+        after = np.r_[s[1:], 0]
+        out = np.empty(len(rows), np.float64)
+        out[by] = np.where(first | last, np.inf, (after - before) / 1e9)
         return out
     syncs = in_phases & (kind == phase_module.SYNC)
     rows = np.flatnonzero(data | syncs)
@@ -222,9 +237,8 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         verdict.reasons.insert(0, others)
         return verdict
     gap = seam.reason(value, active, name, len(values)) or (
-        seam.slowest(value, float(np.max(values)), _values(claim, rows, trace, report, "interval"))
-        if name == "max" else seam.between(value, active, _values(claim, rows, trace, report, "interval"))
-        if name == "mean" else None)
+        seam.held(value, float(np.max(values)) if name == "max" else active,
+                  _values(claim, rows, trace, report, "interval"), name) if name in ("max", "mean") else None)
     if gap:
         return cannot_judge(verdict, gap)
     verdict.verdict = "disagrees"
@@ -343,9 +357,12 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
                                           f"{tolerance:.0%} ± {ALLOWANCE_S * 1e6:g} µs when {' and '.join(why)}; "
                                           f"median ratio {float(np.nanmedian(other[1])):.3f}; as the spec says, {summary}")
                 return verdict
-    # every printed request against its own operation (by ioping's number, or in order when as many)
-    gap = seam.requests(claimed_s, active, tolerance, ALLOWANCE_S, REQUESTS_SHARE) \
-        if len(active) == len(claims) and (count == len(claims) or "request" in claims[0].extra) else None
+    # every printed request against its own call (by ioping's number, or in order when as many):
+    # above it, within the room around it, is the seam (analysis/judge/seam.py)
+    rooms = _rooms(numbers, report.evidence.operations(verdict.phases, "room", first.direction)[skip:]) \
+        if timed in ("call", "call or sync") and len(active) == len(claims) else None
+    gap = seam.requests(claimed_s, active, rooms, tolerance, ALLOWANCE_S) \
+        if count == len(claims) or "request" in claims[0].extra else None
     if gap:
         return cannot_judge(verdict, f"{gap}; as the spec says, {summary}")
     worst = int(np.nanargmax(np.abs(np.log(np.where(ratios > 0, ratios, np.nan))))) if np.isfinite(ratios).any() else 0
@@ -353,7 +370,19 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
     verdict.reasons.insert(0, summary + f"; agrees only when {REQUESTS_SHARE:.0%} are; furthest: request "
                                         f"{numbers[worst]} claims {fmt(claimed_s[worst], 'latency')}, its operation "
                                         f"took {fmt(active[worst], 'latency')}")
+    if rooms is not None:
+        off = seam.unexplained(claimed_s, active, rooms, tolerance, ALLOWANCE_S)
+        if off.any():
+            verdict.reasons.insert(1, f"{int(off.sum()):,} of {len(claims):,} requests no gap in user space explains: "
+                                      "below their own call, or above the time from the previous call's end to the "
+                                      "next call's start (all a clock around the call can span)")
     return verdict
+
+
+def _rooms(numbers: list[int], rooms: np.ndarray) -> np.ndarray | None:
+    """The room around each printed request's own call (seam.unexplained), or None."""
+    at = np.array([n - 1 for n in numbers])
+    return rooms[at] if len(at) and (at >= 0).all() and (at < len(rooms)).all() else None
 
 
 def _pairs(claimed_s: np.ndarray, numbers: list[int], values: np.ndarray, tolerance: float):
