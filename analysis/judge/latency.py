@@ -205,8 +205,11 @@ def _rank(position: float) -> str:
     return f"{rank:,.0f}" if abs(rank - round(rank)) < 0.05 else f"{rank:,.1f}"
 
 
-def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, missing: str = "") -> Verdict:
-    """The verdict on a latency statistic claim (claim.extra: statistic, timed, skip)."""
+def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, missing: str = "",
+          lines: list[Claim] | None = None) -> Verdict:
+    """The verdict on a latency statistic claim (claim.extra: statistic, timed, skip). `lines`:
+    the same test's per-request lines, if the benchmark printed them (ioping's summary and its
+    request lines): the run's own seam, for a statistic the seam moved (_seamed_lines)."""
     name = claim.extra.get("statistic", "mean")
     timed = claim.extra.get("timed", "call")
     label = f"{name} of {timed}"
@@ -239,6 +242,9 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
     gap = seam.reason(value, active, name, len(values)) or (
         seam.held(value, float(np.max(values)) if name == "max" else active,
                   _values(claim, rows, trace, report, "interval"), name) if name in ("max", "mean") else None)
+    printed = _seamed_lines(lines, verdict.phases, report, tolerance) if not gap and lines else None
+    if printed is not None and band(printed, name, tolerance)[0] <= value <= band(printed, name, tolerance)[1]:
+        gap = seam.lines(value, name, figure(printed, name), len(printed))
     if gap:
         return cannot_judge(verdict, gap)
     verdict.verdict = "disagrees"
@@ -248,7 +254,8 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         verdict.verdict = "cannot judge"
         verdict.reasons.insert(0, hint)
     verdict.reasons.insert(0 if not hint else 1, f"{name}: claim {fmt(value, 'latency')} vs trace {fmt(active, 'latency')} over {where} "
-                              f"({verdict.ratio:.2f}×); agrees only {rule} "
+                              + (f"({verdict.ratio:.2f}×); " if verdict.ratio is not None else "")
+                              + f"agrees only {rule} "
                               f"({fmt(max(lo, 0), 'latency')} to {fmt(hi, 'latency')})")
     return verdict
 
@@ -377,6 +384,23 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
                                       "below their own call, or above the time from the previous call's end to the "
                                       "next call's start (all a clock around the call can span)")
     return verdict
+
+
+def _seamed_lines(lines: list[Claim], phases: list[int], report, tolerance: float) -> np.ndarray | None:
+    """The printed times of a benchmark's per-request lines when every one sits above its own
+    call and within the room around it (seam.unexplained finds none), else None: what the
+    benchmark's clock read per request, the seam included, each line held to its own call."""
+    timed = lines[0].extra.get("timed", "call")
+    if timed not in ("call", "call or sync"):
+        return None
+    skip = int(lines[0].extra.get("skip") or 0)
+    numbers = [int(c.extra.get("request") or k + 1) for k, c in enumerate(lines)]
+    claimed_s = np.array([c.seconds_per_op for c in lines])
+    active = _rooms(numbers, report.evidence.operations(phases, timed, lines[0].direction)[skip:])
+    rooms = _rooms(numbers, report.evidence.operations(phases, "room", lines[0].direction)[skip:])
+    if active is None or rooms is None or seam.unexplained(claimed_s, active, rooms, tolerance, ALLOWANCE_S).any():
+        return None
+    return claimed_s
 
 
 def _rooms(numbers: list[int], rooms: np.ndarray) -> np.ndarray | None:

@@ -115,3 +115,13 @@ def requests(claimed_s: np.ndarray, active: np.ndarray, rooms: np.ndarray | None
             + (f", {held_more:,} more (a preemption or the benchmark's own work)" if held_more else "")
             + ": time between the benchmark's clock and the call's traced span (the syscall's entry and exit, "
             "iowitness's own programs, the benchmark's clock reads), which the trace cannot measure")
+
+
+def lines(value: float, statistic: str, printed: float, n: int) -> str:
+    """Why a statistic claim that fits the benchmark's own per-request lines, each of them the
+    seam above its own call (latency._seamed_lines), cannot be judged: a request preempted
+    between clock read and call moves a summary's mean, max or mdev far from the calls'."""
+    return (f"gap in user space: the claimed {statistic} {fmt(value, 'latency')} is the {statistic} of the benchmark's "
+            f"own {n:,} request lines ({fmt(printed, 'latency')}), each above its own call and within the time from "
+            "the previous call's end to the next call's start: the seam between its clock and its calls (a "
+            "preemption, its own work, the syscall's entry and exit), which the trace cannot measure")

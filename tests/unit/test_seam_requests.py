@@ -67,3 +67,56 @@ def test_the_room_is_the_previous_calls_end_to_the_next_calls_start(run):
     assert np.isinf(rooms[0]) and np.isinf(rooms[-1])
     assert rooms[1:-1] == pytest.approx(np.full(N - 2, GAP_US + CALL_US + GAP_US))
     assert seam.unexplained(np.array([30e-3]), np.array([5e-6]), np.array([20e-3]), 0.05, 1e-6).all()
+
+
+SUMMARY = """
+[[claim]]
+pattern = '^req (?P<request>\\d+) (?P<value>[\\d.]+) us$'
+test = "write"
+direction = "write"
+unit = "us"
+match = "operation"
+requests = true
+
+[[claim]]
+pattern = '^mean/max/mdev = (?P<mean>[\\d.]+)/(?P<max>[\\d.]+)/(?P<mdev>[\\d.]+) us$'
+test = "write"
+direction = "write"
+unit = "us"
+match = "operation"
+[claim.columns]
+mean = { statistic = "mean" }
+max = { statistic = "max" }
+mdev = { statistic = "mdev" }
+"""
+
+
+def _summary(printed_us, run, mdev_us=None):
+    from iowitness.analysis.benchmarks import spec
+    from iowitness.analysis.judge import match_claims as matching
+    us = np.array(printed_us)
+    mdev = float(np.std(us)) if mdev_us is None else mdev_us
+    text = "".join(f"req {i} {v:.2f} us\n" for i, v in enumerate(us, 1)) + \
+        f"mean/max/mdev = {us.mean():.2f}/{us.max():.2f}/{mdev:.2f} us\n"
+    rep, trace = run
+    return matching.match(rep, spec.parse(text, spec.loads(SUMMARY)), "spec", ["./bench"], trace=trace)
+
+
+def test_a_summary_moved_by_a_preempted_request_is_the_seam_of_its_own_lines(run):
+    # GIVEN lines 3 µs above their calls and one request preempted between clock read and call
+    # (400 µs above it, as under two CPU hogs): its mdev is 87 µs where the calls' is 0, its
+    # mean 25 µs above theirs (beyond the 20 µs a mean may hold of the benchmark's own work)
+    printed = [CALL_US + 3.0] * N
+    printed[9] = CALL_US + 400.0
+    lines, mean, top, mdev = _summary(printed, run)
+    # THEN none disagrees: each is the statistic of the benchmark's own lines, every one of them
+    # above its call and within the room around it
+    assert lines.verdict == "cannot judge", lines.reasons
+    for v in (mean, mdev):
+        assert v.verdict == "cannot judge", (v.claim.printed, v.reasons)
+        assert v.reasons[0].startswith("gap in user space: the claimed "), v.reasons[0]
+        assert "of the benchmark's own 20 request lines" in v.reasons[0], v.reasons[0]
+    assert top.verdict == "cannot judge", top.reasons
+    # AND an mdev its lines do not give still disagrees
+    *_, wrong = _summary(printed, run, mdev_us=300.0)
+    assert wrong.verdict == "disagrees", wrong.reasons
