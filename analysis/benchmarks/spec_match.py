@@ -83,8 +83,13 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
                 return None      # judged with the first request of its set
             return Match(found.rows, judge=lambda window, tolerance, missing, rows=found.rows, members=members:
                          latency.judge_requests(members, rows, trace, report, tolerance, missing))
+        # the same test's per-request lines carry the run's own seam (ioping's summary); on the
+        # timeline they are matched apart, and the window's view hands them over
+        lines = [c for c in getattr(report, "request_lines", None) or [c for s in request_sets.values() for c in s]
+                 if c.test == claim.test and c.direction == claim.direction]
+        lines = [c for c in lines if _request_set(c) == _request_set(lines[0])] if lines else None
         return Match(found.rows, judge=lambda window, tolerance, missing, rows=found.rows:
-                     latency.judge(claim, rows, trace, report, tolerance, missing))
+                     latency.judge(claim, rows, trace, report, tolerance, missing, lines))
 
     return find
 

@@ -214,11 +214,13 @@ def _requests_together(claims: list[Claim], windows: dict[int, Window]) -> None:
 
 
 class _View:
-    """A report whose phases are those of one window: what a benchmark's matcher sees."""
+    """A report whose phases are those of one window: what a benchmark's matcher sees;
+    request_lines: the output's per-request lines, matched apart (a summary's seam is theirs)."""
 
-    def __init__(self, report, phases: pd.DataFrame):
+    def __init__(self, report, phases: pd.DataFrame, request_lines: list[Claim] | None = None):
         self._report = report
         self.phases = phases
+        self.request_lines = request_lines or []
 
     def __getattr__(self, name):
         return getattr(self._report, name)
@@ -242,7 +244,8 @@ def finder(benchmark, report, claims: list[Claim], argv: list[str], trace, windo
         end = max(windows[position[id(c)]].end_ns for c in members)
         w = windows[position[id(members[0])]]
         inside = Window(w.start_ns, end, w.burst, w.start_from, cut=w.cut).holds(report.phases)
-        finders[key] = benchmark.matcher(_View(report, report.phases[inside]), members, argv, trace)
+        finders[key] = benchmark.matcher(_View(report, report.phases[inside],
+                                               [c for c in claims if c.extra.get("requests")]), members, argv, trace)
     whole = benchmark.matcher(report, [c for i, c in enumerate(claims) if i not in windows], argv, trace)
 
     def find(claim: Claim):

@@ -87,7 +87,7 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
                direction: str | None) -> np.ndarray:
     """Seconds per operation in `phases`, in time order of the operations' starts (per
     thread for "interval": each call's start to the next one's, see below)."""
-    if timed not in ("call", "call+sync", "open..close", "interval", "call or sync"):
+    if timed not in ("call", "call+sync", "open..close", "interval", "room", "call or sync"):
         return several.spans(events, assigned, phases, timed, direction)
     kind = phase_module.call_kinds(events["syscall"])
     in_phases = np.isin(assigned["phase"].to_numpy(), phases)
@@ -117,6 +117,21 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
         last = np.r_[t[1:] != t[:-1], True]
         out = np.empty(len(rows), np.float64)
         out[by] = np.where(last, e - s, nxt - s) / 1e9
+        return out
+    if timed == "room":
+        # each data call's thread's previous data call's end to its next one's start: the whole
+        # time a clock read around this call can span (analysis/judge/seam.py); a thread's first
+        # and last calls have no such edge on one side: inf
+        rows = np.flatnonzero(data)
+        tid = events["tid"].to_numpy(np.int64)[rows]
+        by = np.argsort(tid, kind="stable")
+        s, e, t = start[rows][by], end[rows][by], tid[by]
+        first = np.r_[True, t[1:] != t[:-1]]
+        last = np.r_[t[1:] != t[:-1], True]
+        before = np.r_[0, e[:-1]]
+        after = np.r_[s[1:], 0]
+        out = np.empty(len(rows), np.float64)
+        out[by] = np.where(first | last, np.inf, (after - before) / 1e9)
         return out
     syncs = in_phases & (kind == phase_module.SYNC)
     rows = np.flatnonzero(data | syncs)
@@ -190,8 +205,11 @@ def _rank(position: float) -> str:
     return f"{rank:,.0f}" if abs(rank - round(rank)) < 0.05 else f"{rank:,.1f}"
 
 
-def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, missing: str = "") -> Verdict:
-    """The verdict on a latency statistic claim (claim.extra: statistic, timed, skip)."""
+def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, missing: str = "",
+          lines: list[Claim] | None = None) -> Verdict:
+    """The verdict on a latency statistic claim (claim.extra: statistic, timed, skip). `lines`:
+    the same test's per-request lines, if the benchmark printed them (ioping's summary and its
+    request lines): the run's own seam, for a statistic the seam moved (_seamed_lines)."""
     name = claim.extra.get("statistic", "mean")
     timed = claim.extra.get("timed", "call")
     label = f"{name} of {timed}"
@@ -222,9 +240,11 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         verdict.reasons.insert(0, others)
         return verdict
     gap = seam.reason(value, active, name, len(values)) or (
-        seam.slowest(value, float(np.max(values)), _values(claim, rows, trace, report, "interval"))
-        if name == "max" else seam.between(value, active, _values(claim, rows, trace, report, "interval"))
-        if name == "mean" else None)
+        seam.held(value, float(np.max(values)) if name == "max" else active,
+                  _values(claim, rows, trace, report, "interval"), name) if name in ("max", "mean") else None)
+    printed = _seamed_lines(lines, verdict.phases, report, tolerance) if not gap and lines else None
+    if printed is not None and band(printed, name, tolerance)[0] <= value <= band(printed, name, tolerance)[1]:
+        gap = seam.lines(value, name, figure(printed, name), len(printed))
     if gap:
         return cannot_judge(verdict, gap)
     verdict.verdict = "disagrees"
@@ -234,7 +254,8 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
         verdict.verdict = "cannot judge"
         verdict.reasons.insert(0, hint)
     verdict.reasons.insert(0 if not hint else 1, f"{name}: claim {fmt(value, 'latency')} vs trace {fmt(active, 'latency')} over {where} "
-                              f"({verdict.ratio:.2f}×); agrees only {rule} "
+                              + (f"({verdict.ratio:.2f}×); " if verdict.ratio is not None else "")
+                              + f"agrees only {rule} "
                               f"({fmt(max(lo, 0), 'latency')} to {fmt(hi, 'latency')})")
     return verdict
 
@@ -343,9 +364,12 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
                                           f"{tolerance:.0%} ± {ALLOWANCE_S * 1e6:g} µs when {' and '.join(why)}; "
                                           f"median ratio {float(np.nanmedian(other[1])):.3f}; as the spec says, {summary}")
                 return verdict
-    # every printed request against its own operation (by ioping's number, or in order when as many)
-    gap = seam.requests(claimed_s, active, tolerance, ALLOWANCE_S, REQUESTS_SHARE) \
-        if len(active) == len(claims) and (count == len(claims) or "request" in claims[0].extra) else None
+    # every printed request against its own call (by ioping's number, or in order when as many):
+    # above it, within the room around it, is the seam (analysis/judge/seam.py)
+    rooms = _rooms(numbers, report.evidence.operations(verdict.phases, "room", first.direction)[skip:]) \
+        if timed in ("call", "call or sync") and len(active) == len(claims) else None
+    gap = seam.requests(claimed_s, active, rooms, tolerance, ALLOWANCE_S) \
+        if count == len(claims) or "request" in claims[0].extra else None
     if gap:
         return cannot_judge(verdict, f"{gap}; as the spec says, {summary}")
     worst = int(np.nanargmax(np.abs(np.log(np.where(ratios > 0, ratios, np.nan))))) if np.isfinite(ratios).any() else 0
@@ -353,7 +377,36 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
     verdict.reasons.insert(0, summary + f"; agrees only when {REQUESTS_SHARE:.0%} are; furthest: request "
                                         f"{numbers[worst]} claims {fmt(claimed_s[worst], 'latency')}, its operation "
                                         f"took {fmt(active[worst], 'latency')}")
+    if rooms is not None:
+        off = seam.unexplained(claimed_s, active, rooms, tolerance, ALLOWANCE_S)
+        if off.any():
+            verdict.reasons.insert(1, f"{int(off.sum()):,} of {len(claims):,} requests no gap in user space explains: "
+                                      "below their own call, or above the time from the previous call's end to the "
+                                      "next call's start (all a clock around the call can span)")
     return verdict
+
+
+def _seamed_lines(lines: list[Claim], phases: list[int], report, tolerance: float) -> np.ndarray | None:
+    """The printed times of a benchmark's per-request lines when every one sits above its own
+    call and within the room around it (seam.unexplained finds none), else None: what the
+    benchmark's clock read per request, the seam included, each line held to its own call."""
+    timed = lines[0].extra.get("timed", "call")
+    if timed not in ("call", "call or sync"):
+        return None
+    skip = int(lines[0].extra.get("skip") or 0)
+    numbers = [int(c.extra.get("request") or k + 1) for k, c in enumerate(lines)]
+    claimed_s = np.array([c.seconds_per_op for c in lines])
+    active = _rooms(numbers, report.evidence.operations(phases, timed, lines[0].direction)[skip:])
+    rooms = _rooms(numbers, report.evidence.operations(phases, "room", lines[0].direction)[skip:])
+    if active is None or rooms is None or seam.unexplained(claimed_s, active, rooms, tolerance, ALLOWANCE_S).any():
+        return None
+    return claimed_s
+
+
+def _rooms(numbers: list[int], rooms: np.ndarray) -> np.ndarray | None:
+    """The room around each printed request's own call (seam.unexplained), or None."""
+    at = np.array([n - 1 for n in numbers])
+    return rooms[at] if len(at) and (at >= 0).all() and (at < len(rooms)).all() else None
 
 
 def _pairs(claimed_s: np.ndarray, numbers: list[int], values: np.ndarray, tolerance: float):

@@ -11,6 +11,10 @@
  *   pread of 4096 at 65536
  *   posix_fadvise 0 0 DONTNEED
  * and closes it: the file ends out of the page cache, as fio's invalidate=1 leaves a file.
+ * Before the last DONTNEED it reads both advised ranges whole (pread 131072 at 65536, 65536 at
+ * 262144): readahead and WILLNEED only start their reads, and DONTNEED skips a page still locked
+ * under a read; a pread returns once its pages are read. Without it, on a loaded machine the
+ * WILLNEED range (16 pages) was still being read and stayed cached.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -20,6 +24,8 @@
 #include <unistd.h>
 
 #include "known_start.h"
+
+static char ranges[131072];
 
 static void advise(int fd, long long offset, long long length, int advice)
 {
@@ -43,6 +49,9 @@ int main(int argc, char **argv)
 	fprintf(logf, "readahead 65536 131072 0 %zd\n", readahead(fd, 65536, 131072));
 	advise(fd, 262144, 65536, POSIX_FADV_WILLNEED);
 	if (pread(fd, buf, sizeof(buf), 65536) != sizeof(buf))
+		return 1;
+	/* wait for the advised reads: no page under a read when DONTNEED runs */
+	if (pread(fd, ranges, 131072, 65536) != 131072 || pread(fd, ranges, 65536, 262144) != 65536)
 		return 1;
 	advise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	close(fd);
