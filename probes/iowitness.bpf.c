@@ -278,6 +278,10 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
+	/* a thread other than the leader that execs takes the leader's pid (de_thread), maybe
+	 * without leaving the CPU: its slot's ids are stale, and the next file syscall claims the
+	 * slot afresh */
+	release_cpu_slot(task);
 	if (settings.all_processes || !bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
 	send_process_fact(IOW_META_EXEC, task, 0, BPF_CORE_READ(bprm, filename));
