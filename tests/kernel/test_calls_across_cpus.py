@@ -87,7 +87,8 @@ def test_a_thread_that_execs_records_its_new_ids(traced, workdir):
     # probe's CPU slot keeps the ids of the thread that claimed it
     data = workdir / "exec.bin"
     data.write_bytes(b"x" * 4096)
-    after = f"import os; fd = os.open({str(data)!r}, os.O_RDONLY); os.pread(fd, 1, 7); import threading; print(os.getpid(), threading.get_native_id())"
+    after = (f"import os, threading; fd = os.open({str(data)!r}, os.O_RDONLY); os.pread(fd, 1, 7); "
+             "print(os.getpid(), threading.get_native_id())")
     before = textwrap.dedent(f"""
         import os, sys, threading
         def run():
