@@ -91,11 +91,5 @@ static __always_inline void send_record(__u32 tgid, __u32 tid, struct iow_file_k
 		bpf_ringbuf_output(&doorbell, &head, sizeof(head), BPF_RB_FORCE_WAKEUP);
 }
 
-/* A syscall's record: its own thread's */
-static __always_inline void send_event(struct task_struct *task, struct iow_file_key *key, __u16 op,
-				       __u64 start_ts, __u64 now, long ret, struct call_args *args)
-{
-	send_record(KFIELD(task, tgid), KFIELD(task, pid), key, op, start_ts, now, ret, args);
-}
 
 #endif

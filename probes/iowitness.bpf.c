@@ -183,6 +183,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	struct iow_file_key key;
 	struct call_start *start;
 	struct task_struct *task;
+	struct task_ids ids;
 	struct cpu_slot *slot;
 	struct file *file;
 	bool epoch_known = false;
@@ -196,7 +197,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	slot = this_cpu_slot();
 	if (!slot)
 		return 0;
-	start = end_of_call(slot, regs, nr, &start_ts, &task);
+	start = end_of_call(slot, regs, nr, &start_ts, &task, &ids);
 	if (!start)
 		return 0;
 
@@ -229,10 +230,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		return exit_other_route(regs, ret, &span);
 	}
 
-	if (settings.summary)  /* no record: the verifier drops send_event in this mode */
-		summarize_call(slot, &key, epoch, epoch_known, op, KFIELD(task, tgid), start_ts, now, &args, ret);
+	if (settings.summary)  /* no record: the verifier drops send_record in this mode */
+		summarize_call(slot, &key, epoch, epoch_known, op, ids.tgid, start_ts, now, &args, ret);
 	else
-		send_event(task, &key, op, start_ts, now, ret, &args);
+		send_record(ids.tgid, ids.tid, &key, op, start_ts, now, ret, &args);
 	return 0;
 }
 
@@ -277,6 +278,10 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
+	/* a thread other than the leader that execs takes the leader's pid (de_thread), maybe
+	 * without leaving the CPU: its slot's ids are stale, and the next file syscall claims the
+	 * slot afresh */
+	release_cpu_slot(task);
 	if (settings.all_processes || !bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
 	send_process_fact(IOW_META_EXEC, task, 0, BPF_CORE_READ(bprm, filename));

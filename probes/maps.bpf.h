@@ -207,6 +207,11 @@ struct cpu_slot {
 	__u64 owner_regs;
 	__u32 traced;   /* the owner belongs to the traced set (and has task storage to spill to) */
 	__u32 pad0;
+	/* the owner's thread and process ids, read once per stint: a traced call's record then
+	 * loads them from the slot, not from the task (each load through a task pointer kept as a
+	 * number is a fault-checked one, about eight instructions once JITed) */
+	__u32 owner_tid;
+	__u32 owner_tgid;
 	struct call_start call;
 	/* memo of the last target file a call on this CPU used, whatever the thread: saves the
 	 * `files` hash lookup while a benchmark works on one file. Only targets are memoised
@@ -237,17 +242,26 @@ static __always_inline struct cpu_slot *this_cpu_slot(void)
 	return bpf_map_lookup_elem(&cpu_slots, &zero);
 }
 
+/* the thread a call's record is written for */
+struct task_ids {
+	__u32 tid;
+	__u32 tgid;
+};
+
 /* sys_exit: the entry sys_enter left for this thread's call `nr`, on this CPU's slot or in the
  * thread's storage; NULL when there is none (the call is not traced). The entry is consumed
- * (its ts cleared), its time returned in *start_ts and the calling thread in *task. */
+ * (its ts cleared), its time returned in *start_ts, the calling thread in *task and its ids in
+ * *ids. */
 static __always_inline struct call_start *end_of_call(struct cpu_slot *slot, struct pt_regs *regs, long nr,
-						      __u64 *start_ts, struct task_struct **task)
+						      __u64 *start_ts, struct task_struct **task, struct task_ids *ids)
 {
 	struct call_start *start;
 
 	if (slot->owner_regs == (__u64)regs) {
 		start = &slot->call;
 		*task = task_at(slot->owner);
+		ids->tid = slot->owner_tid;
+		ids->tgid = slot->owner_tgid;
 	} else {
 		/* the thread left the CPU during the call: sched_switch kept its entry */
 		struct task_struct *current = current_task();
@@ -256,6 +270,12 @@ static __always_inline struct call_start *end_of_call(struct cpu_slot *slot, str
 		start = task_start(current, false);
 		if (!start)
 			return NULL;
+		/* a helper's scalars, not loads: clang would merge loads from the task and from the
+		 * slot into one instruction the verifier refuses (two kinds of pointer) */
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+		ids->tid = (__u32)pid_tgid;
+		ids->tgid = pid_tgid >> 32;
 	}
 	if (!start->ts || start->nr != nr)
 		return NULL;

@@ -70,13 +70,16 @@ static __always_inline bool process_is_traced(__u32 tgid)
  * is traced. A thread with storage is traced; a new thread of a traced process gets some. */
 static __always_inline void claim_cpu_slot(struct cpu_slot *slot, struct task_struct *task, struct pt_regs *regs)
 {
+	__u32 tgid = KFIELD(task, tgid);
 	struct call_start *start;
 
 	slot->owner = (__u64)task;
 	slot->owner_regs = (__u64)regs;
+	slot->owner_tid = KFIELD(task, pid);
+	slot->owner_tgid = tgid;
 	slot->call.ts = 0;
 	start = task_start(task, false);
-	if (!start && process_is_traced(KFIELD(task, tgid))) {
+	if (!start && process_is_traced(tgid)) {
 		start = task_start(task, true);
 		if (!start)
 			count_lost(IOW_LOST_THREADS);

@@ -48,6 +48,8 @@ Usage (as root, from the repository, after scripts/setup.sh):
       --workloads fio-rand-read,fio-seq-read --cycles 20 --slot 2 --json r.json
   .venv/bin/python scripts/bench/probe_compare.py --base OLD --also MID --cycles 20
       (three probes in the same cycles: OLD, then MID as also1, then the working tree)
+  .venv/bin/python scripts/bench/probe_compare.py --base HEAD --tree-args='--ring-buffer-mb 1' --parts cost
+      (one probe, two settings of the collector)
 """
 
 from __future__ import annotations
@@ -85,10 +87,12 @@ class Tree:
     cli: list[str]
     env: dict = field(default_factory=dict)
     stretches: list = field(default_factory=list)   # throughput part: each stretch's figures
+    options: list[str] = field(default_factory=list)   # --base-args / --tree-args: after `run` or `attach`
 
     def run(self, argv: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
         # cwd is never the repository: its iowitness/ folder would shadow the tree's on sys.path
-        return subprocess.run([*self.cli, *argv], cwd=cwd, env={**os.environ, **self.env}, **kw)
+        return subprocess.run([*self.cli, argv[0], *self.options, *argv[1:]], cwd=cwd,
+                              env={**os.environ, **self.env}, **kw)
 
     def read(self, trace: Path, cwd: Path) -> dict:
         done = subprocess.run([PYTHON, str(HERE / "trace_window.py"), str(trace)], cwd=cwd,
@@ -350,6 +354,10 @@ def main() -> int:
     parser.add_argument("--also", metavar="REV", action="append", default=[],
                         help="one more commit's probe in the same cycles, named also1, also2, ... in the "
                              "tables (repeatable: before and after a change in one run)")
+    parser.add_argument("--base-args", default="", metavar="ARGS",
+                        help="options given to the base's `iowitness run`/`attach`, space-separated (with --base "
+                             "HEAD and --tree-args: one probe under two settings, e.g. --tree-args='--ring-buffer-mb 1')")
+    parser.add_argument("--tree-args", default="", metavar="ARGS", help="the same for the tree's")
     parser.add_argument("--parts", default="cost,throughput", help="cost, throughput or both (default)")
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=2.0, help="cost part: seconds per run")
@@ -393,6 +401,8 @@ def main() -> int:
         trees = [exported_tree(args.base, work / "base"),
                  *[exported_tree(rev, work / name, name) for name, rev in zip(also, args.also)],
                  exported_tree(args.tree, work / "tree", "tree") if args.tree else working_tree()]
+        trees[0].options = args.base_args.split()
+        trees[-1].options = args.tree_args.split()
         print(f"base {args.base} exported and built in {work / 'base'}; "
               + "".join(f"{name} {rev}; " for name, rev in zip(also, args.also)) + "tree: "
               f"{args.tree + ' exported and built' if args.tree else 'the working tree, its probe rebuilt'}", flush=True)

@@ -78,3 +78,34 @@ def test_summary_phases_split_at_fsync_on_a_file_already_in_use(traced, workdir)
     assert int(writes["bytes"].sum()) == 500 * 4096
     assert int(rows[rows["op"] == ops["fsync"]]["calls"].sum()) == 2
     assert os.path.getsize(out) == 500 * 4096
+
+
+def test_a_thread_that_execs_records_its_new_ids(traced, workdir):
+    # GIVEN a process whose second thread, after a pread of its own, execs a program that
+    # preads the same file and prints its pid and tid: the exec gives that thread the
+    # leader's pid (the kernel's de_thread), perhaps without it leaving its CPU, while the
+    # probe's CPU slot keeps the ids of the thread that claimed it
+    data = workdir / "exec.bin"
+    data.write_bytes(b"x" * 4096)
+    after = (f"import os, threading; fd = os.open({str(data)!r}, os.O_RDONLY); os.pread(fd, 1, 7); "
+             "print(os.getpid(), threading.get_native_id())")
+    before = textwrap.dedent(f"""
+        import os, sys, threading
+        def run():
+            fd = os.open({str(data)!r}, os.O_RDONLY)
+            os.pread(fd, 1, 3)
+            print(os.getpid(), threading.get_native_id(), flush=True)
+            os.execv(sys.executable, [sys.executable, "-c", {after!r}])
+        threading.Thread(target=run).start()
+        threading.Event().wait()
+    """)
+    trace, _ = traced([sys.executable, "-c", before], "--file", str(data))
+    (pid, tid_before), (pid_after, tid_after) = [tuple(map(int, line.split()))
+                                                 for line in trace.output["stdout"].split("\n") if line.strip()]
+    # THEN the pread before the exec carries the second thread's own tid, and the one after
+    # it carries the ids the program printed (ground truth: getpid and the thread's native id)
+    events = trace.events
+    preads = events[events["syscall"].astype(str) == "pread64"]
+    by_offset = {int(e.offset): (int(e.tgid), int(e.tid)) for e in preads.itertuples()}
+    assert tid_before != pid and pid_after == pid and tid_after == pid
+    assert by_offset == {3: (pid, tid_before), 7: (pid_after, tid_after)}
