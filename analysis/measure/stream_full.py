@@ -47,14 +47,34 @@ def open_report(path, block_rows: int = BLOCK_ROWS, charts: bool = False):
         if source.trace_data.summary is not None:
             yield None
             return
+        # built when first asked for (trace.report()): a check whose trace captured no claim
+        # reads no block
+        lazy = _Lazy(source, path, charts)
+        source.trace._build_report = lazy.build
+        try:
+            yield source.trace
+        finally:
+            lazy.close()
+
+
+class _Lazy:
+    """The report of an open source, built on the first trace.report(); its temporary files
+    (the phases' rebuild) live until close()."""
+
+    def __init__(self, source, path, charts: bool):
+        self._source, self._path, self._charts, self._assigned = source, path, charts, None
+
+    def build(self) -> report.Report:
         # the temporary files are written while the report is built: a full $TMPDIR then is
         # said as such (not an error of what the caller does with the report afterwards)
-        with temporary_files(path):
-            assigned = stream_assign.assign(source, outside_of(source.meta))
-        with assigned:
-            with temporary_files(path):
-                source.trace._report = _build(source, assigned, charts)
-            yield source.trace
+        with temporary_files(self._path):
+            self._assigned = stream_assign.assign(self._source, outside_of(self._source.meta))
+            return _build(self._source, self._assigned, self._charts)
+
+    def close(self) -> None:
+        if self._assigned is not None:
+            self._assigned.close()
+            self._assigned = None
 
 
 def build(trace) -> report.Report:

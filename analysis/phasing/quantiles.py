@@ -37,16 +37,19 @@ FLUSH = 4 << 20
 Blocks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
 
-def percentiles(blocks: Blocks, phases: int, percents, extent=None, before_last_pass=None) -> np.ndarray:
+def percentiles(blocks: Blocks | None, phases: int, percents, extent=None, before_last_pass=None,
+                select=None) -> np.ndarray:
     """(phases × len(percents)) float64 array: np.percentile(latency_ns / 1e3, percents) of
     each phase's values, NaN for a phase without any. `extent`: (count, minimum, maximum) per
     phase, when the caller counted them already (it saves pass 0). `before_last_pass`: called
-    (without arguments) before the pass after which no other comes, if any does."""
+    (without arguments) before the pass after which no other comes, if any does. `select`: when
+    the caller holds the values sorted (analysis/phasing/latency_store.py), a function from the
+    (phase, rank) rows wanted to their values, in place of the passes over `blocks`."""
     return quantiles(blocks, phases, np.true_divide(np.asarray(percents, dtype=np.float64), 100), extent,
-                     before_last_pass)
+                     before_last_pass, select)
 
 
-def quantiles(blocks: Blocks, phases: int, q, extent=None, before_last_pass=None) -> np.ndarray:
+def quantiles(blocks: Blocks | None, phases: int, q, extent=None, before_last_pass=None, select=None) -> np.ndarray:
     """percentiles() at fractions `q` (0..1) instead of percents: np.quantile(latency_ns / 1e3,
     q) of each phase's values, bit for bit."""
     q = np.asarray(q, dtype=np.float64)
@@ -70,7 +73,7 @@ def quantiles(blocks: Blocks, phases: int, q, extent=None, before_last_pass=None
     ranks = np.concatenate([previous, following], axis=1)
     has = count > 0
     wanted = np.unique(np.stack([phase_of[has].ravel(), ranks[has].ravel()], axis=1), axis=0)
-    values = _select(blocks, phases, wanted, lo, hi, before_last_pass)
+    values = select(wanted) if select is not None else _select(blocks, phases, wanted, lo, hi, before_last_pass)
     found = {(int(p), int(r)): v for (p, r), v in zip(wanted, values)}
     out = np.full((phases, len(q)), np.nan)
     for p in np.flatnonzero(has):

@@ -36,6 +36,7 @@ class TraceView:
         self._ops, self._meta_kinds, self._facts = data.ops, data.meta_kinds, data.facts
         self._data, self._columns = data, data.columns
         self._report: Report | None = None
+        self._build_report: Callable[[], Report] | None = None   # set by stream_full.open_report
 
     @property
     def event_count(self) -> int:
@@ -65,6 +66,8 @@ class TraceView:
     def report(self) -> Report:
         """Phases, groups, outliers, device view, verdicts (iowitness.analysis.report.Report), as
         the block pipeline built them (analysis/measure/stream_full.py)."""
+        if self._report is None and self._build_report is not None:
+            self._report = self._build_report()   # stream_full.open_report: built when first asked for
         if self._report is None:
             raise RuntimeError("this trace's report is built by analysis/measure/stream_full.py (open_report or build)")
         return self._report

@@ -102,7 +102,8 @@ def test_a_trace_larger_than_the_budget_gives_the_same_report(iozone_trace, form
 
 
 @pytest.mark.parametrize("name, value", [("IOWITNESS_BLOCK_CACHE_BYTES", "160M"), ("IOWITNESS_BLOCK_CACHE_BYTES", "-1"),
-                                         ("IOWITNESS_STREAM_BLOCK_ROWS", "0"), ("IOWITNESS_STREAM_BLOCK_ROWS", "lots")])
+                                         ("IOWITNESS_STREAM_BLOCK_ROWS", "0"), ("IOWITNESS_STREAM_BLOCK_ROWS", "lots"),
+                                         ("IOWITNESS_LATENCY_BYTES", "1.5")])
 def test_a_bad_setting_is_one_line_and_exit_2(iozone_trace, name, value):
     # GIVEN a setting of the block reading that is not a whole number, or too small to mean anything
     # WHEN a trace is reported with it

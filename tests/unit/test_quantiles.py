@@ -124,3 +124,33 @@ def test_hundreds_of_fractions_are_np_quantile_bit_for_bit(seed):
         mine = value[phase == p] / 1e3
         expected = np.quantile(mine, q) if len(mine) else np.full(len(q), np.nan)
         np.testing.assert_array_equal(got[p], expected)
+
+
+@pytest.mark.parametrize("budget", [1 << 30, 4096], ids=["in memory", "spilled to files"])
+def test_latency_store_percentiles_are_numpys_bit_for_bit(budget):
+    # GIVEN lognormal latencies over six phases (phase 0 among them) added in blocks of 997,
+    # one phase with one call, one phase without any; a budget that holds them all, or 512 calls
+    from iowitness.analysis.phasing import latency_store
+
+    rng = np.random.default_rng(11)
+    n = 30_000
+    phase = rng.integers(0, 6, n)
+    phase[phase == 4] = 5
+    phase[17] = 4
+    value = (rng.lognormal(np.log(2_000), 1.2, n)).astype(np.int64)
+    value[:50] = 7   # ties
+    store = latency_store.Latencies(7, budget=budget)
+    for i in range(0, n, 997):
+        store.add(phase[i:i + 997], value[i:i + 997])
+    extent = (np.bincount(phase, minlength=7),
+              np.array([value[phase == p].min() if (phase == p).any() else np.iinfo(np.int64).max for p in range(7)]),
+              np.array([value[phase == p].max() if (phase == p).any() else -1 for p in range(7)]))
+    try:
+        # WHEN its percentiles are taken
+        got = store.percentiles(PERCENTS, extent)
+        assert store.spilled == (budget == 4096)
+    finally:
+        store.close()
+    # THEN they are np.percentile's of each phase's whole array, bit for bit (NaN for phase 6)
+    want = by_numpy(phase, value, 7)
+    assert np.array_equal(got, want, equal_nan=True)

@@ -103,10 +103,11 @@ def test_no_room_for_temporary_files_is_an_output_error(traces, monkeypatch):
     def full(fd, offset, length):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     monkeypatch.setattr(stream_walk.os, "posix_fallocate", full)
-    # WHEN the report is built block by block, THEN the error says where and what to do
+    # WHEN the report is built block by block (when first asked for), THEN the error says where
+    # and what to do
     with pytest.raises(OutputError, match="No space left on device.*TMPDIR"):
-        with stream_full.open_report(traces["dd"]):
-            pass
+        with stream_full.open_report(traces["dd"]) as trace:
+            trace.report()
 
 
 def test_compare_gives_the_same_page(traces, tmp_path):
@@ -127,3 +128,20 @@ def test_compare_gives_the_same_tables_and_gate(traces, form):
     got = streamed("compare", *runs, *form, *gate, check=False)
     assert (got.returncode, got.stdout, got.stderr) == (loaded.returncode, loaded.stdout, loaded.stderr)
     assert loaded.stdout.strip()
+
+
+def test_the_report_is_built_only_when_asked_for(traces, monkeypatch):
+    # GIVEN the phases' rebuild made to fail if it runs
+    from iowitness.analysis.measure import stream_full
+    from iowitness.analysis.phasing import stream_assign
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the blocks were read")
+    monkeypatch.setattr(stream_assign, "assign", refused)
+    # WHEN a trace is opened and only its meta read (a check whose trace holds no claim)
+    with stream_full.open_report(traces["dd"]) as trace:
+        command = trace.meta.get("command")
+        # THEN no block was read for it; asking for the report builds it then
+        with pytest.raises(AssertionError, match="the blocks were read"):
+            trace.report()
+    assert command and command[0] == "dd"
