@@ -18,7 +18,8 @@ echo "test.sh: scripts/typecheck.py (mypy on the installed package's layout)" >&
 # the unit tier on two processes (pytest-xdist, a test file per process at a time: its module
 # fixtures are made once); the kernel tier on two processes too, but for the files that measure
 # time or cost or touch what the whole machine shares (marked `serial` by tests/conftest.py: they
-# run after, one at a time); then the recording tests once more through the compatible probe.
+# run after, one at a time); then the recording tests once more through the compatible probe
+# (serial: test_run.py holds a serial test).
 # Each lists its slowest tests. A failing part still lets the next ones run; the run fails at the
 # end, with the first failure's exit code
 failed=0
@@ -31,7 +32,7 @@ echo "test.sh: the kernel tier's serial files (tests/conftest.py SERIAL), one at
 part .venv/bin/python -m pytest -m serial --durations=10 tests/kernel
 # the recording tests once more through the compatible probe, the object kernels 5.8 to 6.1
 # load (the fast one is what this kernel chooses, so only this run tests the other)
-echo "test.sh: the recording tests again through the compatible probe (--probe compat, two processes)" >&2
-part .venv/bin/python -m pytest -n 2 --dist loadfile --probe compat --durations=10 tests/kernel/test_known_calls.py \
+echo "test.sh: the recording tests again through the compatible probe (--probe compat)" >&2
+part .venv/bin/python -m pytest --probe compat --durations=10 tests/kernel/test_known_calls.py \
     tests/kernel/test_phases_real.py tests/kernel/test_run.py
 exit "$failed"
