@@ -31,6 +31,7 @@ SERIAL = (
     "test_compare_groups_real.py",  # run times of throttled against unthrottled runs: compare's significance
     "test_latency_claims.py",       # per-request latency printed by the program against the trace's call times
     "test_ioping.py",               # the same, for ioping's requests
+    "test_bpftrace_backend.py",     # verdicts on the benchmark's timing under two observers, one run each
     # sets kernel.bpf_stats_enabled, the machine's: a collector beside it keeps the statistics on
     "test_run.py::test_the_probe_time_in_all_brackets_what_the_kernel_measures_all_run_long",
 )
