@@ -16,20 +16,23 @@ echo "test.sh: ruff check (lint)" >&2
 echo "test.sh: scripts/typecheck.py (mypy on the installed package's layout)" >&2
 .venv/bin/python scripts/typecheck.py
 # the unit tier on two processes (pytest-xdist, a test file per process at a time: its module
-# fixtures are made once); the kernel tier serial, as it must be (one probe at a time, loop
-# devices, mounts); each lists its slowest tests. A failing unit tier still lets the kernel
-# tier run; the run fails at the end
+# fixtures are made once); the kernel tier on two processes too, but for the files that measure
+# time or cost or touch what the whole machine shares (marked `serial` by tests/conftest.py: they
+# run after, one at a time); then the recording tests once more through the compatible probe
+# (serial: test_run.py holds a serial test).
+# Each lists its slowest tests. A failing part still lets the next ones run; the run fails at the
+# end, with the first failure's exit code
+failed=0
+part() { "$@" || { code=$?; [ "$failed" -ne 0 ] || failed=$code; echo "test.sh: failed (exit $code): $*" >&2; }; }
 echo "test.sh: the unit tier (two processes)" >&2
-unit=0
-.venv/bin/python -m pytest -n 2 --dist loadfile --durations=30 tests/unit || unit=$?
-echo "test.sh: the kernel tier" >&2
-.venv/bin/python -m pytest --durations=40 tests/kernel
-if [ "$unit" -ne 0 ]; then
-    echo "test.sh: the unit tier failed (exit $unit)" >&2
-    exit "$unit"
-fi
+part .venv/bin/python -m pytest -n 2 --dist loadfile --durations=30 tests/unit
+echo "test.sh: the kernel tier (two processes, a file per process at a time)" >&2
+part .venv/bin/python -m pytest -n 2 --dist loadfile -m "not serial" --durations=40 tests/kernel
+echo "test.sh: the kernel tier's serial files (tests/conftest.py SERIAL), one at a time" >&2
+part .venv/bin/python -m pytest -m serial --durations=10 tests/kernel
 # the recording tests once more through the compatible probe, the object kernels 5.8 to 6.1
 # load (the fast one is what this kernel chooses, so only this run tests the other)
 echo "test.sh: the recording tests again through the compatible probe (--probe compat)" >&2
-exec .venv/bin/python -m pytest --probe compat tests/kernel/test_known_calls.py tests/kernel/test_phases_real.py \
-    tests/kernel/test_run.py
+part .venv/bin/python -m pytest --probe compat --durations=10 tests/kernel/test_known_calls.py \
+    tests/kernel/test_phases_real.py tests/kernel/test_run.py
+exit "$failed"

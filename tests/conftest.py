@@ -20,6 +20,23 @@ FAST_PROBE_ONLY = ("test_aio.py", "test_uring.py", "test_mmap.py", "test_faults.
                    "test_bench_smoke.py::test_interleaved_bench_follows_an_io_uring_workload_through_fio_status")
 
 
+# Kernel test files run by themselves, after the others (scripts/test.sh: `-m serial`): they measure
+# time or cost, or touch what the whole machine shares. Every other kernel file runs beside another
+# one (`-n 2 --dist loadfile`): its loop devices, mounts, users and ports carry its own names
+SERIAL = (
+    "test_bench_smoke.py",          # measures each observer's cost on one workload
+    "test_probe_compare_smoke.py",  # builds two probes and measures them against each other
+    "test_soak_short.py",           # the collector's CPU time and memory over 20 s
+    "test_device_view.py",          # drops the whole page cache; a throttled rate against the device's counters
+    "test_compare_groups_real.py",  # run times of throttled against unthrottled runs: compare's significance
+    "test_latency_claims.py",       # per-request latency printed by the program against the trace's call times
+    "test_ioping.py",               # the same, for ioping's requests
+    "test_bpftrace_backend.py",     # verdicts on the benchmark's timing under two observers, one run each
+    # sets kernel.bpf_stats_enabled, the machine's: a collector beside it keeps the statistics on
+    "test_run.py::test_the_probe_time_in_all_brackets_what_the_kernel_measures_all_run_long",
+)
+
+
 def pytest_addoption(parser):
     parser.addoption("--probe", choices=("auto", "fast", "compat"), default=None,
                      help="which compiled probe the kernel tests record with (sets IOWITNESS_PROBE for "
@@ -43,6 +60,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "tests/kernel" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.kernel)
+            if Path(str(item.fspath)).name in SERIAL or f"{Path(str(item.fspath)).name}::{item.name}" in SERIAL:
+                item.add_marker(pytest.mark.serial)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
             elif os.environ.get("IOWITNESS_PROBE") == "compat" and (

@@ -9,7 +9,6 @@ never the code under test.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,40 +17,15 @@ import pytest
 from iowitness.analysis.judge import trace_verdicts as judged
 from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
-from tests.support.cli import IOWITNESS, iowitness
-from tests.support.collectors import stop, wait_attached
+from tests.support.attach import attached_at_gate, file_of_size
+from tests.support.cli import iowitness
+from tests.support.workload import build
 
 pytestmark = pytest.mark.kernel
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "tests" / "workloads"
 OPS = 30            # operations per ops_bench method
 OPENS = 500         # open..write..close operations
-
-
-def _build(where: Path, name: str) -> Path:
-    if not shutil.which("gcc"):
-        pytest.skip(f"gcc is not installed: cannot build tests/workloads/{name}.c")
-    exe = where / name
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-Wl,-z,now", "-o", str(exe), str(WORKLOADS / f"{name}.c")],
-                   check=True)
-    return exe
-
-
-def _attached(command: list[str], gate: Path, out: Path, stdout) -> None:
-    """Start `command` (it waits for `gate`), attach to it, open the gate, wait for both."""
-    proc = subprocess.Popen(command, stdout=stdout, stderr=subprocess.DEVNULL)
-    collector = None
-    try:
-        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(out)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_attached(collector)
-        gate.touch()
-        assert proc.wait(120) == 0
-        assert collector.wait(60) == 0
-    finally:
-        stop(proc)
-        if collector is not None:
-            stop(collector)
 
 
 def _silent(spec: Path, where: Path) -> Path:
@@ -64,10 +38,12 @@ def _silent(spec: Path, where: Path) -> Path:
 def test_attached_after_the_first_test_of_a_benchmark_that_prints_at_its_end(tmp_path):
     # GIVEN per_test_lines, attached while it waits after its test 0, printing all four lines
     # together after its test 3: one burst, one window from the trace's start
-    exe = _build(tmp_path, "per_test_lines")
+    exe = build("per_test_lines")
     gate, out, saved = tmp_path / "go", tmp_path / "attach.iwt", tmp_path / "out.txt"
     with saved.open("w") as stdout:
-        _attached([str(exe), str(tmp_path / "f"), str(gate), "end"], gate, out, stdout)
+        # (it prints nothing before its end: at the gate once test 0's file is whole, 2048 x 4 KiB)
+        attached_at_gate([str(exe), str(tmp_path / "f"), str(gate), "end"], gate, out, stdout=stdout,
+                         ready=file_of_size(tmp_path / "f.a", 2048 * 4096))
     assert [ln.split()[1] for ln in saved.read_text().splitlines()] == ["0", "1", "2", "3"]
     trace = load(out)
     verdicts = judged.verdicts(trace, spec=str(WORKLOADS / "per_test_lines.toml"))
@@ -95,12 +71,12 @@ def test_attached_after_the_first_test_of_a_benchmark_that_prints_at_its_end(tmp
 def test_operations_of_several_calls_under_attach(tmp_path):
     # GIVEN ops_bench's three methods (8 writes + fdatasync, 2 writes + fdatasync, 4 O_DSYNC
     # writes), started by a shell that waits for a gate and then execs it, attached before the gate
-    exe = _build(tmp_path, "ops_bench")
+    exe = build("ops_bench")
     data = tmp_path / "data"
     data.mkdir()
     gate, out = tmp_path / "go", tmp_path / "ops.iwt"
     script = f"while [ ! -e '{gate}' ]; do sleep 0.01; done; exec '{exe}' groups '{data}' {OPS}"
-    _attached(["sh", "-c", script], gate, out, subprocess.DEVNULL)
+    attached_at_gate(["sh", "-c", script], gate, out)
     trace = load(out)
     assert int((trace.events["syscall"].astype(str) == "fdatasync").sum()) == 2 * OPS
     spec = WORKLOADS / "ops_bench.toml"
@@ -121,7 +97,7 @@ def test_operations_of_several_calls_under_attach(tmp_path):
 def test_operations_of_several_calls_under_strace_import(tmp_path):
     strace = require_tool("strace")
     # GIVEN ops_bench's groups and its open..write..close loop, each run under strace
-    exe = _build(tmp_path, "ops_bench")
+    exe = build("ops_bench")
     spec = WORKLOADS / "ops_bench.toml"
     for mode, target, count in (("groups", tmp_path / "g", OPS), ("openclose", tmp_path / "o" / "file", OPENS)):
         target.parent.mkdir(exist_ok=True)

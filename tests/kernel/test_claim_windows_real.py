@@ -10,16 +10,14 @@ each touch their own file, so a test's phase is known by its path), never the co
 from __future__ import annotations
 
 import shutil
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from iowitness.analysis.judge import trace_verdicts as judged
 from iowitness.analysis.read.run import load
-from tests.support.cli import IOWITNESS, iowitness
-from tests.support.collectors import stop, wait_attached
+from tests.support.attach import attached_at_gate, line_in_file
+from tests.support.cli import iowitness
 from tests.support.workload import build
 
 pytestmark = pytest.mark.kernel
@@ -85,24 +83,8 @@ def test_attached_after_the_first_test_its_line_is_before_the_trace(per_test, tm
     # GIVEN the benchmark attached after its test 0, its whole output kept in a file
     gate, out, saved = tmp_path / "go", tmp_path / "attach.iwt", tmp_path / "out.txt"
     with saved.open("w") as stdout:
-        proc = subprocess.Popen([str(per_test), str(tmp_path / "f"), str(gate)], stdout=stdout,
-                                stderr=subprocess.DEVNULL)
-    collector = None
-    try:
-        deadline = time.monotonic() + 60
-        while "test 0 " not in saved.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, "per_test_lines did not finish its test 0"
-            time.sleep(0.05)
-        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(out)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_attached(collector)
-        gate.touch()
-        assert proc.wait(60) == 0
-        assert collector.wait(60) == 0
-    finally:
-        stop(proc)
-        if collector is not None:
-            stop(collector)
+        attached_at_gate([str(per_test), str(tmp_path / "f"), str(gate)], gate, out, stdout=stdout,
+                         ready=line_in_file(saved, b"test 0 "))
     trace = load(out)
     # WHEN judged from the lines the trace recorded: tests 1-3, each agreeing in its window
     recorded = judged.verdicts(trace, spec=SPEC)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,8 @@ from iowitness.analysis.judge import trace_verdicts as judged
 from iowitness.analysis.read.printed import lines_of
 from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
-from tests.support.cli import IOWITNESS, iowitness
-from tests.support.collectors import stop, wait_attached
+from tests.support.attach import attached_at_gate, line_in_file, line_in_pipe
+from tests.support.cli import iowitness
 from tests.support.workload import build
 
 pytestmark = pytest.mark.kernel
@@ -95,35 +94,12 @@ def test_run_gives_every_line_the_time_it_was_written(bench, tmp_path):
     assert "output: 7 writes, 1 cut at 4 KiB" in iowitness("report", str(out)).stdout
 
 
-def _start_gated(bench, prefix: Path, gate: Path, stdout) -> subprocess.Popen:
-    proc = subprocess.Popen([str(bench), str(prefix), str(gate)], stdout=stdout, stderr=subprocess.DEVNULL)
-    # its line 0 is the last thing it does before it waits at the gate: wait for the line itself
-    # (a fixed sleep after its file was written assumed the line came within it)
-    if stdout == subprocess.PIPE:
-        line = proc.stdout.readline()   # the trace holds the write, whoever reads the pipe
-        assert line.startswith(b"test 0 "), f"timeline_bench did not finish its test 0: {line!r}"
-        return proc
-    deadline = time.monotonic() + 60
-    while b"test 0 " not in Path(stdout.name).read_bytes():
-        assert proc.poll() is None and time.monotonic() < deadline, "timeline_bench did not finish its test 0"
-        time.sleep(0.05)
-    return proc
-
-
 def _attach(bench, tmp_path: Path, stdout) -> object:
-    """The benchmark attached after its test 0; the trace."""
+    """The benchmark attached after its test 0 (at its gate once its line 0 is written, the last
+    thing it does before it waits: the line itself, never a fixed sleep); the trace."""
     gate, out = tmp_path / "go", tmp_path / "attach.iwt"
-    proc = _start_gated(bench, tmp_path / "f", gate, stdout)
-    collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(out)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_attached(collector)
-        gate.touch()
-        assert proc.wait(60) == 0
-        assert collector.wait(60) == 0
-    finally:
-        stop(proc)
-        stop(collector)
+    ready = line_in_pipe(b"test 0 ") if stdout == subprocess.PIPE else line_in_file(Path(stdout.name), b"test 0 ")
+    attached_at_gate([str(bench), str(tmp_path / "f"), str(gate)], gate, out, stdout=stdout, ready=ready, timeout=60)
     return load(out)
 
 
