@@ -32,6 +32,12 @@ SERIAL = (
     "test_latency_claims.py",       # per-request latency printed by the program against the trace's call times
     "test_ioping.py",               # the same, for ioping's requests
     "test_bpftrace_backend.py",     # verdicts on the benchmark's timing under two observers, one run each
+    "test_attached_benchmarks.py",  # ioping's per-request latencies, attached
+    "test_imported_benchmarks.py",  # ioping's per-request latencies under strace
+    "test_stress_ng_hdd.py",        # stress-ng times each call itself: its rates against the calls' busy time
+    "test_claims_over_phases.py",   # sysbench's average latency against its calls' (a few µs each)
+    # a statistics window of a tenth of a second must fall on the benchmark's calls
+    "test_run.py::test_bpf_statistics_are_on_for_a_tenth_of_a_second_of_a_busy_run",
     # sets kernel.bpf_stats_enabled, the machine's: a collector beside it keeps the statistics on
     "test_run.py::test_the_probe_time_in_all_brackets_what_the_kernel_measures_all_run_long",
 )
