@@ -28,6 +28,8 @@ SERIAL = (
     "test_probe_compare_smoke.py",  # builds two probes and measures them against each other
     "test_soak_short.py",           # the collector's CPU time and memory over 20 s
     "test_device_view.py",          # drops the whole page cache; a throttled rate against the device's counters
+    # every request on its device against /proc/diskstats: a sync(2) beside it adds an empty flush
+    "test_block_views_real.py",
     "test_compare_groups_real.py",  # run times of throttled against unthrottled runs: compare's significance
     "test_latency_claims.py",       # per-request latency printed by the program against the trace's call times
     "test_ioping.py",               # the same, for ioping's requests
