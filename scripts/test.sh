@@ -32,7 +32,8 @@ echo "test.sh: the kernel tier's serial files (tests/conftest.py SERIAL), one at
 part .venv/bin/python -m pytest -m serial --durations=10 tests/kernel
 # the recording tests once more through the compatible probe, the object kernels 5.8 to 6.1
 # load (the fast one is what this kernel chooses, so only this run tests the other)
-echo "test.sh: the recording tests again through the compatible probe (--probe compat)" >&2
-part .venv/bin/python -m pytest --probe compat --durations=10 tests/kernel/test_known_calls.py \
-    tests/kernel/test_phases_real.py tests/kernel/test_run.py
+echo "test.sh: the recording tests again through the compatible probe (--probe compat), two processes, then the serial ones" >&2
+compat=(tests/kernel/test_known_calls.py tests/kernel/test_phases_real.py tests/kernel/test_run.py)
+part .venv/bin/python -m pytest --probe compat -n 2 --dist loadfile -m "not serial" --durations=10 "${compat[@]}"
+part .venv/bin/python -m pytest --probe compat -m serial --durations=10 "${compat[@]}"
 exit "$failed"
