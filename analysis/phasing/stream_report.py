@@ -6,7 +6,8 @@ blocks, so memory is bounded by the phases and by the records written out of tim
 by the events. The table is finished by the same steps as the in-memory one
 (analysis/report.py: groups, the benchmark's names), so both paths give the same figures:
 tests/unit/test_stream_report.py holds them to each other on synthetic traces, and
-tests/kernel/test_stream_report_real.py on real IOzone, fio and dd traces.
+tests/kernel/test_stream_report_real.py on real IOzone and fio traces (IOzone -t 2, a fio job
+file, threads, libaio, io_uring).
 
 Example: `phase_table("run.iwt")` equals `load("run.iwt").report().phases`.
 """
