@@ -259,6 +259,13 @@ def finder(benchmark, report, claims: list[Claim], argv: list[str], trace, windo
 
 # the timed period
 
+def _last_matching(pattern: str, lines: list, printed_ns: int):
+    """The last timed output line up to `printed_ns` that the spec's `pattern` finds, or None."""
+    regex = re.compile(pattern)
+    hits = [ln for ln in lines if ln.t_ns is not None and ln.t_ns <= printed_ns and regex.search(ln.text)]
+    return hits[-1] if hits else None
+
+
 def timed_start(claim: Claim, rows: pd.DataFrame, lines: list) -> tuple[int | None, str]:
     """(where the claim's timed period starts, in words) as its spec says, or (None, "");
     (None, why) when the spec says one and it cannot be found."""
@@ -267,11 +274,9 @@ def timed_start(claim: Claim, rows: pd.DataFrame, lines: list) -> tuple[int | No
         if claim.printed_ns is None:
             return None, ("the spec's timing_line cannot be placed: the output has no times, so every call of the "
                           "phases is counted, the warm-up too")
-        regex = re.compile(pattern)
-        hits = [ln for ln in lines if ln.t_ns is not None and ln.t_ns <= claim.printed_ns and regex.search(ln.text)]
-        if not hits:
+        line = _last_matching(pattern, lines, claim.printed_ns)
+        if line is None:
             return None, f"no line before this one matches the spec's timing_line {pattern!r}: every call is counted"
-        line = hits[-1]
         return int(line.t_ns), f"the timed period starts at the line {line.text.strip()[:60]!r} (timing_line)"
     if warmup and len(rows):
         begin = int(rows["data_first_ns"].min())
@@ -290,11 +295,9 @@ def timed_end(claim: Claim, lines: list) -> tuple[int | None, str]:
     if claim.printed_ns is None:
         return None, ("the spec's timing_end_line cannot be placed: the output has no times, so every call of the "
                       "phases is counted, those after the benchmark stopped its clock too")
-    regex = re.compile(pattern)
-    hits = [ln for ln in lines if ln.t_ns is not None and ln.t_ns <= claim.printed_ns and regex.search(ln.text)]
-    if not hits:
+    line = _last_matching(pattern, lines, claim.printed_ns)
+    if line is None:
         return None, f"no line up to this one matches the spec's timing_end_line {pattern!r}: every call is counted"
-    line = hits[-1]
     own = line.text.strip() == claim.printed
     return int(line.t_ns), ("the timed period ends at this line, calls of phases still open at it cut there "
                             "(timing_end_line)" if own else
