@@ -7,7 +7,6 @@ is left to the run test."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,7 @@ import pytest
 from iowitness.analysis.judge import trace_verdicts as judged
 from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
-from tests.support.cli import IOWITNESS
-from tests.support.collectors import stop, wait_attached
+from tests.support.attach import attached_from_start
 
 pytestmark = pytest.mark.kernel
 
@@ -24,23 +22,9 @@ SPECS = Path(__file__).resolve().parents[2] / "docs" / "specs"
 
 
 def _attached(where: Path, command: list[str]) -> Path:
-    """A trace of `command` attached to by pid before it starts its work."""
-    gate, out = where / "gate", where / "att.iwt"
-    script = f"while [ ! -e {gate} ]; do sleep 0.05; done; exec " + " ".join(command)
-    with open(where / "att.out", "w") as printed:
-        proc = subprocess.Popen(["sh", "-c", script], cwd=where, stdout=printed, stderr=subprocess.DEVNULL)
-    collector = None
-    try:
-        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(out)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_attached(collector)
-        gate.touch()
-        assert proc.wait(120) == 0
-        assert collector.wait(60) == 0
-    finally:
-        stop(proc)
-        if collector is not None:
-            stop(collector)
+    """A trace of `command` attached to by pid before it starts its work (its output: att.out)."""
+    out = where / "att.iwt"
+    attached_from_start(command, where, out, where / "att.out")
     return out
 
 

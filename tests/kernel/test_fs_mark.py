@@ -17,8 +17,8 @@ import pytest
 from iowitness.analysis.judge import trace_verdicts as judged
 from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
-from tests.support.cli import IOWITNESS, iowitness
-from tests.support.collectors import stop, wait_attached
+from tests.support.attach import attached_from_start
+from tests.support.cli import iowitness
 
 pytestmark = pytest.mark.kernel
 
@@ -40,22 +40,7 @@ def _recorded(mode: str, fs_mark: str, work: str, where: Path) -> Path:
                            cwd=where, stdout=printed, check=True, timeout=120)
         iowitness("import", str(raw), "-o", str(out))
     else:   # attach: fs_mark waits behind a gate for the collector, then runs in the same process
-        gate = where / "gate"
-        script = f"while [ ! -e {gate} ]; do sleep 0.05; done; exec " + " ".join(command)
-        with open(where / "fsm.out", "w") as printed:
-            proc = subprocess.Popen(["sh", "-c", script], cwd=where, stdout=printed, stderr=subprocess.DEVNULL)
-        collector = None
-        try:
-            collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(out)],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            wait_attached(collector)
-            gate.touch()
-            assert proc.wait(120) == 0
-            assert collector.wait(60) == 0
-        finally:
-            stop(proc)
-            if collector is not None:
-                stop(collector)
+        attached_from_start(command, where, out, where / "fsm.out")
     return out
 
 

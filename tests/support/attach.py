@@ -10,6 +10,7 @@ line (in a pipe or in the file its stdout goes to), or its first file at its ful
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -42,11 +43,20 @@ def file_of_size(path: Path, size: int) -> Ready:
     return lambda proc: path.exists() and path.stat().st_size >= size
 
 
+def attached_from_start(command: list[str], where: Path, out: Path, printed: Path) -> None:
+    """Attach to a benchmark that is not ours before it starts its work: a shell in `where`
+    waits at a gate, then execs `command` (stdout to `printed`) in the process attached to."""
+    gate = where / "gate"
+    with open(printed, "w") as output:
+        attached_at_gate(["sh", "-c", f"while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.05; done; exec "
+                          + shlex.join(command)], gate, out, stdout=output, cwd=where)
+
+
 def attached_at_gate(command: list[str], gate: Path, out: Path, *, stdout=subprocess.DEVNULL,
-                     ready: Ready | None = None, timeout: float = 120) -> None:
+                     ready: Ready | None = None, timeout: float = 120, cwd: Path | None = None) -> None:
     """Start `command` (it waits for `gate` to exist), wait until `ready` says it is at the
     gate, attach to it (trace to `out`), open the gate, and wait for both to exit 0."""
-    proc = subprocess.Popen(command, stdout=stdout, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command, stdout=stdout, stderr=subprocess.DEVNULL, cwd=cwd)
     collector = None
     try:
         deadline = time.monotonic() + timeout
