@@ -13,6 +13,7 @@ No pandas here: the collector imports this module.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -57,8 +58,22 @@ def describe(kdev: int) -> dict:
     return info
 
 
+def special_device(path: str) -> int | None:
+    """The kernel device number of `path` when it is itself a block device (/dev/sdb, a
+    /dev/disk/by-id link to one), else None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return kernel_dev(os.major(st.st_rdev), os.minor(st.st_rdev)) if stat.S_ISBLK(st.st_mode) else None
+
+
 def device_of(path: str, table: list[mounts.Mount] | None = None) -> tuple[int | None, str]:
-    """(kernel device number of the block device under `path`, None) or (None, why there is none)."""
+    """(kernel device number of the block device under `path`, None) or (None, why there is none).
+    A block device opened as a file is its own device."""
+    own = special_device(path)
+    if own is not None:
+        return own, ""
     mount = mounts.mount_of(path, table)
     if mount is None:
         return None, f"no mount holds {path}"

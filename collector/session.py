@@ -236,7 +236,11 @@ class Recorder:
             shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
             self.stats.files[key] = {"dev": key[0], "ino": key[1], "path": shown,
                                      **(mount.describe() if mount else {"device": dev_name(key[0])})}
-            if mount is not None and blockdev.sysfs_dir(key[0]) is None:
+            own = blockdev.special_device(path)
+            if own is not None:
+                # a disk opened as a file (fio on /dev/sdb): its I/O is its own device's
+                self.stats.files[key].update(block_device=os.path.realpath(path), device=dev_name(own))
+            elif mount is not None and blockdev.sysfs_dir(key[0]) is None:
                 # btrfs: the probe watched the file's anonymous device number, which no block
                 # request carries; the disk is the mount's source, watched from now on
                 disk, _ = blockdev.device_of(path, table)

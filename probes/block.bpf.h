@@ -19,6 +19,7 @@
 
 #include "maps.bpf.h"
 #include "core_fixes.bpf.h"
+#include "targets.bpf.h"   /* S_IFMT, S_IFBLK */
 
 /* the device view's filter: devices under target files, kernel encoding; sized by user space
  * (ProbeConfig.max_devices), a device it has no room for is counted (IOW_LOST_DEVICES) */
@@ -52,13 +53,19 @@ struct {
 /* A new target file's block device (none on tmpfs, NFS, ...) joins the device filter. */
 static __always_inline void watch_block_device(struct file *file)
 {
-	struct block_device *bdev = BPF_CORE_READ(file, f_inode, i_sb, s_bdev);
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	struct block_device *bdev = BPF_CORE_READ(inode, i_sb, s_bdev);
 	__u32 dev;
 	__u8 yes = 1;
 
-	if (!bdev)
+	/* a block device opened as a file: its requests go to the device it is, not to the
+	 * device under /dev's file system (none) */
+	if ((BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFBLK)
+		dev = BPF_CORE_READ(inode, i_rdev);
+	else if (bdev)
+		dev = BPF_CORE_READ(bdev, bd_dev);
+	else
 		return;
-	dev = BPF_CORE_READ(bdev, bd_dev);
 	if (!bpf_map_lookup_elem(&block_devs, &dev) && bpf_map_update_elem(&block_devs, &dev, &yes, BPF_ANY))
 		count_lost(IOW_LOST_DEVICES);
 }

@@ -18,6 +18,7 @@
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
+#define S_IFBLK 0060000
 
 /* The two sets are sized by user space before the load (--max-processes, --max-files) and
  * not preallocated: the kernel's memory grows with what the run uses, up to that size. A set
@@ -228,7 +229,13 @@ static __always_inline bool opened_file_is_target(struct file *file, struct iow_
 	struct inode *inode = BPF_CORE_READ(file, f_inode);
 
 	if (settings.mode == IOW_MODE_ALL_FILES) {
-		if ((BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+		__u32 kind = BPF_CORE_READ(inode, i_mode) & S_IFMT;
+
+		/* a block device a benchmark opens is its disk (fio on /dev/nvme0n1, hdparm -t):
+		 * data, wherever it lives; character devices (/dev/null, /dev/urandom) never are */
+		if (kind == S_IFBLK)
+			return true;
+		if (kind != S_IFREG)
 			return false;
 		if (is_pseudo_fs(meta->s_magic))
 			return false;

@@ -182,22 +182,28 @@ def block_dev_names(trace) -> dict[int, str]:
     return {int(d["dev"]): d.get("name") or d["device"] for d in view.get("devices", [])}
 
 
-def _phase_devices(trace, first_dev: dict[int, int], phases: pd.DataFrame) -> dict[int, int]:
-    """phase -> the block device under its file (the file system's device, or its source's).
-    first_dev: phase -> the device number of its first call."""
+def _phase_devices(trace, first_dev: dict[int, int], phases: pd.DataFrame,
+                   first_ino: dict[int, int] | None = None) -> dict[int, int]:
+    """phase -> the block device under its file (the file system's device, or its source's, or
+    the device it is: a block device opened as a file, fio on /dev/nvme0n1).
+    first_dev, first_ino: phase -> the device number and inode of its first call's file."""
     names = block_dev_names(trace)
     if not names:
         return {}
-    by_name = {}
+    by_name, by_file = {}, {}
     for f in trace.meta.get("files", []):
         source = f.get("block_device") or ""
         match = [d for d, n in names.items() if source == f"/dev/{n}"]
         if match:
             by_name[int(f["dev"])] = match[0]
+            by_file[(int(f["dev"]), int(f.get("ino", -1)))] = match[0]
     out = {}
     for p in phases["phase"]:
         fs_dev = int(first_dev.get(int(p), -1))
-        dev = fs_dev if fs_dev in names else by_name.get(fs_dev, next(iter(names)) if len(names) == 1 else None)
+        # several disks opened as files share /dev's file system: each is known by its inode
+        own = by_file.get((fs_dev, int((first_ino or {}).get(int(p), -1))))
+        dev = own if own is not None else fs_dev if fs_dev in names else by_name.get(
+            fs_dev, next(iter(names)) if len(names) == 1 else None)
         if dev is not None:
             out[int(p)] = dev
     return out
@@ -262,6 +268,7 @@ class DeviceFacts:
         self.wanted = getattr(trace, "block", None) is not None and len(self.phase) > 0
         self.tgids: set[int] = set()
         self.first_dev: dict[int, int] = {}              # phase -> device number of its first call
+        self.first_ino: dict[int, int] = {}              # phase -> inode of its first call's file
         self.thread_keys = np.empty(0, dtype=np.int64)   # (row of the phase) << TID_BITS | tid
         self._slot = np.full(int(self.phase.max(initial=0)) + 1, -1, dtype=np.int64)
         self._slot[self.phase[self.phase >= 0]] = np.flatnonzero(self.phase >= 0)
@@ -322,9 +329,10 @@ class DeviceFacts:
             return
         slot = slot[rows]
         first = pd.Series(slot).drop_duplicates()   # hashed, in time order: no sort of the block
-        dev = events["dev"].to_numpy()[rows[first.index.to_numpy()]]
-        for s, d in zip(first.tolist(), dev.tolist()):
+        at = rows[first.index.to_numpy()]
+        for s, d, i in zip(first.tolist(), events["dev"].to_numpy()[at].tolist(), events["ino"].to_numpy()[at].tolist()):
             self.first_dev.setdefault(int(self.phase[s]), int(d))
+            self.first_ino.setdefault(int(self.phase[s]), int(i))
         tid = events["tid"].to_numpy().astype(np.int64)[rows]
         group, keys = pd.factorize((slot << TID_BITS) | tid)
         self.thread_keys = np.union1d(self.thread_keys, keys)
@@ -401,7 +409,7 @@ def from_facts(trace, phases: pd.DataFrame, facts: DeviceFacts) -> pd.DataFrame:
     """per_phase from what DeviceFacts gathered of the events, in one block or many."""
     if getattr(trace, "block", None) is None or phases.empty:
         return pd.DataFrame(columns=COLUMNS)
-    devices = _phase_devices(trace, facts.first_dev, phases)
+    devices = _phase_devices(trace, facts.first_dev, phases, facts.first_ino)
     names = block_dev_names(trace)
     traced = traced_processes(trace, facts.tgids)
     requests = {d: Requests(trace.block[trace.block["dev"] == d], traced) for d in set(devices.values())}

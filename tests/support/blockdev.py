@@ -93,6 +93,23 @@ def loop_fs(fs: str, size_mb: int = 64, partitioned: bool = False):
 
 
 @contextlib.contextmanager
+def loop_raw(size_mb: int = 16):
+    """The path of a fresh loop device with no file system: a disk a benchmark uses raw."""
+    losetup = _tool("losetup")
+    work = Path(tempfile.mkdtemp(prefix=f"iow-raw-{os.getpid()}-"))
+    image, loop = work / "disk.img", None
+    try:
+        with open(image, "wb") as f:
+            f.truncate(size_mb << 20)
+        loop = _run(losetup, "-f", "--show", str(image))
+        yield loop
+    finally:
+        if loop:
+            subprocess.run([losetup, "-d", loop], check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def tmpfs(size_mb: int = 32):
     work = Path(tempfile.mkdtemp(prefix=f"iow-tmpfs-{os.getpid()}-"))
     mounted = False

@@ -1,0 +1,120 @@
+"""Benchmarks on a raw disk: dd and fio given a block device (/dev/loopN with no file system),
+traced by `iowitness run` without --file, as a user runs `fio --filename=/dev/nvme0n1`.
+
+Ground truth: the workloads' own arguments (dd's count and block size, fio's size and block
+size), the character devices they also use (/dev/zero, /dev/null: never targets), and
+/proc/diskstats of each loop device read by the test before and after the run. The loop
+devices are removed by their context managers, even when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+
+from iowitness import load
+from iowitness.collector.format.tracereader import read
+from tests.conftest import require_tool
+from tests.support.blockdev import diskstats, loop_raw
+from tests.support.cli import iowitness
+
+pytestmark = pytest.mark.kernel
+
+BS, COUNT = 64 * 1024, 64
+TOTAL = BS * COUNT
+
+
+def _quiet(name: str) -> dict[str, int]:
+    """diskstats of a fresh loop device once udev's probe of it (blkid reading its first blocks
+    after losetup) is over: two readings half a second apart the same."""
+    last = diskstats(name)
+    for _ in range(40):
+        time.sleep(0.5)
+        now = diskstats(name)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
+@pytest.fixture(scope="module")
+def dd_run(tmp_path_factory):
+    require_tool("dd")
+    tmp = tmp_path_factory.mktemp("raw")
+    with loop_raw(16) as disk_w, loop_raw(16) as disk_r:
+        w, r = os.path.basename(disk_w), os.path.basename(disk_r)
+        before = {w: _quiet(w), r: _quiet(r)}
+        trace = tmp / "dd.iwt"
+        script = (f"dd if=/dev/zero of={disk_w} bs={BS} count={COUNT} oflag=direct && "
+                  f"dd if={disk_r} of=/dev/null bs={BS} count={COUNT} iflag=direct")
+        iowitness("run", "-q", "-o", str(trace), "--", "sh", "-c", script, timeout=120)
+        after = {w: diskstats(w), r: diskstats(r)}
+        report = json.loads(iowitness("report", "--json", str(trace)).stdout)
+        # dd's figure is read from dd's own command line: dd run directly, on the disk read above
+        alone = tmp / "dd_read.iwt"
+        iowitness("run", "-q", "-o", str(alone), "--", "dd", f"if={disk_r}", "of=/dev/null", f"bs={BS}",
+                  f"count={COUNT}", "iflag=direct", timeout=120)
+        check = iowitness("check", str(alone), check=False)
+    delta = {d: {k: after[d][k] - before[d][k] for k in after[d]} for d in after}
+    return {"trace": trace, "w": w, "r": r, "paths": (disk_w, disk_r), "delta": delta, "report": report,
+            "check": check}
+
+
+def test_the_disks_are_the_targets_and_the_character_devices_are_not(dd_run):
+    t = read(dd_run["trace"])
+    paths = {f["path"] for f in t.meta["files"]}
+    assert paths == set(dd_run["paths"]), paths
+    by_path = {f["path"]: f for f in t.meta["files"]}
+    assert by_path[dd_run["paths"][0]]["block_device"] == dd_run["paths"][0]
+
+
+def test_calls_and_bytes_are_dd_s_on_each_disk(dd_run):
+    ev = load(dd_run["trace"]).events
+    writes = ev[ev["syscall"].isin(["write", "pwrite64"])]
+    reads = ev[ev["syscall"].isin(["read", "pread64"])]
+    assert len(writes) == COUNT and int(writes["ret"].sum()) == TOTAL
+    assert len(reads) == COUNT and int(reads["ret"].sum()) == TOTAL
+    assert np.all(writes["ret"] == BS) and np.all(reads["ret"] == BS)
+
+
+def test_the_device_view_is_each_disk_s_own_and_equals_diskstats(dd_run):
+    report = dd_run["report"]
+    phases = {p["phase"]: p for p in report["phases"]}
+    views = {v["phase"]: v for v in report["device"]["phases"]}
+    seen = {}
+    for number, phase in phases.items():
+        view = views[number]
+        seen[phase["operation"]] = view
+        assert view["device"] == os.path.basename(phase["path"]), (phase["path"], view["device"])
+    # O_DIRECT on a raw disk: every byte dd moved is one request's, and nothing else writes there
+    assert seen["write"]["device"] == dd_run["w"] and seen["write"]["write_bytes"] == TOTAL
+    assert dd_run["delta"][dd_run["w"]]["write_bytes"] == TOTAL
+    assert seen["read"]["device"] == dd_run["r"] and seen["read"]["read_bytes"] == TOTAL
+    assert dd_run["delta"][dd_run["r"]]["read_bytes"] >= TOTAL
+
+
+def test_dd_s_own_figures_are_judged_on_the_disk(dd_run):
+    check = dd_run["check"]
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.startswith("AGREES") and "dd read" in check.stdout, check.stdout
+
+
+def test_fio_on_a_raw_disk(tmp_path):
+    fio = require_tool("fio")
+    with loop_raw(16) as disk:
+        trace = tmp_path / "fio.iwt"
+        iowitness("run", "-q", "-o", str(trace), "--", fio, "--name=raw", f"--filename={disk}",
+                  "--rw=randread", "--bs=4k", "--size=4M", "--direct=1", "--ioengine=psync",
+                  timeout=180)
+        ev = load(trace).events
+        reads = ev[ev["syscall"].isin(["read", "pread64"])]
+        # fio's randread with the default norandommap=0 reads every block of the 4 MiB once
+        assert len(reads) == 1024 and int(reads["ret"].sum()) == 4 << 20
+        assert int(reads["offset"].nunique()) == 1024
+        check = iowitness("check", str(trace), check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "AGREES" in check.stdout, check.stdout
