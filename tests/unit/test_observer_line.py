@@ -63,3 +63,17 @@ def test_the_report_line_gives_one_figure_the_probes_share_of_the_run_at_most():
     line, detail = observer.line(trace), observer.detail(trace)
     assert "probe at most 100 % of the run's time" in line and "ns per traced call" not in line
     assert "probe 5 %–100 % of the run's time, 250–5,000 ns per traced call" in detail
+
+
+def test_a_ceiling_above_the_runs_own_time_gives_way_to_the_floor():
+    # GIVEN a busy machine: 25 ms of program time over 0.1 s of a 10 s run (25 s by time on
+    # all CPUs, from every process's syscalls), the traced calls at 250 ns a run
+    probe = {"source": "BPF_ENABLE_STATS, sampled", "run_time_ns": 250_000_000, "run_cnt": 200_000,
+             "sampled_calls": 10_000, "sampled_s": 0.1,
+             "programs": {"on_sys_enter": {"run_time_ns": 1_000_000, "run_cnt": 10_000},
+                          "on_sys_exit": {"run_time_ns": 1_500_000, "run_cnt": 10_000}}}
+    trace = _trace(probe, 2_000_000, 10.0)
+    line = observer.line(trace)
+    # THEN the line leads with the floor (2 M x 250 ns = 0.5 s: 5 %), never "at most 250 %"
+    assert "probe at least 5 % of the run's time" in line, line
+    assert "busy machine" in line and "at most 250 %" not in line
