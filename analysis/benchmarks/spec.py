@@ -278,6 +278,10 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
     for key in INTEGER_KEYS:
         if key in table and table[key] < (0 if key == "skip" else 1):
             fail(key, f"must be {'0 or more' if key == 'skip' else '1 or more'}")
+    if table.get("skip") and timed != "call" and unit is not None and not unit_fields \
+            and UNITS[unit][0] != "seconds_per_op":
+        fail("skip", f"a rate's skip leaves out single calls: with timed = {timed!r} give it on the latency "
+                     "claim, or use timing_line or warmup_seconds for the rate")
     requests = table.get("requests", False)
     if requests and unit is not None and not unit_fields and UNITS[unit][0] != "seconds_per_op":
         fail("requests", f"per-request lines are latencies: give a time per operation as the unit, not {unit!r}")
@@ -421,6 +425,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
                 extra["request"] = int(groups["request"]) if groups["request"].isdigit() else None
     elif field == "ops_per_s" and rule.timed != "call":
         extra["timed"] = rule.timed    # a rate of operations of several calls (analysis/phasing/operations.py)
+    elif rule.skip:
+        extra["skip"] = rule.skip      # a rate's warm-up calls: its window starts after them (judge/claim_windows.py)
     fields = {}
     if field == "seconds":
         extra["seconds"] = value * factor

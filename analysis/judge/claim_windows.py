@@ -285,6 +285,20 @@ def timed_start(claim: Claim, rows: pd.DataFrame, lines: list) -> tuple[int | No
     return None, ""
 
 
+def skipped_start(claim: Claim, rows: pd.DataFrame, report, low: int | None) -> tuple[int | None, str]:
+    """A rate's timed period after the `skip` warm-up calls its spec names: it starts at the
+    next data call (after `low`, the timing_line's, when there is one); (low, "") without a
+    skip, for a latency (its values are skipped one by one, judge/latency.py), or when the
+    phases have no call after those skipped."""
+    skip = int(claim.extra.get("skip") or 0)
+    if not skip or claim.seconds_per_op is not None or not len(rows):
+        return low, ""
+    start = report.evidence.nth_call_start([int(p) for p in rows["phase"]], skip, low or 0)
+    if start is None:
+        return low, ""
+    return start, f"the first {skip:,} calls left out, as the spec's skip says"
+
+
 def timed_end(claim: Claim, lines: list) -> tuple[int | None, str]:
     """(where the claim's timed period ends, in words) as its spec's timing_end_line says: the
     last line up to the claim's own that matches it (dbench's "Throughput" is its last

@@ -68,6 +68,9 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if found is None:
             continue
         low, timed_why = claim_windows.timed_start(claim, found.rows, lines)
+        if found.judge is None:
+            low, skipped_why = claim_windows.skipped_start(claim, found.rows, report, low)
+            timed_why = "; ".join(w for w in (timed_why, skipped_why) if w)
         high, end_why = claim_windows.timed_end(claim, lines)
         if low is not None:
             claim.extra["timed_ns"] = low

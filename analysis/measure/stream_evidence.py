@@ -95,6 +95,23 @@ class StreamedEvidence:
                 [claim_windows.calls_between(e, a, phases, low, high) for e, a in self._assigned.blocks()])
         return self._cache[key]
 
+    def nth_call_start(self, phases: list[int], n: int, low: int) -> int | None:
+        """When the n-th (from 0) counted data call of `phases` that started at `low` or later
+        started, in time order; None when they have n or fewer. Memory: n + 1 times per block."""
+        key = ("nth", tuple(phases), n, low)
+        if key not in self._cache:
+            kept = np.empty(0, np.int64)
+            for e, a in self._assigned.blocks():
+                kind = phase_module.call_kinds(e["syscall"])
+                start = e["start_ns"].to_numpy(np.int64)
+                mine = np.isin(a["phase"].to_numpy(), phases) & ~phase_module.uncounted(a) & (start >= low) \
+                    & np.isin(kind, (phase_module.READ, phase_module.WRITE))
+                kept = np.concatenate([kept, start[mine]])
+                if len(kept) > n + 1:
+                    kept = np.partition(kept, n)[:n + 1]
+            self._cache[key] = int(np.sort(kept)[n]) if len(kept) > n else None
+        return self._cache[key]
+
     def calls_of(self, phases: list[int], columns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The events of `phases` (`columns` and syscall) and their rows of the assignment
         (judge/return_wait.py)."""
