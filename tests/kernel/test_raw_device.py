@@ -122,24 +122,23 @@ def test_fio_on_a_raw_disk(tmp_path):
     assert "AGREES" in check.stdout, check.stdout
 
 
-def test_hdparm_cached_and_buffered_reads_on_a_raw_disk(tmp_path):
-    # hdparm -T primes the cache with one 2 MiB read, sleeps a second, then times lseek + read
-    # of the same 2 MiB; -t times sequential 2 MiB reads: two figures of one phase, each judged
-    # on its own window of the output timeline (docs/specs/hdparm.toml)
+def test_hdparm_buffered_reads_on_a_raw_disk(tmp_path):
+    # hdparm -t flushes the disk's buffers and times sequential 2 MiB reads for about 3 s;
+    # judged with docs/specs/hdparm.toml. (-T's figure, whose loop of 2 ms calls a preemption
+    # before its first call can put 5 % below the calls on a busy machine, is held by
+    # tests/unit/test_rate_skip.py and was measured by hand: docs/specs/hdparm.toml)
     hdparm = require_tool("hdparm")
     spec = Path(__file__).resolve().parents[2] / "docs" / "specs" / "hdparm.toml"
     with loop_raw(64) as disk:
         trace = tmp_path / "hdparm.iwt"
-        run = iowitness("run", "-o", str(trace), "--", hdparm, "-T", "-t", disk, timeout=180)
+        run = iowitness("run", "-o", str(trace), "--", hdparm, "-t", disk, timeout=180)
         ev = load(trace).events
         check = iowitness("check", "--spec", str(spec), str(trace), check=False)
-    said = {m.group(1): float(m.group(2)) for m in re.finditer(
-        r"Timing (cached|buffered disk) reads:\s+([\d.]+) MB in", run.stdout)}
+    said = re.search(r"Timing buffered disk reads:\s+([\d.]+) MB in", run.stdout)
+    assert said, run.stdout
     reads = ev[ev["syscall"] == "read"]
-    # hdparm's own MB counts (2^20 bytes) are the bytes its timed reads moved: the trace holds
-    # them and the priming read (-T) and the -t reads past its count's last whole MB
-    assert set(said) == {"cached", "buffered disk"}, run.stdout
-    assert int(reads["ret"].sum()) >= (said["cached"] + said["buffered disk"]) * (1 << 20)
+    # hdparm's own MB count (2^20 bytes) is the bytes its timed reads moved, all of the 64 MiB disk
+    assert int(reads["ret"].sum()) == float(said.group(1)) * (1 << 20) == 64 << 20
     assert (reads["ret"] == 2 << 20).all()
     assert check.returncode == 0, check.stdout + check.stderr
-    assert check.stdout.count("AGREES") == 2, check.stdout
+    assert check.stdout.startswith("AGREES") and "buffered disk reads" in check.stdout, check.stdout
