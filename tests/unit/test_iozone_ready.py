@@ -1,0 +1,85 @@
+"""A child of IOzone's throughput mode whose clock started before the group's first call
+(analysis/benchmarks/iozone_groups.py from_ready): two children built call by call as iozone.c
+makes them (each opens its file, says it is ready, and is let go with the other; its clock read,
+then its writes), child 0 waiting 8 ms for a CPU between its clock read and its first write,
+after child 1 had begun. Its -C line is made from its clock as iozone.c computes it."""
+
+from __future__ import annotations
+
+import pytest
+
+from iowitness.analysis.benchmarks import iozone_groups
+from iowitness.analysis.judge import match_claims as matching
+from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, START_NS, Calls
+from tests.unit.test_verdicts import REC, built, claim
+
+MS = 1_000_000
+RECORDS = 120                      # 120 writes of 64 KiB per child, 0.2 ms each: 24 ms
+FILE = RECORDS * REC
+COMMAND = ["iozone", "-t", "2", "-x", "-i0", "-s", f"{FILE // 1024}k", "-r", "64k", "-C", "-F", "/data/f0",
+           "/data/f1"]
+GO = START_NS + MS                 # both children let go; both opened their files before
+CLOCK_0 = GO + 100_000             # child 0 reads its clock, then waits 8 ms for a CPU
+FIRST_0, FIRST_1 = CLOCK_0 + 8 * MS, GO + 4 * MS   # child 1 begins first, itself 4 ms late
+
+
+def _child(calls: Calls, path: str, opened: int, first: int) -> int:
+    calls.open(path, O_WRONLY | O_CREAT | O_TRUNC, at=opened).at(first)
+    for _ in range(RECORDS):
+        calls.write(REC, latency=200_000)
+    end = calls.now
+    calls.fsync(latency=MS).close()
+    return end
+
+
+@pytest.fixture(scope="module")
+def late_child():
+    calls = Calls(tgid=1000)
+    end_0 = _child(calls, "/data/f0", START_NS, FIRST_0)
+    end_1 = _child(calls.process(2000), "/data/f1", START_NS + 300_000, FIRST_1)
+    return built(calls, COMMAND), end_0, end_1
+
+
+def _line(rate: float, child: int = 0):
+    return claim(rate, scope="child", processes=2, file_size=FILE, record_size=REC, extra={"child": child})
+
+
+def _rate(start: int, end: int) -> float:
+    return FILE / ((end - start) / 1e9)
+
+
+def test_a_child_clock_started_before_the_groups_first_call_is_explained_by_the_barrier(late_child):
+    (rep, trace), end_0, _ = late_child
+    # GIVEN child 0's line as IOzone timed it: from its clock read, 3.9 ms before the group's first call
+    said = _rate(CLOCK_0, end_0)
+    assert said < 0.9 * _rate(FIRST_1, end_0)       # below even the "from go" figure
+    # WHEN judged
+    [v] = matching.match(rep, [_line(said)], "iozone", COMMAND, trace=trace)
+    # THEN explained: no child went before both had opened their files, and timed from there
+    # the figure brackets the claim with the child's own
+    assert v.verdict == "explained", v.reasons
+    assert v.reasons[0].startswith("a child's clock may start before the group's first call"), v.reasons
+    assert "each after its openat" in v.reasons[0]
+    assert v.figures["calls from ready"] == pytest.approx(_rate(START_NS + 300_000 + 1000, end_0), rel=1e-3)
+
+
+def test_a_doctored_child_line_below_the_barrier_still_disagrees(late_child):
+    (rep, trace), end_0, _ = late_child
+    # GIVEN child 0's line doctored to half of what its clock gave
+    [v] = matching.match(rep, [_line(0.5 * _rate(CLOCK_0, end_0))], "iozone", COMMAND, trace=trace)
+    # THEN it disagrees: no start the trace allows gives it
+    assert v.verdict == "disagrees", v.reasons
+
+
+def test_without_a_call_before_the_start_a_start_wait_cannot_be_judged(late_child, monkeypatch):
+    (rep, trace), end_0, _ = late_child
+    # GIVEN a trace without the children's opens (no barrier it can show)
+    monkeypatch.setattr(iozone_groups, "_ready", lambda evidence, rows: None)
+    # WHEN child 0's line is judged
+    [v] = matching.match(rep, [_line(_rate(CLOCK_0, end_0))], "iozone", COMMAND, trace=trace)
+    # THEN it cannot be judged, and says why: a start wait the trace cannot bound
+    assert v.verdict == "cannot judge", v.reasons
+    assert "the trace holds no call before it to bound where" in v.reasons[0]
+    # AND a shortfall bigger than any start wait still disagrees
+    [v] = matching.match(rep, [_line(0.3 * _rate(CLOCK_0, end_0))], "iozone", COMMAND, trace=trace)
+    assert v.verdict == "disagrees", v.reasons
