@@ -36,10 +36,10 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     stonewall = stonewall_of(rows, group, report.evidence if trace is not None else None,
                              claim.file_size, claim.processes) \
         if options.get("stonewall", True) else None
-    ready = _ready(report.evidence, rows) if trace is not None and len(rows) else None
+    around = Around(report.evidence, rows) if trace is not None and len(rows) else None
 
     def refine(verdict, judged, tolerance):
-        from_ready(claim, verdict, judged, stonewall, ready, options, tolerance)
+        from_ready(claim, verdict, judged, stonewall, around, options, tolerance)
 
     judge = None
     if claim.scope in PER_PROCESS | {"min xfer"} and len(rows):
@@ -60,40 +60,54 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
 START_WAIT_NS = 50_000_000
 
 
-def _ready(evidence, rows: pd.DataFrame) -> tuple[int, str] | None:
-    """The children's barrier: the latest end, over the members, of each one's last call before
-    its first data call (its open), with that call's name; None when a member has none.
+class Around:
+    """The calls around each member of a group: `ready`, the children's barrier (the latest
+    end, over the members, of each one's last call before its first data call: its open), with
+    that call's name, or None when a member has none; `after`, per phase, the start of the
+    member's next call after its last data call (its fsync or close), when it has one.
 
     iozone.c lets no child go before every child is ready (the parent polls each child's flag;
     in cluster mode the master waits for every client's ready message), and each child opens
-    its file before it says so: no child's clock can start before the last of those calls."""
-    before, names, _, _ = evidence.neighbours([int(t) for t in rows["tid"]], [int(f) for f in rows["data_first_ns"]],
-                                              [int(x) for x in rows["data_last_ns"]])
-    if not len(before) or (before == call_bounds.NONE_BEFORE).any():
-        return None
-    i = int(before.argmax())
-    return int(before[i]), str(names[i])
+    its file before it says so: no child's clock can start before the last of those calls. A
+    child reads its clock again before the call after its loop (a stonewalled one when it sees
+    the stop flag, after the call it was in): no child's clock can stop after that call starts."""
+
+    def __init__(self, evidence, rows: pd.DataFrame):
+        before, names, after, _ = evidence.neighbours([int(t) for t in rows["tid"]],
+                                                      [int(f) for f in rows["data_first_ns"]],
+                                                      [int(x) for x in rows["data_last_ns"]])
+        self.ready: tuple[int, str] | None = None
+        if len(before) and not (before == call_bounds.NONE_BEFORE).any():
+            i = int(before.argmax())
+            self.ready = (int(before[i]), str(names[i]))
+        self.after = {int(p): int(a) for p, a in zip(rows["phase"], after) if a != call_bounds.NONE_AFTER}
 
 
-def from_ready(claim, verdict, rows, stonewall, ready, options, tolerance) -> None:
-    """A children or per-process claim that disagrees only because a child's clock started
-    before the group's first call: EXPLAINED when timed from the barrier (_ready) the figure
-    brackets it with the calls' own; without a barrier before the first call, CANNOT JUDGE
-    when a start wait of up to START_WAIT_NS brackets it, saying so. Otherwise left as it is."""
+def from_ready(claim, verdict, rows, stonewall, around: Around | None, options, tolerance) -> None:
+    """A children or per-process claim that disagrees only because a child's clock ran beyond
+    its calls (it started before the group's first call, or stopped after its last call ended,
+    a wait for a CPU at either edge): EXPLAINED when the figure timed from the barrier to the
+    start of each child's next call (Around) brackets it with the calls' own; without a barrier
+    before the first call, CANNOT JUDGE when a start wait of up to START_WAIT_NS brackets it,
+    saying so. Otherwise left as it is."""
     if verdict.verdict != "disagrees" or verdict.kind != "bytes" or claim.scope not in PER_PROCESS | {"children"} \
-            or not len(rows) or claim.bytes_per_s is None:
+            or not len(rows) or claim.bytes_per_s is None or around is None:
         return
     go = int(rows["data_first_ns"].min())
+    ready = around.ready
     bounded = ready is not None and ready[0] < go
     start = ready[0] if bounded else go - START_WAIT_NS
+    # each member's clock stops at the latest where its next call starts
+    wide = rows.assign(data_last_ns=[max(int(last), around.after.get(int(p), int(last)))
+                                     for p, last in zip(rows["phase"], rows["data_last_ns"])])
     window, value = verdict.window, float(claim.bytes_per_s)
     if claim.scope == "children":
         end_col = dict(active_figures.WINDOWS).get(window)
-        members = stonewalling.member_rates(rows, stonewall, claim.direction, "bytes", end_col, start)
+        members = stonewalling.member_rates(wide, stonewall, claim.direction, "bytes", end_col, start)
         early = {window: float(members["own from go"].sum()),
                  "stonewall": float(members["stonewall from go"].sum()) if stonewall is not None else None}
     else:
-        figures = _statistic(claim, rows, stonewall, window, options, start)[0]
+        figures = _statistic(claim, wide, stonewall, window, options, start)[0]
         early = {window: figures.get(f"{window} from go"), "stonewall": figures.get("stonewall from go")}
     for name, low in early.items():
         high = verdict.figures.get(name)
@@ -103,19 +117,21 @@ def from_ready(claim, verdict, rows, stonewall, ready, options, tolerance) -> No
             continue
         fmt = active_figures.fmt
         lead = units.seconds((go - start) / 1e9)
+        stops = "and stops no later than the start of its next call (its fsync or close)"
         if bounded:
             verdict.verdict = "explained"
-            why = (f"a child's clock may start before the group's first call: IOzone lets no child go before every "
-                   f"child is ready, each after its {ready[1]} (iozone.c), and the last of those ended {lead} before "
-                   f"the group's first call; timed from there the {name} figure is {fmt(low, 'bytes')}, from each "
-                   f"child's own first call {fmt(high, 'bytes')}; the claim, {fmt(value, 'bytes')}, lies between: a "
-                   "child waiting for a CPU at the signal started its calls late, which no call shows")
+            why = (f"a child's clock may run beyond its calls: it starts no earlier than the children's barrier "
+                   f"(IOzone lets no child go before every child is ready, each after its {ready[1]}; the last of "
+                   f"those ended {lead} before the group's first call) {stops}; so timed the {name} figure is "
+                   f"{fmt(low, 'bytes')}, from each child's own first to last call {fmt(high, 'bytes')}; the claim, "
+                   f"{fmt(value, 'bytes')}, lies between: a child waiting for a CPU at the start signal or at a "
+                   "call's return, which no call shows")
         else:
             verdict.verdict = "cannot judge"
             why = (f"a child's clock may have started before the group's first call, and the trace holds no call "
                    f"before it to bound where: with a wait for a CPU at the start signal of up to {lead} (a busy "
-                   f"machine) the {name} figure is {fmt(low, 'bytes')} to {fmt(high, 'bytes')}, and the claim, "
-                   f"{fmt(value, 'bytes')}, lies within")
+                   f"machine), {stops}, the {name} figure is {fmt(low, 'bytes')} to {fmt(high, 'bytes')}, and the "
+                   f"claim, {fmt(value, 'bytes')}, lies within")
         verdict.figures[f"{name} from ready" if bounded else f"{name} from a start wait"] = float(low)
         verdict.reasons[0] = why   # the disagreement's reason: now told
         return
