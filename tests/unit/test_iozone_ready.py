@@ -58,7 +58,8 @@ def test_a_child_clock_started_before_the_groups_first_call_is_explained_by_the_
     # THEN explained: no child went before both had opened their files, and timed from there
     # the figure brackets the claim with the child's own
     assert v.verdict == "explained", v.reasons
-    assert v.reasons[0].startswith("a child's clock may run beyond its calls: it starts no earlier than the children's barrier"), v.reasons
+    assert v.reasons[0].startswith("a child's clock may run beyond its calls: it starts no earlier than the "
+                                   "children's barrier"), v.reasons
     assert "each after its openat" in v.reasons[0] and "no later than the start of its next call" in v.reasons[0]
     assert v.figures["calls from ready"] == pytest.approx(_rate(START_NS + 300_000 + 1000, end_0), rel=1e-3)
 
