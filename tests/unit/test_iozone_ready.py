@@ -23,12 +23,12 @@ CLOCK_0 = GO + 100_000             # child 0 reads its clock, then waits 8 ms fo
 FIRST_0, FIRST_1 = CLOCK_0 + 8 * MS, GO + 4 * MS   # child 1 begins first, itself 4 ms late
 
 
-def _child(calls: Calls, path: str, opened: int, first: int) -> int:
+def _child(calls: Calls, path: str, opened: int, first: int, wait_after: int = 0) -> int:
     calls.open(path, O_WRONLY | O_CREAT | O_TRUNC, at=opened).at(first)
     for _ in range(RECORDS):
         calls.write(REC, latency=200_000)
     end = calls.now
-    calls.fsync(latency=MS).close()
+    calls.gap(wait_after).fsync(latency=MS).close()
     return end
 
 
@@ -88,4 +88,23 @@ def test_without_a_call_before_the_start_a_start_wait_cannot_be_judged(late_chil
     assert "the trace holds no call before it to bound where" in v.reasons[0]
     # AND a shortfall bigger than any start wait still disagrees
     [v] = matching.match(rep, [_line(0.3 * _rate(CLOCK_0, end_0))], "iozone", COMMAND, trace=trace)
+    assert v.verdict == "disagrees", v.reasons
+
+
+def test_a_child_clock_read_late_after_its_last_call_is_explained_up_to_its_next_call():
+    # GIVEN child 0 reading its clock just before its first write, and again only after a
+    # 6 ms wait for a CPU at its last write's return, before its fsync
+    calls = Calls(tgid=1000)
+    first_0 = GO + 100_000
+    end_0 = _child(calls, "/data/f0", START_NS, first_0, wait_after=6 * MS)
+    _child(calls.process(2000), "/data/f1", START_NS + 300_000, GO + 200_000)
+    rep, trace = built(calls, COMMAND)
+    said = FILE / ((end_0 + 6 * MS - first_0) / 1e9)
+    # WHEN its line is judged
+    [v] = matching.match(rep, [_line(said)], "iozone", COMMAND, trace=trace)
+    # THEN explained: its clock could stop as late as its fsync's start
+    assert v.verdict == "explained", v.reasons
+    assert "no later than the start of its next call" in v.reasons[0]
+    # AND doctored to half, it disagrees
+    [v] = matching.match(rep, [_line(0.5 * said)], "iozone", COMMAND, trace=trace)
     assert v.verdict == "disagrees", v.reasons
