@@ -10,6 +10,7 @@ import pytest
 
 from iowitness.analysis.benchmarks import iozone_groups
 from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.judge.claim import Claim
 from tests.support.synthetic import O_CREAT, O_TRUNC, O_WRONLY, START_NS, Calls
 from tests.unit.test_verdicts import REC, built, claim
 
@@ -108,3 +109,25 @@ def test_a_child_clock_read_late_after_its_last_call_is_explained_up_to_its_next
     # AND doctored to half, it disagrees
     [v] = matching.match(rep, [_line(0.5 * said)], "iozone", COMMAND, trace=trace)
     assert v.verdict == "disagrees", v.reasons
+
+
+@pytest.mark.parametrize("records, verdict", [(100, "explained"), (30, "disagrees")])
+def test_a_min_xfer_counted_past_the_stonewall_is_explained_by_a_late_stop(records, verdict):
+    # GIVEN two children with stonewalling (no -x), child 1 let go 10 ms after child 0: 70 of its
+    # 120 records done when child 0 finished; IOzone's Min xfer says child 1 counted 100 (the stop
+    # reached it late) or, doctored, 30
+    calls = Calls(tgid=1000)
+    _child(calls, "/data/f0", START_NS, GO)
+    _child(calls.process(2000), "/data/f1", START_NS + 300_000, GO + 10 * MS)
+    command = [a for a in COMMAND if a != "-x"]
+    rep, trace = built(calls, command)
+    said = records * REC
+    min_xfer = Claim(source="iozone", test="write", value=said / 1024, unit="kB", printed="Min xfer",
+                     scope="min xfer", direction="write", processes=2, file_size=FILE, record_size=REC,
+                     extra={"bytes": said})
+    # WHEN judged
+    [v] = matching.match(rep, [min_xfer], "iozone", command, trace=trace)
+    # THEN between the count at the stonewall and the whole file: explained by a late stop
+    assert v.verdict == verdict, v.reasons
+    if verdict == "explained":
+        assert v.reasons[0].startswith("the stop reached the children after the first one finished")
