@@ -18,7 +18,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.benchmarks import iozone_bounds, iozone_groups
+from iowitness.analysis.benchmarks import iozone_bounds, iozone_clock, iozone_groups
 from iowitness.analysis.benchmarks.iozone_claims import BANNER, parse, without_report  # noqa: F401 (the interface)
 from iowitness.analysis.judge.claim import Claim, Match
 from iowitness.analysis.read import recorded_paths
@@ -285,6 +285,9 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
             # too short to time on its own calls: bounded by the calls around it
             return Match(rows, judge=lambda window, tolerance, missing, rows=rows:
                          iozone_bounds.judge(claim, rows, bounds, window, tolerance, missing))
-        return Match(rows, bytes=claim.file_size if claim.scope == "phase" else None)
+        # timed: the calls around it bound IOzone's clock when a wait for a CPU lies outside its calls
+        return Match(rows, bytes=claim.file_size if claim.scope == "phase" else None,
+                     refine=None if trace is None else lambda verdict, rows, tolerance:
+                     iozone_clock.refine(verdict, rows, bounds, tolerance))
 
     return find

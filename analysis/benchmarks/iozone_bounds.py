@@ -38,19 +38,21 @@ class Bounds:
 
     def __init__(self, report):
         self._report = report
-        self._asked: dict[str, tuple] = {}
+        self._asked: dict[object, tuple] = {}
 
-    def around(self, phase: int, window: str) -> tuple[int, str | None, int, str | None]:
-        """(end of the call before, its name, start of the call after, its name)."""
-        if window not in self._asked:
+    def around(self, phase: int, window: str, *, short_only: bool = True) -> tuple[int, str | None, int, str | None]:
+        """(end of the call before, its name, start of the call after, its name); `short_only`
+        False: of any phase (asked once for all of them, when a timed phase's claim needs it)."""
+        key = window if short_only else ("all", window)
+        if key not in self._asked:
             phases = self._report.phases
-            short = phases[phases["too_short"].astype(bool)]
+            short = phases[phases["too_short"].astype(bool)] if short_only else phases
             ends = [_inner_end(r, window) for r in short.to_dict("records")]
             answer = self._report.evidence.neighbours([int(t) for t in short["tid"]],
                                                       [int(f) for f in short["data_first_ns"]], ends)
             at = {int(p): i for i, p in enumerate(short["phase"])}
-            self._asked[window] = (at, answer)
-        at, (before, before_name, after, after_name) = self._asked[window]
+            self._asked[key] = (at, answer)
+        at, (before, before_name, after, after_name) = self._asked[key]
         i = at[int(phase)]
         return int(before[i]), before_name[i], int(after[i]), after_name[i]
 

@@ -55,3 +55,6 @@ class Match:
     # the benchmark's own judgement, (window, tolerance, missing) -> Verdict, in place of
     # verdicts.judge (IOzone's per-process statistics); it then gets no generic notes
     judge: Callable | None = None
+    # the benchmark's second look at a verdict verdicts.judge gave, (verdict, rows, tolerance) -> None:
+    # what the calls around the phase bound of its clock (IOzone's single run: iozone_bounds.refine)
+    refine: Callable | None = None

@@ -94,6 +94,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         by_busy = verdict.verdict == "explained" and verdict.reasons[0].startswith(verdicts.BUSY_EXPLAINED)
         if (verdict.verdict in ("disagrees", "cannot judge") or by_busy) and len(rows) == 1 and trace is not None:
             _final_flush(claim, rows, verdict, trace, report, tolerance)
+        if found.refine is not None:
+            found.refine(verdict, rows, tolerance)
         judged_rows[id(verdict)] = rows
         claim_windows.finish_end(verdict, end_why, high is not None)
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)

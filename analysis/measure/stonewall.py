@@ -31,7 +31,7 @@ class Stonewall:
 
 
 def member_rates(rows: pd.DataFrame, stonewall: Stonewall | None, direction: str | None, kind: str,
-                 end_col: str | None) -> pd.DataFrame:
+                 end_col: str | None, go_ns: int | None = None) -> pd.DataFrame:
     """Per member of a group: its rate over its own window ("own"), and as a benchmark that
     stops counting at the stonewall sees it ("stonewall"; the finisher counts everything).
 
@@ -39,8 +39,12 @@ def member_rates(rows: pd.DataFrame, stonewall: Stonewall | None, direction: str
     benchmark that starts every member's clock at one signal (IOzone's parent says go, each
     child reads its clock, then writes) times a member that was not on a CPU at the signal
     from before its first call, by up to that much: the two figures bracket what it saw.
+    `go_ns`: an earlier bound of the signal than the group's first data call, when the
+    benchmark's module knows one (the "from go" figures are then timed from it).
     """
     go = rows["data_first_ns"].min() if len(rows) else 0
+    if go_ns is not None and len(rows):
+        go = min(go, go_ns)
     out = []
     for r in rows.itertuples():
         amount = amount_of(r, direction, kind)

@@ -97,7 +97,11 @@ def test_iozone_without_e_agrees_with_the_calls_window_and_names_the_fsync_left_
     assert [v.claim.test for v in verdicts] == ["write", "rewrite"]
     for v in verdicts:
         assert len(v.phases) == 1 and v.window == "calls" and v.verdict == "agrees", v
-        assert abs(v.ratio - 1) <= 0.05
+        # (within 5% of the calls' own figure; on a busy machine IOzone's clock may run on
+        # through a wait for a CPU at a call's return: then within what the calls around bound)
+        if abs(v.ratio - 1) > 0.05:
+            assert v.reasons[0].startswith("IOzone's clock ran at least over its calls"), v.reasons
+            assert v.figures["bounded, least"] * 0.95 <= v.claim.bytes_per_s <= v.figures["calls"] * 1.05
         # AND when the fsync is long, the reasons say it was left out, with its numbers
         if v.figures["+fsync"] < 0.9 * v.figures["calls"]:
             note = next(r for r in v.reasons if r.startswith("fsync outside the timed window"))

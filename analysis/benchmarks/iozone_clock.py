@@ -1,0 +1,104 @@
+"""IOzone's clock on a busy machine: a timed phase's claim set against the window the calls
+around it bound, not against its calls' own span alone.
+
+IOzone reads its clock after the call before its loop and again before the call after it
+(iozone.c write_perf_test: `fsync(fd); ... starttime1 = time_so_far();`, the writes, with -e
+the fsync and with -c the close, `writetime = (time_so_far() - starttime1) - time_res`, and
+only then, without -e, the fsync and close that clean up; read_perf_test the same after its
+lseek). So the window it timed holds the phase's calls and lies within the gap from the end of
+the thread's call before them to the start of its call after them (iozone_bounds.py says the
+same of a phase too short to time). On a quiet machine the two clock reads sit some µs from
+the calls and the calls' own figure is the claim to within 0.01%. On a busy one the thread
+may wait for a CPU at either edge: preempted at the return of the fsync before the loop (its
+clock not read yet, or read and then the wait) or of the last write (its clock not read yet):
+IOzone's window then holds milliseconds no call shows, and a rewrite of 64 MiB in 14 ms printed
+7% below its calls' figure (two CPU hogs on two CPUs).
+
+    refine(verdict, rows, bounds, tolerance)
+
+For a verdict on one timed phase that disagrees (or that only the time inside the calls
+explains): a claim within the bracket of its window (the calls, or with -e/-c up to the fsync
+or close, at least; the gap between the calls around at most; with the tolerance) AGREES, its
+first reason the bracket with its numbers; a window with the fsync or close that the claim
+misses but whose calls' bracket holds it is EXPLAINED (that call was outside the timed
+window). A claim outside every bracket still DISAGREES, the bracket added to its reason: no
+window IOzone's clock could have run gives it (a doctored figure, or another cause).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from iowitness import units
+from iowitness.analysis.benchmarks.iozone_bounds import Bounds, _inner_end
+from iowitness.analysis.judge import verdict_rules as verdicts
+from iowitness.analysis.judge.latency import ALLOWANCE_S
+from iowitness.analysis.measure.figures import fmt
+from iowitness.analysis.phasing import call_bounds
+
+WINDOWS = ("calls", "+fsync", "+close")
+_WHAT = {"+fsync": "fsync", "+close": "close"}
+
+
+def bracket(row, bounds: Bounds, window: str, amount: float) -> tuple[float, float, str] | None:
+    """(least, most, said) of a rate over `amount`: at least over the window's calls, at most
+    over the gap between the calls around them; None when a side has no call in the trace."""
+    before, before_name, after, after_name = bounds.around(int(row["phase"]), window, short_only=False)
+    if before == call_bounds.NONE_BEFORE or after == call_bounds.NONE_AFTER:
+        return None
+    first, end = int(row["data_first_ns"]), _inner_end(row, window)
+    inner_s = max((end - first) / 1e9 - ALLOWANCE_S, 1e-9)
+    outer_s = (after - before) / 1e9 + ALLOWANCE_S
+    lead, trail = max(first - before, 0) / 1e9, max(after - end, 0) / 1e9
+    timed = {"+fsync": "its calls and the fsync after them", "+close": "its calls and the close after them"}.get(
+        window, "its calls")
+    said = (f"IOzone's clock ran at least over {timed} ({units.seconds(inner_s + ALLOWANCE_S)}) and at most from the "
+            f"end of the {before_name} before ({units.seconds(lead)} before the first) to the start of the "
+            f"{after_name} after ({units.seconds(trail)} after the last): {units.seconds(outer_s - ALLOWANCE_S)}")
+    return amount / outer_s, amount / inner_s, said
+
+
+def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolerance: float) -> None:
+    """The verdict on one timed IOzone phase, with the bracket the calls around it give (module doc)."""
+    by_busy = verdict.verdict == "explained" and verdict.reasons[0].startswith(verdicts.BUSY_EXPLAINED)
+    if (verdict.verdict != "disagrees" and not by_busy) or len(rows) != 1 or verdict.window not in WINDOWS \
+            or verdict.kind not in ("bytes", "ops"):
+        return
+    row = rows.iloc[0]
+    if bool(row["too_short"]):
+        return
+    value = verdicts.claimed(verdict.claim)[0]
+    amount = float(row["bytes"]) if verdict.kind == "bytes" else float(row["ops"])
+    if value is None or amount <= 0:
+        return
+    own = bracket(row, bounds, verdict.window, amount)
+    if own is None:
+        return
+    low, high, said = own
+    verdict.figures.update({"bounded, least": low, "bounded, most": high})
+    if _fits(value, low, high, tolerance):
+        verdict.verdict = "agrees"
+        verdict.reasons.pop(0)   # "no active figure within ...", or the busy account: now told
+        verdict.reasons.insert(0, f"{said}; the claim {fmt(value, verdict.kind)} lies within {fmt(low, verdict.kind)} "
+                                  f"to {fmt(high, verdict.kind)}: the rest of the window is time between the calls "
+                                  "(a wait for a CPU at a call's return, on a busy machine), which no call shows")
+        verdicts._note_window(rows, verdict.figures, verdict.window, verdict.kind, verdict.reasons)
+        return
+    calls = bracket(row, bounds, "calls", amount) if verdict.window != "calls" else None
+    if calls is not None and _fits(value, calls[0], calls[1], tolerance):
+        what = _WHAT[verdict.window]
+        verdict.verdict = "explained"
+        verdict.reasons.pop(0)
+        verdict.reasons.insert(0, f"{what} outside the timed window: the claim {fmt(value, verdict.kind)} misses the "
+                                  f"window with the {what} ({fmt(low, verdict.kind)} to {fmt(high, verdict.kind)}) yet "
+                                  f"fits its calls alone: {calls[2]}, {fmt(calls[0], verdict.kind)} to "
+                                  f"{fmt(calls[1], verdict.kind)}")
+        return
+    if verdict.verdict == "disagrees":
+        verdict.reasons.insert(1, f"{said}: {fmt(low, verdict.kind)} to {fmt(high, verdict.kind)}, and the claim "
+                                  f"lies outside it by more than {tolerance:.0%}: no window IOzone's clock could have "
+                                  "run between those calls gives it")
+
+
+def _fits(value: float, low: float, high: float, tolerance: float) -> bool:
+    return low * (1 - tolerance) <= value <= high * (1 + tolerance)
