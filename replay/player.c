@@ -593,6 +593,18 @@ static int64_t syscall_cost(void)
 
 struct job { uint32_t thread; struct stats stats; };
 
+/* the plan's pages in [from, to) (whole pages inside it) handed back: a thread walks its calls
+ * once, so the player's resident size stays a few pages per thread, not the plan's length (the
+ * mapping is private and read-only: a page touched again is read again from the file) */
+#define RELEASE_EVERY 65536
+static void release(const void *from, const void *to)
+{
+	uintptr_t page = 4096, a = ((uintptr_t)from + page - 1) & ~(page - 1), b = (uintptr_t)to & ~(page - 1);
+
+	if (b > a)
+		(void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static void *run_thread(void *arg)
 {
 	struct job *job = arg;
@@ -608,16 +620,24 @@ static void *run_thread(void *arg)
 	for (int64_t i = 0; i < count; i++)
 		if (IS_READ(c[i].op) && c[i].size > max_read)
 			max_read = c[i].size;
+	release(c, c + count);
 	if (posix_memalign((void **)&read_buf, 4096, (size_t)max_read))
 		die("out of memory for a read buffer");
 	/* the first of this thread's waits (waits are sorted by call) */
 	while (w < n_waits && waits[w].call < threads[t].first)
 		w++;
+	uint64_t w_released = w;
 	for (int64_t i = 0; i < count; i++, c++) {
 		int64_t res;
 		int fd, reaped;
 		struct iovec iov;
 		struct ring *r = NULL;
+
+		if (i && i % RELEASE_EVERY == 0) {
+			release(c - RELEASE_EVERY, c);
+			release(waits + w_released, waits + w);
+			w_released = w;
+		}
 
 		for (; w < n_waits && waits[w].call == threads[t].first + i; w++)
 			wait_for(waits[w].thread, waits[w].count);

@@ -168,15 +168,25 @@ class _Spill:
         self.has_async |= bool(np.isin(rec["op"], ASYNC_OPS).any())
         # the file each call used: its (dev, ino), and which of that inode's paths (plan._files_of)
         kk = key[rows]
-        pos = np.full(len(rows), -1, dtype=np.int64)
-        for k in np.unique(kk).tolist():
+        uniq, which = np.unique(kk, return_inverse=True)
+        which = which.reshape(-1)
+        for j, k in enumerate(uniq.tolist()):
             times = self.fact_times.get(int(k))
-            if times is not None:
-                mine = kk == k
-                pos[mine] = np.maximum(np.searchsorted(times, rec["end"][mine], side="right") - 1, 0)
-        pairs, which = np.unique(np.stack([kk.view(np.int64), pos], axis=1), axis=0, return_inverse=True)
-        ids = np.array([self.files.setdefault((int(a), int(b)), len(self.files)) for a, b in pairs], dtype=np.int32)
-        rec["file"] = ids[which.reshape(-1)]
+            signed = int(np.uint64(k).view(np.int64)) if k >= 1 << 63 else int(k)
+            if times is None or len(times) == 1:
+                pos = 0 if times is not None else -1
+                ident = self.files.setdefault((signed, pos), len(self.files))
+                if len(uniq) == 1:
+                    rec["file"] = ident
+                else:
+                    rec["file"][which == j] = ident
+                continue
+            mine = np.flatnonzero(which == j)
+            at = np.maximum(np.searchsorted(times, rec["end"][mine], side="right") - 1, 0)
+            positions, back = np.unique(at, return_inverse=True)
+            ids = np.array([self.files.setdefault((signed, int(q)), len(self.files)) for q in positions.tolist()],
+                           dtype=np.int32)
+            rec["file"][mine] = ids[back.reshape(-1)]
         tkey = (cols["tgid"][rows].astype(np.int64) << 32) | cols["tid"][rows].astype(np.int64)
         tkeys, tw = np.unique(tkey, return_inverse=True)
         tids = np.array([self.threads.setdefault(int(k), len(self.threads)) for k in tkeys], dtype=np.int32)
@@ -682,15 +692,6 @@ class _AsyncState:
         return out
 
 
-def _last_ended_window(rows_seq, rows_end, at) -> np.ndarray:
-    if not len(rows_seq):
-        return np.zeros(len(at), dtype=np.int64)
-    o = np.argsort(rows_end, kind="stable")
-    highest = np.maximum.accumulate(rows_seq[o] + 1)
-    k = np.searchsorted(rows_end[o], at, side="right") - 1
-    return np.where(k >= 0, highest[np.maximum(k, 0)], 0)
-
-
 def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) -> np.ndarray:
     """order._needed for one window: `theirs` the awaited thread's calls on the file in this
     window, with its calls of earlier windows not ended by then (st.pending) and the maxima of
@@ -703,13 +704,25 @@ def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) ->
     t_size = np.concatenate([p["size"], calls["size"][theirs]])
     c_m, s = cls[mine], start[mine]
 
+    by_end = np.argsort(t_end, kind="stable")
+    e_sorted, q_sorted, c_sorted = t_end[by_end], t_seq[by_end], t_cls[by_end]
+
     def last(mask, done: int) -> np.ndarray:
-        return np.maximum(_last_ended_window(t_seq[mask], t_end[mask], s), done)
-    need = last(t_cls == order.BARRIER, st.barrier)
-    every = last(np.ones(len(t_seq), bool), st.every)
+        """One past the highest seq of the awaited calls in `mask` (of the end order) ended by each start."""
+        if mask is not None:
+            e, q = e_sorted[mask], q_sorted[mask]
+        else:
+            e, q = e_sorted, q_sorted
+        if not len(e):
+            return np.full(len(s), done, dtype=np.int64)
+        highest = np.maximum.accumulate(q + 1)
+        k = np.searchsorted(e, s, side="right") - 1
+        return np.maximum(np.where(k >= 0, highest[np.maximum(k, 0)], 0), done)
+    need = last(c_sorted == order.BARRIER, st.barrier)
+    every = last(None, st.every)
     need = np.where(c_m == order.BARRIER, every, need)
-    syncs = last(t_cls == order.SYNC, st.sync)
-    writes = last(t_cls == order.WRITE, st.write)
+    syncs = last(c_sorted == order.SYNC, st.sync)
+    writes = last(c_sorted == order.WRITE, st.write)
     need = np.where(c_m == order.SYNC, np.maximum.reduce([need, syncs, writes]), need)
     need = np.where(c_m == order.WRITE, np.maximum(need, syncs), need)
     for kind, against in ((order.READ, (order.WRITE,)), (order.WRITE, (order.READ, order.WRITE))):
