@@ -267,8 +267,23 @@ def _windows(path: str, runs: list[tuple[int, int]], window_rows: int):
                         if heads[k] <= cut:
                             buffer[k] = load(cursor[k], min(window_rows, stop[k] - cursor[k]))
             live = [k for k in live if cursor[k] < stop[k]]
-            window = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
-            yield window[np.lexsort((window["row"], window["start"]))]
+            if len(parts) == 1:
+                yield parts[0]   # one run's: in order already
+            else:
+                window = np.concatenate(parts)
+                yield window[np.lexsort((window["row"], window["start"]))]
+
+
+def _plan_order(start, thread, seq, file=None) -> np.ndarray:
+    """The order of (file,) start, thread, seq: plan.build's order of a file's calls (by start,
+    ties in plan order). Rows come in (start, row) order: when no two starts are equal, only
+    the files need sorting."""
+    if len(start) < 2 or bool((start[1:] > start[:-1]).all()):
+        if file is None:
+            return np.arange(len(start))
+        return np.argsort(file, kind="stable")
+    keys = (seq, thread, start) if file is None else (seq, thread, start, file)
+    return np.lexsort(keys)
 
 
 class _EndCounter:
@@ -386,6 +401,10 @@ class _Builder:
         """A window's rows as plan columns (rank, file, seq)."""
         thread = self.rank[w["thread"]]
         file = self.file_of[w["file"]]
+        if len(seqs) == 1:
+            seq = seqs[0] + np.arange(len(w), dtype=np.int64)
+            seqs[0] += len(w)
+            return {"thread": thread, "file": file, "seq": seq}
         order_by_thread = np.argsort(thread, kind="stable")
         sorted_threads = thread[order_by_thread]
         bounds = np.flatnonzero(np.concatenate([[True], sorted_threads[1:] != sorted_threads[:-1]]))
@@ -410,7 +429,7 @@ class _Builder:
         tid_of = np.array([k & 0xFFFFFFFF for k in keys], dtype=np.int64)
         for w in _windows(self.spill.path, self.spill.runs, self.window_rows):
             c = self._calls(w, seqs)
-            order_ = np.lexsort((c["seq"], c["thread"], w["start"], c["file"]))
+            order_ = _plan_order(w["start"], c["thread"], c["seq"], c["file"])
             file = c["file"][order_]
             op, offset, ret, size = w["op"][order_], w["offset"][order_], w["ret"][order_], w["size"][order_]
             flags = w["flags"][order_]
@@ -551,7 +570,7 @@ class _Builder:
         last = (calls["offset"] + np.maximum(calls["size"], 1) - 1) // order.BLOCK
         cls[ranged & ((calls["offset"] < 0) | (last - first >= order.LONG_CALL_BLOCKS))] = order.BARRIER
         writes = np.flatnonzero(np.isin(op, GROWING_OPS))
-        writes = writes[np.lexsort((seq[writes], thread[writes], w["start"][writes]))]
+        writes = writes[_plan_order(w["start"][writes], thread[writes], seq[writes])]
         ends = calls["offset"][writes] + calls["size"][writes]
         wf = calls["file"][writes]
         for f in np.unique(wf).tolist():
