@@ -750,26 +750,66 @@ def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) ->
             continue
         m_rows = mine[asks]
         other = np.flatnonzero(np.isin(t_cls, against))
-        # the window's (and pending) overlapping calls, by order._last_overlapping on a small table
-        n_o = len(other)
-        local = np.zeros(n_o + len(m_rows), CALL)
-        local["offset"] = np.concatenate([t_off[other], calls["offset"][m_rows]])
-        local["size"] = np.concatenate([t_size[other], calls["size"][m_rows]])
-        l_seq = np.concatenate([t_seq[other], np.zeros(len(m_rows), np.int64)])
-        l_start = np.concatenate([np.zeros(n_o, np.int64), start[m_rows]])
-        l_end = np.concatenate([t_end[other], np.zeros(len(m_rows), np.int64)])
-        got = order._last_overlapping(local, l_seq, l_start, l_end, np.arange(n_o),
-                                      np.arange(n_o, n_o + len(m_rows)))
-        # and those of earlier windows that had ended, per block
-        m_row, m_block = order._blocks(calls, m_rows)
-        done = np.zeros(len(m_rows), dtype=np.int64)
+        # the window's (and pending) overlapping calls that had ended, per 4 KiB block
+        m_row, m_block = _explode(calls["offset"][m_rows], calls["size"][m_rows])
+        best = np.zeros(len(m_row), dtype=np.int64)
+        if len(other):
+            t_row, t_block = _explode(t_off[other], t_size[other])
+            best = _overlapping(t_block, t_end[other][t_row], t_seq[other][t_row] + 1, m_block,
+                                start[m_rows][m_row])
+        # and those of earlier windows that had ended
         for blocks, highest in ([st.writes] if kind == order.READ else [st.reads, st.writes]):
             if len(blocks):
                 k = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
-                hit = blocks[k] == m_block
-                np.maximum.at(done, m_row, np.where(hit, highest[k], 0))
+                best = np.maximum(best, np.where(blocks[k] == m_block, highest[k], 0))
+        got = best if len(m_row) == len(m_rows) else \
+            np.maximum.reduceat(best, np.flatnonzero(np.concatenate([[True], m_row[1:] != m_row[:-1]])))
+        done = 0
         need[asks] = np.maximum(need[asks], np.maximum(got, done))
     return need
+
+
+def _explode(offset, size) -> tuple[np.ndarray, np.ndarray]:
+    """order._blocks on plain columns: each call's 4 KiB blocks as (call index, block), in call order."""
+    first = offset // order.BLOCK
+    count = (offset + np.maximum(size, 1) - 1) // order.BLOCK - first + 1
+    if bool((count == 1).all()):
+        return np.arange(len(offset)), first
+    which = np.repeat(np.arange(len(offset)), count)
+    step = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
+    return which, first[which] + step
+
+
+def _overlapping(t_block, t_end, t_top, m_block, m_start) -> np.ndarray:
+    """For each asking block: the highest `t_top` of the awaited calls' blocks that are the
+    same block and ended by its start (0: none), as order._last_overlapping finds it."""
+    blocks, t_rank = np.unique(t_block, return_inverse=True)
+    t_rank = t_rank.reshape(-1).astype(np.int64)
+    t0 = int(t_end.min())
+    span = int(t_end.max()) - t0 + 2
+    if len(blocks) * span >= order.KEY_LIMIT:   # too wide for one key: block and time ranked apart
+        o = np.lexsort((t_end, t_rank))
+        r, e, top = t_rank[o], t_end[o], t_top[o]
+        lift = int(top.max()) + 2
+        highest = np.maximum.accumulate(r * lift + top) - r * lift
+        out = np.zeros(len(m_block), dtype=np.int64)
+        m_rank = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
+        for k in np.flatnonzero(blocks[m_rank] == m_block):
+            lo, hi = np.searchsorted(r, [m_rank[k], m_rank[k] + 1])
+            j = lo + int(np.searchsorted(e[lo:hi], m_start[k], side="right")) - 1
+            out[k] = highest[j] if j >= lo else 0
+        return out
+    key = t_rank * span + (t_end - t0)
+    o = np.argsort(key)
+    key, r = key[o], t_rank[o]
+    lift = int(t_top.max()) + 2
+    highest = np.maximum.accumulate(r * lift + t_top[o]) - r * lift
+    m_rank = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
+    known = blocks[m_rank] == m_block
+    at = np.clip(m_start - t0, -1, span - 1)
+    k = np.searchsorted(key, m_rank.astype(np.int64) * span + at, side="right") - 1
+    found = known & (k >= 0) & (r[np.maximum(k, 0)] == m_rank)
+    return np.where(found, highest[np.maximum(k, 0)], 0)
 
 
 def _carry(st: _FileState, calls, cls, seq, end, theirs, cut: int) -> None:
