@@ -844,3 +844,48 @@ def _carry(st: _FileState, calls, cls, seq, end, theirs, cut: int) -> None:
         best = np.zeros(len(uniq), dtype=np.int64)
         np.maximum.at(best, where, high)
         setattr(st, name, (uniq, best))
+
+
+def build_apart(path: str, out: str) -> NativePlan:
+    """build_native in a process of its own (`python -m iowitness.replay.stream_plan`): the build's
+    windows are given back to the system with its process, not kept in this one's heap for the
+    recording that follows. Its one-line errors are raised here as they were raised there."""
+    import json
+    import subprocess
+    import sys
+
+    from iowitness import errors
+    done = subprocess.run([sys.executable, "-m", "iowitness.replay.stream_plan", path, out],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise errors.IowitnessError(f"planning the replay of {path} failed: {last}")
+    said = json.loads(lines[-1])
+    if "error" in said:
+        kind = getattr(errors, said["error"], errors.IowitnessError)
+        raise (kind if isinstance(kind, type) and issubclass(kind, errors.IowitnessError)
+               else errors.IowitnessError)(said["message"])
+    threads = np.zeros(said["threads"], THREAD)
+    return NativePlan(out, threads, said["files"], said["source"], said["skipped"], said["count"],
+                      said["has_async"], said["waits"])
+
+
+def _main(argv: list[str]) -> int:
+    import json
+
+    from iowitness.errors import IowitnessError
+    try:
+        info = build_native(argv[0], argv[1])
+    except IowitnessError as exc:
+        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+        return 0
+    print(json.dumps({"threads": len(info.threads), "files": info.files, "source": info.source,
+                      "skipped": info.skipped, "count": info.count, "has_async": info.has_async,
+                      "waits": info.wait_count}))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_main(sys.argv[1:]))

@@ -96,8 +96,8 @@ def execute(args) -> int:
 def _replay(args, speed: float, native: str | None, work: str) -> int:
     plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
     # a trace that cannot be replayed says so, root or not; the native player's plan is streamed
-    # to its file (memory bounded, not by the trace's length: replay/stream_plan.py)
-    plan = stream_plan.build_native(args.trace, plan_path) if native else replay_plan.build(args.trace)
+    # to its file by a process of its own (memory bounded, not by the trace's length: replay/stream_plan.py)
+    plan = stream_plan.build_apart(args.trace, plan_path) if native else replay_plan.build(args.trace)
     if not native and plan.has_async:
         raise UsageError("the trace holds libaio or io_uring requests, which only the native player replays "
                          f"({NATIVE_PLAYER}, built by the install when clang is found); the Python player does not")

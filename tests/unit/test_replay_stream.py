@@ -149,4 +149,18 @@ def test_the_streamed_plan_refuses_what_the_in_memory_one_refuses(tmp_path):
         plan.build(str(trace))
     with pytest.raises(UsageError) as streamed:
         stream_plan.build_native(str(trace), str(tmp_path / "b.bin"))
-    assert str(streamed.value) == str(whole.value)
+    # (and built in a process of its own, as `iowitness replay` builds it: the same error, raised here)
+    with pytest.raises(UsageError) as apart:
+        stream_plan.build_apart(str(trace), str(tmp_path / "c.bin"))
+    assert str(streamed.value) == str(whole.value) == str(apart.value)
+
+
+def test_a_plan_built_apart_is_the_plan_built_here(tmp_path):
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 4, threads=3, calls=200)
+    here = stream_plan.build_native(str(trace), str(tmp_path / "a.bin"))
+    apart = stream_plan.build_apart(str(trace), str(tmp_path / "b.bin"))
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    assert (apart.count, apart.wait_count, apart.files, apart.skipped, apart.source, len(apart.threads),
+            apart.has_async, apart.root_tgid) == (here.count, here.wait_count, here.files, here.skipped,
+                                                 here.source, len(here.threads), here.has_async, here.root_tgid)
