@@ -33,6 +33,7 @@ import os
 import posixpath
 import struct
 import tempfile
+import typing
 
 import numpy as np
 
@@ -62,7 +63,11 @@ class NativePlan:
         self.path, self.threads, self.files, self.source, self.skipped = path, threads, files, source, skipped
         self.count, self.has_async, self.wait_count = count, has_async, waits
 
-    root_tgid = inmemory.Plan.root_tgid
+    @property
+    def root_tgid(self) -> int:
+        """The recorded process the benchmark was launched as (plan.Plan.root_tgid)."""
+        pid = self.source.get("pid")
+        return int(pid) if isinstance(pid, int) and 0 < pid < 2**32 else 0
 
 
 def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows: int = WINDOW_ROWS) -> NativePlan:
@@ -93,7 +98,8 @@ class _Spill:
         self.file = open(path, "wb")
         self.runs: list[tuple[int, int]] = []   # (first record, records)
         self.records = 0
-        self.ops, self.codes = data.ops, {}
+        self.ops = data.ops
+        self.codes: dict[int, str] = {}
         self.threads: dict[int, int] = {}    # thread key -> provisional id
         self.thread_first: list[list] = []   # per provisional thread: [start, row, count, largest io]
         self.files: dict[tuple, int] = {}    # (dev-ino key, fact position) -> provisional file
@@ -101,7 +107,7 @@ class _Spill:
         self.skipped: dict[str, int] = {}
         self.too_high = False
         self.too_big = -1
-        self.t0 = None
+        self.t0: int | None = None
         self.has_async = False
         file_kind = [k for k, name in data.meta_kinds.items() if name == "file"]
         facts = data.facts
@@ -233,7 +239,7 @@ def _windows(path: str, runs: list[tuple[int, int]], window_rows: int):
         stop = [first + count for first, count in runs]
         buffer: list = [None] * len(runs)
         # each run's first start, read once (a run is loaded only when the cut reaches it)
-        heads = [int(load(first, 1)["start"][0]) if count else None for first, count in runs]
+        heads = [int(load(first, 1)["start"][0]) if count else 0 for first, count in runs]
         live = [k for k in range(len(runs)) if cursor[k] < stop[k]]
         while live:
             lowest = min(heads[k] if buffer[k] is None else int(buffer[k]["start"][0]) for k in live)
@@ -495,7 +501,7 @@ class _Builder:
         lifted: dict[tuple[int, int], int] = {}   # (waiting thread, awaited thread) -> highest count so far
         self.max_depth = 0
         self.wait_count = 0
-        self.wait_files: dict[int, object] = {}
+        self.wait_files: dict[int, typing.BinaryIO] = {}
         head = 44 + n_threads * THREAD.itemsize
         out = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
@@ -637,10 +643,10 @@ class _Builder:
         by_call = np.lexsort((table["thread"], table["call"]))
         table, t = table[by_call], t[by_call]
         for waiter in np.unique(t).tolist():
-            f = self.wait_files.get(waiter)
-            if f is None:
-                f = self.wait_files[waiter] = open(os.path.join(self.work, f"waits{waiter}"), "wb")
-            f.write(table[t == waiter].tobytes())
+            spilled = self.wait_files.get(waiter)
+            if spilled is None:
+                spilled = self.wait_files[waiter] = open(os.path.join(self.work, f"waits{waiter}"), "wb")
+            spilled.write(table[t == waiter].tobytes())
         self.wait_count += len(table)
 
     def _finish(self) -> NativePlan:

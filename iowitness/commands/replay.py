@@ -112,11 +112,11 @@ def _replay(args, speed: float, native: str | None, work: str) -> int:
     if plan.source.get("damaged"):
         print(f"iowitness: warning: {args.trace} is damaged, {plan.source['damaged']}: only the calls before "
               "the damage are replayed", file=sys.stderr)
-    calls = plan.count if native else len(plan.calls)
+    calls = plan.count if isinstance(plan, stream_plan.NativePlan) else len(plan.calls)
     _recording.say(args, f"replaying {calls:,} calls of {len(plan.threads)} thread(s) on "
                          f"{len(plan.files)} file(s) into {into}" + _skipped(plan)
                          + f", {'native' if native else 'Python'} player")
-    if not native:
+    if isinstance(plan, replay_plan.Plan):
         plan.save(plan_path)
     args.files = dirs
     args.on_fault = "stop"

@@ -113,7 +113,8 @@ def main() -> None:
               f"peak RSS {r['peak_mib']:.0f} MiB")
     if not args.no_inmemory:
         import filecmp
-        same = filecmp.cmp(os.path.join(args.work, "stream.bin"), os.path.join(args.work, "inmemory.bin"), shallow=False)
+        same = filecmp.cmp(os.path.join(args.work, "stream.bin"), os.path.join(args.work, "inmemory.bin"),
+                           shallow=False)
         print(f"  the two native plans byte for byte the same: {same}")
     for k in range(args.repeat):
         into = os.path.join(args.work, f"into{k}")

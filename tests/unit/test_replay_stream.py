@@ -77,7 +77,8 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600) -> No
                 now += int(rng.integers(200, 3_000))
                 continue
             elif pick < 0.9:
-                row.update(op="uring_read", requested=4096, ret=4096, ring=2, latency_ns=int(rng.integers(5_000, 60_000)))
+                row.update(op="uring_read", requested=4096, ret=4096, ring=2,
+                           latency_ns=int(rng.integers(5_000, 60_000)))
                 rows.append(row)
                 now += int(rng.integers(200, 3_000))
                 continue
