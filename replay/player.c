@@ -242,6 +242,8 @@ static void read_plan(const char *path)
 		die("out of memory reading the plan");
 	memcpy(notes, at, notes_len);
 	for (uint64_t i = 0; i < n_calls; i++) {
+		if (i && i % RELEASE_EVERY == 0)   /* checked once: not kept resident (nor in ru_maxrss) */
+			release(calls + i - RELEASE_EVERY, calls + i);
 		if (calls[i].op >= OP_COUNT || calls[i].file < 0 || (uint32_t)calls[i].file >= n_files)
 			die("a call of the plan is not one the player knows");
 		if (calls[i].fd < 0 || calls[i].fd >= MAX_FD ||
@@ -630,9 +632,12 @@ static void *run_thread(void *arg)
 	struct ring *rings = NULL;
 	int n_rings = 0;
 
-	for (int64_t i = 0; i < count; i++)
+	for (int64_t i = 0; i < count; i++) {
+		if (i && i % RELEASE_EVERY == 0)
+			release(c + i - RELEASE_EVERY, c + i);
 		if (IS_READ(c[i].op) && c[i].size > max_read)
 			max_read = c[i].size;
+	}
 	release(c, c + count);
 	if (posix_memalign((void **)&read_buf, 4096, (size_t)max_read))
 		die("out of memory for a read buffer");
@@ -834,10 +839,14 @@ int main(int argc, char **argv)
 	into_path = argv[2];
 	speed = atof(argv[3]);
 	read_plan(argv[1]);
-	for (uint64_t i = 0; i < n_calls; i++)
+	for (uint64_t i = 0; i < n_calls; i++) {
+		if (i && i % RELEASE_EVERY == 0)
+			release(calls + i - RELEASE_EVERY, calls + i);
 		if ((calls[i].op == OP_WRITE || calls[i].op == OP_PWRITE64 || calls[i].op == OP_WRITEV ||
 		     calls[i].op == OP_PWRITEV || calls[i].op == OP_PWRITEV2) && calls[i].size > longest)
 			longest = calls[i].size;
+	}
+	release(calls, calls + n_calls);
 	if (posix_memalign((void **)&write_buf, 4096, (size_t)longest))
 		die("out of memory for the write buffer");
 	{
