@@ -13,6 +13,7 @@ and from both traces (read block by block): events, and the span from the first 
 the last call's end.
 
 Usage: sudo .venv/bin/python scripts/bench/replay_scale.py --seconds 10 [--work /tmp/replay-scale] [--repeat 1]
+       [--no-inmemory] [--original TRACE]   (replay a trace recorded before: no recording, no builds)
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/replay-scale")
     ap.add_argument("--repeat", type=int, default=1, help="replays of the one original")
     ap.add_argument("--no-inmemory", action="store_true", help="skip the in-memory build")
+    ap.add_argument("--original", metavar="TRACE", help="replay this trace (recorded by an earlier run of this "
+                    "script) instead of recording one")
     ap.add_argument("--build-child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.build_child:
@@ -90,28 +93,34 @@ def main() -> None:
         return
     if os.geteuid() != 0:
         sys.exit("replay_scale.py records with the probe: run it as root")
-    shutil.rmtree(args.work, ignore_errors=True)
-    os.makedirs(os.path.join(args.work, "data"))
+    if not args.original:
+        shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(os.path.join(args.work, "data"), exist_ok=True)
     exe = os.path.join(args.work, "pread_loop")
     subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, "pread_loop.c")], check=True)
     target = os.path.join(args.work, "data", "file")
     with open(target, "wb") as f:
         f.write(b"x" * 4096)
-    orig = os.path.join(args.work, "orig.iwt")
+    orig = args.original or os.path.join(args.work, "orig.iwt")
     print(f"load average before: {os.getloadavg()}")
-    rec = measured([*IOWITNESS, "run", "-q", "-o", orig, "--file", target, "--", exe, target, str(args.seconds)],
-                   cwd=ROOT)
-    o = span(orig)
-    print(f"original: `iowitness run -- pread_loop FILE {args.seconds}`: wall {rec['wall_s']:.1f} s, peak RSS "
-          f"{rec['peak_mib']:.0f} MiB; {o['events']:,} events (lost {o['lost']:,}), calls' span {o['span_s']:.2f} s; "
-          f"its output: {rec['out'].strip()}")
-    for kind in ("stream",) + (() if args.no_inmemory else ("inmemory",)):
+    o = None
+    if not args.original:
+        rec = measured([*IOWITNESS, "run", "-q", "-o", orig, "--file", target, "--", exe, target, str(args.seconds)],
+                       cwd=ROOT)
+        o = span(orig)
+        print(f"original: `iowitness run -- pread_loop FILE {args.seconds}`: wall {rec['wall_s']:.1f} s, peak RSS "
+              f"{rec['peak_mib']:.0f} MiB; {o['events']:,} events (lost {o['lost']:,}), calls' span "
+              f"{o['span_s']:.2f} s; its output: {rec['out'].strip()}")
+    else:
+        o = span(orig)
+        print(f"original {orig}: {o['events']:,} events, calls' span {o['span_s']:.2f} s")
+    for kind in (() if args.original else ("stream",)) + (() if args.no_inmemory else ("inmemory",)):
         b = subprocess.run([sys.executable, __file__, "--build-child", orig, os.path.join(args.work, f"{kind}.bin"),
                             kind], check=True, capture_output=True, text=True, cwd=ROOT)
         r = json.loads(b.stdout.strip().splitlines()[-1])
         print(f"plan build, {kind}: {r['calls']:,} calls, wall {r['wall_s']:.1f} s, CPU {r['cpu_s']:.1f} s, "
               f"peak RSS {r['peak_mib']:.0f} MiB")
-    if not args.no_inmemory:
+    if not args.no_inmemory and not args.original:
         import filecmp
         same = filecmp.cmp(os.path.join(args.work, "stream.bin"), os.path.join(args.work, "inmemory.bin"),
                            shallow=False)
