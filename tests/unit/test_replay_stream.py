@@ -124,8 +124,7 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600) -> No
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": int(events["start_ns"].max()) + 10**6}})
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("rows", [64, 700, 1 << 18])
+@pytest.mark.parametrize(("seed", "rows"), [(1, 64), (2, 64), (3, 700), (1, 1 << 18)])
 def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, rows):
     # GIVEN a messy trace of 6 threads sharing 3 files, read in blocks and windows of `rows`
     trace = tmp_path / "t.iwt"
