@@ -95,8 +95,8 @@ static const char *into_path;
 static uint32_t n_threads, n_files, n_dirs, notes_len, root_tgid;
 static uint64_t n_calls, n_waits;
 static struct plan_thread *threads;
-static struct plan_call *calls;
-static struct plan_wait *waits;
+static const struct plan_call *calls;
+static const struct plan_wait *waits;
 static int *dir_fd_of_file;
 static char **file_names;
 static char **file_abs;        /* DIR's real path + the file's place; NULL when the probe could not keep it */
@@ -126,6 +126,30 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* the plan's pages in [from, to) (whole pages inside it) handed back: the calls and waits are
+ * the mapped file itself, not a copy, and a thread walks its calls once, so the player's resident
+ * size stays a few pages per thread, not the plan's length (the mapping is private and read-only:
+ * a page touched again is read again from the file, which lies in replay's own 0700 directory) */
+#define RELEASE_EVERY 65536
+static void release(const void *from, const void *to)
+{
+	uintptr_t page = 4096, a = ((uintptr_t)from + page - 1) & ~(page - 1), b = (uintptr_t)to & ~(page - 1);
+
+	if (b > a)
+		(void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/* the next `bytes` of the plan where they are in the mapping (the calls and waits: not copied) */
+static const void *view(const unsigned char **at, const unsigned char *end, size_t bytes)
+{
+	const void *out = *at;
+
+	if ((size_t)(end - *at) < bytes)
+		die("the plan is cut short");
+	*at += bytes;
+	return out;
 }
 
 static void *take(const unsigned char **at, const unsigned char *end, size_t bytes)
@@ -196,8 +220,8 @@ static void read_plan(const char *path)
 	if (n_calls > ((uint64_t)1 << 40) || n_waits > ((uint64_t)1 << 40))
 		die("the plan is too large");
 	threads = take(&at, end, (size_t)n_threads * sizeof(*threads));
-	calls = take(&at, end, (size_t)n_calls * sizeof(*calls));
-	waits = take(&at, end, (size_t)n_waits * sizeof(*waits));
+	calls = view(&at, end, (size_t)n_calls * sizeof(*calls));
+	waits = view(&at, end, (size_t)n_waits * sizeof(*waits));
 	dirs = calloc(n_dirs + 1, sizeof(*dirs));
 	for (uint32_t k = 0; k < n_dirs; k++)
 		dirs[k] = take_text(&at, end);
@@ -218,12 +242,15 @@ static void read_plan(const char *path)
 		die("out of memory reading the plan");
 	memcpy(notes, at, notes_len);
 	for (uint64_t i = 0; i < n_calls; i++) {
+		if (i && i % RELEASE_EVERY == 0)   /* checked once: not kept resident (nor in ru_maxrss) */
+			release(calls + i - RELEASE_EVERY, calls + i);
 		if (calls[i].op >= OP_COUNT || calls[i].file < 0 || (uint32_t)calls[i].file >= n_files)
 			die("a call of the plan is not one the player knows");
 		if (calls[i].fd < 0 || calls[i].fd >= MAX_FD ||
 		    (calls[i].op == OP_DUP && (calls[i].ret < 0 || calls[i].ret >= MAX_FD)))
 			die("a call of the plan names an fd beyond the player's table");
 	}
+	release(calls, calls + n_calls);
 	/* DIR's directories, reached one component at a time, never through a symlink */
 	{
 		int *opened = calloc(n_dirs + 1, sizeof(int));
@@ -605,19 +632,30 @@ static void *run_thread(void *arg)
 	struct ring *rings = NULL;
 	int n_rings = 0;
 
-	for (int64_t i = 0; i < count; i++)
+	for (int64_t i = 0; i < count; i++) {
+		if (i && i % RELEASE_EVERY == 0)
+			release(c + i - RELEASE_EVERY, c + i);
 		if (IS_READ(c[i].op) && c[i].size > max_read)
 			max_read = c[i].size;
+	}
+	release(c, c + count);
 	if (posix_memalign((void **)&read_buf, 4096, (size_t)max_read))
 		die("out of memory for a read buffer");
 	/* the first of this thread's waits (waits are sorted by call) */
 	while (w < n_waits && waits[w].call < threads[t].first)
 		w++;
+	uint64_t w_released = w;
 	for (int64_t i = 0; i < count; i++, c++) {
 		int64_t res;
 		int fd, reaped;
 		struct iovec iov;
 		struct ring *r = NULL;
+
+		if (i && i % RELEASE_EVERY == 0) {
+			release(c - RELEASE_EVERY, c);
+			release(waits + w_released, waits + w);
+			w_released = w;
+		}
 
 		for (; w < n_waits && waits[w].call == threads[t].first + i; w++)
 			wait_for(waits[w].thread, waits[w].count);
@@ -801,10 +839,14 @@ int main(int argc, char **argv)
 	into_path = argv[2];
 	speed = atof(argv[3]);
 	read_plan(argv[1]);
-	for (uint64_t i = 0; i < n_calls; i++)
+	for (uint64_t i = 0; i < n_calls; i++) {
+		if (i && i % RELEASE_EVERY == 0)
+			release(calls + i - RELEASE_EVERY, calls + i);
 		if ((calls[i].op == OP_WRITE || calls[i].op == OP_PWRITE64 || calls[i].op == OP_WRITEV ||
 		     calls[i].op == OP_PWRITEV || calls[i].op == OP_PWRITEV2) && calls[i].size > longest)
 			longest = calls[i].size;
+	}
+	release(calls, calls + n_calls);
 	if (posix_memalign((void **)&write_buf, 4096, (size_t)longest))
 		die("out of memory for the write buffer");
 	{

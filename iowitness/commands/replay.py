@@ -39,7 +39,7 @@ import tempfile
 from iowitness.collector import targets
 from iowitness.commands import _recording, run
 from iowitness.errors import UsageError
-from iowitness.replay import paths, plan as replay_plan
+from iowitness.replay import paths, plan as replay_plan, stream_plan
 
 # replay/player.c, compiled by the install (setup.py) beside the probe
 NATIVE_PLAYER = os.path.join(os.path.dirname(paths.__file__), "build", "iowitness-player")
@@ -85,8 +85,19 @@ def execute(args) -> int:
         raise UsageError("replay traces the files it makes under --into; --file does not apply")
     speed = speed_of(args.timing)
     _recording.check_numbers(args)
-    plan = replay_plan.build(args.trace)   # a trace that cannot be replayed says so, root or not
     native = _native_player(args.player)
+    work = tempfile.mkdtemp(prefix="iowitness-replay-")
+    try:
+        return _replay(args, speed, native, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _replay(args, speed: float, native: str | None, work: str) -> int:
+    plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
+    # a trace that cannot be replayed says so, root or not; the native player's plan is streamed
+    # to its file by a process of its own (memory bounded, not by the trace's length: replay/stream_plan.py)
+    plan = stream_plan.build_apart(args.trace, plan_path) if native else replay_plan.build(args.trace)
     if not native and plan.has_async:
         raise UsageError("the trace holds libaio or io_uring requests, which only the native player replays "
                          f"({NATIVE_PLAYER}, built by the install when clang is found); the Python player does not")
@@ -101,29 +112,23 @@ def execute(args) -> int:
     if plan.source.get("damaged"):
         print(f"iowitness: warning: {args.trace} is damaged, {plan.source['damaged']}: only the calls before "
               "the damage are replayed", file=sys.stderr)
-    _recording.say(args, f"replaying {len(plan.calls):,} calls of {len(plan.threads)} thread(s) on "
+    calls = plan.count if isinstance(plan, stream_plan.NativePlan) else len(plan.calls)
+    _recording.say(args, f"replaying {calls:,} calls of {len(plan.threads)} thread(s) on "
                          f"{len(plan.files)} file(s) into {into}" + _skipped(plan)
                          + f", {'native' if native else 'Python'} player")
-    work = tempfile.mkdtemp(prefix="iowitness-replay-")
-    try:
-        plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
-        if native:
-            plan.save_native(plan_path)
-        else:
-            plan.save(plan_path)
-        args.files = dirs
-        args.on_fault = "stop"
-        args.trace_label = "replay"
-        player = [native] if native else [sys.executable, "-m", "iowitness.replay.player"]
-        args.command = [*player, plan_path, into, repr(speed)]
-        args.extra_meta = {"replay_of": {"trace": plan.source["path"], "command": plan.source["command"],
-                                         "host": plan.source["host"], "timing": args.timing, "into": into,
-                                         "files": {f["rel"]: orig for f, orig in
-                                                   zip(plan.files, plan.source["original_paths"])},
-                                         "not_replayed": plan.skipped}}
-        return run.execute(args)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    if isinstance(plan, replay_plan.Plan):
+        plan.save(plan_path)
+    args.files = dirs
+    args.on_fault = "stop"
+    args.trace_label = "replay"
+    player = [native] if native else [sys.executable, "-m", "iowitness.replay.player"]
+    args.command = [*player, plan_path, into, repr(speed)]
+    args.extra_meta = {"replay_of": {"trace": plan.source["path"], "command": plan.source["command"],
+                                     "host": plan.source["host"], "timing": args.timing, "into": into,
+                                     "files": {f["rel"]: orig for f, orig in
+                                               zip(plan.files, plan.source["original_paths"])},
+                                     "not_replayed": plan.skipped}}
+    return run.execute(args)
 
 
 def _native_player(choice: str) -> str | None:

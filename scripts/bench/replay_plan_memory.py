@@ -14,6 +14,9 @@ Usage: .venv/bin/python scripts/bench/replay_plan_memory.py --events 1000000 [--
        [--order-from COMMIT]   (the waits computed by replay/order.py as it was at COMMIT: a before)
        [--plan-from COMMIT]    (replay/plan.py and order.py as they were at COMMIT: a before)
        [--pair-with COMMIT]    (both: each repeat builds with this tree, then with COMMIT's)
+       [--stream]              (the streamed build iowitness replay runs for the native player,
+                                replay/stream_plan.py, against the in-memory one, each repeat
+                                both, and whether their native plan files are the same bytes)
 """
 
 from __future__ import annotations
@@ -88,8 +91,18 @@ def make_trace(path: str, events: int, threads: int, seed: int = 1) -> None:
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_000_000_000 + done * 2_000}})
 
 
-def child(trace: str, order_from: str | None, plan_from: str | None = None, read_only: bool = False) -> None:
+def child(trace: str, order_from: str | None, plan_from: str | None = None, read_only: bool = False,
+          stream_to: str | None = None) -> None:
     from iowitness.replay import plan
+    if stream_to:
+        from iowitness.replay import stream_plan
+        t0, c0 = time.perf_counter(), time.process_time()
+        info = stream_plan.build_native(trace, stream_to)
+        took, cpu = time.perf_counter() - t0, time.process_time() - c0
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(json.dumps({"calls": info.count, "waits": info.wait_count, "peak_mib": peak / 1024, "build_s": took,
+                          "build_cpu_s": cpu}))
+        return
     # replay/order.py (and with --plan-from replay/plan.py too) as at that commit, in place of the tree's
     for commit, name in ((order_from, "order"), (plan_from, "order"), (plan_from, "plan")):
         if commit:
@@ -106,6 +119,8 @@ def child(trace: str, order_from: str | None, plan_from: str | None = None, read
     p = plan.build(trace)   # as `iowitness replay` builds it: the trace read inside
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if os.environ.get("REPLAY_PLAN_SAVE"):
+        p.save_native(os.environ["REPLAY_PLAN_SAVE"])   # after the measure: the file the streamed one is held to
     print(json.dumps({"calls": len(p.calls), "waits": len(p.waits), "peak_mib": peak / 1024, "build_s": took,
                       "build_cpu_s": cpu}))
 
@@ -133,11 +148,13 @@ def main() -> None:
     ap.add_argument("--plan-from", metavar="COMMIT", help="replay/plan.py and order.py as at COMMIT (a before)")
     ap.add_argument("--pair-with", metavar="COMMIT", help="each repeat also builds with replay/plan.py and order.py "
                     "as at COMMIT, right after this tree's (a before measured under the same load)")
+    ap.add_argument("--stream", action="store_true", help="the streamed build against the in-memory one")
+    ap.add_argument("--stream-to", help=argparse.SUPPRESS)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--read-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.order_from, args.plan_from, args.read_only)
+        child(args.child, args.order_from, args.plan_from, args.read_only, args.stream_to)
         return
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "synthetic.iwt")
@@ -146,19 +163,30 @@ def main() -> None:
         print(f"trace: {args.events:,} events, {args.threads} threads, {size:.1f} MiB on disk")
         # with --pair-with, each repeat runs the tree's build and that commit's, one after the other
         sides = [("this tree", None)] + ([(f"at {args.pair_with}", args.pair_with)] if args.pair_with else [])
+        if args.stream:
+            sides = [("in memory (plan.build)", None), ("streamed (stream_plan.build_native)", "stream")]
         runs: dict = {name: [] for name, _ in sides}
         for _ in range(args.repeat):
             read = subprocess.run([sys.executable, __file__, "--child", trace, "--read-only"], check=True,
                                   capture_output=True, text=True).stdout
             for name, commit in sides:
                 command = [sys.executable, __file__, "--child", trace]
+                if commit == "stream":
+                    command += ["--stream-to", os.path.join(tmp, "streamed.bin")]
+                    commit = None
                 command += ["--order-from", args.order_from] if args.order_from else []
                 command += ["--plan-from", commit or args.plan_from] if (commit or args.plan_from) else []
-                out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+                env = {**os.environ, "REPLAY_PLAN_SAVE": os.path.join(tmp, "whole.bin")} if args.stream else None
+                out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
                 runs[name].append({**json.loads(read.strip().splitlines()[-1]),
                                    **json.loads(out.strip().splitlines()[-1])})
         for name, _ in sides:
             _print(name, runs[name])
+        if args.stream:
+            import filecmp
+            same = filecmp.cmp(os.path.join(tmp, "whole.bin"), os.path.join(tmp, "streamed.bin"), shallow=False)
+            print(f"native plan files byte for byte the same: {same} "
+                  f"({os.path.getsize(os.path.join(tmp, 'whole.bin')):,} bytes)")
 
 
 def _print(name: str, runs: list[dict]) -> None:

@@ -1,0 +1,897 @@
+"""A trace into the native player's plan file, streamed: memory bounded by a window of calls and
+the per-thread, per-file and per-block state, not by the trace's length.
+
+The plan written is byte for byte the one `plan.build(path).save_native(out)` writes (tested),
+without holding the trace's columns or the plan's calls in memory:
+
+1. Spill (one pass over the trace's blocks, collector/format/tracestream.py): each block's calls
+   to replay, sorted by (start, row in file order), are appended to a spill file as one run;
+   per thread its first call, count and largest buffer, per file (dev, ino and the path the
+   call used) whether a kept call used it, and what is not replayed are counted.
+2. The runs merged in time order, window by window (`_windows`): every window holds the calls
+   that start at or before a cut, none later, so a call in a later window started after every
+   call of this one and cannot have ended before any of them started.
+3. Sweep A: the file table (made before the replay, how large) and each file's first reads
+   (replay/cache.py's cold files), per file, carried from window to window.
+4. Sweep B: each call's think time, depth and class, and the waits on shared files (ARTC's rule
+   narrowed to conflicts, replay/order.py), with per thread its previous call's end and its
+   requests in flight, and per file and awaited thread the last-ended barrier, call, sync and
+   write, the per-4-KiB-block last-ended read and write, and the calls not ended yet. Calls are
+   written in place (each thread's rows at its place in the plan), waits spilled per thread.
+
+Memory: one trace block (BLOCK_ROWS) and one window (WINDOW_ROWS per run overlapping the cut),
+plus state that grows with threads, files, files' 4 KiB blocks touched by shared-file calls,
+and requests in flight, not with the count of calls; the trace's off-CPU and block records
+(one per context switch and per block request) are read whole, as plan.build reads them.
+
+Example: `info = stream_plan.build_native("run.iwt", "/tmp/plan.bin")`; `info.count` calls.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import struct
+import tempfile
+import typing
+
+import numpy as np
+
+from iowitness.collector.format import tracestream
+from iowitness.errors import NotFound, UsageError
+from iowitness.replay import cache, order, paths, plan as inmemory
+from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, THREAD, WAIT, WRITES
+
+BLOCK_ROWS = 1 << 18    # trace events decoded at once
+WINDOW_ROWS = 1 << 18   # calls taken from each run per window
+
+SPILL = np.dtype([("start", "i8"), ("end", "i8"), ("row", "i8"), ("thread", "i4"), ("file", "i4"), ("op", "i2"),
+                  ("ring", "u2"), ("fd", "i4"), ("flags", "u4"), ("ret", "i8"), ("offset", "i8"), ("size", "i8")])
+ASYNC_OPS = np.array([OP[o] for o in ASYNC])
+READ_OPS = np.array([OP[o] for o in READS])
+WRITE_OPS = np.array([OP[o] for o in WRITES])
+IO_OPS = np.concatenate([READ_OPS, WRITE_OPS])
+SYNC_READ_OPS = np.array([OP[o] for o in cache.SYNC_READS])
+GROWING_OPS = np.array([OP[o] for o in order.POSITIONED_WRITES + ("write", "writev")])
+
+
+class NativePlan:
+    """What `iowitness replay` needs of a plan written by build_native (the calls are in the file)."""
+
+    def __init__(self, path: str, threads, files: list[dict], source: dict, skipped: dict, count: int,
+                 has_async: bool, waits: int):
+        self.path, self.threads, self.files, self.source, self.skipped = path, threads, files, source, skipped
+        self.count, self.has_async, self.wait_count = count, has_async, waits
+
+    @property
+    def root_tgid(self) -> int:
+        """The recorded process the benchmark was launched as (plan.Plan.root_tgid)."""
+        pid = self.source.get("pid")
+        return int(pid) if isinstance(pid, int) and 0 < pid < 2**32 else 0
+
+
+def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows: int = WINDOW_ROWS) -> NativePlan:
+    """Write the native plan of the trace at `path` to `out`; the one-line errors plan.build gives."""
+    if not os.path.exists(path):
+        raise NotFound(f"trace {path} does not exist")
+    with tempfile.TemporaryDirectory(prefix="iowitness-plan-", dir=os.path.dirname(os.path.abspath(out))) as work:
+        with tracestream.open_trace(path, block_rows) as stream:
+            data = stream.data
+            if data.summary is not None:
+                raise UsageError(f"{path} is a --summary trace: it holds the kernel's aggregates, no record per call, "
+                                 "so there is nothing to replay; record without --summary")
+            if not stream.event_count:
+                raise UsageError(f"{path} holds no call on a target file: nothing to replay")
+            spill = _Spill(data, os.path.join(work, "spill"))
+            for block in stream.blocks(block_rows=block_rows):
+                spill.add(block)
+            spill.close()
+            meta, offcpu, block_records, n = data.meta, data.offcpu, data.block, stream.event_count
+        return _Builder(path, out, work, spill, meta, offcpu, block_records, n, window_rows).run()
+
+
+class _Spill:
+    """Pass 1: the calls to replay, block by block, spilled as runs sorted by (start, row)."""
+
+    def __init__(self, data, path: str):
+        self.path = path
+        self.file = open(path, "wb")
+        self.runs: list[tuple[int, int]] = []   # (first record, records)
+        self.records = 0
+        self.ops = data.ops
+        self.codes: dict[int, str] = {}
+        self.threads: dict[int, int] = {}    # thread key -> provisional id
+        self.thread_first: list[list] = []   # per provisional thread: [start, row, count, largest io]
+        self.files: dict[tuple, int] = {}    # (dev-ino key, fact position) -> provisional file
+        self.keys: set[int] = set()          # every event's (dev, ino) key: the path order of plan._files_of
+        self.skipped: dict[str, int] = {}
+        self.too_high = False
+        self.too_big = -1
+        self.t0: int | None = None
+        self.has_async = False
+        file_kind = [k for k, name in data.meta_kinds.items() if name == "file"]
+        facts = data.facts
+        facts = facts[np.isin(facts["kind"], file_kind)] if len(facts) else facts
+        facts = facts[np.argsort(facts["ts_ns"], kind="stable")] if len(facts) else facts
+        self.facts = facts
+        fact_key = ((facts["dev"].astype(np.uint64) << np.uint64(44)) ^ facts["ino"].astype(np.uint64)) \
+            if len(facts) else np.zeros(0, np.uint64)
+        self.fact_times = {int(k): facts["ts_ns"][fact_key == k].astype(np.int64) for k in np.unique(fact_key)}
+        self.fact_rows = {int(k): facts[fact_key == k] for k in np.unique(fact_key)}
+
+    def _code_names(self, codes) -> list[str]:
+        out = []
+        for o in codes:
+            o = int(o)
+            if o not in self.codes:
+                self.codes[o] = inmemory._op_name(self.ops.get(o), o)
+            out.append(self.codes[o])
+        return out
+
+    def add(self, cols) -> None:
+        ret = inmemory._int64(cols["ret"])
+        start = inmemory._int64(cols["start_ns"])
+        end = start + inmemory._int64(cols["latency_ns"])
+        flags = cols["flags"]
+        codes, op_index = np.unique(cols["op"], return_inverse=True)
+        names = self._code_names(codes)
+        as_op = np.array([OP.get(inmemory.RECORDED.get(name, ""), -1) for name in names], dtype=np.int16)
+        target = as_op[op_index]
+        fcntl = np.array([name == "fcntl" for name in names], dtype=bool)[op_index]
+        target[fcntl & np.isin(flags, [inmemory.F_DUPFD, inmemory.F_DUPFD_CLOEXEC])] = OP["dup"]
+        is_uring = np.isin(target, [OP["uring_read"], OP["uring_write"], OP["uring_fsync"]])
+        fixed = is_uring & ((flags & inmemory.URING_FIXED_FILE) != 0)
+        target[fixed] = -1
+        keep = (target >= 0) & (ret >= 0)
+        for mask, why in ((fixed, "registered file, not replayed yet"), ((target < 0) & ~fixed, "not replayed yet"),
+                          ((target >= 0) & (ret < 0), "failed")):
+            counts = np.bincount(op_index[mask], minlength=len(codes))
+            for k in np.flatnonzero(counts):
+                what = f"{names[k]} ({why})"
+                self.skipped[what] = self.skipped.get(what, 0) + int(counts[k])
+        fd = cols["fd"]
+        too_high = keep & ((fd >= inmemory.MAX_FD) | (fd < -1) | ((target != OP["open"]) & (fd < 0))
+                           | (np.isin(target, [OP["open"], OP["dup"]]) & (ret >= inmemory.MAX_FD)))
+        self.too_high |= bool(too_high.any())
+        key = (cols["dev"].astype(np.uint64) << np.uint64(44)) ^ cols["ino"].astype(np.uint64)
+        self.keys.update(np.unique(key).tolist())
+        rows = np.flatnonzero(keep)
+        if not len(rows):
+            return
+        rec = np.zeros(len(rows), SPILL)
+        rec["start"], rec["end"] = start[rows], end[rows]
+        rec["row"] = cols.first_row + rows
+        rec["op"] = target[rows]
+        rec["fd"], rec["ret"], rec["flags"] = fd[rows], ret[rows], flags[rows]
+        rec["offset"] = cols["offset"][rows]
+        requested = cols["requested"][rows].astype(np.uint64).view(np.int64)
+        rec["size"] = np.where(np.isin(rec["op"], WRITE_OPS), rec["ret"], requested)
+        rec["ring"] = cols["ring"][rows] if "ring" in cols else 0
+        is_io = np.isin(rec["op"], IO_OPS)
+        big = is_io & ((rec["size"] > inmemory.MAX_CALL_BYTES) | (rec["size"] < 0))
+        if big.any():
+            self.too_big = max(self.too_big, int(rec["size"][big].max()))
+        self.has_async |= bool(np.isin(rec["op"], ASYNC_OPS).any())
+        # the file each call used: its (dev, ino), and which of that inode's paths (plan._files_of)
+        kk = key[rows]
+        uniq, which = np.unique(kk, return_inverse=True)
+        which = which.reshape(-1)
+        for j, k in enumerate(uniq.tolist()):
+            times = self.fact_times.get(int(k))
+            signed = int(np.uint64(k).view(np.int64)) if k >= 1 << 63 else int(k)
+            if times is None or len(times) == 1:
+                pos = 0 if times is not None else -1
+                ident = self.files.setdefault((signed, pos), len(self.files))
+                if len(uniq) == 1:
+                    rec["file"] = ident
+                else:
+                    rec["file"][which == j] = ident
+                continue
+            mine = np.flatnonzero(which == j)
+            at = np.maximum(np.searchsorted(times, rec["end"][mine], side="right") - 1, 0)
+            positions, back = np.unique(at, return_inverse=True)
+            ids = np.array([self.files.setdefault((signed, int(q)), len(self.files)) for q in positions.tolist()],
+                           dtype=np.int32)
+            rec["file"][mine] = ids[back.reshape(-1)]
+        tkey = (cols["tgid"][rows].astype(np.int64) << 32) | cols["tid"][rows].astype(np.int64)
+        tkeys, tw = np.unique(tkey, return_inverse=True)
+        tids = np.array([self.threads.setdefault(int(k), len(self.threads)) for k in tkeys], dtype=np.int32)
+        rec["thread"] = tids[tw.reshape(-1)]
+        while len(self.thread_first) < len(self.threads):
+            self.thread_first.append([None, None, 0, 0])
+        counts = np.bincount(tw.reshape(-1), minlength=len(tkeys))
+        largest = np.zeros(len(tkeys), dtype=np.int64)
+        np.maximum.at(largest, tw.reshape(-1)[is_io], rec["size"][is_io])
+        order_in_block = np.lexsort((rec["row"], rec["start"]))
+        first_of = np.full(len(tkeys), -1)
+        # each thread's first call in (start, row) order within the block
+        uniq, at = np.unique(tw.reshape(-1)[order_in_block], return_index=True)
+        first_of[uniq] = order_in_block[at]
+        for j, t in enumerate(tids.tolist()):
+            entry = self.thread_first[t]
+            r = first_of[j]
+            s, w = int(rec["start"][r]), int(rec["row"][r])
+            if entry[0] is None or (s, w) < (entry[0], entry[1]):
+                entry[0], entry[1] = s, w
+            entry[2] += int(counts[j])
+            entry[3] = max(entry[3], int(largest[j]))
+        block_t0 = int(rec["start"].min())
+        self.t0 = block_t0 if self.t0 is None else min(self.t0, block_t0)
+        rec = rec[order_in_block]
+        self.file.write(rec.tobytes())
+        self.runs.append((self.records, len(rec)))
+        self.records += len(rec)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _windows(path: str, runs: list[tuple[int, int]], window_rows: int):
+    """The spilled runs merged into (start, row) order, window by window: each window holds every
+    call that starts at or before its cut and no other."""
+    size = SPILL.itemsize
+    with open(path, "rb") as f:
+        def load(first: int, count: int) -> np.ndarray:
+            f.seek(first * size)
+            return np.frombuffer(f.read(count * size), SPILL)
+        # per run: its next record, and a buffer of the records loaded from there (None: not loaded)
+        cursor = [first for first, _ in runs]
+        stop = [first + count for first, count in runs]
+        buffer: list = [None] * len(runs)
+        # each run's first start, read once (a run is loaded only when the cut reaches it)
+        heads = [int(load(first, 1)["start"][0]) if count else 0 for first, count in runs]
+        live = [k for k in range(len(runs)) if cursor[k] < stop[k]]
+        while live:
+            lowest = min(heads[k] if buffer[k] is None else int(buffer[k]["start"][0]) for k in live)
+            for k in live:
+                if buffer[k] is None and heads[k] == lowest:
+                    buffer[k] = load(cursor[k], min(window_rows, stop[k] - cursor[k]))
+            # the cut: the lowest last start among loaded buffers that do not end their run
+            # (runs loaded to their end: the highest of their last starts)
+            open_ends = [int(buffer[k]["start"][-1]) for k in live
+                         if buffer[k] is not None and cursor[k] + len(buffer[k]) < stop[k]]
+            cut = min(open_ends) if open_ends else max(int(buffer[k]["start"][-1]) for k in live
+                                                       if buffer[k] is not None)
+            for k in live:
+                b = buffer[k]
+                if b is None and heads[k] <= cut:
+                    buffer[k] = load(cursor[k], min(window_rows, stop[k] - cursor[k]))
+            parts = []
+            for k in live:
+                while buffer[k] is not None:
+                    b = buffer[k]
+                    n = int(np.searchsorted(b["start"], cut, side="right"))
+                    if n:
+                        parts.append(b[:n])
+                    cursor[k] += n
+                    if n < len(b):
+                        buffer[k] = b[n:]
+                        break
+                    buffer[k] = None
+                    if cursor[k] < stop[k]:
+                        heads[k] = int(load(cursor[k], 1)["start"][0])
+                        if heads[k] <= cut:
+                            buffer[k] = load(cursor[k], min(window_rows, stop[k] - cursor[k]))
+            live = [k for k in live if cursor[k] < stop[k]]
+            if len(parts) == 1:
+                yield parts[0]   # one run's: in order already
+            else:
+                window = np.concatenate(parts)
+                yield window[np.lexsort((window["row"], window["start"]))]
+
+
+def _plan_order(start, thread, seq, file=None) -> np.ndarray:
+    """The order of (file,) start, thread, seq: plan.build's order of a file's calls (by start,
+    ties in plan order). Rows come in (start, row) order: when no two starts are equal, only
+    the files need sorting."""
+    if len(start) < 2 or bool((start[1:] > start[:-1]).all()):
+        if file is None:
+            return np.arange(len(start))
+        return np.argsort(file, kind="stable")
+    keys = (seq, thread, start) if file is None else (seq, thread, start, file)
+    return np.lexsort(keys)
+
+
+class _EndCounter:
+    """Calls whose ends are known, asked "how many had ended by t" for t in time order: those
+    ended by the last time asked are a count, the others kept."""
+
+    def __init__(self):
+        self.done, self.last, self.pending = 0, 0, np.zeros(0, np.int64)
+
+    def ask(self, ends, at, upto: int) -> tuple[np.ndarray, np.ndarray]:
+        """Add `ends`, then for each of `at`: (how many ended by it, the latest end by it or 0);
+        `upto`: no later question comes before it."""
+        every = np.sort(np.concatenate([self.pending, ends]))
+        k = np.searchsorted(every, at, side="right")
+        # a call added here started after the last time asked, so ended after what was counted
+        latest = np.where(k > 0, every[np.maximum(k - 1, 0)], self.last) if len(every) else \
+            np.full(len(at), self.last, dtype=np.int64)
+        count = self.done + k
+        ended = int(np.searchsorted(every, upto, side="right"))
+        if ended:
+            self.last = int(every[ended - 1])
+        self.done += ended
+        self.pending = every[ended:]
+        return count, latest
+
+
+class _FileState:
+    """Sweep B, per shared file and awaited thread: what of its calls on the file had ended."""
+
+    __slots__ = ("barrier", "every", "sync", "write", "reads", "writes", "pending")
+
+    def __init__(self):
+        self.barrier = self.every = self.sync = self.write = 0
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self.reads, self.writes = empty, empty
+        self.pending = None   # structured rows (seq, end, cls, offset, size) not ended by the last cut
+
+
+PENDING = np.dtype([("seq", "i8"), ("end", "i8"), ("cls", "i1"), ("offset", "i8"), ("size", "i8")])
+
+
+class _Builder:
+    def __init__(self, path, out, work, spill: _Spill, meta, offcpu, block_records, events: int, window_rows: int):
+        self.path, self.out, self.work, self.spill = path, out, work, spill
+        self.meta, self.offcpu, self.block_records, self.events = meta, offcpu, block_records, events
+        self.window_rows = window_rows
+
+    def run(self) -> NativePlan:
+        sp = self.spill
+        if not sp.records:
+            raise UsageError(f"{self.path} holds no call a replay can issue ("
+                             + ", ".join(f"{k}: {v:,}" for k, v in sorted(sp.skipped.items())) + ")")
+        if sp.too_high:
+            raise UsageError(f"{self.path} has calls on fds below 0 or of {inmemory.MAX_FD:,} and above, which a "
+                             f"replay cannot issue (a replay's fd table holds fds 0 to {inmemory.MAX_FD - 1:,})")
+        self._files()
+        if len(sp.threads) > inmemory.MAX_THREADS:
+            raise UsageError(f"the trace has {len(sp.threads):,} threads; a replay runs at most "
+                             f"{inmemory.MAX_THREADS:,}")
+        if sp.too_big >= 0:
+            raise UsageError(f"a call of the trace moves {sp.too_big:,} bytes, more than a replay issues in one "
+                             f"call ({inmemory.MAX_CALL_BYTES >> 20} MiB)")
+        # threads numbered in order of their first call; each one's rows at its place in the plan
+        provisional = sorted(range(len(sp.thread_first)), key=lambda t: (sp.thread_first[t][0], sp.thread_first[t][1]))
+        self.rank = np.empty(len(provisional), dtype=np.int32)
+        self.rank[provisional] = np.arange(len(provisional))
+        keys = sorted(sp.threads, key=lambda k: sp.threads[k])   # provisional id -> key
+        counts = np.array([sp.thread_first[t][2] for t in provisional], dtype=np.int64)
+        self.first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self.threads = np.zeros(len(provisional), THREAD)
+        for r, t in enumerate(provisional):
+            self.threads[r] = (keys[t] >> 32, keys[t] & 0xFFFFFFFF, self.first[r], counts[r])
+        self.count = int(counts.sum())
+        self.t0 = sp.t0
+        self._sweep_a()
+        self._sweep_b()
+        return self._finish()
+
+    def _files(self) -> None:
+        """The file numbering of plan._files_of and plan.build: paths in the order of the trace's
+        sorted (dev, ino) keys, files numbered by the order of the paths kept calls used."""
+        sp = self.spill
+        cwd = self.meta.get("cwd")
+        path_index: dict[str, int] = {}
+        abs_paths: list[str] = []
+
+        def index(p: str) -> int:
+            if p not in path_index:
+                path_index[p] = len(abs_paths)
+                abs_paths.append(p)
+            return path_index[p]
+
+        targets = {}
+        for t in self.meta.get("targets") or []:
+            targets[(int(t["dev"]) << 44) ^ int(t["ino"])] = str(t["path"])
+        codes: dict[int, list[int]] = {}
+        for k in sorted(sp.keys):
+            here = sp.fact_rows.get(int(k))
+            if here is not None:
+                codes[k] = [index(paths.absolute(inmemory._text(f["path"]), int(f["dirfd"]), cwd)) for f in here]
+            elif int(k) in targets:
+                codes[k] = [index(paths.absolute(targets[int(k)], paths.AT_FDCWD, cwd))]
+            else:
+                dev, ino = int(k) >> 44, int(k) & ((1 << 44) - 1)
+                codes[k] = [index(f"/unnamed/dev{dev}-ino{ino}")]
+        provisional = sorted(sp.files, key=lambda pair: sp.files[pair])
+        code_of = [codes[key % (1 << 64)][max(pos, 0)] for key, pos in provisional]
+        used = sorted(set(code_of))
+        rank = {c: k for k, c in enumerate(used)}
+        self.file_of = np.array([rank[c] for c in code_of], dtype=np.int32)
+        self.original_paths = [abs_paths[c] for c in used]
+        self.rels = paths.relative_layout(self.original_paths)
+
+    def _calls(self, w: np.ndarray, seqs: np.ndarray) -> dict:
+        """A window's rows as plan columns (rank, file, seq)."""
+        thread = self.rank[w["thread"]]
+        file = self.file_of[w["file"]]
+        if len(seqs) == 1:
+            seq = seqs[0] + np.arange(len(w), dtype=np.int64)
+            seqs[0] += len(w)
+            return {"thread": thread, "file": file, "seq": seq}
+        order_by_thread = np.argsort(thread, kind="stable")
+        sorted_threads = thread[order_by_thread]
+        bounds = np.flatnonzero(np.concatenate([[True], sorted_threads[1:] != sorted_threads[:-1]]))
+        place = np.arange(len(w)) - np.repeat(bounds, np.diff(np.concatenate([bounds, [len(w)]])))
+        seq = np.empty(len(w), dtype=np.int64)
+        seq[order_by_thread] = seqs[sorted_threads] + place
+        present = np.unique(thread)
+        seqs[present] += np.bincount(thread, minlength=len(seqs))[present]
+        return {"thread": thread, "file": file, "seq": seq}
+
+    def _sweep_a(self) -> None:
+        """The file table and each file's first sync reads (the cold-file test)."""
+        n_files = len(self.rels)
+        self.wmax = np.zeros(n_files, dtype=np.int64)
+        self.unwritten = np.zeros(n_files, dtype=np.int64)
+        self.first_op = np.full(n_files, -1, dtype=np.int64)
+        self.first_flags = np.zeros(n_files, dtype=np.int64)
+        self.first_reads: list[list] = [[] for _ in range(n_files)]
+        self.read_counts = np.zeros(n_files, dtype=np.int64)
+        seqs = np.zeros(len(self.threads), dtype=np.int64)
+        keys = sorted(self.spill.threads, key=lambda k: self.spill.threads[k])
+        tid_of = np.array([k & 0xFFFFFFFF for k in keys], dtype=np.int64)
+        for w in _windows(self.spill.path, self.spill.runs, self.window_rows):
+            c = self._calls(w, seqs)
+            order_ = _plan_order(w["start"], c["thread"], c["seq"], c["file"])
+            file = c["file"][order_]
+            op, offset, ret, size = w["op"][order_], w["offset"][order_], w["ret"][order_], w["size"][order_]
+            flags = w["flags"][order_]
+            r, wr = np.isin(op, READ_OPS), np.isin(op, WRITE_OPS)
+            read_end = np.where(r, offset + np.maximum(ret, 0), 0)
+            write_end = np.where(wr, offset + size, 0)
+            edges = np.flatnonzero(np.diff(file)) + 1
+            starts = np.concatenate([[0], edges])
+            stops = np.concatenate([edges, [len(file)]])
+            for a, b in zip(starts.tolist(), stops.tolist()):
+                f = int(file[a])
+                if self.first_op[f] < 0:
+                    self.first_op[f], self.first_flags[f] = int(op[a]), int(flags[a])
+                we = write_end[a:b]
+                before = np.maximum(self.wmax[f], np.concatenate([[0], np.maximum.accumulate(we)[:-1]]))
+                self.wmax[f] = max(int(self.wmax[f]), int(we.max()))
+                re = read_end[a:b]
+                unwritten = re[(re > before) & r[a:b]]
+                if len(unwritten):
+                    self.unwritten[f] = max(int(self.unwritten[f]), int(unwritten.max()))
+                if self.read_counts[f] < cache.FIRST_READS:
+                    rows = order_[a:b]
+                    mine = rows[np.isin(op[a:b], SYNC_READ_OPS) & (ret[a:b] > 0)]
+                    mine = mine[:cache.FIRST_READS - int(self.read_counts[f])]
+                    if len(mine):
+                        self.first_reads[f].append((w[mine], tid_of[w["thread"][mine]]))
+                        self.read_counts[f] += len(mine)
+        self.files = []
+        for f, rel in enumerate(self.rels):
+            flags = int(self.first_flags[f])
+            size = int(self.unwritten[f])
+            makes_it = int(self.first_op[f]) == OP["open"] and (
+                bool(flags & inmemory.O_TRUNC) or (bool(flags & inmemory.O_CREAT) and size == 0))
+            self.files.append({"rel": rel, "precreate": not makes_it, "size": 0 if makes_it else size})
+        # the cold-file test on each file's first reads (cache.cold_files, as plan.build calls it)
+        picked = [(f, rows, tids) for f in range(n_files) for rows, tids in self.first_reads[f]]
+        calls = np.zeros(sum(len(rows) for _, rows, _ in picked), CALL)
+        start = np.zeros(len(calls), np.int64)
+        end = np.zeros(len(calls), np.int64)
+        tid = np.zeros(len(calls), np.int64)
+        at = 0
+        for f, rows, tids in picked:
+            n = len(rows)
+            calls["op"][at:at + n], calls["file"][at:at + n], calls["ret"][at:at + n] = rows["op"], f, rows["ret"]
+            start[at:at + n], end[at:at + n], tid[at:at + n] = rows["start"], rows["end"], tids
+            at += n
+        for entry, cold in zip(self.files, cache.cold_files(self.block_records, calls, tid, start, end, self.files)):
+            entry["cold"] = cold
+        self.sizes = np.array([f["size"] if f["precreate"] else 0 for f in self.files], dtype=np.int64)
+
+    def _sweep_b(self) -> None:
+        """Think times, depths, classes and waits; the calls written at their place."""
+        n_threads, n_files = len(self.threads), len(self.rels)
+        preempted = inmemory._preempted(self.offcpu)
+        seqs = np.zeros(n_threads, dtype=np.int64)
+        prev_end = np.full(n_threads, self.t0, dtype=np.int64)   # a thread's time runs from here
+        started = np.zeros(n_threads, dtype=bool)
+        async_ends = [_AsyncState() for _ in range(n_threads)]
+        self.has_async_thread = np.zeros(n_threads, dtype=bool)
+        grow = self.sizes.copy()   # each file's size so far: a write beyond it is a barrier
+        users: list[set] = [set() for _ in range(n_files)]
+        state: dict[tuple[int, int], _FileState] = {}
+        lifted: dict[tuple[int, int], int] = {}   # (waiting thread, awaited thread) -> highest count so far
+        self.max_depth = 0
+        self.wait_count = 0
+        self.wait_files: dict[int, typing.BinaryIO] = {}
+        head = 44 + n_threads * THREAD.itemsize
+        out = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            for w in _windows(self.spill.path, self.spill.runs, self.window_rows):
+                c = self._calls(w, seqs)
+                thread, file, seq = c["thread"], c["file"], c["seq"]
+                calls = np.zeros(len(w), CALL)
+                calls["op"], calls["file"], calls["ret"], calls["flags"] = w["op"], file, w["ret"], w["flags"]
+                calls["tgid"] = self.threads["tgid"][thread]
+                calls["fd"] = np.where(w["op"] == OP["open"], w["ret"], w["fd"])
+                calls["offset"], calls["size"], calls["ring"] = w["offset"], w["size"], w["ring"]
+                calls["start_ns"] = w["start"] - self.t0
+                s, e = w["start"], w["end"]
+                is_async = np.isin(w["op"], ASYNC_OPS)
+                gap = np.empty(len(w), dtype=np.int64)
+                by_thread = np.argsort(thread, kind="stable")
+                tb = thread[by_thread]
+                edges = np.flatnonzero(np.diff(tb)) + 1
+                for rows in np.split(by_thread, edges):
+                    t = int(thread[rows[0]])
+                    st, en, asy = s[rows], e[rows], is_async[rows]
+                    e_thread = np.where(asy, st, en)
+                    since = np.concatenate([[prev_end[t]], e_thread[:-1]])
+                    a_state = async_ends[t]
+                    if asy.any() or a_state.any:
+                        self.has_async_thread[t] = True
+                        latest = a_state.latest_before(en[asy], st, int(st.max()))
+                        if started[t]:
+                            since = np.maximum(since, latest)
+                        else:
+                            since[1:] = np.maximum(since[1:], latest[1:])
+                        depth = a_state.depths(calls[rows], asy, st, en)
+                        calls["depth"][rows] = depth
+                        self.max_depth = max(self.max_depth, int(depth.max()))
+                    g = st - since
+                    lost = preempted.get(int(self.threads["tid"][t]))
+                    if lost is not None:
+                        g = g - (lost(st) - lost(since))
+                    gap[rows] = g
+                    prev_end[t] = e_thread[-1]
+                    started[t] = True
+                calls["gap_ns"] = np.maximum(gap, 0)
+                cls = self._classes(calls, w, thread, seq, grow)
+                self._waits(calls, cls, thread, seq, s, e, users, state, lifted, int(s.max()))
+                for rows in np.split(by_thread, edges):
+                    t = int(thread[rows[0]])
+                    place = head + (int(self.first[t]) + int(seq[rows[0]])) * CALL.itemsize
+                    os.pwrite(out, calls[rows].tobytes(), place)
+        finally:
+            os.close(out)
+            for f in self.wait_files.values():
+                f.close()
+        if self.count and self.max_depth >= inmemory.MAX_DEPTH:
+            raise UsageError(f"the trace had {self.max_depth:,} asynchronous requests in flight on one ring; "
+                             f"a replay keeps at most {inmemory.MAX_DEPTH:,}")
+        buffers = sum(entry[3] for entry in self.spill.thread_first)
+        if buffers > inmemory.MAX_BUFFER_BYTES:
+            raise UsageError(f"the trace's threads would need {buffers >> 20:,} MiB of buffers at once; a replay "
+                             f"takes at most {inmemory.MAX_BUFFER_BYTES >> 20} MiB")
+
+    def _classes(self, calls, w, thread, seq, grow) -> np.ndarray:
+        """order.classes for a window, the files' sizes so far carried in `grow`."""
+        op = calls["op"]
+        cls = np.full(len(calls), order.BARRIER, dtype=np.int8)
+        cls[np.isin(op, [OP[o] for o in order.POSITIONED_READS])] = order.READ
+        cls[np.isin(op, [OP[o] for o in order.POSITIONED_WRITES])] = order.WRITE
+        cls[np.isin(op, [OP[o] for o in order.SYNCS])] = order.SYNC
+        is_uring = np.isin(op, [OP["uring_read"], OP["uring_write"]])
+        cls[is_uring & ((calls["flags"] & order.URING_FILE_POS) != 0)] = order.BARRIER
+        ranged = (cls == order.READ) | (cls == order.WRITE)
+        first = calls["offset"] // order.BLOCK
+        last = (calls["offset"] + np.maximum(calls["size"], 1) - 1) // order.BLOCK
+        cls[ranged & ((calls["offset"] < 0) | (last - first >= order.LONG_CALL_BLOCKS))] = order.BARRIER
+        writes = np.flatnonzero(np.isin(op, GROWING_OPS))
+        writes = writes[_plan_order(w["start"][writes], thread[writes], seq[writes])]
+        ends = calls["offset"][writes] + calls["size"][writes]
+        wf = calls["file"][writes]
+        for f in np.unique(wf).tolist():
+            mine = wf == f
+            e = ends[mine]
+            before = np.maximum.accumulate(np.concatenate([[grow[f]], e[:-1]]))
+            grows = writes[mine][e > before]
+            cls[grows[cls[grows] == order.WRITE]] = order.BARRIER
+            grow[f] = max(int(grow[f]), int(e.max()))
+        return cls
+
+    def _waits(self, calls, cls, thread, seq, s, e, users, state, lifted, cut: int) -> None:
+        """The waits of a window's calls on files other threads touched (order._needed, with the
+        calls of earlier windows that had ended carried as maxima per file, thread and block)."""
+        found = []
+        file = calls["file"]
+        by_file = np.argsort(file, kind="stable")
+        edges = np.flatnonzero(np.diff(file[by_file])) + 1
+        for on in np.split(by_file, edges):
+            f = int(file[on[0]])
+            here = set(np.unique(thread[on]).tolist())
+            known = users[f] | here
+            if len(known) < 2:
+                users[f] = known
+                continue
+            users[f] = known
+            for u in sorted(known):
+                st = state.get((f, u))
+                if st is None:
+                    st = state[(f, u)] = _FileState()
+                of_u = thread[on] == u
+                theirs, mine = on[of_u], on[~of_u]
+                if len(mine):
+                    need = _needed_window(calls, cls, seq, s, e, theirs, mine, st)
+                    keep = need > 0
+                    if keep.any():
+                        found.append(np.stack([thread[mine][keep], seq[mine][keep], np.full(int(keep.sum()), u),
+                                               need[keep]], axis=1))
+                _carry(st, calls, cls, seq, e, theirs, cut)
+        if not found:
+            return
+        rows = np.concatenate(found)
+        t, sq, u, need = rows.T
+        order_ = np.lexsort((sq, u, t))
+        t, sq, u, need = t[order_], sq[order_], u[order_], need[order_]
+        new_group = np.concatenate([[True], (t[1:] != t[:-1]) | (u[1:] != u[:-1])])
+        group = np.cumsum(new_group) - 1
+        starts = np.flatnonzero(new_group)
+        carried = np.array([lifted.get((int(t[a]), int(u[a])), 0) for a in starts], dtype=np.int64)
+        lift = int(max(int(need.max()), int(carried.max(initial=0)))) + 1
+        value = group * lift + np.maximum(need, 0)
+        base = group * lift + carried[group]
+        running = np.maximum.accumulate(np.maximum(value, base))
+        before = np.concatenate([[0], running[:-1]])
+        before = np.where(new_group, base, np.maximum(before, base))
+        keep = value > before
+        ends_at = np.concatenate([starts[1:], [len(t)]]) - 1
+        for k, a in enumerate(starts.tolist()):
+            lifted[(int(t[a]), int(u[a]))] = int(running[ends_at[k]] - group[a] * lift)
+        t, sq, u, need = t[keep], sq[keep], u[keep], need[keep]
+        table = np.zeros(len(t), WAIT)
+        table["call"] = self.first[t] + sq
+        table["thread"], table["count"] = u, need
+        by_call = np.lexsort((table["thread"], table["call"]))
+        table, t = table[by_call], t[by_call]
+        for waiter in np.unique(t).tolist():
+            spilled = self.wait_files.get(waiter)
+            if spilled is None:
+                spilled = self.wait_files[waiter] = open(os.path.join(self.work, f"waits{waiter}"), "wb")
+            spilled.write(table[t == waiter].tobytes())
+        self.wait_count += len(table)
+
+    def _finish(self) -> NativePlan:
+        rels = self.rels
+        dirs = paths.directories(rels)
+        where = {d: k for k, d in enumerate(dirs)}
+        skipped = self.spill.skipped
+        notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
+                        for what, count in sorted(skipped.items())).encode()
+        source = {"path": os.path.abspath(self.path), "command": self.meta.get("command"), "pid": self.meta.get("pid"),
+                  "host": self.meta.get("host"), "events": self.events, "calls": self.count,
+                  "original_paths": self.original_paths, "damaged": inmemory._damage(self.meta)}
+        info = NativePlan(self.out, self.threads, self.files, source, skipped, self.count, self.spill.has_async,
+                          self.wait_count)
+        with open(self.out, "r+b") as f:
+            f.write(b"IOWPLAN2" + struct.pack("<IIQQIII", len(self.threads), len(self.files), self.count,
+                                              self.wait_count, len(dirs), len(notes), info.root_tgid))
+            f.write(np.ascontiguousarray(self.threads).tobytes())
+            f.seek(44 + len(self.threads) * THREAD.itemsize + self.count * CALL.itemsize)
+            for waiter in range(len(self.threads)):
+                if waiter in self.wait_files:
+                    with open(os.path.join(self.work, f"waits{waiter}"), "rb") as part:
+                        while chunk := part.read(1 << 22):
+                            f.write(chunk)
+            for d in dirs:
+                raw = d.encode("utf-8", "surrogateescape")
+                f.write(struct.pack("<I", len(raw)) + raw)
+            for rel in rels:
+                d, name = posixpath.split(rel)
+                raw = name.encode("utf-8", "surrogateescape")
+                f.write(struct.pack("<II", where[d], len(raw)) + raw)
+            f.write(notes)
+            f.truncate()
+        return info
+
+
+class _AsyncState:
+    """One thread's asynchronous requests across windows: the latest completion before each
+    call, and the requests in flight per ring and in all."""
+
+    def __init__(self):
+        self.any = False
+        self.latest = _EndCounter()
+        self.rings: dict[int, tuple[_EndCounter, list]] = {}
+        self.every = _EndCounter()
+        self.submitted = 0
+
+    def latest_before(self, ends, at, upto: int) -> np.ndarray:
+        self.any = True
+        _, latest = self.latest.ask(np.asarray(ends, np.int64), at, upto)
+        return latest
+
+    def depths(self, calls, is_async, start, end) -> np.ndarray:
+        out = np.zeros(len(calls), dtype=np.int64)
+        upto = int(start.max())
+        every = np.flatnonzero(is_async)
+        for ring in np.unique(calls["ring"][every]).tolist():
+            mine = every[calls["ring"][every] == ring]
+            counter, count = self.rings.setdefault(ring, (_EndCounter(), [0]))
+            done, _ = counter.ask(end[mine], start[mine], upto)
+            out[mine] = np.maximum(count[0] + np.arange(len(mine)) - done, 0)
+            count[0] += len(mine)
+        others = np.flatnonzero(~is_async)
+        done, _ = self.every.ask(end[every], start[others], upto)
+        if len(others):
+            out[others] = np.maximum(self.submitted + np.searchsorted(every, others) - done, 0)
+        self.submitted += len(every)
+        return out
+
+
+def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) -> np.ndarray:
+    """order._needed for one window: `theirs` the awaited thread's calls on the file in this
+    window, with its calls of earlier windows not ended by then (st.pending) and the maxima of
+    those that had (st)."""
+    p = st.pending if st.pending is not None else np.zeros(0, PENDING)
+    t_seq = np.concatenate([p["seq"], seq[theirs]])
+    t_end = np.concatenate([p["end"], end[theirs]])
+    t_cls = np.concatenate([p["cls"], cls[theirs]])
+    t_off = np.concatenate([p["offset"], calls["offset"][theirs]])
+    t_size = np.concatenate([p["size"], calls["size"][theirs]])
+    c_m, s = cls[mine], start[mine]
+
+    by_end = np.argsort(t_end, kind="stable")
+    e_sorted, q_sorted, c_sorted = t_end[by_end], t_seq[by_end], t_cls[by_end]
+
+    def last(mask, done: int) -> np.ndarray:
+        """One past the highest seq of the awaited calls in `mask` (of the end order) ended by each start."""
+        if mask is not None:
+            e, q = e_sorted[mask], q_sorted[mask]
+        else:
+            e, q = e_sorted, q_sorted
+        if not len(e):
+            return np.full(len(s), done, dtype=np.int64)
+        highest = np.maximum.accumulate(q + 1)
+        k = np.searchsorted(e, s, side="right") - 1
+        return np.maximum(np.where(k >= 0, highest[np.maximum(k, 0)], 0), done)
+    need = last(c_sorted == order.BARRIER, st.barrier)
+    every = last(None, st.every)
+    need = np.where(c_m == order.BARRIER, every, need)
+    syncs = last(c_sorted == order.SYNC, st.sync)
+    writes = last(c_sorted == order.WRITE, st.write)
+    need = np.where(c_m == order.SYNC, np.maximum.reduce([need, syncs, writes]), need)
+    need = np.where(c_m == order.WRITE, np.maximum(need, syncs), need)
+    for kind, against in ((order.READ, (order.WRITE,)), (order.WRITE, (order.READ, order.WRITE))):
+        asks = np.flatnonzero(c_m == kind)
+        if not len(asks):
+            continue
+        m_rows = mine[asks]
+        other = np.flatnonzero(np.isin(t_cls, against))
+        # the window's (and pending) overlapping calls that had ended, per 4 KiB block
+        m_row, m_block = _explode(calls["offset"][m_rows], calls["size"][m_rows])
+        best = np.zeros(len(m_row), dtype=np.int64)
+        if len(other):
+            t_row, t_block = _explode(t_off[other], t_size[other])
+            best = _overlapping(t_block, t_end[other][t_row], t_seq[other][t_row] + 1, m_block,
+                                start[m_rows][m_row])
+        # and those of earlier windows that had ended
+        for blocks, highest in ([st.writes] if kind == order.READ else [st.reads, st.writes]):
+            if len(blocks):
+                k = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
+                best = np.maximum(best, np.where(blocks[k] == m_block, highest[k], 0))
+        got = best if len(m_row) == len(m_rows) else \
+            np.maximum.reduceat(best, np.flatnonzero(np.concatenate([[True], m_row[1:] != m_row[:-1]])))
+        done = 0
+        need[asks] = np.maximum(need[asks], np.maximum(got, done))
+    return need
+
+
+def _explode(offset, size) -> tuple[np.ndarray, np.ndarray]:
+    """order._blocks on plain columns: each call's 4 KiB blocks as (call index, block), in call order."""
+    first = offset // order.BLOCK
+    count = (offset + np.maximum(size, 1) - 1) // order.BLOCK - first + 1
+    if bool((count == 1).all()):
+        return np.arange(len(offset)), first
+    which = np.repeat(np.arange(len(offset)), count)
+    step = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
+    return which, first[which] + step
+
+
+def _overlapping(t_block, t_end, t_top, m_block, m_start) -> np.ndarray:
+    """For each asking block: the highest `t_top` of the awaited calls' blocks that are the
+    same block and ended by its start (0: none), as order._last_overlapping finds it."""
+    blocks, t_rank = np.unique(t_block, return_inverse=True)
+    t_rank = t_rank.reshape(-1).astype(np.int64)
+    t0 = int(t_end.min())
+    span = int(t_end.max()) - t0 + 2
+    if len(blocks) * span >= order.KEY_LIMIT:   # too wide for one key: block and time ranked apart
+        o = np.lexsort((t_end, t_rank))
+        r, e, top = t_rank[o], t_end[o], t_top[o]
+        lift = int(top.max()) + 2
+        highest = np.maximum.accumulate(r * lift + top) - r * lift
+        out = np.zeros(len(m_block), dtype=np.int64)
+        m_rank = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
+        for k in np.flatnonzero(blocks[m_rank] == m_block):
+            lo, hi = np.searchsorted(r, [m_rank[k], m_rank[k] + 1])
+            j = lo + int(np.searchsorted(e[lo:hi], m_start[k], side="right")) - 1
+            out[k] = highest[j] if j >= lo else 0
+        return out
+    key = t_rank * span + (t_end - t0)
+    o = np.argsort(key)
+    key, r = key[o], t_rank[o]
+    lift = int(t_top.max()) + 2
+    highest = np.maximum.accumulate(r * lift + t_top[o]) - r * lift
+    m_rank = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
+    known = blocks[m_rank] == m_block
+    at = np.clip(m_start - t0, -1, span - 1)
+    k = np.searchsorted(key, m_rank.astype(np.int64) * span + at, side="right") - 1
+    found = known & (k >= 0) & (r[np.maximum(k, 0)] == m_rank)
+    return np.where(found, highest[np.maximum(k, 0)], 0)
+
+
+def _carry(st: _FileState, calls, cls, seq, end, theirs, cut: int) -> None:
+    """After a window: the awaited thread's calls on the file that ended by the cut become maxima
+    (no later call can start before them), the others stay pending."""
+    p = st.pending if st.pending is not None else np.zeros(0, PENDING)
+    new = np.zeros(len(theirs), PENDING)
+    new["seq"], new["end"], new["cls"] = seq[theirs], end[theirs], cls[theirs]
+    new["offset"], new["size"] = calls["offset"][theirs], calls["size"][theirs]
+    rows = np.concatenate([p, new]) if len(p) else new
+    ended = rows["end"] <= cut
+    done, st.pending = rows[ended], rows[~ended]
+    if not len(done):
+        return
+    top = done["seq"] + 1
+    st.every = max(st.every, int(top.max()))
+    for kind, name in ((order.BARRIER, "barrier"), (order.SYNC, "sync"), (order.WRITE, "write")):
+        mine = done["cls"] == kind
+        if mine.any():
+            setattr(st, name, max(getattr(st, name), int(top[mine].max())))
+    for kind, name in ((order.READ, "reads"), (order.WRITE, "writes")):
+        mine = done[done["cls"] == kind]
+        if not len(mine):
+            continue
+        local = np.zeros(len(mine), CALL)
+        local["offset"], local["size"] = mine["offset"], mine["size"]
+        row, block = order._blocks(local, np.arange(len(mine)))
+        old_blocks, old_high = getattr(st, name)
+        blocks = np.concatenate([old_blocks, block])
+        high = np.concatenate([old_high, (mine["seq"] + 1)[row]])
+        uniq, where = np.unique(blocks, return_inverse=True)
+        best = np.zeros(len(uniq), dtype=np.int64)
+        np.maximum.at(best, where, high)
+        setattr(st, name, (uniq, best))
+
+
+def build_apart(path: str, out: str) -> NativePlan:
+    """build_native in a process of its own (`python -m iowitness.replay.stream_plan`): the build's
+    windows are given back to the system with its process, not kept in this one's heap for the
+    recording that follows. Its one-line errors are raised here as they were raised there."""
+    import json
+    import subprocess
+    import sys
+
+    from iowitness import errors
+    done = subprocess.run([sys.executable, "-m", "iowitness.replay.stream_plan", path, out],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise errors.IowitnessError(f"planning the replay of {path} failed: {last}")
+    said = json.loads(lines[-1])
+    if "error" in said:
+        kind = getattr(errors, said["error"], errors.IowitnessError)
+        raise (kind if isinstance(kind, type) and issubclass(kind, errors.IowitnessError)
+               else errors.IowitnessError)(said["message"])
+    threads = np.zeros(said["threads"], THREAD)
+    return NativePlan(out, threads, said["files"], said["source"], said["skipped"], said["count"],
+                      said["has_async"], said["waits"])
+
+
+def _main(argv: list[str]) -> int:
+    import json
+
+    from iowitness.errors import IowitnessError
+    try:
+        info = build_native(argv[0], argv[1])
+    except IowitnessError as exc:
+        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+        return 0
+    print(json.dumps({"threads": len(info.threads), "files": info.files, "source": info.source,
+                      "skipped": info.skipped, "count": info.count, "has_async": info.has_async,
+                      "waits": info.wait_count}))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,166 @@
+"""The streamed plan (replay/stream_plan.py) against the in-memory one (replay/plan.py): the
+native plan file byte for byte, on messy synthetic traces cut into many small blocks and
+windows (several processes and threads, shared files, overlapping calls, events out of time
+order in the file, libaio and io_uring requests, failed calls, preemptions, block reads)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from iowitness.collector.format.tracewriter import TraceWriter
+from iowitness.errors import UsageError
+from iowitness.probes.layout import layout
+from iowitness.replay import plan, stream_plan
+
+AT_FDCWD = -100
+O_RDWR, O_CREAT, O_TRUNC = 0o2, 0o100, 0o1000
+DEV = (8 << 20) | 1
+
+
+def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600) -> None:
+    """Threads in 2 processes, each on its own file and on 3 shared ones (inodes 10-12), calls
+    of 1-40 us at random offsets in 256 KiB (so blocks are shared), the events written in order
+    of their end (as the probe's ring holds them) with some swapped."""
+    lay = layout()
+    op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
+    kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
+    rng = np.random.default_rng(seed)
+    t0 = 1_000_000_000
+    rows = []
+    for t in range(threads):
+        tgid, tid = 50 + t % 2, 100 + t
+        now = t0 + int(rng.integers(0, 5_000))
+        own, shared = 1000 + t, [10, 11, 12]
+        opened = {}
+        for ino, fd in [(own, 3)] + [(s, 4 + k) for k, s in enumerate(shared)]:
+            flags = O_RDWR | O_CREAT | (O_TRUNC if ino == own and t % 3 == 0 else 0)
+            rows.append(dict(op="openat", start_ns=now, latency_ns=2_000, offset=-1, ret=fd, fd=fd,
+                             flags=flags, tgid=tgid, tid=tid, ino=ino))
+            opened[ino] = fd
+            now += 3_000
+        inflight = []
+        for k in range(calls):
+            ino = own if rng.random() < 0.4 else int(rng.choice(shared))
+            fd = opened[ino]
+            lat = int(rng.integers(1_000, 40_000))
+            row = dict(start_ns=now, latency_ns=lat, tgid=tgid, tid=tid, ino=ino, fd=fd,
+                       offset=int(rng.integers(0, 64)) * 4096 + int(rng.integers(0, 2)) * 100)
+            pick = rng.random()
+            size = int(rng.choice([512, 4096, 8192, 300_000]))
+            if pick < 0.3:
+                row.update(op="pread64", requested=size, ret=size if rng.random() < 0.9 else 100)
+            elif pick < 0.55:
+                row.update(op="pwrite64", requested=size, ret=size)
+            elif pick < 0.6:
+                row.update(op="read", requested=4096, ret=4096, offset=-1)
+            elif pick < 0.65:
+                row.update(op="write", requested=4096, ret=4096, offset=-1)
+            elif pick < 0.7:
+                row.update(op="fsync", offset=-1)
+            elif pick < 0.72:
+                row.update(op="fdatasync", offset=-1)
+            elif pick < 0.74:
+                row.update(op="lseek", offset=0, ret=0)
+            elif pick < 0.76:
+                row.update(op="pread64", requested=4096, ret=-5)   # failed: not replayed
+            elif pick < 0.78:
+                row.update(op="ftruncate", offset=1 << 20)
+            elif pick < 0.8:
+                row.update(op="fcntl", flags=0, ret=20 + t, offset=-1)
+            elif pick < 0.9 and t % 2 == 0:
+                # libaio on ring 1: submitted now, completed later; the thread goes on at once
+                row.update(op="aio_write" if rng.random() < 0.5 else "aio_read", requested=4096, ret=4096,
+                           ring=1, latency_ns=int(rng.integers(5_000, 80_000)))
+                inflight.append(now + row["latency_ns"])
+                rows.append(row)
+                now += int(rng.integers(200, 3_000))
+                continue
+            elif pick < 0.9:
+                row.update(op="uring_read", requested=4096, ret=4096, ring=2,
+                           latency_ns=int(rng.integers(5_000, 60_000)))
+                rows.append(row)
+                now += int(rng.integers(200, 3_000))
+                continue
+            else:
+                row.update(op="pread64", requested=4096, ret=4096)
+            rows.append(row)
+            now += lat + int(rng.integers(0, 6_000))
+        rows.append(dict(op="close", start_ns=now, latency_ns=1_000, offset=-1, tgid=tgid, tid=tid, ino=own, fd=3))
+    events = np.zeros(len(rows), lay.event)
+    for record, row in zip(events, rows):
+        record["dev"] = DEV
+        for field, value in row.items():
+            record[field] = op[value] if field == "op" else value
+    # the ring's order: by end, a few neighbours swapped
+    events = events[np.argsort(events["start_ns"] + events["latency_ns"], kind="stable")]
+    swap = rng.integers(0, len(events) - 1, len(events) // 20)
+    for a in swap:
+        events[[a, a + 1]] = events[[a + 1, a]]
+    facts = np.zeros(threads + 3, lay.meta)
+    for k in range(threads + 3):
+        ino = 1000 + k if k < threads else 10 + k - threads
+        name = f"/w/{'own' if k < threads else 'shared'}{k}".encode()
+        facts[k]["kind"], facts[k]["dev"], facts[k]["ino"], facts[k]["tgid"] = kind["file"], DEV, ino, 50
+        facts[k]["fd"], facts[k]["dirfd"], facts[k]["ts_ns"] = 3, AT_FDCWD, t0 - 10
+        facts[k]["path"][:len(name)] = np.frombuffer(name, np.uint8)
+    offcpu = np.zeros(40, layout().structs["iow_offcpu"])
+    off = np.sort(rng.integers(t0, int(events["start_ns"].max()), 40))
+    offcpu["off_ns"], offcpu["on_ns"] = off, off + rng.integers(1_000, 20_000, 40)
+    offcpu["tid"] = offcpu["tgid"] = 100 + rng.integers(0, threads, 40)
+    offcpu["state"] = rng.integers(0, 2, 40)
+    block = np.zeros(30, layout().structs["iow_block"])
+    block["start_ns"] = block["issue_ns"] = np.sort(rng.integers(t0, int(events["start_ns"].max()), 30))
+    block["complete_ns"] = block["issue_ns"] + 50_000
+    block["bytes"], block["tid"], block["op"] = 4096 * 64, 100 + rng.integers(0, threads, 30), 0
+    start = {"command": ["bench"], "mode": "run", "cwd": "/w", "pid": 50,
+             "clock_start": {"monotonic_ns": t0 - 1000, "realtime_ns": 0, "offset_ns": 0}}
+    with TraceWriter(str(path), start) as writer:
+        writer.write_facts(facts)
+        for part in np.array_split(events, 40):
+            writer.write_events(part)
+        writer.write_device(block, offcpu)
+        writer.write_counters({"events": len(events), "lost_events": 0, "lost_meta": 0})
+        writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": int(events["start_ns"].max()) + 10**6}})
+
+
+@pytest.mark.parametrize(("seed", "rows"), [(1, 64), (2, 64), (3, 700), (1, 1 << 18)])
+def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, rows):
+    # GIVEN a messy trace of 6 threads sharing 3 files, read in blocks and windows of `rows`
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, seed)
+    # WHEN planned both ways
+    whole = plan.build(str(trace))
+    whole.save_native(str(tmp_path / "a.bin"))
+    info = stream_plan.build_native(str(trace), str(tmp_path / "b.bin"), block_rows=rows, window_rows=rows)
+    # THEN the native plans are the same bytes (calls, think times, depths, waits, files)
+    assert len(whole.waits) > 50 and int(whole.calls["depth"].max()) > 1 and whole.skipped
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    assert (info.count, info.wait_count, info.files, info.skipped) == (len(whole.calls), len(whole.waits),
+                                                                       whole.files, whole.skipped)
+    assert info.source == whole.source and info.has_async
+
+
+def test_the_streamed_plan_refuses_what_the_in_memory_one_refuses(tmp_path):
+    from tests.unit.test_replay import write_trace
+    trace = tmp_path / "t.iwt"
+    write_trace(trace, [(b"/w/a", AT_FDCWD)], fd_base=1 << 21)
+    with pytest.raises(UsageError) as whole:
+        plan.build(str(trace))
+    with pytest.raises(UsageError) as streamed:
+        stream_plan.build_native(str(trace), str(tmp_path / "b.bin"))
+    # (and built in a process of its own, as `iowitness replay` builds it: the same error, raised here)
+    with pytest.raises(UsageError) as apart:
+        stream_plan.build_apart(str(trace), str(tmp_path / "c.bin"))
+    assert str(streamed.value) == str(whole.value) == str(apart.value)
+
+
+def test_a_plan_built_apart_is_the_plan_built_here(tmp_path):
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 4, threads=3, calls=200)
+    here = stream_plan.build_native(str(trace), str(tmp_path / "a.bin"))
+    apart = stream_plan.build_apart(str(trace), str(tmp_path / "b.bin"))
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    assert (apart.count, apart.wait_count, apart.files, apart.skipped, apart.source, len(apart.threads),
+            apart.has_async, apart.root_tgid) == (here.count, here.wait_count, here.files, here.skipped,
+                                                 here.source, len(here.threads), here.has_async, here.root_tgid)
