@@ -1,0 +1,192 @@
+"""A latency statistic over many operations held to what a clock around each call can read.
+
+A benchmark that times one call reads its clock just before it and just after it (sysbench
+fileio: `sb_event_start(); execute_event(); sb_event_stop()` around each event, sysbench.c's
+thread_run; ioping; fio's synchronous engines). Each reading c_i of call i then lies between the
+call's traced span and its room: the time from its thread's previous call's end to its next
+call's start (the clock reads lie in between; analysis/judge/seam.py holds per-request lines to
+it). From that, per statistic over the n operations of a claim:
+
+  min, max, median, pNN  the k-th smallest reading lies between the k-th smallest call and the
+                         k-th smallest room (each reading between its call and its room; sorting
+                         keeps that): the claim lies between the calls' band and the rooms' band
+  mean                   a thread's clock readings do not overlap and follow one another, so
+                         their sum is at most the time from its first call's start to its last
+                         call's end (the clock read before the first call and after the last one
+                         aside): the claim lies between the calls' mean and that time over n
+
+On a busy machine the benchmark's thread is preempted between a clock read and its call: sysbench
+fileio rndrd under two CPU hogs printed "avg: 0.02" ms (0.015 to 0.025 ms, two decimals) over
+reads of 3-5 µs each in the trace, the thread's time between calls taking in the waits for a CPU.
+A claim inside these bounds (widened by the tolerance, latency.ALLOWANCE_S and half the claim's
+last printed digit) AGREES, the bounds named. A thread's first and last calls have a room open on
+one side (no call of its thread before or after them in the claim's window): the claim's timed
+start and the time its line was printed close them when known. A claim beyond the bounds of the
+closed rooms but within those open ends CANNOT be judged (only the first or last call's clock
+could hold it); one beyond both, or below the calls, DISAGREES: no clock around those calls
+could read it.
+
+    apply(verdicts, report, tolerance)
+
+runs after the other passes on the verdicts of latency claims (`timed` "call" or "call or sync")
+that disagree, that the seam made CANNOT JUDGE, or that the time from each call's start to its
+thread's next call's start explained (latency._fitting): one rule for the time a clock around a
+call takes in beside it, whichever pass met the claim first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iowitness.analysis.judge import latency, precision
+from iowitness.analysis.judge.verdict_rules import Verdict
+from iowitness.analysis.measure.figures import fmt
+from iowitness.analysis.phasing import phases as phase_module
+
+TIMED = ("call", "call or sync")
+
+
+def clocks(events, assigned, phases: list[int], timed: str, direction: str | None, low: int | None = None,
+           high: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """(calls, closed rooms, open rooms, the sum over threads of the first call's start to the
+    last call's end, the same from the open edges) in seconds, the operations in time order of
+    their starts. A closed room takes a thread's first (last) call's own start (end) where no
+    call of its thread lies before (after) it; an open room takes `low` (`high`) there, inf when
+    None."""
+    kind = phase_module.call_kinds(events["syscall"])
+    wanted = (phase_module.READ,) if direction == "read" else (phase_module.WRITE,) if direction == "write" else \
+        (phase_module.READ, phase_module.WRITE)
+    start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
+    mine = np.isin(assigned["phase"].to_numpy(), phases) & ~phase_module.uncounted(assigned)
+    mine &= ~phase_module.named(events["syscall"], phase_module.FAULTS)
+    ops = mine & np.isin(kind, wanted)
+    if timed == "call or sync":
+        ops |= mine & (kind == phase_module.SYNC)
+    if low is not None:
+        ops &= start >= low
+    rows = np.flatnonzero(ops)
+    tid = events["tid"].to_numpy(np.int64)[rows]
+    order = np.lexsort((start[rows], tid))
+    s, e, t = start[rows][order].astype(np.float64), end[rows][order].astype(np.float64), tid[order]
+    first = np.r_[True, t[1:] != t[:-1]]
+    last = np.r_[t[1:] != t[:-1], True]
+    before = np.where(first, s, np.r_[0.0, e[:-1]])
+    after = np.where(last, e, np.r_[s[1:], 0.0])
+    open_before = np.where(first, -np.inf if low is None else np.minimum(float(low), s), before)
+    open_after = np.where(last, np.inf if high is None else np.maximum(float(high), e), after)
+    closed = (after - before) / 1e9
+    opened = (open_after - open_before) / 1e9
+    spans = float((e[last] - s[first]).sum()) / 1e9
+    opened_spans = float((open_after[last] - open_before[first]).sum()) / 1e9
+    back = np.argsort(s, kind="stable")   # time order, as latency.operations gives them
+    return (e - s)[back] / 1e9, closed[back], opened[back], spans, opened_spans
+
+
+def bounds(calls: np.ndarray, rooms: np.ndarray, spans: float, name: str, tolerance: float) -> tuple[float, float]:
+    """(lowest, highest) value a clock around each call can give as the statistic `name`."""
+    lo = latency.band(calls, name, tolerance)[0]
+    if name == "mean":
+        hi = spans / len(calls) if np.isfinite(spans) else np.inf
+        return lo, hi * (1 + tolerance) + latency.ALLOWANCE_S
+    if not np.isfinite(rooms).all():
+        finite = np.isfinite(rooms)
+        q = latency.quantile(name) or 0.0
+        # the open rooms sort last: a quantile above the finite ones is unbounded
+        if latency.rank_band(len(rooms), q)[1] > finite.sum() - 1:
+            return lo, np.inf
+    return lo, latency.band(rooms, name, tolerance)[1]
+
+
+def _statistic(verdict: Verdict) -> str | None:
+    name = verdict.claim.extra.get("statistic", "mean")
+    return name if name == "mean" or latency.quantile(name) is not None else None
+
+
+def _candidate(verdict: Verdict) -> bool:
+    claim = verdict.claim
+    if verdict.kind != "latency" or claim.extra.get("requests") or claim.seconds_per_op is None:
+        return False
+    if claim.extra.get("timed", "call") not in TIMED or _statistic(verdict) is None:
+        return False
+    first = verdict.reasons[0] if verdict.reasons else ""
+    seamed = verdict.verdict == "cannot judge" and first.startswith("gap in user space")
+    # the account of each call's start to its next one's (latency._fitting): the rooms say it better
+    spaced = verdict.verdict == "explained" and latency.TO_NEXT in first
+    return verdict.verdict == "disagrees" or seamed or spaced
+
+
+def _half(verdict: Verdict) -> float:
+    """Half the claim's last printed digit, in seconds (precision.py), or 0."""
+    claim = verdict.claim
+    text = claim.extra.get("printed_value")
+    half = precision.half_digit(str(text)) if text else None
+    if not half or not claim.value:
+        return 0.0
+    return half * float(claim.seconds_per_op) / claim.value
+
+
+def _last_end(report) -> int | None:
+    """The end of the trace's last data call: where a claim's line has no time (output given
+    after the fact), the benchmark printed it after its calls, and read its clock before."""
+    phases = report.phases
+    if phases is None or phases.empty or "last_ns" not in phases:
+        return None
+    return int(phases["last_ns"].max())
+
+
+def judge(verdict: Verdict, report, tolerance: float) -> None:
+    """The verdict of one candidate claim, held to its calls and their rooms (module doc)."""
+    claim = verdict.claim
+    name = _statistic(verdict)
+    timed = claim.extra.get("timed", "call")
+    events, assigned = report.evidence.calls_of(list(verdict.phases), ["tid", "start_ns", "end_ns"])
+    # the first call's clock read lies after the claim's timed start (else the trace's start:
+    # under `run` the benchmark did not exist before it); the last one's before its line
+    low = claim.extra.get("timed_ns", report.t0)
+    high = claim.printed_ns if claim.printed_ns is not None else _last_end(report)
+    calls, closed, opened, spans, opened_spans = clocks(events, assigned, list(verdict.phases), timed,
+                                                        claim.direction, low, high)
+    skip = int(claim.extra.get("skip") or 0)
+    calls, closed, opened = calls[skip:], closed[skip:], opened[skip:]
+    if not len(calls) or name is None:
+        return
+    value, half = float(claim.seconds_per_op), _half(verdict)
+    lo, hi = bounds(calls, closed, spans, name, tolerance)
+    hi_open = bounds(calls, opened, opened_spans, name, tolerance)[1]
+    shown = fmt(value, "latency") + (f" (± {fmt(half, 'latency')}, half its last printed digit)" if half else "")
+    what = ("a thread's first call's start to its last call's end, over the operations" if name == "mean"
+            else "the rooms (each call's thread's previous call's end to its next call's start)")
+    top = (spans / len(calls)) if name == "mean" else latency.figure(closed, name)
+    said = (f"{name}: the claim {shown} lies between the {name} of the {len(calls):,} {timed} operations "
+            f"({fmt(latency.figure(calls, name), 'latency')}) and the {name} of {what} ({fmt(top, 'latency')}): "
+            "a clock read just before each call and just after it reads no less than the call and no more than "
+            "its room; the time between calls is the benchmark's own work, or its thread waiting for a CPU")
+    if value + half < lo:
+        return
+    if value - half <= hi:
+        verdict.verdict = "agrees"
+        verdict.reasons.insert(0, said)
+        verdict.figures[f"{name} of the threads' spans" if name == "mean" else f"{name} of rooms"] = top
+        return
+    if value - half <= hi_open:
+        if verdict.verdict == "disagrees":
+            verdict.verdict = "cannot judge"
+        verdict.reasons.insert(0, f"{name}: the claim {shown} is above the {name} of {what} "
+                                  f"({fmt(top, 'latency')}); only a thread's first or last call, whose room the "
+                                  "trace does not close (no call of its thread before or after it in the claim's "
+                                  "window), could hold it")
+        return
+    verdict.verdict = "disagrees"
+    verdict.reasons.insert(0, f"{name}: the claim {shown} is above the {name} of {what} ({fmt(top, 'latency')}"
+                              + (f", {fmt(hi_open, 'latency')} with the window's edges" if np.isfinite(hi_open)
+                                 else "") + "), all a clock read just before each call and just after it can span")
+
+
+def apply(verdicts: list[Verdict], report, tolerance: float, strace: bool = False) -> None:
+    """Each latency statistic that disagrees, or that the seam left unjudged, held to the rooms.
+    Not on an strace import: its calls' times hold ptrace's stops (match_claims.STRACE_LATENCY)."""
+    if strace:
+        return
+    for verdict in verdicts:
+        if _candidate(verdict):
+            judge(verdict, report, tolerance)
