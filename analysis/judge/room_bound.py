@@ -36,23 +36,69 @@ call takes in beside it, whichever pass met the claim first.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from iowitness import units
 from iowitness.analysis.judge import latency, precision
-from iowitness.analysis.judge.verdict_rules import Verdict
+from iowitness.analysis.judge.verdict_rules import Verdict, cannot_judge
+from iowitness.analysis.measure.device import scheduler_records
 from iowitness.analysis.measure.figures import fmt
 from iowitness.analysis.phasing import phases as phase_module
 
 TIMED = ("call", "call or sync")
+# an off-CPU record's state when its thread went to sleep (probes/events.h, struct iow_offcpu)
+SLEEPING = 1
+
+
+@dataclass
+class Clocks:
+    """Per operation of a claim, in time order of their starts, in seconds: its call, its closed
+    room (a thread's first call's own start, last call's own end where no call of its thread
+    lies before or after it), its open room (the window's edges there: `low`, `high`, inf when
+    unknown), and its awake room (the closed room less the thread's sleeps between its calls,
+    off-CPU records in state "sleeping"); the same sums per thread for the mean (its first
+    call's start to its last call's end, over all threads)."""
+    calls: np.ndarray
+    closed: np.ndarray
+    opened: np.ndarray
+    awake: np.ndarray
+    spans: float
+    opened_spans: float
+    awake_spans: float
+    asleep: float
+
+    def __getitem__(self, cut: slice) -> Clocks:
+        return Clocks(self.calls[cut], self.closed[cut], self.opened[cut], self.awake[cut], self.spans,
+                      self.opened_spans, self.awake_spans, self.asleep)
+
+
+def _sleeps(off, tid: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """Per gap [lows, highs] of thread `tid`: ns its thread spent asleep wholly inside it (off-CPU
+    stretches in state 1; a thread's stretches do not overlap, so those inside a gap are a run)."""
+    out = np.zeros(len(lows))
+    if off is None or not len(off):
+        return out
+    asleep = off[off["state"] == SLEEPING]
+    for t in np.unique(tid):
+        mine = asleep[asleep["tid"] == t]
+        if not len(mine):
+            continue
+        order = np.argsort(mine["off_ns"].astype(np.int64))
+        leave, back = mine["off_ns"].astype(np.int64)[order], mine["on_ns"].astype(np.int64)[order]
+        summed = np.r_[0, np.cumsum(back - leave)]
+        at = tid == t
+        i = np.searchsorted(leave, lows[at], side="left")
+        j = np.searchsorted(back, highs[at], side="right")
+        out[at] = np.where(j > i, summed[np.maximum(j, i)] - summed[i], 0)
+    return out
 
 
 def clocks(events, assigned, phases: list[int], timed: str, direction: str | None, low: int | None = None,
-           high: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
-    """(calls, closed rooms, open rooms, the sum over threads of the first call's start to the
-    last call's end, the same from the open edges) in seconds, the operations in time order of
-    their starts. A closed room takes a thread's first (last) call's own start (end) where no
-    call of its thread lies before (after) it; an open room takes `low` (`high`) there, inf when
-    None."""
+           high: int | None = None, off=None) -> Clocks:
+    """The calls of a claim's operations and their rooms (Clocks); `off`: the trace's off-CPU
+    records (analysis/measure/device.scheduler_records), or None."""
     kind = phase_module.call_kinds(events["syscall"])
     wanted = (phase_module.READ,) if direction == "read" else (phase_module.WRITE,) if direction == "write" else \
         (phase_module.READ, phase_module.WRITE)
@@ -74,12 +120,18 @@ def clocks(events, assigned, phases: list[int], timed: str, direction: str | Non
     after = np.where(last, e, np.r_[s[1:], 0.0])
     open_before = np.where(first, -np.inf if low is None else np.minimum(float(low), s), before)
     open_after = np.where(last, np.inf if high is None else np.maximum(float(high), e), after)
+    # the sleep in the gap after each call (to its thread's next call), and so before the next one
+    slept_after = np.where(last, 0.0, _sleeps(off, t, e.astype(np.int64), np.where(last, e, after).astype(np.int64)))
+    slept_before = np.where(first, 0.0, np.r_[0.0, slept_after[:-1]])
     closed = (after - before) / 1e9
+    awake = closed - (slept_before + slept_after) / 1e9
     opened = (open_after - open_before) / 1e9
     spans = float((e[last] - s[first]).sum()) / 1e9
+    asleep = float(slept_after.sum()) / 1e9
     opened_spans = float((open_after[last] - open_before[first]).sum()) / 1e9
     back = np.argsort(s, kind="stable")   # time order, as latency.operations gives them
-    return (e - s)[back] / 1e9, closed[back], opened[back], spans, opened_spans
+    return Clocks((e - s)[back] / 1e9, closed[back], opened[back], awake[back], spans, opened_spans,
+                  spans - asleep, asleep)
 
 
 def bounds(calls: np.ndarray, rooms: np.ndarray, spans: float, name: str, tolerance: float) -> tuple[float, float]:
@@ -134,7 +186,7 @@ def _last_end(report) -> int | None:
     return int(phases["last_ns"].max())
 
 
-def judge(verdict: Verdict, report, tolerance: float) -> None:
+def judge(verdict: Verdict, report, tolerance: float, off=None) -> None:
     """The verdict of one candidate claim, held to its calls and their rooms (module doc)."""
     claim = verdict.claim
     name = _statistic(verdict)
@@ -144,49 +196,56 @@ def judge(verdict: Verdict, report, tolerance: float) -> None:
     # under `run` the benchmark did not exist before it); the last one's before its line
     low = claim.extra.get("timed_ns", report.t0)
     high = claim.printed_ns if claim.printed_ns is not None else _last_end(report)
-    calls, closed, opened, spans, opened_spans = clocks(events, assigned, list(verdict.phases), timed,
-                                                        claim.direction, low, high)
-    skip = int(claim.extra.get("skip") or 0)
-    calls, closed, opened = calls[skip:], closed[skip:], opened[skip:]
-    if not len(calls) or name is None:
+    got = clocks(events, assigned, list(verdict.phases), timed, claim.direction, low, high, off)
+    got = got[int(claim.extra.get("skip") or 0):]
+    if not len(got.calls) or name is None:
         return
+    n = len(got.calls)
     value, half = float(claim.seconds_per_op), _half(verdict)
-    lo, hi = bounds(calls, closed, spans, name, tolerance)
-    hi_open = bounds(calls, opened, opened_spans, name, tolerance)[1]
+    lo, hi_awake = bounds(got.calls, got.awake, got.awake_spans, name, tolerance)
+    hi_closed = bounds(got.calls, got.closed, got.spans, name, tolerance)[1]
+    hi_open = bounds(got.calls, got.opened, got.opened_spans, name, tolerance)[1]
     shown = fmt(value, "latency") + (f" (± {fmt(half, 'latency')}, half its last printed digit)" if half else "")
     what = ("a thread's first call's start to its last call's end, over the operations" if name == "mean"
             else "the rooms (each call's thread's previous call's end to its next call's start)")
-    top = (spans / len(calls)) if name == "mean" else latency.figure(closed, name)
-    said = (f"{name}: the claim {shown} lies between the {name} of the {len(calls):,} {timed} operations "
-            f"({fmt(latency.figure(calls, name), 'latency')}) and the {name} of {what} ({fmt(top, 'latency')}): "
-            "a clock read just before each call and just after it reads no less than the call and no more than "
-            "its room; the time between calls is the benchmark's own work, or its thread waiting for a CPU")
+    awake = (got.awake_spans / n) if name == "mean" else latency.figure(got.awake, name)
+    closed = (got.spans / n) if name == "mean" else latency.figure(got.closed, name)
+    asleep = f", less the {units.seconds(got.asleep)} its threads slept between calls" if got.asleep else ""
+    records = "" if off is not None else " (the trace holds no off-CPU records to tell its threads' sleeps)"
     if value + half < lo:
         return
-    if value - half <= hi:
+    if value - half <= hi_awake:
         verdict.verdict = "agrees"
-        verdict.reasons.insert(0, said)
-        verdict.figures[f"{name} of the threads' spans" if name == "mean" else f"{name} of rooms"] = top
+        verdict.reasons.insert(0, f"{name}: the claim {shown} lies between the {name} of the {n:,} {timed} "
+                                  f"operations ({fmt(latency.figure(got.calls, name), 'latency')}) and the {name} of "
+                                  f"{what}{asleep} ({fmt(awake, 'latency')}){records}: a clock read just before each "
+                                  "call and just after it reads no less than the call and no more than its room; the "
+                                  "time between calls is the benchmark's own work, or its thread waiting for a CPU")
+        verdict.figures[f"{name} of the threads' spans" if name == "mean" else f"{name} of rooms"] = awake
+        return
+    if value - half <= hi_closed:
+        cannot_judge(verdict, f"{name}: the claim {shown} is above the {name} of {what}{asleep} "
+                              f"({fmt(awake, 'latency')}) and within it with their sleeps ({fmt(closed, 'latency')}): "
+                              "only a clock that ran on while its thread slept between calls (a lock, a sleep of its "
+                              "own) reads so much")
         return
     if value - half <= hi_open:
-        if verdict.verdict == "disagrees":
-            verdict.verdict = "cannot judge"
-        verdict.reasons.insert(0, f"{name}: the claim {shown} is above the {name} of {what} "
-                                  f"({fmt(top, 'latency')}); only a thread's first or last call, whose room the "
-                                  "trace does not close (no call of its thread before or after it in the claim's "
-                                  "window), could hold it")
+        cannot_judge(verdict, f"{name}: the claim {shown} is above the {name} of {what} ({fmt(closed, 'latency')}); "
+                              "only a thread's first or last call, whose room the trace does not close (no call of "
+                              "its thread before or after it in the claim's window), could hold it")
         return
     verdict.verdict = "disagrees"
-    verdict.reasons.insert(0, f"{name}: the claim {shown} is above the {name} of {what} ({fmt(top, 'latency')}"
+    verdict.reasons.insert(0, f"{name}: the claim {shown} is above the {name} of {what} ({fmt(closed, 'latency')}"
                               + (f", {fmt(hi_open, 'latency')} with the window's edges" if np.isfinite(hi_open)
                                  else "") + "), all a clock read just before each call and just after it can span")
 
 
-def apply(verdicts: list[Verdict], report, tolerance: float, strace: bool = False) -> None:
+def apply(verdicts: list[Verdict], report, tolerance: float, trace=None, strace: bool = False) -> None:
     """Each latency statistic that disagrees, or that the seam left unjudged, held to the rooms.
     Not on an strace import: its calls' times hold ptrace's stops (match_claims.STRACE_LATENCY)."""
     if strace:
         return
+    off = scheduler_records(trace) if trace is not None else None
     for verdict in verdicts:
         if _candidate(verdict):
-            judge(verdict, report, tolerance)
+            judge(verdict, report, tolerance, off)

@@ -88,7 +88,9 @@ def test_the_rooms_of_a_thread_and_its_open_ends():
     rep, trace = _built(calls.close())
     events, assigned = trace.events, assigned_of(rep)
     # WHEN its calls and rooms are taken with no edge known on either side
-    got, closed, opened, spans, opened_spans = room_bound.clocks(events, assigned, [1], "call", "write")
+    clocks = room_bound.clocks(events, assigned, [1], "call", "write")
+    got, closed, opened, spans, opened_spans = clocks.calls, clocks.closed, clocks.opened, clocks.spans, \
+        clocks.opened_spans
     # THEN each call is 4 µs; the middle one's room is gap + call + gap; the first and last are
     # closed at their own start and end, open without end
     assert got * 1e6 == pytest.approx([CALL_US] * 3)
@@ -116,3 +118,44 @@ def test_the_interval_account_leaves_each_threads_last_call_out():
     rep_trace = (rep, trace)
     verdict = _judged("min: 0.100 ms", rep_trace)
     assert latency.TO_NEXT not in verdict.reasons[0], verdict.reasons
+
+
+def _ioping_like(sleep_us: int):
+    """10 requests of 5 µs, 10 ms apart, the thread asleep `sleep_us` of each gap (its interval
+    between requests: off-CPU records in state 1, as the probe's sched_switch program writes them)."""
+    calls = Calls().open("/d/f", O_WRONLY | O_CREAT | O_TRUNC)
+    for i in range(10):
+        calls.gap(10_000 * US).pwrite(4096, i * 4096, latency=5 * US)
+    rep, trace = _built(calls.close())
+    writes = trace.events[trace.events["syscall"] == "pwrite64"]
+    ends, starts = writes["end_ns"].to_numpy(np.int64), writes["start_ns"].to_numpy(np.int64)
+    off = np.zeros(9, dtype=[("off_ns", "<u8"), ("on_ns", "<u8"), ("tgid", "<u4"), ("tid", "<u4"), ("state", "<u4"),
+                             ("pad0", "<u4")])
+    off["off_ns"] = ends[:-1] + 2 * US
+    off["on_ns"] = ends[:-1] + (2 + sleep_us) * US
+    off["tid"] = int(writes["tid"].iloc[0])
+    off["state"] = room_bound.SLEEPING
+    trace.offcpu = off
+    assert (off["on_ns"] < starts[1:]).all()
+    return rep, trace
+
+
+@pytest.mark.parametrize("line, verdict", [
+    # awake between calls: 10 µs of each 10 ms gap; the mean a thread's awake time allows:
+    # (10 x 5 + 9 x 10) / 10 = 14 µs
+    ("avg: 0.012 ms", "agrees"),
+    # 5 ms: only a clock that ran on through the thread's sleeps reads so much
+    ("avg: 5.000 ms", "cannot judge"),
+    # beyond the whole time from the first call's start to the last call's end, over 10
+    ("avg: 12.000 ms", "disagrees"),
+    # the largest awake room: 10 + 5 + 10 µs; with the sleeps about 20 ms
+    ("max: 0.015 ms", "agrees"),
+    ("max: 15.000 ms", "cannot judge"),
+])
+def test_the_threads_sleeps_between_calls_are_no_clocks_room(line, verdict):
+    # GIVEN ioping-like requests whose thread sleeps between them (its interval), and the
+    # off-CPU records that show those sleeps
+    judged = _judged(line, _ioping_like(9_990))
+    # THEN a statistic within the awake rooms agrees, one only the sleeps could hold cannot be
+    # judged, one beyond the whole rooms disagrees
+    assert judged.verdict == verdict, judged.reasons
