@@ -3,21 +3,24 @@
 A benchmark that times one call reads its clock just before it and just after it (sysbench
 fileio: `sb_event_start(); execute_event(); sb_event_stop()` around each event, sysbench.c's
 thread_run; ioping; fio's synchronous engines). Each reading c_i of call i then lies between the
-call's traced span and its room: the time from its thread's previous call's end to its next
-call's start (the clock reads lie in between; analysis/judge/seam.py holds per-request lines to
-it). From that, per statistic over the n operations of a claim:
+call's traced span and its room: the time from the end of its thread's call before it (any
+traced call of the thread) to the start of its thread's call after it (the clock reads lie in
+between; analysis/judge/seam.py holds per-request lines to it). From that, per statistic over the
+n operations of a claim:
 
   min, max, median, pNN  the k-th smallest reading lies between the k-th smallest call and the
                          k-th smallest room (each reading between its call and its room; sorting
                          keeps that): the claim lies between the calls' band and the rooms' band
   mean                   a thread's clock readings do not overlap and follow one another, so
-                         their sum is at most the time from its first call's start to its last
-                         call's end (the clock read before the first call and after the last one
-                         aside): the claim lies between the calls' mean and that time over n
+                         their sum is at most the time its rooms cover together (a gap between
+                         two calls lies in two rooms, and counts once): the claim lies between
+                         the calls' mean and that time over n
 
 On a busy machine the benchmark's thread is preempted between a clock read and its call: sysbench
 fileio rndrd under two CPU hogs printed "avg: 0.02" ms (0.015 to 0.025 ms, two decimals) over
 reads of 3-5 µs each in the trace, the thread's time between calls taking in the waits for a CPU.
+The thread's sleeps between its calls (off-CPU records in state "sleeping": ioping's interval)
+are no clock's room: a claim within the rooms only with them is CANNOT JUDGE.
 A claim inside these bounds (widened by the tolerance, latency.ALLOWANCE_S and half the claim's
 last printed digit) AGREES, the bounds named. A thread's first and last calls have a room open on
 one side (no call of its thread before or after them in the claim's window): the claim's timed
@@ -95,10 +98,49 @@ def _sleeps(off, tid: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> np.nda
     return out
 
 
+def neighbours(report, tids: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
+    """Per thread of `tids`: the starts and the ends of all its traced calls (any kind, any
+    file), each sorted, or None when the report cannot give a pass over its events."""
+    blocks = getattr(report, "event_blocks", None)
+    if blocks is None:
+        return None
+    starts: dict[int, list] = {int(t): [] for t in tids}
+    ends: dict[int, list] = {int(t): [] for t in tids}
+    for events, _ in blocks():
+        tid = events["tid"].to_numpy(np.int64)
+        start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
+        for t in starts:
+            mine = tid == t
+            starts[t].append(start[mine])
+            ends[t].append(end[mine])
+    return {t: (np.sort(np.concatenate(starts[t] or [np.empty(0, np.int64)])),
+                np.sort(np.concatenate(ends[t] or [np.empty(0, np.int64)]))) for t in starts}
+
+
+def _fenced(t: np.ndarray, s: np.ndarray, e: np.ndarray, near) -> tuple[np.ndarray, np.ndarray]:
+    """Per operation: the latest end of another call of its thread at or before its start, and
+    the earliest start of one at or after its end (-inf, inf where none): a clock read just
+    before and just after the call lies between them."""
+    before, after = np.full(len(s), -np.inf), np.full(len(s), np.inf)
+    if not near:
+        return before, after
+    for thread in np.unique(t):
+        if int(thread) not in near:
+            continue
+        starts, ends = near[int(thread)]
+        at = t == thread
+        i = np.searchsorted(ends, s[at], side="right") - 1
+        before[at] = np.where(i >= 0, ends[np.maximum(i, 0)] if len(ends) else 0, -np.inf)
+        j = np.searchsorted(starts, e[at], side="left")
+        after[at] = np.where(j < len(starts), starts[np.minimum(j, len(starts) - 1)] if len(starts) else 0, np.inf)
+    return before, after
+
+
 def clocks(events, assigned, phases: list[int], timed: str, direction: str | None, low: int | None = None,
-           high: int | None = None, off=None) -> Clocks:
+           high: int | None = None, off=None, near=None) -> Clocks:
     """The calls of a claim's operations and their rooms (Clocks); `off`: the trace's off-CPU
-    records (analysis/measure/device.scheduler_records), or None."""
+    records (analysis/measure/device.scheduler_records), or None; `near`: every traced call of
+    each thread (neighbours), whose calls other than the claim's close the rooms too."""
     kind = phase_module.call_kinds(events["syscall"])
     wanted = (phase_module.READ,) if direction == "read" else (phase_module.WRITE,) if direction == "write" else \
         (phase_module.READ, phase_module.WRITE)
@@ -116,19 +158,27 @@ def clocks(events, assigned, phases: list[int], timed: str, direction: str | Non
     s, e, t = start[rows][order].astype(np.float64), end[rows][order].astype(np.float64), tid[order]
     first = np.r_[True, t[1:] != t[:-1]]
     last = np.r_[t[1:] != t[:-1], True]
-    before = np.where(first, s, np.r_[0.0, e[:-1]])
-    after = np.where(last, e, np.r_[s[1:], 0.0])
-    open_before = np.where(first, -np.inf if low is None else np.minimum(float(low), s), before)
-    open_after = np.where(last, np.inf if high is None else np.maximum(float(high), e), after)
-    # the sleep in the gap after each call (to its thread's next call), and so before the next one
-    slept_after = np.where(last, 0.0, _sleeps(off, t, e.astype(np.int64), np.where(last, e, after).astype(np.int64)))
-    slept_before = np.where(first, 0.0, np.r_[0.0, slept_after[:-1]])
+    fence_before, fence_after = _fenced(t, s, e, near)
+    before = np.maximum(np.where(first, s, np.r_[0.0, e[:-1]]), np.where(first, -np.inf, fence_before))
+    after = np.minimum(np.where(last, e, np.r_[s[1:], 0.0]), np.where(last, np.inf, fence_after))
+    open_before = np.where(first, np.maximum(-np.inf if low is None else np.minimum(float(low), s), fence_before),
+                           before)
+    open_after = np.where(last, np.minimum(np.inf if high is None else np.maximum(float(high), e), fence_after),
+                          after)
+    # the thread's sleeps between a clock's possible read and the call, and after it
+    asleep_before = np.where(first, 0.0, _sleeps(off, t, before.astype(np.int64), s.astype(np.int64)))
+    asleep_after = np.where(last, 0.0, _sleeps(off, t, e.astype(np.int64), after.astype(np.int64)))
     closed = (after - before) / 1e9
-    awake = closed - (slept_before + slept_after) / 1e9
+    awake = closed - (asleep_before + asleep_after) / 1e9
     opened = (open_after - open_before) / 1e9
-    spans = float((e[last] - s[first]).sum()) / 1e9
-    asleep = float(slept_after.sum()) / 1e9
-    opened_spans = float((open_after[last] - open_before[first]).sum()) / 1e9
+    # the mean: a thread's clock readings follow one another without overlap, so together they
+    # span at most the union of their rooms; a gap no other call splits lies in two rooms, once
+    previous_after = np.where(first, -np.inf, np.r_[-np.inf, after[:-1]])
+    shared = ~first & (previous_after >= before)
+    spans = float((after - np.maximum(before, previous_after)).sum()) / 1e9
+    asleep = float(asleep_before.sum() + asleep_after.sum() - asleep_before[shared].sum()) / 1e9
+    opened_previous = np.where(first, -np.inf, np.r_[-np.inf, open_after[:-1]])
+    opened_spans = float((open_after - np.maximum(open_before, opened_previous)).sum()) / 1e9
     back = np.argsort(s, kind="stable")   # time order, as latency.operations gives them
     return Clocks((e - s)[back] / 1e9, closed[back], opened[back], awake[back], spans, opened_spans,
                   spans - asleep, asleep)
@@ -196,7 +246,8 @@ def judge(verdict: Verdict, report, tolerance: float, off=None) -> None:
     # under `run` the benchmark did not exist before it); the last one's before its line
     low = claim.extra.get("timed_ns", report.t0)
     high = claim.printed_ns if claim.printed_ns is not None else _last_end(report)
-    got = clocks(events, assigned, list(verdict.phases), timed, claim.direction, low, high, off)
+    near = neighbours(report, np.unique(events["tid"].to_numpy(np.int64)))
+    got = clocks(events, assigned, list(verdict.phases), timed, claim.direction, low, high, off, near)
     got = got[int(claim.extra.get("skip") or 0):]
     if not len(got.calls) or name is None:
         return
@@ -206,8 +257,9 @@ def judge(verdict: Verdict, report, tolerance: float, off=None) -> None:
     hi_closed = bounds(got.calls, got.closed, got.spans, name, tolerance)[1]
     hi_open = bounds(got.calls, got.opened, got.opened_spans, name, tolerance)[1]
     shown = fmt(value, "latency") + (f" (± {fmt(half, 'latency')}, half its last printed digit)" if half else "")
-    what = ("a thread's first call's start to its last call's end, over the operations" if name == "mean"
-            else "the rooms (each call's thread's previous call's end to its next call's start)")
+    what = ("the time the rooms cover together, over the operations (a thread's clock readings follow one "
+            "another without overlap)" if name == "mean"
+            else "the rooms (from the end of its thread's call before each call to the start of the one after it)")
     awake = (got.awake_spans / n) if name == "mean" else latency.figure(got.awake, name)
     closed = (got.spans / n) if name == "mean" else latency.figure(got.closed, name)
     asleep = f", less the {units.seconds(got.asleep)} its threads slept between calls" if got.asleep else ""
@@ -221,7 +273,7 @@ def judge(verdict: Verdict, report, tolerance: float, off=None) -> None:
                                   f"{what}{asleep} ({fmt(awake, 'latency')}){records}: a clock read just before each "
                                   "call and just after it reads no less than the call and no more than its room; the "
                                   "time between calls is the benchmark's own work, or its thread waiting for a CPU")
-        verdict.figures[f"{name} of the threads' spans" if name == "mean" else f"{name} of rooms"] = awake
+        verdict.figures[f"{name} of the rooms' joint time" if name == "mean" else f"{name} of rooms"] = awake
         return
     if value - half <= hi_closed:
         cannot_judge(verdict, f"{name}: the claim {shown} is above the {name} of {what}{asleep} "

@@ -159,3 +159,28 @@ def test_the_threads_sleeps_between_calls_are_no_clocks_room(line, verdict):
     # THEN a statistic within the awake rooms agrees, one only the sleeps could hold cannot be
     # judged, one beyond the whole rooms disagrees
     assert judged.verdict == verdict, judged.reasons
+
+
+def test_another_call_of_the_thread_closes_the_room():
+    # GIVEN 20 pwrites of 3 µs, 16 µs apart, and before the 10th an fsync of 2 ms, then 5 ms of
+    # the thread outside any call (a clock read before the 10th pwrite cannot have begun before
+    # the fsync ended; one after the 9th cannot have ended after the fsync began)
+    calls = Calls().open("/d/f", O_WRONLY | O_CREAT | O_TRUNC)
+    for i in range(20):
+        if i == 9:
+            calls.gap(GAP_US * US).fsync(latency=2_000 * US).gap(LONG_US * US)
+        else:
+            calls.gap(GAP_US * US)
+        calls.pwrite(4096, i * 4096, latency=CALL_US * US)
+    calls.gap(GAP_US * US)
+    run = _built(calls.close())
+    # WHEN the pwrites' max is claimed
+    # THEN it is held to the room the fsync closes, 5000 + 3 + 16 µs (with the fsync's 2 ms in
+    # it, 6.50 ms would fit)
+    assert _judged("max: 5.01 ms", run).verdict == "agrees"
+    beyond = _judged("max: 6.50 ms", run)
+    assert beyond.verdict == "disagrees", beyond.reasons
+    # AND the mean to the time the rooms cover together without the fsync: (20 x 3 + 19 x 16 +
+    # 5000) / 20 = 268 µs (with it, 368 µs)
+    assert _judged("avg: 0.27 ms", run).verdict == "agrees"
+    assert _judged("avg: 0.33 ms", run).verdict == "disagrees"
