@@ -222,9 +222,9 @@ def _half(verdict: Verdict) -> float:
     claim = verdict.claim
     text = claim.extra.get("printed_value")
     half = precision.half_digit(str(text)) if text else None
-    if not half or not claim.value:
+    if not half or not claim.value or claim.seconds_per_op is None:
         return 0.0
-    return half * float(claim.seconds_per_op) / claim.value
+    return half * claim.seconds_per_op / claim.value
 
 
 def _last_end(report) -> int | None:
@@ -236,7 +236,7 @@ def _last_end(report) -> int | None:
     return int(phases["last_ns"].max())
 
 
-def judge(verdict: Verdict, report, tolerance: float, off=None) -> None:
+def judge(verdict: Verdict, report, tolerance: float, off=None, near=None) -> None:
     """The verdict of one candidate claim, held to its calls and their rooms (module doc)."""
     claim = verdict.claim
     name = _statistic(verdict)
@@ -246,13 +246,12 @@ def judge(verdict: Verdict, report, tolerance: float, off=None) -> None:
     # under `run` the benchmark did not exist before it); the last one's before its line
     low = claim.extra.get("timed_ns", report.t0)
     high = claim.printed_ns if claim.printed_ns is not None else _last_end(report)
-    near = neighbours(report, np.unique(events["tid"].to_numpy(np.int64)))
     got = clocks(events, assigned, list(verdict.phases), timed, claim.direction, low, high, off, near)
     got = got[int(claim.extra.get("skip") or 0):]
-    if not len(got.calls) or name is None:
+    if not len(got.calls) or name is None or claim.seconds_per_op is None:
         return
     n = len(got.calls)
-    value, half = float(claim.seconds_per_op), _half(verdict)
+    value, half = claim.seconds_per_op, _half(verdict)
     lo, hi_awake = bounds(got.calls, got.awake, got.awake_spans, name, tolerance)
     hi_closed = bounds(got.calls, got.closed, got.spans, name, tolerance)[1]
     hi_open = bounds(got.calls, got.opened, got.opened_spans, name, tolerance)[1]
@@ -297,7 +296,13 @@ def apply(verdicts: list[Verdict], report, tolerance: float, trace=None, strace:
     Not on an strace import: its calls' times hold ptrace's stops (match_claims.STRACE_LATENCY)."""
     if strace:
         return
+    candidates = [v for v in verdicts if _candidate(v)]
+    if not candidates:
+        return
     off = scheduler_records(trace) if trace is not None else None
-    for verdict in verdicts:
-        if _candidate(verdict):
-            judge(verdict, report, tolerance, off)
+    # one pass over the events for every candidate's threads: their other calls close the rooms
+    tids = np.unique(np.concatenate([report.evidence.calls_of(list(v.phases), ["tid"])[0]["tid"].to_numpy(np.int64)
+                                     for v in candidates]))
+    near = neighbours(report, tids)
+    for verdict in candidates:
+        judge(verdict, report, tolerance, off, near)
