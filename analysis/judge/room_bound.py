@@ -71,10 +71,13 @@ class Clocks:
     opened_spans: float
     awake_spans: float
     asleep: float
+    awake_opened: np.ndarray       # the open rooms less the sleeps, at the edges too
+    awake_opened_spans: float
 
     def __getitem__(self, cut: slice) -> Clocks:
         return Clocks(self.calls[cut], self.closed[cut], self.opened[cut], self.awake[cut], self.spans,
-                      self.opened_spans, self.awake_spans, self.asleep)
+                      self.opened_spans, self.awake_spans, self.asleep, self.awake_opened[cut],
+                      self.awake_opened_spans)
 
 
 def _sleeps(off, tid: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
@@ -179,9 +182,18 @@ def clocks(events, assigned, phases: list[int], timed: str, direction: str | Non
     asleep = float(asleep_before.sum() + asleep_after.sum() - asleep_before[shared].sum()) / 1e9
     opened_previous = np.where(first, -np.inf, np.r_[-np.inf, open_after[:-1]])
     opened_spans = float((open_after - np.maximum(open_before, opened_previous)).sum()) / 1e9
+    # the open ends' sleeps (a first call's edge before it, a last call's after it), where finite
+    edge_before = np.where(first & np.isfinite(open_before),
+                           _sleeps(off, t, np.nan_to_num(open_before, neginf=0).astype(np.int64), s.astype(np.int64)),
+                           0.0)
+    edge_after = np.where(last & np.isfinite(open_after),
+                          _sleeps(off, t, e.astype(np.int64), np.nan_to_num(open_after, posinf=0).astype(np.int64)),
+                          0.0)
+    awake_opened = opened - (asleep_before + asleep_after + edge_before + edge_after) / 1e9
+    awake_opened_spans = opened_spans - asleep - float(edge_before.sum() + edge_after.sum()) / 1e9
     back = np.argsort(s, kind="stable")   # time order, as latency.operations gives them
     return Clocks((e - s)[back] / 1e9, closed[back], opened[back], awake[back], spans, opened_spans,
-                  spans - asleep, asleep)
+                  spans - asleep, asleep, awake_opened[back], awake_opened_spans)
 
 
 def bounds(calls: np.ndarray, rooms: np.ndarray, spans: float, name: str, tolerance: float) -> tuple[float, float]:
@@ -254,6 +266,7 @@ def judge(verdict: Verdict, report, tolerance: float, off=None, near=None) -> No
     value, half = claim.seconds_per_op, _half(verdict)
     lo, hi_awake = bounds(got.calls, got.awake, got.awake_spans, name, tolerance)
     hi_closed = bounds(got.calls, got.closed, got.spans, name, tolerance)[1]
+    hi_awake_open = bounds(got.calls, got.awake_opened, got.awake_opened_spans, name, tolerance)[1]
     hi_open = bounds(got.calls, got.opened, got.opened_spans, name, tolerance)[1]
     shown = fmt(value, "latency") + (f" (± {fmt(half, 'latency')}, half its last printed digit)" if half else "")
     what = ("the time the rooms cover together, over the operations (a thread's clock readings follow one "
@@ -273,6 +286,12 @@ def judge(verdict: Verdict, report, tolerance: float, off=None, near=None) -> No
                                   "call and just after it reads no less than the call and no more than its room; the "
                                   "time between calls is the benchmark's own work, or its thread waiting for a CPU")
         verdict.figures[f"{name} of the rooms' joint time" if name == "mean" else f"{name} of rooms"] = awake
+        return
+    edge = (f"{name}: the claim {shown} is above the {name} of {what}{asleep} ({fmt(awake, 'latency')}); only a "
+            "thread's first or last call, whose room the trace does not close (no call of its thread before or after "
+            "it in the claim's window), could hold it")
+    if value - half <= hi_awake_open:
+        cannot_judge(verdict, edge)
         return
     if value - half <= hi_closed:
         cannot_judge(verdict, f"{name}: the claim {shown} is above the {name} of {what}{asleep} "
