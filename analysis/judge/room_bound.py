@@ -31,7 +31,8 @@ could read it.
 
     apply(verdicts, report, tolerance)
 
-runs after the other passes on the verdicts of latency claims (`timed` "call" or "call or sync")
+runs after the other passes on the verdicts of a claims spec's latency claims (`timed` "call" or
+"call or sync"; not when a thread's operations overlap, as asynchronous requests do)
 that disagree, that the seam made CANNOT JUDGE, or that the time from each call's start to its
 thread's next call's start explained (latency._fitting): one rule for the time a clock around a
 call takes in beside it, whichever pass met the claim first.
@@ -73,11 +74,12 @@ class Clocks:
     asleep: float
     awake_opened: np.ndarray       # the open rooms less the sleeps, at the edges too
     awake_opened_spans: float
+    overlapping: bool = False      # a thread's operations overlap (asynchronous requests): no rooms
 
     def __getitem__(self, cut: slice) -> Clocks:
         return Clocks(self.calls[cut], self.closed[cut], self.opened[cut], self.awake[cut], self.spans,
                       self.opened_spans, self.awake_spans, self.asleep, self.awake_opened[cut],
-                      self.awake_opened_spans)
+                      self.awake_opened_spans, self.overlapping)
 
 
 def _sleeps(off, tid: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
@@ -193,7 +195,8 @@ def clocks(events, assigned, phases: list[int], timed: str, direction: str | Non
     awake_opened_spans = opened_spans - asleep - float(edge_before.sum() + edge_after.sum()) / 1e9
     back = np.argsort(s, kind="stable")   # time order, as latency.operations gives them
     return Clocks((e - s)[back] / 1e9, closed[back], opened[back], awake[back], spans, opened_spans,
-                  spans - asleep, asleep, awake_opened[back], awake_opened_spans)
+                  spans - asleep, asleep, awake_opened[back], awake_opened_spans,
+                  bool((~first[1:] & (s[1:] < e[:-1])).any()))
 
 
 def bounds(calls: np.ndarray, rooms: np.ndarray, spans: float, name: str, tolerance: float) -> tuple[float, float]:
@@ -218,7 +221,9 @@ def _statistic(verdict: Verdict) -> str | None:
 
 def _candidate(verdict: Verdict) -> bool:
     claim = verdict.claim
-    if verdict.kind != "latency" or claim.extra.get("requests") or claim.seconds_per_op is None:
+    # a claims spec's latency (fio's and the other modules' own judges hold theirs)
+    if verdict.kind != "latency" or claim.source != "spec" or claim.extra.get("requests") or \
+            claim.seconds_per_op is None:
         return False
     if claim.extra.get("timed", "call") not in TIMED or _statistic(verdict) is None:
         return False
@@ -260,7 +265,7 @@ def judge(verdict: Verdict, report, tolerance: float, off=None, near=None) -> No
     high = claim.printed_ns if claim.printed_ns is not None else _last_end(report)
     got = clocks(events, assigned, list(verdict.phases), timed, claim.direction, low, high, off, near)
     got = got[int(claim.extra.get("skip") or 0):]
-    if not len(got.calls) or name is None or claim.seconds_per_op is None:
+    if not len(got.calls) or name is None or claim.seconds_per_op is None or got.overlapping:
         return
     n = len(got.calls)
     value, half = claim.seconds_per_op, _half(verdict)
