@@ -33,9 +33,10 @@ could read it.
 
 runs after the other passes on the verdicts of a claims spec's latency claims (`timed` "call" or
 "call or sync"; not when a thread's operations overlap, as asynchronous requests do)
-that disagree, that the seam made CANNOT JUDGE, or that the time from each call's start to its
-thread's next call's start explained (latency._fitting): one rule for the time a clock around a
-call takes in beside it, whichever pass met the claim first.
+that disagree, that the seam made CANNOT JUDGE, or that another account explained (latency._fitting:
+each call's start to its thread's next call's start, another operation window, a warm-up): a
+figure the spec's own account holds needs none of them. An explained verdict the rooms do not
+hold keeps its explanation.
 """
 
 from __future__ import annotations
@@ -229,9 +230,11 @@ def _candidate(verdict: Verdict) -> bool:
         return False
     first = verdict.reasons[0] if verdict.reasons else ""
     seamed = verdict.verdict == "cannot judge" and first.startswith("gap in user space")
-    # the account of each call's start to its next one's (latency._fitting): the rooms say it better
-    spaced = verdict.verdict == "explained" and latency.TO_NEXT in first
-    return verdict.verdict == "disagrees" or seamed or spaced
+    # another account latency._fitting found (each call's start to its next one's, another
+    # operation window, a warm-up): a figure the spec's own account holds needs none of them
+    other = verdict.verdict == "explained" and first.startswith(f"{_statistic(verdict)}: the claim ") and \
+        " fits " in first
+    return verdict.verdict == "disagrees" or seamed or other
 
 
 def _half(verdict: Verdict) -> float:
@@ -281,8 +284,8 @@ def judge(verdict: Verdict, report, tolerance: float, off=None, near=None) -> No
     closed = (got.spans / n) if name == "mean" else latency.figure(got.closed, name)
     asleep = f", less the {units.seconds(got.asleep)} its threads slept between calls" if got.asleep else ""
     records = "" if off is not None else " (the trace holds no off-CPU records to tell its threads' sleeps)"
-    if value + half < lo:
-        return
+    if value + half < lo or (verdict.verdict == "explained" and value - half > hi_awake):
+        return   # below the calls: as judged; explained by another account the rooms do not hold: kept
     if value - half <= hi_awake:
         verdict.verdict = "agrees"
         verdict.reasons.insert(0, f"{name}: the claim {shown} lies between the {name} of the {n:,} {timed} "
