@@ -60,6 +60,8 @@ ALLOWANCE_S = 1e-6
 # its own operation: one request preempted between its clock read and its call is no lie
 REQUESTS_SHARE = 0.95
 Z95 = 1.96
+# the account of a claim that fits each call's start to its thread's next call's start
+TO_NEXT = "the time from each call's start to its thread's next call's start"
 # a latency claim that fits once the trace's first few operations are left out: a warm-up the
 # benchmark dropped; more than a few would be fitting the claim, not finding a cause
 WARMUP_TRIES = 3
@@ -87,7 +89,7 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
                direction: str | None) -> np.ndarray:
     """Seconds per operation in `phases`, in time order of the operations' starts (per
     thread for "interval": each call's start to the next one's, see below)."""
-    if timed not in ("call", "call+sync", "open..close", "interval", "room", "call or sync"):
+    if timed not in ("call", "call+sync", "open..close", "interval", "to next", "room", "call or sync"):
         return several.spans(events, assigned, phases, timed, direction)
     kind = phase_module.call_kinds(events["syscall"])
     in_phases = np.isin(assigned["phase"].to_numpy(), phases)
@@ -106,9 +108,10 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
             data |= in_phases & (kind == phase_module.SYNC)
         rows = np.flatnonzero(data)
         return (end[rows] - start[rows]).astype(np.float64) / 1e9
-    if timed == "interval":
+    if timed in ("interval", "to next"):
         # each data call's start to its thread's next one's (its own end for the last): the
-        # most any clock around one call can take in, the program's time before its next call too
+        # most any clock around one call can take in, the program's time before its next call too;
+        # "to next" leaves each thread's last call out (its "interval" is only its own latency)
         rows = np.flatnonzero(data)
         tid = events["tid"].to_numpy(np.int64)[rows]
         by = np.argsort(tid, kind="stable")
@@ -117,6 +120,10 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
         last = np.r_[t[1:] != t[:-1], True]
         out = np.empty(len(rows), np.float64)
         out[by] = np.where(last, e - s, nxt - s) / 1e9
+        if timed == "to next":
+            followed = np.empty(len(rows), bool)
+            followed[by] = ~last
+            return out[followed]
         return out
     if timed == "room":
         # each data call's thread's previous data call's end to its next one's start: the whole
@@ -277,14 +284,14 @@ def _fitting(claim, rows, trace, report, name, value, tolerance, timed) -> str |
         lo, hi, _ = band(values, name, tolerance)
         return lo <= value <= hi
 
-    for other in TIMED + ("interval",):
+    for other in TIMED + ("to next",):
         if other == timed:
             continue
         values = _values(claim, rows, trace, report, other)
         if fits(values):
-            if other == "interval":
-                return (f"{name}: the claim {fmt(value, 'latency')} fits the time from each call's start to "
-                        f"the next one's ({fmt(figure(values, name), 'latency')} over {len(values):,}), not the "
+            if other == "to next":
+                return (f"{name}: the claim {fmt(value, 'latency')} fits {TO_NEXT} ({fmt(figure(values, name), 'latency')} over "
+                        f"{len(values):,}, each thread's last call left out), not the "
                         f"{timed} ({fmt(figure(_values(claim, rows, trace, report), name), 'latency')}): the "
                         "benchmark's clock took in time outside its calls (its own work between a clock read "
                         "and the call, or the thread preempted there)")

@@ -25,6 +25,7 @@ from iowitness.analysis.judge import (
     output_files,
     precision,
     return_wait,
+    room_bound,
     strace_stops,
     verdict_rules as verdicts,
 )
@@ -103,6 +104,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         out.append(verdict)
     return_wait.apply(out, report, trace, tolerance)   # a clock around each call: waits at its return
     precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
+    strace = trace is not None and backends.backend_of(trace.meta) == backends.STRACE
+    room_bound.apply(out, report, tolerance, trace, strace)   # a statistic between its calls' and their rooms'
     clock_tick.apply(out, report.phases)   # postmark's whole seconds (spec clock_seconds)
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
