@@ -197,6 +197,11 @@ struct {
 } aio_done_early SEC(".maps");
 
 __u32 aio_next_ring = 1;
+/* 1, as the verifier cannot know it (a writable global): a walk's counts go up by it, and a
+ * count the verifier followed as a constant through each bpf_loop callback made it give up
+ * ("the sequence of 8193 jumps is too complex") */
+__u32 aio_one = 1;
+#define AIO_COUNT_UP(n) ((n) += *(volatile __u32 *)&aio_one)
 /* the target of aio_fence's atomic */
 __u64 aio_fence_word;
 
@@ -246,8 +251,12 @@ static __always_inline bool aio_decode(struct task_struct *task, const struct io
 {
 	struct file *file = file_of_fd(task, iocb->aio_fildes);
 	__u16 opcode = iocb->aio_lio_opcode;
+	struct cpu_slot *slot = this_cpu_slot();
+	__u32 epoch;
 
-	if (!file || !is_target(&req->file, file_key_of(file, &req->file)))
+	/* through the CPU's memo of the last target file, as the syscalls: a benchmark's iocbs
+	 * are on one file or few, and the memo spares the `files` hash lookup each time */
+	if (!file || !slot || !target_file(slot, &req->file, file_key_of(file, &req->file), &epoch))
 		return false;
 	req->direct = (KFIELD(file, f_flags) & IOW_O_DIRECT) != 0;
 	req->fd = iocb->aio_fildes;
@@ -446,6 +455,14 @@ struct aio_submit_walk {
 	__u32 ring;        /* 0 until the call's first target request numbers it */
 	__u32 known;       /* the context is in aio_contexts */
 	__u32 kctx_looked; /* kctx was looked for */
+	__u32 walked;      /* iocbs the walk reads */
+	/* the context's in-flight count is raised once, at the first target request, by every
+	 * iocb left to walk (`reserved`), and lowered once after the walk by those not filed:
+	 * one atomic a call instead of a hash lookup and an atomic a request, and the count is
+	 * never below the entries while the walk files them (an io_destroy or exit that reads it
+	 * meanwhile walks the in-flight map when it must) */
+	__u32 reserved;
+	__u32 filed;
 	__u32 pad0;
 };
 
@@ -475,6 +492,8 @@ static long aio_submit_one(__u32 i, void *data)
 		}
 		w->ring = c->ring;
 		w->known = 1;
+		w->reserved = w->walked - i;
+		__sync_fetch_and_add(&c->inflight, w->reserved);
 	}
 	if (req.direct && !w->kctx_looked) {
 		/* buffered requests complete inside io_submit: only direct ones need it */
@@ -487,7 +506,7 @@ static long aio_submit_one(__u32 i, void *data)
 	req.tid = w->tid;
 	req.ring = w->ring;
 	if (!bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST)) {
-		aio_count_inflight(w->tgid, w->ctx, 1);
+		AIO_COUNT_UP(w->filed);
 		aio_watch_completion(&key, req.kctx, w->start_ts);
 		return 0;
 	}
@@ -510,14 +529,14 @@ static long aio_submit_one(__u32 i, void *data)
 		aio_count_inflight(w->tgid, old->ctx, -1);
 		aio_unwatch_completion(old->kctx, key.iocb);
 		*old = req;
-		aio_count_inflight(w->tgid, w->ctx, 1);
+		AIO_COUNT_UP(w->filed);
 		aio_watch_completion(&key, req.kctx, w->start_ts);
 		return 0;
 	}
 	if (bpf_map_update_elem(&aio_inflight, &key, &req, BPF_NOEXIST)) {
 		count_lost(IOW_LOST_REQUESTS);
 	} else {
-		aio_count_inflight(w->tgid, w->ctx, 1);
+		AIO_COUNT_UP(w->filed);
 		aio_watch_completion(&key, req.kctx, w->start_ts);
 	}
 	return 0;
@@ -529,14 +548,21 @@ struct aio_reap_walk {
 	__u64 now;
 	__u32 tgid;
 	__u32 tid;
+	/* entries of this context removed: its count is lowered once, after the walk (until
+	 * then it is above the entries, which only makes an io_destroy or exit walk the map) */
+	__u64 removed;
 };
 
 /* the record of a request found in flight, and its entry gone */
-static __always_inline void aio_reaped(struct aio_key *key, struct aio_request *req, __u64 now, __s64 res)
+static __always_inline void aio_reaped(struct aio_key *key, struct aio_request *req, __u64 now, __s64 res,
+				       struct aio_reap_walk *w)
 {
 	aio_unwatch_completion(req->kctx, key->iocb);
 	aio_send(key->tgid, req, req->submit_ns, now, res);
-	aio_count_inflight(key->tgid, req->ctx, -1);
+	if (req->ctx == w->ctx)
+		AIO_COUNT_UP(w->removed);
+	else
+		aio_count_inflight(key->tgid, req->ctx, -1);
 	bpf_map_delete_elem(&aio_inflight, key);
 }
 
@@ -558,7 +584,7 @@ static long aio_reap_one(__u32 i, void *data)
 	key.iocb = ev.obj;
 	req = bpf_map_lookup_elem(&aio_inflight, &key);
 	if (req && !req->reaped_ns) {
-		aio_reaped(&key, req, w->now, ev.res);
+		aio_reaped(&key, req, w->now, ev.res, w);
 		return 0;
 	}
 	if (req)
@@ -585,7 +611,7 @@ static long aio_reap_one(__u32 i, void *data)
 	/* its io_submit returned in between: the entry is there now */
 	req = bpf_map_lookup_elem(&aio_inflight, &key);
 	if (req && !req->reaped_ns)
-		aio_reaped(&key, req, w->now, ev.res);
+		aio_reaped(&key, req, w->now, ev.res, w);
 	else if (!req)
 		count_lost(IOW_LOST_REQUESTS);
 	return 0;
@@ -602,10 +628,12 @@ static __always_inline void on_aio_call(__u32 slot, struct task_struct *task, st
 	if (slot == IOW_ASYNC_IO_SUBMIT) {
 		struct aio_submit_walk w = {
 			.iocbpp = ARG3(regs), .ctx = ARG1(regs), .start_ts = start_ts,
-			.tgid = task->tgid, .tid = task->pid,
+			.tgid = task->tgid, .tid = task->pid, .walked = walked,
 		};
 
 		bpf_loop(walked, aio_submit_one, &w, 0);
+		if (w.reserved != w.filed)
+			aio_count_inflight(w.tgid, w.ctx, (__s64)w.filed - (__s64)w.reserved);
 	} else if (slot == IOW_ASYNC_IO_GETEVENTS) {
 		struct aio_reap_walk w = {
 			.events = ARG4(regs), .ctx = ARG1(regs), .now = now,
@@ -613,6 +641,8 @@ static __always_inline void on_aio_call(__u32 slot, struct task_struct *task, st
 		};
 
 		bpf_loop(walked, aio_reap_one, &w, 0);
+		if (w.removed)
+			aio_count_inflight(w.tgid, w.ctx, -(__s64)w.removed);
 	}
 	if (ret > walked)
 		count_lost_n(IOW_LOST_REQUESTS, ret - walked);

