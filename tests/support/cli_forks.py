@@ -56,18 +56,18 @@ def _serve() -> None:
             request, line = line.split(b"\n", 1)
             pid = os.fork()
             if pid == 0:
-                requests.close()
-                os.close(replies)
-                _child(json.loads(request))
+                _child(json.loads(request), requests, replies)
             os.write(replies, f"pid {pid}\n".encode())
             _, status = os.waitpid(pid, 0)
             os.write(replies, f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
 
 
-def _child(request: dict) -> None:
+def _child(request: dict, requests, replies: int) -> None:
     """Be `python -m iowitness.cli ARGS`, and never return to the server's loop."""
     code = 1
     try:
+        requests.close()
+        os.close(replies)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -120,7 +120,9 @@ def _run_main() -> int:
 class _Server:
     def __init__(self) -> None:
         self.cwd = os.path.realpath(os.getcwd())   # the server's imports are the ones a run from here makes
-        self.proc = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # in a session of its own: a signal a test sends its own process group (a Ctrl-C) must not end it
+        self.proc = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     start_new_session=True)
         self.lock = threading.Lock()
         self.buffer = b""
         atexit.register(self.close)
