@@ -38,6 +38,7 @@ def _serve() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
+    os.close(null)   # a child has only 0, 1 and 2 of the server's (and what the preloaded modules opened)
     sys.path[0] = os.getcwd()   # as `python -m` has it, not this file's directory
     import iowitness.cli as cli
 
