@@ -20,6 +20,25 @@ FAST_PROBE_ONLY = ("test_aio.py", "test_uring.py", "test_mmap.py", "test_faults.
                    "test_bench_smoke.py::test_interleaved_bench_follows_an_io_uring_workload_through_fio_status")
 
 
+# Recording tests whose point is not which probe records (the collector's process, the reader, the
+# report forms, export): the compat pass (scripts/test.sh, --probe compat) skips them, the fast
+# probe's pass runs them; the compat pass keeps the tests of what each probe records
+PROBE_INDEPENDENT = (
+    "test_phases_real.py::test_report_prints_the_phase_table",
+    "test_phases_real.py::test_report_json_has_every_phase",
+    "test_phases_real.py::test_report_csv_is_a_header_and_one_line_per_phase",
+    "test_phases_real.py::test_report_on_a_truncated_trace_reports_what_is_left",
+    "test_phases_real.py::test_report_on_garbage_exits_6_with_one_line",
+    "test_known_calls.py::test_export_to_parquet_reads_in_duckdb",
+    "test_run.py::test_run_passes_exit_code_and_output_through",
+    "test_run.py::test_a_killed_collector_leaves_a_readable_trace",
+    "test_run.py::test_the_collector_wakes_when_the_benchmark_exits_not_at_its_next_poll",
+    "test_run.py::test_the_benchmark_gets_the_signal_dispositions_it_would_have_had_without_us",
+    "test_run.py::test_a_killed_collector_loses_neither_the_benchmark_nor_its_output",
+    "test_run.py::test_a_reader_that_closes_our_output_gives_the_benchmark_sigpipe",
+)
+
+
 # Kernel test files run by themselves, after the others (scripts/test.sh: `-m serial`): they measure
 # time or cost, or touch what the whole machine shares. Every other kernel file runs beside another
 # one (`-n 2 --dist loadfile`): its loop devices, mounts, users and ports carry its own names
@@ -77,6 +96,10 @@ def pytest_collection_modifyitems(config, items):
                     or f"{Path(str(item.fspath)).name}::{item.name}" in FAST_PROBE_ONLY):
                 item.add_marker(pytest.mark.skip(reason="the compatible probe does not follow libaio, io_uring "
                                                         "or page faults (test_compat_path.py checks it counts them)"))
+            elif (os.environ.get("IOWITNESS_PROBE") == "compat"
+                  and f"{Path(str(item.fspath)).name}::{item.name}" in PROBE_INDEPENDENT):
+                item.add_marker(pytest.mark.skip(reason="not about which probe records: the fast probe's pass runs it "
+                                                        "(tests/conftest.py PROBE_INDEPENDENT)"))
 
 
 def require_tool(name: str) -> str:
