@@ -9,7 +9,8 @@ once; every call is a child forked from it that runs `iowitness.cli` as `__main_
 threads finished as at interpreter exit, an uncaught exception printed as Python prints it.
 
 What a fork cannot give falls back to a real start-up (tests/support/cli.py): another working
-directory (which iowitness a `-m` run imports depends on it), an environment that changes how the
+directory (which iowitness a `-m` run imports depends on it), a command that launches or follows
+other processes (run, attach, replay: its output pipes stay open while they live), an environment that changes how the
 interpreter or the loader starts (PYTHON*, LD_*), a call while another one is under way (a
 thread of the same test), and IOWITNESS_TEST_FORKS=0 (every call a real start-up). Tests whose
 point is the process itself (signals, start-up time, another venv) start it themselves.
@@ -30,6 +31,11 @@ import threading
 import time
 
 _SERVER_IMPORTS = ("iowitness.cli",)
+# commands that launch or follow other processes: a real start-up, on pipes, so that the call
+# returns when the last holder of its output does (a benchmark left running untraced by
+# --on-fault continue prints to the end), as a user's shell sees it; the seconds they record
+# dwarf the start-up anyway
+LAUNCHERS = frozenset({"run", "attach", "replay"})
 
 
 def _serve() -> None:
@@ -188,7 +194,7 @@ def forked(args: list[str], *, timeout: float | None = None, env: dict[str, str]
     """The command's result from a fork of the warm server; None when only a real start-up will do."""
     global _server
     env = dict(os.environ if env is None else env)
-    if (kwargs or os.environ.get("IOWITNESS_TEST_FORKS") == "0"
+    if (kwargs or os.environ.get("IOWITNESS_TEST_FORKS") == "0" or (args and str(args[0]) in LAUNCHERS)
             or any(key.startswith(("PYTHON", "LD_")) and env.get(key) != os.environ.get(key)
                    for key in {*env, *os.environ})):
         return None
