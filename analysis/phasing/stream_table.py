@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.phasing import latency_store, phase_table as pt, phases as ph
+from iowitness.analysis.phasing.late_calls import LateCalls
 from iowitness.analysis.phasing.stream_windows import Windows, data_rows, i64
 from iowitness.analysis.read import distinct
 from iowitness.collector.format.traceformat import async_ops, ops_of_kind
@@ -58,7 +59,7 @@ def table(assigned, rider=None) -> pd.DataFrame:
     # a first table without the latency mean and percentiles: its windows drive pass 2
     s["lat_sum"], s["percentiles"] = np.zeros(len(s["phases"])), [[np.nan] * 4] * len(s["phases"])
     rows = pt.phase_rows(s)
-    late = Windows(s, rows)
+    late = Windows(s, rows, {name: acc.late_calls.found(name, s["phases"]) for name in LateCalls.KINDS})
     flights: list = []
 
     def in_flight(wanted):   # asked once: it closes the windows' depth counts
@@ -66,8 +67,9 @@ def table(assigned, rider=None) -> pd.DataFrame:
             flights.append(late.in_flight(wanted))
         return flights[0]
 
-    for e, a in assigned.blocks():
-        late.add(e, a)
+    if late.needs_pass():   # else the timed fsync and close came with pass 1: no pass 2
+        for e, a in assigned.blocks():
+            late.add(e, a)
     if rider is not None:   # it is given the table as before its latency mean and percentiles
         _ride_alone(assigned, rider, _finished(s, rows_of(s, late, in_flight), acc))
     s["lat_sum"] = s["t_sum"] / 1e3   # µs, as the minimum and maximum
@@ -155,6 +157,7 @@ class _Sums:
         self.streams: dict[tuple[int, int], list] = {}
         self.cuts: dict[str, list[int]] = {}
         self.latencies = latency_store.Latencies(slots)
+        self.late_calls = LateCalls(slots)
 
     def add(self, e: pd.DataFrame, a: pd.DataFrame) -> None:
         n = len(e)
@@ -183,8 +186,9 @@ class _Sums:
         count(self.warmup_ops, warm & ~fill)
         count(self.fill_ops, fill)
         _add_at(self.fill_bytes, slot[fill], np.maximum(ret[fill], 0))
-        np.minimum.at(self.first_ns, slot, i64(e["start_ns"].to_numpy()))
-        np.maximum.at(self.last_ns, slot, i64(e["end_ns"].to_numpy()))
+        start, end = i64(e["start_ns"].to_numpy()), i64(e["end_ns"].to_numpy())
+        np.minimum.at(self.first_ns, slot, start)
+        np.maximum.at(self.last_ns, slot, end)
         count(self.seeks, ph.named(e["syscall"], ops_of_kind("seek")))
         opened = opens & (ret >= 0)
         count(self.opens, opened)
@@ -204,11 +208,12 @@ class _Sums:
                 self.path[p] = str(path.iat[row])
         for path_name, times in pt._truncations(e, kinds).items():
             self.cuts.setdefault(path_name, []).extend(times)
-        self._data(e, a, kinds, slot, latency, ret, tid, tgid, flags)
+        rows = data_rows(e, a, kinds)
+        self.late_calls.add(slot, kinds, start, end, rows)
+        self._data(e, a, kinds, rows, slot, latency, ret, tid, tgid, flags)
         self.rows_seen += n
 
-    def _data(self, e, a, kinds, slot, latency, ret, tid, tgid, flags) -> None:
-        rows = data_rows(e, a, kinds)
+    def _data(self, e, a, kinds, rows, slot, latency, ret, tid, tgid, flags) -> None:
         if not len(rows):
             return
         p = slot[rows]
