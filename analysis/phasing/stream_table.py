@@ -226,14 +226,14 @@ class _Sums:
         size = np.where(transfer, np.maximum(ret, 0), requested)
         start, end = i64(e["start_ns"].to_numpy()[rows]), i64(e["end_ns"].to_numpy()[rows])
         offset = i64(e["offset"].to_numpy()[rows])
-        for target, values in ((self.ops, 1), (self.read_ops, is_read), (self.bytes, moved),
+        for target, values in ((self.ops, None), (self.read_ops, is_read), (self.bytes, moved),
                                (self.read_bytes, np.where(is_read, moved, 0)), (self.data_ns, lat),
                                (self.short, (ret >= 0) & (ret < requested) & ~transfer & ~fault),
                                (self.positioned_ops, ph.named(e["syscall"], ph.POSITIONED)[rows]),
                                (self.timed, ~fault), (self.async_ops, ph.named(e["syscall"], async_ops())[rows]),
                                (self.faults, fault), (self.fault_bytes, np.where(fault, moved, 0)),
                                (self.major_faults, fault & ((flags[rows] & ph.FAULT_MAJOR) != 0))):
-            _add_at(target, p, np.broadcast_to(np.asarray(values, dtype=np.int64), p.shape))
+            _add_at(target, p, values)   # a mask stays one: counted by np.bincount without weights
         np.minimum.at(self.data_first_ns, p, start)
         np.maximum.at(self.data_last_ns, p, end)
         np.minimum.at(self.size_min, p, size)
