@@ -109,9 +109,10 @@ def _counted(phase: np.ndarray, size: np.ndarray, fault: np.ndarray):
 
 
 def _add_at(target: np.ndarray, index: np.ndarray, values=None) -> None:
-    """np.add.at(target, index, values) of an int64 `target` (values: 1 each when None), by
-    np.bincount: 5-10x faster. Its float64 sums are exact while every partial sum is an integer
-    below 2^53 (said by the values' largest magnitude times their count), else np.add.at."""
+    """np.add.at(target, index, values) of an int64 `target` (values: 1 each when None; a mask:
+    1 for each true one), counts by np.bincount: 5-10x faster. Other values' float64 sums by
+    np.bincount are exact while every partial sum is an integer below 2^53 (said by the values'
+    largest magnitude times their count), else np.add.at; signed integers go to np.add.at."""
     if values is None:
         target += np.bincount(index, minlength=len(target))[:len(target)]
         return
@@ -119,7 +120,10 @@ def _add_at(target: np.ndarray, index: np.ndarray, values=None) -> None:
     if values.dtype == bool:
         target += np.bincount(index[values], minlength=len(target))[:len(target)]
         return
-    if len(values) and max(abs(int(values.min())), abs(int(values.max()))) * len(values) >= 1 << 53:
+    # integers: np.add.at, exact, and faster than the weighted bincount in numpy 2 (2.7-4.9 ms
+    # against 4.5-8.7 ms per Mi calls, with no bounds to check)
+    if values.dtype.kind == "i" or (len(values) and max(abs(int(values.min())), abs(int(values.max())))
+                                     * len(values) >= 1 << 53):
         np.add.at(target, index, values)
         return
     target += np.bincount(index, weights=values, minlength=len(target))[:len(target)].astype(np.int64)
