@@ -75,9 +75,13 @@ class _Depth:
 
 
 class Windows:
-    def __init__(self, s: dict, rows: pd.DataFrame):
+    def __init__(self, s: dict, rows: pd.DataFrame, known: dict | None = None):
+        """`known`: {"sync": ..., "close": ...}, each {phase: end} when already found in pass 1
+        (analysis/phasing/late_calls.py), or None to find them here."""
         self.after = rows["data_last_ns"]
-        self.late = {"sync": {}, "close": {}}
+        known = known or {}
+        self.late = {name: dict(known[name]) if known.get(name) is not None else {} for name in ("sync", "close")}
+        self.searched = [name for name in ("sync", "close") if known.get(name) is None]
         self.wanted = rows.index[rows["async_ops"] > 0].to_numpy(np.int64)
         self.data_union = {int(p): _Union() for p in self.wanted}
         self.all_union = {int(p): _Union() for p in self.wanted}
@@ -100,6 +104,8 @@ class Windows:
         start, end = i64(e["start_ns"].to_numpy()), i64(e["end_ns"].to_numpy())
         rows = data_rows(e, a, kinds)
         for name, kind in (("sync", ph.SYNC), ("close", ph.CLOSE)):
+            if name not in self.searched:
+                continue
             at = np.flatnonzero(kinds == kind)
             found = pt.first_late(slot[at], e["start_ns"].to_numpy()[at], e["end_ns"].to_numpy()[at], self.after)
             for p, value in found.items():   # blocks come in time order: the first block's is the first
@@ -115,6 +121,11 @@ class Windows:
                     self.all_union[p].add(start[mine], end[mine])
         if len(self.threads):
             self._targets(e, slot, start)
+
+    def needs_pass(self) -> bool:
+        """Whether add() has anything to count: a timed fsync or close not found in pass 1,
+        a phase with asynchronous requests, a thread whose phases overlap."""
+        return bool(self.searched) or bool(len(self.wanted)) or bool(len(self.threads))
 
     def _targets(self, e, slot, start) -> None:
         tid = e["tid"].to_numpy().astype(np.int64)
