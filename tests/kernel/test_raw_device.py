@@ -100,9 +100,12 @@ def test_the_device_view_is_each_disk_s_own_and_equals_diskstats(dd_run):
 
 
 def test_dd_s_own_figures_are_judged_on_the_disk(dd_run):
+    # dd's 4 MiB from a loop device whose image is in the page cache take about 1.5 ms of calls:
+    # its clock also spans the close after them, so the figure agrees or is explained by it
+    # (ratio 0.947 in one CI run: "close inside the timed window"); never DISAGREES
     check = dd_run["check"]
     assert check.returncode == 0, check.stdout + check.stderr
-    assert check.stdout.startswith("AGREES") and "dd read" in check.stdout, check.stdout
+    assert check.stdout.startswith(("AGREES", "EXPLAINED")) and "dd read" in check.stdout, check.stdout
 
 
 def test_fio_on_a_raw_disk(tmp_path):
