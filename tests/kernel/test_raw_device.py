@@ -101,11 +101,13 @@ def test_the_device_view_is_each_disk_s_own_and_equals_diskstats(dd_run):
 
 def test_dd_s_own_figures_are_judged_on_the_disk(dd_run):
     # dd's 4 MiB from a loop device whose image is in the page cache take about 1.5 ms of calls:
-    # its clock also spans the close after them, so the figure agrees or is explained by it
-    # (ratio 0.947 in one CI run: "close inside the timed window"); never DISAGREES
-    check = dd_run["check"]
-    assert check.returncode == 0, check.stdout + check.stderr
-    assert check.stdout.startswith(("AGREES", "EXPLAINED")) and "dd read" in check.stdout, check.stdout
+    # its clock also spans the close after them, so the figure agrees, is explained by it (ratio
+    # 0.947 in one CI run: "close inside the timed window") or, preempted under two CPU hogs, is
+    # too short to tell why (0.820); what this test holds is that the figure is judged on the
+    # raw disk's read phase, and never DISAGREES
+    out = dd_run["check"].stdout
+    assert out.startswith(("AGREES", "EXPLAINED", "CANNOT JUDGE")) and "dd read" in out and "phase 1" in out, out
+    assert "DISAGREES" not in out and "no phase" not in out, out
 
 
 def test_fio_on_a_raw_disk(tmp_path):
