@@ -18,7 +18,7 @@ import pytest
 from iowitness.collector.format.tracereader import read
 from tests.conftest import require_tool
 from tests.support import perfetto_trace
-from tests.support.blockdev import diskstats, loop_ext4
+from tests.support.blockdev import diskstats, loop_ext4, settled
 from tests.support.cli import IOWITNESS, iowitness
 
 pytestmark = pytest.mark.kernel
@@ -43,7 +43,7 @@ def run(tmp_path_factory):
         subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/d.bin", f"bs={BS}", f"count={COUNT}", "conv=fsync"],
                        check=True, capture_output=True)
         subprocess.run(["sync", "-f", f"{mnt}/."], check=True)
-        before = _settled(name)
+        before = settled(name)
         trace = tmp / "dd.iwt"
         proc = subprocess.run([*IOWITNESS, "run", "-q", "-o", str(trace), "--", "dd", "if=/dev/zero",
                                f"of={mnt}/d.bin", f"bs={BS}", f"count={COUNT}", "oflag=direct", "conv=notrunc"],
@@ -53,21 +53,6 @@ def run(tmp_path_factory):
     delta = {k: after[k] - before[k] for k in after}
     block = read(trace).block
     return {"trace": trace, "device": name, "diskstats": delta, "block": block, "tmp": tmp}
-
-
-def _settled(name: str) -> dict[str, int]:
-    """/proc/diskstats of the device once the remount's own writes are done: two readings half
-    a second apart the same (a flush of the remount was seen completing up to a second later)."""
-    import time
-
-    last = diskstats(name)
-    for _ in range(40):
-        time.sleep(0.5)
-        now = diskstats(name)
-        if now == last:
-            return now
-        last = now
-    raise AssertionError(f"{name} never fell quiet: {last}")
 
 
 def _records(run) -> np.ndarray:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ import pytest
 from iowitness import load
 from iowitness.collector.format.tracereader import read
 from tests.conftest import require_tool
-from tests.support.blockdev import diskstats, loop_raw
+from tests.support.blockdev import diskstats, loop_raw, settled
 from tests.support.cli import iowitness
 
 pytestmark = pytest.mark.kernel
@@ -30,26 +29,13 @@ BS, COUNT = 64 * 1024, 64
 TOTAL = BS * COUNT
 
 
-def _quiet(name: str) -> dict[str, int]:
-    """diskstats of a fresh loop device once udev's probe of it (blkid reading its first blocks
-    after losetup) is over: two readings half a second apart the same."""
-    last = diskstats(name)
-    for _ in range(40):
-        time.sleep(0.5)
-        now = diskstats(name)
-        if now == last:
-            return now
-        last = now
-    return last
-
-
 @pytest.fixture(scope="module")
 def dd_run(tmp_path_factory):
     require_tool("dd")
     tmp = tmp_path_factory.mktemp("raw")
     with loop_raw(16) as disk_w, loop_raw(16) as disk_r:
         w, r = os.path.basename(disk_w), os.path.basename(disk_r)
-        before = {w: _quiet(w), r: _quiet(r)}
+        before = {w: settled(w), r: settled(r)}
         trace = tmp / "dd.iwt"
         script = (f"dd if=/dev/zero of={disk_w} bs={BS} count={COUNT} oflag=direct && "
                   f"dd if={disk_r} of=/dev/null bs={BS} count={COUNT} iflag=direct")

@@ -47,6 +47,19 @@ def diskstats(name: str) -> dict[str, int]:
     raise AssertionError(f"{name} is not in /proc/diskstats")
 
 
+def settled(name: str) -> dict[str, int]:
+    """diskstats of a device once what another program started on it is over (udev's blkid
+    probe after losetup, a remount's flush): two readings half a second apart the same."""
+    last = diskstats(name)
+    for _ in range(40):
+        time.sleep(0.5)
+        now = diskstats(name)
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"{name} never fell quiet: {last}")
+
+
 def loop_ext4(size_mb: int = 64, partitioned: bool = False):
     """(block device path, mount point) of ext4 on a fresh loop device, or on its first partition."""
     return loop_fs("ext4", size_mb, partitioned)
