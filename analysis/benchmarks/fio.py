@@ -58,6 +58,10 @@ FIO_DIRECTIONS = {
     "trim": set(), "randtrim": set(), "trimwrite": {"write"},
 }
 
+# a job's runtime is whole milliseconds, rounded up, and its bandwidth the bytes over it
+# (backend.c, update_runtime): judge/clock_tick.py
+CLOCK = {"clock_s": 1e-3, "clock_rounds": "up", "clock_said": "fio's runtime is whole milliseconds, rounded up"}
+
 _JOB = re.compile(r"^(?P<job>\S.*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)")
 _DDIR = re.compile(r"^\s+(?P<ddir>read|write|trim)\s*: IOPS=(?P<iops>[\d.]+)(?P<prefix>[kMGT]?), "
                    r"BW=(?P<bw>[\d.]+)(?P<unit>\S+?) \((?P<bw2>[\d.]+)(?P<unit2>\S+?)\)")
@@ -113,7 +117,7 @@ def _from_json(text: str, starts: list[int]) -> list[Claim]:
                        "groupid": job.get("groupid"), "error": job.get("error", 0),
                        "io_bytes": int(s["io_bytes"]), "runtime_ms": s.get("runtime"),
                        "lat_mean_s": lat, "clat_mean_s": clat, "total": total,
-                       "interim_reports": len(docs) - 1, **_queue(job, final)}))
+                       "interim_reports": len(docs) - 1, **_queue(job, final), **CLOCK}))
     if not claims:
         raise UnparsableOutput("fio JSON output has no job that moved any data")
     # then each job's latency per direction, one claim each (fio_latency.py), after every rate
@@ -177,7 +181,7 @@ def _from_text(text: str) -> list[Claim]:
                 printed=line.strip(), bytes_per_s=value * RATES[m.group("unit")],
                 ops_per_s=float(m.group("iops")) * COUNT_PREFIXES[m.group("prefix")],
                 direction=m.group("ddir") if m.group("ddir") != "trim" else None, job=job, index=len(claims),
-                extra={"from": "text", "groupid": group,
+                extra={"from": "text", "groupid": group, **CLOCK,
                        "also_printed": f"{m.group('bw2')}{m.group('unit2')}",
                        "also_bytes_per_s": float(m.group("bw2")) * RATES[m.group("unit2")]}))
             continue
