@@ -20,14 +20,19 @@ from __future__ import annotations
 from iowitness import units
 
 SPEC_SAID = "spec clock_seconds"
+TOO_SHORT = "too short to tell why"   # verdict_rules.settle's words
 
 
 def apply(verdicts: list, phases, tolerance: float) -> None:
-    """Each disagreeing claim with a clock tick (extra clock_s) that fits to that tick: agrees."""
+    """Each claim with a clock tick (extra clock_s) that disagrees, or cannot be judged for a phase
+    too short, and fits to that tick: agrees."""
     for verdict in verdicts:
         tick = verdict.claim.extra.get("clock_s")
-        if verdict.verdict != "disagrees" or not tick or not verdict.phases or verdict.kind not in (
-                "ops", "bytes", "elapsed"):
+        # a phase "too short to tell why" is told why when the tick covers it
+        too_short = verdict.verdict == "cannot judge" and verdict.reasons and \
+            verdict.reasons[0].endswith(TOO_SHORT)
+        if not (verdict.verdict == "disagrees" or too_short) or not tick or not verdict.phases or \
+                verdict.kind not in ("ops", "bytes", "elapsed"):
             continue
         rows = phases[phases["phase"].isin(verdict.phases)]
         if rows.empty:
@@ -46,6 +51,8 @@ def apply(verdicts: list, phases, tolerance: float) -> None:
         longest = implied if verdict.claim.extra.get("clock_rounds") == "up" else implied + tick
         # the ratio window / elapsed within the tolerance: elapsed from window / (1 + t) to window / (1 - t)
         if shortest <= window / (1 - tolerance) and longest >= window / (1 + tolerance):
+            if too_short:
+                verdict.reasons.pop(0)
             verdict.verdict = "agrees"
             said = verdict.claim.extra.get("clock_said", SPEC_SAID)
             verdict.reasons.insert(0, f"judged to its clock's tick: the claim implies {units.seconds(implied)} of "

@@ -17,16 +17,16 @@ MIB = 1024 * 1024
 CALLS_NS = 1024 * 13_640
 
 
-def _reader():
+def _reader(count: int = 1024, size: int = 4096, latency: int = 13_640):
     calls = Calls().open("/dev/loop9", O_RDONLY)
-    for _ in range(1024):
-        calls.read(4096, latency=13_640)
+    for _ in range(count):
+        calls.read(size, latency=latency)
     trace = SimpleNamespace(events=calls.close().frame(), meta={"command": ["./bench"], "pid": None})
     return stream_full.build(trace), trace
 
 
-def _verdict(elapsed_s: float, **clock):
-    rep, trace = _reader()
+def _verdict(elapsed_s: float, reader=(), **clock):
+    rep, trace = _reader(*reader)
     rate = 4 * MIB / elapsed_s
     claim = Claim("spec", "read", rate / MIB, "MiB/s", "...", bytes_per_s=rate, direction="read",
                   extra={"match": "order", **clock})
@@ -52,6 +52,21 @@ def test_a_tick_does_not_cover_what_it_cannot_explain():
     # ... where a clock truncated at both ends (postmark's time()) may read a tick short
     truncated = _verdict(0.0125, clock_s=1e-3)
     assert truncated.verdict == "agrees" and "spec clock_seconds" in truncated.reasons[0]
+
+
+def test_a_phase_too_short_to_tell_why_is_told_by_the_tick():
+    # GIVEN fio's 4 MiB read of a cached file in 64 calls of 8 µs (0.51 ms), printed over 1 ms
+    # ("BW=4000MiB/s (4194MB/s)(4096KiB/1msec)", seen on this machine): half the calls' rate
+    short = (64, 65536, 8_000)
+    # WITHOUT the tick it cannot be judged: too short to tell why
+    bare = _verdict(0.001, short)
+    assert bare.verdict == "cannot judge" and bare.reasons[0].endswith("too short to tell why"), bare.reasons
+    # WITH it, the tick tells why: it agrees to fio's clock, and the old reason is gone
+    ticked = _verdict(0.001, short, **fio.CLOCK)
+    assert ticked.verdict == "agrees" and ticked.reasons[0].startswith("judged to its clock's tick"), ticked.reasons
+    assert not any("too short to tell why" in r for r in ticked.reasons)
+    # AND a figure a rounded-up clock cannot print for these calls still cannot be judged
+    assert _verdict(0.0002, short, **fio.CLOCK).verdict == "cannot judge"
 
 
 def test_fios_rate_claims_carry_its_clock_and_its_latencies_do_not():
