@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
-from iowitness.analysis.benchmarks import fio_files, fio_latency
+from iowitness.analysis.benchmarks import fio_files, fio_latency, fio_ramp
 from iowitness.analysis.judge.claim import Claim, Match, UnparsableOutput
 from iowitness.analysis.read import recorded_paths
 
@@ -117,14 +117,16 @@ def _from_json(text: str, starts: list[int]) -> list[Claim]:
                        "groupid": job.get("groupid"), "error": job.get("error", 0),
                        "io_bytes": int(s["io_bytes"]), "runtime_ms": s.get("runtime"),
                        "lat_mean_s": lat, "clat_mean_s": clat, "total": total,
-                       "interim_reports": len(docs) - 1, **_queue(job, final), **CLOCK}))
+                       "interim_reports": len(docs) - 1, **_queue(job, final), **CLOCK,
+                       "counted_calls": s.get("total_ios"), "ramp_s": _ramp(job, final)}))
     if not claims:
         raise UnparsableOutput("fio JSON output has no job that moved any data")
     # then each job's latency per direction, one claim each (fio_latency.py), after every rate
     # so that the rates keep their places
     for claim in list(claims):
         s = final["jobs"][claim.extra["job_index"]].get(claim.test.rsplit(" ", 1)[1]) or {}
-        keep = {k: claim.extra[k] for k in ("from", "fio_version", "job_index", "groupid", "ioengine", "iodepth")}
+        keep = {k: claim.extra[k] for k in ("from", "fio_version", "job_index", "groupid", "ioengine", "iodepth",
+                                             "ramp_s")}
         latency_claim = fio_latency.claim(claim.job, claim.test.rsplit(" ", 1)[1], s, claim.extra["job_index"],
                                           len(claims), keep)
         if latency_claim is not None:
@@ -145,6 +147,12 @@ def _queue(job: dict, final: dict) -> dict:
     return {"ioengine": str(options.get("ioengine", "psync")), "iodepth": depth,
             "iodepth_level": {str(k): float(v) for k, v in levels.items() if isinstance(v, (int, float))}
             if isinstance(levels, dict) else None}
+
+
+def _ramp(job: dict, final: dict) -> float:
+    """The job's ramp_time in seconds (its options over the global ones), 0.0 without one."""
+    options = {**(final.get("global options") or {}), **(job.get("job options") or {})}
+    return fio_ramp.seconds(options.get("ramp_time"))
 
 
 def _bytes_per_s(stats: dict) -> float:
@@ -184,6 +192,13 @@ def _from_text(text: str) -> list[Claim]:
                 extra={"from": "text", "groupid": group, **CLOCK,
                        "also_printed": f"{m.group('bw2')}{m.group('unit2')}",
                        "also_bytes_per_s": float(m.group("bw2")) * RATES[m.group("unit2")]}))
+            continue
+        m = fio_latency.ISSUED.match(line)
+        if m:
+            # the requests fio counted, per direction, of this job entry's rates
+            for claim in claims:
+                if claim.job == job and claim.direction in ("read", "write") and "counted_calls" not in claim.extra:
+                    claim.extra["counted_calls"] = int(m.group(claim.direction[0]))
             continue
         m = _LAT.match(line)
         if m and claims and claims[-1].job == job and claims[-1].seconds_per_op is None:
@@ -319,6 +334,8 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     entries = Counter((c.job, c.direction, "fio_latency" in c.extra) for c in claims)
     seen: dict[tuple, int] = defaultdict(int)
 
+    jobs = fio_jobs(argv, cwd)
+
     def find(claim: Claim) -> Match:
         rows, combine = _rows(claim, phases, argv, root, cwd)
         entry = (claim.job, claim.direction, "fio_latency" in claim.extra)
@@ -326,11 +343,16 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
             k = seen[entry]
             seen[entry] += 1
             rows = _clone(rows, claim.job, k)
+        claim.extra["ramp_s"] = fio_ramp.ramp_of(claim, jobs.get(claim.job or ""))
         if "fio_latency" in claim.extra and trace is not None:
             return Match(rows, judge=lambda window, tolerance, missing, rows=rows:
                          fio_latency.judge(claim, rows, trace, report, tolerance, missing))
         depth = depth_note(claim, rows)
-        return Match(rows, combine=combine, notes=[depth] if depth else [])
+        skipped = fio_ramp.left_out(claim, rows, claim.extra["ramp_s"])
+        start = report.evidence.nth_call_start([int(p) for p in rows["phase"]], skipped, 0) if skipped else None
+        return Match(rows, combine=combine, notes=[depth] if depth else [], start_ns=start,
+                     start_why=fio_ramp.reason(claim.extra["ramp_s"], skipped, int(claim.extra["counted_calls"]))
+                     if start is not None else "")
 
     return find
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 
+from iowitness.analysis.benchmarks import fio_ramp
 from iowitness.analysis.judge import latency
 from iowitness.analysis.judge.claim import Claim
 from iowitness.analysis.judge.verdict_rules import Verdict, cannot_judge, missing_reason
@@ -48,7 +49,7 @@ _STATS = re.compile(r"^\s+(?P<kind>clat|slat|lat) \((?P<unit>nsec|usec|msec|sec)
 _PERCENTILES = re.compile(r"^\s+clat percentiles \((?P<unit>nsec|usec|msec|sec)\):")
 _PERCENTILE = re.compile(r"(?P<p>[\d.]+)th=\[\s*(?P<value>[\d.]+[kM]?)\]")
 _HEADER = re.compile(r"^(?P<job>\S.*?): \(g=\d+\): .*\bioengine=(?P<engine>[^,\s]+)")
-_ISSUED = re.compile(r"^\s+issued rwts: total=(?P<r>\d+),(?P<w>\d+),(?P<t>\d+)")
+ISSUED = re.compile(r"^\s+issued rwts: total=(?P<r>\d+),(?P<w>\d+),(?P<t>\d+)")
 TEXT_UNITS = {"nsec": 1e-9, "usec": 1e-6, "msec": 1e-3, "sec": 1.0}
 SUFFIXES = {"": 1, "k": 1e3, "M": 1e6}
 # fio's engines that make one blocking call per request (HOWTO, "ioengine")
@@ -131,7 +132,7 @@ def text_claims(text: str, rates: list[Claim]) -> list[Claim]:
                 blocks["clat"][f"p{float(p):g}"] = _number(value) * in_percentiles
             continue
         in_percentiles = None
-        m = _ISSUED.match(line)
+        m = ISSUED.match(line)
         if m:
             # every direction of this job entry: its count of requests
             for entry in found:
@@ -166,6 +167,11 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     if not len(values):
         return cannot_judge(verdict, "the job's phases have no request the trace timed")
     clat, lat, slat = blocks["clat"], blocks.get("lat", {}), blocks.get("slat")
+    ramp_s, skipped = float(claim.extra.get("ramp_s") or 0.0), 0
+    if ramp_s > 0 and clat["N"] == clat["N"] and int(clat["N"]) < len(values):
+        # fio's statistics are over the requests after its ramp: the last N (fio_ramp.py)
+        skipped = len(values) - int(clat["N"])
+        values = values[skipped:]
     verdict.figures = {"mean of each request": latency.figure(values, "mean")}
     verdict.counts = {"requests": len(values), "statistics": len([n for n in clat if n != "N"])}
     verdict.ratio = clat["mean"] / verdict.figures["mean of each request"]
@@ -179,7 +185,7 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
 
     def gaps_band(statistic):
         if not gaps:
-            gaps.append(report.evidence.operations(verdict.phases, "interval", claim.direction))
+            gaps.append(report.evidence.operations(verdict.phases, "interval", claim.direction)[skipped:])
         return latency.band(gaps[0], statistic, tolerance)[1]
     for name in names:
         statistic = latency.statistic_name(name) or name
@@ -223,6 +229,8 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     if off:
         summary += "; outside: " + "; ".join(off)
     verdict.reasons.insert(0 if verdict.verdict != "explained" else 1, summary)
+    if skipped:
+        verdict.reasons.append(fio_ramp.reason(ramp_s, skipped, len(values)))
     if clat["N"] == clat["N"] and int(clat["N"]) != len(values):
         verdict.reasons.append(f"the counts differ ({counted}): the statistics are over different requests")
     return verdict

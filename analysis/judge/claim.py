@@ -52,6 +52,9 @@ class Match:
     last_ns: int | None = None       # the end of a group's last call, when a member that moved no data made it
     bytes: int | None = None         # bytes the benchmark says it moved, when the claim's extra does not say
     parent_start_ns: int | None = None  # where a group's parent starts its clock, when not at the first data call
+    # where the benchmark starts counting, when after the phases' first data call, and why (fio's ramp_time)
+    start_ns: int | None = None
+    start_why: str = ""
     # the benchmark's own judgement, (window, tolerance, missing) -> Verdict, in place of
     # verdicts.judge (IOzone's per-process statistics); it then gets no generic notes
     judge: Callable | None = None

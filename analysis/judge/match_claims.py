@@ -72,6 +72,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if found.judge is None:
             low, skipped_why = claim_windows.skipped_start(claim, found.rows, report, low)
             timed_why = "; ".join(w for w in (timed_why, skipped_why) if w)
+        if found.start_ns is not None and (low is None or found.start_ns > low):
+            low, timed_why = found.start_ns, "; ".join(w for w in (timed_why, found.start_why) if w)
         high, end_why = claim_windows.timed_end(claim, lines)
         if low is not None:
             claim.extra["timed_ns"] = low
