@@ -257,6 +257,9 @@ def fio_jobs(argv: list[str], cwd: str | None = None) -> dict[str, dict]:
 # the *_log options, which take a prefix for "<prefix>_bw.<N>.log" and the like)
 _OWN_OPTIONS = ("output", "trigger-file")
 _LOG_OPTIONS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
+# a job with verify= saves where its verification got to (verify_state_save, on by default) as
+# "<local or client>-<job>-<clone>-verify.state" (verify.c, verify_state_gen_name)
+_VERIFY_STATE = re.compile(r".+-.+-\d+-verify\.state")
 
 
 def own_files(argv: list[str], cwd: str | None = None):
@@ -288,7 +291,8 @@ def own_files(argv: list[str], cwd: str | None = None):
         # a relative path: the collector could not resolve it (the process had exited); fio's
         # processes share its working directory
         path = full(path)
-        return path in exact or bool(logs) and path.endswith(".log") and path.startswith(logs)
+        return path in exact or bool(logs) and path.endswith(".log") and path.startswith(logs) \
+            or bool(_VERIFY_STATE.fullmatch(os.path.basename(path)))
 
     return is_own
 
@@ -430,4 +434,8 @@ def _rows(claim: Claim, phases: pd.DataFrame, argv: list[str], root, cwd=None) -
     # a group's figure is its bytes over the longest member's runtime (fio's stat.c), also when
     # the members are the clones of one job (numjobs=N): not the sum of the clones' own rates,
     # which differ from it as soon as one clone runs longer than another
-    return rows, "span" if grouped or len(members) > 1 else "sum"
+    if grouped or len(members) > 1:
+        return rows, "span"
+    # one thread's phases (loops=N, one after the other; nrfiles=N, interleaved): the job's
+    # bytes over its runtime, not the sum of each phase's own rate
+    return rows, "wall" if len(rows) > 1 and rows["tid"].nunique() == 1 else "sum"
