@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
-from iowitness.analysis.benchmarks import fio_files, fio_latency, fio_ramp
+from iowitness.analysis.benchmarks import fio_files, fio_latency, fio_ramp, fio_terse
 from iowitness.analysis.judge.claim import Claim, Match, UnparsableOutput
 from iowitness.analysis.read import recorded_paths
 
@@ -69,13 +69,23 @@ _LAT = re.compile(r"^\s+lat \((?P<unit>nsec|usec|msec|sec)\): .*\bavg=\s*(?P<avg
 
 
 def parse(text: str) -> list[Claim]:
-    """fio JSON (non-JSON lines before it, such as fio's notes, are skipped) or normal text."""
+    """fio JSON (non-JSON lines before it, such as fio's notes, are skipped), normal text, or
+    terse (fio_terse.py)."""
     starts = [m.start() for m in re.finditer(r"^\{", text, re.MULTILINE)]
     if starts:
         return _from_json(text, starts)
     if re.search(r"^\S.*: \(groupid=\d+, jobs=\d+\): err=", text, re.MULTILINE):
         return _from_text(text)
-    raise UnparsableOutput('not fio output: no JSON object with "fio version" and no "<job>: (groupid=N, jobs=N)" line')
+    if fio_terse.LINE.search(text):
+        try:
+            found = fio_terse.claims(text, CLOCK)
+        except (ValueError, IndexError) as e:
+            raise UnparsableOutput(f"fio terse output that cannot be read: {e}") from None
+        if not found:
+            raise UnparsableOutput("fio terse output has no job that moved any data")
+        return found
+    raise UnparsableOutput('not fio output: no JSON object with "fio version", no "<job>: (groupid=N, jobs=N)" line '
+                           'and no terse line ("3;fio-3.33;job;0;0;...")')
 
 
 def _from_json(text: str, starts: list[int]) -> list[Claim]:

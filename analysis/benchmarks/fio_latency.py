@@ -80,7 +80,8 @@ def claim(name: str, ddir: str, stats: dict, job_index: int, index: int, extra: 
     mean = blocks["clat"]["mean"]
     return Claim(source="fio", test=f"{name} {ddir} latency", value=mean * 1e9, unit="ns",
                  printed=f'jobs[{job_index}] "{name}" {ddir}: clat_ns mean={mean * 1e9:.1f}, '
-                         f'N={int(blocks["clat"]["N"])}', seconds_per_op=mean,
+                         + (f'N={int(blocks["clat"]["N"])}' if blocks["clat"]["N"] == blocks["clat"]["N"]
+                            else "N not printed"), seconds_per_op=mean,
                  direction=ddir if ddir != "trim" else None, job=name, index=index,
                  extra={**extra, "fio_latency": {k: v for k, v in blocks.items() if v is not None}})
 

@@ -73,3 +73,21 @@ def test_a_verify_state_file_is_fios_own_not_a_phase(tmp_path):
     assert job["write"]["io_bytes"] == 8 << 20
     assert rc == 0 and "DISAGREES" not in out, out
     assert "the counts differ" not in out and "verify.state" not in out, out
+
+
+def test_terse_output_is_read(tmp_path):
+    # --minimal is terse version 3: fio's figures in a line of semicolons
+    fio = require_tool("fio")
+    data = tmp_path / "data.bin"
+    trace = tmp_path / "fio.iwt"
+    run = iowitness("run", "-q", "-o", str(trace), "--", fio, "--name=terse", f"--filename={data}",
+                    "--rw=write", "--bs=64k", "--size=8M", "--minimal", timeout=120)
+    fields = run.stdout.strip().split(";")
+    assert fields[0] == "3" and fields[2] == "terse", run.stdout
+    events = load(trace).events
+    writes = events[events["syscall"].isin(["write", "pwrite64"]) & (events["path"] == str(data))]
+    # the write block is the second direction's: its KiB equal the bytes the trace saw written
+    assert int(fields[5 + 41]) * 1024 == int(writes["ret"].sum()) == 8 << 20
+    check = iowitness("check", str(trace), check=False)
+    assert check.returncode == 0 and "DISAGREES" not in check.stdout, check.stdout
+    assert check.stdout.count("terse write") == 2, check.stdout   # its rate and its latency

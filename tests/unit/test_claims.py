@@ -444,8 +444,8 @@ def test_fio_json_cut_in_half_is_refused():
 def test_fio_refuses_another_tools_output(name):
     with pytest.raises(UnparsableOutput) as e:
         fio.parse(recorded(name))
-    assert one_line_error(e) == ('not fio output: no JSON object with "fio version" '
-                                 'and no "<job>: (groupid=N, jobs=N)" line')
+    assert one_line_error(e) == ('not fio output: no JSON object with "fio version", no "<job>: (groupid=N, '
+                                 'jobs=N)" line and no terse line ("3;fio-3.33;job;0;0;...")')
 
 
 def test_fio_refuses_json_that_is_not_fios_and_empty_output():
