@@ -67,13 +67,21 @@ def apply(verdicts: list[Verdict], tolerance: float) -> None:
             continue
         allowance = ALLOWANCE_S if kind == "latency" else 0.0
         low, high = active * (1 - tolerance) - allowance, active * (1 + tolerance) + allowance
-        if value - h <= high and value + h >= low:
+        # a figure cut down to its last digit (IOzone's whole microseconds) stands for up to a
+        # whole digit above it, never below
+        cut = bool(claim.extra.get("printed_truncated"))
+        below, above = (0.0, 2 * h) if cut else (h, h)
+        if value - below <= high and value + above >= low:
             verdict.verdict = "agrees"
             # in the claim's own unit: "1.25 to 1.35 GB/s"
             shown, per_unit = f"{text.strip()} {claim.unit}", h / half
-            span = (f"below {half:g} {claim.unit}" if value == 0 else
-                    f"{claim.value - half:g} to {claim.value + half:g} {claim.unit}")
-            verdict.reasons.insert(0, f"judged to its printed precision: {shown!r} is {span} (half its last digit "
-                                      f"either way), which meets the {verdict.window} figure {fmt(active, kind)} "
+            if cut:
+                span, how = f"{claim.value:g} to {claim.value + 2 * half:g} {claim.unit}", "its last digit cut down"
+            else:
+                span = (f"below {half:g} {claim.unit}" if value == 0 else
+                        f"{claim.value - half:g} to {claim.value + half:g} {claim.unit}")
+                how = "half its last digit either way"
+            verdict.reasons.insert(0, f"judged to its printed precision: {shown!r} is {span} ({how}), "
+                                      f"which meets the {verdict.window} figure {fmt(active, kind)} "
                                       f"(= {active / per_unit:.4g} {claim.unit}) within {tolerance:.0%}")
 

@@ -75,3 +75,24 @@ def test_a_zero_printed_is_a_value_below_the_last_digit_not_a_zero():
     # AND writes of 2 ms each printed "0.00 ms" disagree: 2 ms does not round to 0.00
     _, mean = _judge("rate 0.5 GB/s\navg 0.00 ms\n", 2_000_000)
     assert mean.verdict == "disagrees", mean.reasons
+
+
+def _cut_judge(printed: str, latency_ns: int):
+    """The spec's mean latency claim, marked as IOzone marks its -N table: cut down, not rounded."""
+    rep, trace = _writer(latency_ns)
+    claims = spec.parse(f"rate 1 GB/s\navg {printed} ms\n", spec.loads(SPEC))
+    claims[1].extra["printed_truncated"] = True
+    return matching.match(rep, claims, "spec", ["./bench"], trace=trace)[1]
+
+
+def test_a_figure_cut_down_to_its_last_digit_stands_for_up_to_a_digit_above():
+    # GIVEN writes of 1.77 ms each (IOzone's rewrite of one run: 1.77 µs/op printed "1" with -N)
+    # THEN "1" cut down is 1 to 2: it agrees, and says how it was read
+    verdict = _cut_judge("1", 1_770_000)
+    assert verdict.verdict == "agrees", verdict.reasons
+    assert "'1 ms' is 1 to 2 ms (its last digit cut down)" in verdict.reasons[0]
+    # AND the same "1" does not stand for a figure below it (0.5 ms), as a rounded one would
+    # (it is not agreed; a figure above the calls' may still be user space, the seam's CANNOT JUDGE)
+    assert _cut_judge("1", 500_000).verdict in ("disagrees", "cannot judge")
+    # AND nor for two digits above it
+    assert _cut_judge("1", 2_500_000).verdict == "disagrees"
