@@ -106,7 +106,12 @@ def _rows(claim: Claim, phases: pd.DataFrame, seen) -> pd.DataFrame:
         phase_name = claim.extra.get("phase", claim.test)
         rows = ordered[(ordered["benchmark_name"].astype(object) == phase_name) | (ordered["name"] == phase_name)]
     elif how == "operation":
-        rows = ordered[ordered["operation"] == claim.extra.get("operation", claim.direction)]
+        operation = claim.extra.get("operation", claim.direction)
+        rows = ordered[ordered["operation"] == operation]
+        if not len(rows) and operation in ("read", "write") and operation == claim.direction:
+            # a test that reads and writes at once (sysbench's rndrw) has mixed phases only: a
+            # read claim is about their reads, counted apart from their writes
+            rows = ordered[ordered["operation"] == "mixed"]
         if claim.extra.get("pattern"):
             rows = rows[rows["pattern"] == claim.extra["pattern"]]
     else:
