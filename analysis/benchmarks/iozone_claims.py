@@ -139,7 +139,11 @@ def parse(text: str) -> list[Claim]:
     _throughput(lines, mode, found)
     _reports(lines, mode, rows, found)
     if not found:
-        raise UnparsableOutput("IOzone output ends before any result: no table row, no 'Children see throughput' line")
+        # IOzone refuses some runs after its banner ("Microsecond mode not supported in
+        # throughput mode."): its last words say why
+        last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+        raise UnparsableOutput("IOzone output ends before any result: no table row, no 'Children see throughput' line"
+                               + (f"; its last line: {last[:120]!r}" if last else ""))
     claims = [claim for _, claim in sorted(found, key=lambda item: item[0])]
     for index, claim in enumerate(claims):
         claim.index = index

@@ -240,7 +240,17 @@ def test_iozone_cut_before_any_result_is_refused():
     with pytest.raises(UnparsableOutput) as e:
         iozone.parse(cut)
     assert one_line_error(e) == ("IOzone output ends before any result: "
-                                 "no table row, no 'Children see throughput' line")
+                                 "no table row, no 'Children see throughput' line; "
+                                 "its last line: 'File stride size set to 17 * record size.'")
+
+
+def test_iozone_refusing_a_run_says_why():
+    # IOzone 3.489 with -N -t 2 prints its settings, then this line, and no result
+    text = recorded("iozone/single.txt")
+    cut = text[:text.index("File stride size set to 17 * record size.\n") + 43]
+    with pytest.raises(UnparsableOutput) as e:
+        iozone.parse(cut + "\n\tMicrosecond mode not supported in throughput mode.\n")
+    assert one_line_error(e).endswith("its last line: 'Microsecond mode not supported in throughput mode.'")
 
 
 def test_iozone_row_cut_in_the_middle_is_not_read():
