@@ -67,6 +67,7 @@
 #define URING_OP_READ_FIXED 4
 #define URING_OP_WRITE_FIXED 5
 #define URING_OP_SYNC_FILE_RANGE 8
+#define URING_OP_CLOSE 19
 #define URING_OP_READ 22
 #define URING_OP_WRITE 23
 #define URING_OP_SPLICE 30
@@ -215,8 +216,16 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	__u64 key = (__u64)req, sqe_flags;
 	__u32 ctx_flags, epoch;
 
-	if (!op)
+	if (!op) {
+		/* a traced process's fd closed through the ring: the fd memo is off from now on
+		 * (targets.bpf.h; its end is not seen) */
+		if (opcode == URING_OP_CLOSE) {
+			slot = this_cpu_slot();
+			if (slot && uring_submitter_traced(bpf_get_current_task_btf(), slot))
+				fd_close_begins();
+		}
 		return;
+	}
 	task = bpf_get_current_task_btf();
 	slot = this_cpu_slot();
 	if (!slot || !uring_submitter_traced(task, slot))
