@@ -233,8 +233,27 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	ctx = req->ctx;
 	sqe_flags = req->flags;
 	r.fd = req->cqe.fd;
-	/* the file is looked up at issue, after this tracepoint: find it the way the issue will */
+	/* the file is looked up at issue, after this tracepoint: find it the way the issue will;
+	 * an fd of the submitter's table through the CPU's memo of the last target call's fd, as
+	 * the plain syscalls (targets.bpf.h: one load where there were ten) */
 	file = req->file;
+	if (!file && !(sqe_flags & URING_SQE_FIXED_FILE) && op != URING_UNDECODED) {
+		struct files_struct *files = task->files;
+
+		if (fd_memo_hit(slot, files, r.fd, &r.key, &epoch))
+			goto on_target;
+		__u64 closed = *(volatile __u64 *)&fds_closed;
+		__u64 version = *(volatile __u64 *)&files_version;
+
+		asm volatile("" ::: "memory");
+		file = file_in_table(files, r.fd);
+		if (file) {
+			if (!target_file(slot, &r.key, file_key_of(file, &r.key), &epoch))
+				return;
+			fd_memo_fill(slot, files, r.fd, file, &r.key, epoch, closed, version);
+		}
+		goto on_target;
+	}
 	if (!file)
 		file = uring_file_of(task, ctx, r.fd, sqe_flags & URING_SQE_FIXED_FILE);
 	if (op == URING_UNDECODED) {
@@ -245,6 +264,7 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	/* through the CPU's memo of the last target file, as the syscalls */
 	if (file && !target_file(slot, &r.key, file_key_of(file, &r.key), &epoch))
 		return;
+on_target:
 	if (sqe_flags & URING_SQE_CQE_SKIP_SUCCESS) {
 		/* no CQE when it succeeds: its end is never seen */
 		count_lost(IOW_LOST_REQUESTS);
