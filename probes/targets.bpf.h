@@ -7,8 +7,10 @@
  * matches a rule of `names` (IOW_MODE_FILE_SET) or any regular file outside the pseudo file
  * systems and the excluded path prefixes (IOW_MODE_ALL_FILES, `excludes`).
  *
- * Overhead: a call on a file already known costs a compare against the CPU's memo of the
- * last target file, or one `files` hash lookup. The name rules, the exclusions and the path
+ * Overhead: a plain call on the fd of the CPU's last target call costs one load (task->files)
+ * and a compare (the fd memo, below); a call on a file already known otherwise costs the
+ * fd-table walk and a compare against the CPU's memo of the last target file, or one `files`
+ * hash lookup. The name rules, the exclusions and the path
  * copy run only at an open of a file not yet in the set.
  */
 #ifndef IOWITNESS_TARGETS_BPF_H
