@@ -249,15 +249,31 @@ static __always_inline void aio_count_inflight(__u32 tgid, __u64 ctx, __s64 delt
 static __always_inline bool aio_decode(struct task_struct *task, const struct iocb *iocb,
 				       struct aio_request *req, bool count_undecoded)
 {
-	struct file *file = file_of_fd(task, iocb->aio_fildes);
 	__u16 opcode = iocb->aio_lio_opcode;
 	struct cpu_slot *slot = this_cpu_slot();
+	long fd = iocb->aio_fildes;
+	struct files_struct *files;
+	struct file *file;
 	__u32 epoch;
 
-	/* through the CPU's memo of the last target file, as the syscalls: a benchmark's iocbs
-	 * are on one file or few, and the memo spares the `files` hash lookup each time */
-	if (!file || !slot || !target_file(slot, &req->file, file_key_of(file, &req->file), &epoch))
+	if (!slot)
 		return false;
+	/* through the CPU's memo of the last target call's fd, as the syscalls (targets.bpf.h):
+	 * a benchmark's iocbs are on one file or few, and the memo spares the fd-table walk and
+	 * the file's identity each time */
+	files = task->files;
+	if (fd_memo_hit(slot, files, fd, &req->file, &epoch)) {
+		file = file_at(slot->fd_file);
+	} else {
+		__u64 closed = *(volatile __u64 *)&fds_closed;
+		__u64 version = *(volatile __u64 *)&files_version;
+
+		asm volatile("" ::: "memory");
+		file = file_in_table(files, fd);
+		if (!file || !target_file(slot, &req->file, file_key_of(file, &req->file), &epoch))
+			return false;
+		fd_memo_fill(slot, files, fd, file, &req->file, epoch, closed, version);
+	}
 	req->direct = (KFIELD(file, f_flags) & IOW_O_DIRECT) != 0;
 	req->fd = iocb->aio_fildes;
 	req->offset = iocb->aio_offset;

@@ -55,6 +55,27 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 	((struct task_struct *)bpf_rdonly_cast((void *)(address), bpf_core_type_id_kernel(struct task_struct)))
 #endif
 
+#ifndef IOW_COMPAT
+/* the file at fd of fd table `files` (task->files), NULL for none */
+static __always_inline struct file *file_in_table(struct files_struct *files, long fd)
+{
+	struct fdtable *fdt = files->fdt;
+	struct kiocb *entry;
+
+	if (fd < 0 || fd >= fdt->max_fds)
+		return NULL;
+	/* an array indexed at run time is not a BTF access the verifier allows: its slot is read
+	 * as the first field of a struct that starts with a file pointer (kiocb), a plain load
+	 * where bpf_probe_read_kernel was a helper call (~15-20 ns a call, pread loop) */
+	entry = bpf_rdonly_cast((void *)((unsigned long)fdt->fd + fd * sizeof(struct file *)),
+				bpf_core_type_id_kernel(struct kiocb));
+	return entry->ki_filp;
+}
+
+/* a struct file at an address the probe kept (struct cpu_slot's fd_file), as task_at */
+#define file_at(address) ((struct file *)bpf_rdonly_cast((void *)(address), bpf_core_type_id_kernel(struct file)))
+#endif
+
 static __always_inline struct file *file_of_fd(struct task_struct *task, long fd)
 {
 #ifdef IOW_COMPAT
@@ -68,17 +89,7 @@ static __always_inline struct file *file_of_fd(struct task_struct *task, long fd
 	bpf_probe_read_kernel(&file, sizeof(file), &slots[fd]);
 	return file;
 #else
-	struct fdtable *fdt = task->files->fdt;
-	struct kiocb *entry;
-
-	if (fd < 0 || fd >= fdt->max_fds)
-		return NULL;
-	/* an array indexed at run time is not a BTF access the verifier allows: its slot is read
-	 * as the first field of a struct that starts with a file pointer (kiocb), a plain load
-	 * where bpf_probe_read_kernel was a helper call (~15-20 ns a call, pread loop) */
-	entry = bpf_rdonly_cast((void *)((unsigned long)fdt->fd + fd * sizeof(struct file *)),
-				bpf_core_type_id_kernel(struct kiocb));
-	return entry->ki_filp;
+	return file_in_table(task->files, fd);
 #endif
 }
 

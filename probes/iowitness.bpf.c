@@ -86,18 +86,26 @@ static __noinline int enter_other_route(struct pt_regs *regs, __u32 route, __u32
 	struct task_struct *task = current_task();
 
 	if (route == IOW_ROUTE_CLOSE) {
-		/* the fd is gone at exit: resolve the file now */
+		/* the fd is gone at exit: resolve the file now. Timed whatever the file, so that
+		 * its exit counts the close's end (the fd memo, targets.bpf.h); ino and dev 0: not
+		 * a target, no record */
 		struct file *file = file_of_fd(task, ARG1(regs));
 		struct iow_file_key key;
 		__u32 generation;
 
+		fd_close_begins();
+		slot->call.ino = 0;
+		slot->call.dev = 0;
 		if (!file)
-			return 0;
+			return 1;
 		generation = file_key_of(file, &key);
 		if (!is_target(&key, generation))
-			return 0;
+			return 1;
 		slot->call.ino = key.ino;
 		slot->call.dev = key.dev;
+	} else if (route == IOW_ROUTE_DUP || route == IOW_ROUTE_FDS_GONE) {
+		/* may close an fd: counted at entry and (timed) at exit (targets.bpf.h) */
+		fd_close_begins();
 	} else if (route == IOW_ROUTE_MAPPING) {
 		/* munmap's mapping is gone at exit too: find its file now (mapping.bpf.h) */
 		if (op == IOW_OP_MUNMAP && !munmap_target(task, regs, &slot->call))
@@ -130,7 +138,8 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 	slot->call.ts = 0;
 	/* a plain call on an fd needs only the time, as opens, async calls and transfers do */
 	if (route.route != IOW_ROUTE_FD &&
-	    (route.route == IOW_ROUTE_CLOSE || route.route == IOW_ROUTE_MAPPING || route.route == IOW_ROUTE_AIO_DESTROY) &&
+	    (route.route == IOW_ROUTE_CLOSE || route.route == IOW_ROUTE_MAPPING || route.route == IOW_ROUTE_AIO_DESTROY ||
+	     route.route == IOW_ROUTE_DUP || route.route == IOW_ROUTE_FDS_GONE) &&
 	    !enter_other_route(regs, route.route, route.op, slot))
 		return 0;
 	slot->call.ts = bpf_ktime_get_ns();
@@ -167,6 +176,8 @@ static __noinline int exit_other_route(struct pt_regs *regs, long ret, struct ca
 		on_transfer_call(span->op, task, regs, ret, span->start_ts, span->now);
 	} else if (span->route == IOW_ROUTE_MAPPING) {
 		on_mapping_call(span->op, task, regs, ret, span->start_ts, span->now);
+	} else if (span->route == IOW_ROUTE_FDS_GONE) {
+		fd_close_ends();
 	}
 	return 0;
 }
@@ -212,9 +223,27 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 
 			record_output(regs, &call);
 		}
+#ifdef IOW_COMPAT
 		file = file_of_fd(task, args.fd);
 		if (!file || !target_file(slot, &key, file_key_of(file, &key), &epoch))
 			return 0;
+#else
+		/* the CPU's memo of the last target call's fd first: one load (targets.bpf.h) */
+		struct files_struct *files = task->files;
+
+		if (fd_memo_hit(slot, files, args.fd, &key, &epoch)) {
+			file = file_at(slot->fd_file);
+		} else {
+			__u64 closed = *(volatile __u64 *)&fds_closed;
+			__u64 version = *(volatile __u64 *)&files_version;
+
+			asm volatile("" ::: "memory");
+			file = file_in_table(files, args.fd);
+			if (!file || !target_file(slot, &key, file_key_of(file, &key), &epoch))
+				return 0;
+			fd_memo_fill(slot, files, args.fd, file, &key, epoch, closed, version);
+		}
+#endif
 		epoch_known = true;
 		call_args_of(op, regs, file, ret, &args);
 	} else if (route.route == IOW_ROUTE_OPEN) {
@@ -222,8 +251,19 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		if (ret < 0 || !exit_open(regs, op, ret, &key, &args.flags))
 			return 0;
 	} else if (route.route == IOW_ROUTE_CLOSE) {
+		fd_close_ends();
+		if (!start->ino && !start->dev)   /* not a target (enter_other_route) */
+			return 0;
 		args = (struct call_args){ .offset = -1, .fd = ARG1(regs) };
 		key = (struct iow_file_key){ .ino = start->ino, .dev = start->dev };
+	} else if (route.route == IOW_ROUTE_DUP) {
+		/* newfd, if it was open, is closed now (targets.bpf.h); the record is oldfd's */
+		fd_close_ends();
+		args = (struct call_args){ .offset = -1, .fd = ARG1(regs) };
+		file = file_of_fd(task, args.fd);
+		if (!file || !target_file(slot, &key, file_key_of(file, &key), &epoch))
+			return 0;
+		epoch_known = true;
 	} else {
 		struct call_span span = { .start_ts = start_ts, .now = now, .route = route.route, .op = op };
 
@@ -264,6 +304,9 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	__u32 tid = BPF_CORE_READ(task, pid);
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
+	/* its fd table may be dropped next (exit_files): the fd memo's count (targets.bpf.h) */
+	fd_close_begins();
+	fd_close_ends();
 	forget_task_start(tid);
 	if (settings.all_processes)
 		return 0;

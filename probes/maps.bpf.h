@@ -226,6 +226,18 @@ struct cpu_slot {
 	__u32 summary_slot;
 	__u32 pad1;
 	struct iow_summary_key summary_key;
+	/* memo of the last plain call on a target, by fd (targets.bpf.h, fd_memo_*): the fd
+	 * table (task->files) and fd number it was read from, the file found there and that
+	 * file's identity; valid while no fd of a traced process has been closed since
+	 * (fds_closing, fds_closed), so a call on the same fd of the same table skips the fd-table
+	 * walk and the inode walk. fd_files 0: empty. */
+	__u64 fd_files;
+	__u64 fd_file;
+	__u64 fd_closed;    /* fds_closed read before the walk that filled the memo */
+	__u64 fd_version;   /* files_version then */
+	struct iow_file_key fd_key;
+	__u32 fd_epoch;
+	__s32 fd_num;
 };
 
 struct {

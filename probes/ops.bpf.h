@@ -53,6 +53,8 @@ enum iow_route {
 	IOW_ROUTE_TRANSFER,      /* two fds (copy_file_range, sendfile, splice), or ioctl (transfer.bpf.h) */
 	IOW_ROUTE_MAPPING,       /* mmap, munmap, msync, madvise (mapping.bpf.h) */
 	IOW_ROUTE_ASYNC,         /* io_uring_enter, io_submit, io_getevents, io_pgetevents: op is IOW_ASYNC_* */
+	IOW_ROUTE_DUP,           /* dup2, dup3: a call on an fd (oldfd) that may close another (newfd) */
+	IOW_ROUTE_FDS_GONE,      /* close_range, execve(at), unshare: not recorded, may close fds (fd memo) */
 };
 
 struct syscall_route {
@@ -80,8 +82,9 @@ static const struct syscall_route syscall_routes[IOW_SYSCALL_TABLE] = {
 	[26] = { IOW_OP_MSYNC, IOW_ROUTE_MAPPING },
 	[28] = { IOW_OP_MADVISE, IOW_ROUTE_MAPPING },
 	[32] = { IOW_OP_DUP, IOW_ROUTE_FD },
-	[33] = { IOW_OP_DUP2, IOW_ROUTE_FD },
+	[33] = { IOW_OP_DUP2, IOW_ROUTE_DUP },
 	[40] = { IOW_OP_SENDFILE_FROM, IOW_ROUTE_TRANSFER },   /* and _TO: one record per target side */
+	[59] = { 0, IOW_ROUTE_FDS_GONE },   /* execve: close-on-exec (targets.bpf.h, the fd memo) */
 	[72] = { IOW_OP_FCNTL, IOW_ROUTE_FD },
 	[74] = { IOW_OP_FSYNC, IOW_ROUTE_FD },
 	[75] = { IOW_OP_FDATASYNC, IOW_ROUTE_FD },
@@ -93,16 +96,19 @@ static const struct syscall_route syscall_routes[IOW_SYSCALL_TABLE] = {
 	[208] = { IOW_ASYNC_IO_GETEVENTS, IOW_ROUTE_ASYNC },
 	[209] = { IOW_ASYNC_IO_SUBMIT, IOW_ROUTE_ASYNC },
 	[257] = { IOW_OP_OPENAT, IOW_ROUTE_OPEN },
+	[272] = { 0, IOW_ROUTE_FDS_GONE },   /* unshare */
 	[275] = { IOW_OP_SPLICE_FROM, IOW_ROUTE_TRANSFER },
 	[285] = { IOW_OP_FALLOCATE, IOW_ROUTE_FD },
-	[292] = { IOW_OP_DUP3, IOW_ROUTE_FD },
+	[292] = { IOW_OP_DUP3, IOW_ROUTE_DUP },
 	[295] = { IOW_OP_PREADV, IOW_ROUTE_FD },
 	[296] = { IOW_OP_PWRITEV, IOW_ROUTE_FD },
+	[322] = { 0, IOW_ROUTE_FDS_GONE },   /* execveat */
 	[326] = { IOW_OP_COPY_FILE_RANGE_FROM, IOW_ROUTE_TRANSFER },
 	[327] = { IOW_OP_PREADV2, IOW_ROUTE_FD },
 	[328] = { IOW_OP_PWRITEV2, IOW_ROUTE_FD },
 	[333] = { IOW_ASYNC_IO_GETEVENTS, IOW_ROUTE_ASYNC },   /* io_pgetevents */
 	[426] = { IOW_ASYNC_URING_ENTER, IOW_ROUTE_ASYNC },
+	[436] = { 0, IOW_ROUTE_FDS_GONE },   /* close_range */
 	[437] = { IOW_OP_OPENAT2, IOW_ROUTE_OPEN },
 };
 

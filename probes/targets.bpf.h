@@ -7,8 +7,10 @@
  * matches a rule of `names` (IOW_MODE_FILE_SET) or any regular file outside the pseudo file
  * systems and the excluded path prefixes (IOW_MODE_ALL_FILES, `excludes`).
  *
- * Overhead: a call on a file already known costs a compare against the CPU's memo of the
- * last target file, or one `files` hash lookup. The name rules, the exclusions and the path
+ * Overhead: a plain call on the fd of the CPU's last target call costs one load (task->files)
+ * and a compare (the fd memo, below); a call on a file already known otherwise costs the
+ * fd-table walk and a compare against the CPU's memo of the last target file, or one `files`
+ * hash lookup. The name rules, the exclusions and the path
  * copy run only at an open of a file not yet in the set.
  */
 #ifndef IOWITNESS_TARGETS_BPF_H
@@ -180,6 +182,73 @@ static __always_inline bool target_file(struct cpu_slot *slot, struct iow_file_k
 	slot->file_known = 1;
 	return true;
 }
+
+/* The memo of a plain call's file by fd (struct cpu_slot's fd_*): a call on the fd the
+ * CPU's last traced call on a target used, in the same fd table, skips the fd-table walk
+ * (files->fdt, its size and array, the fd's slot) and the file's identity (f_inode, i_sb,
+ * i_ino, s_dev, i_generation): one load (task->files) where there were ten, each
+ * fault-checked once JITed.
+ *
+ * Why it is never stale: an fd's slot changes only when the fd is closed or replaced, and a
+ * struct file is freed (and its address given to another file) only after every fd of it
+ * is. Every way a traced process drops fds is counted before (fds_closing) and after
+ * (fds_closed): close, dup2 and dup3 (over an open fd), close_range, execve and execveat
+ * (close-on-exec), unshare, at the syscalls' entry and exit (each exit counted only when its
+ * entry was: the same thread's call, struct call_start), and a thread's exit (both at
+ * sched_process_exit, before exit_files: the last thread of a table makes no call after it);
+ * an io_uring IORING_OP_CLOSE counts as begun only, which turns the memo off for the rest of
+ * the run. The memo keeps fds_closed as read before its walk; a later call uses it only if
+ * fds_closing, read after the load of task->files, is that same number: no close was in
+ * flight when the memo was filled and none has begun since, so the table's slot still holds
+ * the file the memo names. Not seen, so not covered: a seccomp supervisor replacing a traced
+ * process's fd (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SETFD), and drops made
+ * while the probe's programs are still being attached. The compatible object keeps the
+ * walk (it has no io_uring programs to see a close there). */
+__u64 fds_closing = 0;
+__u64 fds_closed = 0;
+
+static __always_inline void fd_close_begins(void)
+{
+	__sync_fetch_and_add(&fds_closing, 1);
+}
+
+static __always_inline void fd_close_ends(void)
+{
+	__sync_fetch_and_add(&fds_closed, 1);
+}
+
+#ifndef IOW_COMPAT
+/* the target file of fd in table `files` by the memo; false: not memoised, walk */
+static __always_inline bool fd_memo_hit(struct cpu_slot *slot, struct files_struct *files, long fd,
+					struct iow_file_key *key, __u32 *epoch)
+{
+	__u64 closing, version;
+
+	asm volatile("" ::: "memory");
+	closing = *(volatile __u64 *)&fds_closing;
+	version = *(volatile __u64 *)&files_version;
+	if (slot->fd_files != (__u64)files || slot->fd_num != fd || slot->fd_closed != closing ||
+	    slot->fd_version != version)
+		return false;
+	*key = slot->fd_key;
+	*epoch = slot->fd_epoch;
+	return true;
+}
+
+/* after a walk that found a target: `closed` and `version` as read before the walk */
+static __always_inline void fd_memo_fill(struct cpu_slot *slot, struct files_struct *files, long fd,
+					 struct file *file, struct iow_file_key *key, __u32 epoch, __u64 closed,
+					 __u64 version)
+{
+	slot->fd_files = (__u64)files;
+	slot->fd_num = fd;
+	slot->fd_file = (__u64)file;
+	slot->fd_closed = closed;
+	slot->fd_version = version;
+	slot->fd_key = *key;
+	slot->fd_epoch = epoch;
+}
+#endif
 
 static __always_inline bool is_pseudo_fs(__u32 magic)
 {

@@ -67,6 +67,7 @@
 #define URING_OP_READ_FIXED 4
 #define URING_OP_WRITE_FIXED 5
 #define URING_OP_SYNC_FILE_RANGE 8
+#define URING_OP_CLOSE 19
 #define URING_OP_READ 22
 #define URING_OP_WRITE 23
 #define URING_OP_SPLICE 30
@@ -215,8 +216,16 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	__u64 key = (__u64)req, sqe_flags;
 	__u32 ctx_flags, epoch;
 
-	if (!op)
+	if (!op) {
+		/* a traced process's fd closed through the ring: the fd memo is off from now on
+		 * (targets.bpf.h; its end is not seen) */
+		if (opcode == URING_OP_CLOSE) {
+			slot = this_cpu_slot();
+			if (slot && uring_submitter_traced(bpf_get_current_task_btf(), slot))
+				fd_close_begins();
+		}
 		return;
+	}
 	task = bpf_get_current_task_btf();
 	slot = this_cpu_slot();
 	if (!slot || !uring_submitter_traced(task, slot))
@@ -224,8 +233,27 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	ctx = req->ctx;
 	sqe_flags = req->flags;
 	r.fd = req->cqe.fd;
-	/* the file is looked up at issue, after this tracepoint: find it the way the issue will */
+	/* the file is looked up at issue, after this tracepoint: find it the way the issue will;
+	 * an fd of the submitter's table through the CPU's memo of the last target call's fd, as
+	 * the plain syscalls (targets.bpf.h: one load where there were ten) */
 	file = req->file;
+	if (!file && !(sqe_flags & URING_SQE_FIXED_FILE) && op != URING_UNDECODED) {
+		struct files_struct *files = task->files;
+
+		if (fd_memo_hit(slot, files, r.fd, &r.key, &epoch))
+			goto on_target;
+		__u64 closed = *(volatile __u64 *)&fds_closed;
+		__u64 version = *(volatile __u64 *)&files_version;
+
+		asm volatile("" ::: "memory");
+		file = file_in_table(files, r.fd);
+		if (file) {
+			if (!target_file(slot, &r.key, file_key_of(file, &r.key), &epoch))
+				return;
+			fd_memo_fill(slot, files, r.fd, file, &r.key, epoch, closed, version);
+		}
+		goto on_target;
+	}
 	if (!file)
 		file = uring_file_of(task, ctx, r.fd, sqe_flags & URING_SQE_FIXED_FILE);
 	if (op == URING_UNDECODED) {
@@ -236,6 +264,7 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	/* through the CPU's memo of the last target file, as the syscalls */
 	if (file && !target_file(slot, &r.key, file_key_of(file, &r.key), &epoch))
 		return;
+on_target:
 	if (sqe_flags & URING_SQE_CQE_SKIP_SUCCESS) {
 		/* no CQE when it succeeds: its end is never seen */
 		count_lost(IOW_LOST_REQUESTS);

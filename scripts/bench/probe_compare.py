@@ -34,6 +34,11 @@ throughput  scripts/bench/interleaved.py's method (one long fio run, observers s
             cycle" and "tree - base". Each stretch's on_sys_enter + on_sys_exit ns per run comes
             from its trace (the collector's sampled statistics windows).
 
+The async floor (observer timing-floor-async, and --async-floor in the cost part): the timing
+floor plus empty programs on io_uring_submit_req, io_uring_complete and iomap_dio_complete
+(probes/timing_floor_async.bpf.c), the tracepoints iowitness follows an asynchronous request
+through; "minus async floor" is what iowitness does on a request past their own price.
+
 Every run's lost events are printed, and their total at the end.
 
 Figures: docs/performance.md, "Issue 34". How much is noise: the same script with --base HEAD
@@ -48,6 +53,9 @@ Usage (as root, from the repository, after scripts/setup.sh):
       --workloads fio-rand-read,fio-seq-read --cycles 20 --slot 2 --json r.json
   .venv/bin/python scripts/bench/probe_compare.py --base OLD --also MID --cycles 20
       (three probes in the same cycles: OLD, then MID as also1, then the working tree)
+  .venv/bin/python scripts/bench/probe_compare.py --base HEAD --parts throughput --cycles 6 \
+      --observers timing-floor,timing-floor-async,tree --workloads fio-iouring-rand-read
+      (how much of the async requests' gap is their tracepoints' own price)
   .venv/bin/python scripts/bench/probe_compare.py --base HEAD --tree-args='--ring-buffer-mb 1' --parts cost
       (one probe, two settings of the collector)
 """
@@ -63,6 +71,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,10 +82,42 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 import interleaved  # noqa: E402
-from tracers import TimingFloor  # noqa: E402
+from tracers import Floor, TimingFloor, kernel_has_tracepoint  # noqa: E402
 
 PYTHON = sys.executable
 HOOKS = ("on_sys_enter", "on_sys_exit")
+ASYNC_FLOOR = "timing-floor-async"
+
+
+class TimingFloorAsync(Floor):
+    """The timing floor and empty programs on io_uring_submit_req, io_uring_complete and
+    iomap_dio_complete (probes/timing_floor_async.bpf.c, the working tree's): what an async
+    request's tracepoints cost before iowitness does anything on them."""
+    name = ASYNC_FLOOR
+    object = REPO / "probes" / "build" / "timing_floor_async.bpf.o"
+
+    def start(self):
+        from iowitness.collector.libbpf import BpfObject
+        self._obj = BpfObject(self.object)
+        for program, tracepoint in (("floor_async_uring_submit", "io_uring_submit_req"),
+                                    ("floor_async_uring_complete", "io_uring_complete"),
+                                    ("floor_async_dio_complete", "iomap_dio_complete")):
+            if not kernel_has_tracepoint(tracepoint):
+                self._obj.skip_program(program)
+        self._obj.load()
+        self._obj.attach_all()
+
+
+def floor_slot(pid: int, files: list[str], slot: float, out: Path) -> tuple[float, float]:
+    """interleaved.py's stretch of the async timing floor: on for `slot` seconds."""
+    floor = TimingFloorAsync()
+    floor.start()
+    try:
+        began = time.monotonic()
+        time.sleep(slot)
+        return began, time.monotonic()
+    finally:
+        floor.stop()
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
 
 
@@ -144,8 +185,8 @@ def cost_once(side: Tree | str | None, workload, work: Path) -> dict:
     """One run of the workload untraced (side None), under the timing floor, or under a tree's
     `iowitness run`: its throughput per CPU-second of its own, and the probe's figures."""
     workload.prepare()
-    if side is None or side == "timing-floor":
-        floor = TimingFloor() if side else None
+    if side is None or side in ("timing-floor", ASYNC_FLOOR):
+        floor = (TimingFloorAsync() if side == ASYNC_FLOOR else TimingFloor()) if side else None
         if floor:   # the tree's probes/timing_floor.bpf.o, loaded by this process
             floor.start()
         try:
@@ -158,6 +199,10 @@ def cost_once(side: Tree | str | None, workload, work: Path) -> dict:
         for hook in HOOKS:
             p = programs.get("timing_" + hook.removeprefix("on_"), {})
             row[hook] = p["run_time_ns"] / p["run_cnt"] if p.get("run_cnt") else None
+        # the async floor's empty programs: ns per run; no trace, so runs per traced call is
+        # unknown (the CPU's runs over the part's, not per request)
+        row["programs"] = {n: {"ns_per_run": p["run_time_ns"] / p["run_cnt"]}
+                           for n, p in programs.items() if n.startswith("floor_async") and p.get("run_cnt")}
         return row
     trace = Path("/dev/shm") / f"iowitness-probe-compare-{os.getpid()}.iwt"
     done = side.run(["run", "-q", "-o", str(trace), *[a for f in workload.files for a in ("--file", f)], "--",
@@ -189,9 +234,10 @@ COST_WORKLOADS = ("pread-loop", "fio-rand-read", "fio-seq-read", "fio-libaio-ran
                   "fio-libaio-direct-rand-read", "fio-iouring-direct-rand-read")
 
 
-def cost_part(trees: list[Tree], workload, cycles: int, sysctl: bool, work: Path) -> dict:
-    sides = [None, "timing-floor", *trees]
-    rows: dict[str, list[dict]] = {"timing-floor": [], **{t.name: [] for t in trees}}
+def cost_part(trees: list[Tree], workload, cycles: int, sysctl: bool, work: Path, async_floor: bool = False) -> dict:
+    floors = ["timing-floor", *([ASYNC_FLOOR] if async_floor else [])]
+    sides = [None, *floors, *trees]
+    rows: dict[str, list[dict]] = {**{f: [] for f in floors}, **{t.name: [] for t in trees}}
     before = STATS_SYSCTL.read_text().strip()
     if sysctl:
         STATS_SYSCTL.write_text("1\n")
@@ -225,6 +271,8 @@ def cost_part(trees: list[Tree], workload, cycles: int, sysctl: bool, work: Path
         summary[name]["programs"] = {n: {k: spread(f) for k, f in v.items()} for n, v in each.items()}
     for name in [t.name for t in trees]:
         summary[name + "_minus_timing_floor"] = _paired(rows[name], rows["timing-floor"])
+        if async_floor:
+            summary[name + "_minus_timing_floor_async"] = _paired(rows[name], rows[ASYNC_FLOOR])
     for later, earlier in pairs(trees):
         summary[f"{later}_minus_{earlier}"] = _paired(rows[later], rows[earlier])
     return {"workload": workload.name, "cycles": cycles, "sysctl": sysctl, "summary": summary, "rows": rows}
@@ -265,10 +313,10 @@ def print_cost(result: dict) -> None:
             print(f"  {name}: other programs, ns per traced call: " + ", ".join(f"{n} {v:.2f}" for n, v in top))
     for name, r in s.items():
         busiest = sorted((r.get("programs") or {}).items(),
-                         key=lambda kv: -kv[1]["ns_per_run"]["median"] * kv[1]["runs_per_call"]["median"])
+                         key=lambda kv: -kv[1]["ns_per_run"]["median"] * kv[1].get("runs_per_call", {}).get("median", 1))
         for n, v in busiest[:10]:
             print(f"  {name}: {n:<26} ns per run {fmt(v['ns_per_run']):<18} runs per traced call "
-                  f"{fmt(v['runs_per_call'], '{:.3f}')}")
+                  f"{fmt(v.get('runs_per_call', {}), '{:.3f}')}")
 
 
 # ---- throughput: interleaved.py's stretches, one per probe and the timing floor per cycle ----
@@ -306,6 +354,7 @@ def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str
                     work: Path) -> dict:
     for t in trees:
         interleaved.SLOT_RUNNERS[t.name] = stretch_runner(t, work)
+    interleaved.SLOT_RUNNERS[ASYNC_FLOOR] = floor_slot
     bench_dir = work / "bench"
     bench_dir.mkdir(exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="iowitness-probe-compare-", dir="/dev/shm"))
@@ -327,6 +376,10 @@ def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str
             row["minus_timing_floor"] = {
                 k: paired(measured, k, "timing-floor" + k[len(k.split("@")[0]):]) for k in keys
                 if k.split("@")[0] != "timing-floor" and "timing-floor" in observers}
+            # past the async requests' tracepoints' own price (probes/timing_floor_async.bpf.c)
+            row["minus_timing_floor_async"] = {
+                k: paired(measured, k, ASYNC_FLOOR + k[len(k.split("@")[0]):]) for k in keys
+                if k.split("@")[0] not in ("timing-floor", ASYNC_FLOOR) and ASYNC_FLOOR in observers}
             for later, earlier in pairs(trees):
                 if {later, earlier} <= set(observers):
                     row[f"{later}_minus_{earlier}"] = {"wall": paired(measured, later, earlier),
@@ -346,17 +399,18 @@ def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str
 def print_throughput(name: str, row: dict, observers: list[str], trees: list[Tree]) -> None:
     print(f"\n{name}: ratio to the untraced stretches around it, median (range); paired: same cycle;"
           f" @cpu: per CPU-second of the benchmark")
-    print(f"{'observer':<18}{'ratio':<24}{'minus timing floor':<26}{'sys_enter+exit ns/run':<24}"
-          f"{'collector CPU-s/M':<22}lost")
+    print(f"{'observer':<24}{'ratio':<24}{'minus timing floor':<26}{'minus async floor':<26}"
+          f"{'sys_enter+exit ns/run':<24}{'collector CPU-s/M':<22}lost")
     for o in observers:
         for k in (o, o + "@cpu"):
             if not row.get(k):
                 continue
             minus = row["minus_timing_floor"].get(k, {})
+            minus_async = row.get("minus_timing_floor_async", {}).get(k, {})
             ns = row["probe_ns"].get(o, {}) if k == o else {}
             cpu = row["collector_cpu_s_per_m"].get(o, {}) if k == o else {}
-            print(f"{k:<18}{fmt(row[k], '{:.3f}'):<24}{fmt(minus, '{:+.3f}'):<26}{fmt(ns):<24}"
-                  f"{fmt(cpu, '{:.3f}'):<22}{row['lost'].get(o, '') if k == o else ''}")
+            print(f"{k:<24}{fmt(row[k], '{:.3f}'):<24}{fmt(minus, '{:+.3f}'):<26}{fmt(minus_async, '{:+.3f}'):<26}"
+                  f"{fmt(ns):<24}{fmt(cpu, '{:.3f}'):<22}{row['lost'].get(o, '') if k == o else ''}")
     for later, earlier in pairs(trees):
         for what, d in row.get(f"{later}_minus_{earlier}", {}).items():
             if d:
@@ -389,8 +443,12 @@ def main() -> int:
     parser.add_argument("--workloads", default="fio-rand-read,fio-seq-read",
                         help=f"throughput part, comma-separated, of: {', '.join(interleaved.WORKLOADS)}")
     parser.add_argument("--observers", default="timing-floor,base,also,tree",
-                        help="throughput part: of floor, timing-floor, base, also (every --also probe), tree "
-                             "(default: all but floor)")
+                        help="throughput part: of floor, timing-floor, timing-floor-async (the timing floor and "
+                             "empty programs on the async requests' tracepoints), base, also (every --also probe), "
+                             "tree (default: timing-floor,base,also,tree)")
+    parser.add_argument("--async-floor", action="store_true",
+                        help="cost part: run the workload under timing-floor-async too (its empty programs' ns per "
+                             "run, and each probe minus it)")
     parser.add_argument("--json", type=Path, help="write every figure here")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -400,7 +458,7 @@ def main() -> int:
     observers = [n for o in args.observers.split(",") for n in (also if o == "also" else [o])]
     workloads = args.workloads.split(",")
     unknown = ([p for p in parts if p not in ("cost", "throughput")]
-               + [o for o in observers if o not in ("floor", "timing-floor", "base", "tree", *also)]
+               + [o for o in observers if o not in ("floor", "timing-floor", ASYNC_FLOOR, "base", "tree", *also)]
                + [w for w in workloads if w not in interleaved.WORKLOADS]
                + [w for w in args.cost_workloads.split(",") if w not in COST_WORKLOADS])
     if unknown:
@@ -431,7 +489,8 @@ def main() -> int:
             known = interleaved.all_workloads(bench_dir, args.seconds)
             result["cost"] = []
             for name in args.cost_workloads.split(","):
-                result["cost"].append(cost_part(trees, known[name], args.cycles, args.stats == "sysctl", bench_dir))
+                result["cost"].append(cost_part(trees, known[name], args.cycles, args.stats == "sysctl", bench_dir,
+                                                args.async_floor))
                 print_cost(result["cost"][-1])
         if "throughput" in parts:
             result["throughput"] = throughput_part(trees, workloads, observers, args.cycles, args.slot, work)

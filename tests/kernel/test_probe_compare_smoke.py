@@ -19,10 +19,11 @@ def test_probe_compare_measures_a_commit_and_the_tree_in_one_run(tmp_path):
     # GIVEN the repository's last commit as the base (its probe is the tree's, or close to it)
     out = tmp_path / "compare.json"
     # WHEN the cost part runs one cycle of the pread loop, the tree's collector given an option
-    # of its own (an option `iowitness run` does not know would end the run with an error)
+    # of its own (an option `iowitness run` does not know would end the run with an error), the
+    # async floor beside the timing floor
     proc = subprocess.run([sys.executable, str(REPO / "scripts/bench/probe_compare.py"), "--base", "HEAD",
                            "--parts", "cost", "--cost-workloads", "pread-loop", "--cycles", "1", "--seconds", "0.5",
-                           "--stats", "sampled", "--tree-args=--ring-buffer-mb 8", "--json", str(out)],
+                           "--stats", "sampled", "--tree-args=--ring-buffer-mb 8", "--async-floor", "--json", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     cost = json.loads(out.read_text())["cost"][0]
@@ -34,6 +35,10 @@ def test_probe_compare_measures_a_commit_and_the_tree_in_one_run(tmp_path):
         assert 0.05 < row["ratio"]["median"] < 3, (name, row)
         assert row["lost"] == 0, (name, row)
     assert cost["summary"]["tree_minus_base"]["ratio"]["n"] == 1
+    # AND the async floor (the timing floor and empty programs on the async tracepoints) ran
+    # in the same cycle, its timing programs timed like the timing floor's
+    assert cost["summary"]["timing-floor-async"]["ratio"]["n"] == 1
+    assert cost["summary"]["tree_minus_timing_floor_async"]["ratio"]["n"] == 1
     assert "lost events or requests not followed, all runs: 0" in proc.stdout
     # AND the script removed its export of the commit
     export = re.search(r"exported and built in (\S+)/base;", proc.stdout)

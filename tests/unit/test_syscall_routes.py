@@ -42,7 +42,9 @@ def test_every_route_fits_its_ops_kind():
     for number, op, route in rows:
         # THEN each op goes the way its kind says
         if op.startswith("IOW_ASYNC_") or op == "0":
-            assert route in ("ASYNC", "AIO_DESTROY"), (number, op, route)
+            assert route in ("ASYNC", "AIO_DESTROY", "FDS_GONE"), (number, op, route)
+        elif route == "DUP":   # a dup that may close its newfd (the fd memo, probes/targets.bpf.h)
+            assert op in ("IOW_OP_DUP2", "IOW_OP_DUP3"), (number, op, route)
         elif op == "IOW_CALL_IOCTL" or op.endswith("_FROM"):
             assert route == "TRANSFER", (number, op, route)
         elif _syscall_of(op) in MAPPING:
@@ -73,5 +75,7 @@ def test_every_number_is_its_syscalls():
             assert number in (numbers["io_getevents"], numbers["io_pgetevents"])
         elif route == "AIO_DESTROY":
             assert number == numbers["io_destroy"]
+        elif route == "FDS_GONE":   # calls that may close fds without being recorded
+            assert number in (numbers["close_range"], numbers["execve"], numbers["execveat"], numbers["unshare"])
         else:
             assert number == numbers[names.get(op) or _syscall_of(op)], op
