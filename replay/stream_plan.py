@@ -44,6 +44,8 @@ from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, THREAD, WAIT, W
 
 BLOCK_ROWS = 1 << 18    # trace events decoded at once
 WINDOW_ROWS = 1 << 18   # calls taken from each run per window
+RANK_TABLE_MIN = 1 << 16   # _rank_of: a lookup table spans at least this many blocks,
+RANK_TABLE_SPREAD = 4      # or this many times the blocks it is built from and asked for
 
 SPILL = np.dtype([("start", "i8"), ("end", "i8"), ("row", "i8"), ("thread", "i4"), ("file", "i4"), ("op", "i2"),
                   ("ring", "u2"), ("fd", "i4"), ("flags", "u4"), ("ret", "i8"), ("offset", "i8"), ("size", "i8")])
@@ -731,23 +733,25 @@ def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) ->
 
     by_end = np.argsort(t_end, kind="stable")
     e_sorted, q_sorted, c_sorted = t_end[by_end], t_seq[by_end], t_cls[by_end]
+    # the awaited calls ended by each start: one search in the end order, then per class the
+    # running highest seq + 1 over that order (0 where a call is of another class)
+    k = np.searchsorted(e_sorted, s, side="right") - 1
+    ended = k >= 0
+    k = np.maximum(k, 0)
+    top = q_sorted + 1
 
-    def last(mask, done: int) -> np.ndarray:
-        """One past the highest seq of the awaited calls in `mask` (of the end order) ended by each start."""
-        if mask is not None:
-            e, q = e_sorted[mask], q_sorted[mask]
-        else:
-            e, q = e_sorted, q_sorted
-        if not len(e):
+    def last(kind, done: int) -> np.ndarray:
+        """One past the highest seq of the awaited calls of class `kind` (None: any) ended by each start."""
+        if not len(e_sorted):
             return np.full(len(s), done, dtype=np.int64)
-        highest = np.maximum.accumulate(q + 1)
-        k = np.searchsorted(e, s, side="right") - 1
-        return np.maximum(np.where(k >= 0, highest[np.maximum(k, 0)], 0), done)
-    need = last(c_sorted == order.BARRIER, st.barrier)
+        values = top if kind is None else np.where(c_sorted == kind, top, 0)
+        highest = np.maximum.accumulate(values)
+        return np.maximum(np.where(ended, highest[k], 0), done)
+    need = last(order.BARRIER, st.barrier)
     every = last(None, st.every)
     need = np.where(c_m == order.BARRIER, every, need)
-    syncs = last(c_sorted == order.SYNC, st.sync)
-    writes = last(c_sorted == order.WRITE, st.write)
+    syncs = last(order.SYNC, st.sync)
+    writes = last(order.WRITE, st.write)
     need = np.where(c_m == order.SYNC, np.maximum.reduce([need, syncs, writes]), need)
     need = np.where(c_m == order.WRITE, np.maximum(need, syncs), need)
     for kind, against in ((order.READ, (order.WRITE,)), (order.WRITE, (order.READ, order.WRITE))):
@@ -766,8 +770,8 @@ def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) ->
         # and those of earlier windows that had ended
         for blocks, highest in ([st.writes] if kind == order.READ else [st.reads, st.writes]):
             if len(blocks):
-                k = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
-                best = np.maximum(best, np.where(blocks[k] == m_block, highest[k], 0))
+                at, known = _rank_of(blocks, m_block)
+                best = np.maximum(best, np.where(known, highest[at], 0))
         got = best if len(m_row) == len(m_rows) else \
             np.maximum.reduceat(best, np.flatnonzero(np.concatenate([[True], m_row[1:] != m_row[:-1]])))
         done = 0
@@ -784,6 +788,25 @@ def _explode(offset, size) -> tuple[np.ndarray, np.ndarray]:
     which = np.repeat(np.arange(len(offset)), count)
     step = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
     return which, first[which] + step
+
+
+def _rank_of(blocks: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each wanted block's index in `blocks` (sorted, unique) and whether it is there: a table
+    indexed by block when their range is narrow (a lookup, where a binary search of unsorted
+    blocks costs a cache miss per step), else np.searchsorted."""
+    if not len(wanted):
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    low, high = int(blocks[0]), int(blocks[-1])
+    if high - low < max(RANK_TABLE_MIN, RANK_TABLE_SPREAD * (len(blocks) + len(wanted))):
+        table = np.full(high - low + 2, -1, dtype=np.int64)   # the last slot: every block outside the range
+        table[blocks - low] = np.arange(len(blocks))
+        where = wanted - low
+        where[(where < 0) | (where > high - low)] = high - low + 1
+        at = table[where]
+        known = at >= 0
+        return np.maximum(at, 0), known
+    at = np.minimum(np.searchsorted(blocks, wanted), len(blocks) - 1)
+    return at, blocks[at] == wanted
 
 
 def _overlapping(t_block, t_end, t_top, m_block, m_start) -> np.ndarray:
@@ -810,8 +833,7 @@ def _overlapping(t_block, t_end, t_top, m_block, m_start) -> np.ndarray:
     key, r = key[o], t_rank[o]
     lift = int(t_top.max()) + 2
     highest = np.maximum.accumulate(r * lift + t_top[o]) - r * lift
-    m_rank = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
-    known = blocks[m_rank] == m_block
+    m_rank, known = _rank_of(blocks, m_block)
     at = np.clip(m_start - t0, -1, span - 1)
     k = np.searchsorted(key, m_rank.astype(np.int64) * span + at, side="right") - 1
     found = known & (k >= 0) & (r[np.maximum(k, 0)] == m_rank)

@@ -141,6 +141,19 @@ def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, r
     assert info.source == whole.source and info.has_async
 
 
+def test_blocks_looked_up_by_search_give_the_plan_a_table_gives(tmp_path, monkeypatch):
+    # GIVEN the messy trace, its blocks looked up by binary search (the way for blocks spread
+    # wider than a lookup table is made for) instead of by table
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 5)
+    plan.build(str(trace)).save_native(str(tmp_path / "a.bin"))
+    monkeypatch.setattr(stream_plan, "RANK_TABLE_MIN", 0)
+    monkeypatch.setattr(stream_plan, "RANK_TABLE_SPREAD", 0)
+    stream_plan.build_native(str(trace), str(tmp_path / "b.bin"), block_rows=300, window_rows=300)
+    # THEN the plan is the in-memory one's, byte for byte
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+
+
 def test_the_streamed_plan_refuses_what_the_in_memory_one_refuses(tmp_path):
     from tests.unit.test_replay import write_trace
     trace = tmp_path / "t.iwt"
