@@ -548,10 +548,11 @@ class _Builder:
                 calls["gap_ns"] = np.maximum(gap, 0)
                 cls = self._classes(calls, w, thread, seq, grow)
                 self._waits(calls, cls, thread, seq, s, e, users, state, lifted, int(s.max()))
-                for rows in np.split(by_thread, edges):
-                    t = int(thread[rows[0]])
-                    place = head + (int(self.first[t]) + int(seq[rows[0]])) * CALL.itemsize
-                    os.pwrite(out, calls[rows].tobytes(), place)
+                grouped = calls[by_thread]
+                for a, b in zip(np.concatenate([[0], edges]).tolist(), np.concatenate([edges, [len(w)]]).tolist()):
+                    first = by_thread[a]
+                    place = head + (int(self.first[thread[first]]) + int(seq[first])) * CALL.itemsize
+                    os.pwrite(out, grouped[a:b], place)
         finally:
             os.close(out)
             for f in self.wait_files.values():
@@ -595,6 +596,8 @@ class _Builder:
         calls of earlier windows that had ended carried as maxima per file, thread and block)."""
         found = []
         file = calls["file"]
+        # the columns read per file and awaited thread, each in one piece (not strided in the calls)
+        cols = {"offset": np.ascontiguousarray(calls["offset"]), "size": np.ascontiguousarray(calls["size"])}
         by_file = np.argsort(file, kind="stable")
         edges = np.flatnonzero(np.diff(file[by_file])) + 1
         for on in np.split(by_file, edges):
@@ -605,24 +608,25 @@ class _Builder:
                 users[f] = known
                 continue
             users[f] = known
+            on_thread = thread[on]
             for u in sorted(known):
                 st = state.get((f, u))
                 if st is None:
                     st = state[(f, u)] = _FileState()
-                of_u = thread[on] == u
+                of_u = on_thread == u
                 theirs, mine = on[of_u], on[~of_u]
                 if len(mine):
-                    need = _needed_window(calls, cls, seq, s, e, theirs, mine, st)
+                    need = _needed_window(cols, cls, seq, s, e, theirs, mine, st)
                     keep = need > 0
                     if keep.any():
                         found.append(np.stack([thread[mine][keep], seq[mine][keep], np.full(int(keep.sum()), u),
                                                need[keep]], axis=1))
-                _carry(st, calls, cls, seq, e, theirs, cut)
+                _carry(st, cols, cls, seq, e, theirs, cut)
         if not found:
             return
         rows = np.concatenate(found)
         t, sq, u, need = rows.T
-        order_ = np.lexsort((sq, u, t))
+        order_ = _sort_order((t, 12), (u, 12), (sq, 39))
         t, sq, u, need = t[order_], sq[order_], u[order_], need[order_]
         new_group = np.concatenate([[True], (t[1:] != t[:-1]) | (u[1:] != u[:-1])])
         group = np.cumsum(new_group) - 1
@@ -642,7 +646,7 @@ class _Builder:
         table = np.zeros(len(t), WAIT)
         table["call"] = self.first[t] + sq
         table["thread"], table["count"] = u, need
-        by_call = np.lexsort((table["thread"], table["call"]))
+        by_call = _sort_order((table["call"], 51), (table["thread"], 12))
         table, t = table[by_call], t[by_call]
         for waiter in np.unique(t).tolist():
             spilled = self.wait_files.get(waiter)
@@ -788,6 +792,20 @@ def _explode(offset, size) -> tuple[np.ndarray, np.ndarray]:
     which = np.repeat(np.arange(len(offset)), count)
     step = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
     return which, first[which] + step
+
+
+def _sort_order(*keys: tuple[np.ndarray, int]) -> np.ndarray:
+    """np.lexsort by (key, bits) pairs given most significant first, for rows no two of which
+    have all keys equal (so any sort gives the one order): the keys packed into one int64 and
+    sorted once when each is non-negative and under 2**bits (several times faster than sorting
+    by each key in turn), else lexsort."""
+    assert sum(bits for _, bits in keys) <= 63
+    if len(keys[0][0]) and all(int(k.min()) >= 0 and int(k.max()) < (1 << bits) for k, bits in keys):
+        packed = np.zeros(len(keys[0][0]), dtype=np.int64)
+        for k, bits in keys:
+            packed = (packed << np.int64(bits)) | k.astype(np.int64)
+        return np.argsort(packed)
+    return np.lexsort([k for k, _ in keys][::-1])
 
 
 def _rank_of(blocks: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
