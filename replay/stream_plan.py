@@ -106,6 +106,7 @@ class _Spill:
         self.thread_first: list[list] = []   # per provisional thread: [start, row, count, largest io]
         self.files: dict[tuple, int] = {}    # (dev-ino key, fact position) -> provisional file
         self.keys: set[int] = set()          # every event's (dev, ino) key: the path order of plan._files_of
+        self.devs: dict[int, int] = {}       # each key's device, as its first event gave it
         self.skipped: dict[str, int] = {}
         self.too_high = False
         self.too_big = -1
@@ -156,7 +157,11 @@ class _Spill:
                            | (np.isin(target, [OP["open"], OP["dup"]]) & (ret >= inmemory.MAX_FD)))
         self.too_high |= bool(too_high.any())
         key = (cols["dev"].astype(np.uint64) << np.uint64(44)) ^ cols["ino"].astype(np.uint64)
-        self.keys.update(np.unique(key).tolist())
+        uniq_keys, first_at = np.unique(key, return_index=True)
+        for k, at in zip(uniq_keys.tolist(), first_at.tolist()):
+            if k not in self.devs:
+                self.devs[k] = int(cols["dev"][at])   # the device whole (the key keeps its low 20 bits)
+        self.keys.update(uniq_keys.tolist())
         rows = np.flatnonzero(keep)
         if not len(rows):
             return
@@ -384,9 +389,7 @@ class _Builder:
                 abs_paths.append(p)
             return path_index[p]
 
-        targets = {}
-        for t in self.meta.get("targets") or []:
-            targets[(int(t["dev"]) << 44) ^ int(t["ino"])] = str(t["path"])
+        targets = inmemory.target_names(self.meta)
         codes: dict[int, list[int]] = {}
         for k in sorted(sp.keys):
             here = sp.fact_rows.get(int(k))
@@ -395,8 +398,7 @@ class _Builder:
             elif int(k) in targets:
                 codes[k] = [index(paths.absolute(targets[int(k)], paths.AT_FDCWD, cwd))]
             else:
-                dev, ino = int(k) >> 44, int(k) & ((1 << 44) - 1)
-                codes[k] = [index(f"/unnamed/dev{dev}-ino{ino}")]
+                codes[k] = [index(inmemory.unnamed_path(sp.devs[int(k)], int(k) & ((1 << 44) - 1)))]
         provisional = sorted(sp.files, key=lambda pair: sp.files[pair])
         code_of = [codes[key % (1 << 64)][max(pos, 0)] for key, pos in provisional]
         used = sorted(set(code_of))
@@ -660,8 +662,7 @@ class _Builder:
         dirs = paths.directories(rels)
         where = {d: k for k, d in enumerate(dirs)}
         skipped = self.spill.skipped
-        notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
-                        for what, count in sorted(skipped.items())).encode()
+        notes = inmemory.plan_notes(skipped, rels, self.original_paths)
         source = {"path": os.path.abspath(self.path), "command": self.meta.get("command"), "pid": self.meta.get("pid"),
                   "host": self.meta.get("host"), "events": self.events, "calls": self.count,
                   "original_paths": self.original_paths, "damaged": inmemory._damage(self.meta)}

@@ -177,3 +177,56 @@ def test_a_plan_built_apart_is_the_plan_built_here(tmp_path):
     assert (apart.count, apart.wait_count, apart.files, apart.skipped, apart.source, len(apart.threads),
             apart.has_async, apart.root_tgid) == (here.count, here.wait_count, here.files, here.skipped,
                                                  here.source, len(here.threads), here.has_async, here.root_tgid)
+
+
+def write_target_trace(path, dev: int) -> None:
+    """pread_loop as `iowitness run --file FILE` records it: FILE (inode 500) registered by inode
+    before the recording (meta "targets"), so the probe records no open of it; and inode 501,
+    read through an fd the trace never saw opened and named nowhere."""
+    lay = layout()
+    op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
+    rows = [dict(op="openat", ino=500, fd=3, ret=3, offset=-1, flags=0)]
+    rows += [dict(op="pread64", ino=500, fd=3, offset=0, requested=1, ret=1) for _ in range(5)]
+    rows += [dict(op="pread64", ino=501, fd=9, offset=4096, requested=4096, ret=4096) for _ in range(3)]
+    rows += [dict(op="close", ino=500, fd=3, offset=-1, ret=0)]
+    events = np.zeros(len(rows), lay.event)
+    for k, (record, row) in enumerate(zip(events, rows)):
+        record["dev"], record["tgid"], record["tid"] = dev, 50, 50
+        record["start_ns"], record["latency_ns"] = 1_000_000_000 + k * 10_000, 1_000
+        for field, value in row.items():
+            record[field] = op[value] if field == "op" else value
+    start = {"command": ["pread_loop", "/tmp/scale/data/file", "1"], "mode": "run", "cwd": "/work",
+             "targets": [{"dev": dev, "ino": 500, "path": "/tmp/scale/data/file"}],
+             "clock_start": {"monotonic_ns": 999_000_000, "realtime_ns": 0, "offset_ns": 0}}
+    with TraceWriter(str(path), start) as writer:
+        writer.write_events(events)
+        writer.write_facts(np.zeros(0, lay.meta))
+        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
+        writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_000_000_000 + len(rows) * 10_000}})
+
+
+@pytest.mark.parametrize("dev", [(254 << 20) | 0, (8 << 20) | 1, 35])
+def test_a_target_file_is_named_and_a_file_without_a_name_says_why(tmp_path, dev):
+    # GIVEN pread_loop's trace as `run --file` records it on a device of major 254 (a virtio
+    # disk), 8 (sd) or 0 (tmpfs): its file named only by the trace's targets; and a file read
+    # through an fd opened before the recording, named nowhere
+    trace = tmp_path / "t.iwt"
+    write_target_trace(trace, dev)
+    # WHEN planned both ways
+    whole = plan.build(str(trace))
+    whole.save_native(str(tmp_path / "a.bin"))
+    info = stream_plan.build_native(str(trace), str(tmp_path / "b.bin"))
+    # THEN the target is replayed under its own name, the other under one made of its device and
+    # inode (the device whole: major and minor), and both plans are the same bytes
+    major, minor = dev >> 20, dev & ((1 << 20) - 1)
+    unnamed = f"/unnamed/dev{major}:{minor}-ino501"
+    assert sorted(whole.source["original_paths"]) == sorted(["/tmp/scale/data/file", unnamed])
+    assert info.source == whole.source and info.files == whole.files
+    raw = (tmp_path / "b.bin").read_bytes()
+    assert (tmp_path / "a.bin").read_bytes() == raw
+    # AND the player's closing lines (the plan's notes) say why the other has no name, and where it went
+    rel = next(f["rel"] for f, p in zip(whole.files, whole.source["original_paths"]) if p == unnamed)
+    assert (f"iowitness replay:   no name for dev{major}:{minor}-ino501 in the trace (no open of it was recorded: "
+            f"opened before the recording began, or the record lost): replayed as {rel} under the replay's "
+            f"directory\n").encode() in raw
+    assert raw.count(b"no name for") == 1   # the target has its name
