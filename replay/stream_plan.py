@@ -224,8 +224,9 @@ class _Spill:
             entry[3] = max(entry[3], int(largest[j]))
         block_t0 = int(rec["start"].min())
         self.t0 = block_t0 if self.t0 is None else min(self.t0, block_t0)
-        rec = rec[order_in_block]
-        self.file.write(rec.tobytes())
+        if not bool((order_in_block[1:] > order_in_block[:-1]).all()):   # a ring's block is in order but for a few
+            rec = rec[order_in_block]
+        self.file.write(memoryview(rec).cast("B"))
         self.runs.append((self.records, len(rec)))
         self.records += len(rec)
 
@@ -548,9 +549,10 @@ class _Builder:
                     prev_end[t] = e_thread[-1]
                     started[t] = True
                 calls["gap_ns"] = np.maximum(gap, 0)
-                cls = self._classes(calls, w, thread, seq, grow)
-                self._waits(calls, cls, thread, seq, s, e, users, state, lifted, int(s.max()))
-                grouped = calls[by_thread]
+                if n_threads > 1:   # one thread waits for no other: no classes, no waits
+                    cls = self._classes(calls, w, thread, seq, grow)
+                    self._waits(calls, cls, thread, seq, s, e, users, state, lifted, int(s.max()))
+                grouped = calls if not len(edges) else calls[by_thread]
                 for a, b in zip(np.concatenate([[0], edges]).tolist(), np.concatenate([edges, [len(w)]]).tolist()):
                     first = by_thread[a]
                     place = head + (int(self.first[thread[first]]) + int(seq[first])) * CALL.itemsize
