@@ -226,7 +226,7 @@ class _Spill:
         self.t0 = block_t0 if self.t0 is None else min(self.t0, block_t0)
         if not bool((order_in_block[1:] > order_in_block[:-1]).all()):   # a ring's block is in order but for a few
             rec = rec[order_in_block]
-        self.file.write(memoryview(rec).cast("B"))
+        self.file.write(rec.data.cast("B"))
         self.runs.append((self.records, len(rec)))
         self.records += len(rec)
 
@@ -556,7 +556,7 @@ class _Builder:
                 for a, b in zip(np.concatenate([[0], edges]).tolist(), np.concatenate([edges, [len(w)]]).tolist()):
                     first = by_thread[a]
                     place = head + (int(self.first[thread[first]]) + int(seq[first])) * CALL.itemsize
-                    os.pwrite(out, grouped[a:b], place)
+                    os.pwrite(out, grouped[a:b].data.cast("B"), place)
         finally:
             os.close(out)
             for f in self.wait_files.values():

@@ -108,7 +108,8 @@ def main() -> None:
         rec = measured([*IOWITNESS, "run", "-q", "-o", orig, "--file", target, "--", exe, target, str(args.seconds)],
                        cwd=ROOT)
         o = span(orig)
-        print(f"original: `iowitness run -- pread_loop FILE {args.seconds}`: wall {rec['wall_s']:.1f} s, peak RSS "
+        print(f"original: `iowitness run -- pread_loop FILE {args.seconds}`: wall {rec['wall_s']:.1f} s, CPU "
+              f"{rec['cpu_s']:.1f} s (pread_loop and the collector), peak RSS "
               f"{rec['peak_mib']:.0f} MiB; {o['events']:,} events (lost {o['lost']:,}), calls' span "
               f"{o['span_s']:.2f} s; its output: {rec['out'].strip()}")
     else:
@@ -131,7 +132,8 @@ def main() -> None:
         rep = measured([*IOWITNESS, "replay", orig, "--into", into, "--timing", "fast", "-o", rep_trace], cwd=ROOT)
         r = span(rep_trace)
         said = [line for line in rep["out"].splitlines() if "calls in" in line]
-        print(f"replay {k + 1} (--timing fast): rc {rep['rc']}, wall {rep['wall_s']:.1f} s, peak RSS of its largest "
+        print(f"replay {k + 1} (--timing fast): rc {rep['rc']}, wall {rep['wall_s']:.1f} s, CPU {rep['cpu_s']:.1f} s "
+              f"(the build, the player and the collector), peak RSS of its largest "
               f"process {rep['peak_mib']:.0f} MiB; {r['events']:,} events (lost {r['lost']:,}), calls' span "
               f"{r['span_s']:.2f} s; {said[-1].strip() if said else rep['err'].strip()[-300:]}")
         shutil.rmtree(into, ignore_errors=True)
