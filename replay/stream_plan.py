@@ -29,6 +29,7 @@ Example: `info = stream_plan.build_native("run.iwt", "/tmp/plan.bin")`; `info.co
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import struct
@@ -60,6 +61,8 @@ GROWING_OPS = np.array([OP[o] for o in order.POSITIONED_WRITES + ("write", "writ
 class NativePlan:
     """What `iowitness replay` needs of a plan written by build_native (the calls are in the file)."""
 
+    followed = False   # written while the player follows it (build_native's announce)
+
     def __init__(self, path: str, threads, files: list[dict], source: dict, skipped: dict, count: int,
                  has_async: bool, waits: int):
         self.path, self.threads, self.files, self.source, self.skipped = path, threads, files, source, skipped
@@ -72,8 +75,16 @@ class NativePlan:
         return int(pid) if isinstance(pid, int) and 0 < pid < 2**32 else 0
 
 
-def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows: int = WINDOW_ROWS) -> NativePlan:
-    """Write the native plan of the trace at `path` to `out`; the one-line errors plan.build gives."""
+def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows: int = WINDOW_ROWS,
+                 announce: typing.Callable[[NativePlan], None] | None = None) -> NativePlan:
+    """Write the native plan of the trace at `path` to `out`; the one-line errors plan.build gives.
+
+    `announce`: the plan is followed (the native player's --follow): once the file table is
+    known (before the calls' think times and waits), `out` is made as long as its calls and
+    OUT.head, OUT.ready and OUT.waitsT are written (follow_paths), then announce(plan) is
+    called (its wait_count 0, its `followed` true) and the build goes on; OUT.ready says how many
+    calls of each thread are written, with their waits, and whether the build is done or failed.
+    A trace with libaio or io_uring requests is not followed (announce is not called)."""
     if not os.path.exists(path):
         raise NotFound(f"trace {path} does not exist")
     with tempfile.TemporaryDirectory(prefix="iowitness-plan-", dir=os.path.dirname(os.path.abspath(out))) as work:
@@ -89,7 +100,25 @@ def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows:
                 spill.add(block)
             spill.close()
             meta, offcpu, block_records, n = data.meta, data.offcpu, data.block, stream.event_count
-        return _Builder(path, out, work, spill, meta, offcpu, block_records, n, window_rows).run()
+        builder = _Builder(path, out, work, spill, meta, offcpu, block_records, n, window_rows)
+        builder.announce = announce
+        try:
+            return builder.run()
+        except BaseException:
+            builder.follow_state(FOLLOW_FAILED)
+            raise
+
+
+FOLLOW_BUILDING, FOLLOW_DONE, FOLLOW_FAILED = 0, 1, 2
+
+
+def follow_paths(out: str, threads: int) -> dict:
+    """The files a followed build writes beside the plan `out` (replay/player.c --follow reads them):
+    head, the plan without calls or waits (its header's counts 0) but with its threads, directories,
+    files and notes; ready, int64 x (2 threads + 2): each thread's calls written, the build's state
+    (FOLLOW_*), the largest buffer a call needs, each thread's waits written (before its calls);
+    waits, each thread's waits (plan_layout.WAIT) as they are found."""
+    return {"head": out + ".head", "ready": out + ".ready", "waits": [f"{out}.waits{t}" for t in range(threads)]}
 
 
 class _Spill:
@@ -340,6 +369,10 @@ PENDING = np.dtype([("seq", "i8"), ("end", "i8"), ("cls", "i1"), ("offset", "i8"
 
 
 class _Builder:
+    announce: typing.Callable[[NativePlan], None] | None = None
+    ready_fd: int | None = None
+    following = False
+
     def __init__(self, path, out, work, spill: _Spill, meta, offcpu, block_records, events: int, window_rows: int):
         self.path, self.out, self.work, self.spill = path, out, work, spill
         self.meta, self.offcpu, self.block_records, self.events = meta, offcpu, block_records, events
@@ -373,8 +406,49 @@ class _Builder:
         self.count = int(counts.sum())
         self.t0 = sp.t0
         self._sweep_a()
+        # a thread's rings are sized (replay/player.c ring_of) by the depths of all its requests,
+        # which the rest of the build finds: a plan with requests is not followed
+        if self.announce is not None and not sp.has_async:
+            self.following = True
+            self._start_following()
         self._sweep_b()
-        return self._finish()
+        info = self._finish()
+        self.follow_state(FOLLOW_DONE)
+        return info
+
+    def _start_following(self) -> None:
+        """The followed build's head, ready and wait files, and the plan file as long as its calls."""
+        self._check_buffers()
+        where = follow_paths(self.out, len(self.threads))
+        tail, n_dirs, n_notes = self._tail()
+        with open(where["head"], "wb") as f:
+            f.write(b"IOWPLAN2" + struct.pack("<IIQQIII", len(self.threads), len(self.files), 0, 0, n_dirs, n_notes,
+                                              self._info(0).root_tgid))
+            f.write(np.ascontiguousarray(self.threads).tobytes() + tail)
+        for name in where["waits"]:
+            open(name, "wb").close()
+        with open(self.out, "wb") as f:
+            f.truncate(44 + len(self.threads) * THREAD.itemsize + self.count * CALL.itemsize)
+        ready = np.zeros(2 * len(self.threads) + 2, np.int64)
+        ready[len(self.threads) + 1] = max([entry[3] for entry in self.spill.thread_first] + [4096])
+        self.ready_fd = os.open(where["ready"], os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        os.pwrite(self.ready_fd, ready.tobytes(), 0)
+        info = self._info(0)
+        info.followed = True
+        if self.announce is not None:
+            self.announce(info)
+
+    def follow_state(self, state: int) -> None:
+        if self.ready_fd is not None:
+            os.pwrite(self.ready_fd, struct.pack("<q", state), len(self.threads) * 8)
+            os.close(self.ready_fd)
+            self.ready_fd = None
+
+    def _check_buffers(self) -> None:
+        buffers = sum(entry[3] for entry in self.spill.thread_first)
+        if buffers > inmemory.MAX_BUFFER_BYTES:
+            raise UsageError(f"the trace's threads would need {buffers >> 20:,} MiB of buffers at once; a replay "
+                             f"takes at most {inmemory.MAX_BUFFER_BYTES >> 20} MiB")
 
     def _files(self) -> None:
         """The file numbering of plan._files_of and plan.build: paths in the order of the trace's
@@ -507,8 +581,10 @@ class _Builder:
         self.max_depth = 0
         self.wait_count = 0
         self.wait_files: dict[int, typing.BinaryIO] = {}
+        self.waits_written = np.zeros(n_threads, np.int64)
         head = 44 + n_threads * THREAD.itemsize
-        out = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        keep = self.ready_fd is not None   # followed: the file is made, as long as its calls
+        out = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (0 if keep else os.O_TRUNC), 0o600)
         try:
             for w in _windows(self.spill.path, self.spill.runs, self.window_rows):
                 c = self._calls(w, seqs)
@@ -557,6 +633,11 @@ class _Builder:
                     first = by_thread[a]
                     place = head + (int(self.first[thread[first]]) + int(seq[first])) * CALL.itemsize
                     os.pwrite(out, grouped[a:b].data.cast("B"), place)
+                if self.ready_fd is not None:   # this window's calls and waits written: the player may take them
+                    for spilled in self.wait_files.values():
+                        spilled.flush()
+                    os.pwrite(self.ready_fd, self.waits_written.tobytes(), (n_threads + 2) * 8)
+                    os.pwrite(self.ready_fd, seqs.astype(np.int64).tobytes(), 0)
         finally:
             os.close(out)
             for f in self.wait_files.values():
@@ -564,10 +645,7 @@ class _Builder:
         if self.count and self.max_depth >= inmemory.MAX_DEPTH:
             raise UsageError(f"the trace had {self.max_depth:,} asynchronous requests in flight on one ring; "
                              f"a replay keeps at most {inmemory.MAX_DEPTH:,}")
-        buffers = sum(entry[3] for entry in self.spill.thread_first)
-        if buffers > inmemory.MAX_BUFFER_BYTES:
-            raise UsageError(f"the trace's threads would need {buffers >> 20:,} MiB of buffers at once; a replay "
-                             f"takes at most {inmemory.MAX_BUFFER_BYTES >> 20} MiB")
+        self._check_buffers()
 
     def _classes(self, calls, w, thread, seq, grow) -> np.ndarray:
         """order.classes for a window, the files' sizes so far carried in `grow`."""
@@ -655,39 +733,55 @@ class _Builder:
         for waiter in np.unique(t).tolist():
             spilled = self.wait_files.get(waiter)
             if spilled is None:
-                spilled = self.wait_files[waiter] = open(os.path.join(self.work, f"waits{waiter}"), "wb")
-            spilled.write(table[t == waiter].tobytes())
+                spilled = self.wait_files[waiter] = open(self._wait_path(waiter), "wb")
+            mine = table[t == waiter]
+            spilled.write(mine.tobytes())
+            self.waits_written[waiter] += len(mine)
         self.wait_count += len(table)
 
-    def _finish(self) -> NativePlan:
-        rels = self.rels
-        dirs = paths.directories(rels)
-        where = {d: k for k, d in enumerate(dirs)}
-        skipped = self.spill.skipped
-        notes = inmemory.plan_notes(skipped, rels, self.original_paths)
+    def _wait_path(self, waiter: int) -> str:
+        if self.following:   # beside the plan, where the player reads them
+            return follow_paths(self.out, len(self.threads))["waits"][waiter]
+        return os.path.join(self.work, f"waits{waiter}")
+
+    def _info(self, waits: int) -> NativePlan:
         source = {"path": os.path.abspath(self.path), "command": self.meta.get("command"), "pid": self.meta.get("pid"),
                   "host": self.meta.get("host"), "events": self.events, "calls": self.count,
                   "original_paths": self.original_paths, "damaged": inmemory._damage(self.meta)}
-        info = NativePlan(self.out, self.threads, self.files, source, skipped, self.count, self.spill.has_async,
-                          self.wait_count)
+        return NativePlan(self.out, self.threads, self.files, source, self.spill.skipped, self.count,
+                          self.spill.has_async, waits)
+
+    def _tail(self) -> tuple[bytes, int, int]:
+        """The plan's directories, files and notes (its last part), and how many directories and note bytes."""
+        rels = self.rels
+        dirs = paths.directories(rels)
+        where = {d: k for k, d in enumerate(dirs)}
+        notes = inmemory.plan_notes(self.spill.skipped, rels, self.original_paths)
+        parts = []
+        for d in dirs:
+            raw = d.encode("utf-8", "surrogateescape")
+            parts.append(struct.pack("<I", len(raw)) + raw)
+        for rel in rels:
+            d, name = posixpath.split(rel)
+            raw = name.encode("utf-8", "surrogateescape")
+            parts.append(struct.pack("<II", where[d], len(raw)) + raw)
+        parts.append(notes)
+        return b"".join(parts), len(dirs), len(notes)
+
+    def _finish(self) -> NativePlan:
+        info = self._info(self.wait_count)
+        tail, n_dirs, n_notes = self._tail()
         with open(self.out, "r+b") as f:
             f.write(b"IOWPLAN2" + struct.pack("<IIQQIII", len(self.threads), len(self.files), self.count,
-                                              self.wait_count, len(dirs), len(notes), info.root_tgid))
+                                              self.wait_count, n_dirs, n_notes, info.root_tgid))
             f.write(np.ascontiguousarray(self.threads).tobytes())
             f.seek(44 + len(self.threads) * THREAD.itemsize + self.count * CALL.itemsize)
             for waiter in range(len(self.threads)):
                 if waiter in self.wait_files:
-                    with open(os.path.join(self.work, f"waits{waiter}"), "rb") as part:
+                    with open(self._wait_path(waiter), "rb") as part:
                         while chunk := part.read(1 << 22):
                             f.write(chunk)
-            for d in dirs:
-                raw = d.encode("utf-8", "surrogateescape")
-                f.write(struct.pack("<I", len(raw)) + raw)
-            for rel in rels:
-                d, name = posixpath.split(rel)
-                raw = name.encode("utf-8", "surrogateescape")
-                f.write(struct.pack("<II", where[d], len(raw)) + raw)
-            f.write(notes)
+            f.write(tail)
             f.truncate()
         return info
 
@@ -899,39 +993,84 @@ def build_apart(path: str, out: str) -> NativePlan:
     """build_native in a process of its own (`python -m iowitness.replay.stream_plan`): the build's
     windows are given back to the system with its process, not kept in this one's heap for the
     recording that follows. Its one-line errors are raised here as they were raised there."""
-    import json
     import subprocess
     import sys
 
-    from iowitness import errors
     done = subprocess.run([sys.executable, "-m", "iowitness.replay.stream_plan", path, out],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise errors.IowitnessError(f"planning the replay of {path} failed: {last}")
-    said = json.loads(lines[-1])
+        _failed(path, done.stderr)
+    return _said(lines[-1])
+
+
+def follow_apart(path: str, out: str) -> tuple[NativePlan, typing.Callable[..., NativePlan | None]]:
+    """build_native followed (`announce`), in a process of its own: returns once the file table is
+    known, with the plan so far and a function that waits for the build's end and gives the plan
+    (its waits counted), or raises the build's one-line error. The player follows the plan
+    (replay/player.c --follow) while the rest is written. A plan that is not followed (requests:
+    build_native) is returned when it is whole, its `followed` false."""
+    import subprocess
+    import sys
+
+    err = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen([sys.executable, "-m", "iowitness.replay.stream_plan", path, out, "--follow"],
+                            stdout=subprocess.PIPE, stderr=err, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+
+    def finish(stop: bool = False) -> NativePlan | None:
+        """The whole plan once built, or the build's error raised; `stop`: the build ended now, unused."""
+        if stop:
+            proc.kill()
+            proc.wait()
+            return None
+        rest = proc.stdout.read() if proc.stdout is not None else ""
+        proc.wait()
+        err.seek(0)
+        lines = (first + rest).strip().splitlines()
+        if proc.returncode != 0 or not lines:
+            _failed(path, err.read())
+        return _said(lines[-1])
+    said = json.loads(first) if first.strip() else {}
+    if "error" in said or not first.strip():
+        finish()   # raises the build's error
+    return _said(first), finish
+
+
+def _failed(path: str, stderr: str) -> typing.NoReturn:
+    from iowitness import errors
+    last = (stderr.strip().splitlines() or ["no output"])[-1]
+    raise errors.IowitnessError(f"planning the replay of {path} failed: {last}")
+
+
+def _said(line: str) -> NativePlan:
+    """The plan a build process printed (one JSON line), or its one-line error raised."""
+    from iowitness import errors
+    said = json.loads(line)
     if "error" in said:
         kind = getattr(errors, said["error"], errors.IowitnessError)
         raise (kind if isinstance(kind, type) and issubclass(kind, errors.IowitnessError)
                else errors.IowitnessError)(said["message"])
     threads = np.zeros(said["threads"], THREAD)
-    return NativePlan(out, threads, said["files"], said["source"], said["skipped"], said["count"],
+    info = NativePlan(said["out"], threads, said["files"], said["source"], said["skipped"], said["count"],
                       said["has_async"], said["waits"])
+    info.followed = bool(said.get("followed"))
+    return info
 
 
 def _main(argv: list[str]) -> int:
-    import json
-
     from iowitness.errors import IowitnessError
+
+    def say(info: NativePlan) -> None:
+        print(json.dumps({"out": info.path, "threads": len(info.threads), "files": info.files, "source": info.source,
+                          "skipped": info.skipped, "count": info.count, "has_async": info.has_async,
+                          "waits": info.wait_count, "followed": info.followed}), flush=True)
     try:
-        info = build_native(argv[0], argv[1])
+        say(build_native(argv[0], argv[1], announce=say if argv[2:] == ["--follow"] else None))
     except IowitnessError as exc:
-        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}), flush=True)
         return 0
-    print(json.dumps({"threads": len(info.threads), "files": info.files, "source": info.source,
-                      "skipped": info.skipped, "count": info.count, "has_async": info.has_async,
-                      "waits": info.wait_count}))
     return 0
 
 

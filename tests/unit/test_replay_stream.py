@@ -5,6 +5,10 @@ order in the file, libaio and io_uring requests, failed calls, preemptions, bloc
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -12,16 +16,18 @@ from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.errors import UsageError
 from iowitness.probes.layout import layout
 from iowitness.replay import plan, stream_plan
+from iowitness.replay.plan_layout import OPS as OP_NAMES
 
 AT_FDCWD = -100
 O_RDWR, O_CREAT, O_TRUNC = 0o2, 0o100, 0o1000
 DEV = (8 << 20) | 1
 
 
-def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600) -> None:
+def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, requests: bool = True) -> None:
     """Threads in 2 processes, each on its own file and on 3 shared ones (inodes 10-12), calls
     of 1-40 us at random offsets in 256 KiB (so blocks are shared), the events written in order
-    of their end (as the probe's ring holds them) with some swapped."""
+    of their end (as the probe's ring holds them) with some swapped. `requests`: libaio and
+    io_uring requests among them (else those are preads)."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -68,6 +74,8 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600) -> No
                 row.update(op="ftruncate", offset=1 << 20)
             elif pick < 0.8:
                 row.update(op="fcntl", flags=0, ret=20 + t, offset=-1)
+            elif pick < 0.9 and not requests:
+                row.update(op="pread64", requested=4096, ret=4096)
             elif pick < 0.9 and t % 2 == 0:
                 # libaio on ring 1: submitted now, completed later; the thread goes on at once
                 row.update(op="aio_write" if rng.random() < 0.5 else "aio_read", requested=4096, ret=4096,
@@ -230,3 +238,41 @@ def test_a_target_file_is_named_and_a_file_without_a_name_says_why(tmp_path, dev
             f"opened before the recording began, or the record lost): replayed as {rel} under the replay's "
             f"directory\n").encode() in raw
     assert raw.count(b"no name for") == 1   # the target has its name
+
+
+def test_the_native_player_follows_a_plan_being_written(tmp_path):
+    # GIVEN the native player and a messy trace of 4 threads in 2 processes sharing 3 files (waits
+    # across threads; no libaio or io_uring requests, whose plan is not followed), its plan built
+    # in windows of 64 calls
+    from iowitness.commands.replay import NATIVE_PLAYER
+    from iowitness.replay import paths
+    if not os.access(NATIVE_PLAYER, os.X_OK):
+        pytest.skip(f"the native player was not built ({NATIVE_PLAYER}): the install builds it with clang")
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 6, threads=4, calls=120, requests=False)
+    whole = plan.build(str(trace))
+    whole.save_native(str(tmp_path / "a.bin"))
+    out, into = str(tmp_path / "b.bin"), str(tmp_path / "into")
+    started = []
+
+    def announce(info):
+        # WHEN the player is started on the plan as soon as its files are known, the calls still unwritten
+        assert os.path.getsize(out) == 44 + len(info.threads) * 24 + info.count * 63
+        assert not np.frombuffer(open(out + ".ready", "rb").read(), np.int64)[:len(info.threads)].any()
+        paths.prepare(into, [f["rel"] for f in info.files], [f["size"] for f in info.files],
+                      [f["precreate"] for f in info.files], False, [False] * len(info.files))
+        started.append(subprocess.Popen([NATIVE_PLAYER, out, into, "0", "--follow"], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True))
+    info = stream_plan.build_native(str(trace), out, block_rows=64, window_rows=64, announce=announce)
+    assert started, "the plan was not followed"
+    said, err = started[0].communicate(timeout=120)
+    # THEN it issues every call of the plan, syscall by syscall, and the finished plan is the
+    # in-memory one's, byte for byte
+    assert started[0].returncode in (0, 1), err
+    issued = dict(re.findall(r"iowitness replay:   (\w+): ([\d,]+) issued", said))
+    names = [OP_NAMES[int(o)] for o in whole.calls["op"]]
+    expected = {name: f"{names.count(name):,}" for name in set(names)}
+    assert issued == expected and info.wait_count == len(whole.waits) > 20
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    ready = np.frombuffer(open(out + ".ready", "rb").read(), np.int64)
+    assert list(ready[:4]) == list(whole.threads["count"]) and ready[4] == stream_plan.FOLLOW_DONE
