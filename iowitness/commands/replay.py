@@ -97,10 +97,14 @@ def _replay(args, speed: float, native: str | None, work: str) -> int:
     plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
     # a trace that cannot be replayed says so, root or not; the native player's plan is streamed
     # to its file by a process of its own (memory bounded, not by the trace's length:
-    # replay/stream_plan.py), and the player starts on it once its files are known, while the
-    # think times and waits are still being written (followed; not a plan with async requests)
+    # replay/stream_plan.py). At --timing fast the player starts on it once its files are known,
+    # while the think times and waits are still being written (followed; not a plan with async
+    # requests); a timed replay waits for the whole plan, so that no thread's first call is held
+    # back by the build while another's keeps its recorded start
     if not native:
         return _recorded(args, speed, None, replay_plan.build(args.trace), plan_path)
+    if speed != 0:
+        return _recorded(args, speed, native, stream_plan.build_apart(args.trace, plan_path), plan_path)
     plan, finish = stream_plan.follow_apart(args.trace, plan_path)
     try:
         code = _recorded(args, speed, native, plan, plan_path)
