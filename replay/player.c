@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -118,6 +119,7 @@ static char *write_buf;
 static int follow;
 static const volatile int64_t *ready;
 static const char *plan_path;
+#define FOLLOW_DONE 1
 #define FOLLOW_FAILED 2
 /* this process's fd table: recorded fd -> ours, and whether ours was opened O_DIRECT */
 static int *fd_map;
@@ -342,6 +344,33 @@ static void follow_plan(void)
 	free(name);
 }
 
+static int build_alive(void)
+{
+	char *name = NULL;
+	int fd, alive;
+
+	if (asprintf(&name, "%s.ready", plan_path) < 0)
+		die("out of memory reading the plan");
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	free(name);
+	if (fd < 0)
+		return 0;
+	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+/* --follow: the build failed, or ended before the plan was whole: this replay process stops */
+static void build_gone(void)
+{
+	int64_t state = __atomic_load_n(&ready[n_threads], __ATOMIC_ACQUIRE);
+
+	if (state == FOLLOW_FAILED)
+		die("the plan's build failed");
+	if (state != FOLLOW_DONE && !build_alive() && __atomic_load_n(&ready[n_threads], __ATOMIC_ACQUIRE) != FOLLOW_DONE)
+		die("the plan's build ended before the plan was written");
+}
+
 /* --follow: wait until call i of thread t is written, and check it as read_plan checks calls */
 static void ready_for(uint32_t t, int64_t i)
 {
@@ -349,11 +378,15 @@ static void ready_for(uint32_t t, int64_t i)
 
 	if (!follow)
 		return;
-	while (__atomic_load_n(&ready[t], __ATOMIC_ACQUIRE) <= i) {
+	for (unsigned naps = 1; __atomic_load_n(&ready[t], __ATOMIC_ACQUIRE) <= i; naps++) {
 		struct timespec nap = { 0, 50000 };
 
 		if (__atomic_load_n(&ready[n_threads], __ATOMIC_ACQUIRE) == FOLLOW_FAILED)
 			die("the plan's build failed");
+		/* every 20 ms of waiting: is the build still there? It holds PLAN.ready locked while it
+		 * writes (a lock its end releases, however it ends) */
+		if (naps % 400 == 0 && !build_alive() && __atomic_load_n(&ready[t], __ATOMIC_ACQUIRE) <= i)
+			die("the plan's build ended before the plan was written");
 		nanosleep(&nap, NULL);
 	}
 	if (c->op >= OP_COUNT || c->file < 0 || (uint32_t)c->file >= n_files)
@@ -633,9 +666,13 @@ static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *r
  * 850 sleeps a thread against the plan's 113 waits), each a pair of context switches taken
  * from the calls. (Either the waiter's futex sees the new count or u sees the waiter's mark:
  * both sides store, then load, sequentially consistent.) */
+static void build_gone(void);
+
 static void wait_for(uint32_t u, int64_t count)
 {
-	for (;;) {
+	for (unsigned looks = 1;; looks++) {
+		if (follow && looks % 20 == 0)
+			build_gone();   /* the awaited thread may be held by a build that has ended */
 		int64_t seen = __atomic_load_n(&progress[u], __ATOMIC_SEQ_CST);
 		int64_t mark = __atomic_load_n(&wake_at[u], __ATOMIC_SEQ_CST);
 		struct timespec limit = { 0, WAIT_LIMIT_NS };

@@ -29,6 +29,7 @@ Example: `info = stream_plan.build_native("run.iwt", "/tmp/plan.bin")`; `info.co
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import posixpath
@@ -432,6 +433,7 @@ class _Builder:
         ready = np.zeros(2 * len(self.threads) + 2, np.int64)
         ready[len(self.threads) + 1] = max([entry[3] for entry in self.spill.thread_first] + [4096])
         self.ready_fd = os.open(where["ready"], os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.ready_fd, fcntl.LOCK_EX)   # held while building: the player sees the build end, however
         os.pwrite(self.ready_fd, ready.tobytes(), 0)
         info = self._info(0)
         info.followed = True

@@ -276,3 +276,35 @@ def test_the_native_player_follows_a_plan_being_written(tmp_path):
     assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
     ready = np.frombuffer(open(out + ".ready", "rb").read(), np.int64)
     assert list(ready[:4]) == list(whole.threads["count"]) and ready[4] == stream_plan.FOLLOW_DONE
+
+
+def test_a_player_following_a_build_that_dies_stops_with_one_line(tmp_path):
+    # GIVEN the native player following a build that is killed once it has announced the plan
+    from iowitness.commands.replay import NATIVE_PLAYER
+    from iowitness.replay import paths
+    if not os.access(NATIVE_PLAYER, os.X_OK):
+        pytest.skip(f"the native player was not built ({NATIVE_PLAYER}): the install builds it with clang")
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 7, threads=2, calls=60, requests=False)
+    out, into = str(tmp_path / "b.bin"), str(tmp_path / "into")
+    child = os.fork()
+    if child == 0:   # the build, in a process that dies without a word after the announce
+        def announce(info):
+            paths.prepare(into, [f["rel"] for f in info.files], [f["size"] for f in info.files],
+                          [f["precreate"] for f in info.files], False, [False] * len(info.files))
+            with open(out + ".started", "w"):
+                pass
+            os._exit(9)
+        try:
+            stream_plan.build_native(str(trace), out, block_rows=64, window_rows=64, announce=announce)
+        finally:
+            os._exit(8)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 9 and os.path.exists(out + ".started")
+    # WHEN the player follows what it left
+    player = subprocess.run([NATIVE_PLAYER, out, into, "0", "--follow"], capture_output=True, text=True, timeout=60)
+    # THEN it stops, in one line (one per replay process: the trace's 2), instead of waiting for
+    # calls that will never be written
+    assert player.returncode == 2
+    assert set(player.stderr.strip().splitlines()) == {
+        "iowitness replay: the plan's build ended before the plan was written"}
