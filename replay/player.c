@@ -843,7 +843,7 @@ static void *run_thread(void *arg)
 			fd = implicit_open(s, c);
 		if (IS_ASYNC(c->op)) {
 			/* submitted; its result is counted when it is reaped */
-			if (i + 1 < count && (ready_for(t, i + 1), timed(c + 1)))
+			if (i + 1 < count && speed > 0 && (ready_for(t, i + 1), timed(c + 1)))
 				prev_end = now_ns();   /* the thread is free again once the request is submitted */
 			res = submit(r, c, fd, read_buf, &iov);
 			s->issued[c->op]++;
@@ -894,7 +894,7 @@ static void *run_thread(void *arg)
 		}
 		if (res < 0)
 			res = -errno;
-		if (i + 1 < count && (ready_for(t, i + 1), timed(c + 1)))
+		if (i + 1 < count && speed > 0 && (ready_for(t, i + 1), timed(c + 1)))
 			prev_end = now_ns();
 		s->issued[c->op]++;
 		if (res < 0)
