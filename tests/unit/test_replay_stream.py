@@ -173,7 +173,10 @@ def test_the_streamed_plan_refuses_what_the_in_memory_one_refuses(tmp_path):
     # (and built in a process of its own, as `iowitness replay` builds it: the same error, raised here)
     with pytest.raises(UsageError) as apart:
         stream_plan.build_apart(str(trace), str(tmp_path / "c.bin"))
-    assert str(streamed.value) == str(whole.value) == str(apart.value)
+    # (and followed, as `iowitness replay --timing fast` builds it: raised before anything is announced)
+    with pytest.raises(UsageError) as followed:
+        stream_plan.follow_apart(str(trace), str(tmp_path / "d.bin"))
+    assert str(streamed.value) == str(whole.value) == str(apart.value) == str(followed.value)
 
 
 def test_a_plan_built_apart_is_the_plan_built_here(tmp_path):
