@@ -79,8 +79,7 @@ class Plan:
         rels = [f["rel"] for f in self.files]
         dirs = paths.directories(rels)
         where = {d: k for k, d in enumerate(dirs)}
-        notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
-                        for what, count in sorted(self.skipped.items())).encode()
+        notes = plan_notes(self.skipped, rels, self.source.get("original_paths") or [])
         with open(path, "wb") as f:
             f.write(b"IOWPLAN2" + struct.pack("<IIQQIII", len(self.threads), len(self.files), len(self.calls),
                                               len(self.waits), len(dirs), len(notes), self.root_tgid))
@@ -366,9 +365,7 @@ def _files_of(data, cols, end) -> tuple[np.ndarray, list[str]]:
     key = (cols["dev"].astype(np.uint64) << np.uint64(44)) ^ cols["ino"].astype(np.uint64)
     fact_key = ((facts["dev"].astype(np.uint64) << np.uint64(44)) ^ facts["ino"].astype(np.uint64)) if len(facts) \
         else np.zeros(0, np.uint64)
-    targets = {}
-    for t in data.meta.get("targets") or []:
-        targets[(int(t["dev"]) << 44) ^ int(t["ino"])] = str(t["path"])
+    targets = target_names(data.meta)
     out = np.empty(len(key), dtype=np.int32)
     for k in np.unique(key):
         mine = key == k
@@ -380,9 +377,41 @@ def _files_of(data, cols, end) -> tuple[np.ndarray, list[str]]:
         elif int(k) in targets:
             out[mine] = index(paths.absolute(targets[int(k)], paths.AT_FDCWD, cwd))
         else:
-            dev, ino = int(k) >> 44, int(k) & ((1 << 44) - 1)
-            out[mine] = index(f"/unnamed/dev{dev}-ino{ino}")
+            out[mine] = index(unnamed_path(int(cols["dev"][np.argmax(mine)]), int(k) & ((1 << 44) - 1)))
     return out, abs_paths
+
+
+UNNAMED = "/unnamed/"   # where a file the trace has no name for is placed (unnamed_path)
+
+
+def target_names(meta: dict) -> dict[int, str]:
+    """The trace's targets (files named with --file, registered by inode before the recording:
+    the probe records no open of them) by the events' (dev, ino) key, which is 64 bits: a
+    device's major number lies above bit 20 of dev, so the key drops it (as every reader of a
+    trace does: analysis/read/trace_view.py), and an unmasked key never matched one."""
+    out = {}
+    for t in meta.get("targets") or []:
+        out[((int(t["dev"]) << 44) ^ int(t["ino"])) & ((1 << 64) - 1)] = str(t["path"])
+    return out
+
+
+def unnamed_path(dev: int, ino: int) -> str:
+    """The place of a file the trace holds calls on but no name for: no open of it was recorded
+    (it was opened before the recording began, the probe's record of its open was lost) and it
+    is not a --file target. dev in the kernel's encoding (major << 20 | minor)."""
+    return f"{UNNAMED}dev{dev >> 20}:{dev & ((1 << 20) - 1)}-ino{ino}"
+
+
+def plan_notes(skipped: dict, rels: list[str], original_paths: list[str]) -> bytes:
+    """The lines the player prints after its summary: what was not replayed, and each file the
+    trace could not name, with why and where it was replayed."""
+    lines = [f"iowitness replay:   not replayed: {what}: {count:,}\n" for what, count in sorted(skipped.items())]
+    for rel, original in zip(rels, original_paths):
+        if original.startswith(UNNAMED):
+            lines.append(f"iowitness replay:   no name for {original[len(UNNAMED):]} in the trace (no open of it "
+                         f"was recorded: opened before the recording began, or the record lost): replayed as "
+                         f"{rel} under the replay's directory\n")
+    return "".join(lines).encode("utf-8", "surrogateescape")
 
 
 def _damage(meta: dict) -> str | None:

@@ -1,12 +1,16 @@
 /* player.c — iowitness's native replay player: issues a replay plan's calls again, as fast as
  * the original made them.
  *
- * Usage: iowitness-player PLAN DIR SPEED
+ * Usage: iowitness-player PLAN DIR SPEED [--follow]
  *   PLAN   the plan as replay/plan.py's Plan.save_native writes it (layout below)
  *   DIR    where the plan's files are (replay/paths.py made them; every directory is walked
  *          again here from DIR's fd with O_NOFOLLOW, and every open is an openat2 of the file's
  *          absolute path with RESOLVE_NO_SYMLINKS: see open_file)
  *   SPEED  1 keeps the recorded think time, N > 1 divides it by N, 0 drops it
+ *   --follow  the plan is still being written (replay/stream_plan.py follow_apart): its threads,
+ *          directories, files and notes are read from PLAN.head, each thread's calls from PLAN
+ *          once PLAN.ready says they are written, its waits from PLAN.waitsT as they come
+ *          (stream_plan.follow_paths); a thread that catches up with the build sleeps 50 us
  *
  * One process per recorded process (its own fd table), one thread per recorded thread, each
  * call the syscall the original made (opens as openat2; dup2/dup3/F_DUPFD as dup). On a shared
@@ -48,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -108,6 +113,14 @@ static volatile int64_t *wake_at;     /* per thread: the lowest count another th
 					* progress (NO_WAITER: none), shared too */
 #define NO_WAITER INT64_MAX
 static char *write_buf;
+/* --follow: per thread its calls written so far, then the build's state (0 building, 1 done,
+ * 2 failed), the largest buffer a call needs, and per thread its waits written
+ * (stream_plan.follow_paths) */
+static int follow;
+static const volatile int64_t *ready;
+static const char *plan_path;
+#define FOLLOW_DONE 1
+#define FOLLOW_FAILED 2
 /* this process's fd table: recorded fd -> ours, and whether ours was opened O_DIRECT */
 static int *fd_map;
 static unsigned char *fd_direct;
@@ -292,6 +305,121 @@ static void read_plan(const char *path)
 		free(real);
 		close(into);
 	}
+}
+
+/* --follow: PLAN's calls mapped as the build writes them (shared: its later writes are seen), and
+ * PLAN.ready, which says how far they are written. PLAN.head (read by read_plan) has no calls. */
+static void follow_plan(void)
+{
+	char *name = NULL;
+	int fd;
+	int64_t total = 0;
+	size_t head = 44 + (size_t)n_threads * sizeof(struct plan_thread), bytes;
+	const unsigned char *base;
+
+	for (uint32_t t = 0; t < n_threads; t++) {
+		if (threads[t].first != total || threads[t].count < 0 || threads[t].count > ((int64_t)1 << 40))
+			die("the plan's threads do not follow each other");
+		total += threads[t].count;
+	}
+	n_calls = (uint64_t)total;
+	bytes = head + (size_t)total * sizeof(struct plan_call);
+	fd = open(plan_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("cannot open the plan");
+	base = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		die("cannot map the plan");
+	close(fd);
+	calls = (const struct plan_call *)(base + head);
+	if (asprintf(&name, "%s.ready", plan_path) < 0)
+		die("out of memory reading the plan");
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("cannot open the plan's progress");
+	ready = mmap(NULL, (2 * (size_t)n_threads + 2) * sizeof(int64_t), PROT_READ, MAP_SHARED, fd, 0);
+	if (ready == MAP_FAILED)
+		die("cannot map the plan's progress");
+	close(fd);
+	free(name);
+}
+
+static int build_alive(void)
+{
+	char *name = NULL;
+	int fd, alive;
+
+	if (asprintf(&name, "%s.ready", plan_path) < 0)
+		die("out of memory reading the plan");
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	free(name);
+	if (fd < 0)
+		return 0;
+	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+/* --follow: the build failed, or ended before the plan was whole: this replay process stops */
+static void build_gone(void)
+{
+	int64_t state = __atomic_load_n(&ready[n_threads], __ATOMIC_ACQUIRE);
+
+	if (state == FOLLOW_FAILED)
+		die("the plan's build failed");
+	if (state != FOLLOW_DONE && !build_alive() && __atomic_load_n(&ready[n_threads], __ATOMIC_ACQUIRE) != FOLLOW_DONE)
+		die("the plan's build ended before the plan was written");
+}
+
+/* --follow: wait until call i of thread t is written, and check it as read_plan checks calls */
+static void ready_for(uint32_t t, int64_t i)
+{
+	const struct plan_call *c = calls + threads[t].first + i;
+
+	if (!follow)
+		return;
+	for (unsigned naps = 1; __atomic_load_n(&ready[t], __ATOMIC_ACQUIRE) <= i; naps++) {
+		struct timespec nap = { 0, 50000 };
+
+		if (__atomic_load_n(&ready[n_threads], __ATOMIC_ACQUIRE) == FOLLOW_FAILED)
+			die("the plan's build failed");
+		/* every 20 ms of waiting: is the build still there? It holds PLAN.ready locked while it
+		 * writes (a lock its end releases, however it ends) */
+		if (naps % 400 == 0 && !build_alive() && __atomic_load_n(&ready[t], __ATOMIC_ACQUIRE) <= i)
+			die("the plan's build ended before the plan was written");
+		nanosleep(&nap, NULL);
+	}
+	if (c->op >= OP_COUNT || c->file < 0 || (uint32_t)c->file >= n_files)
+		die("a call of the plan is not one the player knows");
+	if (c->fd < 0 || c->fd >= MAX_FD || (c->op == OP_DUP && (c->ret < 0 || c->ret >= MAX_FD)))
+		die("a call of the plan names an fd beyond the player's table");
+}
+
+/* --follow: a thread's waits, read from PLAN.waitsT as the build appends them (in call order), no
+ * further than PLAN.ready's count of them, which the build writes before the calls' (so the
+ * waits of every call said to be written are there) */
+struct wait_stream { int fd; struct plan_wait buf[256]; int n, at; int64_t taken; };
+
+static const struct plan_wait *next_wait(struct wait_stream *ws, uint32_t t)
+{
+	if (ws->at == ws->n) {
+		int64_t there = __atomic_load_n(&ready[n_threads + 2 + t], __ATOMIC_ACQUIRE) - ws->taken;
+		size_t want;
+		ssize_t got;
+
+		if (there <= 0)
+			return NULL;
+		if (there > (int64_t)(sizeof(ws->buf) / sizeof(ws->buf[0])))
+			there = (int64_t)(sizeof(ws->buf) / sizeof(ws->buf[0]));
+		want = (size_t)there * sizeof(struct plan_wait);
+		got = pread(ws->fd, ws->buf, want, ws->taken * (int64_t)sizeof(struct plan_wait));
+		if (got != (ssize_t)want)
+			die("cannot read the plan's waits");
+		ws->n = (int)there;
+		ws->at = 0;
+		ws->taken += there;
+	}
+	return &ws->buf[ws->at];
 }
 
 /* Open the plan's file k. The path passed is absolute, so the replay's trace names the file
@@ -538,9 +666,13 @@ static int64_t submit(struct ring *r, const struct plan_call *c, int fd, char *r
  * 850 sleeps a thread against the plan's 113 waits), each a pair of context switches taken
  * from the calls. (Either the waiter's futex sees the new count or u sees the waiter's mark:
  * both sides store, then load, sequentially consistent.) */
+static void build_gone(void);
+
 static void wait_for(uint32_t u, int64_t count)
 {
-	for (;;) {
+	for (unsigned looks = 1;; looks++) {
+		if (follow && looks % 20 == 0)
+			build_gone();   /* the awaited thread may be held by a build that has ended */
 		int64_t seen = __atomic_load_n(&progress[u], __ATOMIC_SEQ_CST);
 		int64_t mark = __atomic_load_n(&wake_at[u], __ATOMIC_SEQ_CST);
 		struct timespec limit = { 0, WAIT_LIMIT_NS };
@@ -632,7 +764,21 @@ static void *run_thread(void *arg)
 	struct ring *rings = NULL;
 	int n_rings = 0;
 
-	for (int64_t i = 0; i < count; i++) {
+	struct wait_stream ws = { .fd = -1 };
+
+	if (follow) {   /* the calls are not all written yet: the largest buffer any call needs */
+		char *name = NULL;
+
+		if (ready[n_threads + 1] > max_read)
+			max_read = ready[n_threads + 1];
+		if (asprintf(&name, "%s.waits%u", plan_path, t) < 0)
+			die("out of memory reading the plan");
+		ws.fd = open(name, O_RDONLY | O_CLOEXEC);
+		if (ws.fd < 0)
+			die("cannot open the plan's waits");
+		free(name);
+	}
+	for (int64_t i = 0; i < count && !follow; i++) {
 		if (i && i % RELEASE_EVERY == 0)
 			release(c + i - RELEASE_EVERY, c + i);
 		if (IS_READ(c[i].op) && c[i].size > max_read)
@@ -657,6 +803,19 @@ static void *run_thread(void *arg)
 			w_released = w;
 		}
 
+		ready_for(t, i);
+		if (follow) {
+			const struct plan_wait *pw;
+
+			while ((pw = next_wait(&ws, t)) && pw->call <= threads[t].first + i) {
+				if (pw->call == threads[t].first + i) {
+					if (pw->thread >= n_threads)
+						die("a wait of the plan names no thread");
+					wait_for(pw->thread, pw->count);
+				}
+				ws.at++;
+			}
+		}
 		for (; w < n_waits && waits[w].call == threads[t].first + i; w++)
 			wait_for(waits[w].thread, waits[w].count);
 		/* a request: its ring reaped down to the depth the original had at its submission;
@@ -684,7 +843,7 @@ static void *run_thread(void *arg)
 			fd = implicit_open(s, c);
 		if (IS_ASYNC(c->op)) {
 			/* submitted; its result is counted when it is reaped */
-			if (i + 1 < count && timed(c + 1))
+			if (i + 1 < count && speed > 0 && (ready_for(t, i + 1), timed(c + 1)))
 				prev_end = now_ns();   /* the thread is free again once the request is submitted */
 			res = submit(r, c, fd, read_buf, &iov);
 			s->issued[c->op]++;
@@ -735,7 +894,7 @@ static void *run_thread(void *arg)
 		}
 		if (res < 0)
 			res = -errno;
-		if (i + 1 < count && timed(c + 1))
+		if (i + 1 < count && speed > 0 && (ready_for(t, i + 1), timed(c + 1)))
 			prev_end = now_ns();
 		s->issued[c->op]++;
 		if (res < 0)
@@ -756,6 +915,8 @@ static void *run_thread(void *arg)
 	}
 	free(rings);
 	free(read_buf);
+	if (ws.fd >= 0)
+		close(ws.fd);
 	return NULL;
 }
 
@@ -832,21 +993,36 @@ int main(int argc, char **argv)
 	int64_t longest = 4096;
 	char b1[32], b2[32], b3[32];
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: iowitness-player PLAN DIR SPEED\n");
+	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "--follow"))) {
+		fprintf(stderr, "usage: iowitness-player PLAN DIR SPEED [--follow]\n");
 		return 2;
 	}
 	into_path = argv[2];
 	speed = atof(argv[3]);
-	read_plan(argv[1]);
-	for (uint64_t i = 0; i < n_calls; i++) {
+	plan_path = argv[1];
+	follow = argc == 5;
+	if (follow) {
+		char *head = NULL;
+
+		if (asprintf(&head, "%s.head", plan_path) < 0)
+			die("out of memory reading the plan");
+		read_plan(head);   /* no calls: they are in PLAN, as ready says */
+		free(head);
+		follow_plan();
+		if (ready[n_threads + 1] > longest)
+			longest = ready[n_threads + 1];
+	}
+	else
+		read_plan(plan_path);
+	for (uint64_t i = 0; i < n_calls && !follow; i++) {
 		if (i && i % RELEASE_EVERY == 0)
 			release(calls + i - RELEASE_EVERY, calls + i);
 		if ((calls[i].op == OP_WRITE || calls[i].op == OP_PWRITE64 || calls[i].op == OP_WRITEV ||
 		     calls[i].op == OP_PWRITEV || calls[i].op == OP_PWRITEV2) && calls[i].size > longest)
 			longest = calls[i].size;
 	}
-	release(calls, calls + n_calls);
+	if (!follow)
+		release(calls, calls + n_calls);
 	if (posix_memalign((void **)&write_buf, 4096, (size_t)longest))
 		die("out of memory for the write buffer");
 	{

@@ -26,7 +26,7 @@ import threading
 import time
 
 from iowitness.replay import paths
-from iowitness.replay.plan import OP, OPS, READS, WRITES, Plan
+from iowitness.replay.plan import OP, OPS, READS, WRITES, Plan, plan_notes
 
 # syscall numbers (asm/unistd_64.h of each architecture); aarch64 has no open or creat, which
 # the player never issues (every open is an openat2, or an openat)
@@ -352,8 +352,8 @@ class Player:
         for name in sorted(self.outcome):
             issued, bad, diff = self.outcome[name]
             print(f"iowitness replay:   {name}: {issued:,} issued, {bad:,} failed, {diff:,} other bytes")
-        for what, count in sorted(self.plan.skipped.items()):
-            print(f"iowitness replay:   not replayed: {what}: {count:,}")
+        sys.stdout.write(plan_notes(self.plan.skipped, [f["rel"] for f in self.plan.files],
+                                    self.plan.source.get("original_paths") or []).decode("utf-8", "surrogateescape"))
         for line in self.failures:
             print(f"iowitness replay: error: {line}")
         sys.stdout.flush()

@@ -29,6 +29,8 @@ Example: `info = stream_plan.build_native("run.iwt", "/tmp/plan.bin")`; `info.co
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import posixpath
 import struct
@@ -44,6 +46,8 @@ from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, THREAD, WAIT, W
 
 BLOCK_ROWS = 1 << 18    # trace events decoded at once
 WINDOW_ROWS = 1 << 18   # calls taken from each run per window
+RANK_TABLE_MIN = 1 << 16   # _rank_of: a lookup table spans at least this many blocks,
+RANK_TABLE_SPREAD = 4      # or this many times the blocks it is built from and asked for
 
 SPILL = np.dtype([("start", "i8"), ("end", "i8"), ("row", "i8"), ("thread", "i4"), ("file", "i4"), ("op", "i2"),
                   ("ring", "u2"), ("fd", "i4"), ("flags", "u4"), ("ret", "i8"), ("offset", "i8"), ("size", "i8")])
@@ -58,6 +62,8 @@ GROWING_OPS = np.array([OP[o] for o in order.POSITIONED_WRITES + ("write", "writ
 class NativePlan:
     """What `iowitness replay` needs of a plan written by build_native (the calls are in the file)."""
 
+    followed = False   # written while the player follows it (build_native's announce)
+
     def __init__(self, path: str, threads, files: list[dict], source: dict, skipped: dict, count: int,
                  has_async: bool, waits: int):
         self.path, self.threads, self.files, self.source, self.skipped = path, threads, files, source, skipped
@@ -70,8 +76,16 @@ class NativePlan:
         return int(pid) if isinstance(pid, int) and 0 < pid < 2**32 else 0
 
 
-def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows: int = WINDOW_ROWS) -> NativePlan:
-    """Write the native plan of the trace at `path` to `out`; the one-line errors plan.build gives."""
+def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows: int = WINDOW_ROWS,
+                 announce: typing.Callable[[NativePlan], None] | None = None) -> NativePlan:
+    """Write the native plan of the trace at `path` to `out`; the one-line errors plan.build gives.
+
+    `announce`: the plan is followed (the native player's --follow): once the file table is
+    known (before the calls' think times and waits), `out` is made as long as its calls and
+    OUT.head, OUT.ready and OUT.waitsT are written (follow_paths), then announce(plan) is
+    called (its wait_count 0, its `followed` true) and the build goes on; OUT.ready says how many
+    calls of each thread are written, with their waits, and whether the build is done or failed.
+    A trace with libaio or io_uring requests is not followed (announce is not called)."""
     if not os.path.exists(path):
         raise NotFound(f"trace {path} does not exist")
     with tempfile.TemporaryDirectory(prefix="iowitness-plan-", dir=os.path.dirname(os.path.abspath(out))) as work:
@@ -87,7 +101,25 @@ def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows:
                 spill.add(block)
             spill.close()
             meta, offcpu, block_records, n = data.meta, data.offcpu, data.block, stream.event_count
-        return _Builder(path, out, work, spill, meta, offcpu, block_records, n, window_rows).run()
+        builder = _Builder(path, out, work, spill, meta, offcpu, block_records, n, window_rows)
+        builder.announce = announce
+        try:
+            return builder.run()
+        except BaseException:
+            builder.follow_state(FOLLOW_FAILED)
+            raise
+
+
+FOLLOW_BUILDING, FOLLOW_DONE, FOLLOW_FAILED = 0, 1, 2
+
+
+def follow_paths(out: str, threads: int) -> dict:
+    """The files a followed build writes beside the plan `out` (replay/player.c --follow reads them):
+    head, the plan without calls or waits (its header's counts 0) but with its threads, directories,
+    files and notes; ready, int64 x (2 threads + 2): each thread's calls written, the build's state
+    (FOLLOW_*), the largest buffer a call needs, each thread's waits written (before its calls);
+    waits, each thread's waits (plan_layout.WAIT) as they are found."""
+    return {"head": out + ".head", "ready": out + ".ready", "waits": [f"{out}.waits{t}" for t in range(threads)]}
 
 
 class _Spill:
@@ -104,6 +136,7 @@ class _Spill:
         self.thread_first: list[list] = []   # per provisional thread: [start, row, count, largest io]
         self.files: dict[tuple, int] = {}    # (dev-ino key, fact position) -> provisional file
         self.keys: set[int] = set()          # every event's (dev, ino) key: the path order of plan._files_of
+        self.devs: dict[int, int] = {}       # each key's device, as its first event gave it
         self.skipped: dict[str, int] = {}
         self.too_high = False
         self.too_big = -1
@@ -154,7 +187,11 @@ class _Spill:
                            | (np.isin(target, [OP["open"], OP["dup"]]) & (ret >= inmemory.MAX_FD)))
         self.too_high |= bool(too_high.any())
         key = (cols["dev"].astype(np.uint64) << np.uint64(44)) ^ cols["ino"].astype(np.uint64)
-        self.keys.update(np.unique(key).tolist())
+        uniq_keys, first_at = np.unique(key, return_index=True)
+        for k, at in zip(uniq_keys.tolist(), first_at.tolist()):
+            if k not in self.devs:
+                self.devs[k] = int(cols["dev"][at])   # the device whole (the key keeps its low 20 bits)
+        self.keys.update(uniq_keys.tolist())
         rows = np.flatnonzero(keep)
         if not len(rows):
             return
@@ -217,8 +254,9 @@ class _Spill:
             entry[3] = max(entry[3], int(largest[j]))
         block_t0 = int(rec["start"].min())
         self.t0 = block_t0 if self.t0 is None else min(self.t0, block_t0)
-        rec = rec[order_in_block]
-        self.file.write(rec.tobytes())
+        if not bool((order_in_block[1:] > order_in_block[:-1]).all()):   # a ring's block is in order but for a few
+            rec = rec[order_in_block]
+        self.file.write(rec.data.cast("B"))
         self.runs.append((self.records, len(rec)))
         self.records += len(rec)
 
@@ -332,6 +370,10 @@ PENDING = np.dtype([("seq", "i8"), ("end", "i8"), ("cls", "i1"), ("offset", "i8"
 
 
 class _Builder:
+    announce: typing.Callable[[NativePlan], None] | None = None
+    ready_fd: int | None = None
+    following = False
+
     def __init__(self, path, out, work, spill: _Spill, meta, offcpu, block_records, events: int, window_rows: int):
         self.path, self.out, self.work, self.spill = path, out, work, spill
         self.meta, self.offcpu, self.block_records, self.events = meta, offcpu, block_records, events
@@ -365,8 +407,50 @@ class _Builder:
         self.count = int(counts.sum())
         self.t0 = sp.t0
         self._sweep_a()
+        # a thread's rings are sized (replay/player.c ring_of) by the depths of all its requests,
+        # which the rest of the build finds: a plan with requests is not followed
+        if self.announce is not None and not sp.has_async:
+            self.following = True
+            self._start_following()
         self._sweep_b()
-        return self._finish()
+        info = self._finish()
+        self.follow_state(FOLLOW_DONE)
+        return info
+
+    def _start_following(self) -> None:
+        """The followed build's head, ready and wait files, and the plan file as long as its calls."""
+        self._check_buffers()
+        where = follow_paths(self.out, len(self.threads))
+        tail, n_dirs, n_notes = self._tail()
+        with open(where["head"], "wb") as f:
+            f.write(b"IOWPLAN2" + struct.pack("<IIQQIII", len(self.threads), len(self.files), 0, 0, n_dirs, n_notes,
+                                              self._info(0).root_tgid))
+            f.write(np.ascontiguousarray(self.threads).tobytes() + tail)
+        for name in where["waits"]:
+            open(name, "wb").close()
+        with open(self.out, "wb") as f:
+            f.truncate(44 + len(self.threads) * THREAD.itemsize + self.count * CALL.itemsize)
+        ready = np.zeros(2 * len(self.threads) + 2, np.int64)
+        ready[len(self.threads) + 1] = max([entry[3] for entry in self.spill.thread_first] + [4096])
+        self.ready_fd = os.open(where["ready"], os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.ready_fd, fcntl.LOCK_EX)   # held while building: the player sees the build end, however
+        os.pwrite(self.ready_fd, ready.tobytes(), 0)
+        info = self._info(0)
+        info.followed = True
+        if self.announce is not None:
+            self.announce(info)
+
+    def follow_state(self, state: int) -> None:
+        if self.ready_fd is not None:
+            os.pwrite(self.ready_fd, struct.pack("<q", state), len(self.threads) * 8)
+            os.close(self.ready_fd)
+            self.ready_fd = None
+
+    def _check_buffers(self) -> None:
+        buffers = sum(entry[3] for entry in self.spill.thread_first)
+        if buffers > inmemory.MAX_BUFFER_BYTES:
+            raise UsageError(f"the trace's threads would need {buffers >> 20:,} MiB of buffers at once; a replay "
+                             f"takes at most {inmemory.MAX_BUFFER_BYTES >> 20} MiB")
 
     def _files(self) -> None:
         """The file numbering of plan._files_of and plan.build: paths in the order of the trace's
@@ -382,9 +466,7 @@ class _Builder:
                 abs_paths.append(p)
             return path_index[p]
 
-        targets = {}
-        for t in self.meta.get("targets") or []:
-            targets[(int(t["dev"]) << 44) ^ int(t["ino"])] = str(t["path"])
+        targets = inmemory.target_names(self.meta)
         codes: dict[int, list[int]] = {}
         for k in sorted(sp.keys):
             here = sp.fact_rows.get(int(k))
@@ -393,8 +475,7 @@ class _Builder:
             elif int(k) in targets:
                 codes[k] = [index(paths.absolute(targets[int(k)], paths.AT_FDCWD, cwd))]
             else:
-                dev, ino = int(k) >> 44, int(k) & ((1 << 44) - 1)
-                codes[k] = [index(f"/unnamed/dev{dev}-ino{ino}")]
+                codes[k] = [index(inmemory.unnamed_path(sp.devs[int(k)], int(k) & ((1 << 44) - 1)))]
         provisional = sorted(sp.files, key=lambda pair: sp.files[pair])
         code_of = [codes[key % (1 << 64)][max(pos, 0)] for key, pos in provisional]
         used = sorted(set(code_of))
@@ -502,8 +583,10 @@ class _Builder:
         self.max_depth = 0
         self.wait_count = 0
         self.wait_files: dict[int, typing.BinaryIO] = {}
+        self.waits_written = np.zeros(n_threads, np.int64)
         head = 44 + n_threads * THREAD.itemsize
-        out = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        keep = self.ready_fd is not None   # followed: the file is made, as long as its calls
+        out = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (0 if keep else os.O_TRUNC), 0o600)
         try:
             for w in _windows(self.spill.path, self.spill.runs, self.window_rows):
                 c = self._calls(w, seqs)
@@ -544,12 +627,19 @@ class _Builder:
                     prev_end[t] = e_thread[-1]
                     started[t] = True
                 calls["gap_ns"] = np.maximum(gap, 0)
-                cls = self._classes(calls, w, thread, seq, grow)
-                self._waits(calls, cls, thread, seq, s, e, users, state, lifted, int(s.max()))
-                for rows in np.split(by_thread, edges):
-                    t = int(thread[rows[0]])
-                    place = head + (int(self.first[t]) + int(seq[rows[0]])) * CALL.itemsize
-                    os.pwrite(out, calls[rows].tobytes(), place)
+                if n_threads > 1:   # one thread waits for no other: no classes, no waits
+                    cls = self._classes(calls, w, thread, seq, grow)
+                    self._waits(calls, cls, thread, seq, s, e, users, state, lifted, int(s.max()))
+                grouped = calls if not len(edges) else calls[by_thread]
+                for a, b in zip(np.concatenate([[0], edges]).tolist(), np.concatenate([edges, [len(w)]]).tolist()):
+                    first = by_thread[a]
+                    place = head + (int(self.first[thread[first]]) + int(seq[first])) * CALL.itemsize
+                    os.pwrite(out, grouped[a:b].data.cast("B"), place)
+                if self.ready_fd is not None:   # this window's calls and waits written: the player may take them
+                    for spilled in self.wait_files.values():
+                        spilled.flush()
+                    os.pwrite(self.ready_fd, self.waits_written.tobytes(), (n_threads + 2) * 8)
+                    os.pwrite(self.ready_fd, seqs.astype(np.int64).tobytes(), 0)
         finally:
             os.close(out)
             for f in self.wait_files.values():
@@ -557,10 +647,7 @@ class _Builder:
         if self.count and self.max_depth >= inmemory.MAX_DEPTH:
             raise UsageError(f"the trace had {self.max_depth:,} asynchronous requests in flight on one ring; "
                              f"a replay keeps at most {inmemory.MAX_DEPTH:,}")
-        buffers = sum(entry[3] for entry in self.spill.thread_first)
-        if buffers > inmemory.MAX_BUFFER_BYTES:
-            raise UsageError(f"the trace's threads would need {buffers >> 20:,} MiB of buffers at once; a replay "
-                             f"takes at most {inmemory.MAX_BUFFER_BYTES >> 20} MiB")
+        self._check_buffers()
 
     def _classes(self, calls, w, thread, seq, grow) -> np.ndarray:
         """order.classes for a window, the files' sizes so far carried in `grow`."""
@@ -593,6 +680,8 @@ class _Builder:
         calls of earlier windows that had ended carried as maxima per file, thread and block)."""
         found = []
         file = calls["file"]
+        # the columns read per file and awaited thread, each in one piece (not strided in the calls)
+        cols = {"offset": np.ascontiguousarray(calls["offset"]), "size": np.ascontiguousarray(calls["size"])}
         by_file = np.argsort(file, kind="stable")
         edges = np.flatnonzero(np.diff(file[by_file])) + 1
         for on in np.split(by_file, edges):
@@ -603,24 +692,25 @@ class _Builder:
                 users[f] = known
                 continue
             users[f] = known
+            on_thread = thread[on]
             for u in sorted(known):
                 st = state.get((f, u))
                 if st is None:
                     st = state[(f, u)] = _FileState()
-                of_u = thread[on] == u
+                of_u = on_thread == u
                 theirs, mine = on[of_u], on[~of_u]
                 if len(mine):
-                    need = _needed_window(calls, cls, seq, s, e, theirs, mine, st)
+                    need = _needed_window(cols, cls, seq, s, e, theirs, mine, st)
                     keep = need > 0
                     if keep.any():
                         found.append(np.stack([thread[mine][keep], seq[mine][keep], np.full(int(keep.sum()), u),
                                                need[keep]], axis=1))
-                _carry(st, calls, cls, seq, e, theirs, cut)
+                _carry(st, cols, cls, seq, e, theirs, cut)
         if not found:
             return
         rows = np.concatenate(found)
         t, sq, u, need = rows.T
-        order_ = np.lexsort((sq, u, t))
+        order_ = _sort_order((t, 12), (u, 12), (sq, 39))
         t, sq, u, need = t[order_], sq[order_], u[order_], need[order_]
         new_group = np.concatenate([[True], (t[1:] != t[:-1]) | (u[1:] != u[:-1])])
         group = np.cumsum(new_group) - 1
@@ -640,45 +730,60 @@ class _Builder:
         table = np.zeros(len(t), WAIT)
         table["call"] = self.first[t] + sq
         table["thread"], table["count"] = u, need
-        by_call = np.lexsort((table["thread"], table["call"]))
+        by_call = _sort_order((table["call"], 51), (table["thread"], 12))
         table, t = table[by_call], t[by_call]
         for waiter in np.unique(t).tolist():
             spilled = self.wait_files.get(waiter)
             if spilled is None:
-                spilled = self.wait_files[waiter] = open(os.path.join(self.work, f"waits{waiter}"), "wb")
-            spilled.write(table[t == waiter].tobytes())
+                spilled = self.wait_files[waiter] = open(self._wait_path(waiter), "wb")
+            mine = table[t == waiter]
+            spilled.write(mine.tobytes())
+            self.waits_written[waiter] += len(mine)
         self.wait_count += len(table)
 
-    def _finish(self) -> NativePlan:
-        rels = self.rels
-        dirs = paths.directories(rels)
-        where = {d: k for k, d in enumerate(dirs)}
-        skipped = self.spill.skipped
-        notes = "".join(f"iowitness replay:   not replayed: {what}: {count:,}\n"
-                        for what, count in sorted(skipped.items())).encode()
+    def _wait_path(self, waiter: int) -> str:
+        if self.following:   # beside the plan, where the player reads them
+            return follow_paths(self.out, len(self.threads))["waits"][waiter]
+        return os.path.join(self.work, f"waits{waiter}")
+
+    def _info(self, waits: int) -> NativePlan:
         source = {"path": os.path.abspath(self.path), "command": self.meta.get("command"), "pid": self.meta.get("pid"),
                   "host": self.meta.get("host"), "events": self.events, "calls": self.count,
                   "original_paths": self.original_paths, "damaged": inmemory._damage(self.meta)}
-        info = NativePlan(self.out, self.threads, self.files, source, skipped, self.count, self.spill.has_async,
-                          self.wait_count)
+        return NativePlan(self.out, self.threads, self.files, source, self.spill.skipped, self.count,
+                          self.spill.has_async, waits)
+
+    def _tail(self) -> tuple[bytes, int, int]:
+        """The plan's directories, files and notes (its last part), and how many directories and note bytes."""
+        rels = self.rels
+        dirs = paths.directories(rels)
+        where = {d: k for k, d in enumerate(dirs)}
+        notes = inmemory.plan_notes(self.spill.skipped, rels, self.original_paths)
+        parts = []
+        for d in dirs:
+            raw = d.encode("utf-8", "surrogateescape")
+            parts.append(struct.pack("<I", len(raw)) + raw)
+        for rel in rels:
+            d, name = posixpath.split(rel)
+            raw = name.encode("utf-8", "surrogateescape")
+            parts.append(struct.pack("<II", where[d], len(raw)) + raw)
+        parts.append(notes)
+        return b"".join(parts), len(dirs), len(notes)
+
+    def _finish(self) -> NativePlan:
+        info = self._info(self.wait_count)
+        tail, n_dirs, n_notes = self._tail()
         with open(self.out, "r+b") as f:
             f.write(b"IOWPLAN2" + struct.pack("<IIQQIII", len(self.threads), len(self.files), self.count,
-                                              self.wait_count, len(dirs), len(notes), info.root_tgid))
+                                              self.wait_count, n_dirs, n_notes, info.root_tgid))
             f.write(np.ascontiguousarray(self.threads).tobytes())
             f.seek(44 + len(self.threads) * THREAD.itemsize + self.count * CALL.itemsize)
             for waiter in range(len(self.threads)):
                 if waiter in self.wait_files:
-                    with open(os.path.join(self.work, f"waits{waiter}"), "rb") as part:
+                    with open(self._wait_path(waiter), "rb") as part:
                         while chunk := part.read(1 << 22):
                             f.write(chunk)
-            for d in dirs:
-                raw = d.encode("utf-8", "surrogateescape")
-                f.write(struct.pack("<I", len(raw)) + raw)
-            for rel in rels:
-                d, name = posixpath.split(rel)
-                raw = name.encode("utf-8", "surrogateescape")
-                f.write(struct.pack("<II", where[d], len(raw)) + raw)
-            f.write(notes)
+            f.write(tail)
             f.truncate()
         return info
 
@@ -731,23 +836,25 @@ def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) ->
 
     by_end = np.argsort(t_end, kind="stable")
     e_sorted, q_sorted, c_sorted = t_end[by_end], t_seq[by_end], t_cls[by_end]
+    # the awaited calls ended by each start: one search in the end order, then per class the
+    # running highest seq + 1 over that order (0 where a call is of another class)
+    k = np.searchsorted(e_sorted, s, side="right") - 1
+    ended = k >= 0
+    k = np.maximum(k, 0)
+    top = q_sorted + 1
 
-    def last(mask, done: int) -> np.ndarray:
-        """One past the highest seq of the awaited calls in `mask` (of the end order) ended by each start."""
-        if mask is not None:
-            e, q = e_sorted[mask], q_sorted[mask]
-        else:
-            e, q = e_sorted, q_sorted
-        if not len(e):
+    def last(kind, done: int) -> np.ndarray:
+        """One past the highest seq of the awaited calls of class `kind` (None: any) ended by each start."""
+        if not len(e_sorted):
             return np.full(len(s), done, dtype=np.int64)
-        highest = np.maximum.accumulate(q + 1)
-        k = np.searchsorted(e, s, side="right") - 1
-        return np.maximum(np.where(k >= 0, highest[np.maximum(k, 0)], 0), done)
-    need = last(c_sorted == order.BARRIER, st.barrier)
+        values = top if kind is None else np.where(c_sorted == kind, top, 0)
+        highest = np.maximum.accumulate(values)
+        return np.maximum(np.where(ended, highest[k], 0), done)
+    need = last(order.BARRIER, st.barrier)
     every = last(None, st.every)
     need = np.where(c_m == order.BARRIER, every, need)
-    syncs = last(c_sorted == order.SYNC, st.sync)
-    writes = last(c_sorted == order.WRITE, st.write)
+    syncs = last(order.SYNC, st.sync)
+    writes = last(order.WRITE, st.write)
     need = np.where(c_m == order.SYNC, np.maximum.reduce([need, syncs, writes]), need)
     need = np.where(c_m == order.WRITE, np.maximum(need, syncs), need)
     for kind, against in ((order.READ, (order.WRITE,)), (order.WRITE, (order.READ, order.WRITE))):
@@ -766,8 +873,8 @@ def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) ->
         # and those of earlier windows that had ended
         for blocks, highest in ([st.writes] if kind == order.READ else [st.reads, st.writes]):
             if len(blocks):
-                k = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
-                best = np.maximum(best, np.where(blocks[k] == m_block, highest[k], 0))
+                at, known = _rank_of(blocks, m_block)
+                best = np.maximum(best, np.where(known, highest[at], 0))
         got = best if len(m_row) == len(m_rows) else \
             np.maximum.reduceat(best, np.flatnonzero(np.concatenate([[True], m_row[1:] != m_row[:-1]])))
         done = 0
@@ -784,6 +891,39 @@ def _explode(offset, size) -> tuple[np.ndarray, np.ndarray]:
     which = np.repeat(np.arange(len(offset)), count)
     step = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
     return which, first[which] + step
+
+
+def _sort_order(*keys: tuple[np.ndarray, int]) -> np.ndarray:
+    """np.lexsort by (key, bits) pairs given most significant first, for rows no two of which
+    have all keys equal (so any sort gives the one order): the keys packed into one int64 and
+    sorted once when each is non-negative and under 2**bits (several times faster than sorting
+    by each key in turn), else lexsort."""
+    assert sum(bits for _, bits in keys) <= 63
+    if len(keys[0][0]) and all(int(k.min()) >= 0 and int(k.max()) < (1 << bits) for k, bits in keys):
+        packed = np.zeros(len(keys[0][0]), dtype=np.int64)
+        for k, bits in keys:
+            packed = (packed << np.int64(bits)) | k.astype(np.int64)
+        return np.argsort(packed)
+    return np.lexsort([k for k, _ in keys][::-1])
+
+
+def _rank_of(blocks: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each wanted block's index in `blocks` (sorted, unique) and whether it is there: a table
+    indexed by block when their range is narrow (a lookup, where a binary search of unsorted
+    blocks costs a cache miss per step), else np.searchsorted."""
+    if not len(wanted):
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    low, high = int(blocks[0]), int(blocks[-1])
+    if high - low < max(RANK_TABLE_MIN, RANK_TABLE_SPREAD * (len(blocks) + len(wanted))):
+        table = np.full(high - low + 2, -1, dtype=np.int64)   # the last slot: every block outside the range
+        table[blocks - low] = np.arange(len(blocks))
+        where = wanted - low
+        where[(where < 0) | (where > high - low)] = high - low + 1
+        at = table[where]
+        known = at >= 0
+        return np.maximum(at, 0), known
+    at = np.minimum(np.searchsorted(blocks, wanted), len(blocks) - 1)
+    return at, blocks[at] == wanted
 
 
 def _overlapping(t_block, t_end, t_top, m_block, m_start) -> np.ndarray:
@@ -810,8 +950,7 @@ def _overlapping(t_block, t_end, t_top, m_block, m_start) -> np.ndarray:
     key, r = key[o], t_rank[o]
     lift = int(t_top.max()) + 2
     highest = np.maximum.accumulate(r * lift + t_top[o]) - r * lift
-    m_rank = np.minimum(np.searchsorted(blocks, m_block), len(blocks) - 1)
-    known = blocks[m_rank] == m_block
+    m_rank, known = _rank_of(blocks, m_block)
     at = np.clip(m_start - t0, -1, span - 1)
     k = np.searchsorted(key, m_rank.astype(np.int64) * span + at, side="right") - 1
     found = known & (k >= 0) & (r[np.maximum(k, 0)] == m_rank)
@@ -856,39 +995,84 @@ def build_apart(path: str, out: str) -> NativePlan:
     """build_native in a process of its own (`python -m iowitness.replay.stream_plan`): the build's
     windows are given back to the system with its process, not kept in this one's heap for the
     recording that follows. Its one-line errors are raised here as they were raised there."""
-    import json
     import subprocess
     import sys
 
-    from iowitness import errors
     done = subprocess.run([sys.executable, "-m", "iowitness.replay.stream_plan", path, out],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise errors.IowitnessError(f"planning the replay of {path} failed: {last}")
-    said = json.loads(lines[-1])
+        _failed(path, done.stderr)
+    return _said(lines[-1])
+
+
+def follow_apart(path: str, out: str) -> tuple[NativePlan, typing.Callable[..., NativePlan | None]]:
+    """build_native followed (`announce`), in a process of its own: returns once the file table is
+    known, with the plan so far and a function that waits for the build's end and gives the plan
+    (its waits counted), or raises the build's one-line error. The player follows the plan
+    (replay/player.c --follow) while the rest is written. A plan that is not followed (requests:
+    build_native) is returned when it is whole, its `followed` false."""
+    import subprocess
+    import sys
+
+    err = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen([sys.executable, "-m", "iowitness.replay.stream_plan", path, out, "--follow"],
+                            stdout=subprocess.PIPE, stderr=err, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+
+    def finish(stop: bool = False) -> NativePlan | None:
+        """The whole plan once built, or the build's error raised; `stop`: the build ended now, unused."""
+        if stop:
+            proc.kill()
+            proc.wait()
+            return None
+        rest = proc.stdout.read() if proc.stdout is not None else ""
+        proc.wait()
+        err.seek(0)
+        lines = (first + rest).strip().splitlines()
+        if proc.returncode != 0 or not lines:
+            _failed(path, err.read())
+        return _said(lines[-1])
+    said = json.loads(first) if first.strip() else {}
+    if "error" in said or not first.strip():
+        finish()   # raises the build's error
+    return _said(first), finish
+
+
+def _failed(path: str, stderr: str) -> typing.NoReturn:
+    from iowitness import errors
+    last = (stderr.strip().splitlines() or ["no output"])[-1]
+    raise errors.IowitnessError(f"planning the replay of {path} failed: {last}")
+
+
+def _said(line: str) -> NativePlan:
+    """The plan a build process printed (one JSON line), or its one-line error raised."""
+    from iowitness import errors
+    said = json.loads(line)
     if "error" in said:
         kind = getattr(errors, said["error"], errors.IowitnessError)
         raise (kind if isinstance(kind, type) and issubclass(kind, errors.IowitnessError)
                else errors.IowitnessError)(said["message"])
     threads = np.zeros(said["threads"], THREAD)
-    return NativePlan(out, threads, said["files"], said["source"], said["skipped"], said["count"],
+    info = NativePlan(said["out"], threads, said["files"], said["source"], said["skipped"], said["count"],
                       said["has_async"], said["waits"])
+    info.followed = bool(said.get("followed"))
+    return info
 
 
 def _main(argv: list[str]) -> int:
-    import json
-
     from iowitness.errors import IowitnessError
+
+    def say(info: NativePlan) -> None:
+        print(json.dumps({"out": info.path, "threads": len(info.threads), "files": info.files, "source": info.source,
+                          "skipped": info.skipped, "count": info.count, "has_async": info.has_async,
+                          "waits": info.wait_count, "followed": info.followed}), flush=True)
     try:
-        info = build_native(argv[0], argv[1])
+        say(build_native(argv[0], argv[1], announce=say if argv[2:] == ["--follow"] else None))
     except IowitnessError as exc:
-        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}), flush=True)
         return 0
-    print(json.dumps({"threads": len(info.threads), "files": info.files, "source": info.source,
-                      "skipped": info.skipped, "count": info.count, "has_async": info.has_async,
-                      "waits": info.wait_count}))
     return 0
 
 

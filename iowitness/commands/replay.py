@@ -96,8 +96,27 @@ def execute(args) -> int:
 def _replay(args, speed: float, native: str | None, work: str) -> int:
     plan_path = os.path.join(work, "plan.bin" if native else "plan.npz")
     # a trace that cannot be replayed says so, root or not; the native player's plan is streamed
-    # to its file by a process of its own (memory bounded, not by the trace's length: replay/stream_plan.py)
-    plan = stream_plan.build_apart(args.trace, plan_path) if native else replay_plan.build(args.trace)
+    # to its file by a process of its own (memory bounded, not by the trace's length:
+    # replay/stream_plan.py). At --timing fast the player starts on it once its files are known,
+    # while the think times and waits are still being written (followed; not a plan with async
+    # requests); a timed replay waits for the whole plan, so that no thread's first call is held
+    # back by the build while another's keeps its recorded start
+    if not native:
+        return _recorded(args, speed, None, replay_plan.build(args.trace), plan_path)
+    if speed != 0:
+        return _recorded(args, speed, native, stream_plan.build_apart(args.trace, plan_path), plan_path)
+    plan, finish = stream_plan.follow_apart(args.trace, plan_path)
+    try:
+        code = _recorded(args, speed, native, plan, plan_path)
+    except BaseException:
+        finish(stop=True)
+        raise
+    finish()   # the build's own error, if it failed once followed (the player stopped on it)
+    return code
+
+
+def _recorded(args, speed: float, native: str | None, plan, plan_path: str) -> int:
+    """Make the plan's files under --into and record the player replaying it."""
     if not native and plan.has_async:
         raise UsageError("the trace holds libaio or io_uring requests, which only the native player replays "
                          f"({NATIVE_PLAYER}, built by the install when clang is found); the Python player does not")
@@ -122,7 +141,7 @@ def _replay(args, speed: float, native: str | None, work: str) -> int:
     args.on_fault = "stop"
     args.trace_label = "replay"
     player = [native] if native else [sys.executable, "-m", "iowitness.replay.player"]
-    args.command = [*player, plan_path, into, repr(speed)]
+    args.command = [*player, plan_path, into, repr(speed)] + (["--follow"] if getattr(plan, "followed", False) else [])
     args.extra_meta = {"replay_of": {"trace": plan.source["path"], "command": plan.source["command"],
                                      "host": plan.source["host"], "timing": args.timing, "into": into,
                                      "files": {f["rel"]: orig for f, orig in

@@ -14,6 +14,9 @@ the last call's end.
 
 Usage: sudo .venv/bin/python scripts/bench/replay_scale.py --seconds 10 [--work /tmp/replay-scale] [--repeat 1]
        [--no-inmemory] [--original TRACE]   (replay a trace recorded before: no recording, no builds)
+       [--timing fast --timing x1000000000]  (each repeat replays at each, in turn: at fast the player
+                                              follows the plan as it is written; at x1e9, as fast too
+                                              (no gap is waited for) but after the whole plan is built)
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ def main() -> None:
     ap.add_argument("--no-inmemory", action="store_true", help="skip the in-memory build")
     ap.add_argument("--original", metavar="TRACE", help="replay this trace (recorded by an earlier run of this "
                     "script) instead of recording one")
+    ap.add_argument("--timing", action="append", help="replay at this --timing (repeatable; default fast)")
     ap.add_argument("--build-child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.build_child:
@@ -108,7 +112,8 @@ def main() -> None:
         rec = measured([*IOWITNESS, "run", "-q", "-o", orig, "--file", target, "--", exe, target, str(args.seconds)],
                        cwd=ROOT)
         o = span(orig)
-        print(f"original: `iowitness run -- pread_loop FILE {args.seconds}`: wall {rec['wall_s']:.1f} s, peak RSS "
+        print(f"original: `iowitness run -- pread_loop FILE {args.seconds}`: wall {rec['wall_s']:.1f} s, CPU "
+              f"{rec['cpu_s']:.1f} s (pread_loop and the collector), peak RSS "
               f"{rec['peak_mib']:.0f} MiB; {o['events']:,} events (lost {o['lost']:,}), calls' span "
               f"{o['span_s']:.2f} s; its output: {rec['out'].strip()}")
     else:
@@ -126,15 +131,18 @@ def main() -> None:
                            shallow=False)
         print(f"  the two native plans byte for byte the same: {same}")
     for k in range(args.repeat):
-        into = os.path.join(args.work, f"into{k}")
-        rep_trace = os.path.join(args.work, f"replay{k}.iwt")
-        rep = measured([*IOWITNESS, "replay", orig, "--into", into, "--timing", "fast", "-o", rep_trace], cwd=ROOT)
-        r = span(rep_trace)
-        said = [line for line in rep["out"].splitlines() if "calls in" in line]
-        print(f"replay {k + 1} (--timing fast): rc {rep['rc']}, wall {rep['wall_s']:.1f} s, peak RSS of its largest "
-              f"process {rep['peak_mib']:.0f} MiB; {r['events']:,} events (lost {r['lost']:,}), calls' span "
-              f"{r['span_s']:.2f} s; {said[-1].strip() if said else rep['err'].strip()[-300:]}")
-        shutil.rmtree(into, ignore_errors=True)
+        for timing in args.timing or ["fast"]:
+            into = os.path.join(args.work, f"into{k}")
+            rep_trace = os.path.join(args.work, f"replay{k}.iwt")
+            rep = measured([*IOWITNESS, "replay", orig, "--into", into, "--timing", timing, "-o", rep_trace], cwd=ROOT)
+            r = span(rep_trace)
+            said = [line for line in rep["out"].splitlines() if "calls in" in line]
+            print(f"replay {k + 1} (--timing {timing}): rc {rep['rc']}, wall {rep['wall_s']:.1f} s, "
+                  f"CPU {rep['cpu_s']:.1f} s "
+                  f"(the build, the player and the collector), peak RSS of its largest "
+                  f"process {rep['peak_mib']:.0f} MiB; {r['events']:,} events (lost {r['lost']:,}), calls' span "
+                  f"{r['span_s']:.2f} s; {said[-1].strip() if said else rep['err'].strip()[-300:]}")
+            shutil.rmtree(into, ignore_errors=True)
     print(f"load average after: {os.getloadavg()}")
 
 

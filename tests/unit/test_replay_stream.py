@@ -5,6 +5,10 @@ order in the file, libaio and io_uring requests, failed calls, preemptions, bloc
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -12,16 +16,18 @@ from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.errors import UsageError
 from iowitness.probes.layout import layout
 from iowitness.replay import plan, stream_plan
+from iowitness.replay.plan_layout import OPS as OP_NAMES
 
 AT_FDCWD = -100
 O_RDWR, O_CREAT, O_TRUNC = 0o2, 0o100, 0o1000
 DEV = (8 << 20) | 1
 
 
-def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600) -> None:
+def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, requests: bool = True) -> None:
     """Threads in 2 processes, each on its own file and on 3 shared ones (inodes 10-12), calls
     of 1-40 us at random offsets in 256 KiB (so blocks are shared), the events written in order
-    of their end (as the probe's ring holds them) with some swapped."""
+    of their end (as the probe's ring holds them) with some swapped. `requests`: libaio and
+    io_uring requests among them (else those are preads)."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -68,6 +74,8 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600) -> No
                 row.update(op="ftruncate", offset=1 << 20)
             elif pick < 0.8:
                 row.update(op="fcntl", flags=0, ret=20 + t, offset=-1)
+            elif pick < 0.9 and not requests:
+                row.update(op="pread64", requested=4096, ret=4096)
             elif pick < 0.9 and t % 2 == 0:
                 # libaio on ring 1: submitted now, completed later; the thread goes on at once
                 row.update(op="aio_write" if rng.random() < 0.5 else "aio_read", requested=4096, ret=4096,
@@ -141,6 +149,19 @@ def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, r
     assert info.source == whole.source and info.has_async
 
 
+def test_blocks_looked_up_by_search_give_the_plan_a_table_gives(tmp_path, monkeypatch):
+    # GIVEN the messy trace, its blocks looked up by binary search (the way for blocks spread
+    # wider than a lookup table is made for) instead of by table
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 5)
+    plan.build(str(trace)).save_native(str(tmp_path / "a.bin"))
+    monkeypatch.setattr(stream_plan, "RANK_TABLE_MIN", 0)
+    monkeypatch.setattr(stream_plan, "RANK_TABLE_SPREAD", 0)
+    stream_plan.build_native(str(trace), str(tmp_path / "b.bin"), block_rows=300, window_rows=300)
+    # THEN the plan is the in-memory one's, byte for byte
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+
+
 def test_the_streamed_plan_refuses_what_the_in_memory_one_refuses(tmp_path):
     from tests.unit.test_replay import write_trace
     trace = tmp_path / "t.iwt"
@@ -152,7 +173,10 @@ def test_the_streamed_plan_refuses_what_the_in_memory_one_refuses(tmp_path):
     # (and built in a process of its own, as `iowitness replay` builds it: the same error, raised here)
     with pytest.raises(UsageError) as apart:
         stream_plan.build_apart(str(trace), str(tmp_path / "c.bin"))
-    assert str(streamed.value) == str(whole.value) == str(apart.value)
+    # (and followed, as `iowitness replay --timing fast` builds it: raised before anything is announced)
+    with pytest.raises(UsageError) as followed:
+        stream_plan.follow_apart(str(trace), str(tmp_path / "d.bin"))
+    assert str(streamed.value) == str(whole.value) == str(apart.value) == str(followed.value)
 
 
 def test_a_plan_built_apart_is_the_plan_built_here(tmp_path):
@@ -164,3 +188,126 @@ def test_a_plan_built_apart_is_the_plan_built_here(tmp_path):
     assert (apart.count, apart.wait_count, apart.files, apart.skipped, apart.source, len(apart.threads),
             apart.has_async, apart.root_tgid) == (here.count, here.wait_count, here.files, here.skipped,
                                                  here.source, len(here.threads), here.has_async, here.root_tgid)
+
+
+def write_target_trace(path, dev: int) -> None:
+    """pread_loop as `iowitness run --file FILE` records it: FILE (inode 500) registered by inode
+    before the recording (meta "targets"), so the probe records no open of it; and inode 501,
+    read through an fd the trace never saw opened and named nowhere."""
+    lay = layout()
+    op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
+    rows = [dict(op="openat", ino=500, fd=3, ret=3, offset=-1, flags=0)]
+    rows += [dict(op="pread64", ino=500, fd=3, offset=0, requested=1, ret=1) for _ in range(5)]
+    rows += [dict(op="pread64", ino=501, fd=9, offset=4096, requested=4096, ret=4096) for _ in range(3)]
+    rows += [dict(op="close", ino=500, fd=3, offset=-1, ret=0)]
+    events = np.zeros(len(rows), lay.event)
+    for k, (record, row) in enumerate(zip(events, rows)):
+        record["dev"], record["tgid"], record["tid"] = dev, 50, 50
+        record["start_ns"], record["latency_ns"] = 1_000_000_000 + k * 10_000, 1_000
+        for field, value in row.items():
+            record[field] = op[value] if field == "op" else value
+    start = {"command": ["pread_loop", "/tmp/scale/data/file", "1"], "mode": "run", "cwd": "/work",
+             "targets": [{"dev": dev, "ino": 500, "path": "/tmp/scale/data/file"}],
+             "clock_start": {"monotonic_ns": 999_000_000, "realtime_ns": 0, "offset_ns": 0}}
+    with TraceWriter(str(path), start) as writer:
+        writer.write_events(events)
+        writer.write_facts(np.zeros(0, lay.meta))
+        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
+        writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": 1_000_000_000 + len(rows) * 10_000}})
+
+
+@pytest.mark.parametrize("dev", [(254 << 20) | 0, (8 << 20) | 1, 35])
+def test_a_target_file_is_named_and_a_file_without_a_name_says_why(tmp_path, dev):
+    # GIVEN pread_loop's trace as `run --file` records it on a device of major 254 (a virtio
+    # disk), 8 (sd) or 0 (tmpfs): its file named only by the trace's targets; and a file read
+    # through an fd opened before the recording, named nowhere
+    trace = tmp_path / "t.iwt"
+    write_target_trace(trace, dev)
+    # WHEN planned both ways
+    whole = plan.build(str(trace))
+    whole.save_native(str(tmp_path / "a.bin"))
+    info = stream_plan.build_native(str(trace), str(tmp_path / "b.bin"))
+    # THEN the target is replayed under its own name, the other under one made of its device and
+    # inode (the device whole: major and minor), and both plans are the same bytes
+    major, minor = dev >> 20, dev & ((1 << 20) - 1)
+    unnamed = f"/unnamed/dev{major}:{minor}-ino501"
+    assert sorted(whole.source["original_paths"]) == sorted(["/tmp/scale/data/file", unnamed])
+    assert info.source == whole.source and info.files == whole.files
+    raw = (tmp_path / "b.bin").read_bytes()
+    assert (tmp_path / "a.bin").read_bytes() == raw
+    # AND the player's closing lines (the plan's notes) say why the other has no name, and where it went
+    rel = next(f["rel"] for f, p in zip(whole.files, whole.source["original_paths"]) if p == unnamed)
+    assert (f"iowitness replay:   no name for dev{major}:{minor}-ino501 in the trace (no open of it was recorded: "
+            f"opened before the recording began, or the record lost): replayed as {rel} under the replay's "
+            f"directory\n").encode() in raw
+    assert raw.count(b"no name for") == 1   # the target has its name
+
+
+def test_the_native_player_follows_a_plan_being_written(tmp_path):
+    # GIVEN the native player and a messy trace of 4 threads in 2 processes sharing 3 files (waits
+    # across threads; no libaio or io_uring requests, whose plan is not followed), its plan built
+    # in windows of 64 calls
+    from iowitness.commands.replay import NATIVE_PLAYER
+    from iowitness.replay import paths
+    if not os.access(NATIVE_PLAYER, os.X_OK):
+        pytest.skip(f"the native player was not built ({NATIVE_PLAYER}): the install builds it with clang")
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 6, threads=4, calls=120, requests=False)
+    whole = plan.build(str(trace))
+    whole.save_native(str(tmp_path / "a.bin"))
+    out, into = str(tmp_path / "b.bin"), str(tmp_path / "into")
+    started = []
+
+    def announce(info):
+        # WHEN the player is started on the plan as soon as its files are known, the calls still unwritten
+        assert os.path.getsize(out) == 44 + len(info.threads) * 24 + info.count * 63
+        assert not np.frombuffer(open(out + ".ready", "rb").read(), np.int64)[:len(info.threads)].any()
+        paths.prepare(into, [f["rel"] for f in info.files], [f["size"] for f in info.files],
+                      [f["precreate"] for f in info.files], False, [False] * len(info.files))
+        started.append(subprocess.Popen([NATIVE_PLAYER, out, into, "0", "--follow"], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True))
+    info = stream_plan.build_native(str(trace), out, block_rows=64, window_rows=64, announce=announce)
+    assert started, "the plan was not followed"
+    said, err = started[0].communicate(timeout=120)
+    # THEN it issues every call of the plan, syscall by syscall, and the finished plan is the
+    # in-memory one's, byte for byte
+    assert started[0].returncode in (0, 1), err
+    issued = dict(re.findall(r"iowitness replay:   (\w+): ([\d,]+) issued", said))
+    names = [OP_NAMES[int(o)] for o in whole.calls["op"]]
+    expected = {name: f"{names.count(name):,}" for name in set(names)}
+    assert issued == expected and info.wait_count == len(whole.waits) > 20
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    ready = np.frombuffer(open(out + ".ready", "rb").read(), np.int64)
+    assert list(ready[:4]) == list(whole.threads["count"]) and ready[4] == stream_plan.FOLLOW_DONE
+
+
+def test_a_player_following_a_build_that_dies_stops_with_one_line(tmp_path):
+    # GIVEN the native player following a build that is killed once it has announced the plan
+    from iowitness.commands.replay import NATIVE_PLAYER
+    from iowitness.replay import paths
+    if not os.access(NATIVE_PLAYER, os.X_OK):
+        pytest.skip(f"the native player was not built ({NATIVE_PLAYER}): the install builds it with clang")
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 7, threads=2, calls=60, requests=False)
+    out, into = str(tmp_path / "b.bin"), str(tmp_path / "into")
+    child = os.fork()
+    if child == 0:   # the build, in a process that dies without a word after the announce
+        def announce(info):
+            paths.prepare(into, [f["rel"] for f in info.files], [f["size"] for f in info.files],
+                          [f["precreate"] for f in info.files], False, [False] * len(info.files))
+            with open(out + ".started", "w"):
+                pass
+            os._exit(9)
+        try:
+            stream_plan.build_native(str(trace), out, block_rows=64, window_rows=64, announce=announce)
+        finally:
+            os._exit(8)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 9 and os.path.exists(out + ".started")
+    # WHEN the player follows what it left
+    player = subprocess.run([NATIVE_PLAYER, out, into, "0", "--follow"], capture_output=True, text=True, timeout=60)
+    # THEN it stops, in one line (one per replay process: the trace's 2), instead of waiting for
+    # calls that will never be written
+    assert player.returncode == 2
+    assert set(player.stderr.strip().splitlines()) == {
+        "iowitness replay: the plan's build ended before the plan was written"}
