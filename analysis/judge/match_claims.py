@@ -24,6 +24,7 @@ from iowitness.analysis.judge import (
     open_window,
     output_files,
     precision,
+    rate_edges,
     return_wait,
     room_bound,
     strace_stops,
@@ -108,6 +109,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     room_bound.apply(out, report, tolerance, trace, strace)   # a statistic between its calls' and their rooms'
     clock_tick.apply(out, report.phases, tolerance)   # postmark's whole seconds, fio's milliseconds
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
+    rate_edges.apply(out, judged_rows, report, trace, tolerance)   # a spec rate's clock over its window's edges
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
     for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
         if not partial:
