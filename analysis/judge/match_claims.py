@@ -45,7 +45,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     window of a benchmark whose command line does not say."""
     # claims of no registered benchmark are matched as a spec's are: by order
     benchmark = benchmarks.by_name(source) or benchmarks.spec
-    argv = command or []
+    argv = benchmarks.shell_command.command_of(command)   # `sh -c "dd ..."` runs dd
     window = benchmark.window(argv) or spec_window
     # the benchmark's own log files (spec output_files) are output: no claim is about them
     report, output_note = output_files.apply(report, claims, trace)
