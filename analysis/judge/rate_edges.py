@@ -82,7 +82,7 @@ def _thread_calls(report, tids: set[int]) -> dict[int, pd.DataFrame]:
             if mine.any():
                 parts[t].append(pd.DataFrame({"start": events["start_ns"].to_numpy(np.int64)[mine],
                                               "end": events["end_ns"].to_numpy(np.int64)[mine],
-                                              "syscall": np.asarray(events["syscall"].astype(str))[mine]}))
+                                              "syscall": np.asarray(events["syscall"].to_numpy()[mine], str)}))
     return {t: (pd.concat(p, ignore_index=True).sort_values("start", kind="stable").reset_index(drop=True)
                 if p else pd.DataFrame({"start": [], "end": [], "syscall": []})) for t, p in parts.items()}
 
