@@ -299,6 +299,8 @@ def benchmark_of(meta: dict):
     command = meta.get("command") or []
     # a replay (iowitness replay) runs its player: its phases are named as the original's were
     command = (meta.get("replay_of") or {}).get("command") or command
+    # a shell's -c simple command (`sh -c "dd ..."`) is the benchmark's command line
+    command = benchmarks.shell_command.command_of(command)
     benchmark = meta.get("benchmark") or benchmarks.recognise(command)
     return command, benchmark, benchmarks.by_name(benchmark)
 

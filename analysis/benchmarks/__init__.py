@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import os
 
-from iowitness.analysis.benchmarks import dd, fio, iozone, iozone_sweep, spec
+from iowitness.analysis.benchmarks import dd, fio, iozone, iozone_sweep, shell_command, spec
 from iowitness.analysis.judge.claim import Claim, UnparsableOutput
 
 # the order sniffing names them in, when an output fits two
@@ -61,7 +61,9 @@ def by_name(name: str | None):
 
 
 def recognise(command: list[str] | None) -> str | None:
-    """The benchmark a traced command line runs, from its program's basename, or None."""
+    """The benchmark a traced command line runs, from its program's basename, or None (a shell's
+    `-c` simple command is the command it runs: shell_command.py)."""
+    command = shell_command.command_of(command)
     if not command:
         return None
     program = os.path.basename(command[0])
@@ -102,6 +104,7 @@ def claims_from(text: str, command: list[str] | None, hint: str | None = None) -
     SIGNATURE); a hint (--format) overrides both. When the command runs that benchmark, what
     it says is added to the claims (add_command)."""
     names = formats()
+    command = shell_command.command_of(command)
     if hint is not None and hint not in names:
         choices = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
         raise UnparsableOutput(f"unknown --format {hint!r}: give {choices}, or a --spec")

@@ -24,6 +24,7 @@ from iowitness.analysis.judge import (
     open_window,
     output_files,
     precision,
+    rate_edges,
     return_wait,
     room_bound,
     strace_stops,
@@ -44,7 +45,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     window of a benchmark whose command line does not say."""
     # claims of no registered benchmark are matched as a spec's are: by order
     benchmark = benchmarks.by_name(source) or benchmarks.spec
-    argv = command or []
+    argv = benchmarks.shell_command.command_of(command)   # `sh -c "dd ..."` runs dd
     window = benchmark.window(argv) or spec_window
     # the benchmark's own log files (spec output_files) are output: no claim is about them
     report, output_note = output_files.apply(report, claims, trace)
@@ -110,6 +111,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     room_bound.apply(out, report, tolerance, trace, strace)   # a statistic between its calls' and their rooms'
     clock_tick.apply(out, report.phases, tolerance)   # postmark's whole seconds, fio's milliseconds
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
+    rate_edges.apply(out, judged_rows, report, trace, tolerance)   # a spec rate's clock over its window's edges
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
     for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
         if not partial:

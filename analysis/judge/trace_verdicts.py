@@ -81,16 +81,18 @@ def claims_of(trace, text: str | None = None, *, spec: str | None = None, fmt: s
         if not text.strip():
             raise NoClaims(no_output(trace.meta))
     command = trace.meta.get("command") or []
+    shell_note = benchmarks.shell_command.unwrapped(command)[1]   # `sh -c "a | b"`: not read as a benchmark
     try:
         if spec:
             source, claims = "spec", spec_module.parse(text, spec_module.load(spec))
         else:
             source, claims = benchmarks.claims_from(text, command, fmt)
     except UnparsableOutput as exc:
-        raise NoClaims(str(exc)) from None
+        raise NoClaims(str(exc) + (f" ({shell_note})" if shell_note else "")) from None
     except spec_module.SpecError as exc:
         raise UsageError(str(exc)) from None
     placement = claim_windows.place(claims, lines, given, bool(mid_run(trace.meta)))
+    placement = f"{placement}; {shell_note}" if shell_note else placement
     for claim in claims:
         claim.extra["placement"] = placement
     return source, claims

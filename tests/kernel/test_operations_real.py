@@ -125,14 +125,28 @@ def test_open_write_close_per_operation_is_one_phase_judged_per_operation(ops_be
     phases = trace.phases()
     assert len(phases) == 1 and int(phases["ops"].iloc[0]) == OPENS and int(phases["opens"].iloc[0]) == OPENS
     # AND its ops/s agrees, and its mean latency is judged over 2000 operations (open..close),
-    # not "over 1": it agrees, or (the probe's cost per call or a preemption inside the program's
-    # clock, on a busy machine) is explained by the time from each open to the next, never disagrees
+    # not "over 1": it agrees, at the operations' own mean or (the probe's cost per call, a wait for
+    # a CPU inside the program's clock, on a busy machine) between it and the rooms' (from the end of
+    # the close before each open to the start of the open after its close: room_bound.py), or is
+    # explained by another account; never disagrees, never "cannot judge"
+    # (a wait for a CPU between the program's first clock read and its first open, or after its
+    # last close, lands in its figures and in no call; the first operation's room is open on that
+    # side: such a verdict says it is at the edge, and is never DISAGREES)
     verdicts = _verdicts(trace, spec.load(SPEC))
-    assert verdicts[0].verdict == "agrees", verdicts[0].reasons
-    assert verdicts[1].ok and verdicts[1].counts["operations"] == OPENS, verdicts[1].reasons
+    assert verdicts[0].verdict == "agrees" or _at_the_edge(verdicts[0]), verdicts[0].reasons
+    assert verdicts[1].ok or _at_the_edge(verdicts[1]), verdicts[1].reasons
+    assert verdicts[1].counts["operations"] == OPENS
     # AND silent on the operation, no verdict disagrees: open..close is found and named
     for v in _verdicts(trace, _silent()):
-        assert v.ok, (v.claim.printed, v.reasons)
+        assert v.ok or _at_the_edge(v), (v.claim.printed, v.reasons)
+
+
+def _at_the_edge(verdict) -> bool:
+    """Whether a verdict is EXPLAINED or CANNOT JUDGE by the time at its window's edges: a rate
+    (rate_edges.py) or a statistic only a thread's first or last operation could hold (room_bound.py)."""
+    first = verdict.reasons[0] if verdict.reasons else ""
+    return verdict.verdict in ("explained", "cannot judge") and (
+        first.startswith(("preempted at the edge", "at the edge")) or "only a thread's first or last call" in first)
 
 
 def test_thousands_of_small_files_give_short_verdict_lines_with_phase_ranges(ops_bench):

@@ -1,0 +1,54 @@
+"""dd started by a shell (`iowitness run -- sh -c "dd ..."`), on real runs: the benchmark is read
+from the command the shell runs (analysis/benchmarks/shell_command.py), so dd's claim gets what
+its command line says (a write, conv=fdatasync inside its clock) as when dd runs alone.
+Ground truth: dd's own arithmetic (bs x count bytes, one fdatasync), against the trace's calls;
+dd(1): conv=fdatasync "physically write output file data before finishing"."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from iowitness.analysis.judge import trace_verdicts as judged
+from tests.conftest import require_tool
+from tests.support.cli import iowitness
+
+MIB = 1 << 20
+COUNT = 64
+
+
+@pytest.mark.parametrize("shell, exec_", [("sh", ""), ("bash", "exec "), ("dash", "")])
+def test_dd_under_a_shells_c_is_judged_as_dd(shell, exec_, traced, workdir):
+    # GIVEN dd writing 64 MiB with conv=fdatasync, run by a shell's -c
+    dd, sh = require_tool("dd"), require_tool(shell)
+    out = workdir / "dd.dat"
+    line = f"{exec_}{shlex.quote(dd)} if=/dev/zero of={shlex.quote(str(out))} bs=1M count={COUNT} conv=fdatasync"
+    trace, _ = traced([sh, "-c", line])
+    writes = trace.events[(trace.events["syscall"].astype(str) == "write") & (trace.events["ret"] == MIB)]
+    assert len(writes) == COUNT
+    assert int((trace.events["syscall"].astype(str) == "fdatasync").sum()) == 1
+    # WHEN its claim is judged as `check` does
+    source, claims = judged.claims_of(trace, None)
+    [verdict] = judged.judge(trace, source, claims)
+    # THEN it is dd's write, its clock up to the end of the fdatasync, and it agrees
+    assert source == "dd" and verdict.claim.test == "dd write", verdict.claim
+    assert verdict.window == "+fsync" and verdict.verdict == "agrees", (verdict.window, verdict.reasons)
+    assert verdict.claim.extra["bytes"] == COUNT * MIB
+    # AND `check` says so and exits 0
+    proc = iowitness("check", trace.meta["path"], check=False)
+    assert proc.returncode == 0 and "AGREES" in proc.stdout and "dd write" in proc.stdout, (proc.stdout, proc.stderr)
+
+
+def test_dd_in_a_pipeline_is_not_read_from_the_shell_and_says_so_in_one_line(traced, workdir):
+    # GIVEN dd's report sent through a pipe to cat, by a shell
+    dd, sh = require_tool("dd"), require_tool("sh")
+    line = f"{shlex.quote(dd)} if=/dev/zero of={shlex.quote(str(workdir / 'dd.dat'))} bs=1M count=16 2>&1 | cat"
+    trace, _ = traced([sh, "-c", line])
+    # WHEN it is checked
+    proc = iowitness("check", trace.meta["path"], check=False)
+    # THEN the pipeline is named in one line, never a traceback; the output is still dd's by its look
+    assert "Traceback" not in proc.stderr, proc.stderr
+    notes = [ln for ln in proc.stderr.splitlines() if "more than one command" in ln]
+    assert len(notes) == 1 and "the benchmark is not read from it" in notes[0], proc.stderr
+    assert "dd " in proc.stdout, proc.stdout
