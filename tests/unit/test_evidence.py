@@ -12,7 +12,7 @@ import pytest
 from iowitness.analysis.judge import latency
 from iowitness.analysis.measure.stream_evidence import StreamedEvidence
 from iowitness.analysis.phasing import stream_assign, stream_table
-from tests.support.blocks import Blocks
+from tests.support.blocks import Blocks, cutting
 from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
 from tests.unit.test_stream_table import random_trace
 
@@ -46,7 +46,7 @@ def same_answers(events: pd.DataFrame, sizes=(7, 37, 1000)) -> dict:
     assigned = stream_assign.of_frame(events)
     table = stream_table.of_frame(events, assigned)
     expected = answers(_fed(events, assigned, table, max(len(events), 1)), table, events)
-    for rows in sizes:
+    for rows in cutting(sizes, len(events)):
         got = answers(_fed(events, assigned, table, rows), table, events)
         assert got.keys() == expected.keys()
         for key in expected:

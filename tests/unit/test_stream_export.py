@@ -21,7 +21,7 @@ from iowitness.analysis.runs import dataset
 from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.probes.layout import layout
 from tests.support.bench import script
-from tests.support.blocks import assigned_of
+from tests.support.blocks import assigned_of, cutting
 from tests.support.synthetic import (
     DEV,
     O_CREAT,
@@ -118,7 +118,7 @@ def same_files(path, tmp_path, sizes=BLOCKS, shuffled: bool = False) -> pd.DataF
     whole = written(tmp_path / "memory", trace, expected).read()
     assert whole.schema.metadata == {b"iowitness_dataset": dataset.json.dumps(
         {"schema_version": dataset.SCHEMA_VERSION, "table": "events", "run_id": dataset.run_id(trace.meta)}).encode()}
-    for rows in sizes:
+    for rows in cutting(sizes, len(expected)):
         pairs = Blocks(trace.events, assigned_of(report), rows, shuffled)
         # the rows: each block's are the in-memory table's, index included
         got = pd.concat(list(dataset.events_blocks(pairs.blocks(), trace.meta)))
