@@ -113,9 +113,11 @@ def test_interleaved_threads_their_stonewalls_and_syncs():
     assert any(found[k][0] for k in found if isinstance(k, tuple) and k[0] == "stonewall")
 
 
-@pytest.mark.parametrize("seed", range(10))   # a guard of block boundaries, not a search
+# a guard of block boundaries, not a search: random traces are short, so blocks of one row too, on
+# half of them (each question reads every block again: one-row blocks cost 90 % of the test)
+@pytest.mark.parametrize("seed", range(10))
 def test_random_traces(seed):
-    same_answers(random_trace(seed), sizes=(1, 37))   # random traces are short: blocks of one row too
+    same_answers(random_trace(seed), sizes=(1, 37) if seed < 5 else (37,))
 
 
 def test_no_event():

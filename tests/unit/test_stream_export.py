@@ -228,6 +228,8 @@ def test_random_small_traces(tmp_path, chunk):
             frame.loc[frame.index[rng.randrange(len(frame)):], "dev"] = OTHER_DEV
         write_trace(path, frame, clock=bool(seed % 2), host=f"h{seed}")
         try:
-            same_files(path, tmp_path / f"s{seed}", sizes=(1, 37) if seed % 2 else (37, 1000), shuffled=seed % 3 == 0)
+            # blocks of one row (a row group each, the costly part) on a quarter of the seeds
+            same_files(path, tmp_path / f"s{seed}", sizes=(1, 37) if seed % 4 == 1 else (37, 1000),
+                       shuffled=seed % 3 == 0)
         except AssertionError as error:
             raise AssertionError(f"seed {seed}: {error}") from None
