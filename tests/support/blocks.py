@@ -9,6 +9,15 @@ import pandas as pd
 BLOCKS = (1, 37, 1000)
 
 
+def cutting(sizes, rows: int) -> tuple[int, ...]:
+    """The block sizes of `sizes` that cut a table of `rows` rows into more than one block. A size
+    of `rows` or more gives the table as one block, which is the one-block reference the test
+    compares with: the same computation twice, so it is left out (the smallest size is kept when
+    none cuts, and for an empty table, whose blocks are none at all)."""
+    cut = tuple(size for size in sizes if size < rows)
+    return cut or tuple(sorted(sizes)[:1])
+
+
 class Blocks:
     """(events, assigned) sliced with .iloc: what stream_assign gives, for the test."""
 

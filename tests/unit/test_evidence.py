@@ -12,7 +12,7 @@ import pytest
 from iowitness.analysis.judge import latency
 from iowitness.analysis.measure.stream_evidence import StreamedEvidence
 from iowitness.analysis.phasing import stream_assign, stream_table
-from tests.support.blocks import Blocks
+from tests.support.blocks import Blocks, cutting
 from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
 from tests.unit.test_stream_table import random_trace
 
@@ -46,7 +46,7 @@ def same_answers(events: pd.DataFrame, sizes=(7, 37, 1000)) -> dict:
     assigned = stream_assign.of_frame(events)
     table = stream_table.of_frame(events, assigned)
     expected = answers(_fed(events, assigned, table, max(len(events), 1)), table, events)
-    for rows in sizes:
+    for rows in cutting(sizes, len(events)):
         got = answers(_fed(events, assigned, table, rows), table, events)
         assert got.keys() == expected.keys()
         for key in expected:
@@ -113,9 +113,11 @@ def test_interleaved_threads_their_stonewalls_and_syncs():
     assert any(found[k][0] for k in found if isinstance(k, tuple) and k[0] == "stonewall")
 
 
-@pytest.mark.parametrize("seed", range(10))   # a guard of block boundaries, not a search
+# a guard of block boundaries, not a search: random traces are short, so blocks of one row too, on
+# half of them (each question reads every block again: one-row blocks cost 90 % of the test)
+@pytest.mark.parametrize("seed", range(10))
 def test_random_traces(seed):
-    same_answers(random_trace(seed), sizes=(1, 37))   # random traces are short: blocks of one row too
+    same_answers(random_trace(seed), sizes=(1, 37) if seed < 5 else (37,))
 
 
 def test_no_event():

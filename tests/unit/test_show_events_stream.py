@@ -152,8 +152,15 @@ def test_the_busy_trace_is_what_it_says(traces):
 @pytest.mark.parametrize("rows", BLOCKS)
 def test_every_filter_gives_the_loaded_lines(traces, rows):
     for name in ("busy", "no clock"):
-        # (a block of one chunk costs a round of pandas: there, no filter, one, and all together)
-        for filters in FILTERS if rows > 1 and name == "busy" else [FILTERS[0], FILTERS[2], FILTERS[-1]]:
+        # (a block of one row costs a round of pandas: there, no filter and every filter together, a
+        # phase filter among them, on the busy trace, and no filter without the clock; every filter
+        # alone in blocks of 37 and 1,000 rows; the filters are row by row, the block edges' state
+        # is the phases and the first start, which every filter here reads)
+        if rows == 1:
+            chosen = [FILTERS[0], FILTERS[-1]] if name == "busy" else [FILTERS[0]]
+        else:
+            chosen = FILTERS if name == "busy" else [FILTERS[0], FILTERS[2], FILTERS[-1]]
+        for filters in chosen:
             # WHEN the lines are made from the loaded trace, and block by block
             expected = loaded_text(traces[name], **filters)
             # THEN they are the same bytes (and some lines: no filter here keeps none)

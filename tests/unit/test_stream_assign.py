@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from iowitness.analysis.phasing import stream_assign
+from tests.support.blocks import cutting
 from tests.support.synthetic import (
     COLUMNS,
     EIO,
@@ -64,7 +65,7 @@ def streamed(events: pd.DataFrame, rows: int, outside=None) -> pd.DataFrame:
 
 def assert_same_as_in_memory(events: pd.DataFrame, outside=None, blocks=BLOCKS) -> None:
     expected = stream_assign.of_frame(events, None if outside is None else outside(events))
-    for rows in blocks:
+    for rows in cutting(blocks, len(events)):
         if rows == 1 and len(events) > 2000:
             # a row costs a whole block's overhead: blocks of one row over the first 2,000 events,
             # a trace of their own

@@ -15,7 +15,7 @@ import pytest
 from iowitness.analysis.measure import device, stream_device
 from iowitness.analysis.phasing import stream_assign, stream_table
 from iowitness.probes.layout import layout
-from tests.support.blocks import BLOCKS, Blocks, assigned_of
+from tests.support.blocks import BLOCKS, Blocks, assigned_of, cutting
 from tests.support.synthetic import (
     DEV,
     O_CREAT,
@@ -63,7 +63,7 @@ def same_view(trace, sizes=BLOCKS) -> tuple[pd.DataFrame, pd.DataFrame]:
     assigned = stream_assign.of_frame(events)
     table = stream_table.of_frame(events, assigned)
     expected = device.per_phase(trace, table, assigned)
-    for rows in sizes:
+    for rows in cutting(sizes, len(events)):
         got = streamed(trace, table, Blocks(events, assigned, rows))
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
     return table, expected

@@ -16,7 +16,7 @@ import pytest
 from iowitness.analysis import report
 from iowitness.analysis.measure import stream_extras, stream_full
 from iowitness.reporters import machine, stretches
-from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of
+from tests.support.blocks import BLOCKS, Blocks, assigned_of, calls_of, cutting
 from tests.support.synthetic import (
     EIO,
     O_CREAT,
@@ -43,7 +43,7 @@ def same_extras(events: pd.DataFrame, sizes=BLOCKS, command=("./bench",), per_ph
     outliers = (rep.outliers if per_phase == report.OUTLIERS_PER_PHASE
                 else report.outliers(calls_of(rep, events), rep.phases, per_phase))
     raw = stretches.stretch_frame(rep, trace)
-    for rows in sizes:
+    for rows in cutting(sizes, len(events)):
         # the slowest calls and the stretches' sums merged every few blocks, every block, at the end
         extras = stream_extras.Extras(rep.phases, per_phase, gather_rows=GATHER[rows])
         for e, a in Blocks(events, assigned_of(rep), rows).blocks():

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from iowitness.analysis.phasing import stream_assign, stream_table
-from tests.support.blocks import BLOCKS, Blocks
+from tests.support.blocks import BLOCKS, Blocks, cutting
 from tests.support.synthetic import (
     EIO,
     O_CREAT,
@@ -32,7 +32,7 @@ F, G = "/data/f", "/data/g"
 def same_table(events: pd.DataFrame, sizes=BLOCKS) -> pd.DataFrame:
     assigned = stream_assign.of_frame(events)
     expected = stream_table.of_frame(events, assigned)
-    for rows in sizes:
+    for rows in cutting(sizes, len(events)):
         got = stream_table.table(Blocks(events, assigned, rows))
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
     return expected

@@ -25,7 +25,7 @@ from iowitness.collector.format.tracewriter import TraceWriter, chunk_head, file
 from iowitness.errors import BadTrace
 from iowitness.probes.layout import layout
 from tests.support import trace_mutants
-from tests.support.cli import IOWITNESS
+from tests.support.cli import IOWITNESS, iowitness
 
 ROOT = Path(__file__).resolve().parents[2]
 # the CI run: a fixed seed, so that a failure is found again; IOWITNESS_FUZZ_SEED tries others
@@ -300,8 +300,7 @@ def test_a_path_that_is_not_a_regular_file_is_refused_at_once_in_one_line(tmp_pa
         args = {"compare": [str(base), target], "export": [target, "--parquet", str(tmp_path / "x.parquet")]}
         # WHEN the command is given it (a command that read /dev/zero or waited on the FIFO would
         # never end: the timeout catches it; no bound on the wall time, which a busy machine stretches)
-        proc = subprocess.run([*IOWITNESS, command, *args.get(command, [target])], capture_output=True, text=True,
-                              timeout=120, cwd=ROOT)
+        proc = iowitness(command, *args.get(command, [target]), check=False, timeout=120, cwd=ROOT)
         if command == "compare" and what == "a directory":
             # compare reads a directory as a Parquet dataset (docs/compare-groups.md): one usage line
             assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
