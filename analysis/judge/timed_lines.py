@@ -11,7 +11,9 @@ a Flush (an fsync, no data call) when the alarm rings. Beside two CPU hogs a cli
 in one Flush before the first "execute" line: its 23.44 MB/sec was 0.70x the calls' figure, a
 false DISAGREES, though the bytes over the time between the two lines gave 23.44 exactly.
 
-When both lines are placed on the output timeline, the claim's calls (started after the timing
+When both lines are placed on the output timeline and the claim is a run-wide total (scope
+"run": a test's own figure may be timed from some point after its timing_line, hdparm -t's
+after a flush and a wait), the claim's calls (started after the timing
 line, ended by the end line: match_claims' timed rows) over the time between the two lines are
 the figure of the period the spec names ("lines"). A claim within the tolerance of it AGREES;
 one between it and the calls' figure is EXPLAINED (the clock ran at least over the calls, at
@@ -51,6 +53,10 @@ def apply(verdict: Verdict, rows: pd.DataFrame, low: int | None, high: int | Non
         return
     if not (extra.get("timing_line") and extra.get("timing_end_line")) or extra.get("skip"):
         return   # the period starts at a line only when its timing_line says so, and no skip moves it
+    if extra.get("scope") != "run":
+        # a run-wide total (dbench's): a test's own figure may be timed from a point after its
+        # timing_line (hdparm -t flushes and waits first), which only its calls bound
+        return
     value, _ = claimed(verdict.claim)
     between = figure(verdict, rows, low, high)
     if not value or between is None:
