@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from iowitness.analysis.judge import trace_verdicts as judged
+from iowitness.analysis.judge.verdict_rules import claimed
 from iowitness.analysis.read import printed
 from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
@@ -73,4 +74,11 @@ def test_dbench_throughput_is_its_last_execute_lines_figure(tmp_path):
         assert v.verdict != "disagrees", (v.claim.printed, v.verdict, v.figures, v.reasons)
         if v.verdict == "agrees":
             assert v.counts["operations"] == counts["WriteX" if v.claim.direction == "write" else "ReadX"], v.counts
-    assert sum(v.verdict == "agrees" for v in latencies) >= 3, [(v.claim.printed, v.reasons[0]) for v in latencies]
+        else:
+            # one that cannot be judged is above its calls' own figure, never below: a clock read
+            # around a call only adds to it. Beside two CPU hogs (load average 18) ReadX's mean and
+            # max (100 µs, 400 ms) lay above every room the trace closes, which only a thread's
+            # first or last call could hold: CANNOT JUDGE, saying so (idle: all four agree)
+            value, _ = claimed(v.claim)
+            assert v.verdict == "cannot judge" and value >= v.figures[f"{v.claim.extra['statistic']} of call"], \
+                (v.claim.printed, v.verdict, v.figures, v.reasons)
