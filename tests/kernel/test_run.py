@@ -261,7 +261,7 @@ def test_the_probe_time_in_all_brackets_what_the_kernel_measures_all_run_long(tr
     # syscalls enter them) passes the run's own (2 %-189 % beside two CPU hogs), at least its floor
     assert " in all" in observer.detail(sampled)
     line = observer.line(sampled)
-    if estimate["probe_share_max"] > 1:
+    if estimate["probe_share_max"] > 1 and estimate["probe_share_min"] is not None:
         assert "probe at least" in line and "busy machine" in line, line
     else:
         assert "probe at most" in line, line
