@@ -28,6 +28,7 @@ from iowitness.analysis.judge import (
     return_wait,
     room_bound,
     strace_stops,
+    timed_lines,
     verdict_rules as verdicts,
 )
 from iowitness.analysis.judge.claim import Claim
@@ -100,6 +101,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             _final_flush(claim, rows, verdict, trace, report, tolerance)
         if found.refine is not None:
             found.refine(verdict, rows, tolerance)
+        timed_lines.apply(verdict, rows, low, high, tolerance)   # the spec's clock: from one line to another
         judged_rows[id(verdict)] = rows
         claim_windows.finish_end(verdict, end_why, high is not None)
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)

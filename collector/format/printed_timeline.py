@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 STREAM_OF_FD = {1: "stdout", 2: "stderr"}
 REGULAR = 8   # struct iow_output.type of a regular file (S_IFREG >> 12)
 _LINE_END = re.compile(rb"\r\n|\r|\n")
+PENDING_MOST = 32   # writes kept waiting for their place in the capture (lines_of_writes)
 
 
 @dataclass(frozen=True)
@@ -161,13 +162,14 @@ def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int 
     pos = dict.fromkeys(streams, 0)
     aligned: dict[str, list[tuple[int, Write]]] = {s: [] for s in streams}
     elsewhere: dict[str, dict[tuple, list[Write]]] = {s: {} for s in streams}
-    for w in writes:
-        result.writes += 1
-        if w.ret > len(w.data):
-            result.cut += 1
-            result.bytes_not_kept += w.ret - len(w.data)
-        if w.ret <= 0:
-            continue
+    # writes whose bytes are not the capture's next ones yet, kept for a while (`run` only): two
+    # processes writing to one pipe, the first preempted after its bytes went in and before its
+    # call returned, return in the other order; taken in order of return, the first one's bytes
+    # come after the second's, and every later write missed the capture's next bytes: all the
+    # lines after it had no time, and every claim fell back to matching by order
+    pending: list[Write] = []
+
+    def to_capture(w: Write) -> bool:
         for s in (w.stream, *(o for o in streams if o != w.stream)):
             at = pos[s]
             # the capture's next bytes are this write's: it went to the capture
@@ -175,13 +177,27 @@ def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int 
                     and not elsewhere[s].get(w.file):
                 pos[s] = at + w.ret
                 aligned[s].append((pos[s], w))
-                break
-        else:
-            if not captures or w.type == REGULAR:
-                elsewhere[w.stream].setdefault(w.file, []).append(w)
+                return True
+        return False
+
+    for w in writes:
+        result.writes += 1
+        if w.ret > len(w.data):
+            result.cut += 1
+            result.bytes_not_kept += w.ret - len(w.data)
+        if w.ret <= 0:
+            continue
+        if to_capture(w):
+            # a write waiting may now be next, then another
+            while (i := next((i for i, p in enumerate(pending) if to_capture(p)), None)) is not None:
+                del pending[i]
+        elif captures and w.type != REGULAR and len(pending) < PENDING_MOST:
+            pending.append(w)
+        elif not captures or w.type == REGULAR:
+            elsewhere[w.stream].setdefault(w.file, []).append(w)
     lines: list[Line] = []
     for s in streams:
-        lines += _captured_lines(text[s], s, aligned[s])
+        lines += _captured_lines(text[s], s, _in_pipe_order(aligned[s]))
         for written in elsewhere[s].values():
             lines += _written_lines(written, s)
         if elsewhere[s]:
@@ -189,6 +205,17 @@ def lines_of_writes(writes: list[Write], captured: dict[str, bytes], bound: int 
     never = float("inf")
     result.lines = sorted(lines, key=lambda line: never if line.t_ns is None else line.t_ns)
     return result
+
+
+def _in_pipe_order(aligned: list[tuple[int, Write]]) -> list[tuple[int, Write]]:
+    """The aligned writes, each timed no later than any write after it in the capture: bytes
+    that reached the pipe before a write that returned at t were there by t, whenever their own
+    call returned."""
+    out, earliest = [], None
+    for end, w in reversed(aligned):
+        earliest = w.t_ns if earliest is None else min(earliest, w.t_ns)
+        out.append((end, w if w.t_ns == earliest else replace(w, t_ns=earliest)))
+    return out[::-1]
 
 
 def _captured_lines(text: bytes, stream: str, aligned: list) -> list[Line]:

@@ -90,6 +90,15 @@ def summarize(runs: list[dict]) -> dict:
             probe = [r["probe_ns_per_call_max"] for r in rs if r.get("probe_ns_per_call_max") is not None]
             if probe:
                 row["probe_ns_per_call"] = spread(probe)
+            # the floor (the entry and exit programs' mean run time) is there whenever the programs
+            # were timed; the ceiling above only when a traced call fell in a statistics window
+            # (a benchmark that starts more than a second late on a busy machine and ends within
+            # 5 s has none: collector/stats_windows.py)
+            floor = [r["probe_ns_per_call_min"] for r in rs if r.get("probe_ns_per_call_min") is not None]
+            if floor:
+                row["probe_ns_per_call_min"] = spread(floor)
+            row["probe_sampled_calls"] = spread([r["probe_sampled_calls"] for r in rs
+                                                 if r.get("probe_sampled_calls") is not None])
         out[name] = row
     return out
 

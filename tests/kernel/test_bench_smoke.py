@@ -37,7 +37,14 @@ def test_bench_smoke_runs_every_available_observer_without_losing_events(tmp_pat
         row = per_observer[name]
         assert row["lost"]["max"] == 0, name
         assert row["calls_per_s"]["median"] > 0, name
-        assert row["probe_ns_per_call"]["median"] > 0, name
+        # its programs' floor per call always; the ceiling when a traced call fell in a window
+        # of BPF statistics. The first window opens with the recording and lasts at most 1 s,
+        # the next 5 s later: beside two CPU hogs fio's 1 s run once began its reads after the
+        # first window and ended before the second, so no call was timed (the report then says
+        # "no traced call fell in the timed windows", analysis/measure/observer.py)
+        assert row["probe_ns_per_call_min"]["median"] > 0, name
+        if row["probe_sampled_calls"].get("max", 1) > 0:
+            assert row["probe_ns_per_call"]["median"] > 0, (name, row)
     # AND the printed table names each observer
     for name in per_observer:
         assert name in proc.stdout

@@ -117,6 +117,11 @@ def test_a_thread_on_four_files_spends_its_time_on_the_others_not_in_user_space(
         mine = ((events["tid"].to_numpy() == row.tid) & (start >= row.first_ns) & (start < row.last_ns)
                 & (assigned["phase"].to_numpy() != row.phase))
         elsewhere = int(events["latency_ns"].to_numpy()[mine].sum())
-        assert row.other_targets_ns == elsewhere and elsewhere > 2 * row.data_ns, (row.phase, elsewhere)
+        assert row.other_targets_ns == elsewhere, (row.phase, elsewhere)
+        # (and most of them: sysbench picks each request's file at random, so about three calls
+        # on the others for each of this file's. Counted in calls, not nanoseconds: at load
+        # average 20 a few preemptions inside one file's calls (tens of ms each, no matter which
+        # file) once took that file's time in calls above half its time on the others)
+        assert int(mine.sum()) > 2 * row.ops, (row.phase, int(mine.sum()), row.ops)
         # AND user time is what is left of the window, not that time
         assert row.user_ns <= row.last_ns - row.first_ns - row.other_targets_ns

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from iowitness.analysis.judge import trace_verdicts as judged
+from iowitness.analysis.judge.verdict_rules import claimed
 from iowitness.analysis.read import printed
 from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
@@ -52,7 +53,11 @@ def test_dbench_throughput_is_its_last_execute_lines_figure(tmp_path):
     # WHEN its claims are judged with the shipped spec
     verdicts = judged.verdicts(trace, spec=str(SPEC))
     rates = [v for v in verdicts if v.kind == "bytes"]
-    # THEN every MB/sec line agrees, the Throughput over the calls up to the last execute line
+    # THEN every MB/sec line agrees, the Throughput over the calls up to the last execute line.
+    # Over the time between "releasing clients" and the line (analysis/judge/timed_lines.py)
+    # when the calls span less: beside two CPU hogs a client sat 353 ms in a Flush (an fsync, no
+    # data call) before "execute 1 sec", whose figure was then 0.70x its calls' own (DISAGREES
+    # in 2 of 4 runs before) and 1.00x the bytes over the time between the lines
     assert [v.claim.test for v in rates] == [f"execute {k} s" for k in range(1, len(executes) + 1)] + ["throughput"]
     for v in rates:
         assert v.verdict == "agrees", (v.claim.printed, v.verdict, v.ratio, v.reasons)
@@ -60,7 +65,8 @@ def test_dbench_throughput_is_its_last_execute_lines_figure(tmp_path):
     # AND the table's WriteX and ReadX mean and max latencies never DISAGREE: each at its calls'
     # figure, or above it within the rooms around the calls (analysis/judge/room_bound.py), over
     # exactly dbench's own count of calls (8 runs idle and under two hogs: 31 of 32 agreed; one
-    # WriteX mean was CANNOT JUDGE, "the spec's timing_line cannot be placed", cause not found)
+    # WriteX mean was CANNOT JUDGE, "the spec's timing_line cannot be placed": every line after a
+    # write joined out of its return order had no time, collector/format/printed_timeline.py)
     latencies = [v for v in verdicts if v.kind == "latency"]
     assert [(v.claim.test, v.claim.extra["statistic"]) for v in latencies] == [
         ("WriteX latency", "mean"), ("WriteX latency", "max"), ("ReadX latency", "mean"), ("ReadX latency", "max")]
@@ -68,4 +74,11 @@ def test_dbench_throughput_is_its_last_execute_lines_figure(tmp_path):
         assert v.verdict != "disagrees", (v.claim.printed, v.verdict, v.figures, v.reasons)
         if v.verdict == "agrees":
             assert v.counts["operations"] == counts["WriteX" if v.claim.direction == "write" else "ReadX"], v.counts
-    assert sum(v.verdict == "agrees" for v in latencies) >= 3, [(v.claim.printed, v.reasons[0]) for v in latencies]
+        else:
+            # one that cannot be judged is above its calls' own figure, never below: a clock read
+            # around a call only adds to it. Beside two CPU hogs (load average 18) ReadX's mean and
+            # max (100 µs, 400 ms) lay above every room the trace closes, which only a thread's
+            # first or last call could hold: CANNOT JUDGE, saying so (idle: all four agree)
+            value, _ = claimed(v.claim)
+            assert v.verdict == "cannot judge" and value >= v.figures[f"{v.claim.extra['statistic']} of call"], \
+                (v.claim.printed, v.verdict, v.figures, v.reasons)

@@ -256,8 +256,15 @@ def test_the_probe_time_in_all_brackets_what_the_kernel_measures_all_run_long(tr
     # AND the truth lies in that range, give or take this VM's run-to-run noise (the two runs
     # are separate: a per-run speed can differ by a third)
     assert low / 1.5 <= truth["probe_time_s"] <= high * 1.5, (low, high, truth["probe_time_s"])
-    # AND the verbose line says it as a range, the report's line as one figure
-    assert " in all" in observer.detail(sampled) and "probe at most" in observer.line(sampled)
+    # AND the verbose line says it as a range, the report's line as one figure: at most its share
+    # of the run's time; on a busy machine, where the programs' time on all CPUs (every process's
+    # syscalls enter them) passes the run's own (2 %-189 % beside two CPU hogs), at least its floor
+    assert " in all" in observer.detail(sampled)
+    line = observer.line(sampled)
+    if estimate["probe_share_max"] > 1 and estimate["probe_share_min"] is not None:
+        assert "probe at least" in line and "busy machine" in line, line
+    else:
+        assert "probe at most" in line, line
 
 
 SIGNAL_PROBE = ('yes | head -1 >/dev/null; echo "yes: ${PIPESTATUS[0]}"; '
