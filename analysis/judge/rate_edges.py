@@ -63,11 +63,12 @@ class Edges:
     high_from: str
     preempted: int       # ns the thread waited for a CPU in [low, first] and [end, high]
     asleep: int          # ns it slept there
+    counted_end: int | None = None   # the end of the window the claim's figure was judged over, when not `end`
 
 
 def _candidate(verdict: Verdict, rows: pd.DataFrame | None) -> bool:
     value, kind = claimed(verdict.claim)
-    return (verdict.verdict == "disagrees" and verdict.claim.source == "spec" and kind in ("bytes", "ops")
+    return (verdict.verdict == "disagrees" and verdict.claim.source in ("spec", "dd") and kind in ("bytes", "ops")
             and bool(value) and verdict.ratio is not None and verdict.ratio < 1 and rows is not None
             and len(rows) == 1 and int(rows["threads"].iloc[0]) == 1 and verdict.window in dict(WINDOWS))
 
@@ -98,7 +99,7 @@ def _off(off, tid: int, low: int, high: int, state: int) -> int:
 
 
 def edges(row, window: str, calls: pd.DataFrame, lines: list, tgid: int, t0: int | None,
-          printed_ns: int | None, off, tid: int) -> Edges:
+          printed_ns: int | None, off, tid: int, own_line: bool = False) -> Edges:
     """The widest time the benchmark's clock could have run around the window's calls (module doc)."""
     end_col = dict(WINDOWS)[window]
     first = int(row["data_first_ns"])
@@ -120,7 +121,9 @@ def edges(row, window: str, calls: pd.DataFrame, lines: list, tgid: int, t0: int
             break
     mine = [ln.t_ns for ln in lines if ln.t_ns is not None and ln.pid in (None, tgid)]
     line_before = max((t for t in mine if t <= first), default=None)
-    line_after = min((t for t in mine if t >= end), default=None)
+    # own_line: the benchmark prints other lines before it reads its clock (dd's "records in"),
+    # so only the claim's own line bounds it
+    line_after = None if own_line else min((t for t in mine if t >= end), default=None)
     if printed_ns is not None and printed_ns >= end:
         line_after = printed_ns if line_after is None else min(line_after, printed_ns)
     lows = [(t, w) for t, w in ((low_call, f"the end of its {low_name} before"),
@@ -141,7 +144,8 @@ def judge(verdict: Verdict, rows: pd.DataFrame, got: Edges, tolerance: float, re
     if not value or not active or active != active:
         return
     inner = (got.end - got.first) / 1e9
-    amount = active * inner
+    # the bytes (or operations): the figure over the window it was judged on
+    amount = active * ((got.counted_end if got.counted_end is not None else got.end) - got.first) / 1e9
     lead, trail = (got.first - got.low) / 1e9, (got.high - got.end) / 1e9
     preempted_s = inner + got.preempted / 1e9
     widest_s = (got.high - got.low) / 1e9
@@ -195,6 +199,14 @@ def apply(verdicts: list[Verdict], rows_of: dict[int, pd.DataFrame], report, tra
         rows = several.per_operation(rows_of[id(verdict)], verdict.claim.extra.get("timed"))
         row = rows.iloc[0]
         tid = int(row["tid"])
-        got = edges(row, verdict.window, calls[tid], lines, int(row["tgid"]), report.t0, verdict.claim.printed_ns,
-                    off, tid)
+        # dd reads its clock after it closes its output and prints its "records in/out" lines
+        # (coreutils dd.c: finish_up, print_stats): its close is inside the clock, and only its own
+        # line bounds the clock's end
+        dd = verdict.claim.source == "dd"
+        window = "+close" if dd and row.get("close_end_ns", 0) > 0 else verdict.window
+        got = edges(row, window, calls[tid], lines, int(row["tgid"]), report.t0, verdict.claim.printed_ns,
+                    off, tid, own_line=dd)
+        if window != verdict.window:
+            got.counted_end = edges(row, verdict.window, calls[tid], lines, int(row["tgid"]), report.t0,
+                                    verdict.claim.printed_ns, off, tid).end
         judge(verdict, rows, got, tolerance, off is not None)

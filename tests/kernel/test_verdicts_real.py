@@ -336,8 +336,11 @@ def test_dd_without_fdatasync_times_the_writes(traced, workdir):
     trace = _dd(traced, workdir)
     # WHEN its claim is judged
     [v] = verdicts_of(trace)
-    # THEN the window is the writes alone, and dd's number (bytes over its seconds) agrees
-    assert v.window == "calls" and v.verdict == "agrees", v
+    # THEN the window is the writes alone, and dd's number (bytes over its seconds) agrees; on a
+    # busy machine dd may wait for a CPU between its clock reads and its calls, which the off-CPU
+    # records show (analysis/judge/rate_edges.py)
+    assert v.window == "calls", v
+    assert v.verdict == "agrees" or v.verdict == "explained" and v.reasons[0].startswith("preempted at the edge"), v
     assert v.claim.extra["bytes"] == 256 * MIB
 
 
