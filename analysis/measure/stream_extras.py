@@ -141,7 +141,8 @@ class Histograms:
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame, calls: report.Calls | None = None) -> None:
         if len(events):
-            self.counts += report.latency_bin_counts(self.phases, calls if calls is not None else report.Calls(events, a))
+            calls = calls if calls is not None else report.Calls(events, a)
+            self.counts += report.latency_bin_counts(self.phases, calls)
 
     def result(self) -> dict[int, list[int]]:
         return report.histogram_lists(self.phases, self.counts)
