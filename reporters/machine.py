@@ -68,10 +68,14 @@ def device_json(report, trace) -> dict:
 def to_json(report, trace, verdicts=None) -> str:
     phases = _records(report.phases)
     hist = histograms(report)
-    outliers = report.outliers.groupby("phase")
+    # the outliers made records once, then dealt to their phases in their order (a frame's
+    # records per phase cost ~3 ms each: 0.9 s for the 292 phases of a 10 M-event trace)
+    outliers: dict = {}
+    for record in _records(report.outliers):
+        outliers.setdefault(record["phase"], []).append(record)
     for p in phases:
         p["latency_histogram_us"] = {"bins": LATENCY_BINS_US, "counts": hist[p["phase"]]}
-        p["outliers"] = _records(outliers.get_group(p["phase"])) if p["phase"] in outliers.groups else []
+        p["outliers"] = outliers.get(p["phase"], [])
     doc = {
         "schema_version": SCHEMA_VERSION,
         "trace": trace.meta.get("path"), "command": trace.meta.get("command"), "benchmark": report.benchmark,

@@ -34,10 +34,10 @@ class GroupTable:
         self.limit = groups.stonewall_limits(self.multi) if len(self.multi) else np.empty(0, np.int64)
         self.done = np.zeros(len(self.limit))
 
-    def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
+    def add(self, events: pd.DataFrame, a: pd.DataFrame, calls: report.Calls | None = None) -> None:
         if not len(self.multi) or not len(events):
             return
-        calls = report.Calls(events, a)
+        calls = calls if calls is not None else report.Calls(events, a)
         groups.add_done(self.done, self.limit, calls.data, calls.phase, calls.end_ns, calls.ret)
 
     def result(self) -> pd.DataFrame:
@@ -73,8 +73,8 @@ class Outliers:
         # them. Not the phase's 99th percentile: the report's pass can come before it
         self._floor = np.full(int(table["phase"].max()) + 1 if len(table) else 1, -1, dtype=np.int64)
 
-    def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
-        calls = report.Calls(events, a)
+    def add(self, events: pd.DataFrame, a: pd.DataFrame, calls: report.Calls | None = None) -> None:
+        calls = calls if calls is not None else report.Calls(events, a)
         counted = np.flatnonzero(calls.data & (calls.phase > 0) & (calls.phase < len(self._floor)))
         rows = counted[calls.latency_ns[counted] > self._floor[calls.phase[counted]]]
         rows = rows[_slowest_of_block(calls.phase[rows], calls.latency_ns[rows], self.per_phase)]
@@ -139,9 +139,10 @@ class Histograms:
         self.phases = table["phase"].to_numpy()
         self.counts = np.zeros((len(self.phases), len(report.LATENCY_BINS_US) - 1), dtype=np.int64)
 
-    def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
+    def add(self, events: pd.DataFrame, a: pd.DataFrame, calls: report.Calls | None = None) -> None:
         if len(events):
-            self.counts += report.latency_bin_counts(self.phases, report.Calls(events, a))
+            calls = calls if calls is not None else report.Calls(events, a)
+            self.counts += report.latency_bin_counts(self.phases, calls)
 
     def result(self) -> dict[int, list[int]]:
         return report.histogram_lists(self.phases, self.counts)
@@ -167,7 +168,7 @@ class Stretches:
         self._gathered: list[pd.DataFrame] = []
         self._gathered_rows, self._gather_rows = 0, gather_rows
 
-    def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
+    def add(self, events: pd.DataFrame, a: pd.DataFrame, calls: report.Calls | None = None) -> None:
         if not len(events):
             return
         start = int(events["start_ns"].min())
@@ -217,9 +218,11 @@ class Extras:
         self._parts = {"groups": GroupTable(table), "outliers": Outliers(table, per_phase, **gather),
                        "histograms": Histograms(table), "stretches": Stretches(**gather)}
 
-    def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
+    def add(self, events: pd.DataFrame, a: pd.DataFrame, calls: report.Calls | None = None) -> None:
+        # one Calls for the four: each array it gives (the data calls' mask above all) made once a block
+        calls = calls if calls is not None else report.Calls(events, a)
         for part in self._parts.values():
-            part.add(events, a)
+            part.add(events, a, calls)
 
     def finish(self) -> Extras:
         for name, part in self._parts.items():

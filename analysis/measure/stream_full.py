@@ -122,8 +122,9 @@ class _Gathered:
         return self
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
-        self.extras.add(events, a)
+        calls = report.Calls(events, a)   # shared: its arrays made once a block
+        self.extras.add(events, a, calls)
         self.facts.add(events, a)
         self.evidence.add(events, a)
         if self.extents_of_calls is not None:
-            self.extents_of_calls.add(report.Calls(events, a))
+            self.extents_of_calls.add(calls)

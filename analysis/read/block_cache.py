@@ -10,17 +10,19 @@ the percentiles' passes, the extras), and each pass decoded the file again: zstd
 planes, the time-order merge, the naming of syscalls, devices and paths; about a second of
 CPU per 10 M events and pass. The first whole pass now keeps the frames it gives, compact,
 until they fill the budget: each integer column as its offset from the block's least value
-in the narrowest unsigned type that holds the block's range, end_ns as start_ns + latency_ns,
-a categorical as its codes (35 bytes an event of report_10m.py's synthetic IOzone trace,
-against 83 in the frame), and the state of the merge after the last one kept (`resume`: the
-next block of the file and the records held back). A later pass gives the kept frames, made
+in the narrowest unsigned type that holds the block's range, a column of one value as that
+value, times in order (start_ns) as their steps (4 bytes), end_ns as start_ns + latency_ns,
+a categorical as its codes (28 bytes an event of report_10m.py's synthetic IOzone trace,
+against 83 in the frame; 35 before the steps and the one-value columns), and the state of
+the merge after the last one kept (`resume`: the next block of the file and the records held
+back). A later pass gives the kept frames, made
 again (fresh arrays: what a caller changes in its block never reaches the next pass), then
 decodes from there: a trace that fits is decoded once; a larger one is decoded again only
 past the budget. The figures are the same either way (the frames are equal to those the
 decoding gives: tests/unit/test_block_cache.py holds a trace larger than the budget to the
 same bytes).
 
-Memory: at most BUDGET_BYTES (default 160 MiB: about 4.8 M events of that trace) on top of
+Memory: at most BUDGET_BYTES (default 160 MiB: about 6 M events of that trace) on top of
 what a pass holds; a report of 10 M events peaks below 1 GiB with it (docs/performance.md).
 """
 
@@ -138,8 +140,18 @@ def _compact(frame: pd.DataFrame):
             plans.append((name, "end", dtype))
             continue
         if dtype.kind in "iu" and len(values):
-            low = int(values.min())
-            width = next((w for top, w in _WIDTHS if int(values.max()) - low < top), None)
+            low, high = int(values.min()), int(values.max())
+            if low == high:   # one value in the block (a process, a device, a record size): none kept
+                plans.append((name, "constant", (dtype, dtype.type(low))))
+                continue
+            if dtype == np.uint64 and values[0] == low and values[-1] == high and len(values) < 1 << 32:
+                steps = np.diff(values)   # wraps below zero: a block out of order is caught next
+                if int(steps.max()) < 1 << 32 and np.all(values[1:] >= values[:-1]):
+                    # times in order (start_ns): each as its step from the one before, 4 bytes
+                    plans.append((name, "steps", (dtype, dtype.type(low))))
+                    arrays.append(steps.astype(np.uint32))
+                    continue
+            width = next((w for top, w in _WIDTHS if high - low < top), None)
             if width is not None and np.dtype(width).itemsize < dtype.itemsize:
                 narrow = np.subtract(values, dtype.type(low), dtype=dtype).astype(width)
                 plans.append((name, "offset", (dtype, dtype.type(low))))
@@ -166,6 +178,16 @@ def _restored(plans: list, arrays: list, index: pd.RangeIndex) -> pd.DataFrame:
             dtype, low = extra
             out = np.empty(len(index), dtype)
             np.add(next(stored), low, out=out, dtype=dtype, casting="unsafe")
+            columns[name] = out
+        elif how == "constant":
+            dtype, value = extra
+            columns[name] = np.full(len(index), value, dtype)
+        elif how == "steps":
+            dtype, first = extra
+            out = np.empty(len(index), dtype)
+            out[0] = first
+            np.cumsum(next(stored), dtype=dtype, out=out[1:])
+            out[1:] += first
             columns[name] = out
         else:
             columns[name] = next(stored).copy()
