@@ -322,12 +322,13 @@ def test_each_stretch_shows_the_time_inside_its_calls_against_the_programs_own_c
         # call (rounding: 3 digits). The bracket is an upper bound only: the program's clock also
         # holds the calls' entry and exit and, on a busy machine, the wait for a CPU after a call
         # returns, which is no time inside it and has no bound (5.5x the calls' time in one run
-        # with two CPU hogs): below, the calls took some time, which is all the program can say
+        # with two CPU hogs): below, calls of a kind the stretch made took some time, which is all
+        # the program can say
         for name, key in (("in calls", "in_calls_ns"), ("writes", "writes_ns"), ("sync", "sync_ns"),
                           ("reads", "reads_ns"), ("open to close", "open_to_close_ns")):
             ours, theirs = row[name], truth[key] / 1e9
             assert ours <= theirs * 1.01 + 1e-5, (name, ours, theirs)
-            assert ours > 0, (name, ours, theirs)
+            assert ours > 0 or truth[key] == 0, (name, ours, theirs)
         # AND its kinds add up to its time in calls
         parts = row["reads"] + row["writes"] + row["sync"] + row["other"]
         assert parts == pytest.approx(row["in calls"], rel=0.01, abs=2e-5)
