@@ -31,13 +31,19 @@ def test_dd_under_a_shells_c_is_judged_as_dd(shell, exec_, traced, workdir):
     # WHEN its claim is judged as `check` does
     source, claims = judged.claims_of(trace, None)
     [verdict] = judged.judge(trace, source, claims)
-    # THEN it is dd's write, its clock up to the end of the fdatasync, and it agrees
+    # THEN it is dd's write, its clock up to the end of the fdatasync, and it agrees; beside two
+    # CPU hogs its 64 calls (about 80 ms) can be preempted past 5 %, and a phase that short is
+    # then CANNOT JUDGE "too short to tell why" (one run of dash at 0.91x): judged as dd, never
+    # DISAGREES, never "no phase matches" as before the shell was read
     assert source == "dd" and verdict.claim.test == "dd write", verdict.claim
-    assert verdict.window == "+fsync" and verdict.verdict == "agrees", (verdict.window, verdict.reasons)
+    assert verdict.window == "+fsync" and verdict.verdict != "disagrees", (verdict.window, verdict.reasons)
+    assert verdict.verdict == "agrees" or verdict.reasons[0].endswith("too short to tell why") \
+        or verdict.reasons[0].startswith("preempted at the edge"), verdict.reasons
     assert verdict.claim.extra["bytes"] == COUNT * MIB
-    # AND `check` says so and exits 0
+    # AND `check` says the same of dd's write
     proc = iowitness("check", trace.meta["path"], check=False)
-    assert proc.returncode == 0 and "AGREES" in proc.stdout and "dd write" in proc.stdout, (proc.stdout, proc.stderr)
+    assert "dd write" in proc.stdout and "no phase" not in proc.stdout, (proc.stdout, proc.stderr)
+    assert (proc.returncode == 0) == proc.stdout.startswith(("AGREES", "EXPLAINED")), (proc.stdout, proc.stderr)
 
 
 def test_dd_in_a_pipeline_is_not_read_from_the_shell_and_says_so_in_one_line(traced, workdir):
