@@ -214,19 +214,23 @@ def kernel_window(trace_path: Path) -> tuple[float, float] | None:
     return None
 
 
+def hold(floor, slot: float) -> tuple[float, float]:
+    """A floor's programs attached for `slot` seconds: the stretch they were on for."""
+    floor.start()
+    try:
+        began = time.monotonic()
+        time.sleep(slot)
+        return began, time.monotonic()
+    finally:
+        floor.stop()
+
+
 def run_slot(observer: str, pid: int, files: list[str], slot: float, out: Path) -> tuple[float, float] | None:
     """Switch the observer on for about `slot` seconds; the stretch it was on for."""
     if observer in SLOT_RUNNERS:
         return SLOT_RUNNERS[observer](pid, files, slot, out)
     if observer in ("floor", "timing-floor"):
-        floor = Floor() if observer == "floor" else TimingFloor()
-        floor.start()
-        try:
-            began = time.monotonic()
-            time.sleep(slot)
-            return began, time.monotonic()
-        finally:
-            floor.stop()
+        return hold(Floor() if observer == "floor" else TimingFloor(), slot)
     trace = out / "slot.iwt"
     options = Iowitness(summary=observer == "iowitness-summary",
                         probe="compat" if observer == "iowitness-compat" else None).options(files)

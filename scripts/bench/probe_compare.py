@@ -71,7 +71,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,14 +109,7 @@ class TimingFloorAsync(Floor):
 
 def floor_slot(pid: int, files: list[str], slot: float, out: Path) -> tuple[float, float]:
     """interleaved.py's stretch of the async timing floor: on for `slot` seconds."""
-    floor = TimingFloorAsync()
-    floor.start()
-    try:
-        began = time.monotonic()
-        time.sleep(slot)
-        return began, time.monotonic()
-    finally:
-        floor.stop()
+    return interleaved.hold(TimingFloorAsync(), slot)
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
 
 
