@@ -86,7 +86,11 @@ def _claim(m: re.Match, line: str, records: dict, progress: int, index: int) -> 
         extra={"bytes": nbytes, "seconds": seconds,
                "printed_bytes_per_s": None if infinite else rate * BYTE_UNITS[m.group("unit")],
                "records_in": records.get("in"), "records_out": records.get("out"),
-               "progress_lines": progress})
+               "progress_lines": progress,
+               # its clock starts after its output's open and stops after it printed "records
+               # in/out" (coreutils dd.c: finish_up, print_stats): the close is inside it and only
+               # its own line bounds its end (judge/rate_edges.py)
+               "clock_edges": {"window": "+close", "own_line": True}})
 
 
 def parse_command(argv: list[str]) -> dict:

@@ -28,9 +28,9 @@ words room_bound.py and return_wait.py use for the latency and the busy cases:
                 with the sleeps left in (only a clock that ran on while its thread slept)
   DISAGREES     below all of it (the tolerance allowed): no clock between those edges gives it
 
-dd's figure is held the same way (coreutils dd.c: its clock starts after its output's open and
-stops after it has printed "records in/out", so its close is inside the clock and only its own
-line bounds the end): a 256 MiB write whose thread waited 20.9 ms for a CPU printed 0.929x of
+dd's figure is held the same way, as its module says in its claim's extra clock_edges
+(coreutils dd.c: its clock starts after its output's open and stops after it has printed
+"records in/out", so its close is inside the clock and only its own line bounds the end): a 256 MiB write whose thread waited 20.9 ms for a CPU printed 0.929x of
 its calls' rate (tests/unit/test_rate_edges_dd.py, on that run's trace).
 
 An edge the trace does not close (no call of the thread and no output line on that side) is
@@ -73,7 +73,8 @@ class Edges:
 
 def _candidate(verdict: Verdict, rows: pd.DataFrame | None) -> bool:
     value, kind = claimed(verdict.claim)
-    return (verdict.verdict == "disagrees" and verdict.claim.source in ("spec", "dd") and kind in ("bytes", "ops")
+    said = verdict.claim.source == "spec" or "clock_edges" in verdict.claim.extra
+    return (verdict.verdict == "disagrees" and said and kind in ("bytes", "ops")
             and bool(value) and verdict.ratio is not None and verdict.ratio < 1 and rows is not None
             and len(rows) == 1 and int(rows["threads"].iloc[0]) == 1 and verdict.window in dict(WINDOWS))
 
@@ -204,13 +205,11 @@ def apply(verdicts: list[Verdict], rows_of: dict[int, pd.DataFrame], report, tra
         rows = several.per_operation(rows_of[id(verdict)], verdict.claim.extra.get("timed"))
         row = rows.iloc[0]
         tid = int(row["tid"])
-        # dd reads its clock after it closes its output and prints its "records in/out" lines
-        # (coreutils dd.c: finish_up, print_stats): its close is inside the clock, and only its own
-        # line bounds the clock's end
-        dd = verdict.claim.source == "dd"
-        window = "+close" if dd and row.get("close_end_ns", 0) > 0 else verdict.window
+        # a benchmark module may say where its clock sits around its calls (dd's: extra clock_edges)
+        said = verdict.claim.extra.get("clock_edges") or {}
+        window = said.get("window", verdict.window) if row.get("close_end_ns", 0) > 0 else verdict.window
         got = edges(row, window, calls[tid], lines, int(row["tgid"]), report.t0, verdict.claim.printed_ns,
-                    off, tid, own_line=dd)
+                    off, tid, own_line=bool(said.get("own_line")))
         if window != verdict.window:
             got.counted_end = edges(row, verdict.window, calls[tid], lines, int(row["tgid"]), report.t0,
                                     verdict.claim.printed_ns, off, tid).end
