@@ -30,8 +30,9 @@ words room_bound.py and return_wait.py use for the latency and the busy cases:
 
 dd's figure is held the same way, as its module says in its claim's extra clock_edges
 (coreutils dd.c: its clock starts after its output's open and stops after it has printed
-"records in/out", so its close is inside the clock and only its own line bounds the end): a 256 MiB write whose thread waited 20.9 ms for a CPU printed 0.929x of
-its calls' rate (tests/unit/test_rate_edges_dd.py, on that run's trace).
+"records in/out", so its close is inside the clock and only its own line bounds the end): a
+256 MiB write whose thread waited 20.9 ms for a CPU printed 0.929x of its calls' rate
+(tests/unit/test_rate_edges_dd.py, on that run's trace).
 
 An edge the trace does not close (no call of the thread and no output line on that side) is
 taken at the trace's start, or left at the calls' edge at the end: a figure only that could
