@@ -175,9 +175,10 @@ class BpfObject:
             raise CannotTrace(f"BPF map {name} has no fd: {_why(fd)}")
         return Map(name, fd)
 
-    def attach_all(self, first: tuple[str, ...] = ()) -> list[str]:
+    def attach_all(self, first: tuple[str, ...] = (), never: tuple[str, ...] = ()) -> list[str]:
         """Attach every loaded program: those named in `first` before the others, in that
-        order (a program that keeps state the others rely on must see everything they see)."""
+        order (a program that keeps state the others rely on must see everything they see);
+        those named in `never` stay loaded and unattached (another program tail-calls them)."""
         programs, prog = [], None
         while True:
             prog = lib().bpf_object__next_program(self._obj, prog)
@@ -188,7 +189,7 @@ class BpfObject:
         programs.sort(key=lambda p: rank.get(p[0], len(rank)))
         names = []
         for name, prog in programs:
-            if not lib().bpf_program__autoload(prog):
+            if not lib().bpf_program__autoload(prog) or name in never:
                 continue
             link = lib().bpf_program__attach(prog)
             if not link:

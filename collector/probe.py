@@ -32,6 +32,8 @@ DEFAULT_MAX_FILES = 1 << 18       # target files over the whole run (files never
 DEFAULT_MAX_PROCESSES = 1 << 16   # processes of the set alive at once (they leave it at exit)
 MAX_SET_ENTRIES = 1 << 24         # the largest either set may be asked to be (256 MiB of buckets)
 DEFAULT_MAX_DEVICES = 4096
+# programs only on_sys_exit reaches, by a tail call (probes/iowitness.bpf.c): loaded, not attached
+TAIL_CALLED = ("on_aio_exit",)
 
 
 @dataclass
@@ -225,7 +227,7 @@ class Probe:
         # sched_switch first: a call that blocks while sys_enter is attached keeps its entry
         # stamp across the switch only once on_sched_switch runs (an io_getevents of a
         # running fio, say, would otherwise lose its requests as not followed)
-        programs = self._obj.attach_all(first=("on_sched_switch",))
+        programs = self._obj.attach_all(first=("on_sched_switch",), never=TAIL_CALLED)
         self.attached = True
         for hook in self.on_attached:
             hook()

@@ -335,12 +335,16 @@ static __always_inline void aio_send_done(__u32 tgid, struct aio_request *req, _
 /* slots of mm->ioctx_table looked at: it starts at 4 and grows 4-fold as contexts are added */
 #define AIO_TABLE_SLOTS 16
 
-/* The struct kioctx of a process's aio context `ctx` (the ring's user address), 0 if not
- * found: the table's slots compared with it, as lookup_ioctx does after reading the slot's
- * index from the ring's header. That header is user memory, which a probe cannot fault in
- * (the kernel moves the ring's pages, and a read of one in flight fails). */
-static __always_inline __u64 aio_kernel_context(struct task_struct *task, __u64 ctx)
+/* The struct kioctx of the current process's aio context `ctx` (the ring's user address), 0
+ * if not found: the table's slots compared with it, as lookup_ioctx does after reading the
+ * slot's index from the ring's header. That header is user memory, which a probe cannot fault
+ * in (the kernel moves the ring's pages, and a read of one in flight fails).
+ * A global function, so the verifier checks it once on its own: inlined into io_submit's
+ * bpf_loop callback, its loop multiplied the callback's states past the verifier's 1,000,000
+ * instructions on Linux 6.18.44 (the probe did not load there). */
+__noinline __u64 aio_kernel_context(__u64 ctx)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct kioctx_table *table = BPF_CORE_READ(task, mm, ioctx_table);
 	__u64 slots;
 	__u32 nr;
@@ -482,14 +486,20 @@ struct aio_submit_walk {
 	__u32 pad0;
 };
 
-/* One iocb io_submit accepted: into the in-flight map if it is a target request. */
-static long aio_submit_one(__u32 i, void *data)
+/* One iocb io_submit accepted: into the in-flight map if it is a target request.
+ * A global function, verified once on its own: as the body of the bpf_loop callback, its
+ * branches times the callback's iterations took the verifier past 1,000,000 instructions on
+ * Linux 6.18.44 (the probe did not load there). */
+__noinline long aio_submit_request(__u32 i, struct aio_submit_walk *w)
 {
-	struct aio_submit_walk *w = data;
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct aio_key key = { .tgid = w->tgid };
+	struct aio_key key = {};
 	struct aio_request req = {}, *old;
 	struct iocb iocb;
+
+	if (!w)
+		return 1;
+	key.tgid = w->tgid;
 
 	if (bpf_probe_read_user(&key.iocb, sizeof(key.iocb), (void *)(w->iocbpp + i * sizeof(__u64))) ||
 	    bpf_probe_read_user(&iocb, sizeof(iocb), (void *)key.iocb)) {
@@ -513,7 +523,7 @@ static long aio_submit_one(__u32 i, void *data)
 	}
 	if (req.direct && !w->kctx_looked) {
 		/* buffered requests complete inside io_submit: only direct ones need it */
-		w->kctx = aio_kernel_context(task, w->ctx);
+		w->kctx = aio_kernel_context(w->ctx);
 		w->kctx_looked = 1;
 	}
 	req.submit_ns = w->start_ts;
@@ -558,6 +568,11 @@ static long aio_submit_one(__u32 i, void *data)
 	return 0;
 }
 
+static long aio_submit_one(__u32 i, void *data)
+{
+	return aio_submit_request(i, data) ? 1 : 0;
+}
+
 struct aio_reap_walk {
 	__u64 events;      /* io_getevents' ARG4: user array of struct io_event */
 	__u64 ctx;
@@ -582,16 +597,20 @@ static __always_inline void aio_reaped(struct aio_key *key, struct aio_request *
 	bpf_map_delete_elem(&aio_inflight, key);
 }
 
-/* One event io_getevents reaped: the record of its request. */
-static long aio_reap_one(__u32 i, void *data)
+/* One event io_getevents reaped: the record of its request. A global function, verified once
+ * on its own, as aio_submit_request is. */
+__noinline long aio_reap_request(__u32 i, struct aio_reap_walk *w)
 {
-	struct aio_reap_walk *w = data;
-	struct aio_key key = { .tgid = w->tgid };
+	struct aio_key key = {};
 	struct aio_request *req, early = {};
 	struct task_struct *task;
 	struct aio_context *c;
 	struct io_event ev;
 	struct iocb iocb;
+
+	if (!w)
+		return 1;
+	key.tgid = w->tgid;
 
 	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(w->events + i * sizeof(ev)))) {
 		count_lost(IOW_LOST_REQUESTS);
@@ -631,6 +650,11 @@ static long aio_reap_one(__u32 i, void *data)
 	else if (!req)
 		count_lost(IOW_LOST_REQUESTS);
 	return 0;
+}
+
+static long aio_reap_one(__u32 i, void *data)
+{
+	return aio_reap_request(i, data) ? 1 : 0;
 }
 
 /* io_submit or io_getevents (slot: IOW_ASYNC_*) of a traced thread has returned */

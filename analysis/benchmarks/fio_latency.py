@@ -14,8 +14,8 @@ What fio times, and what the trace can see of it (fio HOWTO, "Interpreting the o
 
 The trace times a request from the kernel's submission (inside the submitting call) to the
 kernel's completion. So for a synchronous engine each clat statistic is judged against the
-same statistic of the calls (above it but within the time from each call to the next: fio's
-clock took in time outside the call, explained); for an asynchronous one the trace's figure
+same statistic of the calls (above it but within the time from the call before to the call after:
+fio's clock took in time outside the call, explained); for an asynchronous one the trace's figure
 agrees when it lies between fio's clat figure and its lat figure, is explained when fio's
 are above it (fio reaps a completion after the kernel makes it, a wait the trace cannot see),
 and disagrees when fio's are below it (for a percentile, which fio gives for clat only unless
@@ -32,6 +32,8 @@ within their band ...".
 from __future__ import annotations
 
 import re
+
+import numpy as np
 
 from iowitness.analysis.benchmarks import fio_ramp
 from iowitness.analysis.judge import latency
@@ -178,15 +180,19 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     verdict.ratio = clat["mean"] / verdict.figures["mean of each request"]
     off, unexplained = [], []
     names = [n for n in clat if n != "N"]
-    # each call's start to its thread's next one's: the most fio's clock around one call can
-    # take in (fio preempted between its clock read and the call, on a busy machine)
-    # asked for only when a statistic is above the calls' band: a streamed report reads the
-    # trace once more for them
+    # the most fio's clock around one call can take in (fio preempted between its clock read and
+    # the call, on a busy machine): from its thread's previous call's end to its next one's start,
+    # since fio reads its clock after the one and before the other. A thread's first and last
+    # calls have no such edge on one side: there, the call's start to the next one's (or its own
+    # end), which leaves out a preemption before the first call. Asked for only when a statistic
+    # is above the calls' band: a streamed report reads the trace once more for them
     gaps = []
 
     def gaps_band(statistic):
         if not gaps:
-            gaps.append(report.evidence.operations(verdict.phases, "interval", claim.direction)[skipped:])
+            room = report.evidence.operations(verdict.phases, "room", claim.direction)[skipped:]
+            interval = report.evidence.operations(verdict.phases, "interval", claim.direction)[skipped:]
+            gaps.append(np.where(np.isinf(room), interval, room))
         return latency.band(gaps[0], statistic, tolerance)[1]
     for name in names:
         statistic = latency.statistic_name(name) or name
@@ -219,8 +225,9 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     if off and not unexplained:
         verdict.verdict = "explained"
         verdict.reasons.insert(0, f"fio's clock took in time outside the calls: {', '.join(off)}, each within what "
-                                  "the time from one call's start to the next one's allows (fio preempted, or at "
-                                  "its own work, between its clock read and the call)" if synchronous else
+                                  "the time from the previous call's end to the next one's start allows (fio "
+                                  "preempted, or at its own work, between its clock read and the call)"
+                                  if synchronous else
                                   f"fio reaped completions after the kernel made them: {', '.join(off)}, each above "
                                   f"the kernel's figure; fio counts a request done when it reaps it ({engine}'s "
                                   "completion queue), the kernel when it completes it, and the wait between them "
