@@ -217,6 +217,22 @@ class BpfObject:
                 "run_time_ns": field(_RUN_TIME_AT), "run_cnt": field(_RUN_CNT_AT),
                 "recursion_misses": field(_RECURSION_MISSES_AT)}
 
+    def verified_instructions(self) -> dict[str, int]:
+        """Per loaded program, the instructions the kernel's verifier walked to accept it (its
+        limit is 1,000,000; Linux 5.16 and later, 0 before): how far a program is from a
+        verifier that prunes less refusing it."""
+        counts, prog = {}, None
+        while True:
+            prog = lib().bpf_object__next_program(self._obj, prog)
+            if not prog:
+                return counts
+            if lib().bpf_program__fd(prog) < 0:
+                continue
+            info = _c.create_string_buffer(_PROG_INFO_SIZE)
+            size = _c.c_uint32(_PROG_INFO_SIZE)
+            if lib().bpf_obj_get_info_by_fd(lib().bpf_program__fd(prog), info, _c.byref(size)) == 0:
+                counts[lib().bpf_program__name(prog).decode()] = _c.c_uint32.from_buffer(info, _VERIFIED_AT).value
+
     def close(self) -> None:
         for link in self._links:
             lib().bpf_link__destroy(link)
@@ -227,9 +243,10 @@ class BpfObject:
 
 
 # struct bpf_prog_info (include/uapi/linux/bpf.h, a stable ABI): run_time_ns and run_cnt
-# sit at these offsets since Linux 5.1, recursion_misses since 5.12 (an older kernel leaves it
-# 0); the kernel fills what fits in the size we pass
-_RUN_TIME_AT, _RUN_CNT_AT, _RECURSION_MISSES_AT, _PROG_INFO_SIZE = 192, 200, 208, 216
+# sit at these offsets since Linux 5.1, recursion_misses since 5.12, verified_insns (a __u32)
+# since 5.16 (an older kernel leaves them 0); the kernel fills what fits in the size we pass
+_RUN_TIME_AT, _RUN_CNT_AT, _RECURSION_MISSES_AT, _VERIFIED_AT, _PROG_INFO_SIZE = 192, 200, 208, 216, 224
+VERIFIER_LIMIT = 1_000_000   # instructions the kernel's verifier walks before it refuses a program
 _BPF_STATS_RUN_TIME = 0
 
 

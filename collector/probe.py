@@ -274,6 +274,10 @@ class Probe:
                 "run_cnt": sum(p["run_cnt"] for p in programs.values()),
                 "programs": programs}
 
+    def verified_instructions(self) -> dict[str, int]:
+        """Per program, the instructions the verifier walked to load it (collector/libbpf.py)."""
+        return self._obj.verified_instructions()
+
     def summary_records(self) -> np.ndarray:
         """--summary: the kernel's aggregates now, one row per key, the CPUs added up."""
         return aggregates.combine(self._summary_slots, self._summary, self._cpus)

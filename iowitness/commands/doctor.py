@@ -30,11 +30,23 @@ def _load_probe() -> preflight.Check:
         probe = Probe(ProbeConfig(file_set=FileSet(), ring_bytes=1 << 20))
         try:
             programs = probe.attach()
+            verified = probe.verified_instructions()
         finally:
             probe.close()
     except IowitnessError as exc:
         return preflight.Check("load and attach", False, str(exc))
-    return preflight.Check("load and attach", True, f"attached {', '.join(programs)}")
+    return preflight.Check("load and attach", True, f"attached {', '.join(programs)}{_verifier_margin(verified)}")
+
+
+def _verifier_margin(verified: dict[str, int]) -> str:
+    """The program the kernel's verifier worked hardest on, against its limit: a kernel whose
+    verifier prunes less can refuse a program that another kernel loads."""
+    from iowitness.collector.libbpf import VERIFIER_LIMIT
+
+    if not verified or not max(verified.values()):
+        return ""
+    name = max(verified, key=lambda n: verified[n])
+    return f"; the verifier's most work: {name}, {verified[name]:,} of its {VERIFIER_LIMIT:,} instructions"
 
 
 def bpftrace_line(compiled_loads: bool) -> str:
