@@ -30,6 +30,7 @@ HELPERS = {
     3: ("map_delete_elem", (3, 19), "[bcc] d0003ec01c66"),
     5: ("ktime_get_ns", (4, 1), "[bcc] d9847d310ab4"),
     8: ("get_smp_processor_id", (4, 1), "[bcc] c04167ce2ca0"),
+    12: ("tail_call", (4, 2), "[bcc] 04fd61ab36ec"),
     14: ("get_current_pid_tgid", (4, 2), "[bcc] ffeedafbf023"),
     16: ("get_current_comm", (4, 2), "[bcc] ffeedafbf023"),
     35: ("get_current_task", (4, 8), "[bcc] 606274c5abd8"),
@@ -61,6 +62,7 @@ KFUNCS = {
 MAP_TYPES = {
     1: ("HASH", (3, 19), "[doc] map_hash.rst; [bcc] 0f8e4bd8a1fc"),
     2: ("ARRAY", (3, 19), "[doc] map_array.rst; [bcc] 28fbcfa08d8e"),
+    3: ("PROG_ARRAY", (4, 2), "[bcc] 04fd61ab36ec (tail calls, same commit)"),
     6: ("PERCPU_ARRAY", (4, 6), "[doc] map_array.rst; [bcc] a10423b87a7e"),
     9: ("LRU_HASH", (4, 10), "[doc] map_hash.rst; [bcc] LRU hash 29ba732acbee"),
     27: ("RINGBUF", (5, 8), "[bcc] ring buffer 457f44363a88; Documentation/bpf/ringbuf.rst"),
