@@ -4,8 +4,9 @@ and set the replay against the original: wall times, the calls' spans, and peak 
 The original: scripts/bench/pread_loop.c (1-byte preads of a cached file, as fast as one thread
 makes them) for --seconds under `iowitness run`; or, with --workload, a benchmark issue 31 names
 (fio psync 4 KiB random reads of 32 MiB, IOzone -i0 -i1 -i2 of 32 MiB), recorded afresh before each
-of --pairs replays, and the ratio replay / original of the commands' wall times and of the calls'
-spans said per pair and as median and range. Then, each in a fresh process:
+of --pairs replays, and the ratio replay / original of the commands' wall times, of their CPU
+(every process of each: a loaded machine moves it less than the wall) and of the calls' spans
+said per pair and as median and range. Then, each in a fresh process:
   - the streamed plan build alone (replay/stream_plan.py, as `iowitness replay` runs it for the
     native player): wall, CPU and peak RSS;
   - the in-memory build (replay/plan.py) for comparison, unless --no-inmemory;
@@ -116,12 +117,11 @@ def pairs(args) -> None:
             rep = measured([*IOWITNESS, "replay", "-q", orig, "--into", into, "--timing", timing, "-o", rep_trace],
                            cwd=ROOT)
             r = span(rep_trace)
-            wall, calls = rep["wall_s"] / rec["wall_s"], r["span_s"] / o["span_s"]
-            ratios.setdefault(timing, {"wall": [], "span": []})
-            ratios[timing]["wall"].append(wall)
-            ratios[timing]["span"].append(calls)
+            wall, calls, cpu = rep["wall_s"] / rec["wall_s"], r["span_s"] / o["span_s"], rep["cpu_s"] / rec["cpu_s"]
+            for what, ratio in (("wall", wall), ("span", calls), ("CPU", cpu)):
+                ratios.setdefault(timing, {}).setdefault(what, []).append(ratio)
             print(f"  replay --timing {timing}: wall {rep['wall_s']:.2f} s ({wall:.2f} x the original's), CPU "
-                  f"{rep['cpu_s']:.2f} s, {r['events']:,} events (lost {r['lost']:,}), calls' span "
+                  f"{rep['cpu_s']:.2f} s ({cpu:.2f} x), {r['events']:,} events (lost {r['lost']:,}), calls' span "
                   f"{r['span_s']:.3f} s ({calls:.2f} x)", flush=True)
             shutil.rmtree(into, ignore_errors=True)
     for timing, by in ratios.items():
