@@ -992,52 +992,100 @@ def _carry(st: _FileState, calls, cls, seq, end, theirs, cut: int) -> None:
 
 
 def build_apart(path: str, out: str) -> NativePlan:
-    """build_native in a process of its own (`python -m iowitness.replay.stream_plan`): the build's
-    windows are given back to the system with its process, not kept in this one's heap for the
-    recording that follows. Its one-line errors are raised here as they were raised there."""
-    import subprocess
+    """build_native in a process of its own (start_apart): the build's windows are given back to
+    the system with its process, not kept in this one's heap for the recording that follows. Its
+    one-line errors are raised here as they were raised there."""
+    return start_apart(path, out, follow=False).finish()
+
+
+def follow_apart(path: str, out: str) -> tuple[NativePlan, typing.Callable[[], NativePlan]]:
+    """build_native followed (`announce`), in a process of its own (start_apart): returns once the
+    file table is known, with the plan so far and a function that waits for the build's end and
+    gives the plan (its waits counted), or raises the build's one-line error. The player follows
+    the plan (replay/player.c --follow) while the rest is written. A plan that is not followed
+    (requests: build_native) is returned when it is whole, its `followed` false."""
+    build = start_apart(path, out, follow=True)
+    return build.announced(), build.finish
+
+
+class Build:
+    """A build going on in a process of its own (start_apart): its JSON lines (`said`), its stderr
+    kept in `err`."""
+
+    def __init__(self, path: str, pid: int, said: typing.IO[str], err: typing.IO[str]):
+        self.path, self.pid, self.said, self.err = path, pid, said, err
+        self.first = ""   # the line announced() read already
+        self.ended = False   # the process waited for
+
+    def announced(self) -> NativePlan:
+        """The plan once its file table is known (followed), or whole (not followed: a timed
+        replay, a plan with requests); the build's error raised."""
+        self.first = self.said.readline()
+        said = json.loads(self.first) if self.first.strip() else {}
+        if "error" in said or not self.first.strip():
+            self.finish()   # raises the build's error
+        return _said(self.first)
+
+    def finish(self) -> NativePlan:
+        """The whole plan once built (its waits counted), or the build's error raised."""
+        rest = self.said.read()
+        status = self._reaped()
+        self.err.seek(0)
+        stderr = self.err.read()
+        self.err.close()
+        lines = (self.first + rest).strip().splitlines()
+        if os.waitstatus_to_exitcode(status) != 0 or not lines:
+            _failed(self.path, stderr)
+        return _said(lines[-1])
+
+    def stop(self) -> None:
+        """The build ended now, its plan unused (nothing when it has ended already)."""
+        import signal
+
+        if self.ended:
+            return
+        os.kill(self.pid, signal.SIGKILL)
+        self._reaped()
+        self.err.close()
+
+    def _reaped(self) -> int:
+        self.said.close()
+        _, status = os.waitpid(self.pid, 0)
+        self.ended = True
+        return status
+
+
+def start_apart(path: str, out: str, follow: bool) -> Build:
+    """_main's build started in a child forked from this process, its lines on a pipe; `follow`:
+    announced as build_native's announce says, for the player to follow. Forked, not a new
+    interpreter (`python -m iowitness.replay.stream_plan`): the child has this process's imports,
+    where a new one spent 0.25 to 0.3 s importing numpy and the trace reader before reading the
+    first block, longer than the whole build of a 65,567-call IOzone trace (0.06 s); the replay
+    waited that long before its files were made and the probe loaded."""
     import sys
-
-    done = subprocess.run([sys.executable, "-m", "iowitness.replay.stream_plan", path, out],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        _failed(path, done.stderr)
-    return _said(lines[-1])
-
-
-def follow_apart(path: str, out: str) -> tuple[NativePlan, typing.Callable[..., NativePlan | None]]:
-    """build_native followed (`announce`), in a process of its own: returns once the file table is
-    known, with the plan so far and a function that waits for the build's end and gives the plan
-    (its waits counted), or raises the build's one-line error. The player follows the plan
-    (replay/player.c --follow) while the rest is written. A plan that is not followed (requests:
-    build_native) is returned when it is whole, its `followed` false."""
-    import subprocess
-    import sys
+    import traceback
 
     err = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen([sys.executable, "-m", "iowitness.replay.stream_plan", path, out, "--follow"],
-                            stdout=subprocess.PIPE, stderr=err, text=True)
-    assert proc.stdout is not None
-    first = proc.stdout.readline()
-
-    def finish(stop: bool = False) -> NativePlan | None:
-        """The whole plan once built, or the build's error raised; `stop`: the build ended now, unused."""
-        if stop:
-            proc.kill()
-            proc.wait()
-            return None
-        rest = proc.stdout.read() if proc.stdout is not None else ""
-        proc.wait()
-        err.seek(0)
-        lines = (first + rest).strip().splitlines()
-        if proc.returncode != 0 or not lines:
-            _failed(path, err.read())
-        return _said(lines[-1])
-    said = json.loads(first) if first.strip() else {}
-    if "error" in said or not first.strip():
-        finish()   # raises the build's error
-    return _said(first), finish
+    for stream in (sys.stdout, sys.stderr):   # nothing of this process's is written twice
+        stream.flush()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: never returns into the caller
+        code = 1
+        try:
+            os.close(read_end)
+            os.dup2(err.fileno(), 2)
+            sys.stderr = os.fdopen(2, "w", closefd=False)   # the caller's may be no fd (a test's capture)
+            sys.stdout = os.fdopen(write_end, "w")
+            code = _main([path, out, *(["--follow"] if follow else [])])
+            sys.stdout.flush()
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write_end)
+    return Build(path, pid, os.fdopen(read_end), err)
 
 
 def _failed(path: str, stderr: str) -> typing.NoReturn:

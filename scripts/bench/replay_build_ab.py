@@ -6,8 +6,15 @@ files are the same bytes.
 The trace: a given one, or replay_plan_memory.py's synthetic one (8 threads, each on its own file
 and on one of 2 shared files, 4 KiB pread64/pwrite64 at random offsets, an fsync every 100 calls).
 
+With --start-apart: how `iowitness replay` starts the build of a trace (stream_plan.start_apart,
+forked from a process holding iowitness's imports) against a new interpreter running it
+(`python -m iowitness.replay.stream_plan`, as before 2026-12-07), alternating in one process:
+the time until the file table is announced (the player and the recording wait that long), the
+whole build, and the CPU of the build's process.
+
 Usage: .venv/bin/python scripts/bench/replay_build_ab.py --base main --events 10000000 [--threads 8] [--cycles 2]
        .venv/bin/python scripts/bench/replay_build_ab.py --base main --trace TRACE.iwt
+       .venv/bin/python scripts/bench/replay_build_ab.py --start-apart --trace TRACE.iwt [--cycles 5]
 """
 
 from __future__ import annotations
@@ -43,6 +50,45 @@ def child(source: str | None, trace: str, out: str) -> None:
                       "waits": info.wait_count}))
 
 
+def start_apart(trace: str, cycles: int) -> None:
+    """The build started forked against started in a new interpreter, alternating."""
+    from iowitness.cli import build_parser
+    from iowitness.replay import stream_plan
+
+    build_parser()   # the imports `iowitness replay` holds when it forks the build
+
+    def children_cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    runs: dict[str, list[tuple[float, float, float]]] = {"forked": [], "new interpreter": []}
+    print(f"trace {trace}; load average before {os.getloadavg()}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="replay-build-start-") as tmp:
+        out = os.path.join(tmp, "plan.bin")
+        for _ in range(cycles):
+            cpu, t = children_cpu(), time.perf_counter()
+            build = stream_plan.start_apart(trace, out, follow=True)
+            build.announced()
+            announced = time.perf_counter() - t
+            build.finish()
+            runs["forked"].append((announced, time.perf_counter() - t, children_cpu() - cpu))
+            cpu, t = children_cpu(), time.perf_counter()
+            proc = subprocess.Popen([sys.executable, "-m", "iowitness.replay.stream_plan", trace, out, "--follow"],
+                                    stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            assert proc.stdout is not None
+            proc.stdout.readline()
+            announced = time.perf_counter() - t
+            proc.stdout.read()
+            proc.wait()
+            runs["new interpreter"].append((announced, time.perf_counter() - t, children_cpu() - cpu))
+    for name, rs in runs.items():
+        print(f"{name}: " + ", ".join(
+            f"{what} median {statistics.median(r[k] for r in rs):.3f} s (range {min(r[k] for r in rs):.3f} to "
+            f"{max(r[k] for r in rs):.3f})" for k, what in enumerate(("file table announced", "whole build",
+                                                                       "build's CPU"))))
+    print(f"load average after {os.getloadavg()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="main", help="the commit whose replay/stream_plan.py is measured against")
@@ -50,8 +96,15 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--cycles", type=int, default=2)
+    ap.add_argument("--start-apart", action="store_true", help="time how the build of --trace is started (forked "
+                    "against a new interpreter) instead of two commits' builds")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.start_apart:
+        if not args.trace:
+            sys.exit("--start-apart needs --trace")
+        start_apart(args.trace, args.cycles)
+        return
     if args.child:
         child(args.child[0] or None, args.child[1], args.child[2])
         return

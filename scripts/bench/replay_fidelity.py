@@ -14,6 +14,7 @@ docs/replay.md keeps the figures with the command.
 
 Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench [--player python]
        [--into-root /mnt/btrfs/replays]   (replays on another file system, the originals on --work's)
+       [--originals 3]   (the workload run 3 times, interleaved with the replays: its own spread, the same way)
 """
 
 from __future__ import annotations
@@ -66,27 +67,38 @@ def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProces
 
 
 def fidelity(name: str, command: list[str], work: Path, replays: int, player: str,
-             into_root: Path | None = None) -> dict:
+             into_root: Path | None = None, originals: int = 1) -> dict:
     base = work / name.replace(" ", "_")
     shutil.rmtree(base, ignore_errors=True)
-    (base / "data").mkdir(parents=True)
     argv = [a.format(dir=base / "data", out=base) for a in command]
     original = base / "orig.iwt"
-    cwd = base
-    if argv[:2] == ["sysbench", "fileio"]:
-        cwd = base / "data"
-        run([*argv[:4], "prepare"], cwd=cwd)
-        # written to disk, as the replay's own copies are: otherwise the run's first fsyncs
-        # also write what prepare left dirty (4x slower fsyncs than the replay's, measured)
-        run(["sync"])
-    run([*IOWITNESS, "run", "-q", "-o", str(original), "--file", str(base / "data"), "--", *argv], cwd=cwd)
+
+    def record(trace: Path) -> None:
+        """The workload run afresh under the probe (its data directory made anew: fio lays its
+        files out again, sysbench prepares them again)."""
+        shutil.rmtree(base / "data", ignore_errors=True)
+        (base / "data").mkdir(parents=True)
+        cwd = base
+        if argv[:2] == ["sysbench", "fileio"]:
+            cwd = base / "data"
+            run([*argv[:4], "prepare"], cwd=cwd)
+            # written to disk, as the replay's own copies are: otherwise the run's first fsyncs
+            # also write what prepare left dirty (4x slower fsyncs than the replay's, measured)
+            run(["sync"])
+        run([*IOWITNESS, "run", "-q", "-o", str(trace), "--file", str(base / "data"), "--", *argv], cwd=cwd)
+
+    record(original)
     traces = []
+    again = []   # the workload's other runs, each against the first as a replay is: its own noise
     into_base = (into_root / name.replace(" ", "_")) if into_root else base
     for k in range(replays):
         out = base / f"replay-{k}.iwt"
         run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / f"into-{k}"), "-o", str(out),
              "--player", player])
         traces.append(out)
+        if k + 1 < originals:   # interleaved with the replays: the same machine's load for both
+            again.append(base / f"orig-{k + 1}.iwt")
+            record(again[-1])
     fast = base / "replay-fast.iwt"
     run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / "into-fast"), "-o", str(fast),
          "--player", player, "--timing", "fast"])
@@ -105,17 +117,20 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                      "error_pct_range": (min(errors), max(errors)) if errors else None})
     # per phase of the report (named, on its file, ranked in time), the duration less the
     # time its thread spent preempted (runnable, off the CPU) in its window, in each trace: the
-    # error of the replay itself, apart from the machine's load at each run (signed: + slower)
+    # error of the replay itself, apart from the machine's load at each run (signed: + slower);
+    # and the same for the workload's other runs against the first: how far it is from itself
     base_phases = unloaded(original)
-    spread: dict[tuple, list[float]] = {}
-    for trace in traces:
-        again = unloaded(trace)
-        for key, (d0, _) in base_phases.items():
-            if key in again and d0 > 0:
-                spread.setdefault(key, []).append((again[key][0] - d0) / d0 * 100)
-    quiet = [{"phase": " ".join(map(str, key)), "original_s": base_phases[key][0],
-              "preempted_pct": base_phases[key][1], "error_pct_median": statistics.median(e),
-              "error_pct_range": (min(e), max(e))} for key, e in spread.items()]
+    quiet = []
+    for label, runs in (("replay", traces), ("another original", again)):
+        spread: dict[tuple, list[float]] = {}
+        for trace in runs:
+            other = unloaded(trace)
+            for key, (d0, _) in base_phases.items():
+                if key in other and d0 > 0:
+                    spread.setdefault(key, []).append((other[key][0] - d0) / d0 * 100)
+        quiet += [{"phase": " ".join(map(str, key)), "of": label, "original_s": base_phases[key][0],
+                   "preempted_pct": base_phases[key][1], "error_pct_median": statistics.median(e),
+                   "error_pct_range": (min(e), max(e))} for key, e in spread.items()]
     return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)}}
 
@@ -203,6 +218,9 @@ def main() -> int:
     parser.add_argument("--work", default="/tmp/replay-bench")
     parser.add_argument("--only", help="run only workloads whose name contains this")
     parser.add_argument("--player", choices=("native", "python"), default="native")
+    parser.add_argument("--originals", type=int, default=1,
+                        help="runs of the workload itself, the first replayed; each other one (interleaved with the "
+                             "replays) set against the first as a replay is: how far the workload is from itself here")
     parser.add_argument("--into-root", help="replay under this directory (another file system: mount it first) "
                                             "instead of beside the original")
     args = parser.parse_args()
@@ -216,7 +234,7 @@ def main() -> int:
             print(f"# {name}: {command[0]} not installed, skipped")
             continue
         r = fidelity(name, command, work, args.replays, args.player,
-                     Path(args.into_root) if args.into_root else None)
+                     Path(args.into_root) if args.into_root else None, args.originals)
         r["player"] = player_cost(r["original"], work, args.player)
         results.append(r)
         print(f"## {name}\n$ {r['command']}")
@@ -228,11 +246,12 @@ def main() -> int:
             print(f"  {row['phase']:<28} bytes equal {row['bytes_equal']!s:<5} calls equal {row['calls_equal']!s:<5} "
                   f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
                   f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
-        print("  less each run's preemption, signed (+: replay slower):")
+        print("  less each run's preemption, signed (+: slower than the first original):")
         for row in r["unloaded"]:
             med, rng = row["error_pct_median"], row["error_pct_range"]
-            print(f"    {row['phase']:<34} original {row['original_s'] * 1e3:8.1f} ms ({row['preempted_pct']:3.0f} % "
-                  f"preempted besides)  error median {med:+7.1f} % (range {rng[0]:+.1f} to {rng[1]:+.1f} %)")
+            print(f"    {row['of']:<16} {row['phase']:<30} original {row['original_s'] * 1e3:8.1f} ms "
+                  f"({row['preempted_pct']:3.0f} % preempted besides)  error median {med:+7.1f} % "
+                  f"(range {rng[0]:+.1f} to {rng[1]:+.1f} %)")
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
               f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")

@@ -2,7 +2,11 @@
 and set the replay against the original: wall times, the calls' spans, and peak memory.
 
 The original: scripts/bench/pread_loop.c (1-byte preads of a cached file, as fast as one thread
-makes them) for --seconds under `iowitness run`. Then, each in a fresh process:
+makes them) for --seconds under `iowitness run`; or, with --workload, a benchmark issue 31 names
+(fio psync 4 KiB random reads of 32 MiB, IOzone -i0 -i1 -i2 of 32 MiB), recorded afresh before each
+of --pairs replays, and the ratio replay / original of the commands' wall times, of their CPU
+(every process of each: a loaded machine moves it less than the wall) and of the calls' spans
+said per pair and as median and range. Then, each in a fresh process:
   - the streamed plan build alone (replay/stream_plan.py, as `iowitness replay` runs it for the
     native player): wall, CPU and peak RSS;
   - the in-memory build (replay/plan.py) for comparison, unless --no-inmemory;
@@ -17,6 +21,8 @@ Usage: sudo .venv/bin/python scripts/bench/replay_scale.py --seconds 10 [--work 
        [--timing fast --timing x1000000000]  (each repeat replays at each, in turn: at fast the player
                                               follows the plan as it is written; at x1e9, as fast too
                                               (no gap is waited for) but after the whole plan is built)
+       sudo .venv/bin/python scripts/bench/replay_scale.py --workload fio-randread --pairs 5 [--work DIR]
+       sudo .venv/bin/python scripts/bench/replay_scale.py --workload iozone --pairs 5
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -81,6 +88,49 @@ def build_child(trace: str, out: str, kind: str) -> None:
                       "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
+# issue 31's requirement 5: at --timing fast a replay is not slower than the original run
+WORKLOADS = {
+    "fio-randread": ["fio", "--name=r", "--rw=randread", "--bs=4k", "--size=32m", "--ioengine=psync",
+                     "--directory={data}"],
+    "iozone": ["iozone", "-i0", "-i1", "-i2", "-s", "32m", "-r", "4k", "-f", "{data}/iozone.tmp"],
+}
+
+
+def pairs(args) -> None:
+    """--pairs cycles of: the workload recorded afresh (its data directory emptied first, so that fio
+    lays its file out again), then replayed at each --timing into a fresh directory."""
+    data = os.path.join(args.work, "data")
+    ratios: dict[str, dict[str, list[float]]] = {}
+    print(f"load average before: {os.getloadavg()}", flush=True)
+    for k in range(args.pairs):
+        shutil.rmtree(data, ignore_errors=True)
+        os.makedirs(data)
+        orig = os.path.join(args.work, f"orig{k}.iwt")
+        command = [a.format(data=data) for a in WORKLOADS[args.workload]]
+        rec = measured([*IOWITNESS, "run", "-q", "-o", orig, "--", *command], cwd=ROOT)
+        o = span(orig)
+        print(f"pair {k + 1}: original wall {rec['wall_s']:.2f} s, CPU {rec['cpu_s']:.2f} s, {o['events']:,} events "
+              f"(lost {o['lost']:,}), calls' span {o['span_s']:.3f} s; load {os.getloadavg()[0]:.1f}", flush=True)
+        for timing in args.timing or ["fast"]:
+            into = os.path.join(args.work, f"into{k}")
+            rep_trace = os.path.join(args.work, f"replay{k}.iwt")
+            rep = measured([*IOWITNESS, "replay", "-q", orig, "--into", into, "--timing", timing, "-o", rep_trace],
+                           cwd=ROOT)
+            r = span(rep_trace)
+            wall, calls, cpu = rep["wall_s"] / rec["wall_s"], r["span_s"] / o["span_s"], rep["cpu_s"] / rec["cpu_s"]
+            for what, ratio in (("wall", wall), ("span", calls), ("CPU", cpu)):
+                ratios.setdefault(timing, {}).setdefault(what, []).append(ratio)
+            print(f"  replay --timing {timing}: wall {rep['wall_s']:.2f} s ({wall:.2f} x the original's), CPU "
+                  f"{rep['cpu_s']:.2f} s ({cpu:.2f} x), {r['events']:,} events (lost {r['lost']:,}), calls' span "
+                  f"{r['span_s']:.3f} s ({calls:.2f} x)", flush=True)
+            shutil.rmtree(into, ignore_errors=True)
+    for timing, by in ratios.items():
+        for what, v in by.items():
+            print(f"{args.workload} --timing {timing}, replay / original, {what}: median {statistics.median(v):.2f} "
+                  f"(range {min(v):.2f} to {max(v):.2f}, {len(v)} pairs)")
+    print(f"load average after: {os.getloadavg()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="how long the original loops")
@@ -90,6 +140,9 @@ def main() -> None:
     ap.add_argument("--original", metavar="TRACE", help="replay this trace (recorded by an earlier run of this "
                     "script) instead of recording one")
     ap.add_argument("--timing", action="append", help="replay at this --timing (repeatable; default fast)")
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), help="a benchmark instead of pread_loop, recorded afresh "
+                    "for each of --pairs replays")
+    ap.add_argument("--pairs", type=int, default=5, help="with --workload: originals, each replayed once per --timing")
     ap.add_argument("--build-child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.build_child:
@@ -97,6 +150,10 @@ def main() -> None:
         return
     if os.geteuid() != 0:
         sys.exit("replay_scale.py records with the probe: run it as root")
+    if args.workload:
+        os.makedirs(args.work, exist_ok=True)
+        pairs(args)
+        return
     if not args.original:
         shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(os.path.join(args.work, "data"), exist_ok=True)

@@ -2,12 +2,12 @@
 """Where a replay's time goes, call by call: inside the calls or between them.
 
 A replay issues the same calls as its original, thread by thread in the same order, so the
-k-th call of the n-th thread (threads in order of their first call) of each trace are the
-same call. For each syscall kind this prints, summed over those pairs: the time inside the
-calls (latency) in the original and in each replay, and the time before them (the thread's
-gap since its previous call), with the medians per call. A replay slower than its original
-because its calls take longer is the file system's answer; one slower because of its gaps is
-the player's error.
+k-th call of a thread of each trace are the same call (a thread found in the other trace by
+its calls' offsets and sizes, else by its rank in order of first calls). For each syscall kind
+this prints, summed over those pairs: the time inside the calls (latency) in the original and in
+each replay, and the time before them (the thread's gap since its previous call), with the
+medians per call. A replay slower than its original because its calls take longer is the file
+system's answer; one slower because of its gaps is the player's error.
 
 Usage: .venv/bin/python scripts/bench/replay_time_split.py ORIGINAL.iwt REPLAY.iwt [REPLAY.iwt ...]
 """
@@ -20,6 +20,8 @@ import numpy as np
 
 
 def per_thread(path: str):
+    """Per thread, in order of its first call: its calls' names, latencies, gaps, and the key that
+    finds the same thread in another trace (its calls' offsets and sizes, in its order)."""
     from iowitness.analysis.read.run import load
 
     e = load(path).events
@@ -34,7 +36,24 @@ def per_thread(path: str):
         async_ = mine["name"].str.startswith(("aio_", "uring_")).to_numpy()
         if async_.any():   # a thread is free again at a request's submission
             gap = np.concatenate([[0], start[1:] - np.where(async_[:-1], start[:-1], start[:-1] + lat[:-1])])
-        out.append((mine["name"].to_numpy(), lat, gap))
+        key = (mine["offset"].to_numpy(np.int64).tobytes(), mine["requested"].to_numpy(np.int64).tobytes())
+        out.append((mine["name"].to_numpy(), lat, gap, key))
+    return out
+
+
+def matched(base: list, other: list) -> list | None:
+    """`other`'s threads in `base`'s order: each the thread that made the same calls (offsets and
+    sizes), else the one at the same rank. Threads that start together (fio's jobs) do not keep
+    their order by first call from run to run, and a rank alone paired one job's reads with
+    another's writes; None when the calls per thread differ."""
+    by_key: dict = {}
+    for t in other:
+        by_key.setdefault(t[3], []).append(t)
+    out = [by_key[t[3]].pop(0) if by_key.get(t[3]) else None for t in base]
+    spare = iter(t for t in other if not any(t is o for o in out))
+    out = [o if o is not None else next(spare, None) for o in out]
+    if any(o is None for o in out) or [len(t[0]) for t in out] != [len(t[0]) for t in base]:
+        return None
     return out
 
 
@@ -46,8 +65,8 @@ def main(argv: list[str]) -> int:
     print(f"{'call':<12} {'n':>7} {'trace':<8} {'in calls ms':>12} {'between ms':>11} {'p50 in ns':>10} "
           f"{'p50 gap ns':>10}")
     for k, path in enumerate(argv[2:]):
-        other = per_thread(path)
-        if [len(t[0]) for t in other] != [len(t[0]) for t in base]:
+        other = matched(base, per_thread(path))
+        if other is None:
             print(f"{path}: not the same calls per thread as the original; not split", file=sys.stderr)
             continue
         names = np.concatenate([t[0] for t in base])

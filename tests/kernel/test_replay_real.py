@@ -195,6 +195,29 @@ def test_iozone_throughput_mode_replayed_moves_each_files_bytes_each_way(tmp_pat
         assert (kinds == "write").sum() == (kinds == "read").sum() == 512
 
 
+def test_iozone_replayed_as_fast_as_it_goes_keeps_each_phases_bytes_and_calls(tmp_path):
+    # GIVEN IOzone's write, rewrite, read, reread, random read and random write tests of a 4 MiB
+    # file in 4 KiB records (issue 31's "IOzone -i0 -i1 -i2"), recorded
+    iozone = require_tool("iozone")
+    work = tmp_path / "w"
+    work.mkdir()
+    original = tmp_path / "orig.iwt"
+    iowitness("run", "-q", "-o", str(original), "--file", str(work), "--",
+              iozone, "-i0", "-i1", "-i2", "-s", "4m", "-r", "4k", "-f", str(work / "iozone.tmp"),
+              cwd=tmp_path, timeout=300)
+    # WHEN replayed at --timing fast (the player following the plan's build, forked beside the
+    # recording's start)
+    replay(original, tmp_path / "into", tmp_path / "replay.iwt", "--timing", "fast")
+    compared = json.loads(iowitness("compare", "--json", str(original), str(tmp_path / "replay.iwt")).stdout)
+    # THEN each of IOzone's six tests is a phase of both, each moving the whole file in 4 KiB
+    # calls (ground truth: IOzone's -s and -r), the replay's exactly the original's
+    phases = {p["name"]: {m["metric"]: m["values"] for m in p["metrics"]} for p in compared["phases"]
+              if all(p["present"])}
+    for name in ("write", "rewrite", "read", "reread", "random read", "random write"):
+        assert phases[name]["bytes"] == [4 << 20] * 2, name
+        assert phases[name]["ops"] == [1024] * 2, name
+
+
 def in_flight(events) -> tuple[list[int], str]:
     """At each asynchronous request's submission, how many of the trace's other requests were
     in flight (submitted before it and not yet completed; libaio: not yet reaped)."""

@@ -190,6 +190,33 @@ def test_a_plan_built_apart_is_the_plan_built_here(tmp_path):
                                                  here.source, len(here.threads), here.has_async, here.root_tgid)
 
 
+def test_a_build_apart_that_crashes_says_its_last_line_and_a_stopped_one_is_gone(tmp_path, monkeypatch):
+    # GIVEN a trace, and a build that fails with an error of no one-line kind (the process of its
+    # own is forked from this one, so the failure patched here is the child's too)
+    from iowitness.errors import IowitnessError
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 4, threads=2, calls=50)
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("the build's own fault")
+    with monkeypatch.context() as patched:
+        patched.setattr(stream_plan, "build_native", crash)
+        # WHEN it is built apart, whole or followed
+        for build in (lambda: stream_plan.build_apart(str(trace), str(tmp_path / "c.bin")),
+                      lambda: stream_plan.follow_apart(str(trace), str(tmp_path / "d.bin"))):
+            with pytest.raises(IowitnessError) as failed:
+                build()
+            # THEN the error is one line: the child's last line of stderr, named for the trace
+            assert str(failed.value) == (f"planning the replay of {trace} failed: "
+                                         "RuntimeError: the build's own fault")
+    # AND a build stopped before its end leaves no process behind (killed and reaped)
+    build = stream_plan.start_apart(str(trace), str(tmp_path / "e.bin"), follow=True)
+    build.stop()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(build.pid, os.WNOHANG)
+    build.stop()   # once is enough: a second stop does nothing
+
+
 def write_target_trace(path, dev: int) -> None:
     """pread_loop as `iowitness run --file FILE` records it: FILE (inode 500) registered by inode
     before the recording (meta "targets"), so the probe records no open of it; and inode 501,
