@@ -34,6 +34,12 @@ class Report:
     event_blocks: object = field(default=None, repr=False)   # a new pass over (events, assigned) blocks per call
     chart_extents: object = field(default=None, repr=False)  # each phase's calls' extent, when opened for charts
 
+    @property
+    def all_phases(self) -> pd.DataFrame:
+        """Every phase of the trace: `phases`, here; a view of some of them
+        (analysis/judge/claim_windows.py) keeps the whole table's."""
+        return self.phases
+
     @cached_property
     def verdicts(self) -> pd.DataFrame:
         """The claims of the output the run captured, judged at the default tolerance: one row per
