@@ -263,17 +263,28 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     seen: dict[tuple, int] = defaultdict(int)
     bounds = iozone_bounds.Bounds(report)
 
+    def group_of(claim: Claim, seen: dict[tuple, int]):
+        """A group claim's members and group row: the k-th group so named."""
+        named = _rows(claim, phases)
+        numbers = list(dict.fromkeys(named.sort_values("data_first_ns")["group"]))
+        key = ("group", claim.test, claim.scope, claim.record_size, claim.extra.get("child"))
+        k = seen[key]
+        seen[key] += 1
+        rows = named[named["group"] == numbers[k]] if k < len(numbers) else named.iloc[0:0]
+        group = groups.loc[numbers[k]] if k < len(numbers) and numbers[k] in groups.index else None
+        return rows, group
+
+    if trace is not None and report.evidence is not None:
+        # every group claim's questions of the events at once: one pass over the blocks
+        ahead: dict[tuple, int] = defaultdict(int)
+        report.evidence.ask([q for c in claims if c.scope in iozone_groups.SCOPES and c.extra.get("from") != "report"
+                             for q in iozone_groups.questions(c, group_of(c, ahead)[0], options)])
+
     def find(claim: Claim) -> Match | None:
         if claim.extra.get("from") == "report":
             return None  # the -R tables repeat the main table
         if claim.scope in iozone_groups.SCOPES:
-            named = _rows(claim, phases)
-            numbers = list(dict.fromkeys(named.sort_values("data_first_ns")["group"]))
-            key = ("group", claim.test, claim.scope, claim.record_size, claim.extra.get("child"))
-            k = seen[key]
-            seen[key] += 1
-            rows = named[named["group"] == numbers[k]] if k < len(numbers) else named.iloc[0:0]
-            group = groups.loc[numbers[k]] if k < len(numbers) and numbers[k] in groups.index else None
+            rows, group = group_of(claim, seen)
             return iozone_groups.match(claim, rows, group, report, trace, options)
         candidates = _rows(claim, phases).sort_values("data_first_ns")
         key = (claim.test, claim.record_size, claim.file_size)

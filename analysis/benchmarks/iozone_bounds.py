@@ -28,33 +28,46 @@ import pandas as pd
 from iowitness import units
 from iowitness.analysis.judge import verdict_rules as verdicts
 from iowitness.analysis.judge.latency import ALLOWANCE_S
+from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.measure.figures import fmt
 from iowitness.analysis.phasing import call_bounds
 
 
 class Bounds:
-    """The calls around every phase too short to time, asked of the trace once per window (a
-    sweep has hundreds of such phases: one pass over the trace for all of them)."""
+    """The calls around every phase too short to time (or any phase, for a timed phase's
+    claim), asked of the trace once for all: a sweep has hundreds of such phases, and its
+    claims are matched in many windows of the output (a Bounds each, over some of the phases):
+    the calls around every phase of the trace, to the end of each of the windows IOzone can
+    time (the calls, with -e their fsync, with -c their close), come from one pass over the
+    blocks for all of them (StreamedEvidence.ask; each phase's answer is its own, whichever
+    others are asked with it)."""
 
     def __init__(self, report):
         self._report = report
-        self._asked: dict[object, tuple] = {}
+        self._asked: dict[str, tuple] = {}
 
     def around(self, phase: int, window: str, *, short_only: bool = True) -> tuple[int, str | None, int, str | None]:
-        """(end of the call before, its name, start of the call after, its name); `short_only`
-        False: of any phase (asked once for all of them, when a timed phase's claim needs it)."""
-        key = window if short_only else ("all", window)
-        if key not in self._asked:
-            phases = self._report.phases
-            short = phases[phases["too_short"].astype(bool)] if short_only else phases
-            ends = [_inner_end(r, window) for r in short.to_dict("records")]
-            answer = self._report.evidence.neighbours([int(t) for t in short["tid"]],
-                                                      [int(f) for f in short["data_first_ns"]], ends)
-            at = {int(p): i for i, p in enumerate(short["phase"])}
-            self._asked[key] = (at, answer)
-        at, (before, before_name, after, after_name) = self._asked[key]
+        """(end of the call before, its name, start of the call after, its name). `short_only`:
+        asked for a phase too short to time (else for any phase, when a timed phase's claim
+        needs it); the answer is the same."""
+        if not self._asked:
+            phases = self._report.all_phases
+            records = phases[[c for c in ("data_last_ns", "sync_end_ns", "close_end_ns") if c in phases]] \
+                .to_dict("records")
+            questions = {end: stream_evidence.neighbours_question(
+                [int(t) for t in phases["tid"]], [int(f) for f in phases["data_first_ns"]],
+                [_inner_end(r, end) for r in records]) for end in _ENDS}
+            self._report.evidence.ask(list(questions.values()))
+            at = {int(p): i for i, p in enumerate(phases["phase"])}
+            self._asked = {end: (at, self._report.evidence.neighbours(*question[1:]))
+                           for end, question in questions.items()}
+        at, (before, before_name, after, after_name) = self._asked[window if window in _ENDS else "calls"]
         i = at[int(phase)]
         return int(before[i]), before_name[i], int(after[i]), after_name[i]
+
+
+# the ends of what IOzone timed (_inner_end): its calls', with -e its fsync's, with -c its close's
+_ENDS = ("calls", "+fsync", "+close")
 
 
 def judge(claim, rows: pd.DataFrame, bounds: Bounds, window: str, tolerance: float,

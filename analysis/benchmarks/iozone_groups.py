@@ -15,10 +15,10 @@ import os
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis.benchmarks.iozone_stonewall import stonewall_of
+from iowitness.analysis.benchmarks.iozone_stonewall import finisher_of, stonewall_of
 from iowitness.analysis.judge import verdict_rules as verdicts
 from iowitness.analysis.judge.claim import Claim, Match
-from iowitness.analysis.measure import figures as active_figures, stonewall as stonewalling
+from iowitness.analysis.measure import figures as active_figures, stonewall as stonewalling, stream_evidence
 from iowitness.analysis.phasing import call_bounds
 
 SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}
@@ -55,6 +55,30 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
                  refine=refine if trace is not None else None)
 
 
+def questions(claim: Claim, rows: pd.DataFrame, options: dict) -> list[tuple]:
+    """What match() will ask of the trace's events for this claim (with a trace), as
+    stream_evidence's questions: asked together for every group claim before any is matched
+    (iozone.matcher), the groups' stonewalls, closes and neighbours take one pass over the
+    blocks instead of one each. A question foreseen wrongly costs only its pass when asked."""
+    if not len(rows):
+        return []
+    asked = []
+    files = options.get("files") or []
+    if files:   # _last_call_on
+        asked.append(stream_evidence.closes_question([os.path.abspath(f) for f in files]))
+    if options.get("stonewall", True) and len(rows) >= 2:   # stonewall_of
+        at = int(finisher_of(rows, claim.file_size)["data_last_ns"])
+        asked.append(stream_evidence.stonewall_question([int(p) for p in rows["phase"]], at))
+    asked.append(stream_evidence.neighbours_question(*_around_of(rows)))   # Around
+    return asked
+
+
+def _around_of(rows: pd.DataFrame) -> tuple[list[int], list[int], list[int]]:
+    """Around's question: each member's thread, first data call's start and last data call's end."""
+    return ([int(t) for t in rows["tid"]], [int(f) for f in rows["data_first_ns"]],
+            [int(x) for x in rows["data_last_ns"]])
+
+
 # a wait for a CPU at the start signal the trace cannot bound is judged possible up to this
 # long (a child's clock read 28 ms before its first call, on a two-CPU machine; EEVDF's slice
 # is 3 ms, so a dozen runnable threads ahead of it)
@@ -74,9 +98,7 @@ class Around:
     the stop flag, after the call it was in): no child's clock can stop after that call starts."""
 
     def __init__(self, evidence, rows: pd.DataFrame):
-        before, names, after, _ = evidence.neighbours([int(t) for t in rows["tid"]],
-                                                      [int(f) for f in rows["data_first_ns"]],
-                                                      [int(x) for x in rows["data_last_ns"]])
+        before, names, after, _ = evidence.neighbours(*_around_of(rows))
         self.ready: tuple[int, str] | None = None
         if len(before) and not (before == call_bounds.NONE_BEFORE).any():
             i = int(before.argmax())

@@ -23,8 +23,7 @@ def stonewall_of(rows: pd.DataFrame, group=None, evidence=None, file_size: int |
     never move the rest, so a share of what they moved would hide it."""
     if len(rows) < 2:
         return None
-    whole = rows[rows["bytes"] == file_size] if file_size else rows.iloc[0:0]
-    finisher = (whole if len(whole) else rows).sort_values("data_last_ns").iloc[0]
+    finisher = finisher_of(rows, file_size)
     at = int(finisher["data_last_ns"])
     total = float(rows["bytes"].sum())
     if file_size and processes:
@@ -49,3 +48,10 @@ def stonewall_of(rows: pd.DataFrame, group=None, evidence=None, file_size: int |
     fin = int(finisher["phase"])
     counted[fin], calls[fin] = float(finisher["bytes"]), int(finisher["ops"])
     return Stonewall(at, fin, counted, calls, stop, sum(counted.values()) / total if total else float("nan"), total)
+
+
+def finisher_of(rows: pd.DataFrame, file_size: int | None) -> pd.Series:
+    """The member whose end is the group's stonewall: the first to finish of those that moved
+    the whole file (of them all when none did, or the file size is not known)."""
+    whole = rows[rows["bytes"] == file_size] if file_size else rows.iloc[0:0]
+    return (whole if len(whole) else rows).sort_values("data_last_ns").iloc[0]

@@ -222,6 +222,10 @@ class _View:
         self.phases = phases
         self.request_lines = request_lines or []
 
+    @property
+    def all_phases(self) -> pd.DataFrame:
+        return self._report.all_phases
+
     def __getattr__(self, name):
         return getattr(self._report, name)
 

@@ -48,15 +48,28 @@ def reach(events: pd.DataFrame, assigned: pd.DataFrame) -> pd.Series:
     phase = assigned["phase"].to_numpy()
     inside = phase > 0
     ends = (events["offset"].to_numpy(np.int64) + np.maximum(events["ret"].to_numpy(np.int64), 0))[inside]
-    return pd.Series(ends).groupby(phase[inside]).max()
+    phase = phase[inside].astype(np.int64)
+    # one np.maximum.at over an array by phase number (a pandas groupby of the rows cost 5 times more)
+    furthest = np.full(int(phase.max(initial=0)) + 1, np.iinfo(np.int64).min)
+    np.maximum.at(furthest, phase, ends)
+    seen = np.flatnonzero(np.bincount(phase, minlength=len(furthest)))
+    return pd.Series(furthest[seen], index=pd.Index(seen, dtype=np.int64))
 
 
 def closes_on(events: pd.DataFrame, paths: list[str]) -> pd.DataFrame:
     """The close calls on `paths` (absolute), in time order: their start and end."""
-    mine = events["path"].astype(str).isin(paths).to_numpy() \
-        & phase_module.named(events["syscall"], phase_module.ops_of_kind("close"))
+    mine = _path_in(events["path"], paths) & phase_module.named(events["syscall"], phase_module.ops_of_kind("close"))
     return pd.DataFrame({"start_ns": events["start_ns"].to_numpy(np.int64)[mine],
                          "end_ns": events["end_ns"].to_numpy(np.int64)[mine]})
+
+
+def _path_in(path: pd.Series, paths: list[str]) -> np.ndarray:
+    """Per event: whether its path as text is one of `paths`; of a column of categories, asked
+    of each category once (a call without a path, "nan" as text, is on none of them)."""
+    if isinstance(path.dtype, pd.CategoricalDtype):
+        wanted = np.r_[np.asarray(path.cat.categories.astype(str).isin(paths), dtype=bool), False]
+        return wanted[path.cat.codes.to_numpy()]
+    return path.astype(str).isin(paths).to_numpy()
 
 
 def first_call_on(events: pd.DataFrame, path: str, low: int, high) -> int | None:

@@ -140,38 +140,57 @@ class StreamedEvidence:
                                      "warmup": np.empty(0, bool), "fill": np.empty(0, bool)})
 
     def stonewall_counts(self, phases: list[int], at: int) -> tuple[dict, dict, dict]:
-        key = ("stonewall", tuple(phases), at)
-        if key not in self._cache:
-            counted: dict[int, int] = {}
-            calls: dict[int, int] = {}
-            later: dict[int, int] = {}
-            for e, a in self._assigned.blocks():
-                c, n, s = evidence.stonewall_counts(e, a, phases, at)
-                for p, v in c.items():
-                    counted[p] = counted.get(p, 0) + v
-                for p, v in n.items():
-                    calls[p] = calls.get(p, 0) + v
-                for p, v in s.items():
-                    later[p] = min(later.get(p, v), v)
-            self._cache[key] = (dict(sorted(counted.items())), dict(sorted(calls.items())), dict(sorted(later.items())))
+        key = stonewall_question(phases, at)
+        self.ask([key])
         return self._cache[key]
 
     def closes_on(self, paths: list[str]) -> pd.DataFrame:
-        key = ("closes", tuple(paths))
-        if key not in self._cache:
-            parts = [evidence.closes_on(e, paths) for e, _ in self._assigned.blocks()]
-            self._cache[key] = pd.concat(parts, ignore_index=True) if parts else \
-                pd.DataFrame({"start_ns": np.empty(0, np.int64), "end_ns": np.empty(0, np.int64)})
+        key = closes_question(paths)
+        self.ask([key])
         return self._cache[key]
 
     def neighbours(self, tids: list[int], firsts: list[int], lasts: list[int]):
         """call_bounds.neighbours over the whole trace: the calls around each stretch."""
-        key = ("neighbours", tuple(tids), tuple(firsts), tuple(lasts))
-        if key not in self._cache:
-            parts = [call_bounds.neighbours(e, tids, firsts, lasts) for e, _ in self._assigned.blocks()]
-            self._cache[key] = call_bounds.combine(parts or [call_bounds.neighbours(pd.DataFrame(), tids, firsts,
-                                                                                    lasts)])
+        key = neighbours_question(tids, firsts, lasts)
+        self.ask([key])
         return self._cache[key]
+
+    def ask(self, keys: list[tuple]) -> None:
+        """Answer these questions (stonewall_question, closes_question, neighbours_question) in
+        one pass over the blocks, each as its method would; a question answered before is not
+        asked again. A benchmark that knows which it will ask (IOzone's groups:
+        iozone_groups.questions) asks them together: one pass instead of one each."""
+        keys = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if not keys:
+            return
+        walls = [k for k in keys if k[0] == "stonewall"]
+        closes = [k for k in keys if k[0] == "closes"]
+        asked = [k for k in keys if k[0] == "neighbours"]
+        # the stretches of every neighbours question as one question: each is answered on its own
+        tids, firsts, lasts = ([x for k in asked for x in k[i]] for i in (1, 2, 3))
+        counts: dict[tuple, tuple[dict, dict, dict]] = {k: ({}, {}, {}) for k in walls}
+        close_parts: dict[tuple, list] = {k: [] for k in closes}
+        around: list = []
+        for e, a in self._assigned.blocks():
+            for k in walls:
+                _add_counts(counts[k], evidence.stonewall_counts(e, a, list(k[1]), k[2]))
+            for k in closes:
+                close_parts[k].append(evidence.closes_on(e, list(k[1])))
+            if asked:
+                around.append(call_bounds.neighbours(e, tids, firsts, lasts))
+        for k, (counted, calls, later) in counts.items():
+            self._cache[k] = (dict(sorted(counted.items())), dict(sorted(calls.items())), dict(sorted(later.items())))
+        for k, parts in close_parts.items():
+            self._cache[k] = pd.concat(parts, ignore_index=True) if parts else \
+                pd.DataFrame({"start_ns": np.empty(0, np.int64), "end_ns": np.empty(0, np.int64)})
+        if asked:
+            before, before_name, after, after_name = call_bounds.combine(
+                around or [call_bounds.neighbours(pd.DataFrame(), tids, firsts, lasts)])
+            at = 0
+            for k in asked:
+                mine = slice(at, at + len(k[1]))
+                self._cache[k] = (before[mine], before_name[mine], after[mine], after_name[mine])
+                at = mine.stop
 
     def first_call_on(self, path: str, low: int, high) -> int | None:
         key = ("first", path, low, high)
@@ -183,6 +202,34 @@ class StreamedEvidence:
                     break
             self._cache[key] = found
         return self._cache[key]
+
+
+def stonewall_question(phases: list[int], at: int) -> tuple:
+    """StreamedEvidence.stonewall_counts(phases, at) as a question for ask()."""
+    return ("stonewall", tuple(int(p) for p in phases), int(at))
+
+
+def closes_question(paths: list[str]) -> tuple:
+    """StreamedEvidence.closes_on(paths) as a question for ask()."""
+    return ("closes", tuple(paths))
+
+
+def neighbours_question(tids: list[int], firsts: list[int], lasts: list[int]) -> tuple:
+    """StreamedEvidence.neighbours(tids, firsts, lasts) as a question for ask()."""
+    return ("neighbours", tuple(int(t) for t in tids), tuple(int(f) for f in firsts), tuple(int(x) for x in lasts))
+
+
+def _add_counts(total: tuple[dict, dict, dict], block: tuple[dict, dict, dict]) -> None:
+    """One block's evidence.stonewall_counts added to those of the blocks before it: bytes and
+    calls add up, the first call after the stonewall is the earliest."""
+    counted, calls, later = total
+    c, n, s = block
+    for p, v in c.items():
+        counted[p] = counted.get(p, 0) + v
+    for p, v in n.items():
+        calls[p] = calls.get(p, 0) + v
+    for p, v in s.items():
+        later[p] = min(later.get(p, v), v)
 
 
 class LastWrites:

@@ -36,7 +36,7 @@ def neighbours(events: pd.DataFrame, tids, firsts, lasts) -> tuple[np.ndarray, l
         return before, before_name, after, after_name
     tid = events["tid"].to_numpy(np.int64)
     start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
-    names = events["syscall"].astype(str).to_numpy()
+    before_row, after_row = np.full(len(tids), -1, np.int64), np.full(len(tids), -1, np.int64)
     for t in np.unique(tids):
         rows = np.flatnonzero(tid == t)
         if not len(rows):
@@ -47,11 +47,16 @@ def neighbours(events: pd.DataFrame, tids, firsts, lasts) -> tuple[np.ndarray, l
         at = np.searchsorted(s, firsts[asked], side="left") - 1
         for q, i in zip(asked, at):
             if i >= 0:
-                before[q], before_name[q] = end[rows[i]], names[rows[i]]
+                before[q], before_row[q] = end[rows[i]], rows[i]
         at = np.searchsorted(s, lasts[asked], side="left")   # starting at its end or later
         for q, i in zip(asked, at):
             if i < len(rows):
-                after[q], after_name[q] = s[i], names[rows[i]]
+                after[q], after_row[q] = s[i], rows[i]
+    # the names of the calls found, as text: of those rows alone (not of the block's every call)
+    for row_of, name_of in ((before_row, before_name), (after_row, after_name)):
+        found = np.flatnonzero(row_of >= 0)
+        for q, name in zip(found.tolist(), events["syscall"].iloc[row_of[found]].astype(str).to_numpy()):
+            name_of[q] = name
     return before, before_name, after, after_name
 
 

@@ -10,10 +10,15 @@ import pandas as pd
 import pytest
 
 from iowitness.analysis.judge import latency
-from iowitness.analysis.measure.stream_evidence import StreamedEvidence
+from iowitness.analysis.measure.stream_evidence import (
+    StreamedEvidence,
+    closes_question,
+    neighbours_question,
+    stonewall_question,
+)
 from iowitness.analysis.phasing import stream_assign, stream_table
 from tests.support.blocks import Blocks, cutting
-from tests.support.synthetic import O_CREAT, O_RDWR, O_WRONLY, SEEK_SET, Calls
+from tests.support.synthetic import O_CREAT, O_RDONLY, O_RDWR, O_WRONLY, SEEK_SET, START_NS, Calls
 from tests.unit.test_stream_table import random_trace
 
 REC = 4096
@@ -122,3 +127,42 @@ def test_random_traces(seed):
 
 def test_no_event():
     assert same_answers(Calls().frame())["late_flushes"] == {}
+
+
+class _Counted(Blocks):
+    """Blocks that count the passes made over them."""
+
+    passes = 0
+
+    def blocks(self):
+        self.passes += 1
+        yield from super().blocks()
+
+
+def test_questions_asked_together_read_the_blocks_once():
+    # GIVEN thread 1000: open, lseek, a 64 KiB read, fsync, close, 1 µs each back to back from
+    # START_NS; thread 2000 calling in between; cut into blocks of 2 events
+    calls = Calls().open("/d/f", O_RDONLY).lseek(0).read(65536).fsync().close()
+    calls.process(2000).at(START_NS + 2500).open("/d/g", O_RDONLY).at(START_NS + 3500).read(10).close()
+    events = calls.frame().sort_values("start_ns", kind="stable").reset_index(drop=True)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
+    blocks = _Counted(events, assigned, 2)
+    evidence = StreamedEvidence(blocks, table)
+    read_start, read_end = START_NS + 2000, START_NS + 3000
+    phase = int(table.loc[table["tid"] == 1000, "phase"].iloc[0])
+    # WHEN a stonewall count at the read's end, the closes on /d/f and the calls around the
+    # read are asked together, then each as its own question
+    evidence.ask([stonewall_question([phase], read_end), closes_question(["/d/f"]),
+                  neighbours_question([1000], [read_start], [read_end])])
+    counted, ops, _ = evidence.stonewall_counts([phase], read_end)
+    closes = evidence.closes_on(["/d/f"])
+    before, before_name, after, after_name = evidence.neighbours([1000], [read_start], [read_end])
+    # THEN one pass for the three, none for the questions after it; the answers as the calls were
+    # made: the read's 64 KiB done by its end, the close of /d/f from 4 to 5 µs, the lseek
+    # ending where the read began and the fsync starting where it ended
+    assert blocks.passes == 1
+    assert counted == {phase: 65536} and ops == {phase: 1}
+    assert closes.to_dict("list") == {"start_ns": [START_NS + 4000], "end_ns": [START_NS + 5000]}
+    assert before.tolist() == [read_start] and before_name == ["lseek"]
+    assert after.tolist() == [read_end] and after_name == ["fsync"]
