@@ -1,9 +1,11 @@
 """IOzone's other units, for real: -N prints whole microseconds per operation, cut down (a
 rewrite whose calls alone took 1.77 µs each printed "1"), and -O operations per second. Every
-figure of the table is judged on its own test's phase and none DISAGREES."""
+figure of the table is judged on its own test's phase and none DISAGREES. And -+n, whose
+skipped retests print 0: no claims."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -25,4 +27,26 @@ def test_iozone_microseconds_and_operations_per_second(tmp_path, flag, unit):
     lines = [m.string for m in verdicts if m]
     assert [m.group(2) for m in verdicts if m] == ["write", "rewrite", "read", "reread"], check.stdout
     assert all(f" {unit}" in line for line in lines), check.stdout
+    assert check.returncode == 0 and "DISAGREES" not in check.stdout, check.stdout
+
+
+def test_iozone_without_retests_judges_the_tests_that_ran(tmp_path):
+    # GIVEN IOzone -+n: it skips the rewrite and the reread, yet prints 0 in their columns
+    iozone = require_tool("iozone")
+    trace = tmp_path / "iozone.iwt"
+    file_size = 4 * 1024 * 1024
+
+    # WHEN it runs traced, then is checked
+    run = iowitness("run", "-q", "-o", str(trace), "--", iozone, "-+n", "-i0", "-i1", "-s", "4m", "-r", "64k",
+                    "-f", str(tmp_path / "f"), timeout=120)
+    assert "No retest option selected" in run.stdout, run.stdout
+    check = iowitness("check", str(trace), check=False)
+    phases = json.loads(iowitness("report", "--json", str(trace)).stdout)["phases"]
+
+    # THEN the trace holds one pass of each, the file size IOzone was given (-s 4m), no more
+    assert sorted((p["operation"], p["bytes"]) for p in phases) == [("read", file_size), ("write", file_size)], phases
+    # AND only the write and the read are claims, judged on their phases: no "claims 0 kB/s"
+    # CANNOT JUDGE, and `check` exits 0 on this healthy run
+    verdicts = re.findall(r"^(AGREES|EXPLAINED|DISAGREES|CANNOT JUDGE) +(\w+) \(", check.stdout, re.M)
+    assert [test for _, test in verdicts] == ["write", "read"], check.stdout
     assert check.returncode == 0 and "DISAGREES" not in check.stdout, check.stdout

@@ -102,6 +102,19 @@ def test_iozone_microseconds_mode():
     assert claims[0].bytes_per_s is None
 
 
+def test_iozone_no_retest_zeros_are_tests_that_never_ran():
+    # GIVEN -+n ("No retest option selected") with -R: IOzone skips rewrite and reread but still
+    # prints their columns and report sections, each with 0
+    claims = iozone.parse(recorded("iozone/no_retest.txt"))
+
+    # THEN only the tests that ran are claims, once from the table and once from the report;
+    # a 0 there is no rate of zero to judge (it was a CANNOT JUDGE and `check` exited 1)
+    assert [(c.test, c.value, c.extra["from"]) for c in claims] == [
+        ("write", 881958, "table"), ("read", 2188177, "table"),
+        ("write", 881958, "report"), ("read", 2188177, "report")]
+    assert all("no_retest" in c.extra["settings"] for c in claims)
+
+
 def test_iozone_fsync_and_close_in_timing_are_recorded():
     # GIVEN -e -c: IOzone says "Include fsync in write timing" and "Include close in write timing"
     claims = iozone.parse(recorded("iozone/fsync_close.txt"))
