@@ -28,6 +28,7 @@ from iowitness.analysis.judge import (
     return_wait,
     room_bound,
     strace_stops,
+    submitted,
     timed_lines,
     verdict_rules as verdicts,
 )
@@ -111,6 +112,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
     strace = trace is not None and backends.backend_of(trace.meta) == backends.STRACE
     room_bound.apply(out, report, tolerance, trace, strace)   # a statistic between its calls' and their rooms'
+    submitted.apply(out, report.phases)   # a clock around a call that only submits its request
     clock_tick.apply(out, report.phases, tolerance)   # postmark's whole seconds, fio's milliseconds
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
     rate_edges.apply(out, judged_rows, report, trace, tolerance)   # a spec rate's clock over its window's edges
