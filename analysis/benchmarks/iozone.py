@@ -152,6 +152,7 @@ def parse_command(argv: list[str]) -> dict:
         "min_record_size": _size(values.get("y")),
         "max_record_size": _size(values.get("q")),
         "files": files,
+        "workbook": values.get("b") or None,
     }
 
 
@@ -205,6 +206,14 @@ def name_units(units: pd.DataFrame, argv: list[str]) -> list[str | None]:
         else:
             names.append(None)
     return names
+
+
+def own_files(argv: list[str], cwd: str | None = None):
+    """IOzone's own file: -b's Excel workbook of the results, written after its last test (often
+    on the inode its deleted test file freed, so it looked like a rewrite of it): output, in no phase."""
+    workbook = parse_command(argv)["workbook"]
+    own = recorded_paths.resolve(workbook, cwd) if workbook else None
+    return lambda path: own is not None and recorded_paths.resolve(path, cwd) == own
 
 
 def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None,

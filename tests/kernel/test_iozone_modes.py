@@ -1,7 +1,7 @@
 """IOzone's other units, for real: -N prints whole microseconds per operation, cut down (a
 rewrite whose calls alone took 1.77 µs each printed "1"), and -O operations per second. Every
 figure of the table is judged on its own test's phase and none DISAGREES. And -+n, whose
-skipped retests print 0: no claims."""
+skipped retests print 0: no claims; -b, whose workbook is IOzone's output: no phase."""
 
 from __future__ import annotations
 
@@ -50,3 +50,21 @@ def test_iozone_without_retests_judges_the_tests_that_ran(tmp_path):
     verdicts = re.findall(r"^(AGREES|EXPLAINED|DISAGREES|CANNOT JUDGE) +(\w+) \(", check.stdout, re.M)
     assert [test for _, test in verdicts] == ["write", "read"], check.stdout
     assert check.returncode == 0 and "DISAGREES" not in check.stdout, check.stdout
+
+
+def test_iozone_workbook_is_output_not_a_phase(tmp_path):
+    # GIVEN IOzone -b: after its tests it writes an Excel workbook of the results, often on the
+    # inode its just-deleted test file freed
+    iozone = require_tool("iozone")
+    trace, workbook, file_size = tmp_path / "iozone.iwt", tmp_path / "results.xls", 4 * 1024 * 1024
+
+    # WHEN it runs traced
+    iowitness("run", "-q", "-o", str(trace), "--", iozone, "-i0", "-i1", "-s", "4m", "-r", "64k",
+              "-b", str(workbook), "-f", str(tmp_path / "f"), timeout=120)
+    phases = json.loads(iowitness("report", "--json", str(trace)).stdout)["phases"]
+
+    # THEN its four tests are the phases, each the file size IOzone was given (-s 4m); the
+    # workbook's bytes (its size on disk) are in none (before: a fifth phase, "re-write" of f)
+    assert workbook.stat().st_size > 0
+    assert [(p["benchmark_name"], p["bytes"]) for p in phases] == [
+        ("write", file_size), ("rewrite", file_size), ("read", file_size), ("reread", file_size)], phases

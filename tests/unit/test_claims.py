@@ -349,6 +349,16 @@ def test_iozone_command_line():
     assert iozone.parse_command(["iozone", "-s", "2048"])["file_size"] == 2048 * KiB  # no suffix: kB
 
 
+def test_iozone_workbook_is_its_own_file():
+    # GIVEN -b: IOzone writes its results as an Excel workbook after its last test
+    own = iozone.own_files(["iozone", "-i0", "-s", "1m", "-b", "out/res.xls", "-f", "f"], "/data/run")
+    # THEN that file (against the recorded cwd) is output, in no phase; its test file is data
+    assert own("/data/run/out/res.xls") and own("out/res.xls")
+    assert not own("/data/run/f") and not own("/data/run/res.xls")
+    # AND without -b nothing is IOzone's own
+    assert not iozone.own_files(["iozone", "-i0", "-f", "f"], "/data/run")("/data/run/f")
+
+
 # --- fio -------------------------------------------------------------------------------------
 
 def _rates(claims):
