@@ -72,3 +72,31 @@ def test_each_loops_files_per_second_is_judged_over_that_loops_files(tmp_path, m
         assert "output files (fs_log.txt" in v.placement
         assert v.verdict == "agrees", (v.claim.printed, v.verdict, v.ratio, v.reasons)
     assert not set(verdicts[0].phases) & set(verdicts[1].phases)
+
+
+def test_two_processes_files_per_second_is_their_own_rates_added_up(tmp_path):
+    fs_mark = require_tool("fs_mark")
+    # GIVEN fs_mark -t 2: two child processes, each making 2 loops of 200 files, each timing its
+    # own loop; fs_mark prints their files/sec added up (fs_mark.c, aggregate_thread_stats)
+    work = tempfile.mkdtemp(prefix="iow-fsm-", dir="/tmp")
+    out = tmp_path / "t2.iwt"
+    try:
+        run = iowitness("run", "-q", "-o", str(out), "--", fs_mark, "-d", work, "-n", str(FILES), "-s", "16384",
+                        "-L", str(LOOPS), "-S", "1", "-t", "2", cwd=tmp_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    # fs_mark's own count of files made so far, per loop: 2 processes x 200 files each
+    counts = [int(line.split()[1]) for line in run.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert counts == [2 * FILES * k for k in range(1, LOOPS + 1)], run.stdout
+    trace = load(out)
+    phases = trace.phases().set_index("phase")
+
+    # WHEN its claims are judged with the shipped spec (sum_of = "processes")
+    verdicts = judged.verdicts(trace, spec=str(SPEC))
+
+    # THEN each loop's figure is judged over its 400 files, made by the two processes, and
+    # agrees (over all 400 at once, one 2-process run read 0.94x: DISAGREES)
+    assert [v.claim.test for v in verdicts] == [f"files up to {count}" for count in counts]
+    for v in verdicts:
+        assert len(v.phases) == 2 * FILES and len({int(phases.loc[p, "tgid"]) for p in v.phases}) == 2
+        assert v.verdict == "agrees", (v.claim.printed, v.verdict, v.ratio, v.reasons)

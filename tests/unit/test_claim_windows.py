@@ -361,3 +361,58 @@ def test_a_summary_after_per_request_lines_is_about_the_requests(tmp_path, monke
     summary = [v for v in verdicts if v.claim.test == "summary"]
     assert [v.verdict for v in summary] == ["agrees"], [(v.verdict, v.reasons) for v in summary]
     assert list(summary[0].phases) == list(verdicts[0].phases)
+
+
+FILES_PER_SECOND = """
+[[claim]]
+pattern = '^files: (?P<value>[\\d.]+)$'
+test = "files"
+direction = "write"
+unit = "ops/s"
+timed = "open..close"
+scope = "window"
+"""
+
+
+def _two_processes(calls):
+    """fs_mark -t 2's shape: two processes, each creating 60 files of 16 KiB one after another,
+    the second started 5 ms after the first and twice as slow; each file an open, a write and a
+    close. Returns each process's files per second over its own first call to its last."""
+    rates, first = [], calls.now
+    for tgid, start, write_ns in ((2001, 0, 900_000), (2002, 5 * MS, 1_900_000)):
+        calls.process(tgid).at(first + start)
+        began = calls.now
+        for i in range(60):
+            calls.open(f"/d/p{tgid}/f{i}", O_WRONLY | O_CREAT | O_TRUNC, latency=20_000)
+            calls.write(16 * KiB, latency=write_ns).close(latency=10_000).gap(70_000)
+        rates.append(60 / ((calls.now - 70_000 - began) / 1e9))
+    return rates, first
+
+
+@pytest.mark.parametrize("sum_of, agrees", [('sum_of = "processes"\n', True), ("", False)])
+def test_a_figure_that_adds_up_each_processs_own_rate(sum_of, agrees, tmp_path, monkeypatch):
+    # GIVEN two processes making 60 files each, and a line printing the sum of their own files/s
+    calls = Calls()
+    rates, first = _two_processes(calls)
+    total = sum(rates)
+    lines = [(f"files: {total:.1f}", first + 200 * MS)]
+
+    # WHEN judged with a spec that says the figure adds up each process's own (sum_of), or not
+    got = _judge(calls, lines, FILES_PER_SECOND + sum_of, tmp_path, monkeypatch)
+
+    # THEN with sum_of = "processes" it agrees at each process's rate added up (1,000 + 500 files/s);
+    # over all 120 files at once (125 ms of wall time, 960 files/s) it is 1.56x off and disagrees
+    [verdict] = got
+    assert len(verdict.phases) == 120
+    if agrees:
+        assert verdict.verdict == "agrees" and abs(verdict.figures["calls"] / total - 1) < 1e-6, verdict.reasons
+        assert verdict.claim.extra["sum_of"] == "processes"
+    else:
+        assert verdict.verdict == "disagrees" and 1.5 < verdict.ratio < 1.6, (verdict.ratio, verdict.reasons)
+
+
+def test_sum_of_takes_only_processes():
+    from iowitness.analysis.benchmarks import spec
+    with pytest.raises(spec.SpecError) as raised:
+        spec.loads(FILES_PER_SECOND + 'sum_of = "threads"\n')
+    assert "'sum_of': 'threads' is not one of processes" in str(raised.value)

@@ -649,7 +649,7 @@ def test_the_specs_shipped_in_docs_load():
     (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key; did you mean 'pattern'? (known: pattern, "
                                "test, direction, unit, match, phase, operation, access, required, scope, key, "
                                "statistic, timed, skip, requests, record_size, rank, columns, timing_line, "
-                               "timing_end_line, warmup_seconds, window)"),
+                               "timing_end_line, warmup_seconds, window, sum_of)"),
     (VALID.replace('"w"', '"sequential {op}"'),
      "spec [[claim]] 1 'test': uses {op} but the pattern has no (?P<op>...) group"),
     ("version = 2\n" + VALID, "spec 'version' is 2; this iowitness reads version 1"),
@@ -665,7 +665,7 @@ def test_the_specs_shipped_in_docs_load():
                                  "missing ), unterminated subpattern at position 4"),
     (VALID + '[claim.columns]\nw = { tset = "a" }\n', "spec [[claim]] 1 'columns.w.tset': unknown key (known: test, "
      "direction, unit, match, phase, operation, access, scope, key, statistic, timed, skip, record_size, rank, "
-     "timing_line, timing_end_line, warmup_seconds, window)"),
+     "timing_line, timing_end_line, warmup_seconds, window, sum_of)"),
     (VALID.replace("?P<value>", "?P<w>") + '[claim.columns]\nlat = { test = "a" }\n',
      "spec [[claim]] 1 'pattern': has no (?P<lat>...) group for the number of this column"),
     (VALID.replace('"MB/s"', '"us"') + 'statistic = "p999"\n', "spec [[claim]] 1 'statistic': 'p999' is not one "
