@@ -416,3 +416,43 @@ def test_sum_of_takes_only_processes():
     with pytest.raises(spec.SpecError) as raised:
         spec.loads(FILES_PER_SECOND + 'sum_of = "threads"\n')
     assert "'sum_of': 'threads' is not one of processes" in str(raised.value)
+
+
+def _files_then_fsync_pass(calls):
+    """fs_mark -S 3's shape: 120 files made (open, a 16 KiB write, close), then each reopened,
+    fsynced (2 ms) and closed, last first; its line 50 ms later (the benchmark's own work, its
+    unlinks, untraced here). Returns (first open's start,
+    the last fsync's end, the line's time)."""
+    first = calls.now
+    for i in range(120):
+        calls.open(f"/d/f{i}", O_WRONLY | O_CREAT | O_TRUNC, latency=20_000)
+        calls.write(16 * KiB, latency=500_000).close(latency=10_000).gap(50_000)
+    for i in reversed(range(120)):
+        calls.open(f"/d/f{i}", O_RDONLY, latency=10_000).fsync(latency=2 * MS)
+        last_fsync = calls.now
+        calls.close(latency=10_000).gap(20_000)
+    return first, last_fsync, calls.now + 50 * MS
+
+
+@pytest.mark.parametrize("claimed, verdict, reason", [
+    ("through", "explained", "its clock ran through the syncs after its calls"),
+    ("line", "cannot judge", "its clock may have run on after its calls, up to its line"),
+    ("below", "disagrees", "no active figure within 5%"),
+])
+def test_a_clock_that_ran_on_through_a_fsync_pass_after_the_files(claimed, verdict, reason, tmp_path, monkeypatch):
+    # GIVEN files made, then fsynced in a pass of their own (which no file's phase holds), and
+    # the benchmark's files/sec: over its files and the pass (its clock, fs_mark's), up to the
+    # line, or below anything its calls allow
+    calls = Calls()
+    first, last_fsync, line = _files_then_fsync_pass(calls)
+    through = 120 / ((last_fsync - first) / 1e9)
+    value = {"through": through, "line": 120 / ((line - first) / 1e9) * 1.02, "below": through / 3}[claimed]
+
+    # WHEN judged as a loop's files/sec (before: DISAGREES ~0.2x, or "one operation may be n calls")
+    [got] = _judge(calls, [(f"files: {value:.1f}", line)], FILES_PER_SECOND, tmp_path, monkeypatch)
+
+    # THEN the fsync pass explains the first, the line's edge leaves the second unjudged, and
+    # the third, below even the figure up to its line, disagrees
+    assert got.verdict == verdict and got.reasons[0].startswith(reason), (got.verdict, got.reasons)
+    if claimed == "below":
+        assert any(r.startswith("even up to its line") for r in got.reasons), got.reasons
