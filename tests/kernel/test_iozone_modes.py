@@ -1,7 +1,8 @@
 """IOzone's other units, for real: -N prints whole microseconds per operation, cut down (a
 rewrite whose calls alone took 1.77 µs each printed "1"), and -O operations per second. Every
 figure of the table is judged on its own test's phase and none DISAGREES. And -+n, whose
-skipped retests print 0: no claims; -b, whose workbook is IOzone's output: no phase."""
+skipped retests print 0: no claims; -b and -Q, whose workbook and latency logs are IOzone's
+output: no phase; -B, through a mapping: no DISAGREES."""
 
 from __future__ import annotations
 
@@ -90,3 +91,24 @@ def test_iozone_through_mapped_files_does_not_disagree(tmp_path):
     # give cannot be judged, and says it is data moved through a mapping
     assert "DISAGREES" not in check.stdout, check.stdout
     assert all("memory mapping" in line for line in check.stdout.splitlines() if line.startswith("CANNOT JUDGE"))
+
+
+def test_iozone_latency_logs_are_output_not_phases(tmp_path):
+    # GIVEN IOzone -Q: during each test it logs offsets and latencies to wol.dat, rwol.dat,
+    # rol.dat and rrol.dat in its working directory
+    iozone = require_tool("iozone")
+    trace, file_size = tmp_path / "iozone.iwt", 4 * 1024 * 1024
+    iowitness("run", "-q", "-o", str(trace), "--", iozone, "-Q", "-i0", "-i1", "-s", "4m", "-r", "64k",
+              "-f", str(tmp_path / "f"), cwd=str(tmp_path), timeout=120)
+    assert all((tmp_path / name).stat().st_size > 0 for name in ("wol.dat", "rwol.dat", "rol.dat", "rrol.dat"))
+
+    # WHEN it is reported and checked
+    phases = json.loads(iowitness("report", "--json", str(trace)).stdout)["phases"]
+    check = iowitness("check", str(trace), check=False)
+
+    # THEN its four tests are the phases, each the -s size, and each figure is judged on its
+    # own (before: the logs were phases between them, three claims "no phase of the trace
+    # matches" and `check` exited 1)
+    assert [(p["benchmark_name"], p["bytes"]) for p in phases] == [
+        ("write", file_size), ("rewrite", file_size), ("read", file_size), ("reread", file_size)], phases
+    assert "no phase of the trace matches" not in check.stdout and "DISAGREES" not in check.stdout, check.stdout

@@ -359,6 +359,18 @@ def test_iozone_workbook_is_its_own_file():
     assert not iozone.own_files(["iozone", "-i0", "-f", "f"], "/data/run")("/data/run/f")
 
 
+def test_iozone_latency_logs_are_its_own_files():
+    # GIVEN -Q: IOzone logs each test's offsets and latencies in its working directory
+    # (wol.dat, rwol.dat, rol.dat, rrol.dat; Child_N_*.dat in throughput mode)
+    own = iozone.own_files(["iozone", "-Q", "-i0", "-i1", "-f", "/data/f"], "/data/run")
+    # THEN those files, there, are output; the test file and such names elsewhere are not
+    assert all(own(f"/data/run/{name}") for name in ("wol.dat", "rwol.dat", "rol.dat", "rrol.dat",
+                                                      "Child_1_randrol.dat", "Child_0_strol.dat"))
+    assert own("rol.dat") and not own("/data/f") and not own("/data/wol.dat") and not own("/data/run/xol.dat")
+    # AND without -Q a file named so is data
+    assert not iozone.own_files(["iozone", "-i0", "-f", "wol.dat"], "/data/run")("/data/run/wol.dat")
+
+
 # --- fio -------------------------------------------------------------------------------------
 
 def _rates(claims):
