@@ -8,9 +8,10 @@ spec rate over several phases that DISAGREES below its calls' figure (ratio < 1)
 
 - the claim fits the figure up to the end of the last fsync its processes made after the
   phases' calls and before its line: **EXPLAINED**, "its clock ran through the syncs after";
-- it lies between the calls' figure and the figure up to its own line (the latest any clock
-  of the benchmark can have stopped): **CANNOT JUDGE**, "its clock may have run on after its
-  calls" (a sync() untraced, or the benchmark's own work), that widest figure named;
+- it lies between the calls' figure and the figure up to its own line, or up to its processes'
+  next data call when that comes first (the latest any clock of the test can have stopped):
+  **CANNOT JUDGE**, "its clock may have run on after its calls" (a sync() untraced, or the
+  benchmark's own work), that widest figure named;
 - below even that: it still disagrees, the widest figure added to its reasons.
 
 One phase of one thread has its own account, with the calls and waits at both edges
@@ -29,6 +30,7 @@ from iowitness.analysis.phasing import operations as several
 from iowitness.collector.format.traceformat import ops_of_kind
 
 SYNCS = ops_of_kind("sync")
+DATA = ops_of_kind("read") + ops_of_kind("write")
 N_FOLD = "the claim and the per-call figure differ"   # operations.whole_hint's first words
 
 
@@ -45,16 +47,24 @@ def _candidate(verdict: Verdict, rows: pd.DataFrame | None) -> bool:
             and verdict.claim.printed_ns is not None)
 
 
-def _last_syncs(report, tgids: set[int], low: int, high: int) -> dict[int, int]:
-    """Per process: the end of its last fsync-kind call that ended in [low, high]."""
+def _after_calls(report, tgids: set[int], low: int, high: int) -> tuple[dict[int, int], int]:
+    """After the phases' last call (`low`), before the line (`high`): per process, the end of its
+    last fsync-kind call, and when the next data call of any of them began (`high` if none):
+    no clock of the claim's test runs into the next test's data."""
     last: dict[int, int] = {}
+    syncs: list[tuple[int, int, int]] = []
     for events, _ in report.event_blocks():
-        mine = events["tgid"].isin(tgids).to_numpy() & events["syscall"].isin(SYNCS).to_numpy()
-        end = events["end_ns"].to_numpy(np.int64)
-        mine &= (end >= low) & (end <= high)
-        for tgid, e in zip(events["tgid"].to_numpy(np.int64)[mine], end[mine]):
-            last[int(tgid)] = max(last.get(int(tgid), 0), int(e))
-    return last
+        theirs = events["tgid"].isin(tgids).to_numpy()
+        start, end = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
+        data = theirs & events["syscall"].isin(DATA).to_numpy() & (start > low) & (start < high)
+        if data.any():
+            high = int(start[data].min())
+        mine = theirs & events["syscall"].isin(SYNCS).to_numpy() & (end >= low)
+        syncs += zip(events["tgid"].to_numpy(np.int64)[mine].tolist(), start[mine].tolist(), end[mine].tolist())
+    for tgid, _, e in syncs:
+        if e <= high:
+            last[tgid] = max(last.get(tgid, 0), e)
+    return last, high
 
 
 def _ended_at(rows: pd.DataFrame, ends: dict[int, int]) -> pd.DataFrame:
@@ -82,10 +92,11 @@ def apply(verdicts: list[Verdict], rows_of: dict[int, pd.DataFrame], report, tol
         counted = several.per_operation(rows, claim.extra.get("timed") if kind == "ops" else None)
         line, last_call = int(claim.printed_ns), int(counted["data_last_ns"].max())
         tgids = {int(t) for t in counted["tgid"]}
+        syncs, line = _after_calls(report, tgids, last_call, line)
         widest = figures_of(_ended_at(counted, {t: line for t in tgids}), claim.direction, kind, combine)["calls"]
-        syncs = _last_syncs(report, tgids, last_call, line)
         through = figures_of(_ended_at(counted, syncs), claim.direction, kind, combine)["calls"] if syncs else None
         after = units.seconds((line - last_call) / 1e9)
+        edge = "its line" if line == int(claim.printed_ns) else "its processes' next data call"
         if through and abs(value / through - 1) <= tolerance:
             _drop_n_fold_hint(verdict)
             verdict.verdict = "explained"
@@ -96,11 +107,11 @@ def apply(verdicts: list[Verdict], rows_of: dict[int, pd.DataFrame], report, tol
         elif widest == widest and value >= widest * (1 - tolerance):
             # the gap is the clock after the calls as well as n calls an operation: say the first
             _drop_n_fold_hint(verdict)
-            cannot_judge(verdict, f"its clock may have run on after its calls, up to its line {after} later (a "
-                                  f"sync() the trace does not follow, or the benchmark's own work): up to the line "
+            cannot_judge(verdict, f"its clock may have run on after its calls, up to {edge} {after} later (a "
+                                  f"sync() the trace does not follow, or the benchmark's own work): up to {edge} "
                                   f"the figure is {fmt(widest, kind)}, and the claim lies between that and the calls'")
         elif widest == widest and verdict.verdict == "disagrees":
-            verdict.reasons.append(f"even up to its line, {after} after the phases' last call, the figure is "
+            verdict.reasons.append(f"even up to {edge}, {after} after the phases' last call, the figure is "
                                    f"{fmt(widest, kind)}")
 
 

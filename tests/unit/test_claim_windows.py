@@ -456,3 +456,21 @@ def test_a_clock_that_ran_on_through_a_fsync_pass_after_the_files(claimed, verdi
     assert got.verdict == verdict and got.reasons[0].startswith(reason), (got.verdict, got.reasons)
     if claimed == "below":
         assert any(r.startswith("even up to its line") for r in got.reasons), got.reasons
+
+
+def test_a_clock_after_the_calls_stops_at_the_next_tests_data(tmp_path, monkeypatch):
+    # GIVEN the files and their fsync pass, then 5 ms later the same process's next test (a
+    # read of another file), all before the line 90 ms after the pass
+    calls = Calls()
+    first, last_fsync, line = _files_then_fsync_pass(calls)
+    line += 40 * MS   # 5.5x below the calls: no whole n-fold either
+    calls.at(last_fsync + 5 * MS).open("/d/next", O_RDONLY, size=64 * KiB).read(64 * KiB).close()
+    value = 120 / ((line - first) / 1e9) * 1.02   # fits only a clock that ran on to the line
+
+    # WHEN judged as the loop's files/sec
+    [got] = _judge(calls, [(f"files: {value:.1f}", line)], FILES_PER_SECOND, tmp_path, monkeypatch)
+
+    # THEN no clock of this test ran into the next test's data: it disagrees, and says how far
+    # its clock could have gone
+    assert got.verdict == "disagrees", (got.verdict, got.reasons)
+    assert any(r.startswith("even up to its processes' next data call") for r in got.reasons), got.reasons
