@@ -189,8 +189,9 @@ class TraceView:
             ambiguous = paths.index[paths > 1].to_numpy()
             when = files["ts_ns"].fillna(0).to_numpy(np.int64)
             table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code,
-                                  "tgid": files["tgid"].fillna(-1).to_numpy(np.int64),
-                                  "fd": files["fd"].fillna(-1).to_numpy(np.int64)}).sort_values("ts")
+                                  # the targets named before tracing have neither (unsigned columns: -1 after)
+                                  "tgid": files["tgid"].astype("Int64").fillna(-1).to_numpy(np.int64),
+                                  "fd": files["fd"].astype("Int64").fillna(-1).to_numpy(np.int64)}).sort_values("ts")
         return pd.CategoricalDtype(_names(categories)), first, ambiguous, table
 
 
