@@ -87,10 +87,13 @@ def test_iozone_through_mapped_files_does_not_disagree(tmp_path):
     # THEN the write's phase is page faults mapping the file IOzone was given (-s 8m)
     write = next(p for p in phases if p["benchmark_name"] == "write")
     assert write["faults"] > 0 and write["fault_bytes"] == 8 * 1024 * 1024, write
-    # AND no figure DISAGREES (write and rewrite did, 1.12x and 1.26x): one the faults do not
-    # give cannot be judged, and says it is data moved through a mapping
+    # AND no figure DISAGREES (write and rewrite did, 1.12x and 1.26x): a write or rewrite the
+    # faults do not give cannot be judged, and says it is data moved through a mapping (the read
+    # and reread, 2 ms of calls, may be CANNOT JUDGE on a busy machine as too short to time)
     assert "DISAGREES" not in check.stdout, check.stdout
-    assert all("memory mapping" in line for line in check.stdout.splitlines() if line.startswith("CANNOT JUDGE"))
+    writes = [line for line in check.stdout.splitlines() if re.search(r" (write|rewrite) \(", line)]
+    assert len(writes) == 2, check.stdout
+    assert all("memory mapping" in line for line in writes if line.startswith("CANNOT JUDGE")), check.stdout
 
 
 def test_iozone_latency_logs_are_output_not_phases(tmp_path):
