@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh — make this Debian 12 machine ready to build, run and test iowitness.
 # Idempotent: a second run only checks and returns in seconds.
-#   apt: clang, llvm, libbpf-dev, bpftool, libelf-dev, zlib1g-dev, fio, strace, sysbench, fsmark, ioping, postmark, dbench, stress-ng, hdparm,
+#   apt: clang, llvm, libbpf-dev, bpftool, libelf-dev, zlib1g-dev, fio, strace, sysbench, fsmark, ioping, postmark, dbench, stress-ng, hdparm, bonnie++,
 #        iozone3 (Debian non-free, added to the apt sources when missing),
 #        chromium (the HTML report tests open reports in headless Chromium),
 #        btrfs-progs and xfsprogs (tests on btrfs and xfs loop devices), bpftrace (the bpftrace backend),
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 sysbench python3-venv chromium btrfs-progs xfsprogs default-jre-headless bpftrace fsmark ioping postmark dbench stress-ng hdparm)
+packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc fio strace iozone3 sysbench python3-venv chromium btrfs-progs xfsprogs default-jre-headless bpftrace fsmark ioping postmark dbench stress-ng hdparm bonnie++)
 
 need_root() {
     if [ "$(id -u)" -ne 0 ]; then

@@ -38,7 +38,7 @@ import numpy as np
 from iowitness.analysis.benchmarks import fio_ramp
 from iowitness.analysis.judge import latency
 from iowitness.analysis.judge.claim import Claim
-from iowitness.analysis.judge.verdict_rules import Verdict, cannot_judge, missing_reason
+from iowitness.analysis.judge.verdict_rules import MAPPED_REQUESTS, Verdict, cannot_judge, mapped, missing_reason
 from iowitness.analysis.measure.figures import fmt
 
 # fio's normal text output: a job's header, a direction's line, its clat/lat lines (values may
@@ -168,7 +168,8 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
         verdict.reasons.append(missing_reason(missing))
     values = report.evidence.operations(verdict.phases, "call", claim.direction)
     if not len(values):
-        return cannot_judge(verdict, "the job's phases have no request the trace timed")
+        return cannot_judge(verdict, "the job's phases have no request the trace timed"
+                            + (f": they are page faults, {MAPPED_REQUESTS}" if mapped(rows) else ""))
     clat, lat, slat = blocks["clat"], blocks.get("lat", {}), blocks.get("slat")
     ramp_s, skipped = float(claim.extra.get("ramp_s") or 0.0), 0
     if ramp_s > 0 and clat["N"] == clat["N"] and int(clat["N"]) < len(values):

@@ -12,6 +12,7 @@ write, rewrite, read, reread in time order.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 
@@ -49,6 +50,8 @@ IOZONE_TESTS = {
 IOZONE_DEFAULT_TESTS = (0, 1, 2, 3, 4, 5, 6, 7)
 # size options (-s, -r, -n, -g, -y, -q): "-s #k (size in Kbytes) or -s #m (size in Mbytes) or
 # -s #g (size in Gbytes)", kB without a suffix (iozone(1), -s); IOzone's kB is 1024 bytes
+# -Q's per-test offset/latency logs, fopen()ed by name in IOzone's working directory (iozone.c)
+_LATENCY_LOG = re.compile(r"(Child_\d+_)?(wol|rwol|rol|rrol|randrol|randwol|revol|strol|frol|fwol|prol|pwol)\.dat")
 SIZE_SUFFIXES = {"": 1024, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
 _FLAG_VALUES = set("JjkVrtsfFdluUSLHPibXYgnyq")  # IOzone's getopt options that take a value
 
@@ -152,6 +155,8 @@ def parse_command(argv: list[str]) -> dict:
         "min_record_size": _size(values.get("y")),
         "max_record_size": _size(values.get("q")),
         "files": files,
+        "workbook": values.get("b") or None,
+        "latency_logs": "Q" in flags,
     }
 
 
@@ -205,6 +210,23 @@ def name_units(units: pd.DataFrame, argv: list[str]) -> list[str | None]:
         else:
             names.append(None)
     return names
+
+
+def own_files(argv: list[str], cwd: str | None = None):
+    """IOzone's own files, output in no phase: -b's Excel workbook of the results, written after
+    its last test (often on the inode its deleted test file freed, so it looked like a rewrite of
+    it), and -Q's offset/latency logs in its working directory (wol.dat, rwol.dat, rol.dat,
+    rrol.dat; Child_N_randrol.dat and the like in throughput mode), written during each test."""
+    options = parse_command(argv)
+    own = {recorded_paths.resolve(options["workbook"], cwd)} if options["workbook"] else set()
+    here = recorded_paths.resolve(".", cwd) if options["latency_logs"] else None
+
+    def is_own(path: str) -> bool:
+        full = recorded_paths.resolve(path, cwd)
+        return full in own or here is not None and os.path.dirname(full) == here \
+            and bool(_LATENCY_LOG.fullmatch(os.path.basename(full)))
+
+    return is_own
 
 
 def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None,

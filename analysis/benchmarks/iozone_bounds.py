@@ -26,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis.judge import verdict_rules as verdicts
+from iowitness.analysis.judge import precision, verdict_rules as verdicts
 from iowitness.analysis.judge.latency import ALLOWANCE_S
 from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.measure.figures import fmt
@@ -92,7 +92,9 @@ def judge(claim, rows: pd.DataFrame, bounds: Bounds, window: str, tolerance: flo
         low, high = inner_s / amount, outer_s / amount
     else:
         low, high = amount / outer_s, amount / inner_s
-    fits = low * (1 - tolerance) <= value <= high * (1 + tolerance)
+    # a figure printed to few digits (-N's whole microseconds, cut down) is judged to them
+    below, above = precision.printed_span(claim, value, kind)
+    fits = low * (1 - tolerance) <= value + above and value - below <= high * (1 + tolerance)
     timed = {"+fsync": "its calls and the fsync after them", "+close": "its calls and the close after them"}.get(
         window, f"its {int(row['ops']):,} call{'s' if int(row['ops']) != 1 else ''}")
     why = (f"too short to time on its own calls, bounded by the calls around it: IOzone's clock ran at least over "

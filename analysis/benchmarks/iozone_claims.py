@@ -92,6 +92,10 @@ SETTINGS = {  # lines IOzone prints for the options that change what a number me
     "No retest option selected": "no_retest",  # -+n
 }
 
+# the second pass of a test, which -+n ("No retest option selected") skips: IOzone still prints
+# its column (and -R section), with 0 in it, a test that never ran, not a rate of zero
+RETESTS = {"rewrite", "reread", "frewrite", "freread", "repwrite", "repread", "repwritev", "repreadv"}
+
 # printed after "iozone test complete." when some test was too short for IOzone's clock
 TIMER_WARNING = "Timer resolution is poor. Some small transfers may have"
 
@@ -145,6 +149,8 @@ def parse(text: str) -> list[Claim]:
         raise UnparsableOutput("IOzone output ends before any result: no table row, no 'Children see throughput' line"
                                + (f"; its last line: {last[:120]!r}" if last else ""))
     claims = [claim for _, claim in sorted(found, key=lambda item: item[0])]
+    if "no_retest" in common["settings"]:
+        claims = [claim for claim in claims if claim.test not in RETESTS]
     for index, claim in enumerate(claims):
         claim.index = index
         claim.extra = {**common, **claim.extra}

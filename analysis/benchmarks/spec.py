@@ -64,15 +64,20 @@ ACCESS = ("sequential", "random", "strided", "backward", "same record", "single 
 TOP_KEYS = ("version", "benchmark", "claim")
 CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required",
               "scope", "key", "statistic", "timed", "skip", "requests", "record_size", "rank", "columns",
-              "timing_line", "timing_end_line", "warmup_seconds", "window")
+              "timing_line", "timing_end_line", "warmup_seconds", "window", "sum_of")
 # what a column of `columns` may set for its figure: the rest is the [[claim]]'s
 COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
-               "timed", "skip", "record_size", "rank", "timing_line", "timing_end_line", "warmup_seconds", "window")
+               "timed", "skip", "record_size", "rank", "timing_line", "timing_end_line", "warmup_seconds", "window",
+               "sum_of")
 INTEGER_KEYS = ("skip", "rank")
 # what the benchmark timed, among the active figures (analysis/judge/verdict_rules.py): its calls
 # from the first to the last, with the fsync or the close after them, or only the time inside
 # them (each call timed from its own thread and summed: judge/return_wait.py)
 WINDOWS = ("calls", "+fsync", "+close", "busy")
+# what a figure over several phases adds up (sum_of): each process's own figure, its amount over
+# its own first data call to its last, added up (fs_mark -t N: each child's files/sec, summed);
+# without it, all the amounts over the set's wall time
+SUMS = ("processes",)
 BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds", "output_files")
 
 
@@ -106,6 +111,7 @@ class Rule:
     warmup_seconds: float | None = None  # the timed period starts this long after the phases' first data call
     timing_end_line: str | None = None  # a regex: the last line (up to the claim's own) matching it ends the period
     window: str | None = None        # what the benchmark timed (WINDOWS); None: the benchmark's default
+    sum_of: str | None = None        # SUMS: a figure over several phases is its processes' own figures added up
 
 
 @dataclass(frozen=True)
@@ -298,6 +304,8 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
         fail("warmup_seconds", "must be 0 or more seconds (1.5 for a warm-up of 1.5 s)")
     if "window" in table and table["window"] not in WINDOWS:
         fail("window", f"{table['window']!r} is not one of {', '.join(WINDOWS)}")
+    if "sum_of" in table and table["sum_of"] not in SUMS:
+        fail("sum_of", f"{table['sum_of']!r} is not one of {', '.join(SUMS)} (each process's own figure, added up)")
     record_size = table.get("record_size")
     if record_size is not None and not _fields(record_size, None) and size(record_size) is None:
         fail("record_size", f"{record_size!r} is not a size (4096, 4k, 64KiB) nor a template such as \"{{size}}\"")
@@ -305,7 +313,7 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
                 operation, table.get("access"), table.get("required", True), scope, table.get("key"),
                 statistic, timed, table.get("skip", 0), requests, record_size, table.get("rank"),
                 value_group, column, table.get("timing_line"), table.get("warmup_seconds"),
-                table.get("timing_end_line"), table.get("window"))
+                table.get("timing_end_line"), table.get("window"), table.get("sum_of"))
 
 
 def _fields(template: str, fail) -> list[str]:
@@ -410,6 +418,8 @@ def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:
         extra["timing_end_line"] = rule.timing_end_line
     if rule.window is not None:
         extra["window"] = rule.window
+    if rule.sum_of is not None:
+        extra["sum_of"] = rule.sum_of
     if rule.warmup_seconds is not None:
         extra["warmup_seconds"] = float(rule.warmup_seconds)
     if field == "seconds_per_op":

@@ -149,15 +149,21 @@ def _widen(claim: Claim, rows: pd.DataFrame, phases: pd.DataFrame) -> Match:
         # phases here are its window's, claim_windows.finder)
         wanted = phases if claim.direction in (None, "mixed") else \
             phases[phases["operation"].isin([claim.direction, "mixed"])]
-        return Match(wanted.sort_values("data_first_ns"), combine="wall")
+        return Match(wanted.sort_values("data_first_ns"), combine=_combine(claim))
     if scope == "phase" or len(rows) != 1:
         return Match(rows)
     concurrent = phases[phases["group"] == rows.iloc[0]["group"]].sort_values("data_first_ns")
     if len(concurrent) < 2:
         return Match(rows)
     if scope == "concurrent" or _fits_better(claim, concurrent, rows):
-        return Match(concurrent, combine="wall")
+        return Match(concurrent, combine=_combine(claim))
     return Match(rows)
+
+
+def _combine(claim: Claim) -> str:
+    """How a figure over several phases adds up: all of them over their wall time, or each
+    process's own figure added up (spec sum_of = "processes", figures.figures_of)."""
+    return "processes" if claim.extra.get("sum_of") == "processes" else "wall"
 
 
 def _fits_better(claim: Claim, concurrent: pd.DataFrame, one: pd.DataFrame) -> bool:

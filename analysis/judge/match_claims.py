@@ -19,6 +19,7 @@ from iowitness.analysis import benchmarks
 from iowitness.analysis.judge import (
     attached_windows,
     claim_windows,
+    clock_after_calls,
     clock_tick,
     cut_short,
     open_window,
@@ -28,6 +29,7 @@ from iowitness.analysis.judge import (
     return_wait,
     room_bound,
     strace_stops,
+    submitted,
     timed_lines,
     verdict_rules as verdicts,
 )
@@ -111,9 +113,11 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     precision.apply(out, tolerance)   # "1.2 GB/s" is 1.15 to 1.25, "0.00 ms" below 0.005
     strace = trace is not None and backends.backend_of(trace.meta) == backends.STRACE
     room_bound.apply(out, report, tolerance, trace, strace)   # a statistic between its calls' and their rooms'
+    submitted.apply(out, report.phases)   # a clock around a call that only submits its request
     clock_tick.apply(out, report.phases, tolerance)   # postmark's whole seconds, fio's milliseconds
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
     rate_edges.apply(out, judged_rows, report, trace, tolerance)   # a spec rate's clock over its window's edges
+    clock_after_calls.apply(out, judged_rows, report, tolerance)   # several phases: a clock on after them
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
     for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
         if not partial:

@@ -47,6 +47,17 @@ def _in_base(claim, half: float, value: float, kind: str) -> float | None:
     return half * UNITS[claim.unit][1] if claim.unit in UNITS else None
 
 
+def printed_span(claim, value: float, kind: str) -> tuple[float, float]:
+    """How far below and above `value` (in its verdict's units) the figure printed as the claim
+    may lie: half its last digit either way, or a whole digit above for a figure cut down
+    (IOzone -N's whole microseconds); (0, 0) when the claim has no printed text."""
+    half = half_digit(str(claim.extra.get("printed_value") or ""), int(claim.extra.get("multiplier_base") or 1000))
+    h = _in_base(claim, half, value, kind) if half else None
+    if not h:
+        return 0.0, 0.0
+    return (0.0, 2 * h) if claim.extra.get("printed_truncated") else (h, h)
+
+
 def apply(verdicts: list[Verdict], tolerance: float) -> None:
     """Each disagreeing claim that fits to its printed precision: agrees, with the reason."""
     for verdict in verdicts:

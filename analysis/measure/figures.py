@@ -46,7 +46,9 @@ def figures_of(rows: pd.DataFrame, direction: str | None, kind: str, combine: st
     combine "sum" adds the members' own rates (IOzone's children); "span" is all of them
     over the longest member's time (fio's group_reporting: bytes over the group's runtime);
     "wall" all of them over the set's wall time, first call to last (a program's total over
-    its threads or files). An "elapsed" claim (a test's time in seconds) gets times, not rates.
+    its threads or files); "processes" each process's own "wall" figure, added up (fs_mark -t N
+    adds its children's files/sec, each over its own loop). An "elapsed" claim (a test's time in
+    seconds) gets times, not rates.
     """
     if kind == "latency":
         return {"mean latency": float((rows["lat_mean_us"] * rows["ops"]).sum() / rows["ops"].sum() / 1e6)}
@@ -67,13 +69,15 @@ def figures_of(rows: pd.DataFrame, direction: str | None, kind: str, combine: st
         elif combine == "wall":   # all the bytes over the set's wall time: a total over concurrent phases
             end = max((window_end(r, end_col) for r in members), default=0)
             out[name] = rate(sum(amounts), rows["data_first_ns"].min() if len(rows) else 0, end)
+        elif combine == "processes":
+            out[name] = _per_process(rows, amounts, members, end_col)
         else:
             rates = [rate(a, r.data_first_ns, window_end(r, end_col)) for a, r in zip(amounts, members)]
             out[name] = float(np.nansum(rates)) if rates else float("nan")
     busy = [a / (r.data_ns / 1e9) if r.data_ns else float("nan") for a, r in zip(amounts, members)]
-    if combine in ("span", "wall"):
+    if combine in ("span", "wall", "processes"):
         inside = rows["data_ns"]
-        if combine == "wall" and "tid" in rows.columns:
+        if combine in ("wall", "processes") and "tid" in rows.columns:
             # a thread's phases one after the other (a run's files) add up: the busiest thread's time
             inside = inside.groupby(rows["tid"].to_numpy()).sum()
         longest = inside.max() / 1e9 if len(rows) else 0
@@ -81,6 +85,16 @@ def figures_of(rows: pd.DataFrame, direction: str | None, kind: str, combine: st
     else:
         out["busy"] = float(np.nansum(busy)) if busy and not all(b != b for b in busy) else float("nan")
     return out
+
+
+def _per_process(rows: pd.DataFrame, amounts: list, members: list, end_col: str | None) -> float:
+    """Each process's amount over its own first data call to its last window end, added up."""
+    spans: dict[int, list[float]] = {}
+    for pid, amount, r in zip(rows["tgid"].to_numpy(), amounts, members):
+        total, first, end = spans.get(int(pid), [0.0, float("inf"), 0.0])
+        spans[int(pid)] = [total + amount, min(first, r.data_first_ns), max(end, window_end(r, end_col))]
+    rates = [rate(total, first, end) for total, first, end in spans.values()]
+    return float(np.nansum(rates)) if rates else float("nan")
 
 
 def fmt(value: float, kind: str) -> str:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from iowitness.analysis.phasing import quantiles
 from iowitness.analysis.phasing.phases import FAULTS, READS, WRITES
-from iowitness.analysis.read.trace_view import TraceView
+from iowitness.analysis.read.trace_view import OPENING, TraceView
 from iowitness.collector.format import tracestream
 
 PERCENTILES = (50, 90, 99, 99.9)
@@ -138,7 +138,10 @@ class Tables:
         moved = np.where(is_fault[op], requested, np.maximum(ret, 0))
         reads, writes = is_read[op], is_write[op]
         # a call on a file no open or target named has no path: in no row (pandas drops it too)
-        paths = pd.Categorical(trace._paths(block["dev"], block["ino"], block["start_ns"]))
+        opening = np.zeros(size, dtype=bool)
+        opening[[o for o, name in name_of.items() if name in OPENING]] = True
+        paths = pd.Categorical(trace._paths(block["dev"], block["ino"], block["start_ns"],
+                                            (np.where(opening[op], start + latency, 0), block["tgid"], ret)))
         codes = paths.codes.astype(np.int64)
         calls = np.bincount(codes[codes >= 0], minlength=len(paths.categories))
         for k in np.flatnonzero(calls):

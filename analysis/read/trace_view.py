@@ -13,8 +13,13 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.phasing import aio_kernel
-from iowitness.collector.format.traceformat import dev_name
+from iowitness.collector.format.traceformat import dev_name, ops_of_kind
 from iowitness.collector.format.tracereader import TraceData
+
+# the calls that open a file: their process's record of the fd they return is made at their
+# exit, by the same probe program, a few microseconds after the call's end (_paths); 1 ms is far beyond
+OPENING = (*ops_of_kind("open"), "creat")
+OPEN_FACT_NS = 1_000_000
 
 if TYPE_CHECKING:
     from iowitness.analysis.report import Report
@@ -57,7 +62,9 @@ class TraceView:
         frame["syscall"] = _categorical(raw["op"], lambda op: self._ops.get(op, f"op{op}"), distinct.get("op"))
         frame["end_ns"] = raw["start_ns"] + raw["latency_ns"]
         frame["device"] = _categorical(raw["dev"], dev_name, distinct.get("dev"))
-        frame["path"] = self._paths(raw["dev"], raw["ino"], raw["start_ns"])
+        opening = frame["syscall"].isin(OPENING).to_numpy()
+        frame["path"] = self._paths(raw["dev"], raw["ino"], raw["start_ns"],
+                                    (np.where(opening, frame["end_ns"].to_numpy(), 0), raw["tgid"], raw["ret"]))
         if "requested" in frame:
             # a size_t for I/O, but an off_t for lseek: signed shows lseek(fd, -4096, SEEK_CUR) as it was
             frame["requested"] = frame["requested"].to_numpy().view(np.int64)
@@ -126,11 +133,19 @@ class TraceView:
         facts: np.ndarray = self._facts[np.isin(self._facts["kind"], wanted)]
         return facts
 
-    def _paths(self, dev: np.ndarray, ino: np.ndarray, start: np.ndarray) -> pd.Categorical:
-        """The path of each event's file: the last one it was opened under before the event.
+    def _paths(self, dev: np.ndarray, ino: np.ndarray, start: np.ndarray,
+               opens: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> pd.Categorical:
+        """The path of each event's file: the last one it was opened under before the event;
+        for an event that opens it (`opens`: each event's end, 0 for the calls that open
+        nothing, its tgid and its ret), the one it opened: the record its process made of that
+        fd at its exit (by OPEN_FACT_NS after its end; a reopen of a known name records nothing,
+        and the name before it stands).
 
         An inode number can name several files over a run (ext4 gives a deleted file's number
         to the next new file), so the mapping is by time when a (dev, ino) had several paths.
+        An open's file is recorded at the open's exit, after the event began: looked up backward,
+        fs_mark's new file took the name of the log file deleted just before, whose inode it
+        reused, and its phase was left out as that log's; IOzone -b's workbook took its test file's.
         """
         categories, first, ambiguous, table = self._path_lookup
         key = dev.astype(np.uint64) << np.uint64(44) ^ ino.astype(np.uint64)
@@ -146,6 +161,14 @@ class TraceView:
             found = pd.merge_asof(mixed, table, on="ts", by="key", direction="backward")
             hit = found["code"].notna().to_numpy()
             codes[found["row"].to_numpy()[hit]] = found["code"].to_numpy()[hit].astype(np.int64)
+            if opens is not None:
+                end, tgid, fd = opens
+                opening = mixed[end[mixed["row"].to_numpy()] > 0]
+                own = pd.merge_asof(opening, table.assign(own_ts=table["ts"]), on="ts", by="key", direction="forward")
+                rows = own["row"].to_numpy()
+                same_fd = (own["tgid"] == tgid[rows].astype(np.int64)) & (own["fd"] == fd[rows].astype(np.int64))
+                hit = (own["code"].notna() & (own["own_ts"] <= end[rows] + OPEN_FACT_NS) & same_fd).to_numpy()
+                codes[own["row"].to_numpy()[hit]] = own["code"].to_numpy()[hit].astype(np.int64)
         return pd.Categorical.from_codes(codes, dtype=categories)
 
     @cached_property
@@ -165,7 +188,10 @@ class TraceView:
         if (paths > 1).any():
             ambiguous = paths.index[paths > 1].to_numpy()
             when = files["ts_ns"].fillna(0).to_numpy(np.int64)
-            table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code}).sort_values("ts")
+            table = pd.DataFrame({"key": file_key, "ts": when, "code": file_code,
+                                  # the targets named before tracing have neither (unsigned columns: -1 after)
+                                  "tgid": files["tgid"].astype("Int64").fillna(-1).to_numpy(np.int64),
+                                  "fd": files["fd"].astype("Int64").fillna(-1).to_numpy(np.int64)}).sort_values("ts")
         return pd.CategoricalDtype(_names(categories)), first, ambiguous, table
 
 

@@ -361,3 +361,116 @@ def test_a_summary_after_per_request_lines_is_about_the_requests(tmp_path, monke
     summary = [v for v in verdicts if v.claim.test == "summary"]
     assert [v.verdict for v in summary] == ["agrees"], [(v.verdict, v.reasons) for v in summary]
     assert list(summary[0].phases) == list(verdicts[0].phases)
+
+
+FILES_PER_SECOND = """
+[[claim]]
+pattern = '^files: (?P<value>[\\d.]+)$'
+test = "files"
+direction = "write"
+unit = "ops/s"
+timed = "open..close"
+scope = "window"
+"""
+
+
+def _two_processes(calls):
+    """fs_mark -t 2's shape: two processes, each creating 60 files of 16 KiB one after another,
+    the second started 5 ms after the first and twice as slow; each file an open, a write and a
+    close. Returns each process's files per second over its own first call to its last."""
+    rates, first = [], calls.now
+    for tgid, start, write_ns in ((2001, 0, 900_000), (2002, 5 * MS, 1_900_000)):
+        calls.process(tgid).at(first + start)
+        began = calls.now
+        for i in range(60):
+            calls.open(f"/d/p{tgid}/f{i}", O_WRONLY | O_CREAT | O_TRUNC, latency=20_000)
+            calls.write(16 * KiB, latency=write_ns).close(latency=10_000).gap(70_000)
+        rates.append(60 / ((calls.now - 70_000 - began) / 1e9))
+    return rates, first
+
+
+@pytest.mark.parametrize("sum_of, agrees", [('sum_of = "processes"\n', True), ("", False)])
+def test_a_figure_that_adds_up_each_processs_own_rate(sum_of, agrees, tmp_path, monkeypatch):
+    # GIVEN two processes making 60 files each, and a line printing the sum of their own files/s
+    calls = Calls()
+    rates, first = _two_processes(calls)
+    total = sum(rates)
+    lines = [(f"files: {total:.1f}", first + 200 * MS)]
+
+    # WHEN judged with a spec that says the figure adds up each process's own (sum_of), or not
+    got = _judge(calls, lines, FILES_PER_SECOND + sum_of, tmp_path, monkeypatch)
+
+    # THEN with sum_of = "processes" it agrees at each process's rate added up (1,000 + 500 files/s);
+    # over all 120 files at once (125 ms of wall time, 960 files/s) it is 1.56x off and disagrees
+    [verdict] = got
+    assert len(verdict.phases) == 120
+    if agrees:
+        assert verdict.verdict == "agrees" and abs(verdict.figures["calls"] / total - 1) < 1e-6, verdict.reasons
+        assert verdict.claim.extra["sum_of"] == "processes"
+    else:
+        assert verdict.verdict == "disagrees" and 1.5 < verdict.ratio < 1.6, (verdict.ratio, verdict.reasons)
+
+
+def test_sum_of_takes_only_processes():
+    from iowitness.analysis.benchmarks import spec
+    with pytest.raises(spec.SpecError) as raised:
+        spec.loads(FILES_PER_SECOND + 'sum_of = "threads"\n')
+    assert "'sum_of': 'threads' is not one of processes" in str(raised.value)
+
+
+def _files_then_fsync_pass(calls):
+    """fs_mark -S 3's shape: 120 files made (open, a 16 KiB write, close), then each reopened,
+    fsynced (2 ms) and closed, last first; its line 50 ms later (the benchmark's own work, its
+    unlinks, untraced here). Returns (first open's start,
+    the last fsync's end, the line's time)."""
+    first = calls.now
+    for i in range(120):
+        calls.open(f"/d/f{i}", O_WRONLY | O_CREAT | O_TRUNC, latency=20_000)
+        calls.write(16 * KiB, latency=500_000).close(latency=10_000).gap(50_000)
+    for i in reversed(range(120)):
+        calls.open(f"/d/f{i}", O_RDONLY, latency=10_000).fsync(latency=2 * MS)
+        last_fsync = calls.now
+        calls.close(latency=10_000).gap(20_000)
+    return first, last_fsync, calls.now + 50 * MS
+
+
+@pytest.mark.parametrize("claimed, verdict, reason", [
+    ("through", "explained", "its clock ran through the syncs after its calls"),
+    ("line", "cannot judge", "its clock may have run on after its calls, up to its line"),
+    ("below", "disagrees", "no active figure within 5%"),
+])
+def test_a_clock_that_ran_on_through_a_fsync_pass_after_the_files(claimed, verdict, reason, tmp_path, monkeypatch):
+    # GIVEN files made, then fsynced in a pass of their own (which no file's phase holds), and
+    # the benchmark's files/sec: over its files and the pass (its clock, fs_mark's), up to the
+    # line, or below anything its calls allow
+    calls = Calls()
+    first, last_fsync, line = _files_then_fsync_pass(calls)
+    through = 120 / ((last_fsync - first) / 1e9)
+    value = {"through": through, "line": 120 / ((line - first) / 1e9) * 1.02, "below": through / 3}[claimed]
+
+    # WHEN judged as a loop's files/sec (before: DISAGREES ~0.2x, or "one operation may be n calls")
+    [got] = _judge(calls, [(f"files: {value:.1f}", line)], FILES_PER_SECOND, tmp_path, monkeypatch)
+
+    # THEN the fsync pass explains the first, the line's edge leaves the second unjudged, and
+    # the third, below even the figure up to its line, disagrees
+    assert got.verdict == verdict and got.reasons[0].startswith(reason), (got.verdict, got.reasons)
+    if claimed == "below":
+        assert any(r.startswith("even up to its line") for r in got.reasons), got.reasons
+
+
+def test_a_clock_after_the_calls_stops_at_the_next_tests_data(tmp_path, monkeypatch):
+    # GIVEN the files and their fsync pass, then 5 ms later the same process's next test (a
+    # read of another file), all before the line 90 ms after the pass
+    calls = Calls()
+    first, last_fsync, line = _files_then_fsync_pass(calls)
+    line += 40 * MS   # 5.5x below the calls: no whole n-fold either
+    calls.at(last_fsync + 5 * MS).open("/d/next", O_RDONLY, size=64 * KiB).read(64 * KiB).close()
+    value = 120 / ((line - first) / 1e9) * 1.02   # fits only a clock that ran on to the line
+
+    # WHEN judged as the loop's files/sec
+    [got] = _judge(calls, [(f"files: {value:.1f}", line)], FILES_PER_SECOND, tmp_path, monkeypatch)
+
+    # THEN no clock of this test ran into the next test's data: it disagrees, and says how far
+    # its clock could have gone
+    assert got.verdict == "disagrees", (got.verdict, got.reasons)
+    assert any(r.startswith("even up to its processes' next data call") for r in got.reasons), got.reasons

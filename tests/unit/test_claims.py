@@ -102,6 +102,19 @@ def test_iozone_microseconds_mode():
     assert claims[0].bytes_per_s is None
 
 
+def test_iozone_no_retest_zeros_are_tests_that_never_ran():
+    # GIVEN -+n ("No retest option selected") with -R: IOzone skips rewrite and reread but still
+    # prints their columns and report sections, each with 0
+    claims = iozone.parse(recorded("iozone/no_retest.txt"))
+
+    # THEN only the tests that ran are claims, once from the table and once from the report;
+    # a 0 there is no rate of zero to judge (it was a CANNOT JUDGE and `check` exited 1)
+    assert [(c.test, c.value, c.extra["from"]) for c in claims] == [
+        ("write", 881958, "table"), ("read", 2188177, "table"),
+        ("write", 881958, "report"), ("read", 2188177, "report")]
+    assert all("no_retest" in c.extra["settings"] for c in claims)
+
+
 def test_iozone_fsync_and_close_in_timing_are_recorded():
     # GIVEN -e -c: IOzone says "Include fsync in write timing" and "Include close in write timing"
     claims = iozone.parse(recorded("iozone/fsync_close.txt"))
@@ -334,6 +347,28 @@ def test_iozone_command_line():
     assert (auto["min_file_size"], auto["max_file_size"]) == (64 * KiB, 256 * KiB)
     assert (auto["min_record_size"], auto["max_record_size"]) == (4 * KiB, 16 * KiB)
     assert iozone.parse_command(["iozone", "-s", "2048"])["file_size"] == 2048 * KiB  # no suffix: kB
+
+
+def test_iozone_workbook_is_its_own_file():
+    # GIVEN -b: IOzone writes its results as an Excel workbook after its last test
+    own = iozone.own_files(["iozone", "-i0", "-s", "1m", "-b", "out/res.xls", "-f", "f"], "/data/run")
+    # THEN that file (against the recorded cwd) is output, in no phase; its test file is data
+    assert own("/data/run/out/res.xls") and own("out/res.xls")
+    assert not own("/data/run/f") and not own("/data/run/res.xls")
+    # AND without -b nothing is IOzone's own
+    assert not iozone.own_files(["iozone", "-i0", "-f", "f"], "/data/run")("/data/run/f")
+
+
+def test_iozone_latency_logs_are_its_own_files():
+    # GIVEN -Q: IOzone logs each test's offsets and latencies in its working directory
+    # (wol.dat, rwol.dat, rol.dat, rrol.dat; Child_N_*.dat in throughput mode)
+    own = iozone.own_files(["iozone", "-Q", "-i0", "-i1", "-f", "/data/f"], "/data/run")
+    # THEN those files, there, are output; the test file and such names elsewhere are not
+    assert all(own(f"/data/run/{name}") for name in ("wol.dat", "rwol.dat", "rol.dat", "rrol.dat",
+                                                      "Child_1_randrol.dat", "Child_0_strol.dat"))
+    assert own("rol.dat") and not own("/data/f") and not own("/data/wol.dat") and not own("/data/run/xol.dat")
+    # AND without -Q a file named so is data
+    assert not iozone.own_files(["iozone", "-i0", "-f", "wol.dat"], "/data/run")("/data/run/wol.dat")
 
 
 # --- fio -------------------------------------------------------------------------------------
@@ -626,7 +661,7 @@ def test_the_specs_shipped_in_docs_load():
     (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key; did you mean 'pattern'? (known: pattern, "
                                "test, direction, unit, match, phase, operation, access, required, scope, key, "
                                "statistic, timed, skip, requests, record_size, rank, columns, timing_line, "
-                               "timing_end_line, warmup_seconds, window)"),
+                               "timing_end_line, warmup_seconds, window, sum_of)"),
     (VALID.replace('"w"', '"sequential {op}"'),
      "spec [[claim]] 1 'test': uses {op} but the pattern has no (?P<op>...) group"),
     ("version = 2\n" + VALID, "spec 'version' is 2; this iowitness reads version 1"),
@@ -642,7 +677,7 @@ def test_the_specs_shipped_in_docs_load():
                                  "missing ), unterminated subpattern at position 4"),
     (VALID + '[claim.columns]\nw = { tset = "a" }\n', "spec [[claim]] 1 'columns.w.tset': unknown key (known: test, "
      "direction, unit, match, phase, operation, access, scope, key, statistic, timed, skip, record_size, rank, "
-     "timing_line, timing_end_line, warmup_seconds, window)"),
+     "timing_line, timing_end_line, warmup_seconds, window, sum_of)"),
     (VALID.replace("?P<value>", "?P<w>") + '[claim.columns]\nlat = { test = "a" }\n',
      "spec [[claim]] 1 'pattern': has no (?P<lat>...) group for the number of this column"),
     (VALID.replace('"MB/s"', '"us"') + 'statistic = "p999"\n', "spec [[claim]] 1 'statistic': 'p999' is not one "

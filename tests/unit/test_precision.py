@@ -96,3 +96,20 @@ def test_a_figure_cut_down_to_its_last_digit_stands_for_up_to_a_digit_above():
     assert _cut_judge("1", 500_000).verdict in ("disagrees", "cannot judge")
     # AND nor for two digits above it
     assert _cut_judge("1", 2_500_000).verdict == "disagrees"
+
+
+def test_the_span_a_printed_figure_stands_for():
+    # GIVEN IOzone -N's reread as it printed it under load: "5" whole microseconds, cut down,
+    # which its calls bound at 5.80 µs/op (iozone_bounds.py judged it DISAGREES, 5 < 5.80 - 5%)
+    from iowitness.analysis.judge.claim import Claim
+    cut = Claim(source="iozone", test="reread", value=5, unit="us/op", printed="5", seconds_per_op=5e-6,
+                extra={"printed_value": "5", "printed_truncated": True})
+    # THEN it stands for 5 to 6 µs/op: nothing below, a whole digit above
+    below, above = precision.printed_span(cut, 5e-6, "latency")
+    assert below == 0 and above == pytest.approx(1e-6)
+    # AND a rounded figure, "1.3" GB/s, stands for half its last digit either way; an unprinted one for itself
+    rounded = Claim(source="spec", test="w", value=1.3, unit="GB/s", printed="1.3", bytes_per_s=1.3e9,
+                    extra={"printed_value": "1.3"})
+    assert precision.printed_span(rounded, 1.3e9, "bytes") == pytest.approx((0.05e9, 0.05e9))
+    assert precision.printed_span(Claim(source="dd", test="w", value=1.0, unit="MB/s", printed="1"), 1e6, "bytes") \
+        == (0.0, 0.0)

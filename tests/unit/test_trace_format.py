@@ -734,3 +734,20 @@ def test_an_attached_list_reads_back_as_written(tmp_path):
     writer.close({})
     trace = load(path)
     assert trace.meta["attached"] == attached and list(trace.processes["comm"]) == ["fio"]
+
+
+def test_an_open_on_a_reused_inode_number_is_named_after_the_file_it_opened(tmp_path):
+    # GIVEN inode 12 opened as /a by process 7 (fd 4) at t=10; after /a was deleted, process 8
+    # creates /b: its openat runs from t=100 to t=150 and returns fd 5, and its record of fd 5
+    # (made at the open's exit) comes at t=151; process 9 then reopens /b (no new record)
+    path = tmp_path / "run.iwt"
+    facts = [fact("file", dev=SDA1, ino=12, path="/a", ts_ns=10, tgid=7, fd=4),
+             fact("file", dev=SDA1, ino=12, path="/b", ts_ns=151, tgid=8, fd=5)]
+    calls = [{"start_ns": 9, "latency_ns": 1, "op": "openat", "dev": SDA1, "ino": 12, "ret": 4, "tgid": 7},
+             {"start_ns": 100, "latency_ns": 50, "op": "openat", "dev": SDA1, "ino": 12, "ret": 5, "tgid": 8},
+             {"start_ns": 160, "op": "write", "dev": SDA1, "ino": 12, "ret": 1, "tgid": 8},
+             {"start_ns": 170, "latency_ns": 5, "op": "openat", "dev": SDA1, "ino": 12, "ret": 3, "tgid": 9}]
+    write_trace(path, calls, facts=facts, end={})
+    # WHEN loaded, THEN the creating open is /b's, not /a's (before: /a, the last name before
+    # its start), and the reopen, which records nothing, keeps the name before it
+    assert list(load(path).events["path"].astype(str)) == ["/a", "/b", "/b", "/b"]
