@@ -190,7 +190,7 @@ static __noinline int exit_other_route(struct pt_regs *regs, long ret, struct ca
  * apart, they have a stack of their own (on_sys_exit's frames and theirs added up past the
  * verifier's 512 bytes) and multiply no state of on_sys_exit's (inlined, they took the
  * verifier past 1,000,000 instructions on Linux 6.18.44, and the probe did not load there).
- * A plain read or write never reaches the tail call. Loaded, never attached (collector/libbpf.py
+ * A plain read or write never reaches the tail call. Loaded, never attached (collector/probe.py
  * TAIL_CALLED). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
