@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import ExitStack
 
 import pandas as pd
 
@@ -156,14 +157,16 @@ def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Clus
     totals = [e for e in doc["client_stats"] if isinstance(e, dict) and e.get("jobname") == ALL_CLIENTS]
     all_verdicts = []
     if totals:
-        pooled = None
-        for claim in fio.parse(_fio_doc(doc, totals)):
-            if not _is_latency(claim):
-                all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
-                continue
-            if pooled is None:   # every host's requests on one clock, made once
-                pooled = merged_trace.merged([(h.path, h.trace) for h in hosts], ["fio"], "cluster")
-            all_verdicts.append(_judge_total_latency(claim, hosts, *pooled, tolerance))
+        with ExitStack() as stack:
+            pooled = None
+            for claim in fio.parse(_fio_doc(doc, totals)):
+                if not _is_latency(claim):
+                    all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
+                    continue
+                if pooled is None:   # every host's requests on one clock, made once
+                    pooled = stack.enter_context(merged_trace.open_merged([(h.path, h.trace) for h in hosts],
+                                                                          ["fio"], "cluster"))
+                all_verdicts.append(_judge_total_latency(claim, hosts, pooled.trace, pooled.where, tolerance))
     return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
 
 

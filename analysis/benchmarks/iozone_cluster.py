@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 import stat
+from contextlib import ExitStack
 
 import numpy as np
 
@@ -126,12 +127,13 @@ def _seen_whole(host: host_module.Host) -> bool:
     """Whether the host's trace saw each of its children from the start: every process that
     moved data on a target opened it in the trace (a child under way when the collector
     attached would not have)."""
-    events = host.trace.events
-    kinds = events["syscall"].astype(str)
-    opens = kinds.isin(ops_of_kind("open")).to_numpy()
-    data = kinds.isin(ops_of_kind("read") + ops_of_kind("write")).to_numpy()
-    tgid = events["tgid"].to_numpy()
-    return set(np.unique(tgid[data]).tolist()) <= set(np.unique(tgid[opens]).tolist())
+    opening, moving = ops_of_kind("open"), ops_of_kind("read") + ops_of_kind("write")
+    opened, moved = set(), set()
+    for block in host.trace.source.blocks():
+        tgid = block["tgid"].to_numpy()
+        opened.update(np.unique(tgid[block["syscall"].isin(opening).to_numpy()]).tolist())
+        moved.update(np.unique(tgid[block["syscall"].isin(moving).to_numpy()]).tolist())
+    return moved <= opened
 
 
 def judge_of(text: str):
@@ -152,9 +154,14 @@ def judge(text: str, traces: list[tuple[str, object]], tolerance: float) -> host
     if "-F" not in argv and sorted(children) == list(range(len(children))) and children:
         # as if the master had named each child's file: IOzone's matcher then knows child k
         argv = argv + ["-F", *(children[k][0] for k in range(len(children)))]
-    trace, _ = merged_trace.merged([(h.path, h.trace) for h in hosts], argv,
-                                   "cluster" if all(map(_seen_whole, hosts)) else "attach")
-    judged = matching.match(trace.report(), claims, "iozone", argv, tolerance, trace.missing, trace=trace)
+    resources = ExitStack()
+    try:
+        trace = resources.enter_context(merged_trace.open_merged(
+            [(h.path, h.trace) for h in hosts], argv, "cluster" if all(map(_seen_whole, hosts)) else "attach")).trace
+        judged = matching.match(trace.report(), claims, "iozone", argv, tolerance, trace.missing, trace=trace)
+    except BaseException:
+        resources.close()
+        raise
     everyone = []
     for verdict in judged:
         child = verdict.claim.extra.get("child") if verdict.claim.scope == "child" else None
@@ -164,7 +171,8 @@ def judge(text: str, traces: list[tuple[str, object]], tolerance: float) -> host
             everyone.append(verdict)
     base = min(clock_offset_ns(h.trace.meta) for h in hosts)
     doc = {"iozone version": _version(text), "merged": trace}
-    return host_module.Cluster(hosts, everyone, host_module.timeline(hosts, base), doc)
+    # the merged trace's report is printed after: its temporary files stay until the cluster is closed
+    return host_module.Cluster(hosts, everyone, host_module.timeline(hosts, base), doc, resources)
 
 
 def _children(hosts: list[host_module.Host]) -> dict[int, tuple[str, int]]:

@@ -44,17 +44,27 @@ def open_report(path, block_rows: int = BLOCK_ROWS, charts: bool = False):
     until the `with` ends. `charts`: the report gathers its calls' extents too (the HTML
     page's bins: reporters/chart_bins.py), a pass fewer for the page."""
     with stream_events.open_events(path, block_rows=block_rows) as source:
-        if source.trace_data.summary is not None:
-            yield None
-            return
-        # built when first asked for (trace.report()): a check whose trace captured no claim
-        # reads no block
-        lazy = _Lazy(source, path, charts)
-        source.trace._build_report = lazy.build
-        try:
-            yield source.trace
-        finally:
-            lazy.close()
+        with report_of(source, path, charts) as trace:
+            yield trace
+
+
+@contextmanager
+def report_of(source, path, charts: bool = False):
+    """source.trace, whose report() is built from the source's blocks when first asked for
+    (None for a --summary trace); valid until the `with` ends. `source`: anything with the
+    blocks of stream_events.EventSource (a run over several hosts: analysis/runs/merged_trace.py);
+    `path`: the trace's file, "" when there is none."""
+    if source.trace_data.summary is not None:
+        yield None
+        return
+    # built when first asked for (trace.report()): a check whose trace captured no claim
+    # reads no block
+    lazy = _Lazy(source, path, charts)
+    source.trace._build_report = lazy.build
+    try:
+        yield source.trace
+    finally:
+        lazy.close()
 
 
 class _Lazy:
@@ -79,7 +89,7 @@ class _Lazy:
 
 def build(trace) -> report.Report:
     """The report of a trace held in memory (analysis/read/run.py Trace: the Python API's
-    `trace.report()`, a run over several hosts on one clock; anything with `events` and `meta`),
+    `trace.report()`; anything with `events` and `meta`),
     built by the same passes as a file's, over its events table in blocks. The temporary files
     of the phases' rebuild live as long as the report."""
     source = stream_events.LoadedSource(trace)

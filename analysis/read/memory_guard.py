@@ -1,17 +1,14 @@
-"""Refuse, before reading it, a trace whose in-memory analysis cannot fit in this machine.
+"""Refuse, before reading it, a trace whose events table cannot fit in this machine's memory.
 
-`report`, `check`, `compare` and `export`, reading a trace whole, hold every event in memory:
-about 240 bytes per event at the peak (docs/performance.md, 10 million events: 2.42 GiB);
-their `--stream` reads it block by block instead, and they choose it by themselves for a trace
-over half the memory available (worth_streaming), every form of them (`--html` too). What is
-left to refuse: a run over several hosts (`report A.iwt B.iwt --claims ...`, each trace
-loaded), the one form with no streamed path; `show`, `--events` too, always reads block by
-block. A trace file stores an event in 3 to 7 bytes, so a file of S
-bytes holds at least S / 8 events and needs at least 30 S bytes. When even that exceeds the
-memory available (MemAvailable plus free swap), the run could only end in the kernel's
-out-of-memory killer, without a word; it is refused with one instead, naming what does work at
-any size (`show`, `--stream`). A trace that may fit is never refused: the bound is the least it
-could need.
+Every command reads a trace block by block, whatever its size (`show`, `report` in every form,
+`check`, `compare`, `export`, a run over several hosts: analysis/measure/stream_full.py). What
+still holds every event in memory is the Python API's `iowitness.load()` (its `events` table):
+about 240 bytes per event at the peak (docs/performance.md, 10 million events: 2.42 GiB). A
+trace file stores an event in 3 to 7 bytes, so a file of S bytes holds at least S / 8 events
+and needs at least 30 S bytes. When even that exceeds the memory available (MemAvailable plus
+free swap), the load could only end in the kernel's out-of-memory killer, without a word; it is
+refused with one instead, naming what does work at any size. A trace that may fit is never
+refused: the bound is the least it could need.
 
 IOWITNESS_NO_MEMORY_CHECK=1 skips the check (a machine whose memory frees up as it goes).
 """
@@ -71,11 +68,11 @@ def check(*paths, available: int | None = None) -> None:
     if available is None or least <= available:
         return
     named = paths[0] if len(paths) == 1 else f"{len(paths)} traces"
-    raise TooLarge(f"{named} ({units.bytes_(size)}) holds at least {least_events:,} events, and this command "
+    raise TooLarge(f"{named} ({units.bytes_(size)}) holds at least {least_events:,} events, and iowitness.load() "
                    f"holds every event in memory: at least {units.bytes_(least)}, where this machine has "
-                   f"{units.bytes_(available)} available. `iowitness show TRACE` (--events too), `iowitness report TRACE "
-                   f"--stream` (every form), `check --stream`, `compare --stream` and `export --stream` read "
-                   f"a trace of any size block by block; or run this where there is more memory ({ENV}=1 tries anyway).")
+                   f"{units.bytes_(available)} available. The commands (`iowitness show`, `report`, `check`, `compare`, "
+                   f"`export`) read a trace of any size block by block; or load it where there is more memory "
+                   f"({ENV}=1 tries anyway).")
 
 
 def check_declared(path, events: int, available: int | None = None) -> None:
@@ -88,7 +85,7 @@ def check_declared(path, events: int, available: int | None = None) -> None:
     available = available_bytes() if available is None else available
     if available is None or need <= available:
         return
-    raise TooLarge(f"{path} declares {events:,} events in its {units.bytes_(_stored([path]) or 0)}, and this command "
+    raise TooLarge(f"{path} declares {events:,} events in its {units.bytes_(_stored([path]) or 0)}, and iowitness.load() "
                    f"holds every event in memory: about {units.bytes_(need)}, where this machine has "
                    f"{units.bytes_(available)} available; it was refused before any was decoded. `iowitness show`, "
                    f"`report`, `check`, `compare` and `export` read a trace of any size block by block ({ENV}=1 tries anyway).")

@@ -48,6 +48,7 @@ class EventSource:
         self._stream = stream
         # a Trace without events: files, processes and the naming of paths, from meta and facts
         self.trace = StreamedTrace(stream)
+        self.trace.source = self   # a run over several hosts merges the hosts' sources (analysis/runs/merged_trace.py)
         self.meta, self.trace_data = stream.data.meta, stream.data
         self._order = _Order(stream, block_rows)
         # the first whole pass keeps its first blocks (up to a budget): the later ones give them
@@ -94,7 +95,27 @@ class EventSource:
     def empty(self) -> pd.DataFrame:
         """The events table without a row: its columns, and the trace's categories (those of
         every block), known before any block is read."""
-        return self.trace.event_frame(self._order.empty(self._stream), pd.RangeIndex(0), distinct=self._order.distinct)
+        return self.trace.event_frame(self.empty_raw(), pd.RangeIndex(0), distinct=self._order.distinct)
+
+    def raw_blocks(self):
+        """The event columns as the reader decodes them (numbers, not yet named), in the order
+        of blocks(), block by block: for a reader that moves them first (a run over several
+        hosts on one clock, analysis/runs/merged_trace.py)."""
+        for raw, _ in self._order.merged(self._stream):
+            yield raw
+
+    def empty_raw(self) -> dict:
+        return self._order.empty(self._stream)
+
+    @property
+    def distinct(self) -> dict:
+        """The trace's distinct op and dev numbers, sorted (what each block's categories are)."""
+        return self._order.distinct
+
+    @property
+    def processes(self) -> set[int]:
+        """The process numbers (tgid) of the trace's events."""
+        return self._order.processes
 
     def close(self) -> None:
         self._cache.close()
@@ -125,16 +146,17 @@ class _Order:
         self.block_rows = block_rows
         self.firsts: list[int] = []      # first row (file order) of each block
         self.tops: list[int] = []        # P(j): the largest start time in blocks 0..j
-        ops, devs, late, floors = [], [], [], []
+        ops, devs, tgids, late, floors = [], [], [], [], []
         late_rows: dict[int, np.ndarray] = {}   # block -> its stragglers' rows in it
         # the columns this pass needs; a block with stragglers is read whole afterwards
-        for j, block in enumerate(stream.blocks(["start_ns", "op", "dev"], block_rows=block_rows)):
+        for j, block in enumerate(stream.blocks(["start_ns", "op", "dev", "tgid"], block_rows=block_rows)):
             start = block["start_ns"]
             self.firsts.append(block.first_row)
             # a block of empty chunks (a writer never makes one, but the format allows it)
             self.tops.append(max(self.tops[-1] if self.tops else 0, int(start.max()) if len(start) else 0))
             ops.append(pd.unique(block["op"]))
             devs.append(pd.unique(block["dev"]))
+            tgids.append(pd.unique(block["tgid"]))
             rows = np.flatnonzero(start < self.tops[j - 2]) if j >= 2 else ()
             floors.append(None if not len(start) else int(start.min()) if not len(rows) else
                           int(start[start >= self.tops[j - 2]].min()) if len(rows) < len(start) else None)
@@ -157,6 +179,7 @@ class _Order:
         # the trace's distinct values, sorted as analysis/read/run.py _categorical names them
         self.distinct = {"op": np.unique(np.concatenate(ops or [np.empty(0, dtype["op"])])),
                          "dev": np.unique(np.concatenate(devs or [np.empty(0, dtype["dev"])]))}
+        self.processes = set(np.unique(np.concatenate(tgids)).tolist()) if tgids else set()
         if late:
             late = {name: np.concatenate([part[name] for part in late]) for name in late[0]}
             # lexsort's last key sorts first: by start, then by row (the reader's stable sort)
@@ -245,8 +268,8 @@ class _Order:
 
 class LoadedSource:
     """A loaded trace's events (analysis/read/run.py Trace) as a source of blocks: what the block
-    pipeline reads when the events are in memory already (the Python API's `trace.report()`, a
-    run over several hosts on one clock: analysis/runs/merged_trace.py). Slices of the events
+    pipeline reads when the events are in memory already (the Python API's `trace.report()`).
+    Slices of the events
     table, no copy; `pd.concat(blocks())` is `trace.events`."""
 
     straggler_count = 0   # the events table is in time order already

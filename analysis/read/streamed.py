@@ -34,6 +34,8 @@ class StreamedTrace(TraceView):
     """A trace whose events are never all in memory: meta, facts, files, processes as every trace
     has them (TraceView), its events given block by block (analysis/read/stream_events.py)."""
 
+    source = None   # the stream_events.EventSource that gives its events, when one opened it
+
     def __init__(self, stream: tracestream.Stream):
         super().__init__(stream.data)
         self._stream = stream

@@ -11,6 +11,7 @@ millisecond), which is said.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,11 @@ class Cluster:
     all_clients: list          # verdicts on the figures over every host (fio's "All clients")
     timeline: pd.DataFrame     # per host: first and last data call on the common clock
     doc: dict
+    # what the judge keeps open for the report to be printed (a merged trace's temporary files)
+    resources: ExitStack = field(default_factory=ExitStack)
+
+    def close(self) -> None:
+        self.resources.close()
 
 
 def timeline(hosts: list[Host], base: int) -> pd.DataFrame:

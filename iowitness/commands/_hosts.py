@@ -11,9 +11,11 @@ one clock and the all-clients verdicts.
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
-from iowitness.analysis.read.run import load
+from iowitness.analysis.measure import stream_full
+from iowitness.analysis.read import stream_events
 from iowitness.commands import _claims, _output
 from iowitness.errors import UsageError
 
@@ -42,15 +44,21 @@ def execute(args) -> int:
     from iowitness.analysis.benchmarks import hosted
 
     judge = hosted.judge_of(text)
-    traces = [(path, load(path)) for path in paths]
-    for path, trace in traces:
-        if trace.summary is not None:
-            raise UsageError(f"{path} is a --summary trace: no per-call timing to judge claims against")
-    cluster = judge(traces, tolerance)
-    if args.json:
-        print(_json(cluster))
-    else:
-        _output.print_text(_text(cluster))
+    with ExitStack() as stack:
+        # each host's trace read block by block (its report built from its blocks when asked for),
+        # whatever its size; open until the last line is printed
+        traces = []
+        for path in paths:
+            source = stack.enter_context(stream_events.open_events(path))
+            if source.trace_data.summary is not None:
+                raise UsageError(f"{path} is a --summary trace: no per-call timing to judge claims against")
+            traces.append((path, stack.enter_context(stream_full.report_of(source, path))))
+        cluster = judge(traces, tolerance)
+        stack.callback(cluster.close)
+        if args.json:
+            print(_json(cluster))
+        else:
+            _output.print_text(_text(cluster))
     return 0
 
 

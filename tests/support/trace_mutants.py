@@ -87,11 +87,14 @@ def dd_events() -> np.ndarray:
     return event_records(frame)
 
 
-def write_dd_trace(path: Path) -> None:
-    """A trace of `dd bs=64k count=200 conv=fsync` as the collector writes one, flushed in three parts."""
+def write_dd_trace(path: Path, events: np.ndarray | None = None) -> None:
+    """A trace of `dd bs=64k count=200 conv=fsync` as the collector writes one, flushed in three
+    parts; `events`: other event records instead of dd's (its clock, file and device stay)."""
     lay = layout()
-    events = dd_events()
-    first, ino = int(events["start_ns"][0]), int(events["ino"][0])
+    dd = dd_events()
+    first, ino = int(dd["start_ns"][0]), int(dd["ino"][0])
+    end_ns = int(dd["start_ns"][-1] + dd["latency_ns"][-1]) + 10**6
+    events = dd if events is None else events
     clock = {"monotonic_ns": first - 10**6, "realtime_ns": 1_700_000_000 * 10**9, "offset_ns": 10**18}
     start = {"mode": "run", "command": ["dd", "if=/dev/zero", "of=/data/f", "bs=64k", "count=200", "conv=fsync"],
              "cwd": "/data", "host": "fuzz", "kernel": "Linux 6.18", "clock_start": clock, "targets": [],
@@ -112,7 +115,6 @@ def write_dd_trace(path: Path) -> None:
               "write_ms", "in_flight", "io_ms", "weighted_ms", "discards", "discards_merged", "sectors_discarded",
               "discard_ms", "flushes", "flush_ms"]
     cpu_fields = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
-    end_ns = int(events["start_ns"][-1] + events["latency_ns"][-1]) + 10**6
     counters = {"events": len(events), "facts": 2, "block_requests": 20, "lost_events": 0, "lost_meta": 0,
                 "lost_block": 0, "lost_offcpu": 0, "lost_summary": 0, "missed_runs": 0,
                 "probe_cost": {"source": "BPF_ENABLE_STATS, sampled", "mode": "sampled", "run_time_ns": 400_000,

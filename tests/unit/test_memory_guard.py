@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 from iowitness.analysis.read import memory_guard
-from iowitness.errors import EXIT_TOO_LARGE, TooLarge
+from iowitness.analysis.read.run import load
+from iowitness.errors import BadTrace, TooLarge
 from tests.support.cli import IOWITNESS
 
 GIB = 1 << 30
@@ -51,24 +52,19 @@ def _client_output(tmp_path):
     return str(out)
 
 
-def test_the_commands_refuse_in_one_line_before_reading(tmp_path, monkeypatch):
-    # GIVEN a 4 TiB trace file (sparse), far beyond any memory here, and a second host's
+def test_load_refuses_in_one_line_before_reading(tmp_path, monkeypatch):
+    # GIVEN a 4 TiB trace file (sparse), far beyond any memory here
     path = _file(tmp_path, 4 << 40)
-    other = tmp_path / "other.iwt"
-    other.write_bytes(b"")
-    hosts = ["report", str(path), str(other), "--claims", _client_output(tmp_path)]
-    # WHEN the one form that holds every event (a run over several hosts) is run on it
     monkeypatch.delenv(memory_guard.ENV, raising=False)
-    proc = subprocess.run([*IOWITNESS, *hosts], capture_output=True, text=True, timeout=60)
-    # THEN it exits with its own code and one line naming what works at any size
-    assert proc.returncode == EXIT_TOO_LARGE, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "iowitness show" in lines[0] and "--stream" in lines[0]
-    assert "Traceback" not in proc.stderr
+    # WHEN the Python API, which holds every event, loads it
+    # THEN it is refused before reading, in one line naming what works at any size
+    with pytest.raises(TooLarge) as refused:
+        load(path)
+    assert "\n" not in str(refused.value) and "iowitness show" in str(refused.value)
     # AND with the check switched off the reader is reached (and says what the file is not)
-    proc = subprocess.run([*IOWITNESS, *hosts], capture_output=True, text=True,
-                          timeout=60, env={**__import__("os").environ, memory_guard.ENV: "1"})
-    assert proc.returncode == 6, proc.stderr
+    monkeypatch.setenv(memory_guard.ENV, "1")
+    with pytest.raises(BadTrace):
+        load(path)
 
 
 def test_the_commands_that_can_stream_choose_it_for_a_trace_too_large(tmp_path, monkeypatch):
@@ -76,8 +72,11 @@ def test_the_commands_that_can_stream_choose_it_for_a_trace_too_large(tmp_path, 
     # dataset or one file) read it block by block by themselves, and show --events always does,
     # so the reader is reached at once and says what the file is not
     path = _file(tmp_path, 4 << 40)
+    other = tmp_path / "other.iwt"
+    other.write_bytes(b"")
     monkeypatch.delenv(memory_guard.ENV, raising=False)
-    for command in (["report", str(path)], ["report", str(path), "--json"], ["check", str(path)],
+    # a run over several hosts too
+    for command in (["report", str(path), str(other), "--claims", _client_output(tmp_path)], ["report", str(path)], ["report", str(path), "--json"], ["check", str(path)],
                     ["compare", str(path), str(path)], ["export", str(path), "--parquet", str(tmp_path / "ds")],
                     ["export", str(path), "--parquet", str(tmp_path / "o.parquet")],
                     ["show", "--events", "--phase", "2", "-e", "read", str(path)],

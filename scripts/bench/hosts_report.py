@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""A report over several hosts (`report A.iwt B.iwt --claims client.json`) of large traces, by
+two checkouts alternately in one run: wall time, CPU time and peak memory of each, and whether
+their outputs are the same bytes.
+
+The run is real: fio --server on 127.0.0.2, 127.0.0.3, ... (one "host" each), each traced by its
+own `iowitness attach --pid`, and fio --client driving 4 KiB cached random reads on every host,
+EVENTS reads each (fio's number_ios), then fio's JSON output kept as the claims. Made for issue 29
+(a report over several hosts read block by block, its memory bounded): OLD is a checkout from
+before (it loads each host's trace whole), NEW this one. Each command is a fresh process
+(pipeline_old_new.timed: CPU and peak memory from os.wait4).
+
+Usage (as root, from the repository; OLD a checkout with its own .venv):
+  .venv/bin/python scripts/bench/hosts_report.py --old /work/old --hosts 2 --events 5000000 \\
+      --keep /var/tmp/hosts5m --runs 3
+  .venv/bin/python scripts/bench/hosts_report.py --old /work/old --keep /var/tmp/hosts5m --reuse --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pipeline_old_new import NEW, spread, timed  # noqa: E402  (a sibling script)
+
+FORMS = {"text": [], "json": ["--json"]}
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(what, test, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if test():
+            return
+        time.sleep(0.1)
+    sys.exit(f"hosts_report: {what} did not happen within {timeout:.0f} s")
+
+
+def _listening(address: str, port: int) -> bool:
+    try:
+        socket.create_connection((address, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def _stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def record(folder: Path, hosts: int, events: int) -> None:
+    """Record the run into folder: host0.iwt .. and client.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    iowitness = [str(NEW / ".venv/bin/iowitness")]
+    argv = ["fio", "--output-format=json"]
+    with ExitStack() as stack:
+        for k in range(hosts):
+            address = f"127.0.0.{k + 2}"
+            port = _free_port(address)
+            home = folder / f"server{k}"
+            home.mkdir(exist_ok=True)
+            server = subprocess.Popen(["fio", f"--server=ip:{address},{port}"], cwd=home,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stack.callback(_stop, server)
+            _wait_for(f"fio --server on {address}:{port} listening", lambda: _listening(address, port))
+            log = folder / f"attach{k}.log"
+            with open(log, "wb") as err:
+                collector = subprocess.Popen([*iowitness, "attach", "--pid", str(server.pid), "-o",
+                                              str(folder / f"host{k}.iwt")], stdout=subprocess.DEVNULL, stderr=err)
+            stack.callback(_stop, collector, signal.SIGINT)
+            _wait_for(f"iowitness attach of host {k}", lambda: b"attached; recording" in log.read_bytes())
+            job = folder / f"job{k}.fio"
+            job.write_text(f"[r]\nfilename=data.bin\nrw=randread\nbs=4k\nsize=64m\nnumber_ios={events}\n"
+                           "ioengine=psync\n")
+            argv += [f"--client=ip:{address},{port}", str(job)]
+        print(f"hosts_report: fio --client on {hosts} hosts, {events:,} reads each ...", file=sys.stderr)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            sys.exit(f"hosts_report: fio --client failed: {proc.stderr.strip()[-500:]}")
+        (folder / "client.json").write_text(proc.stdout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", type=Path, required=True, help="a checkout from before, with its .venv")
+    parser.add_argument("--hosts", type=int, default=2)
+    parser.add_argument("--events", type=int, default=5_000_000, help="fio reads per host")
+    parser.add_argument("--keep", type=Path, required=True, help="folder of the recorded run")
+    parser.add_argument("--reuse", action="store_true", help="the run in --keep was recorded before")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--forms", nargs="+", choices=sorted(FORMS), default=list(FORMS))
+    args = parser.parse_args()
+    args.keep = args.keep.resolve()   # the commands run in each checkout's folder
+    if not args.reuse:
+        record(args.keep, args.hosts, args.events)
+    traces = sorted(str(p) for p in args.keep.glob("host*.iwt"))
+    claims = str(args.keep / "client.json")
+    print(f"load average at start: {os.getloadavg()}; {len(traces)} hosts, "
+          f"{sum(os.path.getsize(t) for t in traces) / 2**20:.0f} MiB of traces")
+    print("| form | old wall s | new wall s | old CPU s | new CPU s | old peak GiB | new peak GiB | output |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory(prefix="iowitness-hosts-") as tmp:
+        out = Path(tmp)
+        for form in args.forms:
+            argv = ["report", *traces, "--claims", claims, *FORMS[form]]
+            runs: dict = {"old": [], "new": []}
+            outputs = {}
+            for _ in range(args.runs):
+                for name, checkout in (("old", args.old), ("new", NEW)):
+                    wall, peak, stdout, cpu = timed(checkout, argv, out)
+                    runs[name].append((wall, cpu, peak))
+                    outputs[name] = stdout
+            same = "same bytes" if outputs["old"] == outputs["new"] else "DIFFERENT"
+            cells = [spread([r[i] for r in runs[n]]) for i in range(3) for n in ("old", "new")]
+            print(f"| {form} | {' | '.join(cells)} | {same} |")
+    print(f"load average at end: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
