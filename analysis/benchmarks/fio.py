@@ -30,6 +30,7 @@ import pandas as pd
 
 from iowitness.analysis.benchmarks import fio_files, fio_latency, fio_ramp, fio_terse
 from iowitness.analysis.judge.claim import Claim, Match, UnparsableOutput
+from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.read import recorded_paths
 
 NAME = "fio"
@@ -349,8 +350,23 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     seen: dict[tuple, int] = defaultdict(int)
 
     jobs = fio_jobs(argv, cwd)
+    found: dict[int, Match] = {}
+    asked: list[bool] = []
 
     def find(claim: Claim) -> Match:
+        if id(claim) not in found:
+            found[id(claim)] = _find(claim)
+        return found[id(claim)]
+
+    def judge_latency(claim: Claim, rows: pd.DataFrame, tolerance: float, missing: str):
+        if not asked:   # the first latency judged asks every latency claim's requests: one pass
+            asked.append(True)
+            report.evidence.ask([stream_evidence.operations_question([int(p) for p in find(c).rows["phase"]],
+                                                                     "call", c.direction)
+                                 for c in claims if "fio_latency" in c.extra])
+        return fio_latency.judge(claim, rows, trace, report, tolerance, missing)
+
+    def _find(claim: Claim) -> Match:
         rows, combine = _rows(claim, phases, argv, root, cwd)
         entry = (claim.job, claim.direction, "fio_latency" in claim.extra)
         if entries[entry] > 1 and combine == "sum":
@@ -360,7 +376,7 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         claim.extra["ramp_s"] = fio_ramp.ramp_of(claim, jobs.get(claim.job or ""))
         if "fio_latency" in claim.extra and trace is not None:
             return Match(rows, judge=lambda window, tolerance, missing, rows=rows:
-                         fio_latency.judge(claim, rows, trace, report, tolerance, missing))
+                         judge_latency(claim, rows, tolerance, missing))
         depth = depth_note(claim, rows)
         skipped = fio_ramp.left_out(claim, rows, claim.extra["ramp_s"])
         start = report.evidence.nth_call_start([int(p) for p in rows["phase"]], skipped, 0) if skipped else None

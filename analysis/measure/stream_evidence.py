@@ -65,7 +65,7 @@ class StreamedEvidence:
 
     def operations(self, phases: list[int], timed: str, direction: str | None, low: int | None = None) -> np.ndarray:
         """`low`: only the calls that started then or later (a claim's timed period)."""
-        key = ("operations", tuple(phases), timed, direction, low)
+        key = operations_question(phases, timed, direction, low)
         if key not in self._cache:
             self._cache[key] = self._operations(phases, timed, direction, low)
         return self._cache[key]
@@ -82,9 +82,7 @@ class StreamedEvidence:
     def _blocks(self, low: int | None):
         """The blocks, with the calls that started before `low` in no phase."""
         for e, a in self._assigned.blocks():
-            if low is not None:
-                a = a.assign(phase=np.where(e["start_ns"].to_numpy(np.int64) >= low, a["phase"].to_numpy(), -1))
-            yield e, a
+            yield e, _from(e, a, low)
 
     def calls_between(self, phases: list[int], low: int, high: int | None = None) -> pd.DataFrame:
         """Per phase: its counted data calls that started at `low` or later, and ended by `high`
@@ -156,13 +154,19 @@ class StreamedEvidence:
         return self._cache[key]
 
     def ask(self, keys: list[tuple]) -> None:
-        """Answer these questions (stonewall_question, closes_question, neighbours_question) in
-        one pass over the blocks, each as its method would; a question answered before is not
-        asked again. A benchmark that knows which it will ask (IOzone's groups:
-        iozone_groups.questions) asks them together: one pass instead of one each."""
+        """Answer these questions (stonewall_question, closes_question, neighbours_question,
+        operations_question of single calls) in one pass over the blocks, each as its method
+        would; a question answered before is not asked again. A benchmark that knows which it
+        will ask (IOzone's groups: iozone_groups.questions; fio's latency claims: fio.matcher)
+        asks them together: one pass instead of one each."""
         keys = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        for k in [k for k in keys if k[0] == "operations" and not _by_row(k)]:
+            self.operations(*k[1:])   # operations across rows: from the rows of their phases
+        keys = [k for k in keys if k not in self._cache]
         if not keys:
             return
+        single = [k for k in keys if k[0] == "operations"]
+        values: dict[tuple, list] = {k: [] for k in single}
         walls = [k for k in keys if k[0] == "stonewall"]
         closes = [k for k in keys if k[0] == "closes"]
         asked = [k for k in keys if k[0] == "neighbours"]
@@ -172,12 +176,16 @@ class StreamedEvidence:
         close_parts: dict[tuple, list] = {k: [] for k in closes}
         around: list = []
         for e, a in self._assigned.blocks():
+            for k in single:
+                values[k].append(latency.operations(e, _from(e, a, k[4]), list(k[1]), k[2], k[3]))
             for k in walls:
                 _add_counts(counts[k], evidence.stonewall_counts(e, a, list(k[1]), k[2]))
             for k in closes:
                 close_parts[k].append(evidence.closes_on(e, list(k[1])))
             if asked:
                 around.append(call_bounds.neighbours(e, tids, firsts, lasts))
+        for k in single:
+            self._cache[k] = np.concatenate(values[k]) if values[k] else np.empty(0, np.float64)
         for k, (counted, calls, later) in counts.items():
             self._cache[k] = (dict(sorted(counted.items())), dict(sorted(calls.items())), dict(sorted(later.items())))
         for k, parts in close_parts.items():
@@ -202,6 +210,23 @@ class StreamedEvidence:
                     break
             self._cache[key] = found
         return self._cache[key]
+
+
+def _from(events: pd.DataFrame, a: pd.DataFrame, low: int | None) -> pd.DataFrame:
+    """A block's assignment with the calls that started before `low` in no phase."""
+    if low is None:
+        return a
+    return a.assign(phase=np.where(events["start_ns"].to_numpy(np.int64) >= low, a["phase"].to_numpy(), -1))
+
+
+def operations_question(phases: list[int], timed: str, direction: str | None, low: int | None = None) -> tuple:
+    """StreamedEvidence.operations(phases, timed, direction, low) as a question for ask()."""
+    return ("operations", tuple(int(p) for p in phases), timed, direction, low)
+
+
+def _by_row(key: tuple) -> bool:
+    """Whether an operations question is answered a row at a time (single calls)."""
+    return key[2] in ("call", "call or sync")
 
 
 def stonewall_question(phases: list[int], at: int) -> tuple:

@@ -5,7 +5,7 @@ their outputs are the same bytes.
 
 The run is real: fio --server on 127.0.0.2, 127.0.0.3, ... (one "host" each), each traced by its
 own `iowitness attach --pid`, and fio --client driving 4 KiB cached random reads on every host,
-EVENTS reads each (fio's number_ios), then fio's JSON output kept as the claims. Made for issue 29
+EVENTS reads each (fio's io_size over a 64 MiB file), then fio's JSON output kept as the claims. Made for issue 29
 (a report over several hosts read block by block, its memory bounded): OLD is a checkout from
 before (it loads each host's trace whole), NEW this one. Each command is a fresh process
 (pipeline_old_new.timed: CPU and peak memory from os.wait4).
@@ -90,7 +90,8 @@ def record(folder: Path, hosts: int, events: int) -> None:
             stack.callback(_stop, collector, signal.SIGINT)
             _wait_for(f"iowitness attach of host {k}", lambda: b"attached; recording" in log.read_bytes())
             job = folder / f"job{k}.fio"
-            job.write_text(f"[r]\nfilename=data.bin\nrw=randread\nbs=4k\nsize=64m\nnumber_ios={events}\n"
+            # io_size beyond size: fio wraps around the 64 MiB file until it has read that much
+            job.write_text(f"[r]\nfilename=data.bin\nrw=randread\nbs=4k\nsize=64m\nio_size={events * 4096}\n"
                            "ioengine=psync\n")
             argv += [f"--client=ip:{address},{port}", str(job)]
         print(f"hosts_report: fio --client on {hosts} hosts, {events:,} reads each ...", file=sys.stderr)

@@ -14,6 +14,7 @@ from iowitness.analysis.measure.stream_evidence import (
     StreamedEvidence,
     closes_question,
     neighbours_question,
+    operations_question,
     stonewall_question,
 )
 from iowitness.analysis.phasing import stream_assign, stream_table
@@ -166,3 +167,27 @@ def test_questions_asked_together_read_the_blocks_once():
     assert closes.to_dict("list") == {"start_ns": [START_NS + 4000], "end_ns": [START_NS + 5000]}
     assert before.tolist() == [read_start] and before_name == ["lseek"]
     assert after.tolist() == [read_end] and after_name == ["fsync"]
+
+
+def test_latency_questions_asked_together_read_the_blocks_once():
+    # GIVEN thread 1000 reading twice (3 and 5 µs) and thread 2000 writing once (7 µs), each in
+    # a phase of its own, cut into blocks of 2 events
+    calls = Calls().open("/d/f", O_RDONLY).read(4096, latency=3000).read(4096, latency=5000).close()
+    calls.process(2000).at(START_NS + 20_000).open("/d/g", O_WRONLY).write(10, latency=7000).close()
+    events = calls.frame().sort_values("start_ns", kind="stable").reset_index(drop=True)
+    assigned = stream_assign.of_frame(events)
+    table = stream_table.of_frame(events, assigned)
+    blocks = _Counted(events, assigned, 2)
+    evidence = StreamedEvidence(blocks, table)
+    reads = [int(table.loc[table["tid"] == 1000, "phase"].iloc[0])]
+    writes = [int(table.loc[table["tid"] == 2000, "phase"].iloc[0])]
+    second_read = int(events.loc[events["latency_ns"] == 5000, "start_ns"].iloc[0])
+    # WHEN the requests of both phases, and of the reads from the second one on, are asked
+    # together (as fio's latency claims are), then each on its own
+    evidence.ask([operations_question(reads, "call", "read"), operations_question(writes, "call", "write"),
+                  operations_question(reads, "call", "read", second_read)])
+    # THEN one pass for the three, none after it; each answer the calls' own latencies in seconds
+    assert evidence.operations(reads, "call", "read").tolist() == [3e-6, 5e-6]
+    assert evidence.operations(writes, "call", "write").tolist() == [7e-6]
+    assert evidence.operations(reads, "call", "read", second_read).tolist() == [5e-6]
+    assert blocks.passes == 1

@@ -76,7 +76,8 @@ def test_the_commands_that_can_stream_choose_it_for_a_trace_too_large(tmp_path, 
     other.write_bytes(b"")
     monkeypatch.delenv(memory_guard.ENV, raising=False)
     # a run over several hosts too
-    for command in (["report", str(path), str(other), "--claims", _client_output(tmp_path)], ["report", str(path)], ["report", str(path), "--json"], ["check", str(path)],
+    for command in (["report", str(path), str(other), "--claims", _client_output(tmp_path)],
+                    ["report", str(path)], ["report", str(path), "--json"], ["check", str(path)],
                     ["compare", str(path), str(path)], ["export", str(path), "--parquet", str(tmp_path / "ds")],
                     ["export", str(path), "--parquet", str(tmp_path / "o.parquet")],
                     ["show", "--events", "--phase", "2", "-e", "read", str(path)],
