@@ -114,8 +114,11 @@ class EventSource:
 
     @property
     def processes(self) -> set[int]:
-        """The process numbers (tgid) of the trace's events."""
-        return self._order.processes
+        """The process numbers (tgid) of the trace's events: a pass over that column alone."""
+        found: set[int] = set()
+        for block in self._stream.blocks(["tgid"], block_rows=self.block_rows):
+            found.update(pd.unique(block["tgid"]).tolist())
+        return found
 
     def close(self) -> None:
         self._cache.close()
@@ -146,17 +149,16 @@ class _Order:
         self.block_rows = block_rows
         self.firsts: list[int] = []      # first row (file order) of each block
         self.tops: list[int] = []        # P(j): the largest start time in blocks 0..j
-        ops, devs, tgids, late, floors = [], [], [], [], []
+        ops, devs, late, floors = [], [], [], []
         late_rows: dict[int, np.ndarray] = {}   # block -> its stragglers' rows in it
         # the columns this pass needs; a block with stragglers is read whole afterwards
-        for j, block in enumerate(stream.blocks(["start_ns", "op", "dev", "tgid"], block_rows=block_rows)):
+        for j, block in enumerate(stream.blocks(["start_ns", "op", "dev"], block_rows=block_rows)):
             start = block["start_ns"]
             self.firsts.append(block.first_row)
             # a block of empty chunks (a writer never makes one, but the format allows it)
             self.tops.append(max(self.tops[-1] if self.tops else 0, int(start.max()) if len(start) else 0))
             ops.append(pd.unique(block["op"]))
             devs.append(pd.unique(block["dev"]))
-            tgids.append(pd.unique(block["tgid"]))
             rows = np.flatnonzero(start < self.tops[j - 2]) if j >= 2 else ()
             floors.append(None if not len(start) else int(start.min()) if not len(rows) else
                           int(start[start >= self.tops[j - 2]].min()) if len(rows) < len(start) else None)
@@ -179,7 +181,6 @@ class _Order:
         # the trace's distinct values, sorted as analysis/read/run.py _categorical names them
         self.distinct = {"op": np.unique(np.concatenate(ops or [np.empty(0, dtype["op"])])),
                          "dev": np.unique(np.concatenate(devs or [np.empty(0, dtype["dev"])]))}
-        self.processes = set(np.unique(np.concatenate(tgids)).tolist()) if tgids else set()
         if late:
             late = {name: np.concatenate([part[name] for part in late]) for name in late[0]}
             # lexsort's last key sorts first: by start, then by row (the reader's stable sort)
