@@ -78,41 +78,54 @@ def is_write(op: np.ndarray) -> np.ndarray:
 def _completed_again(block: np.ndarray) -> np.ndarray:
     """The end of a flush sequence (a journal commit's PREFLUSH/FUA write with data, where the
     device has no FUA) completes the same request a second time, with no bytes left: a zero-byte
-    completion with the start time and sector of a data completion before it. /proc/diskstats
+    completion with the start time, sector and device of a data completion before it. /proc/diskstats
     counts that request once. An empty PREFLUSH write (no data completion of its own) is a
     write diskstats counts, and stays."""
     data_op = (block["op"] == READ_OP) | is_write(block["op"])
     zero = data_op & (block["bytes"] == 0)
     if not zero.any():
         return zero
-    data = data_op & (block["bytes"] > 0)
-    done = pd.MultiIndex.from_arrays([block["start_ns"][data], block["sector"][data]])
+    start = block["start_ns"]
+    # only the data completions that start when a zero-byte one does can be its first: few
+    data = data_op & (block["bytes"] > 0) & np.isin(start, start[zero])
+    done = pd.MultiIndex.from_arrays([start[data], block["sector"][data], block["dev"][data]])
     again = np.zeros(len(block), dtype=bool)
-    again[zero] = pd.MultiIndex.from_arrays([block["start_ns"][zero], block["sector"][zero]]).isin(done)
+    again[zero] = pd.MultiIndex.from_arrays([start[zero], block["sector"][zero], block["dev"][zero]]).isin(done)
     return again
 
 
 class Requests:
-    """The block records of one device, as arrays sorted by completion."""
+    """The block records of one device, as arrays sorted by completion. `dev`: the records of
+    that device among `block` (picked field by field: a whole record is about 80 bytes, and a
+    device view can hold as many records as the trace has events)."""
 
-    def __init__(self, block: np.ndarray, traced: np.ndarray | None = None):
-        block = block[~_completed_again(block)]
-        order = np.argsort(block["complete_ns"], kind="stable")
-        b = block[order]
-        self.complete = b["complete_ns"].astype(np.int64)
-        start = b["start_ns"].astype(np.int64)
-        issue = b["issue_ns"].astype(np.int64)
+    def __init__(self, block: np.ndarray, traced: np.ndarray | None = None, dev: int | None = None):
+        kept = ~_completed_again(block)
+        if dev is not None:
+            kept &= block["dev"] == dev
+        rows = None if kept.all() else np.flatnonzero(kept)
+        complete = block["complete_ns"] if rows is None else block["complete_ns"][rows]
+        order = np.argsort(complete, kind="stable")
+        rows = order if rows is None else rows[order]
+
+        def field(name: str) -> np.ndarray:
+            return block[name][rows]
+        self.complete = field("complete_ns").astype(np.int64)
+        start = field("start_ns").astype(np.int64)
+        issue = field("issue_ns").astype(np.int64)
         # a request the kernel did not time from its start (I/O statistics off) counts from its issue
         start = np.where(start > 0, start, np.where(issue > 0, issue, self.complete))
         self.start = np.minimum(start, self.complete)
-        self.bytes = b["bytes"].astype(np.int64)
-        self.tid = b["tid"].astype(np.int64)
-        self.read = b["op"] == READ_OP
-        self.write = is_write(b["op"])
-        self.longest = int((self.complete - self.start).max()) if len(b) else 0
+        self.bytes = field("bytes").astype(np.int64)
+        self.tid = field("tid").astype(np.int64)
+        op = field("op")
+        self.read = op == READ_OP
+        self.write = is_write(op)
+        self.longest = int((self.complete - self.start).max()) if len(rows) else 0
         # the benchmark's own requests: submitted by a traced process, by a kernel thread
         # (write-back, the journal) or by nobody known; not those of other programs on the device
-        self.own = np.ones(len(b), dtype=bool) if traced is None else own_requests(b, traced)
+        self.own = np.ones(len(rows), dtype=bool) if traced is None else \
+            own_requests({"comm": field("comm"), "tgid": field("tgid")}, traced)
 
     def window(self, a: int, b: int) -> dict:
         """iostat -x figures over [a, b]."""
@@ -141,10 +154,11 @@ class Requests:
 KERNEL_THREADS = (b"kworker", b"jbd2", b"flush-", b"kswapd", b"ksoftirqd", b"loop", b"xfsaild", b"btrfs")
 
 
-def own_requests(block: np.ndarray, traced: np.ndarray) -> np.ndarray:
-    """True for requests of the traced processes, of kernel threads, or of no known submitter."""
+def own_requests(block, traced: np.ndarray) -> np.ndarray:
+    """True for requests of the traced processes, of kernel threads, or of no known submitter
+    (`block`: the records, or their comm and tgid fields)."""
     comm = block["comm"]
-    kernel = np.zeros(len(block), dtype=bool)
+    kernel = np.zeros(len(comm), dtype=bool)
     for prefix in KERNEL_THREADS:
         kernel |= np.all(comm[:, :len(prefix)] == np.frombuffer(prefix, dtype=np.uint8), axis=1)
     return (block["tgid"] == 0) | np.isin(block["tgid"], traced) | kernel
@@ -412,7 +426,7 @@ def from_facts(trace, phases: pd.DataFrame, facts: DeviceFacts) -> pd.DataFrame:
     devices = _phase_devices(trace, facts.first_dev, phases, facts.first_ino)
     names = block_dev_names(trace)
     traced = traced_processes(trace, facts.tgids)
-    requests = {d: Requests(trace.block[trace.block["dev"] == d], traced) for d in set(devices.values())}
+    requests = {d: Requests(trace.block, traced, dev=d) for d in set(devices.values())}
     a, b = _window(phases)
     threads = threads_of(phases, facts.thread_pairs())
     moved = credited(phases, devices, requests, threads, a, b)

@@ -117,7 +117,7 @@ def cross_check(trace) -> pd.DataFrame:
             continue
         before = dict(zip(fields, first["diskstats"].get(key, [0] * len(fields))))
         after = dict(zip(fields, last["diskstats"][key]))
-        req = Requests(trace.block[trace.block["dev"] == int(d["dev"])])
+        req = Requests(trace.block, dev=int(d["dev"]))
         lo, hi = np.searchsorted(req.complete, [first["ts_ns"], last["ts_ns"]], side="right")
         rd, wr, size = req.read[lo:hi], req.write[lo:hi], req.bytes[lo:hi]
         probe = {"reads": int(rd.sum()), "writes": int(wr.sum()),

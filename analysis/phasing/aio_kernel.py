@@ -38,6 +38,8 @@ def split(block: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | Non
     if block is None:
         return None, None
     done = block["op"] == AIO_DONE
+    if not done.any():   # no libaio request: the records as they are, not a copy of them
+        return block, block[:0]
     return block[~done], block[done]
 
 

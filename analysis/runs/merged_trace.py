@@ -75,10 +75,13 @@ class MergedSource:
     def blocks(self):
         """The merged events table, block by block (a new pass each call)."""
         given = 0
-        for raw in _in_time_order([self._moved(k) for k in range(len(self._sources))]):
-            index = pd.RangeIndex(given, given + len(raw["start_ns"]))
-            given += len(index)
-            yield self.trace.event_frame(raw, index, distinct=self._distinct)
+        for merged in _in_time_order([self._moved(k) for k in range(len(self._sources))]):
+            # a merge can give several hosts' blocks at once: handed on a block's worth at a time
+            for at in range(0, len(merged["start_ns"]), self.block_rows):
+                raw = {name: column[at:at + self.block_rows] for name, column in merged.items()}
+                index = pd.RangeIndex(given, given + len(raw["start_ns"]))
+                given += len(index)
+                yield self.trace.event_frame(raw, index, distinct=self._distinct)
         if not given:
             yield self.empty()
 

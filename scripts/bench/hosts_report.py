@@ -106,7 +106,9 @@ def main() -> int:
     parser.add_argument("--old", type=Path, required=True, help="a checkout from before, with its .venv")
     parser.add_argument("--hosts", type=int, default=2)
     parser.add_argument("--events", type=int, default=5_000_000, help="fio reads per host")
-    parser.add_argument("--keep", type=Path, required=True, help="folder of the recorded run")
+    parser.add_argument("--keep", type=Path, required=True,
+                        help="folder of the recorded run (on a tmpfs, e.g. /dev/shm/hosts, the trace has no device "
+                             "view: a disk's requests from anything else running would be recorded with it)")
     parser.add_argument("--reuse", action="store_true", help="the run in --keep was recorded before")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--forms", nargs="+", choices=sorted(FORMS), default=list(FORMS))
