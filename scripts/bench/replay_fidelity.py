@@ -14,7 +14,10 @@ docs/replay.md keeps the figures with the command.
 
 Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench [--player python]
        [--into-root /mnt/btrfs/replays]   (replays on another file system, the originals on --work's)
-       [--originals 3]   (the workload run 3 times, interleaved with the replays: its own spread, the same way)
+       [--originals 3]   (the workload run 3 times, interleaved with the replays: its own spread, the same way;
+                          then each phase's replays' median against the originals' median and range)
+Per kind of call it also prints the time from its end to the thread's next call, replay less original call
+for call (the player's error in the gaps; a call that slept, a disk read, is where it was).
 """
 
 from __future__ import annotations
@@ -124,17 +127,35 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
     # and the same for the workload's other runs against the first: how far it is from itself
     base_phases = unloaded(original)
     quiet = []
+    # per phase, its duration less preemption in every original and every replay: the replays'
+    # median set against the originals' own median and range (not against the first alone)
+    durations: dict[str, dict[tuple, list[float]]] = {"original": {}, "replay": {}}
+    for key, (d0, _) in base_phases.items():
+        durations["original"].setdefault(key, []).append(d0)
     for label, runs in (("replay", traces), ("another original", again)):
         spread: dict[tuple, list[float]] = {}
         for trace in runs:
             other = unloaded(trace)
+            for key, (d1, _) in other.items():
+                durations["replay" if label == "replay" else "original"].setdefault(key, []).append(d1)
             for key, (d0, _) in base_phases.items():
                 if key in other and d0 > 0:
                     spread.setdefault(key, []).append((other[key][0] - d0) / d0 * 100)
         quiet += [{"phase": " ".join(map(str, key)), "of": label, "original_s": base_phases[key][0],
                    "preempted_pct": base_phases[key][1], "error_pct_median": statistics.median(e),
                    "error_pct_range": (min(e), max(e))} for key, e in spread.items()]
+    among = []
+    for key, mine in durations["original"].items():
+        theirs = durations["replay"].get(key)
+        if not theirs or len(mine) < 2:
+            continue
+        mid = statistics.median(mine)
+        among.append({"phase": " ".join(map(str, key)), "originals_ms": [d * 1e3 for d in mine],
+                      "replays_ms": [d * 1e3 for d in theirs],
+                      "replay_median_vs_originals_median_pct": (statistics.median(theirs) - mid) / mid * 100,
+                      "originals_range_pct": ((min(mine) - mid) / mid * 100, (max(mine) - mid) / mid * 100)})
     return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
+            "among_originals": among,
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)},
             "gaps_after": gaps_after(original, traces, fast)}
 
@@ -296,6 +317,13 @@ def main() -> int:
             print(f"    {row['of']:<16} {row['phase']:<30} original {row['original_s'] * 1e3:8.1f} ms "
                   f"({row['preempted_pct']:3.0f} % preempted besides)  error median {med:+7.1f} % "
                   f"(range {rng[0]:+.1f} to {rng[1]:+.1f} %)")
+        if r["among_originals"]:
+            print("  less preemption, the replays' median against the originals' median (the originals' own range):")
+        for row in r["among_originals"]:
+            lo, hi = row["originals_range_pct"]
+            print(f"    {row['phase']:<30} originals {'/'.join(f'{d:.1f}' for d in row['originals_ms'])} ms  "
+                  f"replays' median {row['replay_median_vs_originals_median_pct']:+6.1f} % "
+                  f"(originals {lo:+.1f} to {hi:+.1f} %)")
         print("  time from a call's end to its thread's next call, by the call (replay - original, call for call):")
         for kind, g in r["gaps_after"].items():
             d = g["replay_minus_original_ns"]
