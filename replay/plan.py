@@ -283,7 +283,10 @@ def build(path: str, data=None) -> Plan:
               "host": data.meta.get("host"), "events": n, "calls": len(calls),
               "original_paths": [abs_paths[k] for k in used],
               # a damaged tail: the calls before it are replayed, and the replay says so
-              "damaged": _damage(data.meta)}
+              "damaged": _damage(data.meta),
+              # calls the recording lost (its collector fell behind): not in the trace, so not
+              # replayed either; the replay says so rather than stand in for the whole run
+              "missing": data.missing}
     return Plan(calls, waits, threads, files, source, skipped)
 
 

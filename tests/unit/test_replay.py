@@ -24,11 +24,11 @@ O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 0o1, 0o2, 0o100, 0o1000
 
 
 def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, shared=False, fd_base=3,
-                failed=False, offcpu=()) -> None:
+                failed=False, offcpu=(), lost_events=0) -> None:
     """A trace of `threads` threads of one process (tgid 50), thread k writing 2 x 4 KiB to file
     k (every thread to file 0 when `shared`, one after the other), opened O_CREAT|O_TRUNC under
     the recorded path files[k] = (path bytes, dirfd), then closing it. `offcpu`: (tid, off_ns,
-    on_ns, state) stretches off the CPU."""
+    on_ns, state) stretches off the CPU; `lost_events`: calls the recording says it lost."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -67,7 +67,7 @@ def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, sh
             for record, (tid, a, b, state) in zip(off, offcpu):
                 record["tgid"], record["tid"], record["off_ns"], record["on_ns"], record["state"] = 50, tid, a, b, state
             writer.write_device(np.zeros(0, lay.structs["iow_block"]), off)
-        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
+        writer.write_counters({"events": len(rows), "lost_events": lost_events, "lost_meta": 0})
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": now}})
 
 
@@ -372,3 +372,22 @@ def test_think_time_leaves_out_the_time_the_thread_was_preempted(tmp_path):
     # THEN the preempted 4 us are not think time (the machine's load, not the workload's), the
     # sleep is
     assert list(p.calls["gap_ns"]) == [0, 6_000, 10_000, 10_000]
+
+
+def test_a_trace_that_lost_calls_is_said_to_by_both_builds(tmp_path):
+    # GIVEN a trace whose recording says it lost 7 events (its collector fell behind), and one
+    # that lost none
+    from iowitness.replay import stream_plan
+
+    for lost in (7, 0):
+        trace = tmp_path / f"lost{lost}.iwt"
+        write_trace(trace, [(b"/w/a", AT_FDCWD)], lost_events=lost)
+        # WHEN planned in memory and streamed
+        whole = plan.build(str(trace))
+        streamed = stream_plan.build_native(str(trace), str(tmp_path / f"lost{lost}.bin"))
+        # THEN both plans carry the trace's own words for it, the ones its report prints, so that
+        # the replay says its original's calls were not all there
+        said = "7 events lost" if lost else ""
+        assert whole.source["missing"] == streamed.source["missing"] == said
+        # AND the calls it does hold are all planned
+        assert len(whole.calls) == streamed.count == 4
