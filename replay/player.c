@@ -760,7 +760,7 @@ static int64_t syscall_cost(void)
  * the median, over pairs, of an lseek on the plan's file (a call the probe follows as far as its
  * file test, and does no I/O) right after a 50 us sleep, less the same lseek right after it. It
  * misses the probe's record of the call (the file is not traced), so it takes off less than the
- * whole: a gap is never made shorter than the original's. */
+ * whole, as a rule (190 to 580 ns measured, against 550 to 710 ns after fio's disk reads). */
 #define SLEPT_NS 10000LL   /* a call longer than this slept: a cached 4 KiB read takes about 1 us
 			    * here, a sleep and wake-up on this VM 10 us and more */
 static int64_t wake_cost_of(void)
