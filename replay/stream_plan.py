@@ -624,8 +624,11 @@ class _Builder:
                         self.max_depth = max(self.max_depth, int(depth.max()))
                     g = st - since
                     lost = preempted.get(int(self.threads["tid"][t]))
-                    if lost is not None:
-                        g = g - (lost(st) - lost(since))
+                    if lost is not None:   # not before the thread's first call (plan.build says why)
+                        off = lost(st) - lost(since)
+                        if not started[t]:
+                            off[0] = 0
+                        g = g - off
                     gap[rows] = g
                     prev_end[t] = e_thread[-1]
                     started[t] = True

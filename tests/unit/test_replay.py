@@ -374,6 +374,27 @@ def test_think_time_leaves_out_the_time_the_thread_was_preempted(tmp_path):
     assert list(p.calls["gap_ns"]) == [0, 6_000, 10_000, 10_000]
 
 
+def test_a_threads_first_call_keeps_its_start_among_the_others_preempted_or_not(tmp_path):
+    # GIVEN two threads, the second starting 80 us after the first (its calls 20 us apart) and
+    # preempted for 20 us before its first call, and for 4 us inside the gap before its second
+    from iowitness.replay import stream_plan
+
+    trace = tmp_path / "t.iwt"
+    t0 = 1_000_000_000
+    write_trace(trace, [(b"/w/a", AT_FDCWD), (b"/w/b", AT_FDCWD)], threads=2,
+                offcpu=[(51, t0 + 50_000, t0 + 70_000, 0), (51, t0 + 92_000, t0 + 96_000, 0)])
+    # WHEN planned in memory and streamed
+    whole = plan.build(str(trace))
+    whole.save_native(str(tmp_path / "a.bin"))
+    stream_plan.build_native(str(trace), str(tmp_path / "b.bin"))
+    # THEN the second thread's first call starts 80 us after the first thread's, as it did (its
+    # start places it among the threads: less its preemption, fio's jobs, started together,
+    # spread apart), and only its own gaps leave the preempted time out
+    second = whole.calls[whole.calls["tgid"] == 50][4:]
+    assert list(second["gap_ns"]) == [80_000, 6_000, 10_000, 10_000]
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+
+
 def test_a_trace_that_lost_calls_is_said_to_by_both_builds(tmp_path):
     # GIVEN a trace whose recording says it lost 7 events (its collector fell behind), and one
     # that lost none
