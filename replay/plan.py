@@ -261,7 +261,10 @@ def build(path: str, data=None) -> Plan:
         gap[a + 1:b] = s[a + 1:b] - since[1:]
         lost = preempted.get(int(tid[a]))
         if lost is not None:   # time the thread was runnable but off the CPU is not think time
-            gap[a:b] -= lost(s[a:b]) - lost(since)
+            # (not before its first call: that one's start since the trace's first call places
+            # it among the other threads, as the original had them; fio's 4 jobs start within
+            # 0.5 ms of each other, and their starts less each one's preemption spread them by 9)
+            gap[a + 1:b] -= lost(s[a + 1:b]) - lost(since[1:])
         if is_async[a:b].any():
             calls["depth"][a:b] = _depths(calls[a:b], is_async[a:b], s[a:b], e[a:b])
     calls["gap_ns"] = np.maximum(gap, 0)
@@ -283,7 +286,10 @@ def build(path: str, data=None) -> Plan:
               "host": data.meta.get("host"), "events": n, "calls": len(calls),
               "original_paths": [abs_paths[k] for k in used],
               # a damaged tail: the calls before it are replayed, and the replay says so
-              "damaged": _damage(data.meta)}
+              "damaged": _damage(data.meta),
+              # calls the recording lost (its collector fell behind): not in the trace, so not
+              # replayed either; the replay says so rather than stand in for the whole run
+              "missing": data.missing}
     return Plan(calls, waits, threads, files, source, skipped)
 
 

@@ -48,6 +48,7 @@
 #include <linux/io_uring.h>
 #include <linux/openat2.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ static char **file_names;
 static char **file_abs;        /* DIR's real path + the file's place; NULL when the probe could not keep it */
 static char *notes;
 static double speed;
-static int64_t t0, call_cost;
+static int64_t t0, call_cost, wake_cost;
 static volatile int64_t *progress;    /* shared by every replay process */
 static volatile int64_t *wake_at;     /* per thread: the lowest count another thread waits for on its
 					* progress (NO_WAITER: none), shared too */
@@ -121,9 +122,15 @@ static const volatile int64_t *ready;
 static const char *plan_path;
 #define FOLLOW_DONE 1
 #define FOLLOW_FAILED 2
-/* this process's fd table: recorded fd -> ours, and whether ours was opened O_DIRECT */
+/* this process's fd table: recorded fd -> ours + 1 (0: none open), and whether ours was opened
+ * O_DIRECT. Kept as ours + 1 so that the table is calloc'd, its pages untouched until a call
+ * uses them: filled with -1, its 4 MiB cost each replay process 1,024 page faults after the
+ * replay's clock had started, while the 5 processes of a fio replay shared 2 CPUs */
 static int *fd_map;
 static unsigned char *fd_direct;
+
+static inline int ours(int recorded) { return fd_map[recorded] - 1; }
+static inline void set_ours(int recorded, int fd) { fd_map[recorded] = fd + 1; }
 
 struct stats { uint64_t issued[OP_COUNT], failed[OP_COUNT], other[OP_COUNT], implicit; char error[200]; };
 
@@ -449,7 +456,7 @@ static int implicit_open(struct stats *s, const struct plan_call *c)
 	if (fd < 0)
 		fd = open_file((uint32_t)c->file, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		fd_map[c->fd] = fd;
+		set_ours(c->fd, fd);
 		s->implicit++;
 	}
 	return fd;
@@ -700,10 +707,14 @@ static void advance(uint32_t t)
 }
 
 /* Wait until `target`: a long wait is slept until SPIN_NS before it (a sleep wakes up late by
- * tens of us here, even with the timer slack at 1 ns), the rest spun. */
-static void wait_until(int64_t target)
+ * tens of us here, even with the timer slack at 1 ns), the rest spun; after a sleep, spun with a
+ * sched_yield between clock reads until YIELD_NS before it. Threads that wake together (fio's 4
+ * jobs, whose first calls fio starts within 0.2-2.6 ms of each other) spun their 200 us on 2
+ * CPUs two at a time, the others waiting for a CPU: their first calls came 2.1-4.4 ms apart. */
+#define YIELD_NS 20000LL
+static int64_t wait_until(int64_t target)
 {
-	int64_t delay = target - now_ns();
+	int64_t now = now_ns(), delay = target - now;
 
 	if (delay > 2 * SPIN_NS) {
 		int64_t wake = target - SPIN_NS;
@@ -711,9 +722,12 @@ static void wait_until(int64_t target)
 
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
+		for (now = now_ns(); target - now > YIELD_NS; now = now_ns())
+			sched_yield();
 	}
-	while (now_ns() < target)
-		;
+	while (now < target)
+		now = now_ns();
+	return now;   /* the call starts here: the caller needs no clock read of its own */
 }
 
 /* What a syscall costs outside the span the probe records: from the player's clock read after
@@ -748,6 +762,47 @@ static int64_t syscall_cost(void)
 			d[b - 1] = tmp;
 		}
 	return d[50];
+}
+
+/* What a call that slept costs more than one that did not, outside the span the probe records:
+ * after the wake-up, the way back out of the kernel (the probe's exit program among it) and into
+ * the next call run on a CPU whose caches served another task meanwhile. The original paid it in
+ * its recorded gap after every call that slept (fio's disk reads: its gap after a pread64 that
+ * slept is about 0.65 us longer than after one that did not, its user code alike), and the player
+ * pays it again on top of that gap, its clock read after such a call coming after it. Measured as
+ * the median, over pairs, of an lseek on the plan's file (a call the probe follows as far as its
+ * file test, and does no I/O) right after a 50 us sleep, less the same lseek right after it. It
+ * misses the probe's record of the call (the file is not traced), so it takes off less than the
+ * whole, as a rule (190 to 580 ns measured, against 550 to 710 ns after fio's disk reads). */
+#define SLEPT_NS 10000LL   /* a call longer than this slept: a cached 4 KiB read takes about 1 us
+			    * here, a sleep and wake-up on this VM 10 us and more */
+static int64_t wake_cost_of(void)
+{
+	int64_t d[51];
+	int fd = open(plan_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	for (int k = 0; k < 51; k++) {
+		struct timespec nap = { 0, 50000 };
+		int64_t a, b;
+
+		nanosleep(&nap, NULL);
+		a = now_ns();
+		(void)lseek(fd, 0, SEEK_CUR);
+		b = now_ns();
+		(void)lseek(fd, 0, SEEK_CUR);
+		d[k] = (b - a) - (now_ns() - b);
+	}
+	close(fd);
+	for (int a = 0; a < 51; a++)
+		for (int b = a; b > 0 && d[b] < d[b - 1]; b--) {
+			int64_t tmp = d[b];
+
+			d[b] = d[b - 1];
+			d[b - 1] = tmp;
+		}
+	return d[25] > 0 ? d[25] : 0;
 }
 
 struct job { uint32_t thread; struct stats stats; };
@@ -792,8 +847,8 @@ static void *run_thread(void *arg)
 		w++;
 	uint64_t w_released = w;
 	for (int64_t i = 0; i < count; i++, c++) {
-		int64_t res;
-		int fd, reaped;
+		int64_t res, issued_at;
+		int fd, reaped, next_timed;
 		struct iovec iov;
 		struct ring *r = NULL;
 
@@ -836,9 +891,8 @@ static void *run_thread(void *arg)
 		}
 		if (reaped && speed > 0)
 			prev_end = now_ns();
-		if (timed(c))
-			wait_until(prev_end + (int64_t)(c->gap_ns / speed) - call_cost);
-		fd = c->op == OP_OPEN ? -1 : fd_map[c->fd];
+		issued_at = timed(c) ? wait_until(prev_end + (int64_t)(c->gap_ns / speed) - call_cost) : 0;
+		fd = c->op == OP_OPEN ? -1 : ours(c->fd);
 		if (c->op != OP_OPEN && fd < 0)
 			fd = implicit_open(s, c);
 		if (IS_ASYNC(c->op)) {
@@ -852,20 +906,25 @@ static void *run_thread(void *arg)
 			advance(t);
 			continue;
 		}
+		/* the next call's wait is counted from this one's end: its start is read too, to
+		 * tell a call that slept (wake_cost) */
+		next_timed = i + 1 < count && speed > 0 && (ready_for(t, i + 1), timed(c + 1));
+		if (next_timed && !issued_at)
+			issued_at = now_ns();
 		iov.iov_len = (size_t)c->size;
 		switch (c->op) {
 		case OP_OPEN:
 			res = open_file((uint32_t)c->file, (int)(c->flags & KEPT_FLAGS) | O_CLOEXEC);
 			if (res >= 0) {
-				if (fd_map[c->fd] >= 0)
-					close(fd_map[c->fd]);
-				fd_map[c->fd] = (int)res;
+				if (ours(c->fd) >= 0)
+					close(ours(c->fd));
+				set_ours(c->fd, (int)res);
 				fd_direct[c->fd] = !!(c->flags & O_DIRECT);
 			}
 			break;
 		case OP_CLOSE:
 			res = close(fd);
-			fd_map[c->fd] = -1;
+			set_ours(c->fd, -1);
 			break;
 		case OP_READ: res = read(fd, read_buf, (size_t)c->size); break;
 		case OP_WRITE: res = write(fd, write_buf, (size_t)c->size); break;
@@ -888,14 +947,17 @@ static void *run_thread(void *arg)
 		default:   /* dup: the recorded new fd names our copy */
 			res = dup(fd);
 			if (res >= 0) {
-				fd_map[c->ret] = (int)res;
+				set_ours((int)c->ret, (int)res);
 				fd_direct[c->ret] = fd_direct[c->fd];
 			}
 		}
 		if (res < 0)
 			res = -errno;
-		if (i + 1 < count && speed > 0 && (ready_for(t, i + 1), timed(c + 1)))
+		if (next_timed) {
 			prev_end = now_ns();
+			if (prev_end - issued_at > SLEPT_NS)
+				prev_end -= wake_cost;
+		}
 		s->issued[c->op]++;
 		if (res < 0)
 			s->failed[c->op]++;
@@ -925,11 +987,10 @@ static void run_group(const uint32_t *members, uint32_t n, struct stats *total)
 	struct job *jobs = calloc(n, sizeof(*jobs));
 	pthread_t *ids = calloc(n, sizeof(*ids));
 
-	fd_map = malloc(MAX_FD * sizeof(int));
+	fd_map = calloc(MAX_FD, sizeof(int));   /* all 0, not open: no page touched until used */
 	fd_direct = calloc(MAX_FD, 1);
 	if (!jobs || !ids || !fd_map || !fd_direct)
 		die("out of memory for the threads");
-	memset(fd_map, 0xff, MAX_FD * sizeof(int));
 	/* the recorded process's main thread (tid = tgid) is replayed by this process's own, so
 	 * that the replay's main thread does what the original's did (fio's layout, say) */
 	uint32_t main_k = 0;
@@ -1057,6 +1118,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);   /* sleeps end as close to their time as the kernel can */
 	call_cost = speed > 0 ? syscall_cost() : 0;
+	wake_cost = speed > 0 ? wake_cost_of() : 0;
 	t0 = now_ns();
 	memset(&total, 0, sizeof(total));
 	for (uint32_t g = 0; g < n_groups; g++)
@@ -1138,6 +1200,9 @@ int main(int argc, char **argv)
 	if (call_cost)
 		printf("iowitness replay:   think times kept: those over %lld ns, each %lld ns shorter (a syscall's round "
 		       "trip here, outside the span the probe records)\n", (long long)call_cost, (long long)call_cost);
+	if (wake_cost)
+		printf("iowitness replay:   after a call that slept (over %lld us), %lld ns shorter still (the way back "
+		       "from a sleep, paid in the original's gap too)\n", SLEPT_NS / 1000, (long long)wake_cost);
 	fputs(notes, stdout);
 	fflush(stdout);
 	_exit(failed ? 1 : 0);   /* the fds the original left open are not closed by a call either */

@@ -101,7 +101,9 @@ def build_native(path: str, out: str, block_rows: int = BLOCK_ROWS, window_rows:
                 spill.add(block)
             spill.close()
             meta, offcpu, block_records, n = data.meta, data.offcpu, data.block, stream.event_count
+            missing = data.missing
         builder = _Builder(path, out, work, spill, meta, offcpu, block_records, n, window_rows)
+        builder.missing = missing
         builder.announce = announce
         try:
             return builder.run()
@@ -373,6 +375,7 @@ class _Builder:
     announce: typing.Callable[[NativePlan], None] | None = None
     ready_fd: int | None = None
     following = False
+    missing = ""   # what the trace's recording lost, in words (traceformat.missing_text)
 
     def __init__(self, path, out, work, spill: _Spill, meta, offcpu, block_records, events: int, window_rows: int):
         self.path, self.out, self.work, self.spill = path, out, work, spill
@@ -621,8 +624,11 @@ class _Builder:
                         self.max_depth = max(self.max_depth, int(depth.max()))
                     g = st - since
                     lost = preempted.get(int(self.threads["tid"][t]))
-                    if lost is not None:
-                        g = g - (lost(st) - lost(since))
+                    if lost is not None:   # not before the thread's first call (plan.build says why)
+                        off = lost(st) - lost(since)
+                        if not started[t]:
+                            off[0] = 0
+                        g = g - off
                     gap[rows] = g
                     prev_end[t] = e_thread[-1]
                     started[t] = True
@@ -749,7 +755,8 @@ class _Builder:
     def _info(self, waits: int) -> NativePlan:
         source = {"path": os.path.abspath(self.path), "command": self.meta.get("command"), "pid": self.meta.get("pid"),
                   "host": self.meta.get("host"), "events": self.events, "calls": self.count,
-                  "original_paths": self.original_paths, "damaged": inmemory._damage(self.meta)}
+                  "original_paths": self.original_paths, "damaged": inmemory._damage(self.meta),
+                  "missing": self.missing}
         return NativePlan(self.out, self.threads, self.files, source, self.spill.skipped, self.count,
                           self.spill.has_async, waits)
 

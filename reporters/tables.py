@@ -153,6 +153,15 @@ def async_calls_line(counters: dict) -> str | None:
     return ", ".join(parts) or None
 
 
+def replay_of_text(replayed: dict) -> str:
+    """What a replay replays (meta "replay_of"), and what that trace's own recording lost: the
+    replay made only the calls its original's trace holds."""
+    text = f"{replayed.get('trace')} ({' '.join(replayed.get('command') or [])}), timing {replayed.get('timing')}"
+    if replayed.get("original_missing"):
+        text += f"; that trace misses calls its run made ({replayed['original_missing']}): they were not replayed"
+    return text
+
+
 def lost_figure(trace) -> str:
     """The "lost events" figure every report prints, with what the probe could not follow beside it."""
     unfollowed = "; ".join(t for t in (not_followed_text(trace.counters), names_lost_text(trace.counters)) if t)
@@ -330,9 +339,7 @@ def run_metadata(trace) -> pd.DataFrame:
     rows = [
         ("trace", visible(meta.get("path") or "")),
         ("command", visible(" ".join(meta.get("command") or []) or f"attach ({meta.get('mode', '?')})")),
-        *([("replay of", visible(f"{meta['replay_of'].get('trace')} "
-                                 f"({' '.join(meta['replay_of'].get('command') or [])}), "
-                                 f"timing {meta['replay_of'].get('timing')}"))] if meta.get("replay_of") else []),
+        *([("replay of", visible(replay_of_text(meta["replay_of"])))] if meta.get("replay_of") else []),
         *([("attached", ", ".join(f"PID {p.get('pid')} {p.get('comm') or ''}".strip()
                                   for p in meta["attached"] if isinstance(p, dict)))] if meta.get("attached") else []),
         ("backend", backends.backend_of(meta)),

@@ -52,8 +52,7 @@ def render(report, trace, verdicts=None, width: int | None = None) -> str:
         parts.append(terminal(timeline))
     replayed = trace.meta.get("replay_of")
     if replayed:   # iowitness replay: the trace it replays (docs/replay.md)
-        parts.append(terminal(f"replay of {replayed.get('trace')} ({' '.join(replayed.get('command') or [])}), "
-                              f"timing {replayed.get('timing')}"))
+        parts.append(terminal(f"replay of {tables.replay_of_text(replayed)}"))
     parts += [terminal(f"WARNING: {w}") for w in tables.warnings(trace)]
     if report.phases.empty:
         parts.append("no phases: the trace holds no read or write calls on target files")

@@ -147,7 +147,9 @@ META = {
     "device_view": Maybe(DEVICE_VIEW),
     # iowitness replay: the trace it replays (its command names the replay's phases)
     "replay_of": Maybe({"trace": TEXT, "command": Maybe([TEXT]), "host": Maybe(TEXT), "timing": TEXT,
-                        "into": TEXT, "files": MapOf(TEXT), "not_replayed": MapOf(NS)}),
+                        "into": TEXT, "files": MapOf(TEXT), "not_replayed": MapOf(NS),
+                        # what the replayed trace's own recording lost, in words ("" nothing)
+                        "original_missing": TEXT}),
     # END's census of the chunks before it (collector/format/tracecensus.py)
     "chunks": Maybe({"through": Need(NS), "counts": Need(MapOf(NS)), "digest": Need(U32)}),
 }

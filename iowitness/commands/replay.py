@@ -144,6 +144,10 @@ def _recorded(args, speed: float, native: str | None, plan, plan_path: str) -> i
     if plan.source.get("damaged"):
         print(f"iowitness: warning: {args.trace} is damaged, {plan.source['damaged']}: only the calls before "
               "the damage are replayed", file=sys.stderr)
+    if plan.source.get("missing"):   # said even with --quiet, as run says it of its own trace
+        print(f"iowitness: warning: {args.trace} misses calls its run made ({plan.source['missing']}): only the "
+              "calls it holds are replayed; record the original again with a larger --ring-buffer-mb",
+              file=sys.stderr)
     calls = plan.count if isinstance(plan, stream_plan.NativePlan) else len(plan.calls)
     _recording.say(args, f"replaying {calls:,} calls of {len(plan.threads)} thread(s) on "
                          f"{len(plan.files)} file(s) into {into}" + _skipped(plan)
@@ -159,7 +163,8 @@ def _recorded(args, speed: float, native: str | None, plan, plan_path: str) -> i
                                      "host": plan.source["host"], "timing": args.timing, "into": into,
                                      "files": {f["rel"]: orig for f, orig in
                                                zip(plan.files, plan.source["original_paths"])},
-                                     "not_replayed": plan.skipped}}
+                                     "not_replayed": plan.skipped,
+                                     "original_missing": plan.source.get("missing") or ""}}
     return run.execute(args)
 
 

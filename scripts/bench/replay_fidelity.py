@@ -14,7 +14,10 @@ docs/replay.md keeps the figures with the command.
 
 Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench [--player python]
        [--into-root /mnt/btrfs/replays]   (replays on another file system, the originals on --work's)
-       [--originals 3]   (the workload run 3 times, interleaved with the replays: its own spread, the same way)
+       [--originals 3]   (the workload run 3 times, interleaved with the replays: its own spread, the same way;
+                          then each phase's replays' median against the originals' median and range)
+Per kind of call it also prints the time from its end to the thread's next call, replay less original call
+for call (the player's error in the gaps; a call that slept, a disk read, is where it was).
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ def workloads(work: Path, scale: int) -> dict[str, list[str]]:
         "fio psync randrw 4 jobs": ["fio", "--name=r", "--rw=randrw", "--bs=4k", f"--size={4 * scale}m",
                                     "--numjobs=4", "--ioengine=psync", "--directory={dir}",
                                     "--output-format=json", "--output={out}/fio.json"],
+        "fio psync randread 4 jobs": ["fio", "--name=rr", "--rw=randread", "--bs=4k", f"--size={4 * scale}m",
+                                      "--numjobs=4", "--ioengine=psync", "--directory={dir}",
+                                      "--output-format=json", "--output={out}/fio.json"],
         "fio libaio iodepth 32": ["fio", "--name=a", "--rw=randrw", "--bs=4k", f"--size={8 * scale}m",
                                   "--ioengine=libaio", "--iodepth=32", "--direct=1", "--directory={dir}",
                                   "--output-format=json", "--output={out}/fio.json"],
@@ -121,18 +127,37 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
     # and the same for the workload's other runs against the first: how far it is from itself
     base_phases = unloaded(original)
     quiet = []
+    # per phase, its duration less preemption in every original and every replay: the replays'
+    # median set against the originals' own median and range (not against the first alone)
+    durations: dict[str, dict[tuple, list[float]]] = {"original": {}, "replay": {}}
+    for key, (d0, _) in base_phases.items():
+        durations["original"].setdefault(key, []).append(d0)
     for label, runs in (("replay", traces), ("another original", again)):
         spread: dict[tuple, list[float]] = {}
         for trace in runs:
             other = unloaded(trace)
+            for key, (d1, _) in other.items():
+                durations["replay" if label == "replay" else "original"].setdefault(key, []).append(d1)
             for key, (d0, _) in base_phases.items():
                 if key in other and d0 > 0:
                     spread.setdefault(key, []).append((other[key][0] - d0) / d0 * 100)
         quiet += [{"phase": " ".join(map(str, key)), "of": label, "original_s": base_phases[key][0],
                    "preempted_pct": base_phases[key][1], "error_pct_median": statistics.median(e),
                    "error_pct_range": (min(e), max(e))} for key, e in spread.items()]
+    among = []
+    for key, mine in durations["original"].items():
+        theirs = durations["replay"].get(key)
+        if not theirs or len(mine) < 2:
+            continue
+        mid = statistics.median(mine)
+        among.append({"phase": " ".join(map(str, key)), "originals_ms": [d * 1e3 for d in mine],
+                      "replays_ms": [d * 1e3 for d in theirs],
+                      "replay_median_vs_originals_median_pct": (statistics.median(theirs) - mid) / mid * 100,
+                      "originals_range_pct": ((min(mine) - mid) / mid * 100, (max(mine) - mid) / mid * 100)})
     return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
-            "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)}}
+            "among_originals": among,
+            "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)},
+            "gaps_after": gaps_after(original, traces, fast)}
 
 
 def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
@@ -177,6 +202,46 @@ def median_gap(trace: Path) -> float:
     same = e["tid"].to_numpy()[1:] == e["tid"].to_numpy()[:-1]
     gaps = e["start_ns"].to_numpy()[1:].astype(np.int64) - e["end_ns"].to_numpy()[:-1].astype(np.int64)
     return float(np.median(gaps[same])) if same.any() else float("nan")
+
+
+def gaps_after(original: Path, traces: list[Path], fast: Path) -> dict[str, dict]:
+    """Per kind of call, the time from its end to the thread's next call, call for call (the same
+    call of the same thread, threads matched as replay_time_split.py matches them): the
+    original's median, each replay's median difference from it (+: the replay's gap longer), and
+    the --timing fast replay's median (the player's own time after such a call). A call that slept
+    (a disk read) costs the player more after it than one that did not: where its gaps go wrong."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import numpy as np
+    from replay_time_split import matched, per_thread
+
+    def after(threads: list) -> tuple:
+        names = np.concatenate([t[0][:-1] for t in threads]) if threads else np.array([])
+        gaps = np.concatenate([t[2][1:] for t in threads]) if threads else np.array([])
+        return names, gaps
+
+    base = per_thread(str(original))
+    names, gap0 = after(base)
+    diffs: dict[str, list[float]] = {}
+    for trace in traces:
+        other = matched(base, per_thread(str(trace)))
+        if other is None:
+            continue
+        _, gap1 = after(other)
+        for kind in set(names.tolist()):
+            m = names == kind
+            diffs.setdefault(kind, []).append(float(np.median(gap1[m] - gap0[m])))
+    fast_names, fast_gaps = after(per_thread(str(fast)))
+    out = {}
+    for kind in sorted(set(names.tolist())):
+        m = names == kind
+        if m.sum() < 20:   # too few to say
+            continue
+        d = diffs.get(kind, [])
+        f = fast_gaps[fast_names == kind]
+        out[kind] = {"calls": int(m.sum()), "original_ns": float(np.median(gap0[m])),
+                     "replay_minus_original_ns": d,
+                     "fast_ns": float(np.median(f)) if len(f) else None}
+    return out
 
 
 def player_cost(original: str, work: Path, player: str) -> dict:
@@ -252,6 +317,21 @@ def main() -> int:
             print(f"    {row['of']:<16} {row['phase']:<30} original {row['original_s'] * 1e3:8.1f} ms "
                   f"({row['preempted_pct']:3.0f} % preempted besides)  error median {med:+7.1f} % "
                   f"(range {rng[0]:+.1f} to {rng[1]:+.1f} %)")
+        if r["among_originals"]:
+            print("  less preemption, the replays' median against the originals' median (the originals' own range):")
+        for row in r["among_originals"]:
+            lo, hi = row["originals_range_pct"]
+            print(f"    {row['phase']:<30} originals {'/'.join(f'{d:.1f}' for d in row['originals_ms'])} ms  "
+                  f"replays' median {row['replay_median_vs_originals_median_pct']:+6.1f} % "
+                  f"(originals {lo:+.1f} to {hi:+.1f} %)")
+        print("  time from a call's end to its thread's next call, by the call (replay - original, call for call):")
+        for kind, g in r["gaps_after"].items():
+            d = g["replay_minus_original_ns"]
+            spread = (f"median {statistics.median(d):+6.0f} ns (replays {min(d):+.0f} to {max(d):+.0f})" if d
+                      else "not matched")
+            fast = f"{g['fast_ns']:,.0f}" if g["fast_ns"] is not None else "-"
+            print(f"    after {kind:<12} {g['calls']:>7} calls  original {g['original_ns']:7,.0f} ns  "
+                  f"as-recorded {spread}  fast {fast} ns")
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
               f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")

@@ -218,6 +218,39 @@ def test_iozone_replayed_as_fast_as_it_goes_keeps_each_phases_bytes_and_calls(tm
         assert phases[name]["ops"] == [1024] * 2, name
 
 
+def test_fio_disk_reads_replayed_as_recorded_keep_each_phases_bytes_and_calls(tmp_path):
+    # GIVEN fio, 2 psync jobs of 4 KiB random reads and writes on files it lays out and then drops
+    # from the page cache (invalidate=1): its reads sleep on the disk, the calls after which the
+    # player takes the way back from a sleep off the recorded gap
+    fio = require_tool("fio")
+    work = tmp_path / "w"
+    work.mkdir()
+    report = tmp_path / "fio.json"
+    original = tmp_path / "orig.iwt"
+    iowitness("run", "-q", "-o", str(original), "--file", str(work), "--",
+              fio, "--name=job", "--rw=randrw", "--bs=4k", "--size=1m", "--numjobs=2", f"--directory={work}",
+              "--ioengine=psync", "--output-format=json", f"--output={report}", timeout=300)
+    jobs = json.loads(report.read_text())["jobs"]
+    truth = {"pread64": sum(j["read"]["io_bytes"] for j in jobs), "pwrite64": sum(j["write"]["io_bytes"] for j in jobs)}
+    assert truth["pread64"] > 0 and truth["pwrite64"] > 0
+    # WHEN replayed with its recorded think times
+    replayed = tmp_path / "replay.iwt"
+    replay(original, tmp_path / "into", replayed, "--timing", "as-recorded")
+    # THEN the replay read and wrote what fio said it did, in as many calls as the original made
+    for trace in (original, replayed):
+        events = load(trace).events
+        names = events["syscall"].astype(str)
+        for call, moved in truth.items():
+            assert int(events[names == call]["ret"].sum()) == moved, (trace, call)
+            assert int((names == call).sum()) == moved // 4096, (trace, call)
+    # AND every phase of the original is in the replay with the same bytes and calls
+    compared = json.loads(iowitness("compare", "--json", str(original), str(replayed)).stdout)
+    assert compared["phases"] and all(p["present"] == [True, True] for p in compared["phases"])
+    for phase in compared["phases"]:
+        metric = {m["metric"]: m["values"] for m in phase["metrics"]}
+        assert metric["bytes"][0] == metric["bytes"][1] and metric["ops"][0] == metric["ops"][1], phase["name"]
+
+
 def in_flight(events) -> tuple[list[int], str]:
     """At each asynchronous request's submission, how many of the trace's other requests were
     in flight (submitted before it and not yet completed; libaio: not yet reaped)."""

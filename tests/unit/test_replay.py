@@ -24,11 +24,11 @@ O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 0o1, 0o2, 0o100, 0o1000
 
 
 def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, shared=False, fd_base=3,
-                failed=False, offcpu=()) -> None:
+                failed=False, offcpu=(), lost_events=0) -> None:
     """A trace of `threads` threads of one process (tgid 50), thread k writing 2 x 4 KiB to file
     k (every thread to file 0 when `shared`, one after the other), opened O_CREAT|O_TRUNC under
     the recorded path files[k] = (path bytes, dirfd), then closing it. `offcpu`: (tid, off_ns,
-    on_ns, state) stretches off the CPU."""
+    on_ns, state) stretches off the CPU; `lost_events`: calls the recording says it lost."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -67,7 +67,7 @@ def write_trace(path, files: list[tuple[bytes, int]], cwd="/work", threads=1, sh
             for record, (tid, a, b, state) in zip(off, offcpu):
                 record["tgid"], record["tid"], record["off_ns"], record["on_ns"], record["state"] = 50, tid, a, b, state
             writer.write_device(np.zeros(0, lay.structs["iow_block"]), off)
-        writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
+        writer.write_counters({"events": len(rows), "lost_events": lost_events, "lost_meta": 0})
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": now}})
 
 
@@ -372,3 +372,43 @@ def test_think_time_leaves_out_the_time_the_thread_was_preempted(tmp_path):
     # THEN the preempted 4 us are not think time (the machine's load, not the workload's), the
     # sleep is
     assert list(p.calls["gap_ns"]) == [0, 6_000, 10_000, 10_000]
+
+
+def test_a_threads_first_call_keeps_its_start_among_the_others_preempted_or_not(tmp_path):
+    # GIVEN two threads, the second starting 80 us after the first (its calls 20 us apart) and
+    # preempted for 20 us before its first call, and for 4 us inside the gap before its second
+    from iowitness.replay import stream_plan
+
+    trace = tmp_path / "t.iwt"
+    t0 = 1_000_000_000
+    write_trace(trace, [(b"/w/a", AT_FDCWD), (b"/w/b", AT_FDCWD)], threads=2,
+                offcpu=[(51, t0 + 50_000, t0 + 70_000, 0), (51, t0 + 92_000, t0 + 96_000, 0)])
+    # WHEN planned in memory and streamed
+    whole = plan.build(str(trace))
+    whole.save_native(str(tmp_path / "a.bin"))
+    stream_plan.build_native(str(trace), str(tmp_path / "b.bin"))
+    # THEN the second thread's first call starts 80 us after the first thread's, as it did (its
+    # start places it among the threads: less its preemption, fio's jobs, started together,
+    # spread apart), and only its own gaps leave the preempted time out
+    second = whole.calls[whole.calls["tgid"] == 50][4:]
+    assert list(second["gap_ns"]) == [80_000, 6_000, 10_000, 10_000]
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+
+
+def test_a_trace_that_lost_calls_is_said_to_by_both_builds(tmp_path):
+    # GIVEN a trace whose recording says it lost 7 events (its collector fell behind), and one
+    # that lost none
+    from iowitness.replay import stream_plan
+
+    for lost in (7, 0):
+        trace = tmp_path / f"lost{lost}.iwt"
+        write_trace(trace, [(b"/w/a", AT_FDCWD)], lost_events=lost)
+        # WHEN planned in memory and streamed
+        whole = plan.build(str(trace))
+        streamed = stream_plan.build_native(str(trace), str(tmp_path / f"lost{lost}.bin"))
+        # THEN both plans carry the trace's own words for it, the ones its report prints, so that
+        # the replay says its original's calls were not all there
+        said = "7 events lost" if lost else ""
+        assert whole.source["missing"] == streamed.source["missing"] == said
+        # AND the calls it does hold are all planned
+        assert len(whole.calls) == streamed.count == 4
