@@ -85,6 +85,92 @@ def quantile(name: str) -> float | None:
     return float(m.group(1)) / 100 if m else None
 
 
+GAPS = ("interval", "to next", "room")   # each data call with its thread's calls around it
+
+
+class ThreadGaps:
+    """operations() of GAPS over events given block by block in time order: memory of a value
+    per data call and one call per thread, not the rows of the phases. A thread's last data call
+    in a block waits for its next one (in a later block) to be given its value.
+
+        gaps = ThreadGaps(phases, "room", "read")
+        for events, a in blocks:
+            gaps.add(events, a)
+        gaps.result()   # operations(all the events, all of a, phases, "room", "read")
+    """
+
+    def __init__(self, phases: list[int], timed: str, direction: str | None):
+        assert timed in GAPS
+        self.phases, self.timed, self.direction = phases, timed, direction
+        self.parts: list[np.ndarray] = []        # per block: its data calls' values, in row order
+        self.followed: list[np.ndarray] = []     # per block: whether each has a next call
+        # per thread: its last data call so far (block, position), start, end, and the end of the
+        # call before it (None: none)
+        self.pending: dict[int, tuple[int, int, int, int, int | None]] = {}
+
+    def add(self, events: pd.DataFrame, assigned: pd.DataFrame) -> None:
+        data = _data_calls(events, assigned, self.phases, self.direction)
+        rows = np.flatnonzero(data)
+        if not len(rows):
+            return
+        tid = events["tid"].to_numpy(np.int64)[rows]
+        by = np.argsort(tid, kind="stable")
+        s = events["start_ns"].to_numpy(np.int64)[rows][by]
+        e = events["end_ns"].to_numpy(np.int64)[rows][by]
+        t = tid[by]
+        first = np.r_[True, t[1:] != t[:-1]]
+        last = np.r_[t[1:] != t[:-1], True]
+        after, before = np.r_[s[1:], 0], np.r_[0, e[:-1]]
+        known = ~first   # the end of the call before: a thread's first here has it from an earlier block, or none
+        k = len(self.parts)
+        for i in np.flatnonzero(first):   # the thread's call before this block's first
+            held = self.pending.pop(int(t[i]), None)
+            if held is None:
+                continue
+            block, at, start, end, earlier = held
+            self.parts[block][at] = self._value(start, end, int(s[i]), earlier)
+            self.followed[block][at] = True
+            before[i], known[i] = end, True
+        values = np.zeros(len(rows), np.float64)
+        inner = ~last
+        if self.timed == "room":
+            values[inner] = np.where(known[inner], (after[inner] - before[inner]) / 1e9, np.inf)
+        else:
+            values[inner] = (after[inner] - s[inner]) / 1e9
+        for i in np.flatnonzero(last):   # valued when its next call comes, or at the end
+            earlier = int(before[i]) if known[i] else None
+            self.pending[int(t[i])] = (k, int(by[i]), int(s[i]), int(e[i]), earlier)
+            values[i] = self._value(int(s[i]), int(e[i]), None, earlier)
+        out = np.empty(len(rows), np.float64)
+        out[by] = values
+        followed = np.empty(len(rows), bool)
+        followed[by] = inner
+        self.parts.append(out)
+        self.followed.append(followed)
+
+    def _value(self, start: int, end: int, next_start: int | None, earlier: int | None) -> float:
+        """A call's value given its thread's next call's start (None: it has none)."""
+        if self.timed == "room":
+            return np.inf if next_start is None or earlier is None else (next_start - earlier) / 1e9
+        return (end - start) / 1e9 if next_start is None else (next_start - start) / 1e9
+
+    def result(self) -> np.ndarray:
+        if not self.parts:
+            return np.empty(0, np.float64)
+        out = np.concatenate(self.parts)
+        return out[np.concatenate(self.followed)] if self.timed == "to next" else out
+
+
+def _data_calls(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], direction: str | None) -> np.ndarray:
+    """The counted data calls of `phases` in `direction` (None: both), page faults left out."""
+    kind = phase_module.call_kinds(events["syscall"])
+    in_phases = np.isin(assigned["phase"].to_numpy(), phases)
+    wanted = (phase_module.READ,) if direction == "read" else (phase_module.WRITE,) if direction == "write" else \
+        (phase_module.READ, phase_module.WRITE)
+    faults = phase_module.named(events["syscall"], phase_module.FAULTS)
+    return in_phases & np.isin(kind, wanted) & ~faults & ~phase_module.uncounted(assigned)
+
+
 def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed: str,
                direction: str | None) -> np.ndarray:
     """Seconds per operation in `phases`, in time order of the operations' starts (per

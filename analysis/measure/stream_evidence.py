@@ -74,6 +74,11 @@ class StreamedEvidence:
         if timed in ("call", "call or sync"):   # one row, one operation: the rule applied to each block
             parts = [latency.operations(e, a, phases, timed, direction) for e, a in self._blocks(low)]
             return np.concatenate(parts) if parts else np.empty(0, np.float64)
+        if timed in latency.GAPS:   # each call with its thread's calls around it: a value per call held
+            gaps = latency.ThreadGaps(phases, timed, direction)
+            for e, a in self._blocks(low):
+                gaps.add(e, a)
+            return gaps.result()
         # the other windows join rows of a thread or a span: the rule applied to the rows of
         # these phases, all it looks at (latency.operations reads no row outside them)
         events, a = self._rows_of(phases, ["syscall", "start_ns", "end_ns", "tid"], low)
