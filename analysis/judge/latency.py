@@ -44,7 +44,7 @@ import pandas as pd
 
 from iowitness.analysis.judge import seam
 from iowitness.analysis.judge.claim import Claim
-from iowitness.analysis.judge.verdict_rules import MAPPED_REQUESTS, Verdict, cannot_judge, mapped, missing_reason
+from iowitness.analysis.judge.verdict_rules import MAPPED_LATENCY, Verdict, cannot_judge, mapped, missing_reason
 from iowitness.analysis.measure.figures import fmt
 from iowitness.analysis.phasing import operations as several, phases as phase_module
 
@@ -229,7 +229,7 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
     if not len(values):
         return cannot_judge(verdict, f"the phases have no {timed} operation to time"
                                      + (f" after the {claim.extra.get('skip')} skipped" if claim.extra.get("skip") else "")
-                                     + (f": they are page faults, {MAPPED_REQUESTS}" if mapped(rows) else ""))
+                                     + (f": they are page faults, {MAPPED_LATENCY}" if mapped(rows) else ""))
     active = figure(values, name)
     verdict.figures = {label: active}
     verdict.counts = {"operations": len(values)}

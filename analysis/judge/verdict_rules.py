@@ -338,6 +338,11 @@ def mapped_reason(rows: pd.DataFrame, value: float, active: float, kind: str) ->
 
 MAPPED_REQUESTS = ("not the benchmark's requests: loads and stores on a mapping make no call, and a page "
                    "already mapped serves any number of them")
+# a latency's requests on a mapping: even one fault per request gives no time (the probe records
+# a fault's moment; its latency_ns is 0, flag LATENCY_UNKNOWN: docs/trace-format.md)
+MAPPED_LATENCY = ("not the benchmark's requests, and untimed: loads and stores on a mapping make no call, the "
+                  "trace records when each fault happened, not how long it took, and a page already mapped "
+                  "serves any number of requests with no fault")
 
 
 def _note_user_time(rows: pd.DataFrame, reasons: list[str]) -> None:
