@@ -18,7 +18,7 @@ from iowitness import units
 from iowitness.analysis.benchmarks.iozone_stonewall import finisher_of, stonewall_of
 from iowitness.analysis.judge import verdict_rules as verdicts
 from iowitness.analysis.judge.claim import Claim, Match
-from iowitness.analysis.measure import figures as active_figures, stonewall as stonewalling, stream_evidence
+from iowitness.analysis.measure import device, figures as active_figures, stonewall as stonewalling, stream_evidence
 from iowitness.analysis.phasing import call_bounds
 
 SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}
@@ -33,6 +33,13 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     last_ns = None
     if trace is not None and len(rows):
         last_ns = _last_call_on(report.evidence, options.get("files") or [], rows, report.phases)
+        if claim.scope == "parent":
+            woke = parent_woke(trace, rows, max(int(rows["last_ns"].max()), last_ns or 0))
+            if woke is not None:
+                last_ns, asleep_ns = woke
+                notes.append(f"the parent was off the CPU at its children's last close and woke "
+                             f"{units.seconds(asleep_ns / 1e9)} later: it reads its clock only then (iozone.c "
+                             "polls its children's state between sleeps), so its time runs to that wake")
     stonewall = stonewall_of(rows, group, report.evidence if trace is not None else None,
                              claim.file_size, claim.processes) \
         if options.get("stonewall", True) else None
@@ -53,6 +60,33 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
         parent_start = _last_go(report.evidence, options.get("files") or [], rows)
     return Match(rows, group, stonewall, notes=notes, last_ns=last_ns, judge=judge, parent_start_ns=parent_start,
                  refine=refine if trace is not None else None)
+
+
+def parent_woke(trace, rows: pd.DataFrame, last: int) -> tuple[int, int] | None:
+    """(when, how long after `last`) the children's parent process came back on a CPU, when it
+    was off it at `last` (the group's last close: asleep in its poll, or waiting for a CPU);
+    None when it was on a CPU then or the trace has no off-CPU records of it. The parent is the
+    process that forked the members (trace.processes), else the traced command's."""
+    off = device.scheduler_records(trace)
+    if off is None or not len(off):
+        return None
+    parents = set()
+    processes = getattr(trace, "processes", None)
+    processes = processes() if callable(processes) else processes
+    if processes is not None and len(processes) and "parent_tgid" in processes:
+        forked = processes[processes["tgid"].isin([int(t) for t in rows["tgid"]])]
+        parents = {int(p) for p in forked["parent_tgid"] if int(p)}
+    if not parents and trace.meta.get("pid"):
+        parents = {int(trace.meta["pid"])}
+    if len(parents) != 1:
+        return None
+    parent = parents.pop()
+    mine = off[(off["tgid"] == parent) & (off["tid"] == parent)]
+    around = mine[(mine["off_ns"].astype("int64") <= last) & (mine["on_ns"].astype("int64") > last)]
+    if not len(around):
+        return None
+    woke = int(around["on_ns"].astype("int64").max())
+    return woke, woke - last
 
 
 def questions(claim: Claim, rows: pd.DataFrame, options: dict) -> list[tuple]:
