@@ -203,15 +203,16 @@ def late_stop(verdict, stonewall) -> None:
     ended. So a child's count lies between what it had done when the first one's last call
     ended (the "stonewall" figure) and all it did (the window's): a claim between the two, with
     IOzone's one record of rounding, is accounted for; outside, it still disagrees."""
-    if verdict.verdict != "disagrees" or verdict.kind != "amount" or stonewall is None \
+    if verdict.verdict != "disagrees" or verdict.kind not in ("amount", "count") or stonewall is None \
             or verdict.claim.scope != "min xfer":
         value = None
     else:
-        value = verdict.claim.extra.get("bytes")
+        value = _kind_and_value(verdict.claim)[1]
     low, high = verdict.figures.get("stonewall"), verdict.figures.get(verdict.window)
     if value is None or low is None or high is None:
         return
-    record = float(verdict.claim.record_size or 0)
+    kind = verdict.kind
+    record = float(verdict.claim.record_size or 0) if kind == "amount" else 1.0
     if not min(low, high) - record <= float(value) <= max(low, high) + record:
         return
     fmt = active_figures.fmt
@@ -219,8 +220,8 @@ def late_stop(verdict, stonewall) -> None:
     verdict.reasons[0] = (f"the stop reached the children after the first one finished: IOzone counts a child's "
                           f"records until it sees the stop flag, raised after the first child's last call (in "
                           f"cluster mode relayed by the master), later on a busy machine; counted when that call "
-                          f"ended the min xfer is {fmt(low, 'amount')}, with every record {fmt(high, 'amount')}, and "
-                          f"the claim, {fmt(float(value), 'amount')}, lies between")
+                          f"ended the min xfer is {fmt(low, kind)}, with every record {fmt(high, kind)}, and "
+                          f"the claim, {fmt(float(value), kind)}, lies between")
 
 
 def _last_go(evidence, files: list[str], rows: pd.DataFrame) -> int | None:
@@ -303,7 +304,8 @@ def _statistic(claim, rows, stonewall, window, options, go_ns: int | None = None
     """(figures, children, columns) of a per-process claim: the statistic over the children of
     each figure, each as IOzone counts it; `go_ns`: the "from go" figures timed from there."""
     end_col = dict(active_figures.WINDOWS).get(window)
-    members = stonewalling.member_rates(rows, stonewall, claim.direction, "bytes", end_col, go_ns)
+    members = stonewalling.member_rates(rows, stonewall, claim.direction, "ops" if _in_ops(claim) else "bytes",
+                                        end_col, go_ns)
     processes = max(claim.processes or 0, len(members))
     children = _children(members, processes, options.get("files") or [])
     if claim.scope == "min xfer":
@@ -320,11 +322,24 @@ def _statistic(claim, rows, stonewall, window, options, go_ns: int | None = None
     return figures, children, columns
 
 
+def _in_ops(claim) -> bool:
+    """Whether a per-process claim counts operations (IOzone -O: ops/sec, "Min xfer = N ops")."""
+    return "ops" in claim.extra if claim.scope == "min xfer" else claim.bytes_per_s is None and \
+        claim.ops_per_s is not None
+
+
+def _kind_and_value(claim) -> tuple[str, float | None]:
+    if claim.scope == "min xfer":
+        return ("count", claim.extra.get("ops")) if _in_ops(claim) else ("amount", claim.extra.get("bytes"))
+    return ("ops", claim.ops_per_s) if _in_ops(claim) else ("bytes", claim.bytes_per_s)
+
+
 def per_process(claim, rows, stonewall, window, tolerance, missing, options, notes) -> verdicts.Verdict:
     """IOzone's min/max/avg throughput per process and its min xfer: the same statistic over
-    the children, each as IOzone counts it (to the stonewall unless -x)."""
+    the children, each as IOzone counts it (to the stonewall unless -x), in bytes or, with -O,
+    in operations."""
     figures, children, columns = _statistic(claim, rows, stonewall, window, options)
-    kind, value = ("amount", claim.extra.get("bytes")) if claim.scope == "min xfer" else ("bytes", claim.bytes_per_s)
+    kind, value = _kind_and_value(claim)
     reasons = [verdicts.missing_reason(missing)] if missing else []
     if bool(rows["too_short"].any()):
         reasons.append(verdicts.too_short_reason(rows, calls=False))
@@ -344,11 +359,12 @@ def per_process(claim, rows, stonewall, window, tolerance, missing, options, not
     if value is None:
         return verdicts.cannot_judge(verdict, "the claim is not a rate or an amount")
     # a count of records: one record more or less at the stonewall is IOzone's own rounding
-    slack = (rows["record_size"].max() / value if kind == "amount" and value else 0) + tolerance
+    record = rows["record_size"].max() if kind == "amount" else 1 if kind == "count" else 0
+    slack = (record / value if value else 0) + tolerance
     if verdicts.within(ratio, slack, without_ratio=False):
         return verdict
     other = figures.get("stonewall")
-    between = stonewalling.bracketed(value, figures, tolerance) if kind != "amount" else None
+    between = stonewalling.bracketed(value, figures, tolerance) if kind not in ("amount", "count") else None
     if window != "stonewall" and other is not None and (abs(value / other - 1) <= slack if other else value == 0):
         explanation = (f"stonewalling: counted up to the moment the first child finished, as IOzone does, "
                        f"the {claim.scope} is {active_figures.fmt(other, kind)}, within "

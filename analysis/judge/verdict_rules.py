@@ -64,7 +64,8 @@ class Verdict:
     ratio: float | None = None        # claim / window figure
     reasons: list[str] = field(default_factory=list)
     kind: str = "bytes"               # what the figures count: "bytes" (per s), "ops" (per s),
-                                      # "latency" (s per op), "amount" (bytes, not a rate)
+                                      # "latency" (s per op), "amount" (bytes, not a rate),
+                                      # "count" (operations, not a rate)
     counts: dict[str, int] = field(default_factory=dict)  # what a latency verdict counted: "operations",
                                       # "requests", "within" (not figures: those are all of `kind`)
     placement: str = ""               # how the claim was placed: claim_windows.TIMELINE_NOTE or ORDER_NOTE
