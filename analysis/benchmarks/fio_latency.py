@@ -38,7 +38,7 @@ import numpy as np
 from iowitness.analysis.benchmarks import fio_ramp
 from iowitness.analysis.judge import latency
 from iowitness.analysis.judge.claim import Claim
-from iowitness.analysis.judge.verdict_rules import MAPPED_REQUESTS, Verdict, cannot_judge, mapped, missing_reason
+from iowitness.analysis.judge.verdict_rules import MAPPED_LATENCY, Verdict, cannot_judge, mapped, missing_reason
 from iowitness.analysis.measure.figures import fmt
 
 # fio's normal text output: a job's header, a direction's line, its clat/lat lines (values may
@@ -156,6 +156,15 @@ def text_claims(text: str, rates: list[Claim]) -> list[Claim]:
     return out
 
 
+def _faults_counted(claim: Claim, rows) -> str:
+    """fio's count of requests beside the trace's faults: equal when each request faulted once
+    (a random read of pages not cached, fio's madvise(MADV_RANDOM)), and still untimed."""
+    requests = claim.extra["fio_latency"]["clat"].get("N", float("nan"))
+    if requests != requests:
+        return ""
+    return f" (fio counted {int(requests):,} requests, the trace {int(rows['faults'].sum()):,} faults)"
+
+
 def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = "") -> Verdict:
     blocks = claim.extra["fio_latency"]
     engine = str(claim.extra.get("ioengine", "psync"))
@@ -169,7 +178,8 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     values = report.evidence.operations(verdict.phases, "call", claim.direction)
     if not len(values):
         return cannot_judge(verdict, "the job's phases have no request the trace timed"
-                            + (f": they are page faults, {MAPPED_REQUESTS}" if mapped(rows) else ""))
+                            + (f": they are page faults, {MAPPED_LATENCY}{_faults_counted(claim, rows)}"
+                               if mapped(rows) else ""))
     clat, lat, slat = blocks["clat"], blocks.get("lat", {}), blocks.get("slat")
     ramp_s, skipped = float(claim.extra.get("ramp_s") or 0.0), 0
     if ramp_s > 0 and clat["N"] == clat["N"] and int(clat["N"]) < len(values):

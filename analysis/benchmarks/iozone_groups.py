@@ -18,7 +18,7 @@ from iowitness import units
 from iowitness.analysis.benchmarks.iozone_stonewall import finisher_of, stonewall_of
 from iowitness.analysis.judge import verdict_rules as verdicts
 from iowitness.analysis.judge.claim import Claim, Match
-from iowitness.analysis.measure import figures as active_figures, stonewall as stonewalling, stream_evidence
+from iowitness.analysis.measure import device, figures as active_figures, stonewall as stonewalling, stream_evidence
 from iowitness.analysis.phasing import call_bounds
 
 SCOPES = {"children", "parent", "min process", "max process", "avg process", "min xfer", "child"}
@@ -33,6 +33,13 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     last_ns = None
     if trace is not None and len(rows):
         last_ns = _last_call_on(report.evidence, options.get("files") or [], rows, report.phases)
+        if claim.scope == "parent":
+            woke = parent_woke(trace, rows, max(int(rows["last_ns"].max()), last_ns or 0))
+            if woke is not None:
+                last_ns, asleep_ns = woke
+                notes.append(f"the parent was off the CPU at its children's last close and woke "
+                             f"{units.seconds(asleep_ns / 1e9)} later: it reads its clock only then (iozone.c "
+                             "polls its children's state between sleeps), so its time runs to that wake")
     stonewall = stonewall_of(rows, group, report.evidence if trace is not None else None,
                              claim.file_size, claim.processes) \
         if options.get("stonewall", True) else None
@@ -53,6 +60,33 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
         parent_start = _last_go(report.evidence, options.get("files") or [], rows)
     return Match(rows, group, stonewall, notes=notes, last_ns=last_ns, judge=judge, parent_start_ns=parent_start,
                  refine=refine if trace is not None else None)
+
+
+def parent_woke(trace, rows: pd.DataFrame, last: int) -> tuple[int, int] | None:
+    """(when, how long after `last`) the children's parent process came back on a CPU, when it
+    was off it at `last` (the group's last close: asleep in its poll, or waiting for a CPU);
+    None when it was on a CPU then or the trace has no off-CPU records of it. The parent is the
+    process that forked the members (trace.processes), else the traced command's."""
+    off = device.scheduler_records(trace)
+    if off is None or not len(off):
+        return None
+    parents = set()
+    processes = getattr(trace, "processes", None)
+    processes = processes() if callable(processes) else processes
+    if processes is not None and len(processes) and "parent_tgid" in processes:
+        forked = processes[processes["tgid"].isin([int(t) for t in rows["tgid"]])]
+        parents = {int(p) for p in forked["parent_tgid"] if int(p)}
+    if not parents and trace.meta.get("pid"):
+        parents = {int(trace.meta["pid"])}
+    if len(parents) != 1:
+        return None
+    parent = parents.pop()
+    mine = off[(off["tgid"] == parent) & (off["tid"] == parent)]
+    around = mine[(mine["off_ns"].astype("int64") <= last) & (mine["on_ns"].astype("int64") > last)]
+    if not len(around):
+        return None
+    woke = int(around["on_ns"].astype("int64").max())
+    return woke, woke - last
 
 
 def questions(claim: Claim, rows: pd.DataFrame, options: dict) -> list[tuple]:
@@ -169,15 +203,16 @@ def late_stop(verdict, stonewall) -> None:
     ended. So a child's count lies between what it had done when the first one's last call
     ended (the "stonewall" figure) and all it did (the window's): a claim between the two, with
     IOzone's one record of rounding, is accounted for; outside, it still disagrees."""
-    if verdict.verdict != "disagrees" or verdict.kind != "amount" or stonewall is None \
+    if verdict.verdict != "disagrees" or verdict.kind not in ("amount", "count") or stonewall is None \
             or verdict.claim.scope != "min xfer":
         value = None
     else:
-        value = verdict.claim.extra.get("bytes")
+        value = _kind_and_value(verdict.claim)[1]
     low, high = verdict.figures.get("stonewall"), verdict.figures.get(verdict.window)
     if value is None or low is None or high is None:
         return
-    record = float(verdict.claim.record_size or 0)
+    kind = verdict.kind
+    record = float(verdict.claim.record_size or 0) if kind == "amount" else 1.0
     if not min(low, high) - record <= float(value) <= max(low, high) + record:
         return
     fmt = active_figures.fmt
@@ -185,8 +220,8 @@ def late_stop(verdict, stonewall) -> None:
     verdict.reasons[0] = (f"the stop reached the children after the first one finished: IOzone counts a child's "
                           f"records until it sees the stop flag, raised after the first child's last call (in "
                           f"cluster mode relayed by the master), later on a busy machine; counted when that call "
-                          f"ended the min xfer is {fmt(low, 'amount')}, with every record {fmt(high, 'amount')}, and "
-                          f"the claim, {fmt(float(value), 'amount')}, lies between")
+                          f"ended the min xfer is {fmt(low, kind)}, with every record {fmt(high, kind)}, and "
+                          f"the claim, {fmt(float(value), kind)}, lies between")
 
 
 def _last_go(evidence, files: list[str], rows: pd.DataFrame) -> int | None:
@@ -269,7 +304,8 @@ def _statistic(claim, rows, stonewall, window, options, go_ns: int | None = None
     """(figures, children, columns) of a per-process claim: the statistic over the children of
     each figure, each as IOzone counts it; `go_ns`: the "from go" figures timed from there."""
     end_col = dict(active_figures.WINDOWS).get(window)
-    members = stonewalling.member_rates(rows, stonewall, claim.direction, "bytes", end_col, go_ns)
+    members = stonewalling.member_rates(rows, stonewall, claim.direction, "ops" if _in_ops(claim) else "bytes",
+                                        end_col, go_ns)
     processes = max(claim.processes or 0, len(members))
     children = _children(members, processes, options.get("files") or [])
     if claim.scope == "min xfer":
@@ -286,11 +322,24 @@ def _statistic(claim, rows, stonewall, window, options, go_ns: int | None = None
     return figures, children, columns
 
 
+def _in_ops(claim) -> bool:
+    """Whether a per-process claim counts operations (IOzone -O: ops/sec, "Min xfer = N ops")."""
+    return "ops" in claim.extra if claim.scope == "min xfer" else claim.bytes_per_s is None and \
+        claim.ops_per_s is not None
+
+
+def _kind_and_value(claim) -> tuple[str, float | None]:
+    if claim.scope == "min xfer":
+        return ("count", claim.extra.get("ops")) if _in_ops(claim) else ("amount", claim.extra.get("bytes"))
+    return ("ops", claim.ops_per_s) if _in_ops(claim) else ("bytes", claim.bytes_per_s)
+
+
 def per_process(claim, rows, stonewall, window, tolerance, missing, options, notes) -> verdicts.Verdict:
     """IOzone's min/max/avg throughput per process and its min xfer: the same statistic over
-    the children, each as IOzone counts it (to the stonewall unless -x)."""
+    the children, each as IOzone counts it (to the stonewall unless -x), in bytes or, with -O,
+    in operations."""
     figures, children, columns = _statistic(claim, rows, stonewall, window, options)
-    kind, value = ("amount", claim.extra.get("bytes")) if claim.scope == "min xfer" else ("bytes", claim.bytes_per_s)
+    kind, value = _kind_and_value(claim)
     reasons = [verdicts.missing_reason(missing)] if missing else []
     if bool(rows["too_short"].any()):
         reasons.append(verdicts.too_short_reason(rows, calls=False))
@@ -310,11 +359,12 @@ def per_process(claim, rows, stonewall, window, tolerance, missing, options, not
     if value is None:
         return verdicts.cannot_judge(verdict, "the claim is not a rate or an amount")
     # a count of records: one record more or less at the stonewall is IOzone's own rounding
-    slack = (rows["record_size"].max() / value if kind == "amount" and value else 0) + tolerance
+    record = rows["record_size"].max() if kind == "amount" else 1 if kind == "count" else 0
+    slack = (record / value if value else 0) + tolerance
     if verdicts.within(ratio, slack, without_ratio=False):
         return verdict
     other = figures.get("stonewall")
-    between = stonewalling.bracketed(value, figures, tolerance) if kind != "amount" else None
+    between = stonewalling.bracketed(value, figures, tolerance) if kind not in ("amount", "count") else None
     if window != "stonewall" and other is not None and (abs(value / other - 1) <= slack if other else value == 0):
         explanation = (f"stonewalling: counted up to the moment the first child finished, as IOzone does, "
                        f"the {claim.scope} is {active_figures.fmt(other, kind)}, within "

@@ -358,7 +358,14 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
             m = rule.regex.search(line)
             if m:
                 matched.add(rule.number)
+                if rule.column and m.group(rule.value_group) is None:
+                    # an optional column the line leaves out: a figure the benchmark did not print
+                    # (bonnie++'s "+++++" for a test too fast to time, its per-char tests under -f)
+                    continue
                 claims.append(_claim(rule, m, line, spec, len(claims)))
+    if not claims and matched:
+        raise UnparsableOutput(f"output gives no figure: the lines [[claim]] {min(matched)} matches leave "
+                               "every column's group out (a test too fast to time, or not run)")
     if not claims:
         raise UnparsableOutput("output does not fit the spec: no line matches any [[claim]] pattern")
     missing = [r for r in spec.rules if r.required and r.number not in matched]

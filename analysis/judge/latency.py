@@ -44,7 +44,7 @@ import pandas as pd
 
 from iowitness.analysis.judge import seam
 from iowitness.analysis.judge.claim import Claim
-from iowitness.analysis.judge.verdict_rules import MAPPED_REQUESTS, Verdict, cannot_judge, mapped, missing_reason
+from iowitness.analysis.judge.verdict_rules import MAPPED_LATENCY, Verdict, cannot_judge, mapped, missing_reason
 from iowitness.analysis.measure.figures import fmt
 from iowitness.analysis.phasing import operations as several, phases as phase_module
 
@@ -315,7 +315,7 @@ def judge(claim: Claim, rows: pd.DataFrame, trace, report, tolerance: float, mis
     if not len(values):
         return cannot_judge(verdict, f"the phases have no {timed} operation to time"
                                      + (f" after the {claim.extra.get('skip')} skipped" if claim.extra.get("skip") else "")
-                                     + (f": they are page faults, {MAPPED_REQUESTS}" if mapped(rows) else ""))
+                                     + (f": they are page faults, {MAPPED_LATENCY}" if mapped(rows) else ""))
     active = figure(values, name)
     verdict.figures = {label: active}
     verdict.counts = {"operations": len(values)}
@@ -433,9 +433,15 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
     summary = (f"{int(within.sum()):,} of {len(within):,} requests within {tolerance:.0%} ± {ALLOWANCE_S * 1e6:g} µs "
                f"of their own {timed} (the k-th printed request against the k-th operation in time order"
                + (f", after the {skip} skipped" if skip else "") + f"); median ratio {verdict.ratio:.3f}")
+    # numbered requests (ioping's request=k) each name their operation: the trace's others are
+    # the requests whose lines the spec leaves out (ioping's "(warmup)" request 1)
+    numbered = all(c.extra.get("request") for c in claims) and len(set(numbers)) == len(numbers)
+    accounted = count == len(claims) or (numbered and max(numbers) == count)
     if count != len(claims):
-        summary += f"; the benchmark printed {len(claims):,} requests, the trace has {count:,} {timed} operations"
-    if within.mean() >= REQUESTS_SHARE and count == len(claims):
+        summary += (f"; the benchmark printed {len(claims):,} requests, the trace has {count:,} {timed} operations"
+                    + (f": numbered up to {max(numbers):,}, {count - len(claims):,} more are requests whose "
+                       "lines the spec leaves out" if accounted else ""))
+    if within.mean() >= REQUESTS_SHARE and accounted:
         verdict.reasons.insert(0, summary)
         return verdict
     # other accounts: another window, or the trace's surplus at the start (a dropped warm-up)

@@ -15,9 +15,9 @@ or the claim's own line, whichever is earlier. IOzone has its own bracket of tha
 
     apply(verdicts, rows_of, report, trace, tolerance)
 
-For a spec rate claim on one phase of one thread that DISAGREES below its calls' figure (a
-clock over more time gives a lower rate; a figure above the calls' is no edge's doing), in the
-words room_bound.py and return_wait.py use for the latency and the busy cases:
+For a spec rate claim that DISAGREES below its calls' figure (a clock over more time gives a
+lower rate; a figure above the calls' is no edge's doing), in the words room_bound.py and
+return_wait.py use for the latency and the busy cases:
 
   EXPLAINED     the claim lies between the calls' figure and the figure over the calls and the
                 waits for a CPU the off-CPU records show at the edges (state "preempted"):
@@ -34,6 +34,13 @@ dd's figure is held the same way, as its module says in its claim's extra clock_
 256 MiB write whose thread waited 20.9 ms for a CPU printed 0.929x of its calls' rate
 (tests/unit/test_rate_edges_dd.py, on that run's trace).
 
+Several phases (a claim of `scope` run, window or concurrent) are one window, their first data
+call to their last end, when the claim's figure is all their amounts over it (one clock around
+them all); a figure that adds each member's or each process's own rate has a clock per member,
+and is left as it was, saying so. Phases of one thread are held to that thread's calls as one
+phase is. Phases of several threads are held to the output lines only (whose clock it is, the
+trace cannot tell, so no thread's call or wait bounds it): at most CANNOT JUDGE "at the edge".
+
 An edge the trace does not close (no call of the thread and no output line on that side) is
 taken at the trace's start, or left at the calls' edge at the end: a figure only that could
 hold is at most CANNOT JUDGE.
@@ -49,7 +56,7 @@ import pandas as pd
 from iowitness import units
 from iowitness.analysis.judge.verdict_rules import Verdict, cannot_judge, claimed
 from iowitness.analysis.measure.device import scheduler_records
-from iowitness.analysis.measure.figures import WINDOWS, fmt
+from iowitness.analysis.measure.figures import ROW_COLUMNS, WINDOWS, amount_of, fmt, rate, window_end
 from iowitness.analysis.phasing import operations as several, phases as phase_module
 from iowitness.analysis.read import printed
 
@@ -77,7 +84,34 @@ def _candidate(verdict: Verdict, rows: pd.DataFrame | None) -> bool:
     said = verdict.claim.source == "spec" or "clock_edges" in verdict.claim.extra
     return (verdict.verdict == "disagrees" and said and kind in ("bytes", "ops")
             and bool(value) and verdict.ratio is not None and verdict.ratio < 1 and rows is not None
-            and len(rows) == 1 and int(rows["threads"].iloc[0]) == 1 and verdict.window in dict(WINDOWS))
+            and len(rows) >= 1 and verdict.window in dict(WINDOWS))
+
+
+def _one_thread(rows: pd.DataFrame) -> bool:
+    return len(set(rows["tid"].astype(int))) == 1 and int(rows["threads"].max()) == 1
+
+
+def _as_one(rows: pd.DataFrame, verdict: Verdict) -> pd.Series | None:
+    """Several phases as one window: their first data call to their last end, when the verdict's
+    figure is all their amounts over that window (one clock around them all); None when it adds
+    figures of their own (each member's rate, or each process's), each over a clock of its own."""
+    if len(rows) == 1:
+        return rows.iloc[0]
+    value, kind = claimed(verdict.claim)
+    end_col = dict(WINDOWS)[verdict.window]
+    members = list(rows[[c for c in ROW_COLUMNS if c in rows.columns]].itertuples())
+    amount = sum(amount_of(r, verdict.claim.direction, kind) for r in members)
+    first = int(rows["data_first_ns"].min())
+    end = max(window_end(r, end_col) for r in members)
+    active = verdict.figures.get(verdict.window)
+    if not active or abs(rate(amount, first, end) / active - 1) > 1e-6:
+        return None
+    row = rows.iloc[0].copy()
+    row["data_first_ns"], row["data_last_ns"] = first, int(rows["data_last_ns"].max())
+    for column in ("sync_end_ns", "close_end_ns"):
+        if column in rows:
+            row[column] = int(rows[column].max())
+    return row
 
 
 def _thread_calls(report, tids: set[int]) -> dict[int, pd.DataFrame]:
@@ -200,12 +234,26 @@ def apply(verdicts: list[Verdict], rows_of: dict[int, pd.DataFrame], report, tra
         return
     off = scheduler_records(trace) if trace is not None else None
     lines = printed.lines_of(trace) if trace is not None else []
-    tids = {int(rows_of[id(v)]["tid"].iloc[0]) for v in candidates}
+    tids = {int(rows_of[id(v)]["tid"].iloc[0]) for v in candidates if _one_thread(rows_of[id(v)])}
     calls = _thread_calls(report, tids)
+    nothing = pd.DataFrame({"start": np.empty(0, np.int64), "end": np.empty(0, np.int64), "syscall": []})
     for verdict in candidates:
         rows = several.per_operation(rows_of[id(verdict)], verdict.claim.extra.get("timed"))
-        row = rows.iloc[0]
+        row = _as_one(rows, verdict)
+        if row is None:
+            verdict.reasons.append(f"not held to its clock's edges: the figure adds the {len(rows):,} phases' own "
+                                   "figures, each over a clock of its own, whose edges are not told apart")
+            continue
         tid = int(row["tid"])
+        if not _one_thread(rows):
+            # whose clock it is, the trace cannot tell: no thread's calls bound it, only the
+            # benchmark's output lines (and the trace's start); no wait is known to be inside it
+            verdict.reasons.append(f"its {len(set(rows['tid'].astype(int))):,} threads' clock is held to the "
+                                   "benchmark's output lines around them, not to any thread's calls")
+            got = edges(row, verdict.window, nothing, lines, int(row["tgid"]), report.t0, verdict.claim.printed_ns,
+                        None, tid)
+            judge(verdict, rows, got, tolerance, off is not None)
+            continue
         # a benchmark module may say where its clock sits around its calls (dd's: extra clock_edges)
         said = verdict.claim.extra.get("clock_edges") or {}
         window = said.get("window", verdict.window) if row.get("close_end_ns", 0) > 0 else verdict.window

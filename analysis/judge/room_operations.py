@@ -64,6 +64,7 @@ def spans(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed
                               "tid": tid[rows]})
         return _grouped(frame.sort_values("start", kind="stable"))
     group, n = several.parse(timed)
+    data |= several.rewrite_reads(assigned, kind, in_phases, direction, group) & ~faults
     with_syncs = group in ("call+sync", "calls+sync")
     rows = np.flatnonzero(data | (syncs if with_syncs else np.zeros(len(data), bool)))
     by = np.lexsort((start[rows], tid[rows]))       # per thread, in time order

@@ -64,7 +64,8 @@ class Verdict:
     ratio: float | None = None        # claim / window figure
     reasons: list[str] = field(default_factory=list)
     kind: str = "bytes"               # what the figures count: "bytes" (per s), "ops" (per s),
-                                      # "latency" (s per op), "amount" (bytes, not a rate)
+                                      # "latency" (s per op), "amount" (bytes, not a rate),
+                                      # "count" (operations, not a rate)
     counts: dict[str, int] = field(default_factory=dict)  # what a latency verdict counted: "operations",
                                       # "requests", "within" (not figures: those are all of `kind`)
     placement: str = ""               # how the claim was placed: claim_windows.TIMELINE_NOTE or ORDER_NOTE
@@ -338,6 +339,11 @@ def mapped_reason(rows: pd.DataFrame, value: float, active: float, kind: str) ->
 
 MAPPED_REQUESTS = ("not the benchmark's requests: loads and stores on a mapping make no call, and a page "
                    "already mapped serves any number of them")
+# a latency's requests on a mapping: even one fault per request gives no time (the probe records
+# a fault's moment; its latency_ns is 0, flag LATENCY_UNKNOWN: docs/trace-format.md)
+MAPPED_LATENCY = ("not the benchmark's requests, and untimed: loads and stores on a mapping make no call, the "
+                  "trace records when each fault happened, not how long it took, and a page already mapped "
+                  "serves any number of requests with no fault")
 
 
 def _note_user_time(rows: pd.DataFrame, reasons: list[str]) -> None:

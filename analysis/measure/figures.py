@@ -105,6 +105,8 @@ def fmt(value: float, kind: str) -> str:
         return f"{value * 1e6:.2f} µs/op"
     if kind == "amount":
         return f"{value:,.0f} B"
+    if kind == "count":     # an amount of operations, not a rate (IOzone -O's "Min xfer = 1568.00 ops")
+        return f"{value:,.0f} ops"
     if kind == "elapsed":
         return units.seconds(value)
     return units.rate(value)

@@ -172,6 +172,16 @@ def explain(value: float, rows: pd.DataFrame, direction: str | None, window: str
 
 # ---- latencies of operations of several calls (analysis/judge/latency.py asks) ----
 
+def rewrite_reads(assigned: pd.DataFrame, calls: np.ndarray, in_phases: np.ndarray, direction: str | None,
+                  kind: str) -> np.ndarray:
+    """The reads a write phase makes of the records it rewrites (its read-before-write, out of
+    its counts), as data calls of an operation of several calls: a rewrite loop times a read, a
+    seek back and a write as one (bonnie++'s rewrite, timed = "2 calls"). None for one call."""
+    if kind not in ("calls", "calls+sync") or direction != "write" or "fill" not in assigned:
+        return np.zeros(len(calls), bool)
+    return in_phases & (calls == phase_module.READ) & assigned["fill"].to_numpy()
+
+
 def spans(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed: str,
           direction: str | None) -> np.ndarray:
     """Seconds per operation of a group kind ("calls+sync", "N calls", "N calls+sync") in
@@ -185,6 +195,7 @@ def spans(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed
         (phase_module.READ, phase_module.WRITE)
     faults = phase_module.named(events["syscall"], phase_module.FAULTS)
     data = in_phases & np.isin(calls, wanted) & ~faults & ~phase_module.uncounted(assigned)
+    data |= rewrite_reads(assigned, calls, in_phases, direction, kind) & ~faults
     syncs = in_phases & (calls == phase_module.SYNC) if kind == "calls+sync" else np.zeros(len(calls), bool)
     rows = np.flatnonzero(data | syncs)
     if not len(rows):

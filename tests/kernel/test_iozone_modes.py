@@ -1,6 +1,7 @@
 """IOzone's other units, for real: -N prints whole microseconds per operation, cut down (a
 rewrite whose calls alone took 1.77 µs each printed "1"), and -O operations per second. Every
-figure of the table is judged on its own test's phase and none DISAGREES. And -+n, whose
+figure of the table is judged on its own test's phase and none DISAGREES; with -t, -O's
+per-process lines in operations too. And -+n, whose
 skipped retests print 0: no claims; -b and -Q, whose workbook and latency logs are IOzone's
 output: no phase; -B, through a mapping: no DISAGREES."""
 
@@ -29,6 +30,29 @@ def test_iozone_microseconds_and_operations_per_second(tmp_path, flag, unit):
     assert [m.group(2) for m in verdicts if m] == ["write", "rewrite", "read", "reread"], check.stdout
     assert all(f" {unit}" in line for line in lines), check.stdout
     assert check.returncode == 0 and "DISAGREES" not in check.stdout, check.stdout
+
+
+def test_iozone_throughput_in_operations_judges_every_per_process_line(tmp_path):
+    # GIVEN IOzone -O -t 2: the children's and parent's ops/sec, then the min/max/avg per
+    # process in ops/sec and "Min xfer" in ops (each child's 2,048 records of 4 KiB)
+    iozone = require_tool("iozone")
+    trace = tmp_path / "iozone.iwt"
+    run = iowitness("run", "-q", "-o", str(trace), "--", iozone, "-O", "-t", "2", "-i0", "-s", "8m", "-r", "4k",
+                    "-F", str(tmp_path / "f1"), str(tmp_path / "f2"), timeout=120)
+    xfers = [float(x) for x in re.findall(r"Min xfer\s*=\s*([\d.]+) ops", run.stdout)]
+    # (IOzone's own count; 0 when a rewriter saw the stonewall's flag before its first write)
+    assert len(xfers) == 2 and all(0 <= x <= 2048 for x in xfers), run.stdout
+    # WHEN checked
+    check = iowitness("check", str(trace), check=False)
+    verdicts = re.findall(r"^(AGREES|EXPLAINED|DISAGREES|CANNOT JUDGE) +(\w+) \((\w+(?: \w+)?),", check.stdout, re.M)
+    # THEN all 12 figures (write and rewrite: children, parent, min, max, avg, min xfer) are
+    # judged, in operations: before, the per-process ones were CANNOT JUDGE "the claim is not
+    # a rate or an amount" (set against bytes), and check exited 1 on a healthy run
+    assert len(verdicts) == 12 and {scope for _, _, scope in verdicts} == {
+        "children", "parent", "min process", "max process", "avg process", "min xfer"}, check.stdout
+    assert all(v in ("AGREES", "EXPLAINED") for v, _, _ in verdicts), check.stdout
+    assert "Min xfer" not in check.stdout or " ops;" in check.stdout, check.stdout
+    assert check.returncode == 0, check.stdout
 
 
 def test_iozone_without_retests_judges_the_tests_that_ran(tmp_path):

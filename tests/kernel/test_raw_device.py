@@ -82,14 +82,32 @@ def test_the_device_view_is_each_disk_s_own_and_equals_diskstats(dd_run):
     assert seen["write"]["device"] == dd_run["w"] and seen["write"]["write_bytes"] == TOTAL
     assert dd_run["delta"][dd_run["w"]]["write_bytes"] == TOTAL
     assert seen["read"]["device"] == dd_run["r"]
-    assert seen["read"]["read_bytes"] == TOTAL, _read_edges(dd_run)
+    # every read request is in the view, unless the kernel skipped a run of the completion
+    # program (a completion interrupting it on the same CPU: its recursion_misses) or its ring
+    # was full: the trace counts those, the report says the records are missing, and the view
+    # is short by at most that many requests (a way a busy machine can take a request away that
+    # the trace counts; the one failure seen, 63 of 64 under load, predates these diagnostics)
+    missed = _completions_missed(dd_run["trace"])
+    if missed:
+        assert TOTAL - missed * BS <= seen["read"]["read_bytes"] <= TOTAL, _read_edges(dd_run)
+    else:
+        assert seen["read"]["read_bytes"] == TOTAL, _read_edges(dd_run)
     assert dd_run["delta"][dd_run["r"]]["read_bytes"] >= TOTAL
+
+
+def _completions_missed(trace) -> int:
+    """Block completions the trace knows it has no record of: runs of the completion program
+    the kernel skipped, and records its ring had no room for."""
+    counters = read(trace).meta["counters"]
+    program = counters.get("probe_cost", {}).get("programs", {}).get("on_block_rq_complete", {})
+    return int(program.get("recursion_misses", 0)) + int(counters.get("lost_block", 0))
 
 
 def _read_edges(dd_run) -> str:
     """What a failure needs to be told apart (one CI run under load saw 63 of the 64 requests in
-    the read phase's view, and a rerun could not repeat it): the phases, and the read disk's
-    requests against the read calls' span."""
+    the read phase's view, and a rerun could not repeat it; 10 more at load 8-10 neither): the
+    trace's counts of block records lost or completion runs skipped, the phases, and the read
+    disk's requests against the read calls' span."""
     phases = [{k: p.get(k) for k in ("phase", "operation", "ops", "bytes", "path")} for p in dd_run["report"]["phases"]]
     ev = load(dd_run["trace"]).events
     reads = ev[ev["syscall"] == "read"]
@@ -99,7 +117,12 @@ def _read_edges(dd_run) -> str:
     mine = block["op"] == 0
     outside = [(int(done[i]) - first, last - int(done[i]), int(block["bytes"][i]), int(block["tgid"][i]))
                for i in np.flatnonzero(mine & ((done < first) | (done >= last)))]
-    return (f"phases {phases}; read calls {len(reads)} from {first} to {last}; read requests {int(mine.sum())}, "
+    counters = read(dd_run["trace"]).meta["counters"]
+    lost = {k: counters.get(k) for k in ("lost_block", "missed_runs")}
+    lost["recursion_misses"] = {name: p["recursion_misses"] for name, p in
+                                counters.get("probe_cost", {}).get("programs", {}).items() if p.get("recursion_misses")}
+    return (f"lost {lost}; phases {phases}; read calls {len(reads)} from {first} to {last}; "
+            f"read requests {int(mine.sum())}, "
             f"{int(block['bytes'][mine].sum())} B; outside the calls' span (ns after the first start, ns before "
             f"the last end, bytes, tgid): {outside}")
 

@@ -363,6 +363,28 @@ def test_a_summary_after_per_request_lines_is_about_the_requests(tmp_path, monke
     assert list(summary[0].phases) == list(verdicts[0].phases)
 
 
+def test_numbered_request_lines_agree_when_the_warm_up_line_is_left_out(tmp_path, monkeypatch):
+    # GIVEN ioping -D's shape: 21 reads of 100 µs, each printed with its number and a time 2 µs
+    # above its call; request 1 marked "(warmup)", which the spec's pattern leaves out
+    calls = Calls()
+    calls.open("/d/f", O_RDONLY)
+    lines = []
+    for k in range(1, 22):
+        calls.read(4 * KiB, latency=100_000)
+        calls.gap(MS)
+        lines.append((f"request={k} time=102.0 us" + (" (warmup)" if k == 1 else ""), calls.now))
+        calls.gap(MS)
+    calls.close()
+    lines.append(("avg = 102.0 us", calls.now))
+    # WHEN judged
+    [verdict] = [v for v in _judge(calls, lines, REQUESTS, tmp_path, monkeypatch) if v.claim.test == "request"]
+    # THEN the 20 lines are each within their own read (requests 2-21 against reads 2-21) and
+    # agree: the trace's one more read is the warm-up no line names (it was CANNOT JUDGE, "gap in
+    # user space", for the 21 reads against 20 lines)
+    assert verdict.verdict == "agrees" and verdict.counts == {"requests": 20, "within": 20}, verdict.reasons
+    assert "numbered up to 21, 1 more are requests whose lines the spec leaves out" in verdict.reasons[0]
+
+
 FILES_PER_SECOND = """
 [[claim]]
 pattern = '^files: (?P<value>[\\d.]+)$'

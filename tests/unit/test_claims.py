@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from iowitness.analysis.benchmarks import UNKNOWN, claims_from, dd, fio, iozone, spec
+from iowitness.analysis.benchmarks import UNKNOWN, claims_from, dd, fio, iozone, iozone_groups, spec
 from iowitness.analysis.judge.claim import UnparsableOutput
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "claims"
@@ -188,6 +188,21 @@ def test_iozone_throughput_mode_processes():
     assert writers[2].extra["per"] == "process"
     assert [c.value for c in claims if c.scope == "children"] == [1233614.75, 1505098.88, 5502982.50, 2548017.50]
     assert [c.test for c in claims if c.scope == "children"] == ["write", "rewrite", "read", "reread"]
+
+
+def test_iozone_throughput_in_operations_per_process_claims_count_operations():
+    # GIVEN `iozone -O -t 2 -i0 -s 512k -r 4k -F f1 f2`: every figure in ops/sec, Min xfer in ops
+    claims = iozone.parse(recorded("iozone/throughput_ops.txt"))
+    writers = [c for c in claims if c.test == "write"]
+    # THEN the per-process lines are rates of operations and Min xfer an amount of them, which
+    # the group judge sets against the children's operations (they were set against bytes:
+    # CANNOT JUDGE "the claim is not a rate or an amount" on every one)
+    assert [(c.scope, c.unit) for c in writers] == [
+        ("children", "ops/s"), ("parent", "ops/s"), ("min process", "ops/s"), ("max process", "ops/s"),
+        ("avg process", "ops/s"), ("min xfer", "ops")]
+    assert [iozone_groups._kind_and_value(c) for c in writers[2:]] == [
+        ("ops", 271585.94), ("ops", 292923.00), ("ops", 282254.47), ("count", 119.0)]
+    assert writers[-1].bytes_per_s is None and "bytes" not in writers[-1].extra
 
 
 def test_iozone_throughput_strings_of_every_test():
