@@ -118,3 +118,60 @@ def test_a_doctored_figure_beyond_the_edges_still_disagrees(shape, tmp_path, mon
                      monkeypatch)
     assert verdict.verdict == "disagrees", verdict.reasons
     assert any("no clock between those edges gives it" in r for r in verdict.reasons), verdict.reasons
+
+
+ELAPSED_SPEC = """
+[[claim]]
+pattern = '^took: (?P<value>[\\d.]+) s$'
+test = "total time"
+unit = "s"
+scope = "run"
+"""
+
+
+def _flush_then_writes():
+    """(calls, clock, end, off-CPU records): a flush of another file (no data call: no phase of
+    its own), the clock read, 30 ms of wait for a CPU, files A and B."""
+    calls = Calls().open("/w/prev").fsync(latency=MS).close()
+    clock = calls.now + 10_000
+    calls.gap(10_000 + WAIT_MS * MS + 5_000)
+    _writes(calls, "/w/a", 4)
+    _writes(calls, "/w/b", 4)
+    off = np.zeros(1, dtype=OFF)
+    off["off_ns"], off["on_ns"] = clock + 2_000, clock + 2_000 + WAIT_MS * MS
+    off["tgid"] = off["tid"] = 1000
+    return calls, clock, calls.now, off
+
+
+def _elapsed(value: float, tmp_path, monkeypatch, offcpu: bool = True):
+    """The one thread's elapsed time from its clock read to its last write, as a spec's "s" claim."""
+    calls, clock, end, off = _flush_then_writes()
+    spec = tmp_path / "elapsed.toml"
+    spec.write_text(ELAPSED_SPEC)
+    line = f"took: {value:.4f} s"
+    trace = SimpleNamespace(events=calls.frame(), meta={"command": ["./bench"], "pid": None},
+                            output={"stdout": "starting\n" + line + "\n", "stderr": ""},
+                            offcpu=off if offcpu else None)
+    monkeypatch.setattr(printed, "lines_of", lambda tr: [PrintedLine("starting", clock - 500_000, "stdout"),
+                                                         PrintedLine(line, end + 2 * MS, "stdout")])
+    source, claims = judged.claims_of(trace, None, spec=str(spec))
+    (verdict,) = matching.match(stream_full.build(trace), claims, source, ["./bench"], trace=trace)
+    return verdict
+
+
+def test_an_elapsed_time_over_its_calls_is_held_to_its_clocks_edges(tmp_path, monkeypatch):
+    # GIVEN the one thread's time from its clock read (30 ms of wait for a CPU before its first
+    # write) to its last write's end: 30 ms over its 240 ms of calls
+    _, clock, end, _ = _flush_then_writes()
+    took = (end - clock) / 1e9
+    # WHEN judged with its off-CPU records THEN the wait explains it
+    verdict = _elapsed(took, tmp_path, monkeypatch)
+    assert verdict.verdict == "explained", verdict.reasons
+    assert verdict.reasons[0].startswith("preempted at the edge: the thread waited 30"), verdict.reasons[0]
+    # AND without them it cannot be judged, never disagrees
+    verdict = _elapsed(took, tmp_path, monkeypatch, offcpu=False)
+    assert verdict.verdict == "cannot judge" and verdict.reasons[0].startswith("at the edge: "), verdict.reasons
+    # AND a time five times as long as the widest window the edges allow still disagrees
+    verdict = _elapsed(took * 5, tmp_path, monkeypatch)
+    assert verdict.verdict == "disagrees", verdict.reasons
+    assert any("no clock between those edges gives it" in r for r in verdict.reasons), verdict.reasons
