@@ -81,7 +81,7 @@ def test_iozone_counts_and_bytes_equal_strace(traced, tmp_path):
 
 
 def test_iozone_throughput_files_equal_strace(traced, tmp_path):
-    # GIVEN IOzone throughput mode with threads: calls of several threads interleave
+    # GIVEN IOzone throughput mode with threads (-T): calls of several threads interleave
     iozone = require_tool("iozone")
     require_tool("strace")
     work = tmp_path / "w"
@@ -95,6 +95,15 @@ def test_iozone_throughput_files_equal_strace(traced, tmp_path):
     # THEN the trace's calls on IOzone's files are strace's, syscall by syscall
     events = trace.events[trace.events["path"].astype(str).str.startswith(str(work) + "/")]
     assert events["syscall"].astype(str).value_counts().to_dict() == truth["counts"]
+    # AND each file got its 256 KiB twice (write and rewrite), from threads of one process: a
+    # thread per file and per test (IOzone starts new threads for each test)
+    writes = events[events["syscall"] == "write"]
+    paths = writes["path"].astype(str)
+    assert writes.groupby(paths)["ret"].sum().to_dict() == {str(work / "a"): 2 * 256 * 1024,
+                                                            str(work / "b"): 2 * 256 * 1024}
+    assert writes["tgid"].nunique() == 1
+    assert writes.groupby(paths)["tid"].nunique().to_dict() == {str(work / "a"): 2, str(work / "b"): 2}
+    assert writes["tid"].nunique() == 4
 
 
 def test_a_file_deleted_and_recreated_stays_a_target(traced, tmp_path):

@@ -43,22 +43,6 @@ def test_iozone_throughput_mode_with_processes_traces_every_child(traced, workdi
     assert "Children see throughput" in trace.output["stdout"]
 
 
-def test_iozone_throughput_mode_with_threads_traces_every_thread(traced, workdir):
-    # GIVEN IOzone throughput mode with two threads (-T)
-    iozone = require_tool("iozone")
-    files = [workdir / "t1", workdir / "t2"]
-    trace, _ = traced([iozone, "-x", "-t", "2", "-T", "-i", "0", "-s", "128k", "-r", "4k", "-F", *map(str, files)])
-    # THEN both files are complete, written by threads of one process: a thread per file
-    # and per pass (IOzone starts new threads for each test)
-    writes = _data(trace, "write")
-    per_file = writes.groupby(writes["path"].astype(str))["ret"].sum()
-    assert {str(f): int(per_file[str(f)]) for f in files} == {str(f): 2 * 128 * KIB for f in files}
-    assert writes["tgid"].nunique() == 1
-    threads = writes.groupby(writes["path"].astype(str))["tid"].nunique()
-    assert threads.to_dict() == {str(f): 2 for f in files}
-    assert writes["tid"].nunique() == 4
-
-
 def test_run_passes_exit_code_and_output_through(traced, workdir):
     # GIVEN a command that prints and fails with a known code
     out = workdir / "exit.iwt"
