@@ -86,23 +86,24 @@ def _kernel_skip_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = _kernel_skip_reason()
-    for item in items:
-        if "tests/kernel" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.kernel)
-            if Path(str(item.fspath)).name in SERIAL or f"{Path(str(item.fspath)).name}::{item.name}" in SERIAL:
-                item.add_marker(pytest.mark.serial)
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
-            elif os.environ.get("IOWITNESS_PROBE") == "compat" and (
-                    Path(str(item.fspath)).name in FAST_PROBE_ONLY
-                    or f"{Path(str(item.fspath)).name}::{item.name}" in FAST_PROBE_ONLY):
-                item.add_marker(pytest.mark.skip(reason="the compatible probe does not follow libaio, io_uring "
-                                                        "or page faults (test_compat_path.py checks it counts them)"))
-            elif (os.environ.get("IOWITNESS_PROBE") == "compat"
-                  and f"{Path(str(item.fspath)).name}::{item.name}" in PROBE_INDEPENDENT):
-                item.add_marker(pytest.mark.skip(reason="not about which probe records: the fast probe's pass runs it "
-                                                        "(tests/conftest.py PROBE_INDEPENDENT)"))
+    # the checks read the kernel's BTF (0.6-1.5 s a process): only where a kernel test was collected
+    kernel = [item for item in items if "tests/kernel" in str(item.fspath).replace(os.sep, "/")]
+    reason = _kernel_skip_reason() if kernel else None
+    for item in kernel:
+        item.add_marker(pytest.mark.kernel)
+        if Path(str(item.fspath)).name in SERIAL or f"{Path(str(item.fspath)).name}::{item.name}" in SERIAL:
+            item.add_marker(pytest.mark.serial)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+        elif os.environ.get("IOWITNESS_PROBE") == "compat" and (
+                Path(str(item.fspath)).name in FAST_PROBE_ONLY
+                or f"{Path(str(item.fspath)).name}::{item.name}" in FAST_PROBE_ONLY):
+            item.add_marker(pytest.mark.skip(reason="the compatible probe does not follow libaio, io_uring "
+                                                    "or page faults (test_compat_path.py checks it counts them)"))
+        elif (os.environ.get("IOWITNESS_PROBE") == "compat"
+              and f"{Path(str(item.fspath)).name}::{item.name}" in PROBE_INDEPENDENT):
+            item.add_marker(pytest.mark.skip(reason="not about which probe records: the fast probe's pass runs it "
+                                                    "(tests/conftest.py PROBE_INDEPENDENT)"))
 
 
 def require_tool(name: str) -> str:
