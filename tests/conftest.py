@@ -52,7 +52,10 @@ SERIAL = (
     "test_compare_groups_real.py",  # run times of throttled against unthrottled runs: compare's significance
     "test_latency_claims.py",       # per-request latency printed by the program against the trace's call times
     "test_ioping.py",               # the same, for ioping's requests
-    "test_bpftrace_backend.py",     # verdicts on the benchmark's timing under two observers, one run each
+    # verdicts on the benchmark's timing under two observers, one run each (the file's other tests,
+    # doctor, a loss forced with SIGSTOP, attach by file, time nothing: they run beside another file)
+    "test_bpftrace_backend.py::test_iozone_same_calls_phases_and_verdicts",
+    "test_bpftrace_backend.py::test_fio_same_phases_bytes_and_verdicts",
     "test_attached_benchmarks.py",  # ioping's per-request latencies, attached
     "test_imported_benchmarks.py",  # ioping's per-request latencies under strace
     "test_stress_ng_hdd.py",        # stress-ng times each call itself: its rates against the calls' busy time
@@ -83,23 +86,24 @@ def _kernel_skip_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = _kernel_skip_reason()
-    for item in items:
-        if "tests/kernel" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.kernel)
-            if Path(str(item.fspath)).name in SERIAL or f"{Path(str(item.fspath)).name}::{item.name}" in SERIAL:
-                item.add_marker(pytest.mark.serial)
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
-            elif os.environ.get("IOWITNESS_PROBE") == "compat" and (
-                    Path(str(item.fspath)).name in FAST_PROBE_ONLY
-                    or f"{Path(str(item.fspath)).name}::{item.name}" in FAST_PROBE_ONLY):
-                item.add_marker(pytest.mark.skip(reason="the compatible probe does not follow libaio, io_uring "
-                                                        "or page faults (test_compat_path.py checks it counts them)"))
-            elif (os.environ.get("IOWITNESS_PROBE") == "compat"
-                  and f"{Path(str(item.fspath)).name}::{item.name}" in PROBE_INDEPENDENT):
-                item.add_marker(pytest.mark.skip(reason="not about which probe records: the fast probe's pass runs it "
-                                                        "(tests/conftest.py PROBE_INDEPENDENT)"))
+    # the checks read the kernel's BTF (0.6-1.5 s a process): only where a kernel test was collected
+    kernel = [item for item in items if "tests/kernel" in str(item.fspath).replace(os.sep, "/")]
+    reason = _kernel_skip_reason() if kernel else None
+    for item in kernel:
+        item.add_marker(pytest.mark.kernel)
+        if Path(str(item.fspath)).name in SERIAL or f"{Path(str(item.fspath)).name}::{item.name}" in SERIAL:
+            item.add_marker(pytest.mark.serial)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+        elif os.environ.get("IOWITNESS_PROBE") == "compat" and (
+                Path(str(item.fspath)).name in FAST_PROBE_ONLY
+                or f"{Path(str(item.fspath)).name}::{item.name}" in FAST_PROBE_ONLY):
+            item.add_marker(pytest.mark.skip(reason="the compatible probe does not follow libaio, io_uring "
+                                                    "or page faults (test_compat_path.py checks it counts them)"))
+        elif (os.environ.get("IOWITNESS_PROBE") == "compat"
+              and f"{Path(str(item.fspath)).name}::{item.name}" in PROBE_INDEPENDENT):
+            item.add_marker(pytest.mark.skip(reason="not about which probe records: the fast probe's pass runs it "
+                                                    "(tests/conftest.py PROBE_INDEPENDENT)"))
 
 
 def require_tool(name: str) -> str:

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from tests.conftest import require_tool
-from tests.support.strace import path_prefix, strace_file_calls
+from tests.support.strace import file_calls_in, path_prefix, strace_command, strace_file_calls
 from tests.support.workload import build_known_io, read_truth
 
 FIELDS = ("op", "pid", "tid", "fd", "offset", "requested", "ret", "flags")
@@ -81,17 +81,29 @@ def test_iozone_counts_and_bytes_equal_strace(traced, tmp_path):
 
 
 def test_iozone_throughput_files_equal_strace(traced, tmp_path):
-    # GIVEN IOzone throughput mode with threads: calls of several threads interleave
+    # GIVEN IOzone throughput mode with threads (-T): calls of several threads interleave
     iozone = require_tool("iozone")
     require_tool("strace")
     work = tmp_path / "w"
     work.mkdir()
     command = [iozone, "-x", "-t", "2", "-T", "-i0", "-i1", "-s", "256k", "-r", "4k",
                "-F", str(work / "a"), str(work / "b")]
-    truth = strace_file_calls(command, path_prefix(str(work) + "/"), work, out=tmp_path / "strace.txt")
-    trace, _ = traced(command)
+    # WHEN iowitness traces a run under strace -f (IOzone in throughput mode sleeps 2 s before
+    # each test: one run, both observers, instead of one run each)
+    trace, _ = traced(strace_command(command, tmp_path / "strace.txt"))
+    truth = file_calls_in(tmp_path / "strace.txt", path_prefix(str(work) + "/"))
+    # THEN the trace's calls on IOzone's files are strace's, syscall by syscall
     events = trace.events[trace.events["path"].astype(str).str.startswith(str(work) + "/")]
     assert events["syscall"].astype(str).value_counts().to_dict() == truth["counts"]
+    # AND each file got its 256 KiB twice (write and rewrite), from threads of one process: a
+    # thread per file and per test (IOzone starts new threads for each test)
+    writes = events[events["syscall"] == "write"]
+    paths = writes["path"].astype(str)
+    assert writes.groupby(paths)["ret"].sum().to_dict() == {str(work / "a"): 2 * 256 * 1024,
+                                                            str(work / "b"): 2 * 256 * 1024}
+    assert writes["tgid"].nunique() == 1
+    assert writes.groupby(paths)["tid"].nunique().to_dict() == {str(work / "a"): 2, str(work / "b"): 2}
+    assert writes["tid"].nunique() == 4
 
 
 def test_a_file_deleted_and_recreated_stays_a_target(traced, tmp_path):

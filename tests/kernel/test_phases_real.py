@@ -263,6 +263,15 @@ def test_iozone_throughput_groups_of_short_tests_follow_iozones_tests(traced, wo
     names = [sorted(by_phase.loc[g, "benchmark_name"]) for g in groups["phases"]]
     assert names == [["write", "write"], ["rewrite", "rewrite"]]
     assert list(phases["benchmark_name"]) == ["write", "write", "rewrite", "rewrite"]
+    # AND every child was traced: each file got its 16 KiB twice (write and rewrite), each pass
+    # from a child process of its own (IOzone forks new children per test), never from the parent
+    events = trace.events
+    writes = events[events["syscall"] == "write"]
+    paths = writes["path"].astype(str)
+    assert {f: int(writes[paths == f]["ret"].sum()) for f in files} == {f: 2 * 16 * KIB for f in files}
+    assert {f: writes[paths == f]["tgid"].nunique() for f in files} == {f: 2 for f in files}
+    assert trace.meta["pid"] not in set(writes["tgid"])
+    assert "Children see throughput" in trace.output["stdout"]
 
 
 def test_iozone_stonewall_point_agrees_with_iozones_per_child_counts(traced, workdir):

@@ -40,17 +40,25 @@ def per_call(events) -> tuple[Counter, Counter]:
                                                                        observed=True)["ret"].sum().items()})
 
 
+@pytest.fixture(scope="module")
+def known_io_original(tmp_path_factory):
+    """known_io run once under iowitness, on this machine's ext4 (every replay test of it reads
+    this trace and replays it into a directory of its own): (the trace, the calls known_io
+    logged that did not fail (a failed call is not replayed), its bench directory)."""
+    exe = build_known_io()
+    where = tmp_path_factory.mktemp("known_io")
+    bench = where / "bench"
+    (bench / "other").mkdir(parents=True)
+    log, trace = where / "truth.jsonl", where / "original.iwt"
+    iowitness("run", "-q", "-o", str(trace), "--file", str(bench / "target.dat"), "--", str(exe), str(bench), str(log))
+    return trace, [r for r in read_truth(log) if r["ret"] >= 0], bench
+
+
 @pytest.mark.parametrize("player", ["native", "python"])
-def test_known_io_replayed_makes_every_call_the_original_made(traced, tmp_path, player):
+def test_known_io_replayed_makes_every_call_the_original_made(known_io_original, tmp_path, player):
     # GIVEN known_io run under iowitness: a main thread, a second thread and a forked child doing
     # every covered syscall on target.dat, each logged by known_io itself
-    exe = build_known_io()
-    bench = tmp_path / "bench"
-    (bench / "other").mkdir(parents=True)
-    log = tmp_path / "truth.jsonl"
-    original, _ = traced([str(exe), str(bench), str(log)], "--file", str(bench / "target.dat"))
-    truth = [r for r in read_truth(log) if r["ret"] >= 0]   # a failed call is not replayed
-    original_path = tmp_path / "trace-0.iwt"
+    original_path, truth, bench = known_io_original
     # WHEN replayed into a new directory, as fast as it goes
     into = tmp_path / "into"
     proc = replay(original_path, into, tmp_path / "replay.iwt", "--timing", "fast", "--player", player)
@@ -337,20 +345,15 @@ def test_sysbench_fileio_replayed_moves_its_events_bytes_each_way(tmp_path):
 
 
 @pytest.mark.parametrize("fs", ["xfs", "btrfs"])
-def test_a_trace_from_ext4_replays_on_another_file_system(traced, tmp_path, fs):
+def test_a_trace_from_ext4_replays_on_another_file_system(known_io_original, tmp_path, fs):
     # GIVEN known_io recorded on this machine's ext4
     from tests.support.blockdev import loop_fs
 
-    exe = build_known_io()
-    bench = tmp_path / "bench"
-    (bench / "other").mkdir(parents=True)
-    log = tmp_path / "truth.jsonl"
-    traced([str(exe), str(bench), str(log)], "--file", str(bench / "target.dat"))
-    truth = [r for r in read_truth(log) if r["ret"] >= 0]
+    original_path, truth, _ = known_io_original
     # WHEN replayed into a directory of a fresh xfs or btrfs on a loop device
     with loop_fs(fs, 300) as (_, mnt):
         into = mnt / "replay"
-        replay(tmp_path / "trace-0.iwt", into, tmp_path / "replay.iwt", "--timing", "fast")
+        replay(original_path, into, tmp_path / "replay.iwt", "--timing", "fast")
         replayed = load(tmp_path / "replay.iwt")
         # THEN the replay ran there (its files are on that file system) and made known_io's
         # calls, with the same bytes per data call kind (fallocate may differ: xfs and btrfs

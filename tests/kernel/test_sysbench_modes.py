@@ -17,21 +17,29 @@ from tests.support.cli import iowitness
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "specs" / "sysbench_fileio.toml"
 
 
-def test_rndrw_reads_and_writes_are_judged_on_its_mixed_phases(tmp_path):
+def run_and_check(tmp_path: Path, name: str, *mode: str, events: int):
+    """sysbench fileio on two files of 8 MiB (prepared untraced), run traced for `events` events
+    in `mode`, then checked with its spec: (sysbench's stdout, its own count of events, the
+    trace's events, check's stdout)."""
     sysbench = require_tool("sysbench")
     base = [sysbench, "fileio", "--file-num=2", "--file-total-size=8M"]
     subprocess.run([*base, "prepare"], cwd=tmp_path, check=True, capture_output=True)
-    trace = tmp_path / "rndrw.iwt"
-    run = iowitness("run", "-q", "-o", str(trace), "--", *base, "--file-test-mode=rndrw", "--events=4000",
-                    "--file-fsync-end=off", "--time=0", "run", cwd=str(tmp_path), timeout=120)
-    events = int(re.search(r"total number of events:\s+(\d+)", run.stdout).group(1))
-    ev = load(trace).events
+    trace = tmp_path / f"{name}.iwt"
+    run = iowitness("run", "-q", "-o", str(trace), "--", *base, *mode, f"--events={events}", "--time=0", "run",
+                    cwd=str(tmp_path), timeout=120)
+    counted = int(re.search(r"total number of events:\s+(\d+)", run.stdout).group(1))
+    check = iowitness("check", "--spec", str(SPEC), str(trace), check=False)
+    return run.stdout, counted, load(trace).events, check.stdout
+
+
+def test_rndrw_reads_and_writes_are_judged_on_its_mixed_phases(tmp_path):
+    # GIVEN sysbench's random reads and writes at once, traced; WHEN checked with its spec
+    _, events, ev, out = run_and_check(tmp_path, "rndrw", "--file-test-mode=rndrw", "--file-fsync-end=off",
+                                       events=4000)
     data = ev[ev["path"].astype(str).str.contains("test_file")]
     # sysbench's events are its reads, writes and periodic fsyncs (no final fsync per file, off here): the
     # trace saw each one
     assert int(data["syscall"].isin(["pread64", "pwrite64", "fsync", "fdatasync"]).sum()) == events == 4000
-    check = iowitness("check", "--spec", str(SPEC), str(trace), check=False)
-    out = check.stdout
     rates = [line for line in out.splitlines() if re.match(r"\S.*? (read|write): claims [\d,.]+ (ops/s|MiB/s)", line)]
     assert len(rates) == 4 and all(line.startswith(("AGREES", "EXPLAINED")) for line in rates), out
     assert "no phase of the trace matches" not in out and "DISAGREES" not in out, out
@@ -39,20 +47,11 @@ def test_rndrw_reads_and_writes_are_judged_on_its_mixed_phases(tmp_path):
 
 def test_reads_from_a_mapping_are_not_judged_against_their_page_faults(tmp_path):
     # GIVEN sysbench's random reads through mmap: loads from a mapping, which make no call
-    sysbench = require_tool("sysbench")
-    base = [sysbench, "fileio", "--file-num=2", "--file-total-size=8M"]
-    subprocess.run([*base, "prepare"], cwd=tmp_path, check=True, capture_output=True)
-    trace = tmp_path / "mmap.iwt"
-
     # WHEN it runs traced, then is checked with its spec
-    run = iowitness("run", "-q", "-o", str(trace), "--", *base, "--file-test-mode=rndrd", "--file-io-mode=mmap",
-                    "--events=20000", "--time=0", "run", cwd=str(tmp_path), timeout=120)
-    assert "Using fast mmaped I/O mode" in run.stdout, run.stdout
-    events = int(re.search(r"total number of events:\s+(\d+)", run.stdout).group(1))
-    ev = load(trace).events
+    printed, events, ev, out = run_and_check(tmp_path, "mmap", "--file-test-mode=rndrd", "--file-io-mode=mmap",
+                                             events=20000)
+    assert "Using fast mmaped I/O mode" in printed, printed
     faults = int(ev["syscall"].isin(["fault_read", "fault_write"]).sum())
-    check = iowitness("check", "--spec", str(SPEC), str(trace), check=False)
-    out = check.stdout
 
     # THEN sysbench's own count of reads (20,000 of 16 KiB over 8 MiB) far exceeds the faults the
     # trace saw: a page once mapped serves later reads with no fault, and no call
@@ -68,18 +67,9 @@ def test_reads_from_a_mapping_are_not_judged_against_their_page_faults(tmp_path)
 def test_asynchronous_reads_timed_at_their_submission_do_not_disagree(tmp_path):
     # GIVEN sysbench's random reads through Linux AIO: it times io_submit (and a wait for room
     # in its queue of 128), the trace each request from its submission to its reaping
-    sysbench = require_tool("sysbench")
-    base = [sysbench, "fileio", "--file-num=2", "--file-total-size=8M"]
-    subprocess.run([*base, "prepare"], cwd=tmp_path, check=True, capture_output=True)
-    trace = tmp_path / "async.iwt"
-
     # WHEN it runs traced, then is checked with its spec
-    run = iowitness("run", "-q", "-o", str(trace), "--", *base, "--file-test-mode=rndrd", "--file-io-mode=async",
-                    "--events=4000", "--time=0", "run", cwd=str(tmp_path), timeout=120)
-    events = int(re.search(r"total number of events:\s+(\d+)", run.stdout).group(1))
-    ev = load(trace).events
-    check = iowitness("check", "--spec", str(SPEC), str(trace), check=False)
-    out = check.stdout
+    _, events, ev, out = run_and_check(tmp_path, "async", "--file-test-mode=rndrd", "--file-io-mode=async",
+                                       events=4000)
 
     # THEN the trace holds every request sysbench counted
     assert int((ev["syscall"] == "aio_read").sum()) == events == 4000

@@ -165,29 +165,40 @@ def parse_strace(text: str, path: PathFilter) -> dict:
     return {"counts": dict(counts), "bytes": dict(moved)}
 
 
-def strace_file_calls(cmd: list[str], path: PathFilter, workdir, *, out=None, timeout: float = 600) -> dict:
-    """Run cmd under strace in workdir and count its calls on path, as parse_strace() does.
-
-    A path (not a predicate) is resolved with os.path.realpath first, since strace names
-    files as the kernel does. The strace output is kept in `out` (default workdir/strace.txt)
-    for inspection.
-    Skips when strace is missing or not allowed to trace; fails when cmd fails.
-    """
+def strace_command(cmd: list[str], out) -> list[str]:
+    """cmd under `strace -f -qq -y` of the file calls, its output to `out`: for a run another
+    observer (iowitness) watches too, read afterwards with file_calls_in(). Skips when strace is
+    missing."""
     strace = shutil.which("strace")
     if strace is None:
         pytest.skip("strace is not installed: no independent count of the file calls")
+    return [strace, "-f", "-qq", "-y", "-e", "trace=" + ",".join(SYSCALLS), "-o", str(out), "--", *map(str, cmd)]
+
+
+def file_calls_in(out, path: PathFilter) -> dict:
+    """The calls on path in the strace output file `out`, as parse_strace() counts them. A path
+    (not a predicate) is resolved with os.path.realpath first, since strace names files as the
+    kernel does."""
+    if not callable(path):
+        path = os.path.realpath(path)
+    return parse_strace(Path(out).read_text(encoding="utf-8", errors="surrogateescape"), path)
+
+
+def strace_file_calls(cmd: list[str], path: PathFilter, workdir, *, out=None, timeout: float = 600) -> dict:
+    """Run cmd under strace in workdir and count its calls on path (file_calls_in).
+
+    The strace output is kept in `out` (default workdir/strace.txt) for inspection.
+    Skips when strace is missing or not allowed to trace; fails when cmd fails.
+    """
     workdir = Path(workdir)
     out = Path(out) if out is not None else workdir / "strace.txt"
-    argv = [strace, "-f", "-qq", "-y", "-e", "trace=" + ",".join(SYSCALLS), "-o", str(out), "--", *map(str, cmd)]
-    run = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    run = subprocess.run(strace_command(cmd, out), cwd=workdir, capture_output=True, text=True, timeout=timeout)
     if run.returncode != 0:
         # seccomp or a container's ptrace ban is a missing capability, not a failure
         if "ptrace" in run.stderr.lower() and "operation not permitted" in run.stderr.lower():
             pytest.skip(f"strace may not trace here: {run.stderr.strip().splitlines()[0]}")
         raise AssertionError(f"{cmd} under strace exited with {run.returncode}:\n{run.stderr}")
-    if not callable(path):
-        path = os.path.realpath(path)
-    return parse_strace(out.read_text(encoding="utf-8", errors="surrogateescape"), path)
+    return file_calls_in(out, path)
 
 
 # The calls that move bytes from one fd to another in the kernel (probes/transfer.bpf.h).

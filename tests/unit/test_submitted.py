@@ -32,27 +32,27 @@ def test_a_latency_below_its_asynchronous_requests_cannot_be_judged_against_them
     assert not [v for v in verdicts if v.verdict == "disagrees"], [(v.claim.printed, v.reasons[0]) for v in verdicts]
 
 
-def test_a_latency_above_its_asynchronous_requests_still_disagrees():
-    # GIVEN the same trace, its mean doctored to ten times the requests' own
+def latency_judged_with(printed_as: str, figure: str, statistic: str):
+    """The verdict on the trace's `statistic` latency claim (mean, p95) when its stdout printed
+    `figure` after `printed_as` ("avg:") in place of 0.01, judged as `check --spec` judges it."""
     trace = load(str(TRACE))
-    output = re.sub(r"(avg:\s+)0\.01", r"\g<1>8.06", trace.output["stdout"])
-
-    # WHEN judged
+    output = re.sub(rf"({re.escape(printed_as)}\s+)0\.01", rf"\g<1>{figure}", trace.output["stdout"])
     verdicts = trace_verdicts.verdicts(trace, output, spec=str(SPEC))
-    mean = next(v for v in verdicts if v.claim.test == "latency" and v.claim.extra["statistic"] == "mean")
+    return next(v for v in verdicts if v.claim.test == "latency" and v.claim.extra["statistic"] == statistic)
+
+
+def test_a_latency_above_its_asynchronous_requests_still_disagrees():
+    # GIVEN the same trace, its mean doctored to ten times the requests' own; WHEN judged
+    mean = latency_judged_with("avg:", "8.06", "mean")
 
     # THEN no submission takes longer than its request: it disagrees
     assert mean.claim.value == 8.06 and mean.verdict == "disagrees", mean.reasons
 
 
 def test_a_latency_printed_as_zero_over_asynchronous_requests_cannot_be_judged():
-    # GIVEN the same trace, its p95 as another run printed it: "0.00" ms (a submission below 5 µs)
-    trace = load(str(TRACE))
-    output = re.sub(r"(95th percentile:\s+)0\.01", r"\g<1>0.00", trace.output["stdout"])
-
+    # GIVEN the same trace, its p95 as another run printed it: "0.00" ms (a submission below 5 µs);
     # WHEN judged
-    verdicts = trace_verdicts.verdicts(trace, output, spec=str(SPEC))
-    p95 = next(v for v in verdicts if v.claim.test == "latency" and v.claim.extra["statistic"] == "p95")
+    p95 = latency_judged_with("95th percentile:", "0.00", "p95")
 
     # THEN a zero is a figure below the requests' too: cannot judge, never DISAGREES (seen on a real run)
     assert p95.claim.value == 0 and p95.verdict == "cannot judge", p95.reasons
