@@ -116,8 +116,10 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     submitted.apply(out, report.phases)   # a clock around a call that only submits its request
     clock_tick.apply(out, report.phases, tolerance)   # postmark's whole seconds, fio's milliseconds
     open_window.apply(out, report.phases, tolerance)   # timed from the open to the close
+    # several phases: a clock on through the syncs after them (fs_mark -S), which the trace saw,
+    # before the edges' account, which would leave that EXPLAINED figure CANNOT JUDGE "at the edge"
+    clock_after_calls.apply(out, judged_rows, report, tolerance)
     rate_edges.apply(out, judged_rows, report, trace, tolerance)   # a spec rate's clock over its window's edges
-    clock_after_calls.apply(out, judged_rows, report, tolerance)   # several phases: a clock on after them
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
     for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
         if not partial:

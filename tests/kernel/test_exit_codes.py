@@ -125,9 +125,9 @@ CASES = [
     (6, "a file that is not a trace", lambda g: ["show", g.not_a_trace]),
     (6, "a trace that does not exist", lambda g: ["report", f"{g.tmp}/none.iwt"]),
     (6, "a trace that cannot be read (a directory)", lambda g: ["show", str(g.tmp)]),
-    # (report, check, compare, export and show --events read such a trace block by block instead;
-    # each host's trace of a run over several hosts is loaded whole)
-    (7, "a host's trace far larger than this machine's memory",
+    # (7 is given by no command since every one reads a trace of any size block by block, a run
+    # over several hosts too: the 4 TiB file is read, and is not a trace)
+    (6, "a host's trace far larger than this machine's memory, which is not a trace",
      lambda g: ["report", g.huge, g.trace, "--claims", g.client]),
 ]
 # cases with a process to time, in the tests below
