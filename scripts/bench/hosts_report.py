@@ -32,6 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline_old_new import NEW, spread, timed  # noqa: E402  (a sibling script)
 
+sys.path.insert(0, str(NEW))
+from tests.support.collectors import stop as _stop  # noqa: E402  (stop, then kill after 30 s)
+
 FORMS = {"text": [], "json": ["--json"]}
 
 
@@ -56,16 +59,6 @@ def _listening(address: str, port: int) -> bool:
         return True
     except OSError:
         return False
-
-
-def _stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def record(folder: Path, hosts: int, events: int) -> None:

@@ -23,18 +23,24 @@ pytestmark = pytest.mark.kernel
 PREAD_LOOP = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "pread_loop.c"
 
 
-def test_a_file_named_with_file_replays_under_its_own_name(traced, tmp_path, workdir):
+def _pread_loop(traced, tmp_path, workdir, seconds: str):
+    """pread_loop's 1-byte preads of a 4 KiB file that existed before the run, named with --file,
+    for `seconds`: (its trace, the run, the target, the calls pread_loop counted itself)."""
     if not shutil.which("cc"):
         pytest.skip("cc is needed to build scripts/bench/pread_loop.c")
     exe = tmp_path / "pread_loop"
     subprocess.run(["cc", "-O2", "-o", str(exe), str(PREAD_LOOP)], check=True)
     target = workdir / "file"
     target.write_bytes(b"x" * 4096)
-    # GIVEN pread_loop's 1-byte preads of a file that existed before the run, named with --file
-    original, proc = traced([str(exe), str(target), "0.05"], "--file", str(target))
+    original, proc = traced([str(exe), str(target), seconds], "--file", str(target))
     said = re.search(r"calls (\d+) ", proc.stdout + original.output.get("stdout", ""))
     assert said, proc.stdout
-    calls = int(said.group(1))
+    return original, proc, target, int(said.group(1))
+
+
+def test_a_file_named_with_file_replays_under_its_own_name(traced, tmp_path, workdir):
+    # GIVEN pread_loop's 1-byte preads of a file that existed before the run, named with --file
+    original, proc, target, calls = _pread_loop(traced, tmp_path, workdir, "0.05")
     assert (original.events["syscall"].astype(str) == "pread64").sum() == calls
     # (the cause: the probe records no open of a file registered by inode; its name is a target's)
     named = original.files[original.files["path"].astype(str) == str(target)]
@@ -101,14 +107,7 @@ def test_a_trace_that_lost_calls_is_replayed_and_said_to_have_lost_them(tmp_path
 
 def test_a_replay_that_outruns_its_recording_counts_every_call_it_lost(traced, tmp_path, workdir):
     # GIVEN pread_loop's 1-byte preads of a cached file for 0.3 s, recorded, and its own count
-    if not shutil.which("cc"):
-        pytest.skip("cc is needed to build scripts/bench/pread_loop.c")
-    exe = tmp_path / "pread_loop"
-    subprocess.run(["cc", "-O2", "-o", str(exe), str(PREAD_LOOP)], check=True)
-    target = workdir / "file"
-    target.write_bytes(b"x" * 4096)
-    original, proc = traced([str(exe), str(target), "0.3"], "--file", str(target))
-    calls = int(re.search(r"calls (\d+) ", proc.stdout + original.output.get("stdout", "")).group(1))
+    original, proc, target, calls = _pread_loop(traced, tmp_path, workdir, "0.3")
     assert original.lost == 0 and (original.events["syscall"].astype(str) == "pread64").sum() == calls
     # WHEN replayed as fast as it goes into a recording whose event area is 64 KiB (the collector
     # cannot keep up with a full-speed player in that: a 2 M calls/s replay outran the default's)

@@ -39,10 +39,13 @@ def _writes(calls: Calls, path: str, fd: int) -> None:
     calls.close()
 
 
-def _one_thread():
-    """(calls, clock, end, off-CPU records): a read and a flush of another file, the clock
-    read, the wait, files A and B."""
-    calls = Calls().open("/w/prev").read(4096, offset=0).fsync(latency=MS).close()
+def _one_thread(read_first: bool = True):
+    """(calls, clock, end, off-CPU records): a read (read_first) and a flush of another file,
+    the clock read, the wait, files A and B."""
+    calls = Calls().open("/w/prev")
+    if read_first:
+        calls.read(4096, offset=0)
+    calls.fsync(latency=MS).close()
     clock = calls.now + 10_000
     calls.gap(10_000 + WAIT_MS * MS + 5_000)
     _writes(calls, "/w/a", 4)
@@ -67,10 +70,14 @@ def _two_threads():
 
 
 def _judge(value: float, shape, scope: str, tmp_path, monkeypatch, offcpu: bool = True):
-    calls, clock, end, off = shape()
+    return _judged(shape(), SPEC.format(scope=scope), f"wrote: {value:.2f} MiB/s", tmp_path, monkeypatch, offcpu)
+
+
+def _judged(built, spec_text: str, line: str, tmp_path, monkeypatch, offcpu: bool):
+    """The one verdict of `line`, printed 2 ms after the built calls' end, under `spec_text`."""
+    calls, clock, end, off = built
     spec = tmp_path / "bench.toml"
-    spec.write_text(SPEC.format(scope=scope))
-    line = f"wrote: {value:.2f} MiB/s"
+    spec.write_text(spec_text)
     trace = SimpleNamespace(events=calls.frame(), meta={"command": ["./bench"], "pid": None},
                             output={"stdout": "starting\n" + line + "\n", "stderr": ""},
                             offcpu=off if offcpu else None)
@@ -130,33 +137,13 @@ scope = "run"
 
 
 def _flush_then_writes():
-    """(calls, clock, end, off-CPU records): a flush of another file (no data call: no phase of
-    its own), the clock read, 30 ms of wait for a CPU, files A and B."""
-    calls = Calls().open("/w/prev").fsync(latency=MS).close()
-    clock = calls.now + 10_000
-    calls.gap(10_000 + WAIT_MS * MS + 5_000)
-    _writes(calls, "/w/a", 4)
-    _writes(calls, "/w/b", 4)
-    off = np.zeros(1, dtype=OFF)
-    off["off_ns"], off["on_ns"] = clock + 2_000, clock + 2_000 + WAIT_MS * MS
-    off["tgid"] = off["tid"] = 1000
-    return calls, clock, calls.now, off
+    """_one_thread without its read: the other file's flush is no phase of its own."""
+    return _one_thread(read_first=False)
 
 
 def _elapsed(value: float, tmp_path, monkeypatch, offcpu: bool = True):
     """The one thread's elapsed time from its clock read to its last write, as a spec's "s" claim."""
-    calls, clock, end, off = _flush_then_writes()
-    spec = tmp_path / "elapsed.toml"
-    spec.write_text(ELAPSED_SPEC)
-    line = f"took: {value:.4f} s"
-    trace = SimpleNamespace(events=calls.frame(), meta={"command": ["./bench"], "pid": None},
-                            output={"stdout": "starting\n" + line + "\n", "stderr": ""},
-                            offcpu=off if offcpu else None)
-    monkeypatch.setattr(printed, "lines_of", lambda tr: [PrintedLine("starting", clock - 500_000, "stdout"),
-                                                         PrintedLine(line, end + 2 * MS, "stdout")])
-    source, claims = judged.claims_of(trace, None, spec=str(spec))
-    (verdict,) = matching.match(stream_full.build(trace), claims, source, ["./bench"], trace=trace)
-    return verdict
+    return _judged(_flush_then_writes(), ELAPSED_SPEC, f"took: {value:.4f} s", tmp_path, monkeypatch, offcpu)
 
 
 def test_an_elapsed_time_over_its_calls_is_held_to_its_clocks_edges(tmp_path, monkeypatch):
