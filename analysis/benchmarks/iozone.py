@@ -284,6 +284,7 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         options["files"] = recorded_paths.resolve_all(options["files"], recorded_paths.cwd_of(trace))
     seen: dict[tuple, int] = defaultdict(int)
     bounds = iozone_bounds.Bounds(report)
+    timed = window(argv) if argv else "calls"
 
     def group_of(claim: Claim, seen: dict[tuple, int]):
         """A group claim's members and group row: the k-th group so named."""
@@ -321,6 +322,6 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         # timed: the calls around it bound IOzone's clock when a wait for a CPU lies outside its calls
         return Match(rows, bytes=claim.file_size if claim.scope == "phase" else None,
                      refine=None if trace is None else lambda verdict, rows, tolerance:
-                     iozone_clock.refine(verdict, rows, bounds, tolerance))
+                     iozone_clock.refine(verdict, rows, bounds, tolerance, timed))
 
     return find

@@ -104,7 +104,8 @@ def judge(claim, rows: pd.DataFrame, bounds: Bounds, window: str, tolerance: flo
     verdict.reasons.pop(0)   # "... too short to tell why": now told
     if fits:   # explained, not agrees: the claim fits a window the calls bound, not the calls' own figure
         verdict.verdict = "explained"
-        verdict.reasons.insert(0, f"{why}, and the claim {fmt(value, kind)} lies within")
+        verdict.reasons.insert(0, f"{why}, and the claim {fmt(value, kind)} "
+                                  f"{precision.fit_words(value, low, high, (below, above), tolerance, kind)}")
     else:
         verdict.verdict = "disagrees"
         verdict.reasons.insert(0, f"{why}; the claim {fmt(value, kind)} is outside it by more than {tolerance:.0%}: "

@@ -23,6 +23,13 @@ first reason the bracket with its numbers; a window with the fsync or close that
 misses but whose calls' bracket holds it is EXPLAINED (that call was outside the timed
 window). A claim outside every bracket still DISAGREES, the bracket added to its reason: no
 window IOzone's clock could have run gives it (a doctored figure, or another cause).
+
+A -N claim (microseconds per operation) is IOzone's window over its operations, so the time
+between the calls is in it: its mean latency (the time inside the calls) is only the least it
+can be. One that disagrees with the mean latency is set against the same bracket, per
+operation, to its printed precision (-N prints whole microseconds, cut down): a rewrite whose
+thread waited 8.2 ms for a CPU between its calls printed 16 us/op against 2.84 µs inside them
+and 16.5 µs/op over their span (two CPU hogs).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import pandas as pd
 
 from iowitness import units
 from iowitness.analysis.benchmarks.iozone_bounds import Bounds, _inner_end
-from iowitness.analysis.judge import verdict_rules as verdicts
+from iowitness.analysis.judge import precision, verdict_rules as verdicts
 from iowitness.analysis.judge.latency import ALLOWANCE_S
 from iowitness.analysis.measure.figures import fmt
 from iowitness.analysis.phasing import call_bounds
@@ -40,9 +47,10 @@ WINDOWS = ("calls", "+fsync", "+close")
 _WHAT = {"+fsync": "fsync", "+close": "close"}
 
 
-def bracket(row, bounds: Bounds, window: str, amount: float) -> tuple[float, float, str] | None:
-    """(least, most, said) of a rate over `amount`: at least over the window's calls, at most
-    over the gap between the calls around them; None when a side has no call in the trace."""
+def bracket(row, bounds: Bounds, window: str, amount: float, kind: str = "bytes") -> tuple[float, float, str] | None:
+    """(least, most, said) of a rate over `amount` (a time per operation when `kind` is
+    "latency"): at least over the window's calls, at most over the gap between the calls
+    around them; None when a side has no call in the trace."""
     before, before_name, after, after_name = bounds.around(int(row["phase"]), window, short_only=False)
     if before == call_bounds.NONE_BEFORE or after == call_bounds.NONE_AFTER:
         return None
@@ -55,14 +63,20 @@ def bracket(row, bounds: Bounds, window: str, amount: float) -> tuple[float, flo
     said = (f"IOzone's clock ran at least over {timed} ({units.seconds(inner_s + ALLOWANCE_S)}) and at most from the "
             f"end of the {before_name} before ({units.seconds(lead)} before the first) to the start of the "
             f"{after_name} after ({units.seconds(trail)} after the last): {units.seconds(outer_s - ALLOWANCE_S)}")
+    if kind == "latency":
+        return inner_s / amount, outer_s / amount, said
     return amount / outer_s, amount / inner_s, said
 
 
-def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolerance: float) -> None:
-    """The verdict on one timed IOzone phase, with the bracket the calls around it give (module doc)."""
+def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolerance: float,
+           timed: str = "calls") -> None:
+    """The verdict on one timed IOzone phase, with the bracket the calls around it give (module
+    doc); `timed`: IOzone's window (iozone.window), which a latency claim's verdict does not name."""
     by_busy = verdict.verdict == "explained" and verdict.reasons[0].startswith(verdicts.BUSY_EXPLAINED)
-    if (verdict.verdict != "disagrees" and not by_busy) or len(rows) != 1 or verdict.window not in WINDOWS \
-            or verdict.kind not in ("bytes", "ops"):
+    per_operation = verdict.kind == "latency"
+    window = timed if per_operation else verdict.window
+    if (verdict.verdict != "disagrees" and not by_busy) or len(rows) != 1 or window not in WINDOWS \
+            or verdict.kind not in ("bytes", "ops", "latency"):
         return
     row = rows.iloc[0]
     if bool(row["too_short"]):
@@ -71,22 +85,28 @@ def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolera
     amount = float(row["bytes"]) if verdict.kind == "bytes" else float(row["ops"])
     if value is None or amount <= 0:
         return
-    own = bracket(row, bounds, verdict.window, amount)
+    own = bracket(row, bounds, window, amount, verdict.kind)
     if own is None:
         return
     low, high, said = own
     verdict.figures.update({"bounded, least": low, "bounded, most": high})
-    if _fits(value, low, high, tolerance):
+    # a figure printed to few digits (-N's whole microseconds, cut down) is judged to them
+    printed = precision.printed_span(verdict.claim, value, verdict.kind)
+    if _fits(value, low, high, tolerance, printed):
         verdict.verdict = "agrees"
         verdict.reasons.pop(0)   # "no active figure within ...", or the busy account: now told
-        verdict.reasons.insert(0, f"{said}; the claim {fmt(value, verdict.kind)} lies within {fmt(low, verdict.kind)} "
-                                  f"to {fmt(high, verdict.kind)}: the rest of the window is time between the calls "
-                                  "(a wait for a CPU at a call's return, on a busy machine), which no call shows")
-        verdicts._note_window(rows, verdict.figures, verdict.window, verdict.kind, verdict.reasons)
+        between = "the rest of the window is time between the calls (a wait for a CPU at a call's return, on a " \
+                  "busy machine), which no call shows" if not per_operation else \
+                  "IOzone's time per operation holds the time between its calls (its own loop, and a wait for a " \
+                  "CPU on a busy machine), which the calls' mean latency leaves out"
+        fits = precision.fit_words(value, low, high, printed, tolerance, verdict.kind)
+        verdict.reasons.insert(0, f"{said}: {fmt(low, verdict.kind)} to {fmt(high, verdict.kind)}, and the claim "
+                                  f"{fmt(value, verdict.kind)} {fits}: {between}")
+        verdicts._note_window(rows, verdict.figures, window, verdict.kind, verdict.reasons)
         return
-    calls = bracket(row, bounds, "calls", amount) if verdict.window != "calls" else None
-    if calls is not None and _fits(value, calls[0], calls[1], tolerance):
-        what = _WHAT[verdict.window]
+    calls = bracket(row, bounds, "calls", amount, verdict.kind) if window != "calls" else None
+    if calls is not None and _fits(value, calls[0], calls[1], tolerance, printed):
+        what = _WHAT[window]
         verdict.verdict = "explained"
         verdict.reasons.pop(0)
         verdict.reasons.insert(0, f"{what} outside the timed window: the claim {fmt(value, verdict.kind)} misses the "
@@ -100,5 +120,8 @@ def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolera
                                   "run between those calls gives it")
 
 
-def _fits(value: float, low: float, high: float, tolerance: float) -> bool:
-    return low * (1 - tolerance) <= value <= high * (1 + tolerance)
+def _fits(value: float, low: float, high: float, tolerance: float, printed: tuple[float, float] = (0.0, 0.0)) -> bool:
+    """Within the bracket and the tolerance; `printed`: how far below and above the printed
+    figure the true one may lie (precision.printed_span)."""
+    below, above = printed
+    return low * (1 - tolerance) <= value + above and value - below <= high * (1 + tolerance)

@@ -58,6 +58,18 @@ def printed_span(claim, value: float, kind: str) -> tuple[float, float]:
     return (0.0, 2 * h) if claim.extra.get("printed_truncated") else (h, h)
 
 
+def fit_words(value: float, low: float, high: float, printed: tuple[float, float], tolerance: float,
+              kind: str) -> str:
+    """How a claim that fits a bracket [low, high] fits it: itself, as printed (printed_span), or
+    only within the tolerance; never "within" a bracket the printed value lies outside."""
+    below, above = printed
+    if low <= value <= high:
+        return "lies within"
+    if value - below <= high and value + above >= low:
+        return f"lies within it as printed (from {fmt(value - below, kind)} to {fmt(value + above, kind)})"
+    return f"lies within it to {tolerance:.0%}"
+
+
 def apply(verdicts: list[Verdict], tolerance: float) -> None:
     """Each disagreeing claim that fits to its printed precision: agrees, with the reason."""
     for verdict in verdicts:
