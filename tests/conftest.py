@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,14 @@ import pytest
 from iowitness.collector import preflight
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A suite started in the background of a script (`cmd &` without job control) or under nohup
+# inherits SIGINT ignored, and so does every iowitness and benchmark a test starts: iowitness
+# passes a user's dispositions through to the benchmark as a shell would, so a Ctrl-C, a
+# --on-fault stop or a --duration's SIGINT would reach no one, and the tests of those fail every
+# time (they did in two engineers' background runs). The tests are of a terminal's session.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Kernel tests the compatible probe cannot pass: it does not follow libaio, io_uring or page
