@@ -27,7 +27,7 @@ def assign(phases: pd.DataFrame, members: int | None = None) -> pd.Series:
     for row in order.itertuples():
         if members:
             joined = bool(current) and len(current) < members and row.operation == current[0].operation \
-                and row.tid not in {m.tid for m in current}
+                and row.tid not in {m.tid for m in current} and _same_test(row, current[0])
         else:
             joined = bool(current) and _overlaps(row, current)
         if not joined:
@@ -36,6 +36,14 @@ def assign(phases: pd.DataFrame, members: int | None = None) -> pd.Series:
         current.append(row)
         group_of[row.phase] = group
     return phases["phase"].map(group_of).astype(np.int64)
+
+
+def _same_test(row, first) -> bool:
+    """Whether a phase can be of the same test as a group's first member: a first read and a
+    re-read (a first write and a rewrite) are two tests. A child the benchmark stopped before
+    its first call (IOzone's stonewall on a busy machine: "Min xfer = 0.00 kB") leaves its test
+    a member short, and the next test's first phase must not take its place."""
+    return all(getattr(row, flag, False) == getattr(first, flag, False) for flag in ("reread", "rewrite"))
 
 
 def _overlaps(row, current) -> bool:

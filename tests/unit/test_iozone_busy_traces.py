@@ -1,0 +1,49 @@
+"""IOzone's figures on a busy machine, on real traces (tests/data/traces/README.md): what two
+CPU hogs beside a run did to IOzone's clock and to its children, and the verdicts on them.
+Ground truth is what IOzone printed (its table and its throughput lines) and what the trace's
+calls show, set down in the README's rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from iowitness import load
+from iowitness.analysis.judge import trace_verdicts
+
+TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
+
+
+def _verdicts(name: str) -> list:
+    return trace_verdicts.verdicts(load(str(TRACES / name)))
+
+
+def test_a_per_operation_figure_holds_the_time_between_the_calls():
+    # GIVEN IOzone -N's rewrite of 1,024 records of 4 KiB printed as 16 us/op, while its calls
+    # took 2.84 µs each: its thread waited for a CPU between them (8.2 ms of the 16.9 ms)
+    verdicts = {v.claim.test: v for v in _verdicts("iozone_N_preempted_between_calls.iwt")}
+    rewrite = verdicts["rewrite"]
+    assert rewrite.claim.seconds_per_op == 16e-6 and rewrite.figures["mean latency"] < 3e-6
+    # WHEN judged THEN it agrees with IOzone's window over its operations (the calls around it
+    # bound it: 16.5 µs/op), to the whole microsecond IOzone printed, and says why
+    assert rewrite.verdict == "agrees", rewrite.reasons
+    assert 16.4e-6 < rewrite.figures["bounded, least"] <= rewrite.figures["bounded, most"] < 16.6e-6
+    assert "lies within it as printed" in rewrite.reasons[0], rewrite.reasons
+    assert "which the calls' mean latency leaves out" in rewrite.reasons[0]
+    # AND no figure of the run disagrees
+    assert not [v for v in verdicts.values() if v.verdict == "disagrees"], verdicts
+
+
+def test_a_child_stopped_before_its_first_read_leaves_its_test_a_member_short():
+    # GIVEN IOzone -t 2 whose second reader was stopped by the first one's stonewall before its
+    # first read ("Min xfer = 0.00 kB" for the readers and the re-readers): each test's reads
+    # are one child's, the re-reads 2 s later another's
+    verdicts = _verdicts("iozone_t2_child_stopped_at_zero.iwt")
+    by = {(v.claim.test, v.claim.scope): v for v in verdicts}
+    # WHEN judged THEN the re-reads are not taken into the read test's group: each test is
+    # judged on its own phase, and the re-read claims find theirs
+    assert by[("read", "max process")].phases != by[("reread", "max process")].phases
+    for test in ("read", "reread"):
+        assert by[(test, "max process")].verdict == "agrees", by[(test, "max process")].reasons
+        assert by[(test, "min xfer")].verdict == "agrees" and by[(test, "min xfer")].claim.bytes_per_s is None
+    # AND nothing disagrees (the read's parent line was judged over read and re-read, 2 s apart: 24x)
+    assert not [v for v in verdicts if v.verdict == "disagrees"], [(v.claim.printed, v.reasons[:1]) for v in verdicts]
