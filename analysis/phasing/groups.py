@@ -27,7 +27,7 @@ def assign(phases: pd.DataFrame, members: int | None = None) -> pd.Series:
     for row in order.itertuples():
         if members:
             joined = bool(current) and len(current) < members and row.operation == current[0].operation \
-                and row.tid not in {m.tid for m in current} and _same_test(row, current[0])
+                and row.tid not in {m.tid for m in current} and _same_test(row, current)
         else:
             joined = bool(current) and _overlaps(row, current)
         if not joined:
@@ -38,12 +38,14 @@ def assign(phases: pd.DataFrame, members: int | None = None) -> pd.Series:
     return phases["phase"].map(group_of).astype(np.int64)
 
 
-def _same_test(row, first) -> bool:
-    """Whether a phase can be of the same test as a group's first member: a first read and a
-    re-read (a first write and a rewrite) are two tests. A child the benchmark stopped before
-    its first call (IOzone's stonewall on a busy machine: "Min xfer = 0.00 kB") leaves its test
-    a member short, and the next test's first phase must not take its place."""
-    return all(getattr(row, flag, False) == getattr(first, flag, False) for flag in ("reread", "rewrite"))
+def _same_test(row, current) -> bool:
+    """Whether a phase can be of the same test as a group's members: it began (its open) before
+    the last of them ended. A test's children all open their files before any is let go (IOzone
+    -t's barrier), and the next test starts only once all of them are done. A child the
+    benchmark stopped before its first call (IOzone's stonewall on a busy machine: "Min xfer =
+    0.00 kB") leaves its test a member short, and the next test's first phase, seconds later,
+    must not take its place."""
+    return row.first_ns < max(m.last_ns for m in current)
 
 
 def _overlaps(row, current) -> bool:
