@@ -409,6 +409,9 @@ class _Builder:
             self.threads[r] = (keys[t] >> 32, keys[t] & 0xFFFFFFFF, self.first[r], counts[r])
         self.count = int(counts.sum())
         self.t0 = sp.t0
+        firsts = np.array([sp.thread_first[t][0] for t in provisional], dtype=np.int64)
+        self.start_held = inmemory.start_held(self.offcpu, self.threads["tgid"], self.threads["tid"], firsts,
+                                             int(self.t0 or 0))   # (the trace has calls: t0 is known)
         self._sweep_a()
         # a thread's rings are sized (replay/player.c ring_of) by the depths of all its requests,
         # which the rest of the build finds: a plan with requests is not followed
@@ -629,6 +632,8 @@ class _Builder:
                         if not started[t]:
                             off[0] = 0
                         g = g - off
+                    if not started[t]:   # its process's wait for a CPU before it began (plan.start_held)
+                        g[0] -= self.start_held[t]
                     gap[rows] = g
                     prev_end[t] = e_thread[-1]
                     started[t] = True

@@ -154,8 +154,12 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                       "replays_ms": [d * 1e3 for d in theirs],
                       "replay_median_vs_originals_median_pct": (statistics.median(theirs) - mid) / mid * 100,
                       "originals_range_pct": ((min(mine) - mid) / mid * 100, (max(mine) - mid) / mid * 100)})
+    # the whole run's data calls, first to last, every thread's: the time a multi-threaded
+    # benchmark's own clock measures (threads_bench's one figure), whatever each thread's share
+    runs_ms = {"originals": [data_span(t) * 1e3 for t in [original, *again]],
+               "replays": [data_span(t) * 1e3 for t in traces]}
     return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
-            "among_originals": among,
+            "among_originals": among, "data_span_ms": runs_ms,
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)},
             "gaps_after": gaps_after(original, traces, fast)}
 
@@ -189,6 +193,19 @@ def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
         rank = seen[name] = seen.get(name, -1) + 1
         out[(*name, rank)] = ((span - lost) / 1e9, lost / span * 100 if span else 0.0)
     return out
+
+
+def data_span(trace: Path) -> float:
+    """Seconds from the first data call's start to the last one's end, over every thread."""
+    import numpy as np
+
+    from iowitness.analysis.read.run import load
+    from iowitness.replay.plan_layout import READS, WRITES
+
+    e = load(trace).events
+    data = e[e["syscall"].astype(str).isin(READS + WRITES).to_numpy()]
+    start = data["start_ns"].to_numpy(np.int64)
+    return float((data["end_ns"].to_numpy(np.int64).max() - start.min()) / 1e9) if len(data) else 0.0
 
 
 def median_gap(trace: Path) -> float:
@@ -324,6 +341,15 @@ def main() -> int:
             print(f"    {row['phase']:<30} originals {'/'.join(f'{d:.1f}' for d in row['originals_ms'])} ms  "
                   f"replays' median {row['replay_median_vs_originals_median_pct']:+6.1f} % "
                   f"(originals {lo:+.1f} to {hi:+.1f} %)")
+        spans = r["data_span_ms"]
+        if len(spans["originals"]) > 1 and spans["replays"]:
+            mid = statistics.median(spans["originals"])
+            low, high = ((f(spans["originals"]) - mid) / mid * 100 for f in (min, max))
+            print(f"  the run's data calls, first to last: originals "
+                  f"{'/'.join(f'{d:.1f}' for d in spans['originals'])} ms, replays "
+                  f"{'/'.join(f'{d:.1f}' for d in spans['replays'])} ms; replays' median "
+                  f"{(statistics.median(spans['replays']) - mid) / mid * 100:+.1f} % "
+                  f"(originals {low:+.1f} to {high:+.1f} %)")
         print("  time from a call's end to its thread's next call, by the call (replay - original, call for call):")
         for kind, g in r["gaps_after"].items():
             d = g["replay_minus_original_ns"]

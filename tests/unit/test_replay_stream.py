@@ -36,7 +36,9 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
     rows = []
     for t in range(threads):
         tgid, tid = 50 + t % 2, 100 + t
-        now = t0 + int(rng.integers(0, 5_000))
+        # the last thread starts 2 ms late, its process's other threads off the CPU before it
+        # (one preempted: plan.start_held's time, below)
+        now = t0 + int(rng.integers(0, 5_000)) + (2_000_000 if t == threads - 1 else 0)
         own, shared = 1000 + t, [10, 11, 12]
         opened = {}
         for ino, fd in [(own, 3)] + [(s, 4 + k) for k, s in enumerate(shared)]:
@@ -115,8 +117,15 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
     offcpu = np.zeros(40, layout().structs["iow_offcpu"])
     off = np.sort(rng.integers(t0, int(events["start_ns"].max()), 40))
     offcpu["off_ns"], offcpu["on_ns"] = off, off + rng.integers(1_000, 20_000, 40)
-    offcpu["tid"] = offcpu["tgid"] = 100 + rng.integers(0, threads, 40)
+    offcpu["tid"] = 100 + rng.integers(0, threads, 40)
+    offcpu["tgid"] = 50 + (offcpu["tid"] - 100) % 2   # each thread's process, as the events have it
+    late = threads - 1
+    held = np.zeros(len(range(late % 2, late, 2)), layout().structs["iow_offcpu"])
+    for k, t in enumerate(range(late % 2, late, 2)):   # its process-mates: one preempted, the others asleep
+        held[k]["tid"], held[k]["tgid"], held[k]["state"] = 100 + t, 50 + t % 2, 0 if k == 0 else 1
+        held[k]["off_ns"], held[k]["on_ns"] = t0 + 500_000 + k * 1_000, t0 + 1_500_000 - k * 1_000
     offcpu["state"] = rng.integers(0, 2, 40)
+    offcpu = np.concatenate([offcpu, held])
     block = np.zeros(30, layout().structs["iow_block"])
     block["start_ns"] = block["issue_ns"] = np.sort(rng.integers(t0, int(events["start_ns"].max()), 30))
     block["complete_ns"] = block["issue_ns"] + 50_000
