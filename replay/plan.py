@@ -46,7 +46,7 @@ import numpy as np
 
 from iowitness.collector.format import tracereader
 from iowitness.errors import NotFound, UsageError
-from iowitness.replay import cache, paths
+from iowitness.replay import cache, paths, plan_layout
 from iowitness.replay.plan_layout import ASYNC, CALL, OP, OPS, READS, THREAD, WAIT, WRITES  # noqa: F401 (the plan's names)
 
 URING_FIXED_FILE = 0x100   # the request named a registered file: its fd is an index, not an fd
@@ -258,7 +258,10 @@ def build(path: str, data=None) -> Plan:
         if is_async[a:b].any():
             # a thread waiting for its requests (io_getevents, io_uring_enter) was not thinking:
             # its time runs from the last of its requests' ends before the call, when later
-            since[1:] = np.maximum(since[1:], _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b]))
+            latest = _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b])
+            # a request the original waited before: marked for the player (WAITED_BEFORE)
+            calls["flags"][a + 1:b][(latest > since[1:]) & is_async[a + 1:b]] |= np.uint32(plan_layout.WAITED_BEFORE)
+            since[1:] = np.maximum(since[1:], latest)
         gap[a + 1:b] = s[a + 1:b] - since[1:]
         lost = preempted.get(int(tid[a]))
         if lost is not None:   # time the thread was runnable but off the CPU is not think time

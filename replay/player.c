@@ -82,6 +82,9 @@ static const char *op_names[OP_COUNT] = {"open", "close", "read", "write", "prea
 #define AIO_VECTORED 0x10000
 #define AIO_DATASYNC 0x20000
 #define AIO_RWF_KEPT (RWF_DSYNC | RWF_SYNC | RWF_APPEND)
+/* the plan's own flag of a request (replay/plan_layout.py WAITED_BEFORE): the original waited
+ * for a completion before it */
+#define WAITED_BEFORE (1u << 30)
 
 struct __attribute__((packed)) plan_thread { uint32_t tgid, tid; int64_t first, count; };
 struct __attribute__((packed)) plan_call {
@@ -911,7 +914,13 @@ static void *run_thread(void *arg)
 					reaped = got;
 			}
 		}
-		if (reaped && speed > 0) {
+		/* the think time restarts after a reap that waited where the original waited too
+		 * (its think time ran from that completion); before a request the original made
+		 * without waiting, the think time ran from its previous call, beside its I/O, and
+		 * the wait overlaps it: restarted there, an io_uring replay, which holds its ring to
+		 * the most the original's held and so waits before other requests than fio did, kept
+		 * fio's 9.8 us between submissions after each of its waits as well */
+		if (reaped && speed > 0 && (!IS_ASYNC(c->op) || (c->flags & WAITED_BEFORE))) {
 			prev_end = now_ns();
 			/* a reap that slept: the way back from it is in the original's gap after its
 			 * wait too (its io_getevents' end, its completion), as after a call that slept */

@@ -42,7 +42,7 @@ import numpy as np
 from iowitness.collector.format import tracestream
 from iowitness.errors import NotFound, UsageError
 from iowitness.replay import cache, order, paths, plan as inmemory
-from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, THREAD, WAIT, WRITES
+from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, THREAD, WAIT, WAITED_BEFORE, WRITES
 
 BLOCK_ROWS = 1 << 18    # trace events decoded at once
 WINDOW_ROWS = 1 << 18   # calls taken from each run per window
@@ -618,6 +618,10 @@ class _Builder:
                     if asy.any() or a_state.any:
                         self.has_async_thread[t] = True
                         latest = a_state.latest_before(en[asy], st, int(st.max()))
+                        waited = (latest > since) & asy   # (plan.build marks them alike)
+                        if not started[t]:
+                            waited[0] = False
+                        calls["flags"][rows[waited]] |= np.uint32(WAITED_BEFORE)
                         if started[t]:
                             since = np.maximum(since, latest)
                         else:

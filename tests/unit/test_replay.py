@@ -350,6 +350,11 @@ def test_async_requests_are_planned_at_the_depth_the_original_had(tmp_path):
     # the fifth came back at 25: 5 us; waiting for completions is not think time)
     assert list(p.calls["gap_ns"][2:7]) == [1000, 1000, 1000, 1000, 5000]
     assert p.has_async and p.bytes_by_direction() == {"read": 0, "write": 5 * 4096}
+    # AND the one request the original made after a completion it had not got back at its
+    # previous call (the fifth) is marked so: the player restarts the think time after its own
+    # wait only there
+    from iowitness.replay.plan_layout import WAITED_BEFORE
+    assert [bool(f & WAITED_BEFORE) for f in p.calls["flags"].tolist()] == [False] * 5 + [True, False, False]
 
 
 def test_async_requests_are_refused_by_the_python_player_in_one_line(tmp_path):
