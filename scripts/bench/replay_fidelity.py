@@ -158,11 +158,11 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                       "replay_median_vs_originals_median_pct": (statistics.median(theirs) - mid) / mid * 100,
                       "originals_range_pct": ((min(mine) - mid) / mid * 100, (max(mine) - mid) / mid * 100)})
     # the whole run's data calls, first to last, every thread's: the time a multi-threaded
-    # benchmark's own clock measures (threads_bench's one figure), whatever each thread's share
-    runs_ms = {"originals": [data_span(t) * 1e3 for t in [original, *again]],
-               "replays": [data_span(t) * 1e3 for t in traces]}
+    # benchmark's own clock measures (threads_bench's one figure), whatever each thread's share;
+    # and where its threads' time went in it
+    runs_ms = {"originals": [run_times(t) for t in [original, *again]], "replays": [run_times(t) for t in traces]}
     return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
-            "among_originals": among, "data_span_ms": runs_ms,
+            "among_originals": among, "run_ms": runs_ms,
             "after_wait_ns": {"original": _median(gaps_after_waits(original)),
                               "replays": [_median(gaps_after_waits(t)) for t in traces],
                               "fast": _median(gaps_after_waits(fast))},
@@ -229,17 +229,36 @@ def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
     return out
 
 
-def data_span(trace: Path) -> float:
-    """Seconds from the first data call's start to the last one's end, over every thread."""
+RUN_TIMES = {"span": "first to last", "in_calls": "inside them", "blocked": "blocked (D)", "asleep": "asleep"}
+
+
+def run_times(trace: Path) -> dict[str, float]:
+    """The run's data calls, in ms: from the first one's start to the last one's end, over every
+    thread (span); the time inside them, summed over the threads (in_calls: a lock the threads
+    contend for is in it); and the off-CPU time of their threads in the span, blocked
+    (uninterruptible, state 2: the lock, the disk) and asleep (state 1: a replay's waits on
+    another thread, its starts)."""
     import numpy as np
 
     from iowitness.analysis.read.run import load
     from iowitness.replay.plan_layout import READS, WRITES
 
-    e = load(trace).events
+    run_ = load(trace)
+    e = run_.events
     data = e[e["syscall"].astype(str).isin(READS + WRITES).to_numpy()]
-    start = data["start_ns"].to_numpy(np.int64)
-    return float((data["end_ns"].to_numpy(np.int64).max() - start.min()) / 1e9) if len(data) else 0.0
+    if not len(data):
+        return dict.fromkeys(RUN_TIMES, 0.0)
+    start, end = data["start_ns"].to_numpy(np.int64), data["end_ns"].to_numpy(np.int64)
+    a, b = int(start.min()), int(end.max())
+    out = {"span": (b - a) / 1e6, "in_calls": float((end - start).sum()) / 1e6, "blocked": 0.0, "asleep": 0.0}
+    off = run_.offcpu
+    if off is not None and len(off):
+        off = off[np.isin(off["tid"], data["tid"].unique())]
+        on, gone = off["on_ns"].astype(np.int64), off["off_ns"].astype(np.int64)
+        within = np.maximum(np.minimum(on, b) - np.maximum(gone, a), 0)
+        out["blocked"] = float(within[off["state"] == 2].sum()) / 1e6
+        out["asleep"] = float(within[off["state"] == 1].sum()) / 1e6
+    return out
 
 
 def gaps_after_waits(trace: Path):
@@ -419,15 +438,17 @@ def main() -> int:
             print(f"    {row['phase']:<30} originals {'/'.join(f'{d:.1f}' for d in row['originals_ms'])} ms  "
                   f"replays' median {row['replay_median_vs_originals_median_pct']:+6.1f} % "
                   f"(originals {lo:+.1f} to {hi:+.1f} %)")
-        spans = r["data_span_ms"]
-        if len(spans["originals"]) > 1 and spans["replays"]:
-            mid = statistics.median(spans["originals"])
-            low, high = ((f(spans["originals"]) - mid) / mid * 100 for f in (min, max))
-            print(f"  the run's data calls, first to last: originals "
-                  f"{'/'.join(f'{d:.1f}' for d in spans['originals'])} ms, replays "
-                  f"{'/'.join(f'{d:.1f}' for d in spans['replays'])} ms; replays' median "
-                  f"{(statistics.median(spans['replays']) - mid) / mid * 100:+.1f} % "
-                  f"(originals {low:+.1f} to {high:+.1f} %)")
+        runs = r["run_ms"]
+        if len(runs["originals"]) > 1 and runs["replays"]:
+            print("  the run's data calls, every thread's (replays' median against the originals'):")
+        for key, words in RUN_TIMES.items() if len(runs["originals"]) > 1 and runs["replays"] else ():
+            mine, theirs = [t[key] for t in runs["originals"]], [t[key] for t in runs["replays"]]
+            mid = statistics.median(mine)
+            against = (f"{(statistics.median(theirs) - mid) / mid * 100:+.1f} % (originals "
+                       f"{(min(mine) - mid) / mid * 100:+.1f} to {(max(mine) - mid) / mid * 100:+.1f} %)" if mid
+                       else "-")
+            print(f"    {words:<14} originals {'/'.join(f'{d:.1f}' for d in mine)} ms, replays "
+                  f"{'/'.join(f'{d:.1f}' for d in theirs)} ms; {against}")
         waits = r["after_wait_ns"]
         if waits["original"] is not None:
             diffs = [w - waits["original"] for w in waits["replays"] if w is not None]
