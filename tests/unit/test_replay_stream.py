@@ -23,11 +23,14 @@ O_RDWR, O_CREAT, O_TRUNC = 0o2, 0o100, 0o1000
 DEV = (8 << 20) | 1
 
 
-def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, requests: bool = True) -> None:
+def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, requests: bool = True,
+                      appending: bool = False) -> None:
     """Threads in 2 processes, each on its own file and on 3 shared ones (inodes 10-12), calls
     of 1-40 us at random offsets in 256 KiB (so blocks are shared), the events written in order
     of their end (as the probe's ring holds them) with some swapped. `requests`: libaio and
-    io_uring requests among them (else those are preads)."""
+    io_uring requests among them (else those are preads). `appending`: each thread's pwrite64 of a
+    shared file at its own ascending offsets (thread t's k-th call at (t * 600 + k) x 4 KiB), so
+    that the thread writing highest grows the file, as threads_bench's do, among the reads."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -60,6 +63,8 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
                 row.update(op="pread64", requested=size, ret=size if rng.random() < 0.9 else 100)
             elif pick < 0.55:
                 row.update(op="pwrite64", requested=size, ret=size)
+                if appending and ino != own:
+                    row.update(offset=(t * calls + k) * 4096)
             elif pick < 0.6:
                 row.update(op="read", requested=4096, ret=4096, offset=-1)
             elif pick < 0.65:
@@ -141,11 +146,14 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": int(events["start_ns"].max()) + 10**6}})
 
 
-@pytest.mark.parametrize(("seed", "rows"), [(1, 64), (2, 64), (3, 700), (1, 1 << 18)])
-def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, rows):
+@pytest.mark.parametrize(("seed", "rows", "appending"), [(1, 64, False), (2, 64, False), (3, 700, False),
+                                                         (1, 1 << 18, False), (4, 64, True)])
+def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, rows, appending):
     # GIVEN a messy trace of 6 threads sharing 3 files, read in blocks and windows of `rows`
+    # (and one whose threads write the shared files at their own ascending offsets: writes that
+    # grow the files, which order with the reads, not with the other writes)
     trace = tmp_path / "t.iwt"
-    write_messy_trace(trace, seed)
+    write_messy_trace(trace, seed, appending=appending)
     # WHEN planned both ways
     whole = plan.build(str(trace))
     whole.save_native(str(tmp_path / "a.bin"))
