@@ -46,7 +46,7 @@ import numpy as np
 
 from iowitness.collector.format import tracereader
 from iowitness.errors import NotFound, UsageError
-from iowitness.replay import cache, paths
+from iowitness.replay import cache, paths, plan_layout
 from iowitness.replay.plan_layout import ASYNC, CALL, OP, OPS, READS, THREAD, WAIT, WRITES  # noqa: F401 (the plan's names)
 
 URING_FIXED_FILE = 0x100   # the request named a registered file: its fd is an index, not an fd
@@ -249,15 +249,19 @@ def build(path: str, data=None) -> Plan:
     bounds = np.searchsorted(thread_index, np.arange(len(first_seen) + 1))
     gap = np.empty(len(calls), dtype=np.int64)
     preempted = _preempted(data.offcpu)
+    held = start_held(data.offcpu, calls["tgid"][bounds[:-1]], tid[bounds[:-1]], s[bounds[:-1]], t0)
     for t in range(len(first_seen)):
         a, b = bounds[t], bounds[t + 1]
         threads[t] = (calls["tgid"][a], tid[a], a, b - a)
-        gap[a] = s[a] - t0
+        gap[a] = s[a] - t0 - held[t]
         since = np.concatenate([[t0], e_thread[a:b - 1]])
         if is_async[a:b].any():
             # a thread waiting for its requests (io_getevents, io_uring_enter) was not thinking:
             # its time runs from the last of its requests' ends before the call, when later
-            since[1:] = np.maximum(since[1:], _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b]))
+            latest = _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b])
+            # a request the original waited before: marked for the player (WAITED_BEFORE)
+            calls["flags"][a + 1:b][(latest > since[1:]) & is_async[a + 1:b]] |= np.uint32(plan_layout.WAITED_BEFORE)
+            since[1:] = np.maximum(since[1:], latest)
         gap[a + 1:b] = s[a + 1:b] - since[1:]
         lost = preempted.get(int(tid[a]))
         if lost is not None:   # time the thread was runnable but off the CPU is not think time
@@ -306,6 +310,62 @@ def _last_end_before(ends, at) -> np.ndarray:
     done = np.sort(ends)
     k = np.searchsorted(done, at, side="right") - 1
     return np.where(k >= 0, done[np.maximum(k, 0)], 0)
+
+
+def start_held(offcpu, tgid, tid, first, t0: int) -> np.ndarray:
+    """Per thread (its process, its id and its first call's start, in plan order): how much of
+    the time from the trace's first call to the thread's first sign of life (its first call, or
+    its first off-CPU record when earlier) its process had no thread on a CPU and one of them
+    preempted. That is the machine's load, not the workload's: a new thread that waits for a
+    CPU, or whose creator is preempted before it creates it, leaves no record of its own (the
+    probe sees a thread leave the CPU, not wait for its first turn), and its first call kept
+    that wait as its start. threads_bench's main thread made its 4 writers within 1.4 ms and
+    slept in pthread_join; the first writer made 620 of its 1,024 writes before being
+    preempted at 3.9 ms, and the 3 others, runnable all along, made their first at 8.2 ms:
+    replayed at 8.2 ms, by then the first writer had written alone, and their contention on
+    the file was not replayed. A time when one of the process's threads was on a CPU (it may
+    be creating the thread), or none preempted (they slept: the workload's own wait), is kept;
+    so is every start of a thread alone in its process (fio's jobs, which wait for fio's
+    signal to start, spread when their own preemption was taken off)."""
+    out = np.zeros(len(tid), dtype=np.int64)
+    if offcpu is None or not len(offcpu):
+        return out
+    for process in np.unique(tgid):
+        members = np.flatnonzero(tgid == process)
+        recs = offcpu[offcpu["tgid"] == process]
+        if len(members) < 2 or not len(recs):
+            continue
+        rec_tid = recs["tid"].astype(np.int64)
+        off, on = recs["off_ns"].astype(np.int64), recs["on_ns"].astype(np.int64)
+        # each of the process's threads (those with calls, and those only switched) seen from here on
+        seen = {int(tid[m]): int(first[m]) for m in members}
+        for k in np.unique(rec_tid).tolist():
+            first_off = int(off[rec_tid == k].min())
+            seen[k] = min(seen.get(k, first_off), first_off)
+        # a sweep over the process's changes: threads on a CPU (+1 when seen, -1 off, +1 back
+        # on), threads preempted (+1 off in state 0, -1 back on)
+        times = np.concatenate([np.array(list(seen.values()), dtype=np.int64), off, on])
+        on_cpu = np.concatenate([np.ones(len(seen), np.int64), -np.ones(len(off), np.int64),
+                                 np.ones(len(on), np.int64)])
+        state0 = (recs["state"] == 0).astype(np.int64)
+        waiting = np.concatenate([np.zeros(len(seen), np.int64), state0, -state0])
+        by_time = np.argsort(times, kind="stable")
+        times, n_on, n_waiting = times[by_time], np.cumsum(on_cpu[by_time]), np.cumsum(waiting[by_time])
+        # the held time up to each change: the spans after a change where none was on and one waited
+        held = np.concatenate([[0], np.cumsum(np.where((n_on[:-1] <= 0) & (n_waiting[:-1] > 0),
+                                                       np.diff(times), 0))])
+
+        def held_by(t: int) -> int:
+            k = int(np.searchsorted(times, t, side="right")) - 1
+            if k < 0:
+                return 0
+            inside = t - int(times[k]) if n_on[k] <= 0 and n_waiting[k] > 0 else 0
+            return int(held[k]) + inside
+        for m in members:
+            upto = seen[int(tid[m])]
+            if upto > t0:
+                out[m] = held_by(upto) - held_by(t0)
+    return out
 
 
 def _preempted(offcpu) -> dict:

@@ -21,5 +21,9 @@ ASYNC = ("aio_read", "aio_write", "aio_fsync", "uring_read", "uring_write", "uri
 CALL = np.dtype([("op", "u1"), ("file", "i4"), ("tgid", "u4"), ("fd", "i4"), ("ret", "i8"), ("flags", "u4"),
                  ("offset", "i8"), ("size", "i8"), ("gap_ns", "u8"), ("start_ns", "u8"), ("ring", "u2"),
                  ("depth", "i4")])
+# the plan's own bit in an asynchronous request's flags (the trace's use bits 0-17): the original
+# waited for a completion before it, so its think time ran from that completion (player.c restarts
+# the think time after a reap that waited only there; elsewhere its wait overlaps the think time)
+WAITED_BEFORE = 1 << 30
 WAIT = np.dtype([("call", "i8"), ("thread", "u4"), ("count", "i8")])
 THREAD = np.dtype([("tgid", "u4"), ("tid", "u4"), ("first", "i8"), ("count", "i8")])

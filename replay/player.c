@@ -82,6 +82,9 @@ static const char *op_names[OP_COUNT] = {"open", "close", "read", "write", "prea
 #define AIO_VECTORED 0x10000
 #define AIO_DATASYNC 0x20000
 #define AIO_RWF_KEPT (RWF_DSYNC | RWF_SYNC | RWF_APPEND)
+/* the plan's own flag of a request (replay/plan_layout.py WAITED_BEFORE): the original waited
+ * for a completion before it */
+#define WAITED_BEFORE (1u << 30)
 
 struct __attribute__((packed)) plan_thread { uint32_t tgid, tid; int64_t first, count; };
 struct __attribute__((packed)) plan_call {
@@ -532,10 +535,24 @@ static void completed(struct stats *s, const struct plan_call *c, int64_t res)
 /* wait for completions until at most `keep` requests of the ring are in flight. In flight
  * means what the trace means: a libaio request until the io_getevents that reaps it (so no
  * more are reaped than wanted), an io_uring request until its completion is posted (so every
- * completion already posted is taken first, without a syscall) */
+ * completion already posted is taken first, without a syscall). Returns REAP_NONE when it
+ * made no waiting syscall, REAP_WAITED when it did, REAP_SLEPT when one of them was longer than
+ * SLEPT_NS (it slept: the way back from it is paid in the original's gap too, wake_cost) */
+enum { REAP_NONE, REAP_WAITED, REAP_SLEPT };
+#define SLEPT_NS 10000LL   /* a call longer than this slept: a cached 4 KiB read takes about 1 us
+			    * here, a sleep and wake-up on this VM 10 us and more */
+
+static void note_wait(int *waited, int64_t since)
+{
+	if (now_ns() - since > SLEPT_NS)
+		*waited = REAP_SLEPT;
+	else if (*waited == REAP_NONE)
+		*waited = REAP_WAITED;
+}
+
 static int reap(struct stats *s, struct ring *r, int64_t keep)
 {
-	int waited = 0;
+	int waited = REAP_NONE;
 
 	if (r->uring && r->inflight) {
 		unsigned head = *r->q.cq_head, tail = __atomic_load_n(r->q.cq_tail, __ATOMIC_ACQUIRE);
@@ -554,8 +571,10 @@ static int reap(struct stats *s, struct ring *r, int64_t keep)
 			 * that reaped it, so one reaped early would end early */
 			if (want > 64)
 				want = 64;
-			waited = 1;
+			int64_t since = now_ns();
+
 			got = syscall(SYS_io_getevents, r->ctx, want, want, ev, NULL);
+			note_wait(&waited, since);
 			if (got < 0) {
 				if (errno == EINTR)
 					continue;
@@ -570,10 +589,12 @@ static int reap(struct stats *s, struct ring *r, int64_t keep)
 			unsigned head = *r->q.cq_head, tail = __atomic_load_n(r->q.cq_tail, __ATOMIC_ACQUIRE);
 
 			if (head == tail) {
-				waited = 1;
+				int64_t since = now_ns();
+
 				if (syscall(SYS_io_uring_enter, r->q.fd, 0, (unsigned)(r->inflight - keep),
 					    IORING_ENTER_GETEVENTS, NULL, 0) < 0 && errno != EINTR)
 					die("io_uring_enter failed waiting for completions");
+				note_wait(&waited, since);
 				continue;
 			}
 			for (; head != tail; head++, r->inflight--) {
@@ -769,13 +790,13 @@ static int64_t syscall_cost(void)
  * the next call run on a CPU whose caches served another task meanwhile. The original paid it in
  * its recorded gap after every call that slept (fio's disk reads: its gap after a pread64 that
  * slept is about 0.65 us longer than after one that did not, its user code alike), and the player
- * pays it again on top of that gap, its clock read after such a call coming after it. Measured as
+ * pays it again on top of that gap, its clock read after such a call coming after it. The same
+ * after a reap of libaio or io_uring requests that slept (io_getevents, io_uring_enter: reap):
+ * the original's gap after its wait ran from the wait's end or its completion. Measured as
  * the median, over pairs, of an lseek on the plan's file (a call the probe follows as far as its
  * file test, and does no I/O) right after a 50 us sleep, less the same lseek right after it. It
  * misses the probe's record of the call (the file is not traced), so it takes off less than the
  * whole, as a rule (190 to 580 ns measured, against 550 to 710 ns after fio's disk reads). */
-#define SLEPT_NS 10000LL   /* a call longer than this slept: a cached 4 KiB read takes about 1 us
-			    * here, a sleep and wake-up on this VM 10 us and more */
 static int64_t wake_cost_of(void)
 {
 	int64_t d[51];
@@ -886,11 +907,26 @@ static void *run_thread(void *arg)
 			 * only when the ring holds as many as it ever held in the original */
 			reaped = reap(s, r, r->uring ? r->most : c->depth);
 		} else if (c->depth == 0) {
-			for (int k = 0; k < n_rings; k++)
-				reaped |= reap(s, &rings[k], 0);
+			for (int k = 0; k < n_rings; k++) {
+				int got = reap(s, &rings[k], 0);
+
+				if (got > reaped)
+					reaped = got;
+			}
 		}
-		if (reaped && speed > 0)
+		/* the think time restarts after a reap that waited where the original waited too
+		 * (its think time ran from that completion); before a request the original made
+		 * without waiting, the think time ran from its previous call, beside its I/O, and
+		 * the wait overlaps it: restarted there, an io_uring replay, which holds its ring to
+		 * the most the original's held and so waits before other requests than fio did, kept
+		 * fio's 9.8 us between submissions after each of its waits as well */
+		if (reaped && speed > 0 && (!IS_ASYNC(c->op) || (c->flags & WAITED_BEFORE))) {
 			prev_end = now_ns();
+			/* a reap that slept: the way back from it is in the original's gap after its
+			 * wait too (its io_getevents' end, its completion), as after a call that slept */
+			if (reaped == REAP_SLEPT)
+				prev_end -= wake_cost;
+		}
 		issued_at = timed(c) ? wait_until(prev_end + (int64_t)(c->gap_ns / speed) - call_cost) : 0;
 		fd = c->op == OP_OPEN ? -1 : ours(c->fd);
 		if (c->op != OP_OPEN && fd < 0)
@@ -1201,7 +1237,7 @@ int main(int argc, char **argv)
 		printf("iowitness replay:   think times kept: those over %lld ns, each %lld ns shorter (a syscall's round "
 		       "trip here, outside the span the probe records)\n", (long long)call_cost, (long long)call_cost);
 	if (wake_cost)
-		printf("iowitness replay:   after a call that slept (over %lld us), %lld ns shorter still (the way back "
+		printf("iowitness replay:   after a call or a reap that slept (over %lld us), %lld ns shorter still (the way back "
 		       "from a sleep, paid in the original's gap too)\n", SLEPT_NS / 1000, (long long)wake_cost);
 	fputs(notes, stdout);
 	fflush(stdout);

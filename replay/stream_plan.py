@@ -42,7 +42,7 @@ import numpy as np
 from iowitness.collector.format import tracestream
 from iowitness.errors import NotFound, UsageError
 from iowitness.replay import cache, order, paths, plan as inmemory
-from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, THREAD, WAIT, WRITES
+from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, THREAD, WAIT, WAITED_BEFORE, WRITES
 
 BLOCK_ROWS = 1 << 18    # trace events decoded at once
 WINDOW_ROWS = 1 << 18   # calls taken from each run per window
@@ -359,10 +359,10 @@ class _EndCounter:
 class _FileState:
     """Sweep B, per shared file and awaited thread: what of its calls on the file had ended."""
 
-    __slots__ = ("barrier", "every", "sync", "write", "reads", "writes", "pending")
+    __slots__ = ("barrier", "every", "sync", "write", "grow", "read", "reads", "writes", "pending")
 
     def __init__(self):
-        self.barrier = self.every = self.sync = self.write = 0
+        self.barrier = self.every = self.sync = self.write = self.grow = self.read = 0
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         self.reads, self.writes = empty, empty
         self.pending = None   # structured rows (seq, end, cls, offset, size) not ended by the last cut
@@ -409,6 +409,9 @@ class _Builder:
             self.threads[r] = (keys[t] >> 32, keys[t] & 0xFFFFFFFF, self.first[r], counts[r])
         self.count = int(counts.sum())
         self.t0 = sp.t0
+        firsts = np.array([sp.thread_first[t][0] for t in provisional], dtype=np.int64)
+        self.start_held = inmemory.start_held(self.offcpu, self.threads["tgid"], self.threads["tid"], firsts,
+                                             int(self.t0 or 0))   # (the trace has calls: t0 is known)
         self._sweep_a()
         # a thread's rings are sized (replay/player.c ring_of) by the depths of all its requests,
         # which the rest of the build finds: a plan with requests is not followed
@@ -579,7 +582,7 @@ class _Builder:
         started = np.zeros(n_threads, dtype=bool)
         async_ends = [_AsyncState() for _ in range(n_threads)]
         self.has_async_thread = np.zeros(n_threads, dtype=bool)
-        grow = self.sizes.copy()   # each file's size so far: a write beyond it is a barrier
+        grow = self.sizes.copy()   # each file's size so far: a write beyond it grows it (order.GROW)
         users: list[set] = [set() for _ in range(n_files)]
         state: dict[tuple[int, int], _FileState] = {}
         lifted: dict[tuple[int, int], int] = {}   # (waiting thread, awaited thread) -> highest count so far
@@ -615,6 +618,10 @@ class _Builder:
                     if asy.any() or a_state.any:
                         self.has_async_thread[t] = True
                         latest = a_state.latest_before(en[asy], st, int(st.max()))
+                        waited = (latest > since) & asy   # (plan.build marks them alike)
+                        if not started[t]:
+                            waited[0] = False
+                        calls["flags"][rows[waited]] |= np.uint32(WAITED_BEFORE)
                         if started[t]:
                             since = np.maximum(since, latest)
                         else:
@@ -629,6 +636,8 @@ class _Builder:
                         if not started[t]:
                             off[0] = 0
                         g = g - off
+                    if not started[t]:   # its process's wait for a CPU before it began (plan.start_held)
+                        g[0] -= self.start_held[t]
                     gap[rows] = g
                     prev_end[t] = e_thread[-1]
                     started[t] = True
@@ -677,7 +686,7 @@ class _Builder:
             e = ends[mine]
             before = np.maximum.accumulate(np.concatenate([[grow[f]], e[:-1]]))
             grows = writes[mine][e > before]
-            cls[grows[cls[grows] == order.WRITE]] = order.BARRIER
+            cls[grows[cls[grows] == order.WRITE]] = order.GROW
             grow[f] = max(int(grow[f]), int(e.max()))
         return cls
 
@@ -861,10 +870,15 @@ def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) ->
     every = last(None, st.every)
     need = np.where(c_m == order.BARRIER, every, need)
     syncs = last(order.SYNC, st.sync)
-    writes = last(order.WRITE, st.write)
+    writes = np.maximum(last(order.WRITE, st.write), last(order.GROW, st.grow))
+    grows = last(order.GROW, st.grow)
+    reads = last(order.READ, st.read)
     need = np.where(c_m == order.SYNC, np.maximum.reduce([need, syncs, writes]), need)
-    need = np.where(c_m == order.WRITE, np.maximum(need, syncs), need)
-    for kind, against in ((order.READ, (order.WRITE,)), (order.WRITE, (order.READ, order.WRITE))):
+    need = np.where(np.isin(c_m, order.WRITING), np.maximum(need, syncs), need)
+    need = np.where(c_m == order.READ, np.maximum(need, grows), need)
+    need = np.where(c_m == order.GROW, np.maximum(need, reads), need)
+    for kind, against in ((order.READ, (order.WRITE,)), (order.WRITE, (order.READ, *order.WRITING)),
+                          (order.GROW, order.WRITING)):
         asks = np.flatnonzero(c_m == kind)
         if not len(asks):
             continue
@@ -878,7 +892,7 @@ def _needed_window(calls, cls, seq, start, end, theirs, mine, st: _FileState) ->
             best = _overlapping(t_block, t_end[other][t_row], t_seq[other][t_row] + 1, m_block,
                                 start[m_rows][m_row])
         # and those of earlier windows that had ended
-        for blocks, highest in ([st.writes] if kind == order.READ else [st.reads, st.writes]):
+        for blocks, highest in ([st.reads, st.writes] if kind == order.WRITE else [st.writes]):
             if len(blocks):
                 at, known = _rank_of(blocks, m_block)
                 best = np.maximum(best, np.where(known, highest[at], 0))
@@ -978,12 +992,13 @@ def _carry(st: _FileState, calls, cls, seq, end, theirs, cut: int) -> None:
         return
     top = done["seq"] + 1
     st.every = max(st.every, int(top.max()))
-    for kind, name in ((order.BARRIER, "barrier"), (order.SYNC, "sync"), (order.WRITE, "write")):
+    for kind, name in ((order.BARRIER, "barrier"), (order.SYNC, "sync"), (order.WRITE, "write"), (order.GROW, "grow"),
+                       (order.READ, "read")):
         mine = done["cls"] == kind
         if mine.any():
             setattr(st, name, max(getattr(st, name), int(top[mine].max())))
-    for kind, name in ((order.READ, "reads"), (order.WRITE, "writes")):
-        mine = done[done["cls"] == kind]
+    for kinds, name in (((order.READ,), "reads"), (order.WRITING, "writes")):
+        mine = done[np.isin(done["cls"], kinds)]
         if not len(mine):
             continue
         local = np.zeros(len(mine), CALL)

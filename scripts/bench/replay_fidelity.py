@@ -16,6 +16,9 @@ Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work
        [--into-root /mnt/btrfs/replays]   (replays on another file system, the originals on --work's)
        [--originals 3]   (the workload run 3 times, interleaved with the replays: its own spread, the same way;
                           then each phase's replays' median against the originals' median and range)
+       [--base-player /tmp/player-main]   (replayed REPLAYS times again by that build and by the tree's,
+                          alternating: the time after a wait for libaio or io_uring completions, against the
+                          original's)
 Per kind of call it also prints the time from its end to the thread's next call, replay less original call
 for call (the player's error in the gaps; a call that slept, a disk read, is where it was).
 """
@@ -154,10 +157,45 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                       "replays_ms": [d * 1e3 for d in theirs],
                       "replay_median_vs_originals_median_pct": (statistics.median(theirs) - mid) / mid * 100,
                       "originals_range_pct": ((min(mine) - mid) / mid * 100, (max(mine) - mid) / mid * 100)})
+    # the whole run's data calls, first to last, every thread's: the time a multi-threaded
+    # benchmark's own clock measures (threads_bench's one figure), whatever each thread's share;
+    # and where its threads' time went in it
+    runs_ms = {"originals": [run_times(t) for t in [original, *again]], "replays": [run_times(t) for t in traces]}
     return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
-            "among_originals": among,
+            "among_originals": among, "run_ms": runs_ms,
+            "after_wait_ns": {"original": _median(gaps_after_waits(original)),
+                              "replays": [_median(gaps_after_waits(t)) for t in traces],
+                              "fast": _median(gaps_after_waits(fast))},
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)},
             "gaps_after": gaps_after(original, traces, fast)}
+
+
+def players_ab(original: Path, base_player: str, replays: int, into: Path, out: Path) -> dict[str, list[float]]:
+    """The recorded original replayed `replays` times by the tree's native player and as often by
+    `base_player` (an earlier build), alternating, the order reversed each time: each replay's
+    median time from the last completion a thread waited for to its next call, less the
+    original's. The base build is put in the native player's place for its replays, and the
+    tree's put back after each."""
+    from iowitness.commands.replay import NATIVE_PLAYER
+
+    tree = out / "tree-player"
+    shutil.copy2(NATIVE_PLAYER, tree)
+    base = _median(gaps_after_waits(original)) or 0.0
+    found: dict[str, list[float]] = {"tree": [], "base": []}
+    try:
+        for k in range(replays):
+            for which in (("tree", "base") if k % 2 == 0 else ("base", "tree")):
+                shutil.copy2(tree if which == "tree" else base_player, NATIVE_PLAYER)
+                trace = out / f"ab-{which}-{k}.iwt"
+                shutil.rmtree(into / f"ab-{which}-{k}", ignore_errors=True)
+                run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into / f"ab-{which}-{k}"), "-o",
+                     str(trace)])
+                got = _median(gaps_after_waits(trace))
+                if got is not None:
+                    found[which].append(got - base)
+    finally:
+        shutil.copy2(tree, NATIVE_PLAYER)
+    return found
 
 
 def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
@@ -189,6 +227,76 @@ def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
         rank = seen[name] = seen.get(name, -1) + 1
         out[(*name, rank)] = ((span - lost) / 1e9, lost / span * 100 if span else 0.0)
     return out
+
+
+RUN_TIMES = {"span": "first to last", "in_calls": "inside them", "blocked": "blocked (D)", "asleep": "asleep"}
+
+
+def run_times(trace: Path) -> dict[str, float]:
+    """The run's data calls, in ms: from the first one's start to the last one's end, over every
+    thread (span); the time inside them, summed over the threads (in_calls: a lock the threads
+    contend for is in it); and the off-CPU time of their threads in the span, blocked
+    (uninterruptible, state 2: the lock, the disk) and asleep (state 1: a replay's waits on
+    another thread, its starts)."""
+    import numpy as np
+
+    from iowitness.analysis.read.run import load
+    from iowitness.replay.plan_layout import READS, WRITES
+
+    run_ = load(trace)
+    e = run_.events
+    data = e[e["syscall"].astype(str).isin(READS + WRITES).to_numpy()]
+    if not len(data):
+        return dict.fromkeys(RUN_TIMES, 0.0)
+    start, end = data["start_ns"].to_numpy(np.int64), data["end_ns"].to_numpy(np.int64)
+    a, b = int(start.min()), int(end.max())
+    out = {"span": (b - a) / 1e6, "in_calls": float((end - start).sum()) / 1e6, "blocked": 0.0, "asleep": 0.0}
+    off = run_.offcpu
+    if off is not None and len(off):
+        off = off[np.isin(off["tid"], data["tid"].unique())]
+        on, gone = off["on_ns"].astype(np.int64), off["off_ns"].astype(np.int64)
+        within = np.maximum(np.minimum(on, b) - np.maximum(gone, a), 0)
+        out["blocked"] = float(within[off["state"] == 2].sum()) / 1e6
+        out["asleep"] = float(within[off["state"] == 1].sum()) / 1e6
+    return out
+
+
+def gaps_after_waits(trace: Path):
+    """Per thread with libaio or io_uring requests, the time from the last completion it got
+    back to its next call, for each call before which it slept waiting for one (the completion
+    came after the thread was free again from its previous call, and an off-CPU record of the
+    thread asleep ended in between: the io_getevents that reaped a libaio request, the
+    io_uring_enter that waited for a completion; an io_uring completion posted while the
+    thread was busy is no wait). The plan's think time runs from that completion; the replay's
+    gap there is that think time plus the way back from its own wait."""
+    import numpy as np
+
+    from iowitness.analysis.read.run import load
+
+    run_ = load(trace)
+    e = run_.events.sort_values(["tid", "start_ns"], kind="stable")
+    off = run_.offcpu
+    asleep = off[off["state"] != 0] if off is not None and len(off) else None
+    out = []
+    for tid, mine in e.groupby("tid", sort=False):
+        is_async = mine["syscall"].astype(str).str.startswith(("aio_", "uring_")).to_numpy()
+        if not is_async.any():
+            continue
+        start, end = mine["start_ns"].to_numpy(np.int64), mine["end_ns"].to_numpy(np.int64)
+        free = np.where(is_async, start, end)   # the thread free again after the call
+        done = np.sort(end[is_async])
+        k = np.searchsorted(done, start[1:], side="right") - 1
+        last = np.where(k >= 0, done[np.maximum(k, 0)], 0)
+        woke = np.sort(asleep["on_ns"][asleep["tid"] == tid].astype(np.int64)) if asleep is not None \
+            else np.zeros(0, np.int64)
+        slept = np.searchsorted(woke, start[1:], side="right") > np.searchsorted(woke, free[:-1], side="right")
+        waited = (last > free[:-1]) & slept
+        out.append((start[1:] - last)[waited])
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+def _median(values) -> float | None:
+    return float(statistics.median(values.tolist())) if len(values) else None
 
 
 def median_gap(trace: Path) -> float:
@@ -286,6 +394,9 @@ def main() -> int:
     parser.add_argument("--originals", type=int, default=1,
                         help="runs of the workload itself, the first replayed; each other one (interleaved with the "
                              "replays) set against the first as a replay is: how far the workload is from itself here")
+    parser.add_argument("--base-player", help="an earlier build of replay/player.c: the original replayed as many "
+                                              "times again by it and by the tree's, alternating, and each set's "
+                                              "time after a wait for completions set against the original's")
     parser.add_argument("--into-root", help="replay under this directory (another file system: mount it first) "
                                             "instead of beside the original")
     args = parser.parse_args()
@@ -301,6 +412,9 @@ def main() -> int:
         r = fidelity(name, command, work, args.replays, args.player,
                      Path(args.into_root) if args.into_root else None, args.originals)
         r["player"] = player_cost(r["original"], work, args.player)
+        if args.base_player:
+            base = Path(r["original"]).parent
+            r["players_ab"] = players_ab(Path(r["original"]), args.base_player, args.replays, base, base)
         results.append(r)
         print(f"## {name}\n$ {r['command']}")
         for row in r["phases"]:
@@ -324,6 +438,23 @@ def main() -> int:
             print(f"    {row['phase']:<30} originals {'/'.join(f'{d:.1f}' for d in row['originals_ms'])} ms  "
                   f"replays' median {row['replay_median_vs_originals_median_pct']:+6.1f} % "
                   f"(originals {lo:+.1f} to {hi:+.1f} %)")
+        runs = r["run_ms"]
+        if len(runs["originals"]) > 1 and runs["replays"]:
+            print("  the run's data calls, every thread's (replays' median against the originals'):")
+        for key, words in RUN_TIMES.items() if len(runs["originals"]) > 1 and runs["replays"] else ():
+            mine, theirs = [t[key] for t in runs["originals"]], [t[key] for t in runs["replays"]]
+            mid = statistics.median(mine)
+            against = (f"{(statistics.median(theirs) - mid) / mid * 100:+.1f} % (originals "
+                       f"{(min(mine) - mid) / mid * 100:+.1f} to {(max(mine) - mid) / mid * 100:+.1f} %)" if mid
+                       else "-")
+            print(f"    {words:<14} originals {'/'.join(f'{d:.1f}' for d in mine)} ms, replays "
+                  f"{'/'.join(f'{d:.1f}' for d in theirs)} ms; {against}")
+        waits = r["after_wait_ns"]
+        if waits["original"] is not None:
+            diffs = [w - waits["original"] for w in waits["replays"] if w is not None]
+            print(f"  time from the last completion a thread waited for to its next call, median: original "
+                  f"{waits['original']:,.0f} ns; replay - original {statistics.median(diffs):+,.0f} ns (replays "
+                  f"{min(diffs):+,.0f} to {max(diffs):+,.0f}); at --timing fast {waits['fast'] or 0:,.0f} ns")
         print("  time from a call's end to its thread's next call, by the call (replay - original, call for call):")
         for kind, g in r["gaps_after"].items():
             d = g["replay_minus_original_ns"]
@@ -332,6 +463,10 @@ def main() -> int:
             fast = f"{g['fast_ns']:,.0f}" if g["fast_ns"] is not None else "-"
             print(f"    after {kind:<12} {g['calls']:>7} calls  original {g['original_ns']:7,.0f} ns  "
                   f"as-recorded {spread}  fast {fast} ns")
+        for which, diffs in r.get("players_ab", {}).items():
+            if diffs:
+                print(f"  {which} player, alternating: time after a wait for completions, replay - original, median "
+                      f"{statistics.median(diffs):+,.0f} ns (replays {min(diffs):+,.0f} to {max(diffs):+,.0f})")
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
               f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A replay's player and cross-thread waits against an earlier commit's, interleaved, no probe.
 
-For one trace: the plan's waits as an earlier commit's replay/plan.py makes them and as the
+For one trace: the plan's waits as an earlier commit's replay/plan.py and order.py make them and as the
 tree's does, each run by that commit's replay/player.c and by the tree's, at --timing
 as-recorded, in an order that reverses every cycle. Prints each variant's replay time (the
 player's own figure: first call to last) as median and range, and the trace's own first call
@@ -40,17 +40,23 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="replay-ab-"))
     try:
-        for name in ("plan.py", "player.c"):
-            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{args.base}:replay/{name}"], check=True,
+        for name in ("plan.py", "order.py", "player.c", "uring_setup.h"):
+            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{args.base}:replay/{name}"], check=False,
                                   capture_output=True, text=True).stdout
-            (work / f"base_{name}").write_text(text.replace('#include "uring_setup.h"', ""))
+            # the player's header beside it under its own name (a base before it has none)
+            (work / (name if name.endswith(".h") else f"base_{name}")).write_text(text)
         subprocess.run(["clang", "-O2", "-pthread", "-o", str(work / "base_player"), str(work / "base_player.c")],
                        check=True)
-        spec = importlib.util.spec_from_file_location("base_plan", work / "base_plan.py")
-        assert spec and spec.loader
-        base_plan = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(base_plan)
-        new, old = rp.build(args.trace), base_plan.build(args.trace)
+        base_plan, base_order = (_module(f"base_{name}", work / f"base_{name}.py") for name in ("plan", "order"))
+        new = rp.build(args.trace)
+        # the base's waits from the base's order.py (plan.build imports it from the package when it runs)
+        import iowitness.replay as package
+        tree_order = package.order
+        package.order = sys.modules["iowitness.replay.order"] = base_order
+        try:
+            old = base_plan.build(args.trace)
+        finally:
+            package.order = sys.modules["iowitness.replay.order"] = tree_order
         added = [rp.OP[o] for o in rp.OPS if o not in base_plan.OPS or rp.OP[o] != base_plan.OP[o]]
         if np.isin(new.calls["op"], added).any():
             sys.exit(f"{args.trace} has calls whose plan op codes changed since {args.base}: not comparable")
@@ -81,6 +87,14 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

@@ -102,6 +102,12 @@ def test_threads_sharing_a_file_replayed_keep_their_calls_and_order(tmp_path):
     # AND the plan kept the shared file's order across the threads where the original showed one
     # (threads start after the main thread's open: each waits for it)
     assert len(plan.waits) >= 4
+    # AND no other: the threads' records are disjoint, so a write waits for no other thread's
+    # write, though those of the thread writing the last quarter make the file longer; the
+    # waits are the threads' first calls (after the open) and the close (after every write)
+    firsts = set(plan.threads["first"].tolist())
+    waiting = [(int(c), replay_plan.OPS[plan.calls["op"][c]]) for c in plan.waits["call"]]
+    assert all(c in firsts or op == "close" for c, op in waiting), waiting
 
 
 def test_fio_replayed_and_exported_moves_the_bytes_fio_reported(tmp_path):

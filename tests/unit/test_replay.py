@@ -350,6 +350,11 @@ def test_async_requests_are_planned_at_the_depth_the_original_had(tmp_path):
     # the fifth came back at 25: 5 us; waiting for completions is not think time)
     assert list(p.calls["gap_ns"][2:7]) == [1000, 1000, 1000, 1000, 5000]
     assert p.has_async and p.bytes_by_direction() == {"read": 0, "write": 5 * 4096}
+    # AND the one request the original made after a completion it had not got back at its
+    # previous call (the fifth) is marked so: the player restarts the think time after its own
+    # wait only there
+    from iowitness.replay.plan_layout import WAITED_BEFORE
+    assert [bool(f & WAITED_BEFORE) for f in p.calls["flags"].tolist()] == [False] * 5 + [True, False, False]
 
 
 def test_async_requests_are_refused_by_the_python_player_in_one_line(tmp_path):
@@ -392,6 +397,32 @@ def test_a_threads_first_call_keeps_its_start_among_the_others_preempted_or_not(
     # spread apart), and only its own gaps leave the preempted time out
     second = whole.calls[whole.calls["tgid"] == 50][4:]
     assert list(second["gap_ns"]) == [80_000, 6_000, 10_000, 10_000]
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+
+
+@pytest.mark.parametrize("state", [0, 1], ids=["preempted", "asleep"])
+def test_a_new_threads_start_leaves_out_its_processs_wait_for_a_cpu(tmp_path, state):
+    # GIVEN three threads of one process starting one after the other (their calls 20 us apart,
+    # 10 us each: the first at 0-70 us, the second from 80, the third from 160), as
+    # threads_bench's do: the first thread preempted from 70 to 78 us and then asleep (in its
+    # join), the second off the CPU from 150 to 158 us, preempted or asleep; the new threads
+    # leave no record of their own before their first call
+    from iowitness.replay import stream_plan
+
+    trace = tmp_path / "t.iwt"
+    t0 = 1_000_000_000
+    write_trace(trace, [(b"/w/a", AT_FDCWD), (b"/w/b", AT_FDCWD), (b"/w/c", AT_FDCWD)], threads=3,
+                offcpu=[(50, t0 + 70_000, t0 + 78_000, 0), (50, t0 + 78_000, t0 + 900_000, 1),
+                        (51, t0 + 150_000, t0 + 158_000, state)])
+    # WHEN planned in memory and streamed
+    whole = plan.build(str(trace))
+    whole.save_native(str(tmp_path / "a.bin"))
+    stream_plan.build_native(str(trace), str(tmp_path / "b.bin"))
+    firsts = [int(whole.calls["gap_ns"][t["first"]]) for t in whole.threads]
+    # THEN a thread's first call starts less the time none of its process's threads was on a
+    # CPU and one was preempted (the machine's load: 8 us before the second thread, and 8 more
+    # before the third when the second was preempted), not less a time they slept
+    assert firsts == ([0, 72_000, 144_000] if state == 0 else [0, 72_000, 152_000])
     assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
 
 

@@ -63,16 +63,31 @@ def test_a_sync_waits_for_writes_not_reads():
     assert waits_of([("fsync", -1, 0, 0, 10)], [("pread64", 0, 4096, 20, 30)]) == []
 
 
-def test_opens_closes_position_calls_and_growing_writes_wait_for_everything():
+def test_opens_closes_and_position_calls_wait_for_everything():
     # GIVEN thread 0 reading; thread 1 then opening, reading at the file position, closing
     t0 = [("pread64", 0, 4096, 0, 10)]
     assert waits_of(t0, [("open", -1, 0, 20, 30)]) == [(1, 0, 1)]
     assert waits_of(t0, [("read", 0, 4096, 20, 30)]) == [(1, 0, 1)]
-    # AND a write past the file's end (it was 4 KiB) is a barrier: a read of other bytes waits for it
-    grows = [("pwrite64", 1 << 20, 4096, 0, 10)]
-    assert waits_of(grows, [("pread64", 0, 4096, 20, 30)], size=4096) == [(1, 0, 1)]
     # AND a call only waits for calls that had ended before it started
     assert waits_of([("pwrite64", 0, 4096, 0, 25)], [("pread64", 0, 4096, 20, 30)]) == []
+
+
+def test_a_growing_write_orders_with_reads_and_syncs_not_with_writes_elsewhere():
+    # GIVEN a file of 4 KiB, thread 0 writing past its end (the file grows to 1 MiB + 4 KiB)
+    grows = [("pwrite64", 1 << 20, 4096, 0, 10)]
+    # THEN a read of other bytes waits for it (its length depends on the file's size)
+    assert waits_of(grows, [("pread64", 0, 4096, 20, 30)], size=4096) == [(1, 0, 1)]
+    # AND a growing write waits for a read of other bytes before it
+    assert waits_of([("pread64", 0, 4096, 0, 10)], [("pwrite64", 1 << 20, 4096, 20, 30)], size=4096) == [(1, 0, 1)]
+    # AND an fsync waits for it, as for any write
+    assert waits_of(grows, [("fsync", -1, 0, 20, 30)], size=4096) == [(1, 0, 1)]
+    # AND a write of other bytes does not, nor another growing write (the size after both is the
+    # larger end whichever comes first): threads_bench's threads each writing their own quarter
+    assert waits_of(grows, [("pwrite64", 0, 4096, 20, 30)], size=4096) == []
+    assert waits_of(grows, [("pwrite64", 2 << 20, 4096, 20, 30)], size=4096) == []
+    assert waits_of([("pwrite64", 0, 4096, 0, 10)], [("pwrite64", 1 << 20, 4096, 20, 30)], size=4096) == []
+    # AND a write of the same bytes does
+    assert waits_of(grows, [("pwrite64", 1 << 20, 4096, 20, 30)], size=4096) == [(1, 0, 1)]
 
 
 def brute_force_waits(calls, thread_index, bounds, start, end, sizes):
@@ -90,8 +105,10 @@ def brute_force_waits(calls, thread_index, bounds, start, end, sizes):
         if order.BARRIER in (ca, cb):
             return True
         if order.SYNC in (ca, cb):
-            return {ca, cb} <= {order.SYNC, order.WRITE}
-        return order.WRITE in (ca, cb) and bool(blocks(a) & blocks(b))
+            return {ca, cb} <= {order.SYNC, order.WRITE, order.GROW}
+        if {ca, cb} == {order.READ, order.GROW}:
+            return True
+        return bool({ca, cb} & {order.WRITE, order.GROW}) and bool(blocks(a) & blocks(b))
 
     out, best = [], {}
     for c in range(len(calls)):

@@ -23,11 +23,14 @@ O_RDWR, O_CREAT, O_TRUNC = 0o2, 0o100, 0o1000
 DEV = (8 << 20) | 1
 
 
-def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, requests: bool = True) -> None:
+def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, requests: bool = True,
+                      appending: bool = False) -> None:
     """Threads in 2 processes, each on its own file and on 3 shared ones (inodes 10-12), calls
     of 1-40 us at random offsets in 256 KiB (so blocks are shared), the events written in order
     of their end (as the probe's ring holds them) with some swapped. `requests`: libaio and
-    io_uring requests among them (else those are preads)."""
+    io_uring requests among them (else those are preads). `appending`: each thread's pwrite64 of a
+    shared file at its own ascending offsets (thread t's k-th call at (t * 600 + k) x 4 KiB), so
+    that the thread writing highest grows the file, as threads_bench's do, among the reads."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -36,7 +39,9 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
     rows = []
     for t in range(threads):
         tgid, tid = 50 + t % 2, 100 + t
-        now = t0 + int(rng.integers(0, 5_000))
+        # the last thread starts 2 ms late, its process's other threads off the CPU before it
+        # (one preempted: plan.start_held's time, below)
+        now = t0 + int(rng.integers(0, 5_000)) + (2_000_000 if t == threads - 1 else 0)
         own, shared = 1000 + t, [10, 11, 12]
         opened = {}
         for ino, fd in [(own, 3)] + [(s, 4 + k) for k, s in enumerate(shared)]:
@@ -58,6 +63,8 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
                 row.update(op="pread64", requested=size, ret=size if rng.random() < 0.9 else 100)
             elif pick < 0.55:
                 row.update(op="pwrite64", requested=size, ret=size)
+                if appending and ino != own:
+                    row.update(offset=(t * calls + k) * 4096)
             elif pick < 0.6:
                 row.update(op="read", requested=4096, ret=4096, offset=-1)
             elif pick < 0.65:
@@ -115,8 +122,15 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
     offcpu = np.zeros(40, layout().structs["iow_offcpu"])
     off = np.sort(rng.integers(t0, int(events["start_ns"].max()), 40))
     offcpu["off_ns"], offcpu["on_ns"] = off, off + rng.integers(1_000, 20_000, 40)
-    offcpu["tid"] = offcpu["tgid"] = 100 + rng.integers(0, threads, 40)
+    offcpu["tid"] = 100 + rng.integers(0, threads, 40)
+    offcpu["tgid"] = 50 + (offcpu["tid"] - 100) % 2   # each thread's process, as the events have it
+    late = threads - 1
+    held = np.zeros(len(range(late % 2, late, 2)), layout().structs["iow_offcpu"])
+    for k, t in enumerate(range(late % 2, late, 2)):   # its process-mates: one preempted, the others asleep
+        held[k]["tid"], held[k]["tgid"], held[k]["state"] = 100 + t, 50 + t % 2, 0 if k == 0 else 1
+        held[k]["off_ns"], held[k]["on_ns"] = t0 + 500_000 + k * 1_000, t0 + 1_500_000 - k * 1_000
     offcpu["state"] = rng.integers(0, 2, 40)
+    offcpu = np.concatenate([offcpu, held])
     block = np.zeros(30, layout().structs["iow_block"])
     block["start_ns"] = block["issue_ns"] = np.sort(rng.integers(t0, int(events["start_ns"].max()), 30))
     block["complete_ns"] = block["issue_ns"] + 50_000
@@ -132,11 +146,14 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": int(events["start_ns"].max()) + 10**6}})
 
 
-@pytest.mark.parametrize(("seed", "rows"), [(1, 64), (2, 64), (3, 700), (1, 1 << 18)])
-def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, rows):
+@pytest.mark.parametrize(("seed", "rows", "appending"), [(1, 64, False), (2, 64, False), (3, 700, False),
+                                                         (1, 1 << 18, False), (4, 64, True)])
+def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, rows, appending):
     # GIVEN a messy trace of 6 threads sharing 3 files, read in blocks and windows of `rows`
+    # (and one whose threads write the shared files at their own ascending offsets: writes that
+    # grow the files, which order with the reads, not with the other writes)
     trace = tmp_path / "t.iwt"
-    write_messy_trace(trace, seed)
+    write_messy_trace(trace, seed, appending=appending)
     # WHEN planned both ways
     whole = plan.build(str(trace))
     whole.save_native(str(tmp_path / "a.bin"))
