@@ -74,7 +74,7 @@ _iowitness() {
                 --interval) COMPREPLY=(); return ;;
                 --mode) COMPREPLY=(); return ;;
                 --claims) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                --spec) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --spec) COMPREPLY=(); return ;;
                 --format) COMPREPLY=($(compgen -W "iozone fio dd" -- "$cur")); return ;;
                 --tolerance) COMPREPLY=(); return ;;
                 --device-ceiling) COMPREPLY=(); return ;;
@@ -96,7 +96,7 @@ _iowitness() {
         check)
             case "$prev" in
                 --claims) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                --spec) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --spec) COMPREPLY=(); return ;;
                 --format) COMPREPLY=($(compgen -W "iozone fio dd" -- "$cur")); return ;;
                 --tolerance) COMPREPLY=(); return ;;
                 --device-ceiling) COMPREPLY=(); return ;;

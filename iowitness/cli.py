@@ -43,7 +43,8 @@ def build_parser():
     parser.add_argument("--print-schema", metavar="NAME",
                         help="print the JSON schema of an output (report, compare, compare-groups, hosts) and exit")
     parser.add_argument("--list-specs", action="store_true",
-                        help="list the claim specs shipped with iowitness (for check/report --spec FILE) and exit")
+                        help="list the claim specs shipped with iowitness (for check/report --spec NAME or FILE; "
+                             "chosen by the recorded command) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"iowitness.commands.{MODULES.get(name, name)}")

@@ -24,6 +24,7 @@ own: it is chosen with --spec, and its claims say which phases they are about (m
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import string
 
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from iowitness import shipped
 from iowitness.analysis.benchmarks import spec_match
 from iowitness.analysis.benchmarks.spec_units import UNITS, near, number, size
 from iowitness.analysis.judge import latency
@@ -78,7 +80,7 @@ WINDOWS = ("calls", "+fsync", "+close", "busy")
 # its own first data call to its last, added up (fs_mark -t N: each child's files/sec, summed);
 # without it, all the amounts over the set's wall time
 SUMS = ("processes",)
-BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds", "output_files")
+BENCHMARK_KEYS = ("name", "mb", "kb", "multipliers", "clock_seconds", "output_files", "program")
 
 
 class SpecError(ValueError):
@@ -123,10 +125,16 @@ class Spec:
     multiplier_base: int = 1000
     clock_seconds: float | None = None   # the tick of the benchmark's clock (postmark's time(): 1 s)
     output_files: tuple[str, ...] = ()   # globs: the benchmark's own log files, output not data (judge/output_files.py)
+    # the command lines whose output it reads: the program's basename, then words among its
+    # arguments (["sysbench", "fileio"]); a shipped spec so marked is chosen without --spec
+    program: tuple[str, ...] = ()
 
 
 def load(path: str | Path) -> Spec:
-    """A checked spec from a .toml file."""
+    """A checked spec from a .toml file, or the spec shipped under that name (`ioping`:
+    `iowitness --list-specs`) when no such file exists."""
+    if not Path(path).exists() and str(path) in shipped.specs():
+        path = shipped.specs()[str(path)]
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
@@ -155,7 +163,8 @@ def loads(source: str | dict) -> Spec:
             or set(benchmark) - set(BENCHMARK_KEYS):
         raise SpecError("spec [benchmark] takes 'name' (a string), 'mb' and 'kb' (the bytes in the benchmark's "
                         "MB and kB), 'multipliers' (\"decimal\" or \"binary\": what k, M, G after a number mean), "
-                        "'clock_seconds' (the tick of its clock), 'output_files' (globs of its own log files)")
+                        "'clock_seconds' (the tick of its clock), 'output_files' (globs of its own log files), "
+                        "'program' (the command it reads: a program's name, or [name, words among its arguments])")
     if benchmark.get("multipliers", "decimal") not in ("decimal", "binary"):
         raise SpecError(f"spec [benchmark] 'multipliers' is {benchmark['multipliers']!r}; give \"decimal\" "
                         "(k = 1000) or \"binary\" (k = 1024)")
@@ -172,13 +181,44 @@ def loads(source: str | dict) -> Spec:
     if not isinstance(output_files, list) or not all(isinstance(g, str) and g.strip() for g in output_files):
         raise SpecError(f"spec [benchmark] 'output_files' is {output_files!r}; give a list of globs of the "
                         "benchmark's own log files, such as [\"fs_log.txt*\"] (a name, or a path with /)")
+    program = benchmark.get("program", [])
+    program = [program] if isinstance(program, str) else program
+    if not isinstance(program, list) or not all(isinstance(w, str) and w.strip() for w in program):
+        raise SpecError(f"spec [benchmark] 'program' is {benchmark['program']!r}; give the program's name, such as "
+                        "\"ioping\", or a list of it and words among its arguments, such as [\"sysbench\", \"fileio\"]")
     tables = source.get("claim")
     if not isinstance(tables, list) or not tables:
         raise SpecError("spec has no [[claim]] table")
     rules = tuple(rule for n, t in enumerate(tables, start=1) for rule in _rules(n, t))
     return Spec(benchmark.get("name"), rules, mb, kb,
                 1024 if benchmark.get("multipliers") == "binary" else 1000,
-                float(clock) if clock is not None else None, tuple(output_files))
+                float(clock) if clock is not None else None, tuple(output_files), tuple(program))
+
+
+def shipped_for(command: list[str]) -> tuple[str, Spec] | None:
+    """(name, spec) of the one shipped spec whose `program` the command runs, or None (none, or
+    several: then --spec chooses)."""
+    if not command:
+        return None
+    found = []
+    for name, path in shipped.specs().items():
+        try:
+            spec = load(path)
+        except SpecError:
+            continue   # a damaged install: --list-specs shows it, --spec says what is wrong
+        if reads(spec, command):
+            found.append((name, spec))
+    return found[0] if len(found) == 1 else None
+
+
+def reads(spec: Spec, command: list[str]) -> bool:
+    """Whether `command` runs what the spec's `program` names (its basename, versioned as
+    "name-3.3" too, and every further word among the arguments)."""
+    if not spec.program or not command:
+        return False
+    name, *words = spec.program
+    basename = os.path.basename(str(command[0]))
+    return (basename == name or basename.startswith(name + "-")) and all(w in map(str, command[1:]) for w in words)
 
 
 def _rules(number: int, table: dict) -> list[Rule]:

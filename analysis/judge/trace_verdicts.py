@@ -82,9 +82,14 @@ def claims_of(trace, text: str | None = None, *, spec: str | None = None, fmt: s
             raise NoClaims(no_output(trace.meta))
     command = trace.meta.get("command") or []
     shell_note = benchmarks.shell_command.unwrapped(command)[1]   # `sh -c "a | b"`: not read as a benchmark
+    # a program no module knows, whose output a shipped spec reads (ioping, sysbench fileio ...)
+    known = None if spec or fmt or benchmarks.recognise(command) else \
+        spec_module.shipped_for(benchmarks.shell_command.command_of(command) or [])
     try:
         if spec:
             source, claims = "spec", spec_module.parse(text, spec_module.load(spec))
+        elif known:
+            source, claims = "spec", spec_module.parse(text, known[1])
         else:
             source, claims = benchmarks.claims_from(text, command, fmt)
     except UnparsableOutput as exc:
@@ -93,6 +98,9 @@ def claims_of(trace, text: str | None = None, *, spec: str | None = None, fmt: s
         raise UsageError(str(exc)) from None
     placement = claim_windows.place(claims, lines, given, bool(mid_run(trace.meta)))
     placement = f"{placement}; {shell_note}" if shell_note else placement
+    if known:
+        placement += (f"; read with the shipped spec {known[0]} (iowitness --list-specs; --spec FILE to read it "
+                      "otherwise)")
     for claim in claims:
         claim.extra["placement"] = placement
     return source, claims

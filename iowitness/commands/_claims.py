@@ -19,8 +19,9 @@ def add_claim_options(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--claims", metavar="FILE",
                         help="the benchmark's output saved separately (default: the output captured by run)")
-    parser.add_argument("--spec", metavar="SPEC.toml",
-                        help="how to read a home-made benchmark's output (docs/claims-spec.md)")
+    parser.add_argument("--spec", metavar="SPEC",
+                        help="how to read a home-made benchmark's output: a spec file (docs/claims-spec.md) "
+                             "or a shipped spec's name (--list-specs)")
     parser.add_argument("--format", choices=benchmarks.formats(),
                         help="which benchmark printed the output, when it cannot be recognised")
     parser.add_argument("--tolerance", default=DEFAULT_TOLERANCE, metavar="PCT",

@@ -55,6 +55,10 @@ def test_ioping_summary_is_about_its_reads_and_no_figure_disagrees(tmp_path):
     checked = iowitness("check", "--spec", str(SPEC), str(out), check=False)
     assert "DISAGREES" not in checked.stdout, checked.stdout
     assert checked.returncode == (0 if all(v.ok for v in verdicts) else 1), checked.stdout
+    # AND without --spec, check finds the shipped spec by the recorded command, and says so
+    found = iowitness("check", str(out), check=False)
+    assert (found.stdout, found.returncode) == (checked.stdout, checked.returncode), found.stderr
+    assert "read with the shipped spec ioping" in found.stderr, found.stderr
 
 
 def test_ioping_direct_request_lines_agree_when_each_is_within_its_call(tmp_path):

@@ -7,7 +7,7 @@
     iowitness.collector                    probe loading, draining, the trace format
     iowitness.probes                       the record layout
     iowitness.errors, .units, .version,    shared by every layer, importing none of them
-    .outputfile, .safepath, .escape, .extras, .tuning
+    .outputfile, .safepath, .escape, .extras, .tuning, .shipped
 
 Read from the source files (every import statement, also those inside functions), not from
 what happens to be imported at run time, so a lazy import cannot hide an upward step.
@@ -28,7 +28,7 @@ FOLDERS = {"iowitness": ROOT / "iowitness", "iowitness.analysis": ROOT / "analys
            "iowitness.collector": ROOT / "collector", "iowitness.probes": ROOT / "probes",
            "iowitness.replay": ROOT / "replay", "iowitness.reporters": ROOT / "reporters"}
 SHARED = ("iowitness.errors", "iowitness.units", "iowitness.version", "iowitness.outputfile", "iowitness.escape",
-          "iowitness.extras", "iowitness.safepath", "iowitness.tuning")
+          "iowitness.extras", "iowitness.safepath", "iowitness.tuning", "iowitness.shipped")
 # the trace contract: what the analysis may read of the collector
 # backends: which backend a trace's START names, and what each cannot see (no loader either)
 TRACE_CONTRACT = ("iowitness.collector.format.traceformat", "iowitness.collector.format.tracereader",
