@@ -108,6 +108,9 @@ def ended_early(meta: dict) -> str | None:
     --on-fault continue`: it ran on untraced); None when the trace saw it to its end."""
     if not meta.get("left_running"):
         return None
+    if meta.get("exit_code") is not None:   # the command exited; what it started ran on (iowitness run)
+        return ("the trace ended before processes the command left running did (they held its output with no "
+                "traced call for some seconds, then ran on untraced): what they did after is not in it")
     return ("the trace ended before the benchmark (it ran on untraced after a fault, --on-fault continue): "
             "a test under way then is seen only in part, and the tests after it not at all")
 

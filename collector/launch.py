@@ -31,6 +31,9 @@ from iowitness.collector.format.tracewriter import append_chunk
 from iowitness.errors import NotFound, UsageError
 
 LET_GO = b"e"   # on the lifeline: the collector has dealt with the benchmark (Launched.let_go)
+# after the benchmark exits, how long processes it left running may hold its output without a
+# traced call before the trace ends without them (Launched.finish_output)
+FOLLOW_IDLE_S = 5.0
 
 
 def resolve_command(argv: list[str]) -> str:
@@ -149,11 +152,14 @@ class Launched:
                     self.returncode = 128 - self.returncode
         return self.returncode
 
-    def finish_output(self, timeout: float = 5.0, meanwhile=time.sleep) -> bool:
+    def finish_output(self, timeout: float = FOLLOW_IDLE_S, meanwhile=time.sleep) -> bool:
         """Wait until the capture has copied all output (the benchmark and anything it left
-        running closed their ends); False when it is still copying after `timeout` seconds.
-        meanwhile(s) is called between checks: the collector drains the probe's rings, which
-        a process the benchmark left running keeps filling."""
+        running closed their ends); False when it is still copying after `timeout` seconds in
+        which nothing happened. meanwhile(s) is called between checks: the collector drains the
+        probe's rings, which a process the benchmark left running keeps filling, and returns
+        true when it traced a call: a process left running that still works (a shell's `fio
+        ... &` on a busy machine, many seconds after the shell) is followed to its end; one that
+        holds the output and does nothing (a daemon) ends the wait `timeout` s after its last call."""
         deadline = time.monotonic() + timeout
         while self.capture_pid:
             pid, _ = os.waitpid(self.capture_pid, os.WNOHANG)
@@ -161,8 +167,8 @@ class Launched:
                 self.capture_pid = 0
             elif time.monotonic() >= deadline:
                 return False
-            else:
-                meanwhile(0.01)
+            elif meanwhile(0.01):
+                deadline = time.monotonic() + timeout
         return True
 
     def stop(self, wait) -> stopping.Stopping:

@@ -23,7 +23,7 @@ import sys
 import time
 
 from iowitness.collector import stopping, targets
-from iowitness.collector.launch import Launched, resolve_command
+from iowitness.collector.launch import FOLLOW_IDLE_S, Launched, resolve_command
 from iowitness.collector.session import Recorder
 from iowitness.commands import _recording
 from iowitness.errors import Interrupted, OutputError
@@ -98,9 +98,12 @@ def _record(args, recorder: Recorder, child: Launched, path: str) -> int:
         child.let_go()
         # an error, said even with -q: we end without the benchmark's exit code to pass on
         raise Interrupted(_recording.saved(reason, path, end["counters"]), recorder.stop_signal)
-    def trace_meanwhile(seconds: float) -> None:
+    def trace_meanwhile(seconds: float) -> bool:
+        """Drain while waiting; True when a traced call came (a process left running still works)."""
+        before = recorder.stats.events
         recorder.probe.wait(seconds)
         recorder.drain()
+        return recorder.stats.events > before
 
     if child.poll() is None:   # --duration passed, or iowitness got SIGINT or SIGTERM
         stopped = child.stop(trace_meanwhile)
@@ -109,10 +112,17 @@ def _record(args, recorder: Recorder, child: Launched, path: str) -> int:
             # said even with -q: a benchmark that had to be killed did not end as it meant to
             print(f"iowitness: {stopped.outcome()}", file=sys.stderr)
     # the capture appends the benchmark's last output before END marks the trace complete
-    child.finish_output(meanwhile=trace_meanwhile)
-    end = recorder.finish({"exit_code": child.returncode, "pid": child.pid})
+    ending = {"exit_code": child.returncode, "pid": child.pid}
+    if not child.finish_output(meanwhile=trace_meanwhile):
+        reason += (f"; processes it left running still hold its output, with no traced call for "
+                   f"{FOLLOW_IDLE_S:g} s: they run on untraced")
+        ending.update(stop_reason=reason, left_running=True)
+    end = recorder.finish(ending)
     child.let_go()
-    _recording.finished(args, reason, path, end["counters"])
+    if ending.get("left_running"):   # said even with -q: the trace ends before what the command started
+        print(f"iowitness: warning: {_recording.saved(reason, path, end['counters'])}", file=sys.stderr)
+    else:
+        _recording.finished(args, reason, path, end["counters"])
     return child.returncode if child.returncode is not None else 1
 
 

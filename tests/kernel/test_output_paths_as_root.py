@@ -144,15 +144,18 @@ def test_a_device_node_or_fifo_given_as_output_is_never_replaced(tmp_path, good_
 
 
 def test_a_second_run_given_the_same_output_is_refused_while_the_first_records(tmp_path):
-    out = tmp_path / "t.iwt"
-    # GIVEN a run recording into t.iwt for a few seconds
-    first = subprocess.Popen([*IOWITNESS, "run", "-o", str(out), "--", "sh", "-c", "echo first; sleep 8"],
+    out, done = tmp_path / "t.iwt", tmp_path / "second-done"
+    # GIVEN a run recording into t.iwt until the test is done with the second (a fixed time was
+    # over before a second iowitness had loaded its probe, at a load average of 9)
+    first = subprocess.Popen([*IOWITNESS, "run", "-o", str(out), "--", "sh", "-c",
+                              f"echo first; while [ ! -e {done} ]; do sleep 0.05; done"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(out)
         # WHEN a second run is given the same -o meanwhile
         second = iowitness("run", "-q", "-o", str(out), "--", "echo", "second", check=False)
     finally:
+        done.touch()
         _, err = first.communicate(timeout=120)
     # THEN the second is refused in one line and the first saves its own trace there
     assert second.returncode == 5 and "another iowitness run is recording into it" in second.stderr
@@ -164,8 +167,10 @@ def test_a_second_run_given_the_same_output_is_refused_while_the_first_records(t
 
 def test_a_run_whose_trace_was_replaced_does_not_say_saved(tmp_path):
     out = tmp_path / "t.iwt"
-    # GIVEN a run recording into t.iwt
-    first = subprocess.Popen([*IOWITNESS, "run", "-o", str(out), "--", "sh", "-c", "sleep 8"],
+    done = tmp_path / "replaced"
+    # GIVEN a run recording into t.iwt until the file is replaced
+    first = subprocess.Popen([*IOWITNESS, "run", "-o", str(out), "--", "sh", "-c",
+                              f"while [ ! -e {done} ]; do sleep 0.05; done"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(out)
@@ -174,6 +179,7 @@ def test_a_run_whose_trace_was_replaced_does_not_say_saved(tmp_path):
         other.write_text("another program's file\n")
         os.replace(other, out)
     finally:
+        done.touch()
         _, err = first.communicate(timeout=120)
     # THEN the run fails with exit 5 and says the trace is not there, never "saved"
     assert first.returncode == 5, err
