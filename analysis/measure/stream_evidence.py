@@ -98,21 +98,40 @@ class StreamedEvidence:
                 [claim_windows.calls_between(e, a, phases, low, high) for e, a in self._assigned.blocks()])
         return self._cache[key]
 
-    def nth_call_start(self, phases: list[int], n: int, low: int) -> int | None:
+    def nth_call_start(self, phases: list[int], n: int, low: int, direction: str | None = None) -> int | None:
         """When the n-th (from 0) counted data call of `phases` that started at `low` or later
-        started, in time order; None when they have n or fewer. Memory: n + 1 times per block."""
-        key = ("nth", tuple(phases), n, low)
+        started, in time order; None when they have n or fewer. With a `direction`, only its
+        calls count, as a latency claim's operations (latency.data_calls). Memory: n + 1 times
+        per block."""
+        key = ("nth", tuple(phases), n, low, direction)
         if key not in self._cache:
             kept = np.empty(0, np.int64)
             for e, a in self._assigned.blocks():
-                kind = phase_module.call_kinds(e["syscall"])
                 start = e["start_ns"].to_numpy(np.int64)
-                mine = np.isin(a["phase"].to_numpy(), phases) & ~phase_module.uncounted(a) & (start >= low) \
-                    & np.isin(kind, (phase_module.READ, phase_module.WRITE))
+                if direction is None:
+                    kind = phase_module.call_kinds(e["syscall"])
+                    mine = np.isin(a["phase"].to_numpy(), phases) & ~phase_module.uncounted(a) \
+                        & np.isin(kind, (phase_module.READ, phase_module.WRITE))
+                else:
+                    mine = latency.data_calls(e, a, phases, direction)
+                mine &= start >= low
                 kept = np.concatenate([kept, start[mine]])
                 if len(kept) > n + 1:
                     kept = np.partition(kept, n)[:n + 1]
             self._cache[key] = int(np.sort(kept)[n]) if len(kept) > n else None
+        return self._cache[key]
+
+    def calls_ended_by(self, phases: list[int], direction: str | None, times: list[int]) -> np.ndarray:
+        """How many data calls of `phases` in `direction` (latency.data_calls) had ended by each
+        of `times` (per-request lines' times: judge/request_anchor.py). Memory: a count per time."""
+        key = ("ended by", tuple(phases), direction, tuple(times))
+        if key not in self._cache:
+            marks = np.asarray(times, np.int64)
+            counts = np.zeros(len(marks), np.int64)
+            for e, a in self._assigned.blocks():
+                ends = np.sort(e["end_ns"].to_numpy(np.int64)[latency.data_calls(e, a, phases, direction)])
+                counts += np.searchsorted(ends, marks, side="right")
+            self._cache[key] = counts
         return self._cache[key]
 
     def calls_of(self, phases: list[int], columns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
