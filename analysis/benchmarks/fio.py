@@ -30,6 +30,7 @@ import pandas as pd
 
 from iowitness.analysis.benchmarks import fio_files, fio_latency, fio_ramp, fio_terse
 from iowitness.analysis.judge.claim import Claim, Match, UnparsableOutput
+from iowitness.analysis.judge.verdict_rules import Verdict, cannot_judge, claimed
 from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.read import recorded_paths
 
@@ -367,6 +368,8 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         return fio_latency.judge(claim, rows, trace, report, tolerance, missing)
 
     def _find(claim: Claim) -> Match:
+        if claim.direction is None:   # a trim: no call of the trace is one
+            return Match(phases.iloc[0:0], judge=lambda window, tolerance, missing: _trim_verdict(claim))
         rows, combine = _rows(claim, phases, argv, root, cwd)
         entry = (claim.job, claim.direction, "fio_latency" in claim.extra)
         if entries[entry] > 1 and combine == "sum":
@@ -385,6 +388,17 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
                      if start is not None else "")
 
     return find
+
+
+# fio's trims are discards (rw=trim, randtrim, trimwrite): on a block device an ioctl
+# (BLKDISCARD), which the probe does not record; on a regular file fio refuses them (err=25)
+TRIMS = ("fio's trims are discard requests (ioctl BLKDISCARD on a block device), not data calls: the trace "
+         "records no call for them, so a trim figure has nothing in it to be set against")
+
+
+def _trim_verdict(claim: Claim) -> Verdict:
+    """A trim figure's verdict: it cannot be judged, and says why (TRIMS)."""
+    return cannot_judge(Verdict(claim, [], "cannot judge", kind=claimed(claim)[1]), TRIMS)
 
 
 def _clone(rows: pd.DataFrame, job: str, k: int) -> pd.DataFrame:
