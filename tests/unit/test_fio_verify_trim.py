@@ -8,8 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from iowitness.analysis.benchmarks import fio
 from iowitness.analysis.judge import match_claims as matching
+from iowitness.analysis.judge.claim import UnparsableOutput
 from iowitness.analysis.measure import stream_full
 from tests.support.synthetic import O_CREAT, O_DIRECT, O_RDWR, O_WRONLY, Calls
 
@@ -63,3 +66,15 @@ def test_trims_are_discards_the_trace_has_no_call_for():
         assert v.verdict == "cannot judge" and v.reasons[0] == fio.TRIMS and not v.phases, v.reasons
     writes = [v for v in verdicts if v.claim.direction == "write"]
     assert len(writes) == 2 and all(v.phases == [1] for v in writes), [(v.claim.test, v.phases) for v in writes]
+
+
+def test_a_job_fio_says_failed_is_named_with_its_error():
+    # GIVEN fio's output for trimwrite on a regular file: the job failed (err=25) before any I/O
+    text = (DATA / "trim_on_file.txt").read_text()
+    # WHEN it is read
+    with pytest.raises(UnparsableOutput) as failed:
+        fio.parse(text)
+    # THEN the one line names the job and fio's error (it said the output "ends before any
+    # job's 'read: IOPS=...' line", as if cut)
+    assert str(failed.value).startswith("fio's job 'tw' (err=25: Inappropriate ioctl for device) failed before "
+                                        "moving any data"), str(failed.value)
