@@ -378,22 +378,24 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
 
 
 def _like_its_requests(claims: list[Claim], rules: dict) -> None:
-    """A claim with no direction whose test has per-request lines of one direction is about
-    those requests: it takes their direction, and their `timed` unless its table says its own
-    (ioping's summary after its "<<<" read or ">>>" write request lines)."""
+    """A claim whose test has per-request lines of one direction is about those requests (one
+    test, one set of phases): it takes their direction, its own being for an output without
+    them (ioping -q), and their `timed` unless its table says its own (ioping's summary after
+    its "<<<" read or ">>>" write request lines)."""
     lines: dict[str, list[Claim]] = {}
     for c in claims:
         if c.extra.get("requests"):
             lines.setdefault(c.test, []).append(c)
     for c in claims:
         mine = lines.get(c.test)
-        if c.direction is not None or c.extra.get("requests") or not mine:
+        if c.extra.get("requests") or not mine:
             continue
         directions = {r.direction for r in mine}
         if len(directions) != 1 or None in directions:
             continue
-        c.direction = mine[0].direction
-        c.extra["direction_from"] = "its test's request lines"
+        if c.direction != mine[0].direction:
+            c.direction = mine[0].direction
+            c.extra["direction_from"] = "its test's request lines"
         if "timed" in c.extra and not rules[(c.extra["rule"], c.extra.get("column"))].timed_given:
             c.extra["timed"] = mine[0].extra.get("timed", "call")
 

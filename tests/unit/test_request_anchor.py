@@ -68,7 +68,7 @@ def test_the_shipped_spec_reads_ioping_write_requests_and_a_summary_of_them():
     # WHEN read with the shipped spec
     claims = spec.parse(OUTPUT, SPEC)
     # THEN the request lines are writes timed with their fdatasync, numbered 2 to 10, and the
-    # summary, whose table names no direction, takes theirs: the write requests, not reads
+    # summary takes theirs (its own "read" is for a quiet run): the write requests, not reads
     lines = [c for c in claims if c.extra.get("requests")]
     assert [c.extra["request"] for c in lines] == list(range(2, 11))
     assert {(c.direction, c.extra["timed"]) for c in lines} == {("write", "call+sync")}
