@@ -297,7 +297,8 @@ class LastWrites:
         self.is_write[number] = (phases["operation"] == "write").to_numpy()
         zeros = (lambda dtype=np.int64: np.zeros(size, dtype))
         self.count, self.full_end, self.tail_calls, self.tail_bytes, self.tail_first = (zeros() for _ in range(5))
-        self.has_full, self.tail_bad = zeros(bool), zeros(bool)
+        # off_size: a write before the last full-record one that is not a full record (no stream's)
+        self.has_full, self.tail_bad, self.off_size = zeros(bool), zeros(bool), zeros(bool)
         self.last_row = np.full(size, -1, np.int64)
         self.last_tid, self.last_fd, self.last_start, self.last_end, self.last_ret, self.prev_end, self.next_start = \
             (zeros() for _ in range(7))
@@ -356,6 +357,8 @@ class LastWrites:
         self.count[p] += len(rows)
         if len(full):
             k = int(full[-1])
+            # the writes after the earlier full ones (short, or larger) now come before a full one
+            self.off_size[p] |= bool(self.tail_calls[p]) or bool((asked[:k] != record).any())
             tail = rows[k + 1:]
             self.has_full[p], self.full_end[p] = True, end[rows[k]]
             self.tail_calls[p] = len(tail)
@@ -381,7 +384,7 @@ class LastWrites:
 
     def late_flushes(self) -> dict[int, dict]:
         found = np.flatnonzero(self.is_write & (self.count >= 2) & self.has_full & (self.tail_calls > 0)
-                               & ~self.tail_bad & (self.status == self.CLOSES))
+                               & ~self.tail_bad & ~self.off_size & (self.status == self.CLOSES))
         return {int(p): {"bytes": int(self.tail_bytes[p]), "calls": int(self.tail_calls[p]),
                          "record": int(self.record[p]), "after_full_ns": int(self.tail_first[p] - self.full_end[p]),
                          "close_after_ns": int(self.next_start[p] - self.last_end[p])} for p in found}
