@@ -30,6 +30,7 @@ import pandas as pd
 
 from iowitness.analysis.benchmarks import fio_files, fio_latency, fio_ramp, fio_terse
 from iowitness.analysis.judge.claim import Claim, Match, UnparsableOutput
+from iowitness.analysis.judge.verdict_rules import Verdict, cannot_judge, claimed
 from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.read import recorded_paths
 
@@ -63,6 +64,8 @@ FIO_DIRECTIONS = {
 # (backend.c, update_runtime): judge/clock_tick.py
 CLOCK = {"clock_s": 1e-3, "clock_rounds": "up", "clock_said": "fio's runtime is whole milliseconds, rounded up"}
 
+# what fio says of a failed job: "err=25 (file:ioengines.c:399, func=td_io_queue, error=...): pid="
+_FAILED = re.compile(r"err=\s*-?\d+ \((?:.*?error=)?(.*?)\): pid=")
 _JOB = re.compile(r"^(?P<job>\S.*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)")
 _DDIR = re.compile(r"^\s+(?P<ddir>read|write|trim)\s*: IOPS=(?P<iops>[\d.]+)(?P<prefix>[kMGT]?), "
                    r"BW=(?P<bw>[\d.]+)(?P<unit>\S+?) \((?P<bw2>[\d.]+)(?P<unit2>\S+?)\)")
@@ -184,10 +187,14 @@ def _mean_seconds(stats: dict, kind: str) -> float | None:
 def _from_text(text: str) -> list[Claim]:
     claims: list[Claim] = []
     job = group = None
+    failed: list[str] = []   # jobs fio says failed, with its error, in its words
     for line in text.split("\n")[:-1]:  # a last line without its newline may be cut
         m = _JOB.match(line)
         if m:
             job, group = m.group("job"), int(m.group("group"))
+            if m.group("err") != "0":
+                why = _FAILED.search(line)
+                failed.append(f"{job!r} (err={m.group('err')}{': ' + why.group(1) if why else ''})")
             continue
         m = _DDIR.match(line)
         if m and job is not None:
@@ -216,6 +223,9 @@ def _from_text(text: str) -> list[Claim]:
             # the "lat" line under a direction: total latency per I/O
             average = float(m.group("avg")) * COUNT_PREFIXES[m.group("prefix")]
             claims[-1].seconds_per_op = average * TIMES[m.group("unit")]
+    if not claims and failed:
+        raise UnparsableOutput(f"fio's job {failed[0]} failed before moving any data: no figure to judge; "
+                               "fix the job (fio's own message is in its output) and run it again")
     if not claims:
         raise UnparsableOutput("fio text output ends before any job's 'read: IOPS=..., BW=...' line")
     # then each entry's latency per direction (fio_latency.py), after every rate
@@ -367,6 +377,8 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         return fio_latency.judge(claim, rows, trace, report, tolerance, missing)
 
     def _find(claim: Claim) -> Match:
+        if claim.direction is None:   # a trim: no call of the trace is one
+            return Match(phases.iloc[0:0], judge=lambda window, tolerance, missing: _trim_verdict(claim))
         rows, combine = _rows(claim, phases, argv, root, cwd)
         entry = (claim.job, claim.direction, "fio_latency" in claim.extra)
         if entries[entry] > 1 and combine == "sum":
@@ -385,6 +397,17 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
                      if start is not None else "")
 
     return find
+
+
+# fio's trims are discards (rw=trim, randtrim, trimwrite): on a block device an ioctl
+# (BLKDISCARD), which the probe does not record; on a regular file fio refuses them (err=25)
+TRIMS = ("fio's trims are discard requests (ioctl BLKDISCARD on a block device), not data calls: the trace "
+         "records no call for them, so a trim figure has nothing in it to be set against")
+
+
+def _trim_verdict(claim: Claim) -> Verdict:
+    """A trim figure's verdict: it cannot be judged, and says why (TRIMS)."""
+    return cannot_judge(Verdict(claim, [], "cannot judge", kind=claimed(claim)[1]), TRIMS)
 
 
 def _clone(rows: pd.DataFrame, job: str, k: int) -> pd.DataFrame:

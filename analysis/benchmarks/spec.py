@@ -114,6 +114,7 @@ class Rule:
     timing_end_line: str | None = None  # a regex: the last line (up to the claim's own) matching it ends the period
     window: str | None = None        # what the benchmark timed (WINDOWS); None: the benchmark's default
     sum_of: str | None = None        # SUMS: a figure over several phases is its processes' own figures added up
+    timed_given: bool = False        # the table says `timed` (else a summary of request lines takes theirs)
 
 
 @dataclass(frozen=True)
@@ -353,7 +354,7 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
                 operation, table.get("access"), table.get("required", True), scope, table.get("key"),
                 statistic, timed, table.get("skip", 0), requests, record_size, table.get("rank"),
                 value_group, column, table.get("timing_line"), table.get("warmup_seconds"),
-                table.get("timing_end_line"), table.get("window"), table.get("sum_of"))
+                table.get("timing_end_line"), table.get("window"), table.get("sum_of"), "timed" in table)
 
 
 def _fields(template: str, fail) -> list[str]:
@@ -412,7 +413,31 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
     if missing:
         raise UnparsableOutput(f"output does not fit the spec: [[claim]] {missing[0].number} "
                                f"({missing[0].test!r}) matches no line (set required = false if it may be absent)")
+    _like_its_requests(claims, {(r.number, r.column): r for r in spec.rules})
     return claims
+
+
+def _like_its_requests(claims: list[Claim], rules: dict) -> None:
+    """A claim whose test has per-request lines of one direction is about those requests (one
+    test, one set of phases): it takes their direction, its own being for an output without
+    them (ioping -q), and their `timed` unless its table says its own (ioping's summary after
+    its "<<<" read or ">>>" write request lines)."""
+    lines: dict[str, list[Claim]] = {}
+    for c in claims:
+        if c.extra.get("requests"):
+            lines.setdefault(c.test, []).append(c)
+    for c in claims:
+        mine = lines.get(c.test)
+        if c.extra.get("requests") or not mine:
+            continue
+        directions = {r.direction for r in mine}
+        if len(directions) != 1 or None in directions:
+            continue
+        if c.direction != mine[0].direction:
+            c.direction = mine[0].direction
+            c.extra["direction_from"] = "its test's request lines"
+        if "timed" in c.extra and not rules[(c.extra["rule"], c.extra.get("column"))].timed_given:
+            c.extra["timed"] = mine[0].extra.get("timed", "call")
 
 
 def _claim(rule: Rule, m: re.Match, line: str, spec: Spec, index: int) -> Claim:

@@ -26,7 +26,7 @@ from collections import defaultdict
 
 import pandas as pd
 
-from iowitness.analysis.judge import latency
+from iowitness.analysis.judge import latency, request_anchor
 from iowitness.analysis.judge.claim import Claim, Match
 from iowitness.analysis.judge.verdict_rules import claimed
 from iowitness.analysis.measure.figures import figures_of
@@ -81,17 +81,30 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
             members = request_sets[_request_set(claim)]
             if claim is not members[0]:
                 return None      # judged with the first request of its set
-            return Match(found.rows, judge=lambda window, tolerance, missing, rows=found.rows, members=members:
-                         latency.judge_requests(members, rows, trace, report, tolerance, missing))
+            start_ns, shift, start_why = _first_request(members, found.rows, report)
+            return Match(found.rows, start_ns=start_ns, start_why=start_why,
+                         judge=lambda window, tolerance, missing, rows=found.rows, members=members, shift=shift,
+                         why=start_why: latency.judge_requests(members, rows, trace, report, tolerance, missing,
+                                                               shift, why if shift else ""))
         # the same test's per-request lines carry the run's own seam (ioping's summary); on the
         # timeline they are matched apart, and the window's view hands them over
         lines = [c for c in getattr(report, "request_lines", None) or [c for s in request_sets.values() for c in s]
                  if c.test == claim.test and c.direction == claim.direction]
         lines = [c for c in lines if _request_set(c) == _request_set(lines[0])] if lines else None
-        return Match(found.rows, judge=lambda window, tolerance, missing, rows=found.rows:
+        # a summary of the requests those lines print is about the same operations: from the first
+        start_ns, _, start_why = _first_request(lines, found.rows, report) if lines else (None, 0, "")
+        return Match(found.rows, start_ns=start_ns, start_why=start_why,
+                     judge=lambda window, tolerance, missing, rows=found.rows:
                      latency.judge(claim, rows, trace, report, tolerance, missing, lines))
 
     return find
+
+
+def _first_request(lines: list[Claim], rows: pd.DataFrame, report) -> tuple[int | None, int, str]:
+    """Where the benchmark's requests begin in the phases, as its request lines' times show
+    (judge/request_anchor.py): (start, shift of their numbers, why); (None, 0, "") when the
+    lines show the phases hold their requests alone."""
+    return request_anchor.first_request(lines, [int(p) for p in rows["phase"]], report) or (None, 0, "")
 
 
 def _request_set(claim: Claim) -> tuple:

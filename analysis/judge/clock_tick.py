@@ -23,6 +23,18 @@ SPEC_SAID = "spec clock_seconds"
 TOO_SHORT = "too short to tell why"   # verdict_rules.settle's words
 
 
+def fits(implied: float, window: float, extra: dict, tolerance: float) -> bool:
+    """Whether an elapsed time a claim implies (s) may be the trace's `window` (s) as read by the
+    benchmark's clock, whose tick (and rounding) its extra says (clock_s, clock_rounds)."""
+    tick = float(extra.get("clock_s") or 0.0)
+    # a clock read truncated at both ends is off by under a tick either way; one rounded up
+    # (fio's runtime) is at most a tick above the true elapsed time, never below it
+    shortest = max(implied - tick, 0.0)
+    longest = implied if extra.get("clock_rounds") == "up" else implied + tick
+    # the ratio window / elapsed within the tolerance: elapsed from window / (1 + t) to window / (1 - t)
+    return shortest <= window / (1 - tolerance) and longest >= window / (1 + tolerance)
+
+
 def apply(verdicts: list, phases, tolerance: float) -> None:
     """Each claim with a clock tick (extra clock_s) that disagrees, or cannot be judged for a phase
     too short, and fits to that tick: agrees."""
@@ -45,12 +57,7 @@ def apply(verdicts: list, phases, tolerance: float) -> None:
             implied = window / verdict.ratio
         else:
             continue
-        # a clock read truncated at both ends is off by under a tick either way; one rounded up
-        # (fio's runtime) is at most a tick above the true elapsed time, never below it
-        shortest = max(implied - tick, 0.0)
-        longest = implied if verdict.claim.extra.get("clock_rounds") == "up" else implied + tick
-        # the ratio window / elapsed within the tolerance: elapsed from window / (1 + t) to window / (1 - t)
-        if shortest <= window / (1 - tolerance) and longest >= window / (1 + tolerance):
+        if fits(implied, window, verdict.claim.extra, tolerance):
             if too_short:
                 verdict.reasons.pop(0)
             verdict.verdict = "agrees"

@@ -62,6 +62,10 @@ REQUESTS_SHARE = 0.95
 Z95 = 1.96
 # the account of a claim that fits each call's start to its thread's next call's start
 TO_NEXT = "the time from each call's start to its thread's next call's start"
+# the per-request operations a data call's room holds (its thread's previous data call's end to
+# its next one's start): the call itself, or the call and the syncs after it (ioping -W's write
+# and its fdatasync; under -C, no sync)
+ROOMED_REQUESTS = ("call", "call+sync", "call or sync")
 # a latency claim that fits once the trace's first few operations are left out: a warm-up the
 # benchmark dropped; more than a few would be fitting the claim, not finding a cause
 WARMUP_TRIES = 3
@@ -109,7 +113,7 @@ class ThreadGaps:
         self.pending: dict[int, tuple[int, int, int, int, int | None]] = {}
 
     def add(self, events: pd.DataFrame, assigned: pd.DataFrame) -> None:
-        data = _data_calls(events, assigned, self.phases, self.direction)
+        data = data_calls(events, assigned, self.phases, self.direction)
         rows = np.flatnonzero(data)
         if not len(rows):
             return
@@ -161,7 +165,7 @@ class ThreadGaps:
         return out[np.concatenate(self.followed)] if self.timed == "to next" else out
 
 
-def _data_calls(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], direction: str | None) -> np.ndarray:
+def data_calls(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], direction: str | None) -> np.ndarray:
     """The counted data calls of `phases` in `direction` (None: both), page faults left out."""
     kind = phase_module.call_kinds(events["syscall"])
     in_phases = np.isin(assigned["phase"].to_numpy(), phases)
@@ -185,10 +189,7 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
         frame = pd.DataFrame({"span": spans, "start": start[in_phases], "end": end[in_phases]})
         per = frame.groupby("span").agg(start=("start", "min"), end=("end", "max")).sort_values("start")
         return (per["end"] - per["start"]).to_numpy(np.float64) / 1e9
-    wanted = (phase_module.READ,) if direction == "read" else (phase_module.WRITE,) if direction == "write" else \
-        (phase_module.READ, phase_module.WRITE)
-    faults = phase_module.named(events["syscall"], phase_module.FAULTS)
-    data = in_phases & np.isin(kind, wanted) & ~faults & ~phase_module.uncounted(assigned)
+    data = data_calls(events, assigned, phases, direction)
     if timed in ("call", "call or sync"):
         if timed == "call or sync":
             data |= in_phases & (kind == phase_module.SYNC)
@@ -396,13 +397,15 @@ def _fitting(claim, rows, trace, report, name, value, tolerance, timed) -> str |
 
 
 def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, tolerance: float,
-                   missing: str = "") -> Verdict:
+                   missing: str = "", shift: int = 0, shifted: str = "") -> Verdict:
     """One verdict for a benchmark's per-request lines: the k-th printed request against the
     k-th operation of its phases (after the skipped ones), summed up as "N of M within".
 
     When they do not fit as the spec says, the other accounts are tried: another operation
     window (the benchmark times each call with its sync), or the trace's surplus operations
-    at the start left out (a warm-up request the benchmark dropped); one that fits explains."""
+    at the start left out (a warm-up request the benchmark dropped); one that fits explains.
+    `shift`: the request numbered n is the trace's operation n + shift (a trace that began after
+    the benchmark's first requests, judge/request_anchor.py; `shifted` says so)."""
     timed = claims[0].extra.get("timed", "call")
     skip = int(claims[0].extra.get("skip") or 0)
     # the verdict speaks for all the lines: its claim is their median, as printed; the lines
@@ -418,9 +421,14 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
         return cannot_judge(verdict, f"no phase of the trace matches these {len(claims):,} requests")
     if missing:
         verdict.reasons.append(missing_reason(missing))
-    every = {name: report.evidence.operations(verdict.phases, name, first.direction)
+    # calls before the requests' timed period (their lines' own start: judge/request_anchor.py) are left out
+    low = {"low": claims[0].extra["timed_ns"]} if claims[0].extra.get("timed_ns") is not None else {}
+    every = {name: report.evidence.operations(verdict.phases, name, first.direction, **low)
              for name in dict.fromkeys((timed,) + TIMED)}
-    numbers = [int(c.extra.get("request") or k + 1) for k, c in enumerate(claims)]
+    if shifted:
+        verdict.reasons.append(shifted)
+    # the trace's operation of each printed request, counted from 1 after the skipped ones
+    numbers = [int(c.extra.get("request") or k + 1) + shift for k, c in enumerate(claims)]
     claimed_s = np.array([c.seconds_per_op for c in claims])
     said = _pairs(claimed_s, numbers, every[timed][skip:], tolerance)
     if said is None:
@@ -466,8 +474,8 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
                 return verdict
     # every printed request against its own call (by ioping's number, or in order when as many):
     # above it, within the room around it, is the seam (analysis/judge/seam.py)
-    rooms = _rooms(numbers, report.evidence.operations(verdict.phases, "room", first.direction)[skip:]) \
-        if timed in ("call", "call or sync") and len(active) == len(claims) else None
+    rooms = _rooms(numbers, report.evidence.operations(verdict.phases, "room", first.direction, **low)[skip:]) \
+        if timed in ROOMED_REQUESTS and len(active) == len(claims) else None
     gap = seam.requests(claimed_s, active, rooms, tolerance, ALLOWANCE_S) \
         if count == len(claims) or "request" in claims[0].extra else None
     if gap:
@@ -475,7 +483,7 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
     worst = int(np.nanargmax(np.abs(np.log(np.where(ratios > 0, ratios, np.nan))))) if np.isfinite(ratios).any() else 0
     verdict.verdict = "disagrees"
     verdict.reasons.insert(0, summary + f"; agrees only when {REQUESTS_SHARE:.0%} are; furthest: request "
-                                        f"{numbers[worst]} claims {fmt(claimed_s[worst], 'latency')}, its operation "
+                                        f"{numbers[worst] - shift} claims {fmt(claimed_s[worst], 'latency')}, its operation "
                                         f"took {fmt(active[worst], 'latency')}")
     if rooms is not None:
         off = seam.unexplained(claimed_s, active, rooms, tolerance, ALLOWANCE_S)
@@ -491,13 +499,14 @@ def _seamed_lines(lines: list[Claim], phases: list[int], report, tolerance: floa
     call and within the room around it (seam.unexplained finds none), else None: what the
     benchmark's clock read per request, the seam included, each line held to its own call."""
     timed = lines[0].extra.get("timed", "call")
-    if timed not in ("call", "call or sync"):
+    if timed not in ROOMED_REQUESTS:
         return None
     skip = int(lines[0].extra.get("skip") or 0)
     numbers = [int(c.extra.get("request") or k + 1) for k, c in enumerate(lines)]
     claimed_s = np.array([c.seconds_per_op for c in lines])
-    active = _rooms(numbers, report.evidence.operations(phases, timed, lines[0].direction)[skip:])
-    rooms = _rooms(numbers, report.evidence.operations(phases, "room", lines[0].direction)[skip:])
+    low = {"low": lines[0].extra["timed_ns"]} if lines[0].extra.get("timed_ns") is not None else {}
+    active = _rooms(numbers, report.evidence.operations(phases, timed, lines[0].direction, **low)[skip:])
+    rooms = _rooms(numbers, report.evidence.operations(phases, "room", lines[0].direction, **low)[skip:])
     if active is None or rooms is None or seam.unexplained(claimed_s, active, rooms, tolerance, ALLOWANCE_S).any():
         return None
     return claimed_s

@@ -130,7 +130,11 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             seen = edges.get(id(verdict))
             if seen is not None and seen.start_ns is not None:
                 continue   # its window began after a line the trace holds: the trace saw all of it
-            if verdict.verdict == "disagrees":
+            if verdict.verdict == "disagrees" or (verdict.verdict == "explained"
+                                                  and _begun_before_trace(report.phases, verdict.phases)):
+                # another account that fits the part of a test the trace saw, under way at the
+                # attach, is a coincidence (fio attached mid-run: its 4 s rate "fits the time
+                # inside the calls" of the last second): its words stay, after why
                 verdicts.cannot_judge(verdict, partial)
             elif verdict.verdict in ("agrees", "explained"):
                 verdict.reasons.append(partial)
@@ -157,6 +161,19 @@ STRACE_RATE = ("imported from strace: its ptrace stops on every call's entry and
 STRACE_LATENCY = ("imported from strace: its ptrace stops on every call's entry and exit lie inside the "
                   "benchmark's clock and strace's -T alike, by amounts neither records, so a latency that does "
                   "not fit cannot be judged; record with iowitness run or attach to judge it")
+
+
+def _begun_before_trace(phases: pd.DataFrame, mine: list[int]) -> bool:
+    """Whether one of the verdict's phases was under way when the trace began: its process opened
+    its file before the trace (no open of that file by that process in the trace up to it)."""
+    if not mine or "opens" not in phases:
+        return False
+    for row in phases[phases["phase"].isin(mine)].itertuples():
+        same = phases[(phases["path"] == row.path) & (phases["tgid"] == row.tgid)
+                      & (phases["first_ns"] <= row.first_ns)]
+        if int(same["opens"].sum()) == 0:
+            return True
+    return False
 
 
 def _final_flush(claim: Claim, rows: pd.DataFrame, verdict: verdicts.Verdict, trace, report, tolerance: float) -> None:

@@ -22,9 +22,11 @@ reads of 3-5 µs each in the trace, the thread's time between calls taking in th
 The thread's sleeps between its calls (off-CPU records in state "sleeping": ioping's interval)
 are no clock's room: a claim within the rooms only with them is CANNOT JUDGE.
 A claim inside these bounds (widened by the tolerance, latency.ALLOWANCE_S and half the claim's
-last printed digit) AGREES, the bounds named. A thread's first and last calls have a room open on
-one side (no call of its thread before or after them in the claim's window): the claim's timed
-start and the time its line was printed close them when known. A claim beyond the bounds of the
+last printed digit) AGREES, the bounds named. A thread's first and last operations of the claim
+are closed by its other calls before and after them like any other (dbench's first ReadX by the
+open of its file: under load its thread waited for a CPU between them, inside dbench's clock);
+with no call of its thread before (after) one, its room is open on that side: the claim's timed
+start and the time its line was printed close it when known. A claim beyond the bounds of the
 closed rooms but within those open ends CANNOT be judged (only the first or last call's clock
 could hold it); one beyond both, or below the calls, DISAGREES: no clock around those calls
 could read it.
@@ -158,15 +160,20 @@ def clocks(events, assigned, phases: list[int], timed: str, direction: str | Non
     first = np.r_[True, t[1:] != t[:-1]]
     last = np.r_[t[1:] != t[:-1], True]
     fence_before, fence_after = _fenced(t, s, e, near)
-    before = np.maximum(np.where(first, s, np.r_[0.0, e[:-1]]), np.where(first, -np.inf, fence_before))
-    after = np.minimum(np.where(last, e, np.r_[s[1:], 0.0]), np.where(last, np.inf, fence_after))
     open_before = np.where(first, np.maximum(-np.inf if low is None else np.minimum(float(low), s), fence_before),
-                           before)
+                           np.maximum(np.r_[0.0, e[:-1]], fence_before))
     open_after = np.where(last, np.minimum(np.inf if high is None else np.maximum(float(high), e), fence_after),
-                          after)
+                          np.minimum(np.r_[s[1:], 0.0], fence_after))
+    # a thread's first (last) operation of the claim is closed too when another call of its
+    # thread lies before (after) it: the clock read cannot cross that call (dbench's first
+    # ReadX after its NTCreateX's open, the thread preempted between them under load); with
+    # none, its closed room is the call itself and only the open one reaches the window's edge
+    fenced_before, fenced_after = ~first | np.isfinite(fence_before), ~last | np.isfinite(fence_after)
+    before = np.where(fenced_before, open_before, s)
+    after = np.where(fenced_after, open_after, e)
     # the thread's sleeps between a clock's possible read and the call, and after it
-    asleep_before = np.where(first, 0.0, _sleeps(off, t, before.astype(np.int64), s.astype(np.int64)))
-    asleep_after = np.where(last, 0.0, _sleeps(off, t, e.astype(np.int64), after.astype(np.int64)))
+    asleep_before = np.where(fenced_before, _sleeps(off, t, before.astype(np.int64), s.astype(np.int64)), 0.0)
+    asleep_after = np.where(fenced_after, _sleeps(off, t, e.astype(np.int64), after.astype(np.int64)), 0.0)
     closed = (after - before) / 1e9
     awake = closed - (asleep_before + asleep_after) / 1e9
     opened = (open_after - open_before) / 1e9
@@ -178,11 +185,11 @@ def clocks(events, assigned, phases: list[int], timed: str, direction: str | Non
     asleep = float(asleep_before.sum() + asleep_after.sum() - asleep_before[shared].sum()) / 1e9
     opened_previous = np.where(first, -np.inf, np.r_[-np.inf, open_after[:-1]])
     opened_spans = float((open_after - np.maximum(open_before, opened_previous)).sum()) / 1e9
-    # the open ends' sleeps (a first call's edge before it, a last call's after it), where finite
-    edge_before = np.where(first & np.isfinite(open_before),
+    # the open ends' sleeps (an unfenced first call's edge before it, last call's after it), where finite
+    edge_before = np.where(~fenced_before & np.isfinite(open_before),
                            _sleeps(off, t, np.nan_to_num(open_before, neginf=0).astype(np.int64), s.astype(np.int64)),
                            0.0)
-    edge_after = np.where(last & np.isfinite(open_after),
+    edge_after = np.where(~fenced_after & np.isfinite(open_after),
                           _sleeps(off, t, e.astype(np.int64), np.nan_to_num(open_after, posinf=0).astype(np.int64)),
                           0.0)
     awake_opened = opened - (asleep_before + asleep_after + edge_before + edge_after) / 1e9

@@ -88,7 +88,8 @@ def late_flushes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFr
     """Per write phase: the writes of a buffered stream's final flush, when there is one.
 
     They are the last writes of the phase after its last full-record write, each shorter than
-    the phase's record size, followed at once in their thread by the close of their fd: what
+    the phase's record size, every write before them a full record, followed at once in their
+    thread by the close of their fd: what
     fclose does with the bytes still in its buffer. A benchmark that stops its clock before
     fclose leaves them out of its window, though it counted them. Only phases with a short
     write are looked at, so a long trace costs one pass.
@@ -111,6 +112,10 @@ def late_flushes(events: pd.DataFrame, assigned: pd.DataFrame, phases: pd.DataFr
         rows = np.flatnonzero(writes & (phase == p))
         full = np.flatnonzero(requested[rows] == record_of[p])
         if len(rows) < 2 or not len(full) or full[-1] == len(rows) - 1:
+            continue
+        if (requested[rows[:full[-1]]] != record_of[p]).any():
+            # a stream writes whole buffers until its final flush: a write of another size before
+            # the last full one is the program's own (dbench's loadfile writes of 1 to 65,536 bytes)
             continue
         tail = rows[full[-1] + 1:]
         if (requested[tail] >= record_of[p]).any():

@@ -98,21 +98,40 @@ class StreamedEvidence:
                 [claim_windows.calls_between(e, a, phases, low, high) for e, a in self._assigned.blocks()])
         return self._cache[key]
 
-    def nth_call_start(self, phases: list[int], n: int, low: int) -> int | None:
+    def nth_call_start(self, phases: list[int], n: int, low: int, direction: str | None = None) -> int | None:
         """When the n-th (from 0) counted data call of `phases` that started at `low` or later
-        started, in time order; None when they have n or fewer. Memory: n + 1 times per block."""
-        key = ("nth", tuple(phases), n, low)
+        started, in time order; None when they have n or fewer. With a `direction`, only its
+        calls count, as a latency claim's operations (latency.data_calls). Memory: n + 1 times
+        per block."""
+        key = ("nth", tuple(phases), n, low, direction)
         if key not in self._cache:
             kept = np.empty(0, np.int64)
             for e, a in self._assigned.blocks():
-                kind = phase_module.call_kinds(e["syscall"])
                 start = e["start_ns"].to_numpy(np.int64)
-                mine = np.isin(a["phase"].to_numpy(), phases) & ~phase_module.uncounted(a) & (start >= low) \
-                    & np.isin(kind, (phase_module.READ, phase_module.WRITE))
+                if direction is None:
+                    kind = phase_module.call_kinds(e["syscall"])
+                    mine = np.isin(a["phase"].to_numpy(), phases) & ~phase_module.uncounted(a) \
+                        & np.isin(kind, (phase_module.READ, phase_module.WRITE))
+                else:
+                    mine = latency.data_calls(e, a, phases, direction)
+                mine &= start >= low
                 kept = np.concatenate([kept, start[mine]])
                 if len(kept) > n + 1:
                     kept = np.partition(kept, n)[:n + 1]
             self._cache[key] = int(np.sort(kept)[n]) if len(kept) > n else None
+        return self._cache[key]
+
+    def calls_ended_by(self, phases: list[int], direction: str | None, times: list[int]) -> np.ndarray:
+        """How many data calls of `phases` in `direction` (latency.data_calls) had ended by each
+        of `times` (per-request lines' times: judge/request_anchor.py). Memory: a count per time."""
+        key = ("ended by", tuple(phases), direction, tuple(times))
+        if key not in self._cache:
+            marks = np.asarray(times, np.int64)
+            counts = np.zeros(len(marks), np.int64)
+            for e, a in self._assigned.blocks():
+                ends = np.sort(e["end_ns"].to_numpy(np.int64)[latency.data_calls(e, a, phases, direction)])
+                counts += np.searchsorted(ends, marks, side="right")
+            self._cache[key] = counts
         return self._cache[key]
 
     def calls_of(self, phases: list[int], columns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -278,7 +297,8 @@ class LastWrites:
         self.is_write[number] = (phases["operation"] == "write").to_numpy()
         zeros = (lambda dtype=np.int64: np.zeros(size, dtype))
         self.count, self.full_end, self.tail_calls, self.tail_bytes, self.tail_first = (zeros() for _ in range(5))
-        self.has_full, self.tail_bad = zeros(bool), zeros(bool)
+        # off_size: a write before the last full-record one that is not a full record (no stream's)
+        self.has_full, self.tail_bad, self.off_size = zeros(bool), zeros(bool), zeros(bool)
         self.last_row = np.full(size, -1, np.int64)
         self.last_tid, self.last_fd, self.last_start, self.last_end, self.last_ret, self.prev_end, self.next_start = \
             (zeros() for _ in range(7))
@@ -337,6 +357,8 @@ class LastWrites:
         self.count[p] += len(rows)
         if len(full):
             k = int(full[-1])
+            # the writes after the earlier full ones (short, or larger) now come before a full one
+            self.off_size[p] |= bool(self.tail_calls[p]) or bool((asked[:k] != record).any())
             tail = rows[k + 1:]
             self.has_full[p], self.full_end[p] = True, end[rows[k]]
             self.tail_calls[p] = len(tail)
@@ -362,7 +384,7 @@ class LastWrites:
 
     def late_flushes(self) -> dict[int, dict]:
         found = np.flatnonzero(self.is_write & (self.count >= 2) & self.has_full & (self.tail_calls > 0)
-                               & ~self.tail_bad & (self.status == self.CLOSES))
+                               & ~self.tail_bad & ~self.off_size & (self.status == self.CLOSES))
         return {int(p): {"bytes": int(self.tail_bytes[p]), "calls": int(self.tail_calls[p]),
                          "record": int(self.record[p]), "after_full_ns": int(self.tail_first[p] - self.full_end[p]),
                          "close_after_ns": int(self.next_start[p] - self.last_end[p])} for p in found}

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.phasing import latency_store, phase_table as pt, phases as ph
+from iowitness.analysis.phasing.fault_spans import FaultSpans
 from iowitness.analysis.phasing.late_calls import LateCalls
 from iowitness.analysis.phasing.stream_windows import Windows, data_rows, i64
 from iowitness.analysis.read import distinct
@@ -162,6 +163,7 @@ class _Sums:
         self.cuts: dict[str, list[int]] = {}
         self.latencies = latency_store.Latencies(slots)
         self.late_calls = LateCalls(slots)
+        self.fault_spans = FaultSpans()
 
     def add(self, e: pd.DataFrame, a: pd.DataFrame) -> None:
         n = len(e)
@@ -235,9 +237,11 @@ class _Sums:
                                (self.short, (ret >= 0) & (ret < requested) & ~transfer & ~fault),
                                (self.positioned_ops, ph.named(e["syscall"], ph.POSITIONED)[rows]),
                                (self.timed, ~fault), (self.async_ops, ph.named(e["syscall"], async_ops())[rows]),
-                               (self.faults, fault), (self.fault_bytes, np.where(fault, moved, 0)),
+                               (self.faults, fault),
                                (self.major_faults, fault & ((flags[rows] & ph.FAULT_MAJOR) != 0))):
             _add_at(target, p, values)   # a mask stays one: counted by np.bincount without weights
+        # what the faults mapped, each byte once (a page fault-around mapped and a store then faulted)
+        self.fault_spans.add(p[fault], offset[fault], moved[fault])
         np.minimum.at(self.data_first_ns, p, start)
         np.maximum.at(self.data_last_ns, p, end)
         np.minimum.at(self.size_min, p, size)
@@ -326,6 +330,8 @@ class _Sums:
         return histogram
 
     def sums(self) -> dict:
+        for phase, mapped in self.fault_spans.bytes().items():
+            self.fault_bytes[phase] = mapped
         present = np.flatnonzero(self.calls_in)
         present = present[present > 0]
         phases = np.flatnonzero(self.ops)

@@ -99,13 +99,12 @@ def test_iozone_mmap_tests_become_phases_of_faults_and_are_judged(tmp_path):
               "-r", "64k", "-f", str(tmp_path / "iozone.tmp"), "-w")
     report = json.loads(iowitness("report", str(trace), "--json").stdout)
     named = {p["benchmark_name"]: p for p in report["phases"] if p["ops"] > 0}
-    # THEN each of its four tests is a phase whose faults mapped the whole file: at least once, and
-    # a little more where a fault mapped pages an earlier fault of the phase had mapped (fault_bytes
-    # adds what each fault mapped, not the distinct bytes: a CI run's write phase held 2,571 faults
-    # over 16 MiB + 13 pages, its rewrite 16 MiB + 12, its reads 16 MiB exactly; which pages fault
-    # twice depends on the page cache at the time)
+    # THEN each of its four tests is a phase whose faults mapped the whole file, each byte once:
+    # fault_bytes is the distinct bytes, so a page a read fault's fault-around mapped and a store
+    # then write-faulted counts once (adding each fault's bytes, a CI run's write phase held
+    # 2,571 faults over 16 MiB + 13 pages; which pages fault twice depends on the page cache)
     for test in ("write", "rewrite", "read", "reread"):
-        assert 16 << 20 <= named[test]["fault_bytes"] <= (16 << 20) * 1.01, (test, named[test])
+        assert named[test]["fault_bytes"] == 16 << 20, (test, named[test])
         assert named[test]["busy_Bps"] is None   # no time in calls: loads and stores are not timed
     # AND every claim is about its own phase, with the mapping named among the reasons
     verdicts = {v["claim"]["test"]: v for v in report["verdicts"]}

@@ -151,7 +151,10 @@ def test_attach_pid_mid_run_names_the_benchmark_its_disk_and_how_far_in_it_began
     from iowitness.analysis.judge import match_claims as matching
     source, claims = claims_from((tmp_path / "fio.json").read_text(), trace.meta["command"])
     verdicts = matching.match(trace.report(), claims, source, trace.meta["command"], 0.05, trace.missing, trace=trace)
-    assert verdicts and all(v.verdict != "disagrees" for v in verdicts)
+    # (fio's file was open before the attach: a figure only another account fits, say the time
+    # inside the calls of the part seen, is a coincidence, not EXPLAINED)
+    assert verdicts and all(v.verdict in ("agrees", "cannot judge") for v in verdicts), \
+        [(v.claim.test, v.verdict, v.reasons) for v in verdicts]
     for v in verdicts:
         said = v.reasons[0] if v.verdict == "cannot judge" else v.reasons[-1]
         assert "attached mid-run" in said or v.reasons[0] == "no phase of the trace matches this claim", v.reasons

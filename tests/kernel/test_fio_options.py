@@ -2,7 +2,9 @@
 second and counts only what follows: the ground truth is fio's own count of the requests it
 timed, its "issued rwts" line or its JSON total_ios, read by the test), loops (one job, its file
 read three times: one figure over the three) and verify (fio's own verify-state file is not the
-job's data)."""
+job's data; its verify pass is timed from its open to its last read, fio's JSON io_bytes the
+ground truth of what it read) and trimwrite on a raw loop device (fio's trim bytes and the
+written bytes the trace holds: the trims, discards with no call, cannot be judged)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 
 from iowitness import load
 from tests.conftest import require_tool
+from tests.support.blockdev import loop_raw
 from tests.support.cli import iowitness
 
 
@@ -73,6 +76,43 @@ def test_a_verify_state_file_is_fios_own_not_a_phase(tmp_path):
     assert job["write"]["io_bytes"] == 8 << 20
     assert rc == 0 and "DISAGREES" not in out, out
     assert "the counts differ" not in out and "verify.state" not in out, out
+
+
+def test_a_verify_pass_is_judged_over_its_own_reads(tmp_path):
+    # GIVEN fio writing 32 MiB at random offsets, then verifying them (crc32c): it opens the file
+    # again, drops its cached pages, reads every block back and counts that pass as a read
+    job, events, rc, out = _fio_json(tmp_path, "--rw=randwrite", "--bs=4k", "--size=32M", "--verify=crc32c")
+    data = events[events["path"] == str(tmp_path / "data.bin")]
+    reads = data[data["syscall"].isin(["read", "pread64"])]
+    # (fio's own count: the verify read the 32 MiB it wrote, and the trace holds those reads)
+    assert job["read"]["io_bytes"] == job["write"]["io_bytes"] == int(reads["ret"].sum()) == 32 << 20
+    # THEN no figure disagrees: the verify's read rate is fio's runtime from before its cache
+    # invalidation to its last read (it disagreed 0.82x, over the reads alone)
+    assert "DISAGREES" not in out, out
+    read = next(line for line in out.splitlines() if "job read:" in line)
+    assert read.startswith(("AGREES", "EXPLAINED")), out
+
+
+def test_trims_cannot_be_judged_and_say_why(tmp_path):
+    # GIVEN fio's trimwrite on a raw loop device: each 64 KiB block discarded (an ioctl, which
+    # the probe does not record), then written
+    fio = require_tool("fio")
+    trace = tmp_path / "fio.iwt"
+    with loop_raw(32) as disk:
+        run = iowitness("run", "-q", "-o", str(trace), "--", fio, "--name=tw", "--rw=trimwrite", "--bs=64k",
+                        "--size=16m", f"--filename={disk}", "--direct=1", "--output-format=json", timeout=120)
+    job = json.loads(run.stdout[run.stdout.index("{"):])["jobs"][0]
+    events = load(trace).events
+    writes = events[events["syscall"].isin(["write", "pwrite64"])]
+    assert job["trim"]["io_bytes"] == job["write"]["io_bytes"] == int(writes["ret"].sum()) == 16 << 20
+    # WHEN checked
+    check = iowitness("check", str(trace), check=False)
+    # THEN the trim rate and latency are CANNOT JUDGE, saying they are discards (they said "no
+    # phase of the trace matches this claim"), and the write figures are judged
+    trims = [line for line in check.stdout.splitlines() if "tw trim" in line]
+    assert len(trims) == 2 and all(line.startswith("CANNOT JUDGE") and "discard requests" in line
+                                   for line in trims), check.stdout
+    assert "DISAGREES" not in check.stdout, check.stdout
 
 
 def test_terse_output_is_read(tmp_path):

@@ -82,3 +82,56 @@ def test_ioping_direct_request_lines_agree_when_each_is_within_its_call(tmp_path
         assert "numbered up to 41, 1 more are requests whose lines the spec leaves out" in lines.reasons[0]
     else:
         assert lines.verdict in ("agrees", "cannot judge") and lines.verdict != "disagrees", lines.reasons
+
+
+def test_ioping_write_figures_are_about_its_requests_not_its_files_preparation(tmp_path):
+    ioping = require_tool("ioping")
+    # GIVEN ioping -W: it writes its 1 MiB working set (256 writes of 4 KiB, the man page's
+    # default for a directory), then makes 20 write requests on the same file, each a 4 KiB
+    # pwrite and its fdatasync (-C would suppress it): one write phase for both
+    out = tmp_path / "ioping.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", ioping, "-W", "-c", str(REQUESTS), "-i", "0.01", str(tmp_path))
+    trace = load(out)
+    text = trace.output["stdout"]
+    assert f"generated {REQUESTS} requests" in text and ">>>" in text, text
+    phases = trace.phases()
+    [writes] = phases[phases["operation"] == "write"].itertuples()
+    assert writes.ops == 256 + REQUESTS, phases[["phase", "operation", "ops"]]
+    # WHEN judged with the shipped spec, the same file as for reads
+    verdicts = judged.verdicts(trace, spec=str(SPEC))
+    # THEN the request lines are each held to their own write and fdatasync, and the summary
+    # (it takes its request lines' direction: writes) is over ioping's 19 counted
+    # requests, the preparation's 256 writes left out: no figure disagrees (before: every one
+    # CANNOT JUDGE as reads; as writes, the lines 0 of 19 within, against the preparing writes)
+    [lines] = [v for v in verdicts if v.claim.extra.get("requests")]
+    assert lines.claim.direction == "write" and lines.counts["requests"] == REQUESTS - 1, lines.reasons
+    summary = [v for v in verdicts if not v.claim.extra.get("requests")]
+    assert [(v.claim.extra["statistic"], v.claim.direction) for v in summary] == [
+        (s, "write") for s in ("min", "mean", "max", "mdev")]
+    for v in verdicts:
+        assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
+        assert any(r.startswith("the benchmark's requests start at call 257 ") for r in v.reasons), v.reasons
+        if v.verdict == "cannot judge":
+            assert v.reasons[0].startswith("gap in user space"), (v.claim.printed, v.reasons)
+    assert [v.counts["operations"] for v in summary if v.verdict != "cannot judge"] == \
+        [REQUESTS - 1] * len([v for v in summary if v.verdict != "cannot judge"])
+
+
+def test_ioping_quiet_summary_is_about_its_reads(tmp_path):
+    ioping = require_tool("ioping")
+    # GIVEN ioping -R (rapid: quiet, a 64 MiB working set written first), 20 requests: no
+    # request line, only the summary
+    out = tmp_path / "ioping.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", ioping, "-R", "-c", str(REQUESTS), str(tmp_path))
+    trace = load(out)
+    assert "request=" not in trace.output["stdout"] and "min/avg/max/mdev" in trace.output["stdout"]
+    phases = trace.phases()
+    [reads] = phases[phases["operation"] == "read"].itertuples()
+    assert reads.ops == REQUESTS, phases[["phase", "operation", "ops"]]
+    # WHEN judged with the shipped spec
+    verdicts = judged.verdicts(trace, spec=str(SPEC))
+    # THEN its four figures are about the read phase (its table's own direction, no request line
+    # to take one from), over ioping's 19 counted requests: never the 16,384 preparing writes
+    assert [v.phases for v in verdicts] == [[reads.phase]] * 4, [(v.claim.printed, v.phases) for v in verdicts]
+    for v in verdicts:
+        assert v.verdict != "disagrees", (v.claim.printed, v.reasons)

@@ -79,3 +79,22 @@ def test_asynchronous_reads_timed_at_their_submission_do_not_disagree(tmp_path):
     assert len(latencies) == 4, out
     assert "DISAGREES" not in out, out
     assert all("requests are asynchronous" in line for line in latencies if line.startswith("CANNOT JUDGE")), out
+
+
+def test_sequential_writes_file_after_file_are_one_figure_over_the_run(tmp_path):
+    # GIVEN sysbench writing its two files one after the other, each write on an O_DSYNC file
+    # (--file-extra-flags=dsync), 400 events: writes and its fsyncs every 100 requests (the first
+    # file's 256 blocks, then the second's)
+    printed, events, ev, out = run_and_check(tmp_path, "seqwr", "--file-test-mode=seqwr",
+                                             "--file-extra-flags=dsync", "--file-fsync-end=off", events=400)
+    assert "Extra file open flags: dsync" in printed, printed
+    data = ev[ev["path"].astype(str).str.contains("test_file")]
+    # (sysbench's own count of events: the trace's writes and fsyncs; its files written in turn)
+    assert int(data["syscall"].isin(["write", "pwrite64", "fsync", "fdatasync"]).sum()) == events == 400
+    assert data[data["syscall"] == "pwrite64"]["path"].nunique() == 2
+    # THEN writes/s and MiB/s are judged over both files' writes, as sysbench counts them over its
+    # run (scope "auto" took the first file alone: its rate 1.1x the printed one)
+    rates = [line for line in out.splitlines() if re.match(r"\S.*? write: claims [\d,.]+ (ops/s|MiB/s)", line)]
+    assert len(rates) == 2 and all(line.startswith(("AGREES", "EXPLAINED")) and "phases 1–2" in line
+                                   for line in rates), out
+    assert "DISAGREES" not in out, out

@@ -89,6 +89,21 @@ def test_a_buffered_streams_final_flush_is_found_across_blocks():
     assert [(f["bytes"], f["calls"]) for f in found["late_flushes"].values()] == [(137, 2)]
 
 
+def test_a_short_last_write_after_writes_of_other_sizes_is_no_streams_flush():
+    # GIVEN dbench's shape: a 1-byte write, then full 64 KiB writes (its record), a 510-byte one,
+    # more full ones and a last short write, then close: the program's own sizes, not a buffer's
+    calls = Calls().open("/data/d", O_WRONLY | O_CREAT).write(1, 65_534)
+    for k in range(40):
+        calls.write(65_536 if k != 20 else 510, k * 65_536)
+    calls.write(777).close()
+    # WHEN the late flushes are asked, in blocks of every size
+    found = same_answers(calls.frame())
+    # THEN there is none (before: "a final flush just before close (a buffered stream)" on each of
+    # dbench's files), while a stream of whole buffers and a short last one still has its flush
+    assert found["late_flushes"] == {}, found["late_flushes"]
+    assert len(same_answers(stdio(Calls(), "/data/a", 60, [100]).frame())["late_flushes"]) == 1
+
+
 def test_the_last_write_before_close_of_stdio_sized_streams():
     # GIVEN streams that end with a full buffer and close, one closed by another thread's call first
     calls = stdio(Calls(), "/data/a", 40, [])

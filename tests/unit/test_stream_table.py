@@ -9,7 +9,7 @@ import random
 import pandas as pd
 import pytest
 
-from iowitness.analysis.phasing import stream_assign, stream_table
+from iowitness.analysis.phasing import fault_spans, stream_assign, stream_table
 from tests.support.blocks import BLOCKS, Blocks, cutting
 from tests.support.synthetic import (
     EIO,
@@ -140,6 +140,33 @@ def test_mmap_faults_major_and_minor():
         calls.raw("fault_read" if i % 3 else "fault_write", path=F, offset=i * REC, requested=REC,
                   flags=1 if i % 5 == 0 else 0)
     same_table(calls.close().frame())
+
+
+def test_fault_bytes_are_the_distinct_bytes_the_faults_mapped(monkeypatch):
+    # GIVEN IOzone -B's shape: read faults whose fault-around maps 16 pages each, every window
+    # overlapping the one before by half, then a store on every page of them (a write fault on
+    # pages already mapped read-only); 200 more faults at random in the second half of the file
+    monkeypatch.setattr(fault_spans, "MERGE_AT", 8)   # the union merged many times over the blocks
+    rng = random.Random(5)
+    calls = Calls().open(F, O_RDWR, size=256 * REC).write(REC)
+    fd = calls.current[(calls.tgid, calls.tid)]
+    calls.raw("mmap", fd=fd, offset=0, requested=256 * REC, ret=0x7f0000000000, flags=0x3)
+    pages = set()
+    for first in range(0, 120, 8):
+        calls.raw("fault_read", path=F, offset=first * REC, requested=16 * REC)
+        pages |= set(range(first, first + 16))
+    for page in sorted(pages):
+        calls.raw("fault_write", path=F, offset=page * REC, requested=REC)
+    for _ in range(200):
+        page = rng.randrange(128, 256)
+        calls.raw(rng.choice(["fault_read", "fault_write"]), path=F, offset=page * REC, requested=REC)
+        pages.add(page)
+    # WHEN the phase table is made, in blocks of 1, 37 and 1,000 events
+    table = same_table(calls.close().frame())
+    # THEN its fault_bytes count each mapped page once (the sum of the faults' bytes: 3.3x that)
+    faulted = table[table["faults"] > 0].iloc[0]
+    assert faulted["fault_bytes"] == len(pages) * REC, (faulted["fault_bytes"], len(pages) * REC)
+    assert faulted["faults"] == 15 + 128 + 200
 
 
 @pytest.mark.parametrize("syscall", ["uring_read", "aio_write"])

@@ -1,0 +1,73 @@
+"""Where a benchmark's requests begin among its phase's calls, from when it printed their lines.
+
+A per-request line (`requests = true`: ioping's "request=7 time=1.54 ms") is written just after
+its own operation, so on the output timeline the request numbered k (after the spec's `skip`)
+is the operation that ended last before its line: with c calls of the phase ended by the line
+and m calls per operation, the phase held c - (skip + k) * m calls before the benchmark's first
+request. Those calls are not its requests: the file it prepared, in the same phase (ioping -W
+writes its whole working set, then times its write requests on that file). They are left out
+of the request lines' operations and of a summary of the same requests (whose own skip then
+counts from the first request).
+
+The lines must agree: more than half of them, and at least two, give the same number of calls
+before the first request (a benchmark that prints its lines in bursts gives each line of a
+burst another). A number of 0 changes nothing: the phase holds only the requests. A negative
+one is a trace that began after the benchmark's first requests (attached mid-run): request n is
+then the trace's operation n minus that many.
+
+    start_ns, shift, why = first_request(lines, phases, report) or (None, 0, "")
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from iowitness.analysis.judge.claim import Claim
+from iowitness.analysis.phasing import operations
+
+# at least this many lines give the same count of calls before the first request
+AGREEING_LINES = 2
+
+
+def calls_per_operation(timed: str) -> int | None:
+    """The data calls of one operation as `timed` says, or None when the trace decides it
+    (calls+sync, open..close, call or sync: no fixed count to step back by)."""
+    try:
+        kind, n = operations.parse(timed)
+    except ValueError:
+        return None
+    return n if kind in ("call", "call+sync", "calls", "calls+sync") and n >= 1 else None
+
+
+def first_request(lines: list[Claim], phases: list[int], report) -> tuple[int | None, int, str] | None:
+    """(when the benchmark's first request started, how many operations its request numbers run
+    ahead of the trace's, in words) as its request lines, placed on the output timeline, show;
+    None when the lines do not agree or show the phase holding their requests alone.
+
+    Calls before the first request (its file's preparation) give a start and no shift; a trace
+    that begins after the benchmark's first requests (an attach) gives a shift and no start:
+    the request numbered n is the trace's operation n + shift (after the skipped ones)."""
+    if len(lines) < AGREEING_LINES or any(c.printed_ns is None for c in lines) or not phases:
+        return None
+    per = calls_per_operation(lines[0].extra.get("timed", "call"))
+    if per is None:
+        return None
+    skip = int(lines[0].extra.get("skip") or 0)
+    numbers = [int(c.extra.get("request") or k + 1) for k, c in enumerate(lines)]
+    ended = report.evidence.calls_ended_by(phases, lines[0].direction, [c.printed_ns or 0 for c in lines])
+    before = [int(c) - (skip + n) * per for c, n in zip(ended, numbers)]
+    (calls, agreeing), = Counter(before).most_common(1)
+    if not calls or agreeing < AGREEING_LINES or agreeing * 2 <= len(lines):
+        return None
+    said = f"each request line was written just after its own operation ({agreeing:,} of {len(lines):,} lines say so)"
+    if calls < 0:
+        if calls % per:
+            return None
+        return None, calls // per, (f"the trace begins at the benchmark's request {1 - calls // per:,}: {said}, "
+                                    "and the requests before it ran before the trace began")
+    start = report.evidence.nth_call_start(phases, calls, 0, lines[0].direction)
+    if start is None:
+        return None
+    return start, 0, (f"the benchmark's requests start at call {calls + 1:,} of the phase: {said}, so the "
+                      f"{calls:,} calls before are not its requests (what it did before timing: its file's "
+                      "preparation)")

@@ -1,0 +1,105 @@
+"""ioping -W's requests found among the writes that prepared its file (analysis/judge/request_anchor.py):
+its real output (tests/data/claims/ioping/write.txt) read with the shipped spec, on a trace of its
+shape built call by call (256 writes of 4 KiB and an fsync, then one pwrite and its fdatasync per
+request, each request's line written just after it), the printed times those calls took."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+from iowitness.analysis.benchmarks import spec
+from iowitness.analysis.judge import match_claims as matching, trace_verdicts as judged
+from iowitness.analysis.measure import stream_full
+from iowitness.analysis.read import printed
+from iowitness.analysis.read.printed import PrintedLine
+from tests.support.synthetic import O_CREAT, O_RDWR, Calls
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "docs" / "specs" / "ioping.toml"
+OUTPUT = (ROOT / "tests" / "data" / "claims" / "ioping" / "write.txt").read_text()
+KiB = 1024
+MS = 1_000_000
+PREPARED = 256   # ioping's working set, 1 MiB by default for a directory, in 4 KiB writes
+REQUEST = re.compile(r"request=(\d+) time=([\d.]+) (us|ms)")
+
+
+def _ioping_write_run(printed_first: int = 1) -> tuple[Calls, list[tuple[str, int]]]:
+    """ioping -W's calls, each request's write and fdatasync taking the time its line prints
+    less 2 µs of ioping's own clock, and its output lines (text, when written) from request
+    `printed_first` on (an attach after the earlier ones: their calls are not in the trace)."""
+    calls = Calls()
+    lines = []
+    requests = [(int(n), float(t) * (1000 if unit == "us" else 1_000_000)) for n, t, unit in REQUEST.findall(OUTPUT)]
+    if printed_first == 1:
+        calls.open("/d/ioping.tmp", O_RDWR | O_CREAT)
+        for k in range(PREPARED):
+            calls.pwrite(4 * KiB, k * 4 * KiB, latency=3_000)
+        calls.fsync(latency=2 * MS).gap(MS)
+    else:
+        calls.open("/d/ioping.tmp", O_RDWR)
+    texts = iter(OUTPUT.splitlines())
+    for n, took_ns in requests:
+        text = next(texts)
+        if n < printed_first:
+            continue
+        write_ns = int(took_ns - 2_000) // 3
+        calls.pwrite(4 * KiB, (n * 7919 % PREPARED) * 4 * KiB, latency=write_ns)
+        calls.fsync(syscall="fdatasync", latency=int(took_ns - 2_000) - write_ns)
+        calls.gap(20_000)
+        lines.append((text, calls.now))
+        calls.gap(10 * MS)
+    calls.close()
+    lines += [(text, calls.now) for text in texts]
+    return calls, lines
+
+
+def _judge(calls: Calls, lines: list[tuple[str, int]], monkeypatch, meta: dict | None = None):
+    trace = SimpleNamespace(events=calls.frame(), meta={"command": ["ioping", "-W", "."], "pid": None, **(meta or {})},
+                            output={"stdout": "".join(text + "\n" for text, _ in lines), "stderr": ""})
+    monkeypatch.setattr(printed, "lines_of", lambda tr: [PrintedLine(text, t, "stdout") for text, t in lines])
+    source, claims = judged.claims_of(trace, None, spec=str(SPEC))
+    return matching.match(stream_full.build(trace), claims, source, trace.meta["command"], trace=trace)
+
+
+def test_the_shipped_spec_reads_ioping_write_requests_and_a_summary_of_them():
+    # GIVEN ioping -W's real output: nine write request lines after the warm-up, and a summary
+    # WHEN read with the shipped spec
+    claims = spec.parse(OUTPUT, SPEC)
+    # THEN the request lines are writes timed with their fdatasync, numbered 2 to 10, and the
+    # summary takes theirs (its own "read" is for a quiet run): the write requests, not reads
+    lines = [c for c in claims if c.extra.get("requests")]
+    assert [c.extra["request"] for c in lines] == list(range(2, 11))
+    assert {(c.direction, c.extra["timed"]) for c in lines} == {("write", "call+sync")}
+    summary = [c for c in claims if not c.extra.get("requests")]
+    assert [(c.extra["statistic"], c.direction, c.extra["timed"], c.extra["skip"]) for c in summary] == [
+        (s, "write", "call+sync", 1) for s in ("min", "mean", "max", "mdev")]
+
+
+def test_ioping_write_figures_are_about_its_requests_not_the_file_it_prepared(monkeypatch):
+    # GIVEN ioping -W's shape: its 256 preparing writes and the requests' writes in one phase
+    calls, lines = _ioping_write_run()
+    # WHEN its output is judged with the shipped spec
+    verdicts = _judge(calls, lines, monkeypatch)
+    # THEN every figure agrees: the request lines each against its own write and fdatasync, the
+    # summary over ioping's 9 counted requests (request 1, its warm-up, skipped), not over
+    # the preparation's 256 writes (every figure was CANNOT JUDGE, or DISAGREES as writes)
+    assert len({tuple(v.phases) for v in verdicts}) == 1
+    assert [v.verdict for v in verdicts] == ["agrees"] * 5, [(v.claim.printed, v.reasons) for v in verdicts]
+    assert verdicts[0].counts == {"requests": 9, "within": 9}
+    assert [v.counts["operations"] for v in verdicts[1:]] == [9] * 4
+    for v in verdicts:
+        assert any(r.startswith(f"the benchmark's requests start at call {PREPARED + 1}") for r in v.reasons), v.reasons
+
+
+def test_request_lines_attached_after_the_first_requests_are_each_about_their_own(monkeypatch):
+    # GIVEN ioping -W attached after its request 5: the trace holds requests 5 to 10, whose
+    # lines are numbered 5 to 10, and none of the preparation
+    calls, lines = _ioping_write_run(printed_first=5)
+    # WHEN judged
+    [requests] = [v for v in _judge(calls, lines, monkeypatch) if v.claim.extra.get("requests")]
+    # THEN request n is the trace's (n - 4)-th write: each line within its own (before: "none for
+    # the printed requests", the numbers past the trace's count)
+    assert requests.verdict == "agrees" and requests.counts == {"requests": 6, "within": 6}, requests.reasons
+    assert any(r.startswith("the trace begins at the benchmark's request 5") for r in requests.reasons)
