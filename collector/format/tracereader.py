@@ -55,9 +55,15 @@ from iowitness.version import __version__
 class TraceData:
     """What a trace holds, as read: meta, event columns, facts, output, counters, device view."""
 
-    # the device view (BLOCK, OFFCPU, SAMPLES chunks): empty in traces that have none
+    # the device view (BLOCK, OFFCPU, SAMPLES chunks): empty in traces that have none. A trace
+    # read whole holds the BLOCK and OFFCPU records as arrays; one scanned (read block by block)
+    # holds none of them: `device_batches` says where their chunks are (kind name -> [(offset,
+    # payload, rows)], a name for each kind the trace's layout describes), for
+    # collector/format/tracestream.record_blocks to decode a block at a time
     block: np.ndarray | None = None
     offcpu: np.ndarray | None = None
+    device_batches: dict = {}
+    device_dtypes: dict = {}
     samples: tuple = ()
     summary = None   # --summary traces: the kernel's aggregates
     printed = None   # the output timeline (printed_timeline.Timeline); None: the trace has none
@@ -257,7 +263,8 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     for kind, dtype in dtypes.items():
         # events are read column by column (what the analysis uses), other records as records
         decode_all = _decode_columns if kind == EVENTS else _decode_all
-        if kind == EVENTS and not keep_events:
+        if kind in (EVENTS, BLOCK, OFFCPU) and not keep_events:
+            # checked chunk by chunk, never held: read again a block at a time when asked for
             decode_all = functools.partial(_check_columns, release=release)
         records[kind], bad_at, why = decode_all(batches[kind], dtype, version)
         if bad_at is not None:
@@ -284,7 +291,7 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     trace.event_batches = [] if keep_events else batches[EVENTS]
     trace.event_rows = sum(rows for _, _, rows in batches[EVENTS])
     trace.stored_bytes = {"header": HEADER.size, **stored}
-    _attach_device_view(trace, records, samples)
+    _attach_device_view(trace, records, batches, dtypes, samples, keep_events)
     # the output timeline (traces since it exists; None before): the lines with their times,
     # and the output's text rebuilt from it where the capture did not see the writes
     own = printed_timeline.OwnFiles(records[FACTS], meta_kinds)
@@ -309,7 +316,7 @@ def _records_missing(end: dict | None, records: dict, batches: dict) -> str | No
     if end is None or not isinstance(end.get("counters"), dict):
         return None
     held = {"events": sum(rows for _, _, rows in batches[EVENTS]), "facts": len(records[FACTS]),
-            "block_requests": len(records[BLOCK]) if BLOCK in records else None}
+            "block_requests": sum(rows for _, _, rows in batches[BLOCK]) if BLOCK in batches else None}
     gaps = [f"{int(end['counters'][name]):,} {name.replace('_', ' ')} counted, {count:,} held"
             for name, count in held.items()
             if count is not None and isinstance(end["counters"].get(name), int) and end["counters"][name] != count]
@@ -384,10 +391,18 @@ def _summary_rows(payload) -> np.ndarray:
     return np.frombuffer(rows, dtype=dtype)
 
 
-def _attach_device_view(trace: TraceData, records: dict, samples: list) -> None:
+def _attach_device_view(trace: TraceData, records: dict, batches: dict, dtypes: dict, samples: list,
+                        whole: bool) -> None:
+    """The BLOCK and OFFCPU records: sorted arrays when the trace is read whole, where their
+    chunks are when it is scanned (TraceData.device_batches)."""
     for kind, name, key in ((BLOCK, "block", "complete_ns"), (OFFCPU, "offcpu", "off_ns")):
-        if kind in records:
+        if kind not in records:
+            continue
+        if whole:
             setattr(trace, name, records[kind][np.argsort(records[kind][key], kind="stable")])
+        else:
+            trace.device_batches = {**trace.device_batches, name: batches[kind]}
+            trace.device_dtypes = {**trace.device_dtypes, name: dtypes[kind]}
     trace.samples = tuple(samples)
 
 
