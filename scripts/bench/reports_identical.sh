@@ -23,7 +23,7 @@ record() {
     local dir=$1 work
     mkdir -p "$dir"
     work=$(mktemp -d /var/tmp/iw-identical.XXXXXX)
-    trap 'rm -rf "$work"' RETURN
+    trap 'rm -rf "$work"; trap - RETURN' RETURN
     $iw run -q -o "$dir/iozone.iwt" -- iozone -i0 -i1 -i2 -s 32m -r 64k -f "$work/iozone.tmp"
     $iw run -q -o "$dir/iozone_e.iwt" -- iozone -e -i0 -i1 -s 16m -r 4k -f "$work/iozone.tmp"
     $iw run -q -o "$dir/iozone_a.iwt" -- iozone -a -n 64k -g 1m -y 4k -q 64k -i0 -i1 -f "$work/iozone.tmp"
@@ -34,7 +34,6 @@ record() {
     $iw run -q -o "$dir/dd.iwt" -- dd if=/dev/zero of="$work/dd.out" bs=1M count=32 conv=fsync
     gcc -O1 -Wall -Werror -o "$work/stdio_bench" tests/data/claims/spec/stdio_bench.c
     $iw run -q -o "$dir/stdio.iwt" -- "$work/stdio_bench" "$work/stdio.dat"
-    record_loop "$dir"
 }
 
 record_loop() {
@@ -43,7 +42,8 @@ record_loop() {
     truncate -s 256M "$work/disk.img"
     loop=$(losetup -f --show "$work/disk.img")
     # the mount and the loop device go even when a run fails
-    trap 'umount "$work/mnt" 2>/dev/null || true; losetup -d "$loop" 2>/dev/null || true; rm -rf "$work"' RETURN
+    # (a RETURN trap outlives its function in bash: each one clears itself)
+    trap 'umount "$work/mnt" 2>/dev/null || true; losetup -d "$loop" 2>/dev/null || true; rm -rf "$work"; trap - RETURN' RETURN
     mkfs.ext4 -q "$loop"
     mkdir "$work/mnt"
     mount "$loop" "$work/mnt"
@@ -78,7 +78,7 @@ report() {
 }
 
 case "${1:-}" in
-    record) record "$2" ;;
+    record) record "$2" && record_loop "$2" ;;
     record-loop) record_loop "$2" ;;
     report) report "$2" "$3" ;;
     *) echo "usage: $0 record DIR | record-loop DIR | report DIR OUT" >&2; exit 2 ;;
