@@ -101,17 +101,20 @@ class DeviceRecords:
         return getattr(self._trace, name, None) is not None or (
             data is not None and name in getattr(data, "device_batches", {}))
 
-    def _blocks(self, name: str, fields):
+    def _blocks(self, name: str, fields, only=None):
         """The records of kind `name`, a block at a time, as columns: decoded from the file's
-        chunks (a trace read block by block), or cut from the arrays of a trace read whole."""
+        chunks (a trace read block by block), or cut from the arrays of a trace read whole.
+        `only`: the numbers of the blocks wanted (None: all)."""
         whole = getattr(self._trace, name, None)
         if whole is None:
-            yield from tracestream.record_blocks(self._trace._data, name, fields, self._rows)
+            yield from tracestream.record_blocks(self._trace._data, name, fields, self._rows, only)
             return
-        for first in range(0, len(whole), self._rows):
+        for number, first in enumerate(range(0, len(whole), self._rows)):
+            if only is not None and number not in only:
+                continue
             part = whole[first:first + self._rows]
             block = tracestream.Block({f: part[f] for f in fields})
-            block.first_row = first
+            block.first_row, block.number = first, number
             yield block
 
     @property
@@ -147,6 +150,7 @@ class DeviceRecords:
         parts: dict[int, list[dict]] = {}
         held: dict[int, int] = {}   # device -> its requests so far, in file order
         aio, zeros = [], []
+        spans = []   # per block: the first and last start of its data completions (a flush's end is looked for there)
         decoded = (*_DECODED, "error") if self._listing else _DECODED
         for block in (self._blocks("block", decoded) if self.has_block else ()):
             op = block["op"]
@@ -154,6 +158,9 @@ class DeviceRecords:
             if done.any():
                 aio.append({f: block[f][done] for f in _AIO_FIELDS})
             zero = is_data(op) & (block["bytes"] == 0)
+            data_starts = block["start_ns"][is_data(op) & (block["bytes"] > 0)]
+            if len(data_starts):
+                spans.append((block.number, int(data_starts.min()), int(data_starts.max())))
             row = block.first_row + np.arange(len(op), dtype=np.int64)
             for dev in np.unique(block["dev"][~done]).tolist():
                 mine = (block["dev"] == dev) & ~done
@@ -168,7 +175,7 @@ class DeviceRecords:
         drop: dict[int, list[int]] = {}
         if zeros:
             zero_rows = np.concatenate(zeros, axis=1)
-            again = self._completed_again(zero_rows[:3])
+            again = self._completed_again(zero_rows[:3], spans)
             for start, sector, dev, at in zero_rows.T.tolist():
                 if (start, sector, dev) in again:
                     drop.setdefault(dev, []).append(at)
@@ -180,17 +187,20 @@ class DeviceRecords:
             self._aio = found[np.lexsort((found["complete_ns"], found["start_ns"]))]
         return self._requests
 
-    def _completed_again(self, zero: np.ndarray) -> set[tuple[int, int, int]]:
+    def _completed_again(self, zero: np.ndarray, spans: list) -> set[tuple[int, int, int]]:
         """Of the zero-byte completions (start_ns, sector, dev as rows), those that complete a
         request completed with data before: the end of a flush sequence (a journal commit's
         PREFLUSH/FUA write with data, where the device has no FUA) completes the same request a
         second time, with no bytes left. /proc/diskstats counts that request once. An empty
         PREFLUSH write (no data completion of its own) is a write diskstats counts, and stays.
-        A second pass over the blocks, only when there are zero-byte completions, and only
-        the data completions that start when one of them does are looked at (few)."""
+        A second pass, only when there are zero-byte completions, over only the blocks whose
+        data completions' starts (`spans`: block number, first, last) reach one of theirs; of
+        those, only the data completions that start when one of them does are looked at (few)."""
         starts = np.unique(zero[0])
+        only = {k for k, lo, hi in spans
+                if np.searchsorted(starts, lo, side="left") < np.searchsorted(starts, hi, side="right")}
         done: set[tuple[int, int, int]] = set()
-        for block in self._blocks("block", ("start_ns", "sector", "dev", "bytes", "op")):
+        for block in self._blocks("block", ("start_ns", "sector", "dev", "bytes", "op"), only):
             data = is_data(block["op"]) & (block["bytes"] > 0) & np.isin(block["start_ns"].astype(np.int64), starts)
             done.update(zip(*(block[f][data].astype(np.int64).tolist() for f in ("start_ns", "sector", "dev"))))
         return {k for k in zip(*zero.tolist()) if k in done}
