@@ -4,7 +4,7 @@ traced threads' stretches off the CPU (OFFCPU), kept as every reader of them nee
     records = device_records.of(trace)      # one per trace, made when first asked for
     records.has_block                        # the trace has the block probe's records (a device view)
     records.requests(dev)                    # one device's requests: columns sorted by completion
-    records.offcpu                           # the off-CPU stretches, sorted by off_ns (None: not recorded)
+    records.offcpu                           # the off-CPU stretches, by thread and time (None: not recorded)
     records.aio_done                         # libaio requests' kernel completions (analysis/phasing/aio_kernel.py)
 
 A trace read block by block (analysis/read/streamed.py) holds no BLOCK or OFFCPU record: they
@@ -209,8 +209,11 @@ class DeviceRecords:
 
     @property
     def offcpu(self) -> np.ndarray | None:
-        """The off-CPU stretches (struct iow_offcpu records) sorted by off_ns, ties in file order;
-        None when the trace has none. A trace read whole gives its array as it is."""
+        """The off-CPU stretches (struct iow_offcpu records: off_ns, on_ns, tgid, tid, state)
+        thread by thread, each thread's by off_ns (ties in file order): what every reader takes
+        of them is a thread's stretches in time order (device.DeviceFacts uses them as they are,
+        with no copy sorted by thread). None when the trace has none. A trace read whole gives
+        its array as it is (sorted by off_ns)."""
         whole = getattr(self._trace, "offcpu", None)
         if whole is not None:
             return whole
@@ -220,7 +223,7 @@ class DeviceRecords:
                 parts = [_records(block) for block in self._blocks("offcpu", _OFFCPU_FIELDS)]
                 whole = np.concatenate(parts) if parts else np.empty(0, _OFFCPU_EMPTY)
                 del parts
-                self._offcpu = whole[np.argsort(whole["off_ns"], kind="stable")]
+                self._offcpu = whole[np.lexsort((whole["off_ns"], whole["tid"]))]
         return self._offcpu
 
 
