@@ -25,6 +25,10 @@ What is kept, per record (it grows with the trace, said in docs/tracing.md):
   position too (36 bytes more). The second completion of a flush sequence (a zero-byte
   completion of a request already completed: /proc/diskstats counts it once) is never kept.
 - an off-CPU stretch: its 32-byte record (off, on, tgid, tid, state).
+While the device view is made (analysis/measure/device.py) a request costs about 19 bytes more
+(Requests: its start as the view counts it, its submitter as int64, read/write/own), and a
+stretch inside a phase's window about 45 (DeviceFacts: its latest end so far, the stretch
+clipped to the window and the call it fell in).
 - a libaio completion: the fields that pair it with its request (36 bytes).
 """
 
