@@ -35,11 +35,11 @@ REQUEST_COLUMNS = ["complete_ns", "start_ns", "issue_ns", "dev", "device", "sect
 
 
 def _issued(columns: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(issued, started) of a device's requests: the issue, or the start, or the completion, as
-    far as the kernel timed them, never after the completion."""
+    """(issued, started) of a device's requests: the issue, or else the start (the completion,
+    when the kernel timed neither), never after the completion; the start never after the issue."""
     complete, start, issue = columns["complete_ns"], columns["start_ns"], columns["issue_ns"]
-    issued = np.minimum(np.where(issue > 0, issue, np.where(start > 0, start, complete)), complete)
-    return issued, np.minimum(np.where(start > 0, start, issued), issued)
+    issued = np.where(issue > 0, np.minimum(issue, complete), start)
+    return issued, np.minimum(start, issued)
 
 
 def requests(trace, phases: pd.DataFrame | None = None) -> pd.DataFrame:

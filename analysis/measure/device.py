@@ -77,13 +77,9 @@ class Requests:
     every request is its own)."""
 
     def __init__(self, columns: dict[str, np.ndarray], traced: np.ndarray | None = None):
-        self.complete = columns["complete_ns"]
-        start, issue = columns["start_ns"], columns["issue_ns"]
-        # a request the kernel did not time from its start (I/O statistics off) counts from its issue
-        start = np.where(start > 0, start, np.where(issue > 0, issue, self.complete))
-        self.start = np.minimum(start, self.complete)
-        self.bytes = columns["bytes"]
-        self.tid = columns["tid"].astype(np.int64)
+        # the columns as they are (no copy): start is diskstats' (device_records says how)
+        self.complete, self.start, self.bytes = columns["complete_ns"], columns["start_ns"], columns["bytes"]
+        self.tid = columns["tid"]
         op = columns["op"]
         self.read = op == READ_OP
         self.write = is_write(op)

@@ -25,8 +25,8 @@ What is kept, per record (it grows with the trace, said in docs/tracing.md):
   position too (36 bytes more). The second completion of a flush sequence (a zero-byte
   completion of a request already completed: /proc/diskstats counts it once) is never kept.
 - an off-CPU stretch: its 32-byte record (off, on, tgid, tid, state).
-While the device view is made (analysis/measure/device.py) a request costs about 19 bytes more
-(Requests: its start as the view counts it, its submitter as int64, read/write/own), and a
+While the device view is made (analysis/measure/device.py) a request costs 3 bytes more
+(Requests: whether it is a read, a write, the benchmark's own), and a
 stretch inside a phase's window about 45 (DeviceFacts: its latest end so far, the stretch
 clipped to the window and the call it fell in).
 - a libaio completion: the fields that pair it with its request (36 bytes).
@@ -135,8 +135,10 @@ class DeviceRecords:
 
     def requests(self, dev: int) -> dict[str, np.ndarray]:
         """The requests of device `dev`, as columns sorted by completion (ties in file order):
-        complete_ns, start_ns, issue_ns, bytes (int64), tgid, tid (uint32), op (uint8), kernel
-        (bool), and with `listing` sector, error, comm and row (their order in the file)."""
+        complete_ns, start_ns (as diskstats times it; the issue, or the completion, when the
+        kernel did not time it; never after the completion), issue_ns (0: not seen), bytes
+        (int64), tgid, tid (uint32), op (uint8), kernel (bool), and with `listing` sector,
+        error, comm and row (their order in the file)."""
         found = self._read_requests().get(int(dev))
         return found if found is not None else _columns([], self._listing)
 
@@ -236,6 +238,9 @@ def _kept(block, mine: np.ndarray, row: np.ndarray, listing: bool) -> dict[str, 
     complete = block["complete_ns"][mine].astype(np.int64)
     start = block["start_ns"][mine].astype(np.int64)
     issue = block["issue_ns"][mine].astype(np.int64)
+    # a request the kernel did not time from its start (I/O statistics off) counts from its
+    # issue, or its completion; never after its completion
+    start = np.minimum(np.where(start > 0, start, np.where(issue > 0, issue, complete)), complete)
     kept = {"complete_ns": complete, "start_ns": start, "issue_ns": issue,
             "bytes": block["bytes"][mine].astype(np.int64), "tgid": block["tgid"][mine].astype(np.uint32),
             "tid": block["tid"][mine].astype(np.uint32), "op": block["op"][mine].astype(np.uint8),
