@@ -156,3 +156,21 @@ def test_the_window_counts_what_the_records_hold(trace_file):
         # and loop1's other program's read is not the benchmark's
         other = device.Requests(records.requests(DEV_B), np.array([10], dtype=np.uint32)).window(T0, T0 + 40 * MS)
         assert (other["read_bytes"], other["own_read_bytes"], other["other_bytes"]) == (69632, 4096, 65536), what
+
+
+def test_a_reader_that_does_not_ask_for_blocks_still_gets_the_records_whole(trace_file):
+    from iowitness.collector.format import tracestream
+
+    # GIVEN the trace opened block by block as replay's plan opens it (device_blocks not asked)
+    with tracestream.open_trace(trace_file) as stream:
+        # THEN its BLOCK and OFFCPU records are decoded whole, sorted, and none is left in the file
+        assert _ms(stream.data.block["complete_ns"]) == [3, 5, 5, 12, 13, 14, 15, 21, 32, 41, 42, 43]
+        assert len(stream.data.offcpu) == len(OFFCPU) and stream.data.device_batches == {}
+    # WHEN the analysis opens it THEN they are left in the file, a chunk per record here
+    with tracestream.open_trace(trace_file, device_blocks=True) as stream:
+        assert stream.data.block is None and stream.data.offcpu is None
+        assert [sum(rows for _, _, rows in stream.data.device_batches[k]) for k in ("block", "offcpu")] == \
+            [len(REQUESTS) + len(AIO), len(OFFCPU)]
+        # and a block is decoded only when asked for
+        only = list(tracestream.record_blocks(stream.data, "block", ["complete_ns"], block_rows=1, only={2, 5}))
+        assert [b.number for b in only] == [2, 5] and _ms([b["complete_ns"][0] for b in only]) == [3, 14]
