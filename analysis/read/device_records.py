@@ -25,11 +25,11 @@ What is kept, per record (it grows with the trace, said in docs/tracing.md):
   position too (36 bytes more). The second completion of a flush sequence (a zero-byte
   completion of a request already completed: /proc/diskstats counts it once) is never kept.
 - an off-CPU stretch: its 32-byte record (off, on, tgid, tid, state).
-While the device view is made (analysis/measure/device.py) a request costs 3 bytes more
-(Requests: whether it is a read, a write, the benchmark's own), and a
-stretch inside a phase's window about 45 (DeviceFacts: its latest end so far, the stretch
-clipped to the window and the call it fell in).
 - a libaio completion: the fields that pair it with its request (36 bytes).
+While the device view is made (analysis/measure/device.py) a request costs 3 bytes more
+(Requests: whether it is a read, a write, the benchmark's own), and a stretch inside a phase's
+window about 45 (DeviceFacts: its latest end so far, the stretch clipped to the window and the
+call it fell in).
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ READ_OP = 0
 DISCARD_OPS = (3, 5)
 # the submitters that are the kernel's own (write-back, the journal, the loop device's worker)
 KERNEL_THREADS = (b"kworker", b"jbd2", b"flush-", b"kswapd", b"ksoftirqd", b"loop", b"xfsaild", b"btrfs")
-# what a request keeps (REQUEST_FIELDS), and what a listing of every request adds
+# what a listing of every request keeps besides what every reader needs (_TYPES)
 LISTED = ("sector", "error", "comm", "row")
+# the fields a request's pass decodes (and "error" for a listing)
 _DECODED = ("start_ns", "issue_ns", "complete_ns", "sector", "bytes", "dev", "tgid", "tid", "op", "comm")
-# records decoded at a time: a block of 256 Ki requests is 18 MiB of the fields read
+# records decoded at a time: a block of 256 Ki requests is 17 MiB of the fields decoded
 BLOCK_ROWS = 1 << 18
 _AIO_FIELDS = ("tgid", "tid", "start_ns", "sector", "complete_ns")
 _OFFCPU_FIELDS = ("off_ns", "on_ns", "tgid", "tid", "state")
@@ -54,6 +55,7 @@ _OFFCPU_EMPTY = [("off_ns", "<u8"), ("on_ns", "<u8"), ("tgid", "<u4"), ("tid", "
 
 
 def is_write(op: np.ndarray) -> np.ndarray:
+    """A write of data (REQ_OP_* odd: writes; not a discard or secure erase)."""
     return ((op & 1) == 1) & ~np.isin(op, DISCARD_OPS)
 
 

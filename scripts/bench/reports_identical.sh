@@ -13,8 +13,8 @@
 # disk's device view: BLOCK and OFF-CPU records, other programs' requests beside them); and on
 # an ext4 loop device of their own: fio O_DIRECT random writes then reads, fio libaio O_DIRECT
 # reads (the kernel's completions), dd O_DIRECT with fsync (the journal's flush sequences).
-# Reports: show, show --block, report (text, --json, --csv, --markdown, --html), check (text),
-# compare of the IOzone pair and of the two loop-device fio runs.
+# Reports: show, show --block, report (text, --json, --csv, --markdown, --html, --interval 100ms),
+# export --perfetto, check (text), compare of the IOzone pair and of the two loop-device fio runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 iw=${IOWITNESS:-.venv/bin/iowitness}   # IOWITNESS: another checkout's, for its reports
@@ -64,6 +64,8 @@ report() {
         $iw show "$t" > "$out/$name.show" 2>&1 || echo "exit $?" >> "$out/$name.show"
         $iw show --block "$t" > "$out/$name.block" 2>&1 || echo "exit $?" >> "$out/$name.block"
         $iw report "${spec[@]}" --html "$out/$name.html" "$t" > /dev/null 2>&1 || echo "exit $?" >> "$out/$name.html"
+        $iw report --interval 100ms "$t" > "$out/$name.interval" 2>&1 || echo "exit $?" >> "$out/$name.interval"
+        $iw export "$t" --perfetto "$out/$name.pftrace" > /dev/null 2>&1 || echo "exit $?" >> "$out/$name.pftrace"
         $iw report "${spec[@]}" "$t" > "$out/$name.txt" 2>&1 || echo "exit $?" >> "$out/$name.txt"
         $iw report "${spec[@]}" --json "$t" > "$out/$name.json" 2>&1 || echo "exit $?" >> "$out/$name.json"
         $iw report "${spec[@]}" --csv "$t" > "$out/$name.csv" 2>&1 || echo "exit $?" >> "$out/$name.csv"
