@@ -24,10 +24,9 @@ def _phase_label(report, phase: int) -> str:
 
 def histograms(report, trace) -> list[tuple[str, str]]:
     """(heading, histogram text) per device and phase."""
-    rows = block_views.requests(trace, report.phases)
     return [(f"device {h['device']}, {_phase_label(report, h['phase'])}: {h['requests']:,} requests",
              block_views.log2_text(h["counts"]))
-            for h in block_views.histograms(rows)]
+            for h in block_views.histograms(trace, report.phases)]
 
 
 def histogram_text(report, trace) -> str:

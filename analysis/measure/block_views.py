@@ -3,10 +3,12 @@
 -D), the iostat -x columns per interval (`report --interval 1s`) and the queue depth over time
 (for the Perfetto export).
 
-Inputs: the trace's block records (trace.block, one per completion, kept in memory: far fewer
-than the calls) and the phase table (for the phase each request belongs to). A request is the
-one device.Requests counts: a flush sequence's second completion of the same request is left
-out, as /proc/diskstats counts it once (device._completed_again).
+Inputs: the trace's block requests as analysis/read/device_records.py reads them (block by
+block, once; each request once: a flush sequence's second completion of the same request is
+left out, as /proc/diskstats counts it once) and the phase table (for the phase each request
+belongs to). The histograms and the intervals are counted from the device's requests without a
+row per request; the listings (`show --block`, the Perfetto tracks) print every request, and
+their table (`requests`) holds a row per request.
 
 Latency is issue to complete (block_rq_issue to block_rq_complete: the device's time, what
 biolatency and biosnoop show by default); `queue_us` is start to issue (the time in the
@@ -20,12 +22,24 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.measure import device
+from iowitness.analysis.read import device_records
+from iowitness.analysis.read.device_records import DISCARD_OPS
 from iowitness.analysis.read.event_lines import first_start
 from iowitness.collector.format.traceformat import dev_name
 from iowitness.escape import terminal
 
 OP_NAMES = {0: "read", 1: "write", 2: "flush", 3: "discard", 5: "secure-erase", 9: "write-zeroes"}
 HIST_WIDTH = 40   # bcc's star column
+REQUEST_COLUMNS = ["complete_ns", "start_ns", "issue_ns", "dev", "device", "sector", "bytes", "op", "latency_ns",
+                   "queue_ns", "tgid", "tid", "comm", "error", "phase", "phases"]
+
+
+def _issued(columns: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(issued, started) of a device's requests: the issue, or else the start (the completion,
+    when the kernel timed neither), never after the completion; the start never after the issue."""
+    complete, start, issue = columns["complete_ns"], columns["start_ns"], columns["issue_ns"]
+    issued = np.where(issue > 0, np.minimum(issue, complete), start)
+    return issued, np.minimum(start, issued)
 
 
 def requests(trace, phases: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -33,33 +47,33 @@ def requests(trace, phases: pd.DataFrame | None = None) -> pd.DataFrame:
     name, sector, bytes, op, latency_ns (issue to complete), queue_ns (start to issue), the
     submitter (tgid, tid, comm) and the phase it belongs to (`phase`: a phase number, -1 for
     none; `phases`: every candidate, "3,4" when several phases' windows hold it and no
-    submitter tells which)."""
-    block = getattr(trace, "block", None)
-    names = device.block_dev_names(trace) if block is not None else {}
-    if block is None or not len(block):
-        return pd.DataFrame(columns=["complete_ns", "start_ns", "issue_ns", "dev", "device", "sector", "bytes", "op",
-                                     "latency_ns", "queue_ns", "tgid", "tid", "comm", "error", "phase", "phases"])
-    block = block[~device._completed_again(block)]
-    block = block[np.argsort(block["complete_ns"], kind="stable")]
-    complete = block["complete_ns"].astype(np.int64)
-    start = block["start_ns"].astype(np.int64)
-    issue = block["issue_ns"].astype(np.int64)
-    issued = np.minimum(np.where(issue > 0, issue, np.where(start > 0, start, complete)), complete)
-    started = np.minimum(np.where(start > 0, start, issued), issued)
+    submitter tells which). A row per request: for the listings of every request."""
+    records = device_records.of(trace, listing=True)
+    devices = records.devices if records.has_block else []
+    if not devices:
+        return pd.DataFrame(columns=REQUEST_COLUMNS)
+    names = device.block_dev_names(trace)
+    each = [records.requests(d) for d in devices]
+    block = {n: np.concatenate([c[n] for c in each]) for n in each[0]}
+    block["dev"] = np.repeat(np.array(devices, dtype=np.int64), [len(c["complete_ns"]) for c in each])
+    order = np.lexsort((block["row"], block["complete_ns"]))   # by completion, ties in file order
+    block = {n: c[order] for n, c in block.items()}
+    complete = block["complete_ns"]
+    issued, started = _issued(block)
     op = block["op"].astype(np.int64)
     rows = pd.DataFrame({
-        "complete_ns": complete, "start_ns": started, "issue_ns": issued,
-        "dev": block["dev"].astype(np.int64),
+        "complete_ns": complete, "start_ns": started, "issue_ns": issued, "dev": block["dev"],
         "device": _named(block["dev"], lambda d: names.get(int(d)) or dev_name(int(d))),
-        "sector": block["sector"].astype(np.int64), "bytes": block["bytes"].astype(np.int64),
+        "sector": block["sector"], "bytes": block["bytes"],
         "op": _named(op, lambda o: OP_NAMES.get(int(o), f"op{o}")),
         "latency_ns": complete - issued, "queue_ns": issued - started,
         "tgid": block["tgid"].astype(np.int64), "tid": block["tid"].astype(np.int64),
         "comm": _named(np.ascontiguousarray(block["comm"]).view(f"S{block['comm'].shape[1]}")[:, 0],
                        lambda c: c.split(b"\0", 1)[0].decode("utf-8", "replace")),
-        "error": block["error"].astype(np.int64),
+        "error": block["error"],
     })
-    rows["phase"], rows["phases"] = _phases_of(rows, phases)
+    rows["phase"], found = _phases_of(complete, block["tid"].astype(np.int64), phases)
+    rows["phases"] = _listed(rows["phase"].to_numpy(), found, complete, phases)
     return rows
 
 
@@ -69,25 +83,26 @@ def _named(values: np.ndarray, name_of) -> np.ndarray:
     return np.array([name_of(v) for v in distinct], dtype=object)[codes.reshape(-1)]
 
 
-def _phases_of(rows: pd.DataFrame, phases: pd.DataFrame | None) -> tuple[np.ndarray, list[str]]:
-    """Each request's phase: among the phases whose window (first call to the end of its last,
-    fsync and close included) holds its completion, the one whose thread submitted it; else
-    the only one; else none (-1) and every candidate listed."""
-    n = len(rows)
+def _windows(phases: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each phase's number, thread and window: first call to the end of its last (fsync and close
+    included)."""
+    lo = phases["first_ns"].to_numpy(np.int64)
+    hi = np.maximum.reduce([phases[c].to_numpy(np.int64) for c in ("last_ns", "sync_end_ns", "close_end_ns")])
+    return phases["phase"].to_numpy(np.int64), phases["tid"].to_numpy(np.int64), lo, hi
+
+
+def _phases_of(complete: np.ndarray, tid: np.ndarray, phases: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each request's phase (`complete`: completions, sorted; `tid`: submitters): among the phases
+    whose window holds its completion, the one whose thread submitted it; else the only one;
+    else none (-1). And how many phases' windows hold it."""
+    n = len(complete)
     phase = np.full(n, -1, np.int64)
     found = np.full(n, 0, np.int64)      # candidates so far
     owned = np.zeros(n, dtype=bool)
     if phases is None or phases.empty:
-        return phase, ["-"] * n
-    complete = rows["complete_ns"].to_numpy(np.int64)   # sorted
-    tid = rows["tid"].to_numpy(np.int64)
-    lo_all = phases["first_ns"].to_numpy(np.int64)
-    hi_all = np.maximum.reduce([phases[c].to_numpy(np.int64) for c in ("last_ns", "sync_end_ns", "close_end_ns")])
-    numbers = phases["phase"].to_numpy(np.int64)
-    spans = []
-    for p, ptid, lo, hi in zip(numbers, phases["tid"].to_numpy(np.int64), lo_all, hi_all):
+        return phase, found
+    for p, ptid, lo, hi in zip(*_windows(phases)):
         a, b = int(np.searchsorted(complete, lo, side="left")), int(np.searchsorted(complete, hi, side="right"))
-        spans.append((a, b))
         if a == b:
             continue
         span = slice(a, b)
@@ -96,13 +111,25 @@ def _phases_of(rows: pd.DataFrame, phases: pd.DataFrame | None) -> tuple[np.ndar
         phase[span] = np.where(take, p, phase[span])
         owned[span] |= mine
         found[span] += 1
-    # several candidates, none the submitter: no one phase, each candidate listed
-    unsure = (found > 1) & ~owned
-    phase[unsure] = -1
+    # several candidates, none the submitter: no one phase
+    phase[(found > 1) & ~owned] = -1
+    return phase, found
+
+
+def _listed(phase: np.ndarray, found: np.ndarray, complete: np.ndarray, phases: pd.DataFrame | None) -> list[str]:
+    """Each request's phase as listed: its number, "-" for none, or every candidate ("3,4") when
+    several phases' windows hold it and none is its submitter's."""
+    if phases is None or phases.empty:
+        return ["-"] * len(phase)
     listed = np.where(phase >= 0, phase.astype(str), "-").astype(object)
-    for k in np.flatnonzero(unsure):
-        listed[k] = ",".join(str(p) for p, (a, b) in zip(numbers, spans) if a <= k < b)
-    return phase, listed.tolist()
+    unsure = np.flatnonzero((found > 1) & (phase < 0))
+    if len(unsure):
+        numbers, _, lo, hi = _windows(phases)
+        a = np.searchsorted(complete, lo, side="left")
+        b = np.searchsorted(complete, hi, side="right")
+        for k in unsure:
+            listed[k] = ",".join(str(p) for p, s, e in zip(numbers, a, b) if s <= k < e)
+    return listed.tolist()
 
 
 # ---- show --block: a line per request, as biosnoop prints them -----------------------------------
@@ -132,18 +159,32 @@ def log2_slots(latency_us: np.ndarray) -> np.ndarray:
     return np.floor(np.log2(v)).astype(np.int64)
 
 
-def histograms(rows: pd.DataFrame) -> list[dict]:
-    """Per (device, phase) of `requests`' rows, the counts per log2 slot of the issue-to-complete
-    latency in µs (whole µs, as biolatency counts). phase -1: requests of no one phase."""
-    out: list[dict] = []
-    if rows.empty:
-        return out
-    us = rows["latency_ns"].to_numpy(np.int64) // 1000
-    slots = log2_slots(us)
-    for (dev, phase), where in rows.groupby(["device", "phase"], sort=False).indices.items():
-        counts = np.bincount(slots[where])
-        out.append({"device": dev, "phase": int(phase), "requests": len(where), "counts": counts.tolist(),
-                    "max_us": int(us[where].max())})
+def histograms(trace, phases: pd.DataFrame | None) -> list[dict]:
+    """Per (device, phase) of the trace's requests, the counts per log2 slot of the issue-to-complete
+    latency in µs (whole µs, as biolatency counts). phase -1: requests of no one phase.
+    Counted device by device from the requests' columns: no row per request."""
+    records = device_records.of(trace)
+    names = device.block_dev_names(trace) if records.has_block else {}
+    found: dict[tuple[str, int], dict] = {}
+    for dev in records.devices if records.has_block else []:
+        columns = records.requests(dev)
+        if not len(columns["complete_ns"]):
+            continue
+        issued, _ = _issued(columns)
+        us = (columns["complete_ns"] - issued) // 1000
+        slots = log2_slots(us)
+        phase, _ = _phases_of(columns["complete_ns"], columns["tid"].astype(np.int64), phases)
+        name = names.get(int(dev)) or dev_name(int(dev))
+        for p in np.unique(phase).tolist():
+            where = phase == p
+            counts = np.bincount(slots[where])
+            h = found.setdefault((name, int(p)), {"device": name, "phase": int(p), "requests": 0,
+                                                  "counts": np.zeros(0, np.int64), "max_us": 0})
+            size = max(len(h["counts"]), len(counts))
+            h["counts"] = np.pad(h["counts"], (0, size - len(h["counts"]))) + np.pad(counts, (0, size - len(counts)))
+            h["requests"] += int(np.count_nonzero(where))
+            h["max_us"] = max(h["max_us"], int(us[where].max()))
+    out = [{**h, "counts": h["counts"].tolist()} for h in found.values()]
     return sorted(out, key=lambda h: (h["device"], h["phase"] < 0, h["phase"]))
 
 
@@ -169,19 +210,14 @@ FLUSH_OP = 2
 
 class _Others:
     """The discards and flushes of one device by completion (iostat's d/s, dkB/s, dareq-sz,
-    d_await, f/s, f_await),
-    each request once (device._completed_again)."""
+    d_await, f/s, f_await), each request once; `req`: the device's device.Requests, `op`: its ops."""
 
-    def __init__(self, block: np.ndarray):
-        block = block[~device._completed_again(block)]
-        b = block[np.argsort(block["complete_ns"], kind="stable")]
-        self.complete = b["complete_ns"].astype(np.int64)
-        start = np.where(b["start_ns"] > 0, b["start_ns"], np.where(b["issue_ns"] > 0, b["issue_ns"],
-                                                                    b["complete_ns"])).astype(np.int64)
-        self.wait_ms = (self.complete - np.minimum(start, self.complete)) / 1e6
-        self.bytes = b["bytes"].astype(np.int64)
-        self.discard = np.isin(b["op"], device.DISCARD_OPS)
-        self.flush = b["op"] == FLUSH_OP
+    def __init__(self, req: device.Requests, op: np.ndarray):
+        self.complete = req.complete
+        self.wait_ms = (req.complete - req.start) / 1e6
+        self.bytes = req.bytes
+        self.discard = np.isin(op, DISCARD_OPS)
+        self.flush = op == FLUSH_OP
 
     def window(self, a: int, b: int) -> dict:
         lo, hi = np.searchsorted(self.complete, [a, b], side="left")
@@ -199,15 +235,18 @@ def intervals(trace, width_ns: int) -> pd.DataFrame:
     seconds since the recording began; areq-sz (all, reads, writes) in kB, awaits in ms, %util in
     percent; d/s, dkB/s, dareq-sz, d_await the discards, f/s and f_await the flushes (iostat -x's columns of the same
     names; merges, rrqm/s and wrqm/s, are not recorded: the probe sees requests, not bios)."""
-    block = getattr(trace, "block", None)
-    if block is None or not len(block) or width_ns <= 0:
+    records = device_records.of(trace)
+    each = {d: records.requests(d) for d in (records.devices if records.has_block else [])}
+    each = {d: c for d, c in each.items() if len(c["complete_ns"])}
+    if not each or width_ns <= 0:
         return pd.DataFrame(columns=INTERVAL_COLUMNS)
     names = device.block_dev_names(trace)
-    origin = first_start(trace.meta, pd.DataFrame({"start_ns": [int(block["complete_ns"].min())]}))
+    first = min(int(c["complete_ns"][0]) for c in each.values())
+    origin = first_start(trace.meta, pd.DataFrame({"start_ns": [first]}))
     out: list[dict] = []
-    for dev in np.unique(block["dev"]):
-        reqs = device.Requests(block[block["dev"] == dev])
-        others = _Others(block[block["dev"] == dev])
+    for dev, columns in each.items():
+        reqs = device.Requests(columns)
+        others = _Others(reqs, columns["op"])
         if not len(reqs.complete):
             continue
         end = int(reqs.complete.max())

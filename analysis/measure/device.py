@@ -2,9 +2,10 @@
 
 Inputs are the trace's block requests (BLOCK: one record per completion, from the kernel's
 block tracepoints, on the devices under the target files), its off-CPU stretches (OFFCPU:
-from sched_switch, for the traced threads) and its /proc/diskstats and /proc/stat samples. Of
-the events it needs a few facts per phase and thread (DeviceFacts): gathered here from the whole
-table, by analysis/measure/stream_device.py block by block, and finished by the same from_facts.
+from sched_switch, for the traced threads), both read block by block once by
+analysis/read/device_records.py, and its /proc/diskstats and /proc/stat samples. Of the events
+it needs a few facts per phase and thread (DeviceFacts), gathered block by block in the report's
+last pass over the events (analysis/measure/stream_full.py) and finished by from_facts.
 
 Per phase, over its window (first data call to the end of its last call, fsync and close
 included), the figures iostat -x would show for the same interval:
@@ -39,12 +40,11 @@ import pandas as pd
 
 from iowitness.analysis.measure.device_credit import claims, credited, holding, threads_of
 from iowitness.analysis.phasing.phases import SYNC, call_kinds, named, stable_order
-from iowitness.analysis.read import distinct
+from iowitness.analysis.read import device_records, distinct
+from iowitness.analysis.read.device_records import READ_OP, is_write
 from iowitness.collector import backends
 from iowitness.collector.format.traceformat import async_ops, dev_name
 
-READ_OP = 0
-DISCARD_OPS = (3, 5)
 # device bytes below this share of the syscall bytes: the page cache answered
 CACHE_SHARE = 0.05
 # at or above this share: the device did the work
@@ -71,61 +71,29 @@ COLUMNS = ["phase", "device", "window_s", "read_bytes", "write_bytes", "reads", 
            "fsync_s", "runnable_s", "iowait", "limiter", "limiter_share", "cpu_source"]
 
 
-def is_write(op: np.ndarray) -> np.ndarray:
-    return ((op & 1) == 1) & ~np.isin(op, DISCARD_OPS)
-
-
-def _completed_again(block: np.ndarray) -> np.ndarray:
-    """The end of a flush sequence (a journal commit's PREFLUSH/FUA write with data, where the
-    device has no FUA) completes the same request a second time, with no bytes left: a zero-byte
-    completion with the start time, sector and device of a data completion before it. /proc/diskstats
-    counts that request once. An empty PREFLUSH write (no data completion of its own) is a
-    write diskstats counts, and stays."""
-    data_op = (block["op"] == READ_OP) | is_write(block["op"])
-    zero = data_op & (block["bytes"] == 0)
-    if not zero.any():
-        return zero
-    start = block["start_ns"]
-    # only the data completions that start when a zero-byte one does can be its first: few
-    data = data_op & (block["bytes"] > 0) & np.isin(start, start[zero])
-    done = pd.MultiIndex.from_arrays([start[data], block["sector"][data], block["dev"][data]])
-    again = np.zeros(len(block), dtype=bool)
-    again[zero] = pd.MultiIndex.from_arrays([start[zero], block["sector"][zero], block["dev"][zero]]).isin(done)
-    return again
-
-
 class Requests:
-    """The block records of one device, as arrays sorted by completion. `dev`: the records of
-    that device among `block` (picked field by field: a whole record is about 80 bytes, and a
-    device view can hold as many records as the trace has events)."""
+    """One device's requests as analysis/read/device_records.py keeps them (sorted by completion,
+    each once), with what the view derives of them. `traced`: the benchmark's processes (None:
+    every request is its own)."""
 
-    def __init__(self, block: np.ndarray, traced: np.ndarray | None = None, dev: int | None = None):
-        kept = ~_completed_again(block)
-        if dev is not None:
-            kept &= block["dev"] == dev
-        rows = None if kept.all() else np.flatnonzero(kept)
-        complete = block["complete_ns"] if rows is None else block["complete_ns"][rows]
-        order = np.argsort(complete, kind="stable")
-        rows = order if rows is None else rows[order]
-
-        def field(name: str) -> np.ndarray:
-            return block[name][rows]
-        self.complete = field("complete_ns").astype(np.int64)
-        start = field("start_ns").astype(np.int64)
-        issue = field("issue_ns").astype(np.int64)
-        # a request the kernel did not time from its start (I/O statistics off) counts from its issue
-        start = np.where(start > 0, start, np.where(issue > 0, issue, self.complete))
-        self.start = np.minimum(start, self.complete)
-        self.bytes = field("bytes").astype(np.int64)
-        self.tid = field("tid").astype(np.int64)
-        op = field("op")
+    def __init__(self, columns: dict[str, np.ndarray], traced: np.ndarray | None = None):
+        # the columns as they are (no copy): start is diskstats' (device_records says how)
+        self.complete, self.start, self.bytes = columns["complete_ns"], columns["start_ns"], columns["bytes"]
+        self.tid = columns["tid"]
+        op = columns["op"]
         self.read = op == READ_OP
         self.write = is_write(op)
-        self.longest = int((self.complete - self.start).max()) if len(rows) else 0
+        self.longest = int((self.complete - self.start).max()) if len(self.complete) else 0
         # the benchmark's own requests: submitted by a traced process, by a kernel thread
         # (write-back, the journal) or by nobody known; not those of other programs on the device
-        self.own = np.ones(len(rows), dtype=bool) if traced is None else \
-            own_requests({"comm": field("comm"), "tgid": field("tgid")}, traced)
+        tgid = columns["tgid"]
+        self.own = np.ones(len(tgid), dtype=bool) if traced is None else \
+            (tgid == 0) | np.isin(tgid, traced) | columns["kernel"]
+
+    @classmethod
+    def of(cls, trace, dev: int, traced: np.ndarray | None = None) -> "Requests":
+        """Device `dev`'s requests in `trace` (any trace, or an object with a `block` array)."""
+        return cls(device_records.of(trace).requests(dev), traced)
 
     def window(self, a: int, b: int) -> dict:
         """iostat -x figures over [a, b]."""
@@ -149,19 +117,6 @@ class Requests:
             "r_await_ms": wait[rd].mean() if reads else np.nan, "w_await_ms": wait[wr].mean() if writes else np.nan,
             "aqu_sz": (c - s).sum() / 1e9 / seconds, "util": _union(s, c) / 1e9 / seconds,
         }
-
-
-KERNEL_THREADS = (b"kworker", b"jbd2", b"flush-", b"kswapd", b"ksoftirqd", b"loop", b"xfsaild", b"btrfs")
-
-
-def own_requests(block, traced: np.ndarray) -> np.ndarray:
-    """True for requests of the traced processes, of kernel threads, or of no known submitter
-    (`block`: the records, or their comm and tgid fields)."""
-    comm = block["comm"]
-    kernel = np.zeros(len(comm), dtype=bool)
-    for prefix in KERNEL_THREADS:
-        kernel |= np.all(comm[:, :len(prefix)] == np.frombuffer(prefix, dtype=np.uint8), axis=1)
-    return (block["tgid"] == 0) | np.isin(block["tgid"], traced) | kernel
 
 
 def traced_processes(trace, event_tgids=()) -> np.ndarray:
@@ -192,7 +147,8 @@ def block_dev_names(trace) -> dict[int, str]:
     view = trace.meta.get("device_view")
     if view is None:
         # a trace cut short (no END): the devices are those the records name
-        return {int(d): dev_name(int(d)) for d in np.unique(trace.block["dev"])} if trace.block is not None else {}
+        records = device_records.of(trace)
+        return {int(d): dev_name(int(d)) for d in records.devices} if records.has_block else {}
     return {int(d["dev"]): d.get("name") or d["device"] for d in view.get("devices", [])}
 
 
@@ -233,9 +189,9 @@ def _window(phases: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def scheduler_records(trace):
     """The trace's off-CPU stretches (sched_switch), or None when it has none to trust (the probe
     watched every process, so the traced threads' stretches were not kept)."""
-    off = getattr(trace, "offcpu", None)
-    have = off is not None and (trace.meta.get("device_view") or {}).get("offcpu", True)
-    return off if have else None
+    if not (trace.meta.get("device_view") or {}).get("offcpu", True):
+        return None
+    return device_records.of(trace).offcpu
 
 
 class _Stretches:
@@ -246,15 +202,19 @@ class _Stretches:
     def __init__(self, off: np.ndarray, on: np.ndarray, state: np.ndarray, lo: int, hi: int):
         self.start, self.end = np.clip(off, lo, hi), np.clip(on, lo, hi)
         self.state = state
-        self.mid = (self.start + self.end) // 2
         self.call_start = np.full(len(off), I64.min)
         self.call_end = np.full(len(off), I64.min)
-        self.call_kind = np.full(len(off), -1, dtype=np.int64)
+        self.call_kind = np.full(len(off), -1, dtype=np.int8)   # a call kind (phases.call_kinds), -1 none
+
+    @property
+    def mid(self) -> np.ndarray:
+        """Each stretch's midpoint (made when asked: 8 bytes a stretch fewer held)."""
+        return (self.start + self.end) // 2
 
     def meet(self, start: np.ndarray, end: np.ndarray, kind: np.ndarray) -> None:
         """A block's calls of this thread in this phase, sorted by start (ties in time order).
         A later block's call is later in time order, so it wins a tie on the start."""
-        if not len(self.mid):
+        if not len(self.start):
             return
         k = np.searchsorted(start, self.mid, side="right") - 1
         at = np.flatnonzero(k >= 0)
@@ -268,8 +228,8 @@ class DeviceFacts:
     """What from_facts needs of a trace's events, fed block by block: their processes, each
     phase's first device number and threads, its calls' time in its window and the call each
     off-CPU stretch of its threads fell in (a call's work is done in its block, against the
-    sched_switch records: no call is kept). per_phase feeds it the whole events table as one
-    block, analysis/measure/stream_device.py the blocks of a trace read piece by piece. Sums over calls
+    sched_switch records: no call is kept), fed the events' blocks by the report's pass
+    (analysis/measure/stream_full.py); any cut into blocks gives the same facts. Sums over calls
     or stretches are integer nanoseconds: exact in any order. Memory: arrays per phase, and per
     (phase, thread) the thread's stretches in the window.
 
@@ -279,7 +239,7 @@ class DeviceFacts:
 
     def __init__(self, phases: pd.DataFrame, trace):
         self.phase = phases["phase"].to_numpy(np.int64)
-        self.wanted = getattr(trace, "block", None) is not None and len(self.phase) > 0
+        self.wanted = device_records.of(trace).has_block and len(self.phase) > 0
         self.tgids: set[int] = set()
         self.first_dev: dict[int, int] = {}              # phase -> device number of its first call
         self.first_ino: dict[int, int] = {}              # phase -> inode of its first call's file
@@ -305,14 +265,21 @@ class DeviceFacts:
         """The stretches thread by thread, each thread's in the order they began, with the
         latest end so far: those that can overlap a window [lo, hi) lie between the first whose
         running end passes lo and the first that begins at hi."""
-        by_off = np.argsort(off["off_ns"], kind="stable")
-        tid = off["tid"][by_off].astype(np.int64)
-        by_tid = np.argsort(tid, kind="stable")
-        order = by_off[by_tid]
-        self._o_off, self._o_on = off["off_ns"][order].astype(np.int64), off["on_ns"][order].astype(np.int64)
-        self._o_state = off["state"][order]
-        self._o_tids, first = distinct.unique(tid[by_tid], return_index=True)
-        self._o_bounds = np.r_[first, len(order)]
+        tid, start = off["tid"], off["off_ns"]
+        by_thread = bool(np.all((tid[1:] > tid[:-1]) | ((tid[1:] == tid[:-1]) & (start[1:] >= start[:-1]))))
+        if by_thread:   # as analysis/read/device_records.py gives them: used as they are, no copy
+            self._o_off, self._o_on, self._o_state = start.view(np.int64), off["on_ns"].view(np.int64), off["state"]
+            tid = tid.astype(np.int64)
+        else:
+            by_off = np.argsort(start, kind="stable")
+            tid = tid[by_off].astype(np.int64)
+            by_tid = np.argsort(tid, kind="stable")
+            order = by_off[by_tid]
+            self._o_off, self._o_on = start[order].astype(np.int64), off["on_ns"][order].astype(np.int64)
+            self._o_state = off["state"][order]
+            tid = tid[by_tid]
+        self._o_tids, first = distinct.unique(tid, return_index=True)
+        self._o_bounds = np.r_[first, len(tid)]
         self._o_ended = np.empty_like(self._o_on)
         for lo, hi in zip(self._o_bounds[:-1], self._o_bounds[1:]):
             self._o_ended[lo:hi] = np.maximum.accumulate(self._o_on[lo:hi])
@@ -408,25 +375,15 @@ def _syscall_bytes(r) -> int:
     return int(r.read_bytes if r.operation == "read" else r.write_bytes if r.operation == "write" else r.bytes)
 
 
-def per_phase(trace, phases: pd.DataFrame, assigned: pd.DataFrame) -> pd.DataFrame:
-    """One row per phase (COLUMNS); empty when the trace has no device view."""
-    if getattr(trace, "block", None) is None or phases.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    # the facts the streamed path gathers block by block (analysis/measure/stream_device.py), here from
-    # all the events as one block
-    facts = DeviceFacts(phases, trace)
-    facts.add(trace.events, assigned)
-    return from_facts(trace, phases, facts)
-
-
 def from_facts(trace, phases: pd.DataFrame, facts: DeviceFacts) -> pd.DataFrame:
-    """per_phase from what DeviceFacts gathered of the events, in one block or many."""
-    if getattr(trace, "block", None) is None or phases.empty:
+    """One row per phase (COLUMNS), from what DeviceFacts gathered of the events, in one block
+    or many; empty when the trace has no device view."""
+    if not device_records.of(trace).has_block or phases.empty:
         return pd.DataFrame(columns=COLUMNS)
     devices = _phase_devices(trace, facts.first_dev, phases, facts.first_ino)
     names = block_dev_names(trace)
     traced = traced_processes(trace, facts.tgids)
-    requests = {d: Requests(trace.block, traced, dev=d) for d in set(devices.values())}
+    requests = {d: Requests.of(trace, d, traced) for d in set(devices.values())}
     a, b = _window(phases)
     threads = threads_of(phases, facts.thread_pairs())
     moved = credited(phases, devices, requests, threads, a, b)
@@ -592,7 +549,7 @@ def no_device_lines(trace) -> list[str]:
     view = trace.meta.get("device_view")
     if view is None and backends.backend_of(trace.meta) != backends.LIBBPF:
         return [f"no device view: a trace made by {backends.backend_of(trace.meta)} holds no block I/O"]
-    if view is None and getattr(trace, "block", None) is not None:
+    if view is None and device_records.of(trace).has_block:
         return ["device view from an incomplete trace: devices by number only, files without a device not named"]
     if view is None:
         return ["no device view: this trace was recorded without the block probe"]

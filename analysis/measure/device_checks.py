@@ -20,6 +20,7 @@ from iowitness.analysis.measure.device import (
     Requests,
     pct,
 )
+from iowitness.analysis.read import device_records
 
 
 def claim_reasons(claim, rows: pd.DataFrame, table: pd.DataFrame | None, ceiling: dict | None = None,
@@ -102,7 +103,7 @@ def cross_check(trace) -> pd.DataFrame:
     fields = view.get("diskstats_fields") or []
     samples = [s for s in trace.samples if s.get("diskstats") is not None]
     rows = []
-    if getattr(trace, "block", None) is None or len(samples) < 2 or not fields:
+    if not device_records.of(trace).has_block or len(samples) < 2 or not fields:
         return pd.DataFrame(rows)
     opened = trace.files["ts_ns"].dropna()
     # a device seen only when a target on it was opened is compared from the next sample
@@ -117,7 +118,7 @@ def cross_check(trace) -> pd.DataFrame:
             continue
         before = dict(zip(fields, first["diskstats"].get(key, [0] * len(fields))))
         after = dict(zip(fields, last["diskstats"][key]))
-        req = Requests(trace.block, dev=int(d["dev"]))
+        req = Requests.of(trace, int(d["dev"]))
         lo, hi = np.searchsorted(req.complete, [first["ts_ns"], last["ts_ns"]], side="right")
         rd, wr, size = req.read[lo:hi], req.write[lo:hi], req.bytes[lo:hi]
         probe = {"reads": int(rd.sum()), "writes": int(wr.sum()),

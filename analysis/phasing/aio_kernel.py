@@ -33,16 +33,6 @@ COLUMNS = ("kernel_done", "kernel_mean_us", "kernel_p50_us", "kernel_p99_us", "r
 _KEY = ("tgid", "tid", "start_ns", "offset")
 
 
-def split(block: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """(the block requests, the libaio completions) of a trace's BLOCK records."""
-    if block is None:
-        return None, None
-    done = block["op"] == AIO_DONE
-    if not done.any():   # no libaio request: the records as they are, not a copy of them
-        return block, block[:0]
-    return block[~done], block[done]
-
-
 def done_ns(events: pd.DataFrame, done: np.ndarray | None, seen: dict | None = None) -> np.ndarray:
     """Per event: when the kernel completed it (CLOCK_MONOTONIC ns), 0 when not known. Requests
     of one io_submit at the same offset are paired in order (they are alike). `seen`: for events
@@ -132,9 +122,12 @@ def figures_streamed(phases: pd.DataFrame, assigned, done: np.ndarray | None) ->
         return figures_of(phases, pd.DataFrame())
     seen: dict = {}
     # each block is paired with the completions of its own start times only (the key holds the
-    # start time, so a key's completions stay together and in their order), not all of them
-    done = done[np.argsort(done["start_ns"], kind="stable")]
+    # start time, so a key's completions stay together and in their order), not all of them:
+    # device_records gives `done` sorted by start; a table made otherwise is sorted here
     starts = done["start_ns"].astype(np.int64)
+    if np.any(starts[1:] < starts[:-1]):
+        done = done[np.argsort(starts, kind="stable")]
+        starts = done["start_ns"].astype(np.int64)
     parts = []
     for e, a in assigned.blocks():
         if len(e):

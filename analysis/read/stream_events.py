@@ -134,7 +134,8 @@ class EventSource:
 def open_events(path, block_rows: int = BLOCK_ROWS) -> EventSource:
     """Map a .iwt file, check it (BadTrace as `tracereader.read` raises it) and find its
     stragglers: one pass over the file."""
-    stream = tracestream.open_trace(path, block_rows)
+    # the block and off-CPU records are read block by block too (analysis/read/device_records.py)
+    stream = tracestream.open_trace(path, block_rows, device_blocks=True)
     try:
         return EventSource(stream, block_rows)
     except BaseException:

@@ -74,7 +74,8 @@ class StreamedTrace(TraceView):
 
 
 def open_trace(path, block_rows: int = tracestream.BLOCK_ROWS) -> StreamedTrace:
-    return StreamedTrace(tracestream.open_trace(path, block_rows))
+    # the block and off-CPU records are read block by block too (analysis/read/device_records.py)
+    return StreamedTrace(tracestream.open_trace(path, block_rows, device_blocks=True))
 
 
 class Tables:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.phasing import aio_kernel
+from iowitness.analysis.read import device_records
 from iowitness.collector.format.traceformat import dev_name, ops_of_kind
 from iowitness.collector.format.tracereader import TraceData
 
@@ -32,9 +32,10 @@ class TraceView:
         self.meta, self.output, self.counters, self.lost = data.meta, data.output, data.counters, data.lost
         # what the trace misses (lost events, files or processes not followed), in words; "" when nothing
         self.missing = data.missing
-        self.offcpu, self.samples, self.summary = data.offcpu, data.samples, data.summary
-        # the BLOCK records: the device's requests, and libaio requests' kernel completions
-        self.block, self.aio_done = aio_kernel.split(data.block)
+        self.samples, self.summary = data.samples, data.summary
+        # the BLOCK and OFFCPU records of a trace read whole (None when read block by block:
+        # analysis/read/device_records.py reads them for every consumer, either way)
+        self.block, self.offcpu = data.block, data.offcpu
         self.stored_bytes = data.stored_bytes
         # the output timeline (collector/format/printed_timeline.py); None in traces without one
         self.printed = getattr(data, "printed", None)
@@ -46,6 +47,11 @@ class TraceView:
     @property
     def event_count(self) -> int:
         return self._data.event_count
+
+    @property
+    def aio_done(self) -> np.ndarray | None:
+        """libaio requests' kernel completions (analysis/read/device_records.py)."""
+        return device_records.of(self).aio_done
 
     def event_frame(self, raw: dict[str, np.ndarray], index: pd.Index, kind: type[pd.DataFrame] = pd.DataFrame,
                     distinct: dict[str, np.ndarray] | None = None) -> pd.DataFrame:

@@ -55,9 +55,15 @@ from iowitness.version import __version__
 class TraceData:
     """What a trace holds, as read: meta, event columns, facts, output, counters, device view."""
 
-    # the device view (BLOCK, OFFCPU, SAMPLES chunks): empty in traces that have none
+    # the device view (BLOCK, OFFCPU, SAMPLES chunks): empty in traces that have none. A trace
+    # read whole holds the BLOCK and OFFCPU records as arrays; one scanned (read block by block)
+    # holds none of them: `device_batches` says where their chunks are (kind name -> [(offset,
+    # payload, rows)], a name for each kind the trace's layout describes), for
+    # collector/format/tracestream.record_blocks to decode a block at a time
     block: np.ndarray | None = None
     offcpu: np.ndarray | None = None
+    device_batches: dict = {}
+    device_dtypes: dict = {}
     samples: tuple = ()
     summary = None   # --summary traces: the kernel's aggregates
     printed = None   # the output timeline (printed_timeline.Timeline); None: the trace has none
@@ -119,14 +125,16 @@ def _mark_active(trace: "TraceData", active: bool) -> "TraceData":
     return trace
 
 
-def scan(path, data: memoryview, release=None) -> TraceData:
+def scan(path, data: memoryview, release=None, device_blocks: bool = False) -> TraceData:
     """As read, over `data` (the file, mapped by collector/format/tracestream.py), but the events are
     only checked, never kept: `columns` is empty and `event_batches` says where each chunk of
-    events is, (offset, payload, rows), for the caller to decode one at a time."""
-    return _checked(path, data, keep_events=False, release=release)
+    events is, (offset, payload, rows), for the caller to decode one at a time. `device_blocks`:
+    the BLOCK and OFFCPU records likewise (`device_batches`), instead of decoded whole."""
+    return _checked(path, data, keep_events=False, release=release, device_blocks=device_blocks)
 
 
-def _checked(path, data: memoryview, keep_events: bool = True, release=None, afford=None) -> TraceData:
+def _checked(path, data: memoryview, keep_events: bool = True, release=None, afford=None,
+             device_blocks: bool = False) -> TraceData:
     if len(data) < HEADER.size and MAGIC.startswith(bytes(data[:len(MAGIC)])):
         raise BadTrace(f"{path} ends before its header: the tracer stopped at once; trace again")
     if bytes(data[:len(MAGIC)]) != MAGIC:
@@ -137,7 +145,8 @@ def _checked(path, data: memoryview, keep_events: bool = True, release=None, aff
         raise BadTrace(f"{path} is trace format version {version}, but iowitness {__version__} "
                        f"reads versions {spoken(READABLE_VERSIONS)} only; open it "
                        "with the iowitness that wrote it")
-    return _read(path, data, version, len(data), keep_events=keep_events, release=release, afford=afford)
+    return _read(path, data, version, len(data), keep_events=keep_events, release=release, afford=afford,
+                 device_blocks=device_blocks)
 
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
@@ -180,7 +189,7 @@ def _file_bytes(path) -> tuple[bytes, bool]:
 
 
 def _read(path, data: memoryview, version: int, file_size: int, damage: str | None = None,
-          keep_events: bool = True, release=None, afford=None) -> TraceData:
+          keep_events: bool = True, release=None, afford=None, device_blocks: bool = False) -> TraceData:
     """The trace in data[:len(data)] (all of the file, or the part before a damaged chunk);
     `damage` says why the reading ended before the end of the file, when it did.
     `release(begin, end)`, when given, is told of each stretch of `data` walked (about every
@@ -257,14 +266,16 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     for kind, dtype in dtypes.items():
         # events are read column by column (what the analysis uses), other records as records
         decode_all = _decode_columns if kind == EVENTS else _decode_all
-        if kind == EVENTS and not keep_events:
+        if (kind == EVENTS and not keep_events) or (kind in (BLOCK, OFFCPU) and device_blocks):
+            # checked chunk by chunk, never held: read again a block at a time when asked for
             decode_all = functools.partial(_check_columns, release=release)
         records[kind], bad_at, why = decode_all(batches[kind], dtype, version)
         if bad_at is not None:
             # a record chunk that passed its CRC yet does not decode: it and what comes after
             # it are dropped, exactly as after a bad CRC (the writer never produces one)
             return _read(path, data[:bad_at], version, file_size,
-                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events, release, afford)
+                         f"{_kind_name(kind)} chunk at byte {bad_at:,}: {why}", keep_events, release, afford,
+                         device_blocks)
 
     missing = _records_missing(end, records, batches)
     if end is not None:   # whole chunks cut, repeated or moved: END's census and counters say so
@@ -284,7 +295,7 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     trace.event_batches = [] if keep_events else batches[EVENTS]
     trace.event_rows = sum(rows for _, _, rows in batches[EVENTS])
     trace.stored_bytes = {"header": HEADER.size, **stored}
-    _attach_device_view(trace, records, samples)
+    _attach_device_view(trace, records, batches, dtypes, samples, not device_blocks)
     # the output timeline (traces since it exists; None before): the lines with their times,
     # and the output's text rebuilt from it where the capture did not see the writes
     own = printed_timeline.OwnFiles(records[FACTS], meta_kinds)
@@ -309,7 +320,7 @@ def _records_missing(end: dict | None, records: dict, batches: dict) -> str | No
     if end is None or not isinstance(end.get("counters"), dict):
         return None
     held = {"events": sum(rows for _, _, rows in batches[EVENTS]), "facts": len(records[FACTS]),
-            "block_requests": len(records[BLOCK]) if BLOCK in records else None}
+            "block_requests": sum(rows for _, _, rows in batches[BLOCK]) if BLOCK in batches else None}
     gaps = [f"{int(end['counters'][name]):,} {name.replace('_', ' ')} counted, {count:,} held"
             for name, count in held.items()
             if count is not None and isinstance(end["counters"].get(name), int) and end["counters"][name] != count]
@@ -384,10 +395,18 @@ def _summary_rows(payload) -> np.ndarray:
     return np.frombuffer(rows, dtype=dtype)
 
 
-def _attach_device_view(trace: TraceData, records: dict, samples: list) -> None:
+def _attach_device_view(trace: TraceData, records: dict, batches: dict, dtypes: dict, samples: list,
+                        whole: bool) -> None:
+    """The BLOCK and OFFCPU records: sorted arrays when the trace is read whole, where their
+    chunks are when it is scanned (TraceData.device_batches)."""
     for kind, name, key in ((BLOCK, "block", "complete_ns"), (OFFCPU, "offcpu", "off_ns")):
-        if kind in records:
+        if kind not in records:
+            continue
+        if whole:
             setattr(trace, name, records[kind][np.argsort(records[kind][key], kind="stable")])
+        else:
+            trace.device_batches = {**trace.device_batches, name: batches[kind]}
+            trace.device_dtypes = {**trace.device_dtypes, name: dtypes[kind]}
     trace.samples = tuple(samples)
 
 

@@ -38,6 +38,7 @@ class Block(dict):
     """One block's columns (name -> array), and where it starts among the trace's events."""
 
     first_row: int = 0
+    number: int = 0    # its place among the blocks
 
     def __len__(self) -> int:
         return len(next(iter(self.values()))) if dict.__len__(self) else 0
@@ -55,40 +56,10 @@ class Stream:
         """The events, block by block of about `block_rows` rows (whole chunks: a chunk is
         never split), as a Block of the `columns` asked for (all fields by default); the
         first `skip` blocks are passed over without decoding them."""
-        rows_wanted = block_rows or self.block_rows
-        dtype = self.data.event_dtype
-        names = [n for n in (columns or dtype.names) if not n.startswith("pad")]
-        pending, held, first, number = [], 0, 0, 0
-        for batch in self.data.event_batches:
-            pending.append(batch)
-            held += batch[2]
-            if held >= rows_wanted:
-                if number >= skip:
-                    yield self._decode(pending, held, names, first)
-                first += held
-                number += 1
-                pending, held = [], 0
-        if pending and number >= skip:
-            yield self._decode(pending, held, names, first)
+        yield from _blocks(self.data, self.data.event_batches, self.data.event_dtype, columns,
+                           block_rows or self.block_rows, skip)
 
-    def _decode(self, batches, rows: int, names, first: int) -> Block:
-        dtype = self.data.event_dtype
-        block = Block({n: np.empty((rows, *dtype.fields[n][0].shape), dtype.fields[n][0].base) for n in names})
-        block.first_row = first
-        at = 0
-        for _, payload, n in batches:
-            if self.data.version == 1:
-                records = np.frombuffer(payload, dtype)
-                for name, column in block.items():
-                    column[at:at + n] = records[name]
-            else:
-                # scan() decoded each chunk once already: it cannot fail now
-                codec.decode_columns(payload, dtype, block, at)
-            at += n
-        self._release(batches[0][0], batches[-1][0] + CHUNK.size + len(batches[-1][1]))
-        return block
-
-    def _release(self, begin: int, end: int) -> None:
+    def release(self, begin: int, end: int) -> None:
         """Give the pages of [begin, end) back: walked once, they are not needed again."""
         if self._map is None or not hasattr(self._map, "madvise"):
             return
@@ -100,6 +71,7 @@ class Stream:
     def close(self) -> None:
         # the trace's arrays and the batches are views of the mapping: dropped before it closes
         self.data.event_batches = []
+        self.data.device_batches = {}
         try:
             self._view.release()
             if self._map is not None:
@@ -114,8 +86,10 @@ class Stream:
         self.close()
 
 
-def open_trace(path, block_rows: int = BLOCK_ROWS) -> Stream:
-    """Map a .iwt file and check it (BadTrace as `tracereader.read` raises it)."""
+def open_trace(path, block_rows: int = BLOCK_ROWS, device_blocks: bool = False) -> Stream:
+    """Map a .iwt file and check it (BadTrace as `tracereader.read` raises it). `device_blocks`:
+    its BLOCK and OFFCPU records are left in the file too, for record_blocks (the analysis:
+    analysis/read/device_records.py), instead of decoded whole into data.block and data.offcpu."""
     fd = open_fd(path)
     try:
         info = os.fstat(fd)
@@ -132,6 +106,58 @@ def open_trace(path, block_rows: int = BLOCK_ROWS) -> Stream:
     view = memoryview(mapped) if mapped is not None else memoryview(b"")
     stream = Stream(path, None, view, mapped, block_rows)
     # the check walks every page: each stretch is handed back once walked
-    stream.data = _mark_active(scan(path, view, stream._release), active)
-    stream._release(0, len(view))
+    stream.data = _mark_active(scan(path, view, stream.release, device_blocks), active)
+    stream.data.release = stream.release   # record_blocks hands the device records' pages back too
+    stream.release(0, len(view))
     return stream
+
+
+def record_blocks(data: TraceData, name: str, columns, block_rows: int = BLOCK_ROWS, only=None):
+    """A scanned trace's records of kind `name` ("block", "offcpu": TraceData.device_batches),
+    block by block in file order, as Blocks of the `columns` asked for (`block.number`: its
+    place among them); nothing when the trace holds no chunk of them. `only`: the numbers of
+    the blocks wanted (the others are passed over without decoding them); None: all."""
+    batches = data.device_batches.get(name)
+    if batches is None:
+        return
+    yield from _blocks(data, batches, data.device_dtypes[name], columns, block_rows, 0, only)
+
+
+def _blocks(data: TraceData, batches: list, dtype: np.dtype, columns, rows_wanted: int, skip: int, only=None):
+    """Blocks of whole chunks of `batches` (records of `dtype`), about `rows_wanted` rows each,
+    from the `skip`-th on (those in `only`, when given)."""
+    names = [n for n in (columns or dtype.names) if not n.startswith("pad")]
+    pending, held, first, number = [], 0, 0, 0
+
+    def wanted() -> bool:
+        return number >= skip and (only is None or number in only)
+    for batch in batches:
+        pending.append(batch)
+        held += batch[2]
+        if held >= rows_wanted:
+            if wanted():
+                yield _decode(data, dtype, pending, held, names, first, number)
+            first += held
+            number += 1
+            pending, held = [], 0
+    if pending and wanted():
+        yield _decode(data, dtype, pending, held, names, first, number)
+
+
+def _decode(data: TraceData, dtype: np.dtype, batches: list, rows: int, names, first: int, number: int) -> Block:
+    block = Block({n: np.empty((rows, *dtype.fields[n][0].shape), dtype.fields[n][0].base) for n in names})
+    block.first_row, block.number = first, number
+    at = 0
+    for _, payload, n in batches:
+        if data.version == 1:
+            records = np.frombuffer(payload, dtype)
+            for name, column in block.items():
+                column[at:at + n] = records[name]
+        else:
+            # scan() decoded each chunk once already: it cannot fail now
+            codec.decode_columns(payload, dtype, block, at)
+        at += n
+    release = getattr(data, "release", None)
+    if release is not None:
+        release(batches[0][0], batches[-1][0] + CHUNK.size + len(batches[-1][1]))
+    return block

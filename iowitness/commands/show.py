@@ -113,11 +113,13 @@ def execute(args) -> int:
 
 def _block(path: str) -> int:
     from iowitness.analysis.measure import block_views
+    from iowitness.analysis.read import device_records
     from iowitness.commands import _reading
     from iowitness.errors import UsageError
 
     with _reading.trace_of(path) as trace:
-        if getattr(trace, "block", None) is None or not len(trace.block):
+        records = device_records.of(trace)
+        if not records.has_block or not records.devices:
             raise UsageError(f"{path} holds no block request (none reached a block device under the target files, "
                              "or the trace was recorded without the device view)")
         phases = trace.report().phases if trace.summary is None else None

@@ -46,8 +46,9 @@ FORMS = {
 
 
 def timed(checkout: Path, argv: list[str], out: Path) -> tuple[float, float, bytes, float]:
-    """(wall seconds, peak GiB, stdout, CPU seconds: user + system) of one command of
-    `checkout`'s iowitness. On a busy machine the CPU time says more than the wall time."""
+    """(wall seconds, peak GiB, output, CPU seconds: user + system) of one command of
+    `checkout`'s iowitness (output: its stdout and the HTML page it wrote). On a busy machine
+    the CPU time says more than the wall time."""
     for f in out.iterdir():
         f.unlink()
     begin = time.perf_counter()
@@ -57,6 +58,9 @@ def timed(checkout: Path, argv: list[str], out: Path) -> tuple[float, float, byt
     stdout = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - begin
+    # what it wrote besides (the --html page) is compared as its output too; not the Parquet
+    # file, whose metadata names the writer
+    stdout += b"".join(f.read_bytes() for f in sorted(out.iterdir()) if f.suffix == ".html")
     if os.waitstatus_to_exitcode(status) not in (0, 1, 2):   # check: 2 when the trace holds no claim
         sys.exit(f"{checkout}: {' '.join(argv)} failed ({os.waitstatus_to_exitcode(status)})")
     return wall, usage.ru_maxrss / 2**20, stdout, usage.ru_utime + usage.ru_stime
@@ -74,6 +78,7 @@ def main() -> int:
     args = parser.parse_args()
     with synthetic_trace(args) as trace, tempfile.TemporaryDirectory(prefix="iowitness-oldnew-") as tmp:
         out = Path(tmp)
+        print(f"load average at the start: {os.getloadavg()[0]:.1f}", flush=True)
         print("| form | old wall s | new wall s | old CPU s | new CPU s | old peak GiB | new peak GiB | output |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for form in args.forms:
@@ -90,6 +95,7 @@ def main() -> int:
             print(f"| {form} | {spread(got['old'][0])} | {spread(got['new'][0])} | "
                   f"{spread(got['old'][3])} | {spread(got['new'][3])} | "
                   f"{spread(got['old'][1])} | {spread(got['new'][1])} | {same} |", flush=True)
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

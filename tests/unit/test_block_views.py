@@ -73,8 +73,7 @@ def test_log2_buckets_and_drawing_follow_bcc():
 
 def test_histograms_are_per_device_and_phase():
     trace = _trace([(0, 0, 1, 4096, 1, 10), (0, 1, 2, 4096, 1, 10), (15, 15, 16, 4096, 1, 20)])
-    rows = block_views.requests(trace, _phases((1, 10, 0, 10), (2, 20, 12, 20)))
-    hists = block_views.histograms(rows)
+    hists = block_views.histograms(trace, _phases((1, 10, 0, 10), (2, 20, 12, 20)))
     assert [(h["device"], h["phase"], h["requests"]) for h in hists] == [("loop0", 1, 2), ("loop0", 2, 1)]
     # 1000 µs lands in slot 9 (512..1023)
     assert hists[0]["counts"][9] == 2 and sum(hists[0]["counts"]) == 2

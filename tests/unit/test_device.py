@@ -3,6 +3,8 @@ every expected figure follows from the records by simple counting."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,9 +29,14 @@ def _requests(rows) -> np.ndarray:
     return block
 
 
+def _req(block: np.ndarray, traced: np.ndarray | None = None) -> device.Requests:
+    """The device view's requests of hand-made records on device 0, as a trace's are read."""
+    return device.Requests.of(SimpleNamespace(block=block), 0, traced)
+
+
 def test_window_figures_are_iostat_x_over_the_window():
     # GIVEN two writes of 1 MiB, each 10 ms in flight, one after the other, and a read
-    req = device.Requests(_requests([(0, 10, 1 << 20, 1), (10, 20, 1 << 20, 1), (50, 52, 4096, 0)]))
+    req = _req(_requests([(0, 10, 1 << 20, 1), (10, 20, 1 << 20, 1), (50, 52, 4096, 0)]))
     # WHEN figures are taken over 0..100 ms
     w = req.window(T0, T0 + 100 * MS)
     # THEN counts, bytes, awaits, queue depth and utilisation follow from the records
@@ -49,7 +56,7 @@ def test_a_flush_sequence_completing_its_request_again_is_not_a_second_request()
     block = _requests(rows)
     block["start_ns"][:] = T0   # one request: the kernel's start time of all of them
     block["sector"][1] = block["sector"][3] = 229396   # the commit block's
-    req = device.Requests(block)
+    req = _req(block)
     # WHEN figures are taken over the commit
     w = req.window(T0, T0 + 10 * MS)
     # THEN it is one write of 1024 bytes, as diskstats says, and the flushes are no data requests
@@ -62,19 +69,19 @@ def test_an_empty_preflush_write_is_a_write_diskstats_counts():
     block = _requests([(0, 2, 0, 2), (0, 3, 0, 1)])
     block["sector"][0] = (1 << 64) - 1
     # WHEN counted THEN it is one write of no bytes
-    w = device.Requests(block).window(T0, T0 + 10 * MS)
+    w = _req(block).window(T0, T0 + 10 * MS)
     assert (w["writes"], w["write_bytes"]) == (1, 0)
 
 
 def test_overlapping_requests_count_once_in_util_and_twice_in_queue_depth():
-    req = device.Requests(_requests([(0, 10, 4096, 1), (0, 10, 4096, 1), (5, 15, 4096, 1)]))
+    req = _req(_requests([(0, 10, 4096, 1), (0, 10, 4096, 1), (5, 15, 4096, 1)]))
     w = req.window(T0, T0 + 20 * MS)
     assert w["util"] == pytest.approx(15 / 20)
     assert w["aqu_sz"] == pytest.approx(30 / 20)
 
 
 def test_a_request_started_before_the_window_counts_only_its_part_inside():
-    req = device.Requests(_requests([(0, 30, 4096, 1)]))
+    req = _req(_requests([(0, 30, 4096, 1)]))
     w = req.window(T0 + 20 * MS, T0 + 40 * MS)
     assert w["writes"] == 1 and w["util"] == pytest.approx(0.5)
 
@@ -195,7 +202,7 @@ def test_write_back_is_paid_first_in_first_out_and_only_after_the_phase():
                            "data_first_ns": [T0, T0 + 100 * MS], "data_last_ns": [T0 + 10 * MS, T0 + 110 * MS],
                            "sync_end_ns": [0, 0], "close_end_ns": [0, 0]})
     table = pd.DataFrame({"phase": [1, 2], "syscall_bytes": [4 << 20, 4 << 20], "device_bytes": [0, 0]})
-    req = device.Requests(_requests([(45, 50, 1 << 20, 1), (200, 210, 2 << 20, 1), (210, 220, 2 << 20, 1),
+    req = _req(_requests([(45, 50, 1 << 20, 1), (200, 210, 2 << 20, 1), (210, 220, 2 << 20, 1),
                                      (220, 230, 2 << 20, 1)]))
     a, b = device._window(phases)
     # WHEN write-back is attributed
@@ -212,10 +219,10 @@ def test_a_write_phase_on_another_device_does_not_hide_this_devices_write_back()
                            "data_first_ns": [T0, T0 + 40 * MS], "data_last_ns": [T0 + 10 * MS, T0 + 60 * MS],
                            "sync_end_ns": [0, 0], "close_end_ns": [0, 0]})
     table = pd.DataFrame({"phase": [1, 2], "syscall_bytes": [4 << 20, 1 << 20], "device_bytes": [0, 0]})
-    req = device.Requests(_requests([(45, 50, 2 << 20, 1), (50, 55, 2 << 20, 1)]))
+    req = _req(_requests([(45, 50, 2 << 20, 1), (50, 55, 2 << 20, 1)]))
     a, b = device._window(phases)
     # WHEN write-back is attributed (device 8 has no requests)
-    device._writeback(table, phases, {1: 7, 2: 8}, {7: req, 8: device.Requests(_requests([]))}, a, b)
+    device._writeback(table, phases, {1: 7, 2: 8}, {7: req, 8: _req(_requests([]))}, a, b)
     # THEN device 7's writes during the other device's phase are the first phase's write-back
     assert table.at[0, "writeback_bytes"] == 4 << 20
 
@@ -226,7 +233,7 @@ def test_requests_of_other_programs_on_the_device_are_not_the_benchmarks():
     block["tgid"] = [10, 7, 99]
     block["comm"][1, :7] = np.frombuffer(b"kworker", dtype=np.uint8)
     # WHEN figures are taken with the benchmark as the traced set
-    w = device.Requests(block, np.array([10], dtype=np.uint32)).window(T0, T0 + 2 * MS)
+    w = _req(block, np.array([10], dtype=np.uint32)).window(T0, T0 + 2 * MS)
     # THEN iostat's totals hold all three, the benchmark's own exclude the other program's
     assert (w["read_bytes"], w["own_read_bytes"], w["own_write_bytes"], w["other_bytes"]) == (69632, 4096, 8192, 65536)
 

@@ -42,7 +42,9 @@ def _view(events: pd.DataFrame, block: np.ndarray) -> tuple[pd.DataFrame, pd.Dat
     table = stream_table.of_frame(events, assigned)
     trace = SimpleNamespace(events=events, block=block, offcpu=None, samples=[], processes=None,
                             meta={"files": [], "device_view": {"devices": [{"dev": DEV, "name": "loop0"}]}})
-    return table, device.per_phase(trace, table, assigned)
+    facts = device.DeviceFacts(table, trace)
+    facts.add(events, assigned)
+    return table, device.from_facts(trace, table, facts)
 
 
 def _threads_reading(count: int, reads: int, flags: int = O_DIRECT) -> pd.DataFrame:
@@ -139,7 +141,8 @@ def test_a_read_phase_takes_no_writes_and_a_mixed_phase_takes_both():
     # read and 3,000-byte write inside
     phases = pd.DataFrame({"phase": [1, 2, 3], "operation": ["read", "write", "mixed"], "threads": [1, 1, 1],
                            "tid": [1, 2, 3]})
-    requests = device.Requests(_block([(START_NS + 50 * MS, 3000, 0, 0), (START_NS + 60 * MS, 3000, 1, 0)]))
+    block = _block([(START_NS + 50 * MS, 3000, 0, 0), (START_NS + 60 * MS, 3000, 1, 0)])
+    requests = device.Requests.of(SimpleNamespace(block=block), DEV)
     lo, hi = np.full(3, START_NS), np.full(3, START_NS + 100 * MS)
     # WHEN credited
     shares = device_credit.credited(phases, {1: DEV, 2: DEV, 3: DEV}, {DEV: requests}, (np.arange(3), np.array([1, 2, 3])),
@@ -209,7 +212,8 @@ def test_writes_inside_a_mixed_phases_window_are_its_own_not_an_earlier_phases_w
                            "data_last_ns": [START_NS + 10 * MS, START_NS + 60 * MS],
                            "sync_end_ns": [0, 0], "close_end_ns": [0, 0]})
     table = pd.DataFrame({"phase": [1, 2], "syscall_bytes": [4 * MIB, MIB], "device_bytes": [0, 2 * MIB]})
-    req = device.Requests(_block([(START_NS + 50 * MS, 2 * MIB, 1, 0), (START_NS + 100 * MS, MIB, 1, 0)]))
+    block = _block([(START_NS + 50 * MS, 2 * MIB, 1, 0), (START_NS + 100 * MS, MIB, 1, 0)])
+    req = device.Requests.of(SimpleNamespace(block=block), DEV)
     a, b = device._window(phases)
     # WHEN write-back is attributed
     device._writeback(table, phases, {1: DEV, 2: DEV}, {DEV: req}, a, b)

@@ -1,7 +1,9 @@
-"""The device view streamed block by block (analysis/measure/stream_device.py) is the in-memory view
-(device.per_phase), exactly: every case is cut into blocks of 1, 37 and 1000 rows, so every
-per-phase and per-thread state crosses block boundaries, and compared bit for bit. The
-streamed side gets a trace whose `events` refuses, as a StreamedTrace's does."""
+"""The device view is the same whatever the cut of the events into blocks: every case is cut
+into blocks of 1, 37 and 1000 rows, so every per-phase and per-thread state of DeviceFacts
+crosses block boundaries, and compared bit for bit with the view of the events as one block.
+The cut side gets a trace whose `events` refuses, as a StreamedTrace's does; the dd trace is
+read from its file, its block and off-CPU records a block of chunks at a time
+(analysis/read/device_records.py). The records' own pass: tests/unit/test_device_records.py."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis.measure import device, stream_device
+from iowitness.analysis.measure import device
 from iowitness.analysis.phasing import stream_assign, stream_table
 from iowitness.probes.layout import layout
 from tests.support.blocks import BLOCKS, Blocks, assigned_of, cutting
@@ -55,14 +57,19 @@ def trace_of(events, block, offcpu=None, *, files=(), devices=((DEV, "loop0"),),
 
 def streamed(trace, table, assigned_blocks):
     blind = WithoutEvents(**{k: v for k, v in vars(trace).items() if k != "events"})
-    return stream_device.per_phase(blind, table, stream_device.facts(blind, table, assigned_blocks))
+    facts = device.DeviceFacts(table, blind)
+    for events, a in assigned_blocks.blocks():
+        facts.add(events, a)
+    return device.from_facts(blind, table, facts)
 
 
 def same_view(trace, sizes=BLOCKS) -> tuple[pd.DataFrame, pd.DataFrame]:
     events = trace.events
     assigned = stream_assign.of_frame(events)
     table = stream_table.of_frame(events, assigned)
-    expected = device.per_phase(trace, table, assigned)
+    facts = device.DeviceFacts(table, trace)
+    facts.add(events, assigned)
+    expected = device.from_facts(trace, table, facts)
     for rows in cutting(sizes, len(events)):
         got = streamed(trace, table, Blocks(events, assigned, rows))
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
@@ -243,10 +250,10 @@ def test_the_dd_trace_streamed_from_its_file(tmp_path):
     # WHEN its device view is made from a StreamedTrace, events in blocks
     for rows in BLOCKS:
         with streamed_trace.open_trace(tmp_path / "dd.iwt") as trace:
-            facts = stream_device.DeviceFacts(report.phases, trace)
+            facts = device.DeviceFacts(report.phases, trace)
             for e, a in Blocks(loaded.events, assigned_of(report), rows).blocks():
                 facts.add(e, a)
-            got = stream_device.per_phase(trace, report.phases, facts)
+            got = device.from_facts(trace, report.phases, facts)
         # THEN it is the report's
         pd.testing.assert_frame_equal(got, report.device, check_exact=True)
     assert report.device["cpu_source"].iloc[0] == "sched_switch"
