@@ -42,6 +42,7 @@ from iowitness.analysis.phasing.phases import (
     call_kinds,
     named,
     stable_order,
+    stable_order_of_few,
 )
 from iowitness.analysis.read import distinct
 from iowitness.collector.format.traceformat import ops_of_kind
@@ -283,15 +284,13 @@ class Walk:
         tgid, ret = c["tgid"], c["ret"]
         copies = np.flatnonzero(ok & c["copy"])
         key = np.r_[(tgid << 32) | (fd & 0xFFFFFFFF), (tgid[copies] << 32) | (ret[copies] & 0xFFFFFFFF)]
-        # by key, then time (a copy just after its call): each key's rank among the chunk's
-        # few distinct keys, sorted stably (a radix sort below 2^16 of them) over the rows in
-        # time order, gives np.lexsort((time, key)) at a fraction of its cost
-        rank = distinct.unique(key, return_inverse=True)[1]
+        # by key, then time (a copy just after its call): the keys sorted stably over the rows
+        # in time order, np.lexsort((time, key)) at a fraction of its cost
         if len(copies):
             by_time = np.argsort(np.r_[np.arange(m, dtype=np.int64) * 2, copies * 2 + 1], kind="stable")
-            order = by_time[stable_order(rank[by_time])]
+            order = by_time[stable_order_of_few(key[by_time])]
         else:
-            order = stable_order(rank)
+            order = stable_order_of_few(key)
         key = key[order]
         first_of_key = new_group(key)
         is_copy = order >= m
