@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iowitness.analysis.read import distinct
 from iowitness.collector.format.traceformat import async_ops, ops_of_kind
 from iowitness.probes.layout import layout
 
@@ -109,6 +110,13 @@ def stable_order(keys: np.ndarray) -> np.ndarray:
     if len(keys) and keys.min() >= 0 and keys.max() < 2 ** 16:
         return np.argsort(keys.astype(np.uint16), kind="stable")
     return np.argsort(keys, kind="stable")
+
+
+def stable_order_of_few(keys: np.ndarray) -> np.ndarray:
+    """stable_order of integer keys with few distinct values however large (a block's fds,
+    streams, threads of a phase): by each key's rank among them, a radix sort below 2^16 of
+    them, where sorting the keys themselves compares them (np.lexsort of two columns more)."""
+    return stable_order(distinct.unique(keys, return_inverse=True)[1])
 
 
 def _codes(values: np.ndarray) -> np.ndarray:

@@ -272,7 +272,9 @@ class _Sums:
 
     def _steps(self, p, tid, offset, moved) -> None:
         """The pattern's step counts, thread by thread within each phase (phase_table._pattern)."""
-        order = np.lexsort((tid, p))
+        # by phase, then thread: np.lexsort((tid, p)), by one stable sort of the pair when tids fit 32 bits
+        order = ph.stable_order_of_few((p << 32) | tid) if len(tid) and 0 <= tid.min() and tid.max() < 1 << 32 \
+            else np.lexsort((tid, p))
         p, tid, offset, end = p[order], tid[order], offset[order], (offset + moved)[order]
         prev_offset, prev_end = np.r_[0, offset[:-1]], np.r_[0, end[:-1]]
         first = ph._new_group(p, tid)

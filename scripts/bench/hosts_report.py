@@ -8,7 +8,8 @@ own `iowitness attach --pid`, and fio --client driving 4 KiB cached random reads
 EVENTS reads each (fio's io_size over a 64 MiB file), then fio's JSON output kept as the claims. Made for issue 29
 (a report over several hosts read block by block, its memory bounded): OLD is a checkout from
 before (it loads each host's trace whole), NEW this one. Each command is a fresh process
-(pipeline_old_new.timed: CPU and peak memory from os.wait4).
+(pipeline_old_new.timed: CPU and peak memory from os.wait4; run as a user's would: bytecode
+written first, untimed, and without this machine's PYTHONDONTWRITEBYTECODE).
 
 Usage (as root, from the repository; OLD a checkout with its own .venv):
   .venv/bin/python scripts/bench/hosts_report.py --old /work/old --hosts 2 --events 5000000 \\
@@ -31,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline_old_new import NEW, spread, timed  # noqa: E402  (a sibling script)
+from report_10m import write_bytecode  # noqa: E402
 
 sys.path.insert(0, str(NEW))
 from tests.support.collectors import stop as _stop  # noqa: E402  (stop, then kill after 30 s)
@@ -117,6 +119,8 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory(prefix="iowitness-hosts-") as tmp:
         out = Path(tmp)
+        for checkout in (args.old, NEW):
+            write_bytecode(checkout)
         for form in args.forms:
             argv = ["report", *traces, "--claims", claims, *FORMS[form]]
             runs: dict = {"old": [], "new": []}

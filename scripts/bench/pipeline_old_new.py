@@ -6,7 +6,10 @@ Made for issue 29 (one block pipeline for every trace): OLD is a checkout from b
 commands read a trace that fits in memory whole), NEW this one. Each command is a fresh
 process; its peak resident memory is the kernel's ru_maxrss for it (os.wait4), its wall time
 includes Python's start-up. Runs alternate (old, new, old, new...) so that a busy machine
-weighs on both alike; the script prints the median and range of each.
+weighs on both alike; the script prints the median and range of each. Each process runs as a
+user's would: both checkouts' bytecode is written first, untimed, and the process runs without
+PYTHONDONTWRITEBYTECODE (this machine's shells export it; with it every run compiled all ~155
+modules again, ~1.5 CPU-s, which a user's installed package never does).
 
 The trace is report_10m.py's synthetic IOzone-shaped one (written once with --keep, then
 --reuse), or any trace given with --trace --reuse.
@@ -30,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report_10m import add_trace_options, synthetic_trace  # noqa: E402  (a sibling script)
+from report_10m import add_trace_options, synthetic_trace, user_environment, write_bytecode  # noqa: E402
 
 NEW = Path(__file__).resolve().parents[2]
 FORMS = {
@@ -54,7 +57,7 @@ def timed(checkout: Path, argv: list[str], out: Path) -> tuple[float, float, byt
     begin = time.perf_counter()
     proc = subprocess.Popen([str(checkout / ".venv/bin/python"), "-m", "iowitness.cli", *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=checkout,
-                            env={**os.environ, "IOWITNESS_NO_MEMORY_CHECK": "1", "COLUMNS": "200"})
+                            env=user_environment(IOWITNESS_NO_MEMORY_CHECK="1", COLUMNS="200"))
     stdout = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - begin
@@ -78,6 +81,8 @@ def main() -> int:
     args = parser.parse_args()
     with synthetic_trace(args) as trace, tempfile.TemporaryDirectory(prefix="iowitness-oldnew-") as tmp:
         out = Path(tmp)
+        for checkout in (args.old, NEW):
+            write_bytecode(checkout)
         print(f"load average at the start: {os.getloadavg()[0]:.1f}", flush=True)
         print("| form | old wall s | new wall s | old CPU s | new CPU s | old peak GiB | new peak GiB | output |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -5,7 +5,8 @@ wall time, CPU time (user + system) and peak memory of each, with the load avera
 Issue 29's bound for 200 M events: every form in at most 3 minutes and 2 GiB. The old
 (in-memory) path cannot read such a trace, so there is nothing to pair it with: this runs one
 checkout's commands one after another, each a fresh process (pipeline_old_new.timed: ru_maxrss
-and user + system time from os.wait4, wall time with Python start-up). On a shared machine the
+and user + system time from os.wait4, wall time with Python start-up; run as a user's would:
+bytecode written first, untimed, and without this machine's PYTHONDONTWRITEBYTECODE). On a shared machine the
 wall time says little; the CPU time is the command's own. The trace is report_10m.py's synthetic
 IOzone-shaped one (--events 200000000 --keep once, then --reuse).
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline_old_new import FORMS, NEW, timed  # noqa: E402  (a sibling script)
-from report_10m import add_trace_options, synthetic_trace  # noqa: E402
+from report_10m import add_trace_options, synthetic_trace, write_bytecode  # noqa: E402
 
 
 def main() -> int:
@@ -38,6 +39,7 @@ def main() -> int:
         if not args.runs:
             return 0
         out = Path(tmp)
+        write_bytecode(args.checkout)
         print(f"{args.checkout}, {trace} ({trace.stat().st_size / 2**20:,.0f} MiB)")
         print("| form | wall s | CPU s | peak GiB | load average before, after |")
         print("| --- | --- | --- | --- | --- |")

@@ -6,8 +6,10 @@ histograms, stretches, device view, verdicts) or html (the page with its charts,
 temporary file whose bytes are compared).
 
 Each run is a fresh process (show_stream.measure: ru_maxrss and user + system time from
-os.wait4, wall time with Python start-up). The trace is report_10m.py's synthetic IOzone-shaped
-one (the collector's own TraceWriter), made once per size, or any trace given with --reuse.
+os.wait4, wall time with Python start-up; run as a user's would: bytecode written first, untimed,
+and without this machine's PYTHONDONTWRITEBYTECODE, which made every run compile ~155 modules).
+The trace is report_10m.py's synthetic IOzone-shaped one (the collector's own TraceWriter),
+made once per size, or any trace given with --reuse.
 The in-memory path needs ~240 bytes per event: leave it out (--no-loaded) above ~50 M events here.
 
 Usage (from the repository, no root needed):

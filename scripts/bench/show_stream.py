@@ -4,7 +4,9 @@
 `show` reads the trace block by block (analysis/read/streamed.py); the loaded path (the tables of
 reporters/summary.py over `iowitness.load(TRACE).events`) is what `show` did before.
 Both run in a fresh process; peak resident memory is the kernel's ru_maxrss for it (os.wait4),
-CPU time its user + system time (the same), wall time includes Python start-up. The trace is
+CPU time its user + system time (the same), wall time includes Python start-up. Each runs as a
+user's would: bytecode written first, untimed, and without PYTHONDONTWRITEBYTECODE (this
+machine's shells export it; with it every run compiled all ~155 modules again, ~1.5 CPU-s). The trace is
 report_10m.py's synthetic IOzone-shaped one (written by the collector's TraceWriter), made once
 per size. Prints the median and range, and whether the two texts are identical (when both ran).
 
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report_10m import add_trace_options, synthetic_trace  # noqa: E402  (a sibling script)
+from report_10m import add_trace_options, synthetic_trace, user_environment, write_bytecode  # noqa: E402
 
 STREAMED = [sys.executable, "-m", "iowitness.cli", "show"]
 LOADED = [sys.executable, "-c", "import sys; from iowitness.analysis.read.run import load; "
@@ -38,7 +40,7 @@ def measure(command: list[str], trace: Path, output: Path | None = None) -> tupl
     a file), CPU seconds) of one run in a fresh process."""
     with tempfile.TemporaryFile() as out:
         begin = time.perf_counter()
-        proc = subprocess.Popen([*command, str(trace)], stdout=out, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([*command, str(trace)], stdout=out, stderr=subprocess.PIPE, env=user_environment())
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - begin
         stderr = proc.stderr.read().decode(errors="replace")
@@ -55,6 +57,7 @@ def compare(commands, trace: Path, runs: int, what: str, skip=(), output: Path |
     """Each (name, command) `runs` times in a fresh process: median and range of wall, CPU
     and peak RSS, and whether every run of every command printed the same text."""
     digests = {}
+    write_bytecode(Path(__file__).resolve().parents[2])
     for name, command in commands:
         if name in skip:
             continue
