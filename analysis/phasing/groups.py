@@ -39,13 +39,17 @@ def assign(phases: pd.DataFrame, members: int | None = None) -> pd.Series:
 
 
 def _same_test(row, current) -> bool:
-    """Whether a phase can be of the same test as a group's members: it began (its open) before
-    the last of them ended. A test's children all open their files before any is let go (IOzone
-    -t's barrier), and the next test starts only once all of them are done. A child the
-    benchmark stopped before its first call (IOzone's stonewall on a busy machine: "Min xfer =
-    0.00 kB") leaves its test a member short, and the next test's first phase, seconds later,
-    must not take its place."""
-    return row.first_ns < max(m.last_ns for m in current)
+    """Whether a phase can be of the same test as a group's members. A child the benchmark
+    stopped before its first call (IOzone's stonewall on a busy machine: "Min xfer = 0.00 kB")
+    leaves its test a member short, and the next test's first phase must not take its place: a
+    phase is of another test when it is a re-read among first reads (a rewrite among first
+    writes, or the other way) and it began (its open) after the last member ended (every child
+    opens before IOzone's barrier; the next test starts only when all are done). Both, never one
+    alone: a re-read test's child may read a file no one read before (a first read by its file),
+    and a phase's open may come after another member's end on one CPU."""
+    flags = ("reread", "rewrite")
+    same_kind = all(getattr(row, f, False) == getattr(current[0], f, False) for f in flags)
+    return same_kind or row.first_ns < max(m.last_ns for m in current)
 
 
 def _overlaps(row, current) -> bool:
