@@ -98,12 +98,16 @@ def _record(args, recorder: Recorder, child: Launched, path: str) -> int:
         child.let_go()
         # an error, said even with -q: we end without the benchmark's exit code to pass on
         raise Interrupted(_recording.saved(reason, path, end["counters"]), recorder.stop_signal)
+    # processes the command left running are followed while they work only when it ended by
+    # itself: after --duration or a Ctrl-C the trace ends within FOLLOW_IDLE_S, as asked
+    follow = child.poll() is not None
+
     def trace_meanwhile(seconds: float) -> bool:
         """Drain while waiting; True when a traced call came (a process left running still works)."""
         before = recorder.stats.events
         recorder.probe.wait(seconds)
         recorder.drain()
-        return recorder.stats.events > before
+        return follow and recorder.stop_signal is None and recorder.stats.events > before
 
     if child.poll() is None:   # --duration passed, or iowitness got SIGINT or SIGTERM
         stopped = child.stop(trace_meanwhile)

@@ -329,3 +329,33 @@ def test_a_process_left_holding_the_output_idle_ends_the_trace_and_is_said(workd
     trace = load(out)
     assert trace.meta["left_running"] is True and trace.meta["exit_code"] == 0 and trace.meta["complete"] is True
     subprocess.run(["pkill", "-f", "^sleep 60$"], check=False)
+
+
+def test_a_ctrl_c_while_following_processes_left_running_ends_the_trace(workdir):
+    # GIVEN a shell that leaves a 60 s loop of dd runs working in the background, and exits
+    data, out = workdir / "busy.dat", workdir / "busy.iwt"
+    loop = f"for i in $(seq 1 600); do dd if=/dev/zero of={data} bs=4k count=4 2>/dev/null; sleep 0.1; done &"
+    said = workdir / "said.txt"
+    started = time.monotonic()
+    # (our output to files: the capture passes the loop's output through until it ends, so a
+    # pipe would stay open after iowitness has)
+    with open(said, "w") as stderr_file:
+        run = subprocess.Popen([*IOWITNESS, "run", "-q", "-o", str(out), "--", "sh", "-c", loop],
+                               stdout=subprocess.DEVNULL, stderr=stderr_file)
+    try:
+        while not (data.exists() and out.exists()):   # the loop works: the shell was let go
+            assert run.poll() is None and time.monotonic() - started < 60, said.read_text()
+            time.sleep(0.05)
+        time.sleep(1)
+        # WHEN iowitness gets a Ctrl-C while it follows the loop
+        run.send_signal(signal.SIGINT)
+        run.wait(timeout=45)
+        stderr = said.read_text()
+    finally:
+        run.kill()
+        subprocess.run(["pkill", "-f", f"of={data}"], check=False)
+        subprocess.run(["pkill", "-f", "seq 1 600"], check=False)
+    # THEN it ends the trace within seconds, not with the loop's 60, and the trace is readable
+    assert time.monotonic() - started < 50, stderr
+    assert "Traceback" not in stderr
+    assert load(out).meta["complete"] is True
