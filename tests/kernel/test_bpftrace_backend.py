@@ -87,7 +87,11 @@ def _compare(libbpf, bpftrace, latency_phases=None, same_verdicts=True):
     assert list(pa["bytes"]) == list(pb["bytes"]) and list(pa["ops"]) == list(pb["ops"])
     assert list(pa["pattern"]) == list(pb["pattern"])
     if same_verdicts:
-        assert _verdicts(libbpf) == _verdicts(bpftrace)
+        # each claim holds under both or under neither; AGREES against EXPLAINED is the run's
+        # timing, not the backend's (a 16 MiB cached re-read of some ms judged on its calls in one
+        # run and by the calls around it in the other: a fresh-clone CI run, once)
+        held = [[(t, v in ("agrees", "explained")) for t, v in _verdicts(trace)] for trace in (libbpf, bpftrace)]
+        assert held[0] == held[1], (_verdicts(libbpf), _verdicts(bpftrace))
     else:
         assert [t for t, _ in _verdicts(libbpf)] == [t for t, _ in _verdicts(bpftrace)]
     assert not _medians_close(pa, pb, latency_phases), _medians_close(pa, pb, latency_phases)
