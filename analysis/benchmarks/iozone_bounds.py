@@ -88,13 +88,10 @@ def judge(claim, rows: pd.DataFrame, bounds: Bounds, window: str, tolerance: flo
     inner_s = max((_inner_end(row, window) - int(row["data_first_ns"])) / 1e9 - ALLOWANCE_S, 1e-9)
     outer_s = (after - before) / 1e9 + ALLOWANCE_S
     amount = float(row["bytes"]) if kind == "bytes" else float(row["ops"])
-    if kind == "latency":
-        low, high = inner_s / amount, outer_s / amount
-    else:
-        low, high = amount / outer_s, amount / inner_s
+    low, high = figure_range(kind, amount, inner_s, outer_s)
     # a figure printed to few digits (-N's whole microseconds, cut down) is judged to them
     below, above = precision.printed_span(claim, value, kind)
-    fits = low * (1 - tolerance) <= value + above and value - below <= high * (1 + tolerance)
+    fits = fits_bracket(value, low, high, tolerance, (below, above))
     timed = {"+fsync": "its calls and the fsync after them", "+close": "its calls and the close after them"}.get(
         window, f"its {int(row['ops']):,} call{'s' if int(row['ops']) != 1 else ''}")
     why = (f"too short to time on its own calls, bounded by the calls around it: IOzone's clock ran at least over "
@@ -112,6 +109,23 @@ def judge(claim, rows: pd.DataFrame, bounds: Bounds, window: str, tolerance: flo
                                   "no window between those calls gives it")
     verdict.figures.update({"bounded, least": low, "bounded, most": high})
     return verdict
+
+
+def figure_range(kind: str, amount: float, inner_s: float, outer_s: float) -> tuple[float, float]:
+    """(least, most) of the claim's figure when IOzone's clock ran at least `inner_s` and at
+    most `outer_s` over `amount` (bytes or operations): a rate, or with "latency" a time per
+    operation."""
+    if kind == "latency":
+        return inner_s / amount, outer_s / amount
+    return amount / outer_s, amount / inner_s
+
+
+def fits_bracket(value: float, low: float, high: float, tolerance: float,
+                 printed: tuple[float, float] = (0.0, 0.0)) -> bool:
+    """Within the bracket and the tolerance; `printed`: how far below and above the printed
+    figure the true one may lie (precision.printed_span)."""
+    below, above = printed
+    return low * (1 - tolerance) <= value + above and value - below <= high * (1 + tolerance)
 
 
 def _inner_end(row, window: str) -> int:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness import units
-from iowitness.analysis.benchmarks.iozone_bounds import Bounds, _inner_end
+from iowitness.analysis.benchmarks.iozone_bounds import Bounds, _inner_end, figure_range, fits_bracket
 from iowitness.analysis.judge import precision, verdict_rules as verdicts
 from iowitness.analysis.judge.latency import ALLOWANCE_S
 from iowitness.analysis.measure.figures import fmt
@@ -63,9 +63,7 @@ def bracket(row, bounds: Bounds, window: str, amount: float, kind: str = "bytes"
     said = (f"IOzone's clock ran at least over {timed} ({units.seconds(inner_s + ALLOWANCE_S)}) and at most from the "
             f"end of the {before_name} before ({units.seconds(lead)} before the first) to the start of the "
             f"{after_name} after ({units.seconds(trail)} after the last): {units.seconds(outer_s - ALLOWANCE_S)}")
-    if kind == "latency":
-        return inner_s / amount, outer_s / amount, said
-    return amount / outer_s, amount / inner_s, said
+    return (*figure_range(kind, amount, inner_s, outer_s), said)
 
 
 def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolerance: float,
@@ -92,7 +90,7 @@ def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolera
     verdict.figures.update({"bounded, least": low, "bounded, most": high})
     # a figure printed to few digits (-N's whole microseconds, cut down) is judged to them
     printed = precision.printed_span(verdict.claim, value, verdict.kind)
-    if _fits(value, low, high, tolerance, printed):
+    if fits_bracket(value, low, high, tolerance, printed):
         verdict.verdict = "agrees"
         verdict.reasons.pop(0)   # "no active figure within ...", or the busy account: now told
         between = "the rest of the window is time between the calls (a wait for a CPU at a call's return, on a " \
@@ -105,7 +103,7 @@ def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolera
         verdicts._note_window(rows, verdict.figures, window, verdict.kind, verdict.reasons)
         return
     calls = bracket(row, bounds, "calls", amount, verdict.kind) if window != "calls" else None
-    if calls is not None and _fits(value, calls[0], calls[1], tolerance, printed):
+    if calls is not None and fits_bracket(value, calls[0], calls[1], tolerance, printed):
         what = _WHAT[window]
         verdict.verdict = "explained"
         verdict.reasons.pop(0)
@@ -118,10 +116,3 @@ def refine(verdict: verdicts.Verdict, rows: pd.DataFrame, bounds: Bounds, tolera
         verdict.reasons.insert(1, f"{said}: {fmt(low, verdict.kind)} to {fmt(high, verdict.kind)}, and the claim "
                                   f"lies outside it by more than {tolerance:.0%}: no window IOzone's clock could have "
                                   "run between those calls gives it")
-
-
-def _fits(value: float, low: float, high: float, tolerance: float, printed: tuple[float, float] = (0.0, 0.0)) -> bool:
-    """Within the bracket and the tolerance; `printed`: how far below and above the printed
-    figure the true one may lie (precision.printed_span)."""
-    below, above = printed
-    return low * (1 - tolerance) <= value + above and value - below <= high * (1 + tolerance)
