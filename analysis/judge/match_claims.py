@@ -28,6 +28,7 @@ from iowitness.analysis.judge import (
     rate_edges,
     return_wait,
     room_bound,
+    stated_period,
     strace_stops,
     submitted,
     timed_lines,
@@ -104,6 +105,9 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if found.refine is not None:
             found.refine(verdict, rows, tolerance)
         timed_lines.apply(verdict, rows, low, high, tolerance)   # the spec's clock: from one line to another
+        # ... or over the seconds its end line states ("execute 4 sec"), to their printed precision
+        stated_period.apply(verdict, report, [int(p) for p in found.rows["phase"]],
+                            claim_windows.stated_period(claim, lines), tolerance)
         judged_rows[id(verdict)] = rows
         claim_windows.finish_end(verdict, end_why, high is not None)
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
