@@ -69,6 +69,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         placement = f"{placement}; {output_note}" if output_note else placement
         if i in windows and windows[i].before_trace:
             out.append(claim_windows.before_trace(claim, windows[i]))
+            edges[id(out[-1])] = windows[i]
             continue
         found = find(claim)
         if found is None:
@@ -134,8 +135,13 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             seen = edges.get(id(verdict))
             if seen is not None and seen.start_ns is not None:
                 continue   # its window began after a line the trace holds: the trace saw all of it
-            if verdict.verdict == "disagrees" or (verdict.verdict == "explained"
-                                                  and _begun_before_trace(report.phases, verdict.phases)):
+            # a figure that cannot be judged for another reason ("the phase is too short to tell
+            # why", a clock that may have run on): on a partial trace, why is first that the trace
+            # may have seen only part of its test (fs_mark attached in its last loop: 12 of its 400
+            # files, 225 against 494 files/s, "too short to tell why" first)
+            unjudged = verdict.verdict == "cannot judge" and not (seen is not None and seen.before_trace)
+            if verdict.verdict == "disagrees" or unjudged or (verdict.verdict == "explained"
+                                                              and _begun_before_trace(report.phases, verdict.phases)):
                 # another account that fits the part of a test the trace saw, under way at the
                 # attach, is a coincidence (fio attached mid-run: its 4 s rate "fits the time
                 # inside the calls" of the last second): its words stay, after why
