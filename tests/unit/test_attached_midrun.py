@@ -86,3 +86,21 @@ def test_a_short_stretch_of_a_test_the_attach_cut_says_so_first(attached, tmp_pa
     if attached:
         assert verdict.reasons[0].startswith("the trace began 2.900 s after bench (PID 1000) started")
         assert verdict.reasons[1].endswith("too short to tell why"), verdict.reasons
+
+
+@pytest.mark.parametrize("meta, hinted", [(ATTACHED, True), ({}, False)])
+def test_an_attach_after_the_benchmarks_header_says_to_give_its_whole_output(meta, hinted, tmp_path):
+    from pathlib import Path
+
+    # GIVEN IOzone -t's real output from its first "Children see throughput" line on: what a trace
+    # attached after its banner and header records (IOzone -C -t 2, attached 3 s in)
+    whole = (Path(__file__).resolve().parents[1] / "data" / "claims" / "iozone" / "throughput.txt").read_text()
+    seen = whole[whole.index("\tChildren see throughput"):]
+    trace = SimpleNamespace(events=Calls().frame(), meta={"command": ["iozone", "-t", "2"], "pid": None, **meta},
+                            output={"stdout": seen, "stderr": ""})
+    # WHEN its claims are read from the recorded output
+    with pytest.raises(judged.NoClaims) as raised:
+        judged.claims_of(trace)
+    # THEN one line says why and, attached, what to do: give the whole output with --claims
+    assert str(raised.value).startswith("not IOzone output: no 'Iozone: Performance Test of File I/O' banner")
+    assert ("give its whole output with --claims FILE" in str(raised.value)) == hinted, str(raised.value)
