@@ -126,7 +126,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     clock_after_calls.apply(out, judged_rows, report, tolerance)
     rate_edges.apply(out, judged_rows, report, trace, tolerance)   # a spec rate's clock over its window's edges
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
-    for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
+    began_late = mid_run(trace.meta) if trace is not None else None
+    for partial in (began_late, ended_early(trace.meta)) if trace is not None else ():
         if not partial:
             continue
         # a benchmark's figure covers its whole test; a trace that began late or ended early saw
@@ -139,7 +140,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             # why", a clock that may have run on): on a partial trace, why is first that the trace
             # may have seen only part of its test (fs_mark attached in its last loop: 12 of its 400
             # files, 225 against 494 files/s, "too short to tell why" first)
-            unjudged = verdict.verdict == "cannot judge" and not (seen is not None and seen.before_trace)
+            unjudged = verdict.verdict == "cannot judge" and partial is began_late \
+                and not (seen is not None and seen.before_trace)
             if verdict.verdict == "disagrees" or unjudged or (verdict.verdict == "explained"
                                                               and _begun_before_trace(report.phases, verdict.phases)):
                 # another account that fits the part of a test the trace saw, under way at the
