@@ -172,12 +172,15 @@ def test_attached_in_a_later_loop_no_loop_disagrees_and_a_cut_one_says_so_first(
     for given in (None, printed.read_text()):
         verdicts = judged.verdicts(trace, given, spec=str(SPEC))
         # THEN none disagrees: a loop the trace saw whole agrees over its 1,200 files (fs_mark's own
-        # count per loop), one it saw from its middle or not at all cannot be judged, saying so
-        # first (before: "the phase is too short to tell why" first)
+        # count per loop), one it saw from its middle agrees saying so or cannot be judged saying
+        # so first (before: "the phase is too short to tell why" first), one before it is before the trace
         assert verdicts
         for v in verdicts:
             assert v.verdict in ("agrees", "cannot judge"), (v.claim.printed, v.verdict, v.reasons)
             if v.verdict == "agrees":
-                assert len(v.phases) >= 1200, (v.claim.printed, len(v.phases))
+                # its 1,200 files, or the part the attach left it, which the verdict then says (a
+                # loop cut at its 848th file agreed at its rate, a fit of the part seen)
+                assert len(v.phases) >= 1200 or any("attached mid-run" in r for r in v.reasons), \
+                    (v.claim.printed, len(v.phases), v.reasons)
             else:
                 assert v.reasons[0].startswith(("the trace began ", "before the trace")), (v.claim.printed, v.reasons)
