@@ -96,6 +96,7 @@ class Importer:
         self.output_cut = False                    # strace shortened a string written to stdout
         self.printed: list[tuple] = []             # every write to fd 1 or 2: the output timeline
         self.command: list[str] | None = None
+        self.root_pid: int | None = None   # the process whose exec gave the command: the benchmark's first
         self.command_cut = False
         self.cwd: str | None = None
         self.first_pid: int | None = None
@@ -193,6 +194,7 @@ class Importer:
         argv = texts[1:]
         if self.command is None:
             self.command = [a.decode("utf-8", "surrogateescape") for a, _ in argv]
+            self.root_pid = c.pid
             # an argv strace shortened: its strings end in "...", or the list in "...]"
             self.command_cut = any(cut for _, cut in argv) or "...]" in c.raw or "/* " in c.raw.split("]")[0]
         proc.comm = (os.path.basename(argv[0][0].decode("utf-8", "replace")) if argv else os.path.basename(path))[:15]
@@ -408,6 +410,8 @@ def start_meta(imp: Importer, sources: list[str], rules: list[str]) -> dict:
         "backend": backends.STRACE,
         "mode": "import",
         "command": imp.command,
+        # the benchmark's first process, as under run (fio's layout is its main thread's work)
+        "pid": imp.root_pid,
         "cwd": imp.cwd or "/",
         "host": "not recorded (strace import)",
         "kernel": "not recorded (strace import)",

@@ -66,7 +66,7 @@ ACCESS = ("sequential", "random", "strided", "backward", "same record", "single 
 TOP_KEYS = ("version", "benchmark", "claim")
 CLAIM_KEYS = ("pattern", "test", "direction", "unit", "match", "phase", "operation", "access", "required",
               "scope", "key", "statistic", "timed", "skip", "requests", "record_size", "rank", "columns",
-              "timing_line", "timing_end_line", "warmup_seconds", "window", "sum_of")
+              "timing_line", "timing_end_line", "warmup_seconds", "window", "sum_of", "count_line")
 # what a column of `columns` may set for its figure: the rest is the [[claim]]'s
 COLUMN_KEYS = ("test", "direction", "unit", "match", "phase", "operation", "access", "scope", "key", "statistic",
                "timed", "skip", "record_size", "rank", "timing_line", "timing_end_line", "warmup_seconds", "window",
@@ -115,6 +115,8 @@ class Rule:
     window: str | None = None        # what the benchmark timed (WINDOWS); None: the benchmark's default
     sum_of: str | None = None        # SUMS: a figure over several phases is its processes' own figures added up
     timed_given: bool = False        # the table says `timed` (else a summary of request lines takes theirs)
+    count_line: str | None = None    # a regex with a `count` group: the last line before the claim matching it
+    #                                  says how many operations the test counted, its last ones
 
 
 @dataclass(frozen=True)
@@ -338,6 +340,13 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
                 re.compile(table[key])
             except re.error as e:
                 fail(key, f"not a regular expression: {e}")
+    if "count_line" in table:
+        try:
+            groups = re.compile(table["count_line"]).groupindex
+        except re.error as e:
+            fail("count_line", f"not a regular expression: {e}")
+        if "count" not in groups:
+            fail("count_line", "has no (?P<count>...) group for the number of operations the test counted")
     if "timing_line" in table:
         if "warmup_seconds" in table:
             fail("warmup_seconds", "give either timing_line or warmup_seconds: both say where the timed period starts")
@@ -354,7 +363,8 @@ def _rule(number: int, table: dict, column: str | None = None, own: tuple = ()) 
                 operation, table.get("access"), table.get("required", True), scope, table.get("key"),
                 statistic, timed, table.get("skip", 0), requests, record_size, table.get("rank"),
                 value_group, column, table.get("timing_line"), table.get("warmup_seconds"),
-                table.get("timing_end_line"), table.get("window"), table.get("sum_of"), "timed" in table)
+                table.get("timing_end_line"), table.get("window"), table.get("sum_of"), "timed" in table,
+                table.get("count_line"))
 
 
 def _fields(template: str, fail) -> list[str]:
@@ -394,8 +404,12 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
     spec = spec if isinstance(spec, Spec) else load(spec)
     claims: list[Claim] = []
     matched: set[int] = set()
+    counted: dict[str, re.Match] = {}   # count_line -> its last match so far
     for line in text.splitlines():
         for rule in spec.rules:
+            if rule.count_line is not None:
+                found = re.search(rule.count_line, line)
+                counted[rule.count_line] = found or counted.get(rule.count_line)
             m = rule.regex.search(line)
             if m:
                 matched.add(rule.number)
@@ -404,6 +418,8 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
                     # (bonnie++'s "+++++" for a test too fast to time, its per-char tests under -f)
                     continue
                 claims.append(_claim(rule, m, line, spec, len(claims)))
+                if rule.count_line is not None and counted.get(rule.count_line):
+                    _counted(claims[-1], counted[rule.count_line])
     if not claims and matched:
         raise UnparsableOutput(f"output gives no figure: the lines [[claim]] {min(matched)} matches leave "
                                "every column's group out (a test too fast to time, or not run)")
@@ -415,6 +431,18 @@ def parse(text: str, spec: Spec | str | Path) -> list[Claim]:
                                f"({missing[0].test!r}) matches no line (set required = false if it may be absent)")
     _like_its_requests(claims, {(r.number, r.column): r for r in spec.rules})
     return claims
+
+
+def _counted(claim: Claim, line: re.Match) -> None:
+    """What the claim's count_line says: how many operations its test counted (its last ones),
+    and, by a group named `read` or `write` that it fills, their direction (ioping -q's
+    "19 requests completed in 109.8 ms, 76 KiB written": no request line says writes)."""
+    claim.extra["count"] = int(line.group("count"))
+    claim.extra["count_line_text"] = line.string.strip()
+    for direction in ("read", "write"):
+        if direction in line.re.groupindex and line.group(direction) is not None and claim.direction != direction:
+            claim.direction = direction
+            claim.extra["direction_from"] = "its count_line"
 
 
 def _like_its_requests(claims: list[Claim], rules: dict) -> None:

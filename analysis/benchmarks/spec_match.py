@@ -93,6 +93,9 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
         lines = [c for c in lines if _request_set(c) == _request_set(lines[0])] if lines else None
         # a summary of the requests those lines print is about the same operations: from the first
         start_ns, _, start_why = _first_request(lines, found.rows, report) if lines else (None, 0, "")
+        if start_ns is None and not lines and claim.extra.get("count") is not None:
+            # no request line: its count_line says how many operations it counted, its last ones
+            start_ns, start_why = request_anchor.counted_start(claim, [int(p) for p in found.rows["phase"]], report)
         return Match(found.rows, start_ns=start_ns, start_why=start_why,
                      judge=lambda window, tolerance, missing, rows=found.rows:
                      latency.judge(claim, rows, trace, report, tolerance, missing, lines))

@@ -270,10 +270,95 @@ def _last_matching(pattern: str, lines: list, printed_ns: int):
     return hits[-1] if hits else None
 
 
+@dataclass(frozen=True)
+class StatedPeriod:
+    """A period its end line states the length of ("execute 4 sec": the figure is over the last
+    4 s up to that line), to that number's printed precision (half its last digit either way),
+    and never before the spec's timing_line."""
+    end_ns: int          # when the line stating it was written
+    seconds: float       # as printed
+    half: float          # half its last printed digit, in seconds
+    floor_ns: int | None  # the timing_line's time, or None
+    line: str
+    printed: str         # the seconds as the line gives them
+    start_ns: int        # the one start the calls are counted from (stated_period says which)
+
+    def _bounded(self, seconds: float) -> int:
+        start = self.end_ns - int(round(seconds * 1e9))
+        return start if self.floor_ns is None else max(start, self.floor_ns)
+
+    @property
+    def earliest_ns(self) -> int:
+        return self._bounded(self.seconds + self.half)
+
+    @property
+    def latest_ns(self) -> int:
+        return min(self._bounded(self.seconds - self.half), self.end_ns)
+
+
+def states_seconds(claim: Claim) -> bool:
+    """Whether the claim's timing_end_line has a `seconds` group: its end line states how long
+    the period it ends lasted."""
+    pattern = claim.extra.get("timing_end_line")
+    return isinstance(pattern, str) and "seconds" in re.compile(pattern).groupindex
+
+
+def _stated(regex: re.Pattern, line) -> tuple[int, float, str] | None:
+    """(the start a line states: its time less its seconds, half its last digit in seconds, the
+    seconds as printed), or None when it states none."""
+    from iowitness.analysis.judge.precision import half_digit
+
+    found = regex.search(line.text)
+    text: str | None = found.group("seconds") if found else None
+    if text is None:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        return None
+    return int(line.t_ns) - int(round(seconds * 1e9)), half_digit(text) or 0.0, text
+
+
+def stated_period(claim: Claim, lines: list) -> StatedPeriod | None:
+    """The period the claim's end line states (its timing_end_line's `seconds` group), or None
+    when the spec states none or the line cannot be placed.
+
+    Its one start: the lines the timing_end_line matches since the timing_line whose stated
+    starts agree with the end line's to their precision count from one start (dbench's "execute
+    T sec" lines, all since its reset); a line is written late (its process waiting for a CPU),
+    never early, so the earliest start they state is the least delayed. A timing_line within
+    that precision of it is the start itself (dbench without a warm-up: its clock starts at
+    "releasing clients")."""
+    if not states_seconds(claim) or claim.printed_ns is None:
+        return None
+    regex = re.compile(claim.extra["timing_end_line"])
+    end = _last_matching(claim.extra["timing_end_line"], lines, claim.printed_ns)
+    own = _stated(regex, end) if end is not None else None
+    if own is None:
+        return None
+    floor = _last_matching(claim.extra["timing_line"], lines, claim.printed_ns) \
+        if claim.extra.get("timing_line") else None
+    floor_ns = None if floor is None else int(floor.t_ns)
+    start, half, text = own
+    for line in lines:
+        if line.t_ns is None or line.t_ns > end.t_ns or (floor_ns is not None and line.t_ns < floor_ns):
+            continue
+        other = _stated(regex, line)
+        if other is not None and abs(other[0] - own[0]) <= max(other[1], half) * 1e9:
+            start = min(start, other[0])
+    if floor_ns is not None and floor_ns >= start - int(half * 1e9):
+        start = floor_ns
+    return StatedPeriod(int(end.t_ns), float(text), half, floor_ns, end.text.strip(), text, start)
+
+
 def timed_start(claim: Claim, rows: pd.DataFrame, lines: list) -> tuple[int | None, str]:
     """(where the claim's timed period starts, in words) as its spec says, or (None, "");
     (None, why) when the spec says one and it cannot be found."""
     pattern, warmup = claim.extra.get("timing_line"), claim.extra.get("warmup_seconds")
+    period = stated_period(claim, lines)
+    if period is not None:
+        return period.start_ns, (f"the timed period starts {period.printed} s (± {period.half:g} s, as printed) "
+                                 f"before the line {period.line[:60]!r}, as its timing_end_line's seconds say")
     if pattern:
         if claim.printed_ns is None:
             return None, ("the spec's timing_line cannot be placed: the output has no times, so every call of the "

@@ -28,6 +28,7 @@ from iowitness.analysis.judge import (
     rate_edges,
     return_wait,
     room_bound,
+    stated_period,
     strace_stops,
     submitted,
     timed_lines,
@@ -68,6 +69,7 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         placement = f"{placement}; {output_note}" if output_note else placement
         if i in windows and windows[i].before_trace:
             out.append(claim_windows.before_trace(claim, windows[i]))
+            edges[id(out[-1])] = windows[i]
             continue
         found = find(claim)
         if found is None:
@@ -104,6 +106,9 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
         if found.refine is not None:
             found.refine(verdict, rows, tolerance)
         timed_lines.apply(verdict, rows, low, high, tolerance)   # the spec's clock: from one line to another
+        # ... or over the seconds its end line states ("execute 4 sec"), to their printed precision
+        stated_period.apply(verdict, report, [int(p) for p in found.rows["phase"]],
+                            claim_windows.stated_period(claim, lines), tolerance)
         judged_rows[id(verdict)] = rows
         claim_windows.finish_end(verdict, end_why, high is not None)
         claim_windows.finish(verdict, windows.get(i), report.t0, placement, timed_why, low is not None)
@@ -121,7 +126,8 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
     clock_after_calls.apply(out, judged_rows, report, tolerance)
     rate_edges.apply(out, judged_rows, report, trace, tolerance)   # a spec rate's clock over its window's edges
     cut_short.apply(out, report, trace)   # a test the trace's end cut: how far it got, never agrees
-    for partial in (mid_run(trace.meta), ended_early(trace.meta)) if trace is not None else ():
+    began_late = mid_run(trace.meta) if trace is not None else None
+    for partial in (began_late, ended_early(trace.meta)) if trace is not None else ():
         if not partial:
             continue
         # a benchmark's figure covers its whole test; a trace that began late or ended early saw
@@ -130,8 +136,14 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             seen = edges.get(id(verdict))
             if seen is not None and seen.start_ns is not None:
                 continue   # its window began after a line the trace holds: the trace saw all of it
-            if verdict.verdict == "disagrees" or (verdict.verdict == "explained"
-                                                  and _begun_before_trace(report.phases, verdict.phases)):
+            # a figure that cannot be judged for another reason ("the phase is too short to tell
+            # why", a clock that may have run on): on a partial trace, why is first that the trace
+            # may have seen only part of its test (fs_mark attached in its last loop: 12 of its 400
+            # files, 225 against 494 files/s, "too short to tell why" first)
+            unjudged = verdict.verdict == "cannot judge" and partial is began_late \
+                and not (seen is not None and seen.before_trace)
+            if verdict.verdict == "disagrees" or unjudged or (verdict.verdict == "explained"
+                                                              and _begun_before_trace(report.phases, verdict.phases)):
                 # another account that fits the part of a test the trace saw, under way at the
                 # attach, is a coincidence (fio attached mid-run: its 4 s rate "fits the time
                 # inside the calls" of the last second): its words stay, after why

@@ -16,6 +16,13 @@ one is a trace that began after the benchmark's first requests (attached mid-run
 then the trace's operation n minus that many.
 
     start_ns, shift, why = first_request(lines, phases, report) or (None, 0, "")
+
+A quiet run prints no request line, only its summary (ioping -q): a spec's `count_line` then
+says how many operations the benchmark counted ("19 requests completed in ..."), which are the
+phase's last ones before the summary, its warm-up (`skip`) just before them; the calls before
+those are the file's preparation, left out the same way.
+
+    start_ns, why = counted_start(claim, phases, report)
 """
 
 from __future__ import annotations
@@ -71,3 +78,27 @@ def first_request(lines: list[Claim], phases: list[int], report) -> tuple[int | 
     return start, 0, (f"the benchmark's requests start at call {calls + 1:,} of the phase: {said}, so the "
                       f"{calls:,} calls before are not its requests (what it did before timing: its file's "
                       "preparation)")
+
+
+def counted_start(claim: Claim, phases: list[int], report) -> tuple[int | None, str]:
+    """(when the first of the operations a summary's count_line counts started, in words): the
+    phases' last `count` operations in its direction before its line, after its `skip` ones;
+    (None, "") when they hold no more calls than that (nothing before the requests) or the
+    operation has no fixed number of calls."""
+    per = calls_per_operation(claim.extra.get("timed", "call"))
+    count = claim.extra.get("count")
+    if per is None or count is None or not phases:
+        return None, ""
+    skip = int(claim.extra.get("skip") or 0)
+    at = claim.printed_ns if claim.printed_ns is not None else 2 ** 62
+    ended = int(report.evidence.calls_ended_by(phases, claim.direction, [at])[0])
+    before = ended - (int(count) + skip) * per
+    if before <= 0:
+        return None, ""
+    start = report.evidence.nth_call_start(phases, before, 0, claim.direction)
+    if start is None:
+        return None, ""
+    return start, (f"the benchmark's requests start at call {before + 1:,} of the phase: its count_line says it "
+                   f"counted {int(count):,} ({claim.extra.get('count_line_text', '')[:60]!r}), its last ones"
+                   + (f" after its {skip} skipped" if skip else "") + f"; the {before:,} calls before them "
+                   "(the file's preparation) are left out")

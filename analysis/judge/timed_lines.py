@@ -28,6 +28,7 @@ from __future__ import annotations
 import pandas as pd
 
 from iowitness import units
+from iowitness.analysis.judge import claim_windows
 from iowitness.analysis.judge.verdict_rules import Verdict, claimed
 from iowitness.analysis.measure.figures import amount_of, fmt
 from iowitness.analysis.phasing import operations
@@ -53,6 +54,8 @@ def apply(verdict: Verdict, rows: pd.DataFrame, low: int | None, high: int | Non
         return
     if not (extra.get("timing_line") and extra.get("timing_end_line")) or extra.get("skip"):
         return   # the period starts at a line only when its timing_line says so, and no skip moves it
+    if claim_windows.states_seconds(verdict.claim):
+        return   # its end line states how long it was: stated_period.py judges it
     if extra.get("scope") != "run":
         # a run-wide total (dbench's): a test's own figure may be timed from a point after its
         # timing_line (hdparm -t flushes and waits first), which only its calls bound

@@ -93,7 +93,12 @@ def claims_of(trace, text: str | None = None, *, spec: str | None = None, fmt: s
         else:
             source, claims = benchmarks.claims_from(text, command, fmt)
     except UnparsableOutput as exc:
-        raise NoClaims(str(exc) + (f" ({shell_note})" if shell_note else "")) from None
+        attached = mid_run(trace.meta) if not given else None
+        # attached after the benchmark's header (IOzone's banner, its "Output is in" line): the
+        # recorded output lacks what its reader needs; its whole output, saved apart, has it
+        hint = ("; the trace began mid-run, after what the benchmark printed first: give its whole output "
+                "with --claims FILE") if attached else ""
+        raise NoClaims(str(exc) + (f" ({shell_note})" if shell_note else "") + hint) from None
     except spec_module.SpecError as exc:
         raise UsageError(str(exc)) from None
     placement = claim_windows.place(claims, lines, given, bool(mid_run(trace.meta)))

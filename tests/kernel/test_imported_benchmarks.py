@@ -67,3 +67,32 @@ def test_postmark_imported_from_strace_agrees_to_its_clock(tmp_path):
     assert len(verdicts) == 3
     assert all(v.verdict in ("agrees", "explained", "cannot judge") for v in verdicts), \
         [(v.claim.printed, v.verdict, v.reasons[:1]) for v in verdicts]
+
+
+def test_fio_two_randrw_jobs_imported_from_strace_leave_its_layout_out(tmp_path):
+    fio = require_tool("fio")
+    # GIVEN fio, two jobs of random 70 % reads and 30 % writes on files of their own (numjobs=2,
+    # group_reporting: one entry for both), laid out first by fio's own process, under strace
+    trace = load(_imported(tmp_path, [fio, "--name=m", "--filename_format=m.$jobnum", "--rw=randrw",
+                                      "--rwmixread=70", "--bs=4k", "--size=4m", "--numjobs=2", "--group_reporting",
+                                      "--ioengine=psync"]))
+    text = trace.output["stdout"]
+    # fio's bytes written: "write: IOPS=..., BW=... (...)(1240KiB/1000msec)"
+    written = re.search(r"write: IOPS=.*\(([\d.]+)(KiB|MiB)/\d+msec\)", text)
+    assert written, text
+    # (the trace's writes of the two jobs' processes are fio's own written bytes: strace's calls)
+    e = trace.events
+    jobs = e[(e["tgid"] != trace.meta["pid"]) & (e["syscall"].astype(str).isin(["write", "pwrite64"]))
+             & e["path"].astype(str).str.contains("/m\\.")]
+    assert int(jobs["ret"].sum()) == pytest.approx(float(written.group(1)) * {"KiB": 1024, "MiB": 1024 ** 2}[
+        written.group(2)], rel=0.01)
+    # WHEN judged
+    verdicts = judged.verdicts(trace)
+    # THEN the read and the write rates are over the jobs' two phases, never fio's layout (which
+    # the trace's pid, the process whose exec gave the command, tells): both agree (before: the
+    # write rate was judged over the layout's writes too, 0.23x, CANNOT JUDGE)
+    rates = {v.claim.direction: v for v in verdicts if v.kind == "bytes"}
+    assert set(rates) == {"read", "write"}
+    for v in rates.values():
+        assert v.verdict == "agrees", (v.claim.printed, v.verdict, v.ratio, v.reasons)
+        assert not any(trace.phases().set_index("phase").loc[p, "name"] == "fio layout" for p in v.phases), v.phases

@@ -135,3 +135,34 @@ def test_ioping_quiet_summary_is_about_its_reads(tmp_path):
     assert [v.phases for v in verdicts] == [[reads.phase]] * 4, [(v.claim.printed, v.phases) for v in verdicts]
     for v in verdicts:
         assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
+
+
+def test_ioping_quiet_write_summary_is_about_its_counted_requests(tmp_path):
+    ioping = require_tool("ioping")
+    # GIVEN ioping -W -q: its 1 MiB working set written, then 20 write requests (a pwrite and its
+    # fdatasync each) in the same phase, and only a summary printed: no request line to say
+    # where the requests begin, its "19 requests completed in ..., 76 KiB written" line alone
+    # saying how many and that they are writes
+    out = tmp_path / "ioping.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", ioping, "-W", "-q", "-c", str(REQUESTS), "-i", "0.01",
+              str(tmp_path))
+    trace = load(out)
+    text = trace.output["stdout"]
+    assert "request=" not in text and f"{REQUESTS - 1} requests completed" in text and "written" in text, text
+    phases = trace.phases()
+    [writes] = phases[phases["operation"] == "write"].itertuples()
+    assert writes.ops == 256 + REQUESTS, phases[["phase", "operation", "ops"]]
+    # WHEN judged with the shipped spec
+    verdicts = judged.verdicts(trace, spec=str(SPEC))
+    # THEN its four figures are about the write phase, over ioping's own 19 counted requests, the
+    # 256 preparing writes and the warm-up left out: none disagrees (before: all four CANNOT
+    # JUDGE, "no call operation to time after the 1 skipped", judged as reads)
+    assert [(v.claim.extra["statistic"], v.claim.direction) for v in verdicts] == [
+        (s, "write") for s in ("min", "mean", "max", "mdev")]
+    for v in verdicts:
+        assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
+        assert any(r.startswith("the benchmark's requests start at call 257 ") for r in v.reasons), v.reasons
+        if v.verdict == "cannot judge":
+            assert v.reasons[0].startswith("gap in user space"), (v.claim.printed, v.reasons)
+        else:
+            assert v.counts["operations"] == REQUESTS - 1, v.counts

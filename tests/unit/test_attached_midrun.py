@@ -65,3 +65,42 @@ def test_another_account_of_a_test_under_way_at_the_attach_is_no_explanation(ope
     assert any("time inside the calls" in r for r in verdict.reasons), verdict.reasons
     if expected == "cannot judge":
         assert verdict.reasons[0].startswith("the trace began 2.900 s after bench (PID 1000) started")
+
+
+@pytest.mark.parametrize("attached", [True, False])
+def test_a_short_stretch_of_a_test_the_attach_cut_says_so_first(attached, tmp_path, monkeypatch):
+    # GIVEN the last 12 reads of a test (too short to time: below 100 calls) and a figure 2.2x
+    # their rate: fs_mark attached in its last loop saw 12 of its 400 files, 225 against its 494
+    # files/s
+    calls = Calls().open("/d/data", O_RDONLY, traced=False, size=4096 * KiB)
+    for k in range(12):
+        calls.pread(4 * KiB, k * 4 * KiB, latency=50_000).gap(10_000)
+    calls.close()
+    wall = 4 * KiB * 12 / ((12 * 60_000 - 10_000) / 1e9) / (1 << 20)
+    # WHEN judged on a trace attached mid-run, or not
+    verdict = _judged(calls, 2.2 * wall, ATTACHED if attached else {}, tmp_path, monkeypatch)
+    # THEN it cannot be judged either way; attached, its first reason is that the trace began in
+    # the test's middle (before: "the phase is too short to tell why" first), which stays after it
+    assert verdict.verdict == "cannot judge", verdict.reasons
+    assert verdict.reasons[0].endswith("too short to tell why") != attached, verdict.reasons
+    if attached:
+        assert verdict.reasons[0].startswith("the trace began 2.900 s after bench (PID 1000) started")
+        assert verdict.reasons[1].endswith("too short to tell why"), verdict.reasons
+
+
+@pytest.mark.parametrize("meta, hinted", [(ATTACHED, True), ({}, False)])
+def test_an_attach_after_the_benchmarks_header_says_to_give_its_whole_output(meta, hinted, tmp_path):
+    from pathlib import Path
+
+    # GIVEN IOzone -t's real output from its first "Children see throughput" line on: what a trace
+    # attached after its banner and header records (IOzone -C -t 2, attached 3 s in)
+    whole = (Path(__file__).resolve().parents[1] / "data" / "claims" / "iozone" / "throughput.txt").read_text()
+    seen = whole[whole.index("\tChildren see throughput"):]
+    trace = SimpleNamespace(events=Calls().frame(), meta={"command": ["iozone", "-t", "2"], "pid": None, **meta},
+                            output={"stdout": seen, "stderr": ""})
+    # WHEN its claims are read from the recorded output
+    with pytest.raises(judged.NoClaims) as raised:
+        judged.claims_of(trace)
+    # THEN one line says why and, attached, what to do: give the whole output with --claims
+    assert str(raised.value).startswith("not IOzone output: no 'Iozone: Performance Test of File I/O' banner")
+    assert ("give its whole output with --claims FILE" in str(raised.value)) == hinted, str(raised.value)

@@ -676,7 +676,7 @@ def test_the_specs_shipped_in_docs_load():
     (VALID + 'paterrn = "x"\n', "spec [[claim]] 1 'paterrn': unknown key; did you mean 'pattern'? (known: pattern, "
                                "test, direction, unit, match, phase, operation, access, required, scope, key, "
                                "statistic, timed, skip, requests, record_size, rank, columns, timing_line, "
-                               "timing_end_line, warmup_seconds, window, sum_of)"),
+                               "timing_end_line, warmup_seconds, window, sum_of, count_line)"),
     (VALID.replace('"w"', '"sequential {op}"'),
      "spec [[claim]] 1 'test': uses {op} but the pattern has no (?P<op>...) group"),
     ("version = 2\n" + VALID, "spec 'version' is 2; this iowitness reads version 1"),

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from iowitness.analysis.benchmarks import spec
 from iowitness.analysis.judge import match_claims as matching, trace_verdicts as judged
 from iowitness.analysis.measure import stream_full
@@ -103,3 +105,57 @@ def test_request_lines_attached_after_the_first_requests_are_each_about_their_ow
     # the printed requests", the numbers past the trace's count)
     assert requests.verdict == "agrees" and requests.counts == {"requests": 6, "within": 6}, requests.reasons
     assert any(r.startswith("the trace begins at the benchmark's request 5") for r in requests.reasons)
+
+
+QUIET = (ROOT / "tests" / "data" / "claims" / "ioping" / "write_quiet.txt").read_text()
+SUMMARY = re.compile(r"min/avg/max/mdev = ([\d.]+) (us|ms) / ([\d.]+) (us|ms) / ([\d.]+) (us|ms)")
+
+
+def _quiet_write_run() -> tuple[Calls, list[tuple[str, int]]]:
+    """ioping -W -q's calls (its 1 MiB working set written, then ten requests of a pwrite and its
+    fdatasync: the warm-up, then nine of the times its summary gives, the least, the most and
+    seven at the mean of the rest) and its four summary lines, written at the end."""
+    (least, u1, mean, u2, most, u3), = SUMMARY.findall(QUIET)
+    scale = {"us": 1_000, "ms": 1_000_000}
+    low, avg, high = float(least) * scale[u1], float(mean) * scale[u2], float(most) * scale[u3]
+    rest = (avg * 9 - low - high) / 7
+    calls = Calls()
+    calls.open("/d/ioping.tmp", O_RDWR | O_CREAT)
+    for k in range(PREPARED):
+        calls.pwrite(4 * KiB, k * 4 * KiB, latency=3_000)
+    calls.fsync(latency=2 * MS).gap(MS)
+    for n, took_ns in enumerate([3 * high] + [low, high] + [rest] * 7):
+        write_ns = int(took_ns) // 3
+        calls.pwrite(4 * KiB, (n * 7919 % PREPARED) * 4 * KiB, latency=write_ns)
+        calls.fsync(syscall="fdatasync", latency=int(took_ns) - write_ns)
+        calls.gap(10 * MS)
+    calls.close()
+    return calls, [(text, calls.now) for text in QUIET.splitlines()]
+
+
+def test_ioping_quiet_write_summary_is_about_its_counted_write_requests(monkeypatch):
+    # GIVEN ioping -W -q's real output: no request line, a summary whose "9 requests completed
+    # in ..., 36 KiB written" line alone says how many requests and that they are writes
+    claims = spec.parse(QUIET, SPEC)
+    # WHEN read with the shipped spec THEN its four figures are about 9 write requests (its
+    # count_line), each a write and its fdatasync, after the 1 skipped
+    assert [(c.extra["statistic"], c.direction, c.extra["timed"], c.extra["count"], c.extra["skip"])
+            for c in claims] == [(s, "write", "call+sync", 9, 1) for s in ("min", "mean", "max", "mdev")]
+    # AND judged on a trace of its shape (the warm-up 3x the slowest request), the 256 writes
+    # preparing the file left out: min, mean and max agree over exactly those nine
+    calls, lines = _quiet_write_run()
+    verdicts = _judge(calls, lines, monkeypatch, meta={"command": ["ioping", "-W", "-q", "."]})
+    for v in verdicts:
+        assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
+        assert any(r.startswith("the benchmark's requests start at call 257 ") for r in v.reasons), v.reasons
+    assert [(v.claim.extra["statistic"], v.verdict, v.counts.get("operations")) for v in verdicts[:3]] == [
+        ("min", "agrees", 9), ("mean", "agrees", 9), ("max", "agrees", 9)]
+
+
+def test_a_count_line_needs_its_count_group(tmp_path):
+    # GIVEN a spec whose count_line has no `count` group
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SPEC.read_text().replace("(?P<count>\\d+) requests completed", "\\d+ requests completed"))
+    # WHEN loaded THEN one line says what is missing
+    with pytest.raises(spec.SpecError, match=r"'count_line': has no \(\?P<count>"):
+        spec.load(bad)

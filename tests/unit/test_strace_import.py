@@ -187,3 +187,16 @@ def test_the_benchmarks_output_is_its_writes_to_a_terminal_or_pipe_not_to_its_fi
     writes = trace.events[trace.events["syscall"].astype(str) == "write"]
     assert (len(writes), int(writes["ret"].sum()), set(writes["fd"])) == (16, 65536, {1})
     assert "dd write" in iowitness("check", str(tmp_path / "dd.iwt"), check=False).stdout
+
+
+def test_the_benchmarks_first_process_is_the_one_whose_exec_gave_the_command(tmp_path):
+    # GIVEN known_io under strace -f: its first line is its exec, with its pid
+    raw, _, _ = _strace(tmp_path, "-f", "-ttt", "-T", "-y")
+    execve = next(line for line in raw.read_text().splitlines() if " execve(" in line)
+    # WHEN imported
+    iowitness("import", str(raw), "-o", str(tmp_path / "run.iwt"))
+    trace = load(tmp_path / "run.iwt")
+    # THEN the trace's pid is that process, as a run's is the process it started (fio's layout
+    # is told from its jobs by it: under import its layout writes were taken for the job's, and
+    # a randrw job's write rate was judged over them, CANNOT JUDGE at 0.23x)
+    assert trace.meta["pid"] == int(execve.split()[0]), (trace.meta["pid"], execve)
