@@ -114,8 +114,8 @@ def _build(source, assigned, charts: bool = False) -> report.Report:
 
 class _Gathered:
     """What every form shows besides the phase table, gathered in one pass over the blocks (the
-    phase table's last, stream_table's rider): made from the table as it is then (all but its
-    latency mean and percentiles, which none of them reads)."""
+    phase table's last, stream_table's rider): made from the finished table, copied (the kernel
+    columns, groups and names are added to the report's own afterwards)."""
 
     def __init__(self, trace, assigned, module, command, charts: bool = False):
         self._trace, self._assigned, self._module, self._command = trace, assigned, module, command

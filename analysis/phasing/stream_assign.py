@@ -45,7 +45,6 @@ from iowitness.analysis.phasing.stream_walk import (
     WARM,
     Column,
     Walk,
-    new_group,
 )
 
 
@@ -193,20 +192,30 @@ class Assigned:
 
 def _carried_forward(key: np.ndarray, value: np.ndarray, state: np.ndarray) -> np.ndarray:
     """Per row: the last value >= 0 at or before it among the rows of its key (rows in time
-    order), else state[key] (the key's last value in earlier blocks); state is updated."""
+    order), else state[key] (the key's last value in earlier blocks); state is updated.
+
+    Only the rows without a value of their own are looked up, in the rows with one put in
+    (key, row) order, so no sort of the whole block: the phases' starts are a few rows a
+    block, and the second call's values are all set (stream_assign._phases)."""
     m = len(key)
     if not m:
         return np.empty(0, dtype=np.int64)
-    order = stable_order(key)
-    k, v = key[order], value[order]
-    positions = np.arange(m)
-    group_start = np.maximum.accumulate(np.where(new_group(k), positions, 0))
-    last_valid = np.maximum.accumulate(np.where(v >= 0, positions, -1))
-    out_sorted = np.where(last_valid >= group_start, v[np.maximum(last_valid, 0)], state[k])
-    ends = np.r_[k[1:] != k[:-1], True]
-    state[k[ends]] = out_sorted[ends]
-    out = np.empty(m, dtype=np.int64)
-    out[order] = out_sorted
+    key = key.astype(np.int64, copy=False)
+    out = value.astype(np.int64)
+    missing = np.flatnonzero(out < 0)
+    if len(missing):
+        valid = np.flatnonzero(out >= 0)
+        order = stable_order(key[valid])
+        by_key, row = key[valid][order], valid[order]
+        wanted = key[missing]
+        # key * m + row orders (key, row) pairs as one integer: rows are < m
+        j = np.maximum(np.searchsorted(by_key * m + row, wanted * m + missing) - 1, 0)
+        found = (by_key[j] == wanted) & (row[j] < missing) if len(row) else np.zeros(len(missing), dtype=bool)
+        out[missing] = np.where(found, out[row[j]] if len(row) else 0, state[wanted])
+    last = np.full(len(state), -1, dtype=np.int64)   # per key: its last row in this block
+    np.maximum.at(last, key, np.arange(m))
+    present = np.flatnonzero(last >= 0)
+    state[present] = out[last[present]]
     return out
 
 

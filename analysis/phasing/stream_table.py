@@ -36,9 +36,9 @@ I64 = np.iinfo(np.int64)
 def table(assigned, rider=None) -> pd.DataFrame:
     """phase_table.table(events, assigned), from assigned.blocks() (see the module's docstring).
 
-    `rider`: a callable given the table (all but its latency mean and percentiles, which are
-    NaN and 0 then) that returns something with .add(events, a), fed one whole pass over the
-    blocks after pass 2 (analysis/measure/stream_full.py: what every form shows besides the table)."""
+    `rider`: a callable given the finished table (to read, not to change) that returns something
+    with .add(events, a), fed one whole pass over the blocks after pass 2
+    (analysis/measure/stream_full.py: what every form shows besides the table)."""
     counted = getattr(assigned, "phase_count", None)   # stream_assign knows it: no pass for it
     slots = counted + 1 if counted is not None else 1
     for _, a in assigned.blocks() if counted is None else ():
@@ -71,11 +71,13 @@ def table(assigned, rider=None) -> pd.DataFrame:
     if late.needs_pass():   # else the timed fsync and close came with pass 1: no pass 2
         for e, a in assigned.blocks():
             late.add(e, a)
-    if rider is not None:   # it is given the table as before its latency mean and percentiles
-        _ride_alone(assigned, rider, _finished(s, rows_of(s, late, in_flight), acc))
     s["lat_sum"] = s["t_sum"] / 1e3   # µs, as the minimum and maximum
     s["percentiles"] = [pct[p] for p in s["phases"]]
-    return _finished(s, rows_of(s, late, in_flight), acc)
+    finished = _finished(s, rows_of(s, late, in_flight), acc)
+    # the rider is given the finished table, not a second one finished without the latency
+    # mean and percentiles as before (which it never read): a finish fewer, 0.3 CPU-s at 10 M events
+    _ride_alone(assigned, rider, finished)
+    return finished
 
 
 def rows_of(s: dict, late: Windows, in_flight) -> pd.DataFrame:

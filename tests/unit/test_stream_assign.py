@@ -480,3 +480,26 @@ def test_random_traces_are_assigned_alike():
         seen["copy"] += syscall.isin(["dup", "dup2", "dup3"]).any()
     # AND the traces held every feature, many times over
     assert identical == TRACES and min(seen.values()) >= 5, seen
+
+
+def test_carried_forward_is_the_last_value_of_its_key_so_far():
+    # GIVEN random blocks of keyed rows, values set at densities from none to all, a state
+    # carried from earlier blocks, and the rule written as a loop over the rows
+    rng = np.random.default_rng(20261207)
+    for case in range(300):
+        m, keys = int(rng.integers(0, 120)), int(rng.integers(1, 12))
+        key = rng.integers(0, keys, m)
+        value = np.where(rng.random(m) < rng.random(), rng.integers(0, 40, m), -1)
+        state = rng.integers(-1, 5, keys + 2)
+        expected, expected_state = np.empty(m, dtype=np.int64), state.copy()
+        for i in range(m):
+            if value[i] >= 0:
+                expected_state[key[i]] = value[i]
+            expected[i] = expected_state[key[i]]
+        # WHEN the block is carried forward
+        got_state = state.copy()
+        got = stream_assign._carried_forward(key, value, got_state)
+        # THEN each row has its key's last value at or before it, else the state's, and the
+        # state holds each key's value at its last row
+        assert np.array_equal(got, expected), case
+        assert np.array_equal(got_state, expected_state), case
