@@ -239,9 +239,12 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	file = req->file;
 	if (!file && !(sqe_flags & URING_SQE_FIXED_FILE) && op != URING_UNDECODED) {
 		struct files_struct *files = task->files;
+		struct iow_file_key *memo = fd_memo_hit(slot, files, r.fd, &epoch);
 
-		if (fd_memo_hit(slot, files, r.fd, &r.key, &epoch))
+		if (memo) {
+			r.key = *memo;
 			goto on_target;
+		}
 		__u64 closed = *(volatile __u64 *)&fds_closed;
 		__u64 version = *(volatile __u64 *)&files_version;
 
