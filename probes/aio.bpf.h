@@ -253,6 +253,7 @@ static __always_inline bool aio_decode(struct task_struct *task, const struct io
 	struct cpu_slot *slot = this_cpu_slot();
 	long fd = iocb->aio_fildes;
 	struct files_struct *files;
+	struct iow_file_key *memo;
 	struct file *file;
 	__u32 epoch;
 
@@ -262,7 +263,9 @@ static __always_inline bool aio_decode(struct task_struct *task, const struct io
 	 * a benchmark's iocbs are on one file or few, and the memo spares the fd-table walk and
 	 * the file's identity each time */
 	files = task->files;
-	if (fd_memo_hit(slot, files, fd, &req->file, &epoch)) {
+	memo = fd_memo_hit(slot, files, fd, &epoch);
+	if (memo) {
+		req->file = *memo;
 		file = file_at(slot->fd_file);
 	} else {
 		__u64 closed = *(volatile __u64 *)&fds_closed;

@@ -135,13 +135,16 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 	if (!slot->traced)
 		return 0;
 	slot->call.nr = nr;
-	slot->call.ts = 0;
-	/* a plain call on an fd needs only the time, as opens, async calls and transfers do */
+	/* a plain call on an fd needs only the time, as opens, async calls and transfers do; a
+	 * call not to be timed leaves no time (a plain call's store of 0 here was overwritten
+	 * by its clock read at once) */
 	if (route.route != IOW_ROUTE_FD &&
 	    (route.route == IOW_ROUTE_CLOSE || route.route == IOW_ROUTE_MAPPING || route.route == IOW_ROUTE_AIO_DESTROY ||
 	     route.route == IOW_ROUTE_DUP || route.route == IOW_ROUTE_FDS_GONE) &&
-	    !enter_other_route(regs, route.route, route.op, slot))
+	    !enter_other_route(regs, route.route, route.op, slot)) {
+		slot->call.ts = 0;
 		return 0;
+	}
 	slot->call.ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -231,7 +234,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	/* set in each route's branch, not here: clang zeroed them before the test above, on
 	 * every syscall of the machine */
 	struct call_args args;
-	struct iow_file_key key;
+	struct iow_file_key key, *target = &key;   /* the record's file: the memo's, in place */
 	struct call_start *start;
 	struct task_struct *task;
 	struct task_ids ids;
@@ -270,8 +273,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 #else
 		/* the CPU's memo of the last target call's fd first: one load (targets.bpf.h) */
 		struct files_struct *files = task->files;
+		struct iow_file_key *memo = fd_memo_hit(slot, files, args.fd, &epoch);
 
-		if (fd_memo_hit(slot, files, args.fd, &key, &epoch)) {
+		if (memo) {
+			target = memo;
 			file = file_at(slot->fd_file);
 		} else {
 			__u64 closed = *(volatile __u64 *)&fds_closed;
@@ -323,9 +328,9 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	}
 
 	if (settings.summary)  /* no record: the verifier drops send_record in this mode */
-		summarize_call(slot, &key, epoch, epoch_known, op, ids.tgid, start_ts, now, &args, ret);
+		summarize_call(slot, target, epoch, epoch_known, op, ids.tgid, start_ts, now, &args, ret);
 	else
-		send_record(ids.tgid, ids.tid, &key, op, start_ts, now, ret, &args);
+		send_record(ids.tgid, ids.tid, target, op, start_ts, now, ret, &args);
 	return 0;
 }
 

@@ -218,9 +218,11 @@ static __always_inline void fd_close_ends(void)
 }
 
 #ifndef IOW_COMPAT
-/* the target file of fd in table `files` by the memo; false: not memoised, walk */
-static __always_inline bool fd_memo_hit(struct cpu_slot *slot, struct files_struct *files, long fd,
-					struct iow_file_key *key, __u32 *epoch)
+/* the target file of fd in table `files` by the memo: its identity, in the slot (a plain
+ * call's record reads it from there: no copy on the stack), and *epoch; NULL: not memoised,
+ * walk */
+static __always_inline struct iow_file_key *fd_memo_hit(struct cpu_slot *slot, struct files_struct *files, long fd,
+							__u32 *epoch)
 {
 	__u64 closing, version;
 
@@ -229,10 +231,9 @@ static __always_inline bool fd_memo_hit(struct cpu_slot *slot, struct files_stru
 	version = *(volatile __u64 *)&files_version;
 	if (slot->fd_files != (__u64)files || slot->fd_num != fd || slot->fd_closed != closing ||
 	    slot->fd_version != version)
-		return false;
-	*key = slot->fd_key;
+		return NULL;
 	*epoch = slot->fd_epoch;
-	return true;
+	return &slot->fd_key;
 }
 
 /* after a walk that found a target: `closed` and `version` as read before the walk */

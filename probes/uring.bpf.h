@@ -208,13 +208,18 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 	 * the opcode is read once */
 	__u8 opcode = req->opcode;
 	__u16 op = uring_op_of(opcode);
+	/* the file's identity; ino 0: not known at submission, looked at on completion */
+	struct iow_file_key target = {};
+	struct uring_request spare, *r;
+	struct uring_slot *waits_in;
 	struct task_struct *task;
-	struct uring_request r = {};
 	struct io_ring_ctx *ctx;
 	struct cpu_slot *slot;
 	struct file *file;
-	__u64 key = (__u64)req, sqe_flags;
-	__u32 ctx_flags, epoch;
+	__u64 key = (__u64)req, sqe_flags, start_ns;
+	__u32 ctx_flags, epoch, flags;
+	__u16 ring;
+	int fd;
 
 	if (!op) {
 		/* a traced process's fd closed through the ring: the fd memo is off from now on
@@ -232,37 +237,40 @@ static __always_inline void uring_submit(struct io_kiocb *req)
 		return;
 	ctx = req->ctx;
 	sqe_flags = req->flags;
-	r.fd = req->cqe.fd;
+	fd = req->cqe.fd;
 	/* the file is looked up at issue, after this tracepoint: find it the way the issue will;
 	 * an fd of the submitter's table through the CPU's memo of the last target call's fd, as
 	 * the plain syscalls (targets.bpf.h: one load where there were ten) */
 	file = req->file;
 	if (!file && !(sqe_flags & URING_SQE_FIXED_FILE) && op != URING_UNDECODED) {
 		struct files_struct *files = task->files;
+		struct iow_file_key *memo = fd_memo_hit(slot, files, fd, &epoch);
 
-		if (fd_memo_hit(slot, files, r.fd, &r.key, &epoch))
+		if (memo) {
+			target = *memo;
 			goto on_target;
+		}
 		__u64 closed = *(volatile __u64 *)&fds_closed;
 		__u64 version = *(volatile __u64 *)&files_version;
 
 		asm volatile("" ::: "memory");
-		file = file_in_table(files, r.fd);
+		file = file_in_table(files, fd);
 		if (file) {
-			if (!target_file(slot, &r.key, file_key_of(file, &r.key), &epoch))
+			if (!target_file(slot, &target, file_key_of(file, &target), &epoch))
 				return;
-			fd_memo_fill(slot, files, r.fd, file, &r.key, epoch, closed, version);
+			fd_memo_fill(slot, files, fd, file, &target, epoch, closed, version);
 		}
 		goto on_target;
 	}
 	if (!file)
-		file = uring_file_of(task, ctx, r.fd, sqe_flags & URING_SQE_FIXED_FILE);
+		file = uring_file_of(task, ctx, fd, sqe_flags & URING_SQE_FIXED_FILE);
 	if (op == URING_UNDECODED) {
 		if (uring_undecoded_on_target(task, req, file))
 			count_lost(IOW_LOST_UNDECODED);
 		return;
 	}
 	/* through the CPU's memo of the last target file, as the syscalls */
-	if (file && !target_file(slot, &r.key, file_key_of(file, &r.key), &epoch))
+	if (file && !target_file(slot, &target, file_key_of(file, &target), &epoch))
 		return;
 on_target:
 	if (sqe_flags & URING_SQE_CQE_SKIP_SUCCESS) {
@@ -271,36 +279,44 @@ on_target:
 		return;
 	}
 
-	r.start_ns = bpf_ktime_get_ns();
+	start_ns = bpf_ktime_get_ns();
+	ring = uring_ring_number(ctx);
+	ctx_flags = ctx->flags;
+	flags = opcode;
+	if (sqe_flags & URING_SQE_FIXED_FILE)
+		flags |= IOW_URING_FIXED_FILE;
+	if (ctx_flags & URING_SETUP_SQPOLL)
+		flags |= IOW_URING_SQPOLL;
+	if (ctx_flags & URING_SETUP_IOPOLL)
+		flags |= IOW_URING_IOPOLL;
+	if (sqe_flags & URING_SQE_ASYNC)
+		flags |= IOW_URING_ASYNC;
+	if (sqe_flags & (URING_SQE_IO_LINK | URING_SQE_IO_HARDLINK))
+		flags |= IOW_URING_LINKED;
+	/* the request is written where it will wait (uring_wait.bpf.h), not on the stack first */
+	r = uring_place(ring, key, req->cqe.user_data, &waits_in, &spare);
+	r->start_ns = start_ns;
+	r->key = target;
 	if (slot->owner == (__u64)task) {
 		/* inside io_uring_enter: the ids the CPU slot read when the call began */
-		r.tgid = slot->owner_tgid;
-		r.tid = slot->owner_tid;
+		r->tgid = slot->owner_tgid;
+		r->tid = slot->owner_tid;
 	} else {
 		/* a helper's scalars, not loads from the task: clang would merge the two branches'
 		 * loads into one instruction the verifier refuses (two kinds of pointer) */
 		__u64 pid_tgid = bpf_get_current_pid_tgid();
 
-		r.tgid = pid_tgid >> 32;
-		r.tid = (__u32)pid_tgid;
+		r->tgid = pid_tgid >> 32;
+		r->tid = (__u32)pid_tgid;
 	}
-	r.op = op;
-	r.ring = uring_ring_number(ctx);
-	ctx_flags = ctx->flags;
-	r.flags = opcode;
-	if (sqe_flags & URING_SQE_FIXED_FILE)
-		r.flags |= IOW_URING_FIXED_FILE;
-	if (ctx_flags & URING_SETUP_SQPOLL)
-		r.flags |= IOW_URING_SQPOLL;
-	if (ctx_flags & URING_SETUP_IOPOLL)
-		r.flags |= IOW_URING_IOPOLL;
-	if (sqe_flags & URING_SQE_ASYNC)
-		r.flags |= IOW_URING_ASYNC;
-	if (sqe_flags & (URING_SQE_IO_LINK | URING_SQE_IO_HARDLINK))
-		r.flags |= IOW_URING_LINKED;
-	uring_request_args(req, opcode, &r);
+	r->fd = fd;
+	r->flags = flags;
+	r->op = op;
+	r->ring = ring;
+	r->pad0 = 0;
+	uring_request_args(req, opcode, r);
 
-	uring_park(key, req->cqe.user_data, &r);
+	uring_park(waits_in, key, r);
 }
 
 /* A request's CQE is posted: its record. The CQE's res is read from the request (io_kiocb.cqe,

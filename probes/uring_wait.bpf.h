@@ -187,19 +187,36 @@ static __always_inline __u16 uring_ring_number(struct io_ring_ctx *ctx)
 	return number;
 }
 
-/* Submission: the request waits, in its ring's slot if free, else in the hash; one with no
- * room, or found already waiting at its address, is counted (IOW_LOST_REQUESTS). */
-static __always_inline void uring_park(__u64 key, __u64 user_data, struct uring_request *r)
+/* Submission, first: where the request will wait, so that its fields are written there and
+ * not copied: its ring's slot if free (*slot), else `spare` (the submitter's stack), which
+ * uring_park puts in the hash. A slot still taken at the request's own address is counted
+ * (IOW_LOST_REQUESTS) and taken: a request is freed after its CQE, so one still there never
+ * showed its end (a CQE overflow flushed later posts without the request), and no CQE of
+ * this address can come before this submission ends. Until uring_park publishes it, a CQE
+ * takes a free slot's fields for no one's (its req is 0). */
+static __always_inline struct uring_request *uring_place(__u16 ring, __u64 key, __u64 user_data,
+							 struct uring_slot **slot, struct uring_request *spare)
 {
-	struct uring_slot *slot = uring_slot_of(r->ring, user_data);
+	struct uring_slot *s = uring_slot_of(ring, user_data);
+
+	if (s && (!s->req || s->req == key)) {
+		if (s->req)
+			count_lost(IOW_LOST_REQUESTS);
+		*slot = s;
+		return &s->r;
+	}
+	*slot = NULL;
+	return spare;
+}
+
+/* Submission, last: the request uring_place placed, its fields written, waits: published in
+ * its slot, or put in the hash; one with no room there, or found already waiting at its
+ * address, is counted (IOW_LOST_REQUESTS). */
+static __always_inline void uring_park(struct uring_slot *slot, __u64 key, struct uring_request *r)
+{
 	long err;
 
-	if (slot && (!slot->req || slot->req == key)) {
-		/* a request is freed after its CQE: one still here at its address never showed
-		 * its end (a CQE overflow flushed later posts without the request) */
-		if (slot->req)
-			count_lost(IOW_LOST_REQUESTS);
-		slot->r = *r;
+	if (slot) {
 		/* the fields before the address that publishes them: x86 keeps stores in order, and
 		 * the CQE's loads (address, then fields) in theirs */
 		asm volatile("" ::: "memory");

@@ -308,6 +308,8 @@ def measure(workload, observers: list[str], cycles: int, slot: float, out: Path)
                 traced_cpu = cpu_rate(sampler, window) if window else None
                 if traced_cpu is not None and before_cpu and after_cpu:
                     this_cycle[observer + "@cpu"] = traced_cpu / ((before_cpu + after_cpu) / 2)
+                    # the rate itself (bytes per CPU-second): CPU-ns per call, two observers' apart
+                    this_cycle[observer + "@cpu-rate"] = traced_cpu
                 before, before_cpu = after, after_cpu
             measured.append(this_cycle)
             print(f"{workload.name} cycle {cycle + 1}: " + "  ".join(

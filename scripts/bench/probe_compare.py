@@ -220,7 +220,8 @@ def cost_once(side: Tree | str | None, workload, work: Path) -> dict:
     return row
 
 
-COST_KEYS = ("on_sys_enter", "on_sys_exit", "others_per_call", "ratio")
+# cpu_ns_per_call: the benchmark's CPU-ns per call (its CPU time, the programs' included)
+COST_KEYS = ("on_sys_enter", "on_sys_exit", "others_per_call", "ratio", "cpu_ns_per_call")
 # the async ones: 32 requests in flight, each a record, so "per traced call" reads per request
 COST_WORKLOADS = ("pread-loop", "fio-rand-read", "fio-seq-read", "fio-libaio-rand-read", "fio-iouring-rand-read",
                   "fio-libaio-direct-rand-read", "fio-iouring-direct-rand-read")
@@ -239,6 +240,8 @@ def cost_part(trees: list[Tree], workload, cycles: int, sysctl: bool, work: Path
             got = {("untraced" if s is None else getattr(s, "name", s)): cost_once(s, workload, work) for s in order}
             for name in rows:
                 got[name]["ratio"] = got[name]["rate"] / got["untraced"]["rate"]
+                got[name]["cpu_ns_per_call"] = (workload.call_bytes * 1e9 / got[name]["rate"]
+                                                if workload.call_bytes else None)
                 rows[name].append(got[name])
             print(f"{workload.name} cost cycle {cycle + 1}: " + "  ".join(
                 f"{n} {_ns(got[n]['on_sys_enter'])}+{_ns(got[n]['on_sys_exit'])} ns, {got[n]['ratio']:.3f}/cpu-s"
@@ -292,13 +295,15 @@ def print_cost(result: dict) -> None:
     stats = "sysctl kernel.bpf_stats_enabled=1" if result["sysctl"] else "the collector's sampled windows"
     print(f"\n{result['workload']}, {result['cycles']} cycles, BPF statistics from {stats}: "
           f"ns per run, median (range); ratio: throughput per CPU-second over the untraced run's")
-    print(f"{'probe':<28}{'on_sys_enter':<18}{'on_sys_exit':<18}{'others ns/call':<20}{'ratio':<26}lost")
+    print(f"{'probe':<28}{'on_sys_enter':<18}{'on_sys_exit':<18}{'others ns/call':<20}{'ratio':<26}"
+          f"{'CPU-ns per call':<22}lost")
     for name, r in s.items():
         signed = "minus" in name
         print(f"{name:<28}{fmt(r['on_sys_enter'], '{:+.0f}' if signed else '{:.0f}'):<18}"
               f"{fmt(r['on_sys_exit'], '{:+.0f}' if signed else '{:.0f}'):<18}"
               f"{fmt(r['others_per_call'], '{:+.1f}' if signed else '{:.1f}'):<20}"
-              f"{fmt(r['ratio'], '{:+.3f}' if signed else '{:.3f}'):<26}{r.get('lost', '')}")
+              f"{fmt(r['ratio'], '{:+.3f}' if signed else '{:.3f}'):<26}"
+              f"{fmt(r.get('cpu_ns_per_call', {}), '{:+.1f}' if signed else '{:.0f}'):<22}{r.get('lost', '')}")
     for name, r in s.items():
         if r.get("others"):
             top = sorted(r["others"].items(), key=lambda kv: -kv[1])[:6]
@@ -342,6 +347,27 @@ def paired(measured: list[dict], a: str, b: str) -> dict:
     return spread([c[a] - c[b] for c in measured if a in c and b in c])
 
 
+def ns_per_call(measured: list[dict], observers: list[str], call_bytes: int | None) -> dict:
+    """The benchmark's CPU-ns per call under each observer (and untraced: the stretches around
+    it), and each observer's minus the timing floor's of the same cycle: a ratio's difference
+    in ns, which workloads whose calls take different times share (a sequential 4 KiB read is
+    shorter than a random one, so the same ns weigh more in its ratio)."""
+    if not call_bytes:
+        return {}
+    def ns(c: dict, o: str) -> float:
+        return call_bytes * 1e9 / c[o + "@cpu-rate"]
+    found = {o: [c for c in measured if o + "@cpu-rate" in c] for o in observers}
+    out = {o: spread([ns(c, o) for c in cs]) for o, cs in found.items()}
+    # the untraced stretches' own rate: the observer's over its ratio to them
+    out["untraced"] = spread([ns(c, o) * c[o + "@cpu"] for o, cs in found.items() for c in cs])
+    if "timing-floor" in observers:
+        for o in observers:
+            if o != "timing-floor":
+                out[o + "_minus_timing_floor"] = spread([ns(c, o) - ns(c, "timing-floor") for c in found[o]
+                                                          if "timing-floor@cpu-rate" in c])
+    return out
+
+
 def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str], cycles: int, slot: float,
                     work: Path) -> dict:
     for t in trees:
@@ -376,6 +402,7 @@ def throughput_part(trees: list[Tree], workloads: list[str], observers: list[str
                 if {later, earlier} <= set(observers):
                     row[f"{later}_minus_{earlier}"] = {"wall": paired(measured, later, earlier),
                                                        "cpu": paired(measured, later + "@cpu", earlier + "@cpu")}
+            row["cpu_ns_per_call"] = ns_per_call(measured, observers, known[name].call_bytes)
             row["probe_ns"] = {t.name: spread([s["ns"] for s in t.stretches if s and s["ns"]]) for t in trees}
             row["collector_cpu_s_per_m"] = {t.name: spread([s["collector"] for s in t.stretches
                                                             if s and s["collector"] is not None]) for t in trees}
@@ -407,6 +434,10 @@ def print_throughput(name: str, row: dict, observers: list[str], trees: list[Tre
         for what, d in row.get(f"{later}_minus_{earlier}", {}).items():
             if d:
                 print(f"{later} - {earlier} {what}: {fmt(d, '{:+.3f}')}  ({d['n']} cycles)")
+    per_call = row.get("cpu_ns_per_call") or {}
+    if per_call:
+        print("benchmark CPU-ns per call, median (range): " + ", ".join(
+            f"{o} {fmt(d, '{:+.1f}' if 'minus' in o else '{:.0f}')}" for o, d in per_call.items() if d))
 
 
 def main() -> int:

@@ -36,6 +36,9 @@ class Workload:
     # read calls) or "fio-status" (fio's own cumulative io_bytes every 100 ms): io_uring and
     # libaio reads are no read calls, and the kernel adds nothing to rchar for them
     progress: str = "rchar"
+    # bytes one call moves (fio's 4 KiB blocks, the loop's 1 byte): turns a rate per CPU-second
+    # into CPU-ns per call, so that workloads whose calls take different times compare in ns
+    call_bytes: int | None = None
 
 
 def _fio_bandwidth(direction: str):
@@ -115,10 +118,10 @@ def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
 
     add(Workload("fio-seq-read", "fio 4 KiB psync sequential reads, page cache",
                  fio("seq-read", "read", "read", reads), [str(reads)], _fio_bandwidth("read"), "B/s",
-                 prepare=lambda: cached_file(reads, 256), cpu_score=_fio_bandwidth_per_cpu("read")))
+                 prepare=lambda: cached_file(reads, 256), cpu_score=_fio_bandwidth_per_cpu("read"), call_bytes=4096))
     add(Workload("fio-rand-read", "fio 4 KiB psync random reads, page cache",
                  fio("rand-read", "randread", "read", reads), [str(reads)], _fio_bandwidth("read"), "B/s",
-                 prepare=lambda: cached_file(reads, 256), cpu_score=_fio_bandwidth_per_cpu("read")))
+                 prepare=lambda: cached_file(reads, 256), cpu_score=_fio_bandwidth_per_cpu("read"), call_bytes=4096))
     # asynchronous I/O: 32 requests in flight from one thread, on the cached file (libaio
     # without O_DIRECT completes each request inside io_submit, as the page cache does)
     for engine in ("io_uring", "libaio"):
@@ -150,6 +153,6 @@ def all_workloads(work: Path, seconds: float) -> dict[str, Workload]:
     binary = work / "pread_loop"
     add(Workload("pread-loop", "1-byte pread loop on a cached file (the floor's workload)",
                  [str(binary), str(tiny), f"{seconds:g}"], [str(tiny)], _pread_field("calls_per_s"), "calls/s",
-                 cpu_score=_pread_field("calls_per_cpu_s"),
+                 cpu_score=_pread_field("calls_per_cpu_s"), call_bytes=1,
                  prepare=lambda: (binary.exists() or build_pread_loop(work), tiny.exists() or tiny.write_bytes(b"x"))))
     return found
