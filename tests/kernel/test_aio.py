@@ -267,14 +267,18 @@ def _no_more_missing_than_the_kernel_explains(trace, kernel: np.ndarray) -> None
     have shown the probe: runs it skipped (counted), and block completions /proc/diskstats
     counted that no BPF program saw. (At depth 32 on a loop device the kernel ran neither the
     block probe nor the completion probe for about 1 completion in 50,000, ftrace's events
-    firing for all of them and no skipped run counted: a kernel finding, said in the issue.)"""
+    firing for all of them and no skipped run counted: a kernel finding, said in the issue. Beside
+    two CPU hogs the kernel's share grew to 1 in 600: 260 of 155,025 in a fresh-clone run, every
+    one of them a block completion /proc/diskstats counted and no program saw. The last bound
+    only holds the probe to the kernel's order of magnitude: a probe that lost its block or
+    completion program would miss most of them.)"""
     missing = int((kernel == 0).sum())
     checks = device_checks.cross_check(trace)
     unseen = int((checks["diskstats_reads"] - checks["probe_reads"]).clip(lower=0).sum()) if len(checks) else 0
     skipped = int(trace.counters.get("aio_completions_missed", 0))
     assert missing <= unseen + skipped, f"{missing} of {len(kernel)} without a kernel completion; " \
         f"{unseen} block reads unseen, {skipped} runs skipped"
-    assert missing <= len(kernel) // 1000
+    assert missing <= len(kernel) // 100, f"{missing} of {len(kernel)} without a kernel completion"
 
 
 def test_a_benchmark_left_running_after_the_command_exits_is_drained_to_the_end(traced, tmp_path):
