@@ -30,14 +30,8 @@ EXECUTE = re.compile(r"^\s+\d+\s+\d+\s+([\d.]+) MB/sec\s+execute")
 def test_dbench_throughput_is_its_last_execute_lines_figure(tmp_path):
     dbench = require_tool("dbench")
     # GIVEN dbench's fileio backend, one client for 3 s (no warm-up: -t/5 whole seconds is 0)
-    out = tmp_path / "db.iwt"
-    iowitness("run", "-q", "-o", str(out), "--", dbench, "-t", "3", "-D", str(tmp_path), "1", cwd=tmp_path)
-    trace = load(out)
-    text = trace.output["stdout"]
-    e = trace.events
-    calls = e["syscall"].astype(str)
+    trace, text, e, calls, counts = _dbench_run(dbench, 3, tmp_path)
     # (the trace's calls are dbench's own operations)
-    counts = {op: int(n) for op, n in re.findall(r"^\s*(WriteX|ReadX)\s+(\d+)\s", text, re.M)}
     assert counts == {"WriteX": int((calls == "pwrite64").sum()), "ReadX": int((calls == "pread64").sum())}
     # (each execute line is the bytes since "releasing clients" over the time since, from the raw events)
     lines = printed.lines_of(trace)
@@ -110,12 +104,7 @@ def test_dbench_with_a_warm_up_is_judged_since_its_silent_reset(tmp_path):
     # warm-up and of the later seconds differ, so a window from "releasing clients" gave a false
     # DISAGREES on "execute 1 sec" in 3 of 3 runs (1.08x at load 4.6 too); the alarms come late
     # under load, which the printed seconds' half digit (± 0.5 s) holds
-    out = tmp_path / "db.iwt"
-    iowitness("run", "-q", "-o", str(out), "--", dbench, "-t", "5", "-D", str(tmp_path), "1", cwd=tmp_path)
-    trace = load(out)
-    text = trace.output["stdout"]
-    e = trace.events
-    calls = e["syscall"].astype(str)
+    trace, text, e, calls, counts = _dbench_run(dbench, 5, tmp_path)
     data = e[calls.isin(["pread64", "pwrite64"])]
     counts = {op: int(n) for op, n in re.findall(r"^\s*(WriteX|ReadX)\s+(\d+)\s", text, re.M)}
     # (the reset, from dbench's own counts; each execute line is the bytes since it over the time since)
@@ -149,3 +138,14 @@ def test_dbench_with_a_warm_up_is_judged_since_its_silent_reset(tmp_path):
             late = int(((calls[data.index] == syscall) & (data["start_ns"] >= low)
                         & (data["start_ns"] < stated)).sum())
             assert counts[op] - late - 1 <= v.counts["operations"] <= counts[op] + 1, (op, v.counts, counts, late)
+
+
+def _dbench_run(dbench: str, seconds: int, where: Path):
+    """dbench -t SECONDS with one client in `where`, recorded: (trace, its stdout, the events,
+    their syscall names, dbench's own WriteX and ReadX counts from its table)."""
+    out = where / "db.iwt"
+    iowitness("run", "-q", "-o", str(out), "--", dbench, "-t", str(seconds), "-D", str(where), "1", cwd=where)
+    trace = load(out)
+    text = trace.output["stdout"]
+    counts = {op: int(n) for op, n in re.findall(r"^\s*(WriteX|ReadX)\s+(\d+)\s", text, re.M)}
+    return trace, text, trace.events, trace.events["syscall"].astype(str), counts

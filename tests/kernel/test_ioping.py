@@ -108,11 +108,7 @@ def test_ioping_write_figures_are_about_its_requests_not_its_files_preparation(t
     summary = [v for v in verdicts if not v.claim.extra.get("requests")]
     assert [(v.claim.extra["statistic"], v.claim.direction) for v in summary] == [
         (s, "write") for s in ("min", "mean", "max", "mdev")]
-    for v in verdicts:
-        assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
-        assert any(r.startswith("the benchmark's requests start at call 257 ") for r in v.reasons), v.reasons
-        if v.verdict == "cannot judge":
-            assert v.reasons[0].startswith("gap in user space"), (v.claim.printed, v.reasons)
+    _none_disagrees_and_each_starts_after_the_preparation(verdicts)
     assert [v.counts["operations"] for v in summary if v.verdict != "cannot judge"] == \
         [REQUESTS - 1] * len([v for v in summary if v.verdict != "cannot judge"])
 
@@ -159,10 +155,17 @@ def test_ioping_quiet_write_summary_is_about_its_counted_requests(tmp_path):
     # JUDGE, "no call operation to time after the 1 skipped", judged as reads)
     assert [(v.claim.extra["statistic"], v.claim.direction) for v in verdicts] == [
         (s, "write") for s in ("min", "mean", "max", "mdev")]
+    _none_disagrees_and_each_starts_after_the_preparation(verdicts)
+    for v in verdicts:
+        if v.verdict != "cannot judge":
+            assert v.counts["operations"] == REQUESTS - 1, v.counts
+
+
+def _none_disagrees_and_each_starts_after_the_preparation(verdicts) -> None:
+    """ioping -W: no figure disagrees, each says its requests start after the 256 preparing
+    writes (call 257), and one that cannot be judged names the gap in user space."""
     for v in verdicts:
         assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
         assert any(r.startswith("the benchmark's requests start at call 257 ") for r in v.reasons), v.reasons
         if v.verdict == "cannot judge":
             assert v.reasons[0].startswith("gap in user space"), (v.claim.printed, v.reasons)
-        else:
-            assert v.counts["operations"] == REQUESTS - 1, v.counts
