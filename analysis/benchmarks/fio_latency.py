@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from iowitness.analysis.benchmarks import fio_ramp
 from iowitness.analysis.judge import latency
 from iowitness.analysis.judge.claim import Claim
@@ -194,16 +192,16 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     # the most fio's clock around one call can take in (fio preempted between its clock read and
     # the call, on a busy machine): from its thread's previous call's end to its next one's start,
     # since fio reads its clock after the one and before the other. A thread's first and last
-    # calls have no such edge on one side: there, the call's start to the next one's (or its own
-    # end), which leaves out a preemption before the first call. Asked for only when a statistic
-    # is above the calls' band: a streamed report reads the trace once more for them
+    # calls have no such edge on one side: there, from the call's own start, or to its own end
+    # ("around"), which leaves out a preemption before the first call or after the last (never
+    # the call's own latency alone: fio's clock around the last call takes in fio's time before
+    # it too). Asked for only when a statistic is above the calls' band: a streamed report reads
+    # the trace once more for them
     gaps = []
 
     def gaps_band(statistic):
         if not gaps:
-            room = report.evidence.operations(verdict.phases, "room", claim.direction)[skipped:]
-            interval = report.evidence.operations(verdict.phases, "interval", claim.direction)[skipped:]
-            gaps.append(np.where(np.isinf(room), interval, room))
+            gaps.append(report.evidence.operations(verdict.phases, "around", claim.direction)[skipped:])
         return latency.band(gaps[0], statistic, tolerance)[1]
     for name in names:
         statistic = latency.statistic_name(name) or name

@@ -89,7 +89,11 @@ def quantile(name: str) -> float | None:
     return float(m.group(1)) / 100 if m else None
 
 
-GAPS = ("interval", "to next", "room")   # each data call with its thread's calls around it
+# each data call with its thread's calls around it. "around" is the room with a side a thread's
+# first or last call lacks taken from the call itself: its own start to the next call's start,
+# or the previous call's end to its own end (a clock read around a call takes in at least the
+# call and the time on the side that has a neighbour)
+GAPS = ("interval", "to next", "room", "around")
 
 
 class ThreadGaps:
@@ -137,8 +141,9 @@ class ThreadGaps:
             before[i], known[i] = end, True
         values = np.zeros(len(rows), np.float64)
         inner = ~last
-        if self.timed == "room":
-            values[inner] = np.where(known[inner], (after[inner] - before[inner]) / 1e9, np.inf)
+        if self.timed in ("room", "around"):
+            lacking = np.inf if self.timed == "room" else (after[inner] - s[inner]) / 1e9
+            values[inner] = np.where(known[inner], (after[inner] - before[inner]) / 1e9, lacking)
         else:
             values[inner] = (after[inner] - s[inner]) / 1e9
         for i in np.flatnonzero(last):   # valued when its next call comes, or at the end
@@ -156,6 +161,8 @@ class ThreadGaps:
         """A call's value given its thread's next call's start (None: it has none)."""
         if self.timed == "room":
             return np.inf if next_start is None or earlier is None else (next_start - earlier) / 1e9
+        if self.timed == "around":
+            return ((end if next_start is None else next_start) - (start if earlier is None else earlier)) / 1e9
         return (end - start) / 1e9 if next_start is None else (next_start - start) / 1e9
 
     def result(self) -> np.ndarray:
@@ -177,9 +184,9 @@ def data_calls(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
 
 def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed: str,
                direction: str | None) -> np.ndarray:
-    """Seconds per operation in `phases`, in time order of the operations' starts (per
-    thread for "interval": each call's start to the next one's, see below)."""
-    if timed not in ("call", "call+sync", "open..close", "interval", "to next", "room", "call or sync"):
+    """Seconds per operation in `phases`, in time order of the operations' starts (GAPS: a
+    value per data call with its thread's calls around it, ThreadGaps)."""
+    if timed not in ("call", "call+sync", "open..close", "call or sync") + GAPS:
         return several.spans(events, assigned, phases, timed, direction)
     kind = phase_module.call_kinds(events["syscall"])
     in_phases = np.isin(assigned["phase"].to_numpy(), phases)
@@ -195,38 +202,10 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
             data |= in_phases & (kind == phase_module.SYNC)
         rows = np.flatnonzero(data)
         return (end[rows] - start[rows]).astype(np.float64) / 1e9
-    if timed in ("interval", "to next"):
-        # each data call's start to its thread's next one's (its own end for the last): the
-        # most any clock around one call can take in, the program's time before its next call too;
-        # "to next" leaves each thread's last call out (its "interval" is only its own latency)
-        rows = np.flatnonzero(data)
-        tid = events["tid"].to_numpy(np.int64)[rows]
-        by = np.argsort(tid, kind="stable")
-        s, e, t = start[rows][by], end[rows][by], tid[by]
-        nxt = np.r_[s[1:], 0]
-        last = np.r_[t[1:] != t[:-1], True]
-        out = np.empty(len(rows), np.float64)
-        out[by] = np.where(last, e - s, nxt - s) / 1e9
-        if timed == "to next":
-            followed = np.empty(len(rows), bool)
-            followed[by] = ~last
-            return out[followed]
-        return out
-    if timed == "room":
-        # each data call's thread's previous data call's end to its next one's start: the whole
-        # time a clock read around this call can span (analysis/judge/seam.py); a thread's first
-        # and last calls have no such edge on one side: inf
-        rows = np.flatnonzero(data)
-        tid = events["tid"].to_numpy(np.int64)[rows]
-        by = np.argsort(tid, kind="stable")
-        s, e, t = start[rows][by], end[rows][by], tid[by]
-        first = np.r_[True, t[1:] != t[:-1]]
-        last = np.r_[t[1:] != t[:-1], True]
-        before = np.r_[0, e[:-1]]
-        after = np.r_[s[1:], 0]
-        out = np.empty(len(rows), np.float64)
-        out[by] = np.where(first | last, np.inf, (after - before) / 1e9)
-        return out
+    if timed in GAPS:   # the whole table as one block: one rule for both
+        gaps = ThreadGaps(phases, timed, direction)
+        gaps.add(events, assigned)
+        return gaps.result()
     syncs = in_phases & (kind == phase_module.SYNC)
     rows = np.flatnonzero(data | syncs)
     tid = events["tid"].to_numpy(np.int64)[rows]

@@ -58,3 +58,38 @@ def test_a_max_equal_to_the_calls_agrees():
     verdict = _judge(max_ns=LONG_NS, preempted_ns=100_000)
     assert verdict.verdict == "agrees", verdict.reasons
     assert verdict.reasons[0].startswith("clat: 4 of 4 statistics within their band")
+
+
+def _judge_min(min_ns: float, last_ns: int):
+    """200 preads of 10 µs, 2 µs of fio's work between them, the last one `last_ns` long; fio's
+    min as given, every other figure the calls' own."""
+    calls = Calls().open("/data/j.0.0", O_RDONLY)
+    latencies = np.array([CALL_NS] * (COUNT - 1) + [last_ns], float)
+    for i, took in enumerate(latencies):
+        calls.gap(WORK_NS)
+        calls.pread(4096, 4096 * i, latency=int(took))
+    trace = SimpleNamespace(events=calls.close().frame(), meta={"command": ["fio"], "pid": None})
+    report = stream_full.build(trace)
+    stats = {"clat_ns": {"N": COUNT, "min": min_ns, "max": latencies.max(), "mean": latencies.mean(),
+                         "stddev": latencies.std()}, "slat_ns": {"N": 0}}
+    claim = fio_latency.claim("j", "read", stats, 0, 0, {"ioengine": "psync"})
+    return fio_latency.judge(claim, report.phases[report.phases["bytes"] > 0], trace, report, 0.05)
+
+
+def test_a_min_above_the_shortest_call_that_is_the_last_is_held_to_the_time_before_it_too():
+    # GIVEN the thread's last call the shortest (5 µs), and fio's min 6.5 µs: above the calls'
+    # band (5 µs, 5 % and 1 µs: 6.25 µs), as fio's clock always takes in some of its own work.
+    # The CI shape of 2026-12-07: fio's all-clients min over three hosts' calls, 1.2x theirs
+    verdict = _judge_min(min_ns=6_500, last_ns=5_000)
+    # THEN the last call's room runs from the previous call's end to its own end (2 + 5 µs), not
+    # its own 5 µs alone: fio's clock took in time outside the call, explained
+    assert verdict.verdict == "explained", verdict.reasons
+    assert verdict.reasons[0].startswith("fio's clock took in time outside the calls: min"), verdict.reasons
+
+
+def test_a_min_beyond_the_room_of_every_call_disagrees():
+    # GIVEN fio's min 12 µs over calls whose every room is at most 2 + 10 + 2 µs... and the last
+    # call's 2 + 5 µs: no clock read around the last call could take 12 µs
+    verdict = _judge_min(min_ns=12_000, last_ns=5_000)
+    assert verdict.verdict == "disagrees", verdict.reasons
+    assert "outside: min" in verdict.reasons[0]

@@ -1,5 +1,5 @@
 """A latency claim's gaps around each call (analysis/judge/latency.py ThreadGaps: "interval",
-"to next", "room") from events given block by block, holding a value per call and one call per
+"to next", "room", "around") from events given block by block, holding a value per call and one call per
 thread: what fio's latency claims ask when a figure is above the calls' own band."""
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def test_each_read_gets_its_threads_calls_around_it_across_blocks(rows):
     interval = _gaps(events, assigned, phases, "interval", rows)
     to_next = _gaps(events, assigned, phases, "to next", rows)
     room = _gaps(events, assigned, phases, "room", rows)
+    around = _gaps(events, assigned, phases, "around", rows)
     # THEN in the reads' time order (1, 2, 3, 4, 6 µs): the start to the thread's next read's start
     # (a last read: its own latency), those followed only, and the previous read's end to the
     # next one's start (a first or last read: unbounded)
@@ -52,21 +53,47 @@ def test_each_read_gets_its_threads_calls_around_it_across_blocks(rows):
     assert (to_next * 1e6).round(3).tolist() == [2.0, 2.0, 3.0]
     assert (room * 1e6).round(3).tolist()[2] == 4.0   # 2 µs (the first read's end) to 6 µs
     assert np.isinf(room[[0, 1, 3, 4]]).all()
+    # AND "around" is the room, a first read's bounded from its own start (1 to 3 µs, 2 to 4 µs)
+    # and a last read's to its own end (4 to 7 µs, 2.5 to 4.5 µs): never the call's latency alone
+    assert (around * 1e6).round(3).tolist() == [2.0, 2.0, 4.0, 2.0, 3.0]
+
+
+def _by_hand(events, assigned, phases, timed, direction):
+    """Each data call's gap from its thread's calls before and after it, one call at a time."""
+    rows = np.flatnonzero(latency.data_calls(events, assigned, phases, direction))
+    start, end, tid = (events[c].to_numpy(np.int64) for c in ("start_ns", "end_ns", "tid"))
+    of_thread = {t: [r for r in rows if tid[r] == t] for t in set(tid[rows])}
+    out = []
+    for r in rows:
+        mine = of_thread[tid[r]]
+        k = mine.index(r)
+        before = end[mine[k - 1]] if k else None
+        after = start[mine[k + 1]] if k + 1 < len(mine) else None
+        if timed == "interval":
+            out.append((after if after is not None else end[r]) - start[r])
+        elif timed == "to next":
+            if after is not None:
+                out.append(after - start[r])
+        elif timed == "room":
+            out.append(np.inf if before is None or after is None else after - before)
+        else:
+            out.append((after if after is not None else end[r]) - (before if before is not None else start[r]))
+    return np.array(out, np.float64) / 1e9
 
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("timed", latency.GAPS)
-def test_random_traces_block_by_block_are_the_rule_over_the_whole_table(seed, timed):
+def test_random_traces_block_by_block_are_the_rule_call_by_call(seed, timed):
     # GIVEN a random trace of several threads and files, cut into blocks of 1 and 7 events
     events = random_trace(seed)
     assigned = stream_assign.of_frame(events)
     table = stream_table.of_frame(events, assigned)
     phases = [int(p) for p in table["phase"]]
     for direction in ("read", "write", None):
-        whole = latency.operations(events, assigned, phases, timed, direction)
+        whole = _by_hand(events, assigned, phases, timed, direction)
         for rows in (1, 7):
             gaps = latency.ThreadGaps(phases, timed, direction)
             for e, a in Blocks(events, assigned, rows).blocks():
                 gaps.add(e, a)
-            # THEN the values are the rule's over the whole table, bit for bit, in its order
+            # THEN the values are the rule's, one call at a time, in the table's order
             np.testing.assert_array_equal(gaps.result(), whole)
