@@ -1,0 +1,216 @@
+"""Every printed figure of a set of benchmarks, judged under `run`, `attach -p` and an strace
+`import`, as many rounds as asked, on a quiet machine or beside CPU hogs: a table of verdicts
+per benchmark and way of recording, every DISAGREES and every failure printed with its reason,
+and the traces of those kept (issue 30: "no false DISAGREES on any of them").
+
+    sudo .venv/bin/python scripts/verdict_census.py --rounds 2 [--hogs 2] [--only REGEX]
+        [--modes run,attach,import] [--keep DIR]
+
+The benchmarks: IOzone, fio, dd and sysbench fileio as the project knows them, and the
+home-made workloads of tests/workloads/ with their specs (built with gcc here). Each runs in a
+fresh directory under /var/tmp. `attach` starts the benchmark with its output in a file,
+attaches after --attach-after seconds and judges with --claims: the figures of the tests that
+ended before the attach are CANNOT JUDGE, never DISAGREES. A benchmark, an iowitness command
+or a report that fails is counted apart ("failed"), never as a verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = ROOT / "tests" / "workloads"
+IOWITNESS = [str(ROOT / ".venv" / "bin" / "iowitness")]
+GCC_FLAGS = ("-O1", "-Wall", "-Wl,-z,now")
+VERDICTS = ("agrees", "explained", "cannot judge", "disagrees")
+
+
+@dataclass
+class Benchmark:
+    name: str
+    argv: list[str]                 # "{d}": its directory; "{exe}": the home-made workload built
+    spec: str | None = None         # a spec file beside the workload, or None (known to iowitness)
+    build: str | None = None        # tests/workloads/NAME.c
+    prepare: list[str] | None = None   # run once in its directory before it (not recorded)
+    libs: tuple[str, ...] = ()
+    longer: list[str] | None = None    # its argv under attach: long enough to be attached to mid-run
+
+
+BENCHMARKS = [
+    Benchmark("iozone -i0 -i1 -i2", ["iozone", "-i0", "-i1", "-i2", "-s", "64m", "-r", "64k", "-f", "{d}/iozone.tmp"],
+              longer=["iozone", "-i0", "-i1", "-i2", "-s", "512m", "-r", "64k", "-f", "{d}/iozone.tmp"]),
+    Benchmark("iozone -t 2", ["iozone", "-i0", "-i1", "-t", "2", "-s", "32m", "-r", "64k", "-F", "{d}/f1", "{d}/f2"]),
+    Benchmark("fio randrw 2 jobs", ["fio", "--name=mix", "--rw=randrw", "--bs=4k", "--size=32m", "--ioengine=psync",
+                                    "--numjobs=2", "--group_reporting", "--directory={d}"],
+              longer=["fio", "--name=mix", "--rw=randrw", "--bs=4k", "--size=32m", "--ioengine=psync", "--numjobs=2",
+                      "--group_reporting", "--directory={d}", "--time_based", "--runtime=5"]),
+    Benchmark("fio write fsync=16", ["fio", "--name=s", "--rw=write", "--bs=4k", "--size=8m", "--fsync=16",
+                                     "--directory={d}"],
+              longer=["fio", "--name=s", "--rw=write", "--bs=4k", "--size=8m", "--fsync=16", "--directory={d}",
+                      "--time_based", "--runtime=5"]),
+    Benchmark("dd fdatasync", ["dd", "if=/dev/zero", "of={d}/dd.bin", "bs=1M", "count=128", "conv=fdatasync"]),
+    Benchmark("sysbench fileio rndrw", ["sysbench", "fileio", "--file-num=2", "--file-total-size=64M",
+                                        "--file-test-mode=rndrw", "--time=3", "run"],
+              prepare=["sysbench", "fileio", "--file-num=2", "--file-total-size=64M", "prepare"],
+              longer=["sysbench", "fileio", "--file-num=2", "--file-total-size=64M", "--file-test-mode=rndrw",
+                      "--time=6", "run"]),
+    Benchmark("ops_bench groups", ["{exe}", "groups", "{d}", "200"], "ops_bench.toml", "ops_bench"),
+    Benchmark("ops_bench openclose", ["{exe}", "openclose", "{d}/oc", "300"], "ops_bench.toml", "ops_bench"),
+    Benchmark("latency_bench sync", ["{exe}", "{d}/lat", "2000", "4096", "sync"], "latency_bench.toml",
+              "latency_bench", libs=("-lm",)),
+    Benchmark("csv_bench", ["{exe}", "{d}", "16", "100"], "csv_bench.toml", "csv_bench"),
+    Benchmark("per_test_lines", ["{exe}", "{d}/p"], "per_test_lines.toml", "per_test_lines"),
+    Benchmark("threads_bench many", ["{exe}", "many", "{d}/t", "4", "64"], "threads_bench.toml", "threads_bench",
+              libs=("-pthread",)),
+    Benchmark("timeline_bench", ["{exe}", "{d}/tl"], "timeline_bench.toml", "timeline_bench"),
+    Benchmark("stdio_reopen", ["{exe}", "{d}/s", "16", "200"], "stdio_reopen.toml", "stdio_reopen"),
+]
+
+
+def _built(name: str, libs: tuple[str, ...], where: Path) -> Path:
+    exe = where / name
+    if not exe.exists():
+        subprocess.run(["gcc", *GCC_FLAGS, "-o", str(exe), str(WORKLOADS / f"{name}.c"), *libs], check=True)
+    return exe
+
+
+def _argv(argv: list[str], d: Path, exe: Path | None) -> list[str]:
+    return [a.replace("{d}", str(d)).replace("{exe}", str(exe or "")) for a in argv]
+
+
+def _judged(trace: Path, bench: Benchmark, claims: Path | None) -> tuple[list[dict], str]:
+    """(the report's verdicts, why it failed or "")."""
+    argv = [*IOWITNESS, "report", str(trace), "--json"]
+    if bench.spec:
+        argv += ["--spec", str(WORKLOADS / bench.spec)]
+    if claims is not None:
+        argv += ["--claims", str(claims)]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0 or "Traceback" in proc.stderr:
+        return [], f"report exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"
+    return json.loads(proc.stdout)["verdicts"], ""
+
+
+def _record(mode: str, bench: Benchmark, d: Path, exe: Path | None,
+            attach_after: float) -> tuple[Path, Path | None, str]:
+    """(the trace, the output file to judge it with or None, why it failed or "")."""
+    argv = _argv(bench.longer if mode == "attach" and bench.longer else bench.argv, d, exe)
+    trace = d / "run.iwt"
+    if mode == "run":
+        proc = subprocess.run([*IOWITNESS, "run", "-q", "-o", str(trace), "--", *argv], cwd=d,
+                              capture_output=True, text=True)
+        return trace, None, "" if proc.returncode == 0 else f"run exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
+    if mode == "import":
+        log, out = d / "run.strace", d / "out.txt"
+        with open(out, "w") as sink:
+            proc = subprocess.run(["strace", "-f", "-ttt", "-T", "-y", "-s", "4096", "-o", str(log), "--", *argv],
+                                  cwd=d, stdout=sink, stderr=subprocess.STDOUT)
+        if proc.returncode != 0:
+            return trace, None, f"benchmark under strace exit {proc.returncode}"
+        imported = subprocess.run([*IOWITNESS, "import", str(log), "-o", str(trace)], capture_output=True, text=True)
+        return trace, None, "" if imported.returncode == 0 else \
+            f"import exit {imported.returncode}: {imported.stderr[-200:]}"
+    out = d / "out.txt"
+    with open(out, "w") as sink:
+        benchmark = subprocess.Popen(argv, cwd=d, stdout=sink, stderr=subprocess.STDOUT)
+        time.sleep(attach_after)
+        if benchmark.poll() is not None:
+            return trace, out, "skipped: ended before the attach"
+        collector = subprocess.run([*IOWITNESS, "attach", "-q", "-p", str(benchmark.pid), "-o", str(trace)],
+                                   capture_output=True, text=True)
+        benchmark.wait()
+    if collector.returncode != 0 and re.search(r"no process with PID|exited while iowitness was attaching",
+                                                collector.stderr):
+        return trace, out, "skipped: ended while the probe loaded"
+    return trace, out, "" if collector.returncode == 0 else \
+        f"attach exit {collector.returncode}: {collector.stderr[-200:]}"
+
+
+def _hog() -> None:
+    while True:
+        pass
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--modes", default="run,attach,import")
+    parser.add_argument("--only", default="", help="a regular expression on the benchmarks' names")
+    parser.add_argument("--hogs", type=int, default=0, help="CPU hogs to run beside (busy loops)")
+    parser.add_argument("--attach-after", type=float, default=0.5, help="seconds before attach -p")
+    parser.add_argument("--keep", type=Path, default=Path("/var/tmp/iowitness-census"),
+                        help="where the traces of DISAGREES and failures are kept")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("verdict_census: run and attach need root: run it with sudo", file=sys.stderr)
+        return 2
+    chosen = [b for b in BENCHMARKS if re.search(args.only, b.name)]
+    missing = sorted({b.argv[0] for b in chosen if b.build is None and shutil.which(b.argv[0]) is None})
+    if missing:
+        print(f"verdict_census: not installed: {', '.join(missing)} (scripts/setup.sh installs them)", file=sys.stderr)
+        return 2
+    hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(args.hogs)]
+    for h in hogs:
+        h.start()
+    tally: dict[tuple[str, str], Counter] = {}
+    found: list[str] = []
+    binaries = Path(tempfile.mkdtemp(prefix="iow-census-bin-"))
+    try:
+        for round_ in range(1, args.rounds + 1):
+            for bench in chosen:
+                exe = _built(bench.build, bench.libs, binaries) if bench.build else None
+                for mode in args.modes.split(","):
+                    d = Path(tempfile.mkdtemp(prefix="iow-census-", dir="/var/tmp"))
+                    counts = tally.setdefault((bench.name, mode), Counter())
+                    load = os.getloadavg()[0]
+                    try:
+                        if bench.prepare:
+                            subprocess.run(bench.prepare, cwd=d, check=True, capture_output=True)
+                        trace, claims, failed = _record(mode, bench, d, exe, args.attach_after)
+                        verdicts, why = ([], failed) if failed else _judged(trace, bench, claims)
+                        if why.startswith("skipped"):
+                            counts["skipped"] += 1
+                            continue
+                        if why:
+                            counts["failed"] += 1
+                            found.append(f"round {round_} {bench.name} [{mode}] FAILED: {why}")
+                        for v in verdicts:
+                            counts[v["verdict"]] += 1
+                            if v["verdict"] == "disagrees":
+                                found.append(f"round {round_} {bench.name} [{mode}] (load {load:.1f}) DISAGREES: "
+                                             f"{v['claim']['printed'][:80]!r}: {v['reasons'][0][:200]}")
+                        if why or any(v["verdict"] == "disagrees" for v in verdicts):
+                            args.keep.mkdir(parents=True, exist_ok=True)
+                            kept = args.keep / f"r{round_}-{re.sub(r'[^A-Za-z0-9]+', '_', bench.name)}-{mode}"
+                            shutil.copytree(d, kept, dirs_exist_ok=True,
+                                            ignore=shutil.ignore_patterns("*.tmp", "f1", "f2", "test_file.*"))
+                            found.append(f"    kept in {kept}")
+                    finally:
+                        shutil.rmtree(d, ignore_errors=True)
+                    print(f"round {round_} {bench.name:24} {mode:7} {dict(counts)}", file=sys.stderr, flush=True)
+    finally:
+        for h in hogs:
+            h.terminate()
+        shutil.rmtree(binaries, ignore_errors=True)
+    print(f"{'benchmark':26} {'mode':7} " + " ".join(f"{v:>12}" for v in (*VERDICTS, "failed", "skipped")))
+    for (name, mode), counts in tally.items():
+        print(f"{name:26} {mode:7} " + " ".join(f"{counts[v]:>12}" for v in (*VERDICTS, "failed", "skipped")))
+    for line in found:
+        print(line)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
