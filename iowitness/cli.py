@@ -137,10 +137,26 @@ def _group_separator(argv: list[str]) -> list[str]:
     return [*argv[:at], "--vs", *argv[at + 1:]]
 
 
+def _loaded_parser():
+    """build_parser() with SIGINT and SIGTERM held back while the modules load: a signal that
+    lands inside a C extension's initialisation (numpy's, under load) comes out of the import
+    as an ImportError and a traceback, not as the signal. Held, it is delivered as soon as the
+    modules are in, where it is one line and its exit code."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (ValueError, OSError):
+        return build_parser()
+    try:
+        return build_parser()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _main(argv: list[str] | None) -> int:
     try:
         _reuse_freed_memory()
-        parser = build_parser()
+        parser = _loaded_parser()
         args = parser.parse_args(_group_separator(sys.argv[1:] if argv is None else list(argv)))
         if args.completion:
             from iowitness.completion import bash
