@@ -29,7 +29,8 @@ class Report:
     device: pd.DataFrame | None = None   # per phase: the device view (analysis/measure/device.py), plain data
     evidence: object = field(default=None, repr=False)   # what the verdicts ask of the events (stream_evidence)
     histograms: dict | None = None       # per phase: latency histogram counts (LATENCY_BINS_US)
-    stretches: pd.DataFrame | None = None   # time inside the calls of each open-to-close stretch
+    stretches: pd.DataFrame | None = None   # time inside the calls of each open-to-close stretch (None: not
+                                            # gathered, stream_full.open_report's stretches=False)
     t0: int | None = None                # the trace's first start time
     event_blocks: object = field(default=None, repr=False)   # a new pass over (events, assigned) blocks per call
     chart_extents: object = field(default=None, repr=False)  # each phase's calls' extent, when opened for charts

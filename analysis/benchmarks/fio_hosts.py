@@ -163,9 +163,10 @@ def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Clus
                 if not _is_latency(claim):
                     all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
                     continue
-                if pooled is None:   # every host's requests on one clock, made once
+                if pooled is None:   # every host's requests on one clock, made once; only judged,
+                    # never shown, so without the stretches' table
                     pooled = stack.enter_context(merged_trace.open_merged([(h.path, h.trace) for h in hosts],
-                                                                          ["fio"], "cluster"))
+                                                                          ["fio"], "cluster", stretches=False))
                 all_verdicts.append(_judge_total_latency(claim, hosts, pooled.trace, pooled.where, tolerance))
     return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
 

@@ -270,6 +270,20 @@ def _last_matching(pattern: str, lines: list, printed_ns: int):
     return hits[-1] if hits else None
 
 
+def _spec_line(claim: Claim, lines: list, option: str, counted_too: str, where: str):
+    """(the last timed output line up to the claim's own that the spec's `option` pattern finds,
+    "") or (None, why not, in words: what is counted instead): timing_line's and timing_end_line's
+    one rule."""
+    pattern = claim.extra[option]
+    if claim.printed_ns is None:
+        return None, (f"the spec's {option} cannot be placed: the output has no times, so every call of the "
+                      f"phases is counted, {counted_too} too")
+    line = _last_matching(pattern, lines, claim.printed_ns)
+    if line is None:
+        return None, f"no line {where} this one matches the spec's {option} {pattern!r}: every call is counted"
+    return line, ""
+
+
 @dataclass(frozen=True)
 class StatedPeriod:
     """A period its end line states the length of ("execute 4 sec": the figure is over the last
@@ -360,12 +374,9 @@ def timed_start(claim: Claim, rows: pd.DataFrame, lines: list) -> tuple[int | No
         return period.start_ns, (f"the timed period starts {period.printed} s (± {period.half:g} s, as printed) "
                                  f"before the line {period.line[:60]!r}, as its timing_end_line's seconds say")
     if pattern:
-        if claim.printed_ns is None:
-            return None, ("the spec's timing_line cannot be placed: the output has no times, so every call of the "
-                          "phases is counted, the warm-up too")
-        line = _last_matching(pattern, lines, claim.printed_ns)
+        line, why = _spec_line(claim, lines, "timing_line", "the warm-up", "before")
         if line is None:
-            return None, f"no line before this one matches the spec's timing_line {pattern!r}: every call is counted"
+            return None, why
         return int(line.t_ns), f"the timed period starts at the line {line.text.strip()[:60]!r} (timing_line)"
     if warmup and len(rows):
         begin = int(rows["data_first_ns"].min())
@@ -392,15 +403,11 @@ def timed_end(claim: Claim, lines: list) -> tuple[int | None, str]:
     """(where the claim's timed period ends, in words) as its spec's timing_end_line says: the
     last line up to the claim's own that matches it (dbench's "Throughput" is its last
     "execute" line's figure); (None, "") without one, (None, why) when it cannot be found."""
-    pattern = claim.extra.get("timing_end_line")
-    if not pattern:
+    if not claim.extra.get("timing_end_line"):
         return None, ""
-    if claim.printed_ns is None:
-        return None, ("the spec's timing_end_line cannot be placed: the output has no times, so every call of the "
-                      "phases is counted, those after the benchmark stopped its clock too")
-    line = _last_matching(pattern, lines, claim.printed_ns)
+    line, why = _spec_line(claim, lines, "timing_end_line", "those after the benchmark stopped its clock", "up to")
     if line is None:
-        return None, f"no line up to this one matches the spec's timing_end_line {pattern!r}: every call is counted"
+        return None, why
     own = line.text.strip() == claim.printed
     return int(line.t_ns), ("the timed period ends at this line, calls of phases still open at it cut there "
                             "(timing_end_line)" if own else

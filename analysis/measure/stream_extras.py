@@ -159,21 +159,23 @@ GATHER_ROWS = 1 << 16
 class Stretches:
     """stretches.stretch_frame(report, trace), block by block, and the trace's first start
     (stretch_rows' t0): per stretch, sums merged block after block in order of first call, and
-    the phases it holds calls of."""
+    the phases it holds calls of. `sums=False`: the first start alone (result() None), for the
+    forms that show no stretch (the verdicts read t0): 5 % of `report --json`'s CPU at 10 M events."""
 
-    def __init__(self, gather_rows: int = GATHER_ROWS):
+    def __init__(self, gather_rows: int = GATHER_ROWS, sums: bool = True):
         self.sums: pd.DataFrame | None = None
         self.phases: dict[int, set] = {}
         self.t0: int | None = None
         self._gathered: list[pd.DataFrame] = []
         self._gathered_rows, self._gather_rows = 0, gather_rows
+        self._summed = sums
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame, calls: report.Calls | None = None) -> None:
         if not len(events):
             return
         start = int(events["start_ns"].min())
         self.t0 = start if self.t0 is None else min(self.t0, start)
-        frame = report.stretch_calls(events, a) if "span" in a else None
+        frame = report.stretch_calls(events, a) if "span" in a and self._summed else None
         if frame is None:
             return
         self._gathered.append(frame)
@@ -197,7 +199,9 @@ class Stretches:
         for span, phase in zip((pairs >> 32).tolist(), ((pairs & 0xFFFFFFFF) - 1).tolist()):
             self.phases.setdefault(span, set()).add(phase)
 
-    def result(self) -> pd.DataFrame:
+    def result(self) -> pd.DataFrame | None:
+        if not self._summed:
+            return None
         self._sum()
         if self.sums is None:
             return pd.DataFrame()
@@ -211,12 +215,14 @@ class Stretches:
 
 
 class Extras:
-    """The four, fed in one pass: groups, outliers, histograms, stretches (and t0) after finish()."""
+    """The four, fed in one pass: groups, outliers, histograms, stretches (and t0) after finish().
+    `stretches=False`: their table is not gathered (extras.stretches None), only t0."""
 
-    def __init__(self, table: pd.DataFrame, per_phase: int = report.OUTLIERS_PER_PHASE, gather_rows: int | None = None):
+    def __init__(self, table: pd.DataFrame, per_phase: int = report.OUTLIERS_PER_PHASE, gather_rows: int | None = None,
+                 stretches: bool = True):
         gather = {} if gather_rows is None else {"gather_rows": gather_rows}
         self._parts = {"groups": GroupTable(table), "outliers": Outliers(table, per_phase, **gather),
-                       "histograms": Histograms(table), "stretches": Stretches(**gather)}
+                       "histograms": Histograms(table), "stretches": Stretches(**gather, sums=stretches)}
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame, calls: report.Calls | None = None) -> None:
         # one Calls for the four: each array it gives (the data calls' mask above all) made once a block

@@ -38,28 +38,30 @@ from iowitness.analysis.read import stream_events
 
 
 @contextmanager
-def open_report(path, block_rows: int = BLOCK_ROWS, charts: bool = False):
+def open_report(path, block_rows: int = BLOCK_ROWS, charts: bool = False, stretches: bool = True):
     """The trace at `path` as a StreamedTrace whose report() is built block by block (None for
     a --summary trace, which has no events: its report is the kernel's aggregates); valid
     until the `with` ends. `charts`: the report gathers its calls' extents too (the HTML
-    page's bins: reporters/chart_bins.py), a pass fewer for the page."""
+    page's bins: reporters/chart_bins.py), a pass fewer for the page. `stretches=False`: it
+    does not gather the open-to-close stretches' table (report.stretches None), which only the
+    text, Markdown and HTML reports show."""
     with stream_events.open_events(path, block_rows=block_rows) as source:
-        with report_of(source, path, charts) as trace:
+        with report_of(source, path, charts, stretches) as trace:
             yield trace
 
 
 @contextmanager
-def report_of(source, path, charts: bool = False):
+def report_of(source, path, charts: bool = False, stretches: bool = True):
     """source.trace, whose report() is built from the source's blocks when first asked for
     (None for a --summary trace); valid until the `with` ends. `source`: anything with the
     blocks of stream_events.EventSource (a run over several hosts: analysis/runs/merged_trace.py);
-    `path`: the trace's file, "" when there is none."""
+    `path`: the trace's file, "" when there is none; `charts`, `stretches`: as open_report's."""
     if source.trace_data.summary is not None:
         yield None
         return
     # built when first asked for (trace.report()): a check whose trace captured no claim
     # reads no block
-    lazy = _Lazy(source, path, charts)
+    lazy = _Lazy(source, path, charts, stretches)
     source.trace._build_report = lazy.build
     try:
         yield source.trace
@@ -71,15 +73,16 @@ class _Lazy:
     """The report of an open source, built on the first trace.report(); its temporary files
     (the phases' rebuild) live until close()."""
 
-    def __init__(self, source, path, charts: bool):
+    def __init__(self, source, path, charts: bool, stretches: bool):
         self._source, self._path, self._charts, self._assigned = source, path, charts, None
+        self._stretches = stretches
 
     def build(self) -> report.Report:
         # the temporary files are written while the report is built: a full $TMPDIR then is
         # said as such (not an error of what the caller does with the report afterwards)
         with temporary_files(self._path):
             self._assigned = stream_assign.assign(self._source, outside_of(self._source.meta))
-            return _build(self._source, self._assigned, self._charts)
+            return _build(self._source, self._assigned, self._charts, self._stretches)
 
     def close(self) -> None:
         if self._assigned is not None:
@@ -98,10 +101,10 @@ def build(trace) -> report.Report:
         return _build(source, assigned, charts=True)
 
 
-def _build(source, assigned, charts: bool = False) -> report.Report:
+def _build(source, assigned, charts: bool = False, stretches: bool = True) -> report.Report:
     trace = source.trace
     command, benchmark, module = report.benchmark_of(source.meta)
-    gathered = _Gathered(trace, assigned, module, command, charts)
+    gathered = _Gathered(trace, assigned, module, command, charts, stretches)
     table = table_of(source, assigned, rider=gathered.start)
     extras, evidence = gathered.extras.finish(), gathered.evidence
     evidence.finish()
@@ -117,14 +120,14 @@ class _Gathered:
     phase table's last, stream_table's rider): made from the finished table, copied (the kernel
     columns, groups and names are added to the report's own afterwards)."""
 
-    def __init__(self, trace, assigned, module, command, charts: bool = False):
+    def __init__(self, trace, assigned, module, command, charts: bool = False, stretches: bool = True):
         self._trace, self._assigned, self._module, self._command = trace, assigned, module, command
-        self._charts, self.extents_of_calls = charts, None
+        self._charts, self._stretches, self.extents_of_calls = charts, stretches, None
 
     def start(self, table: pd.DataFrame) -> "_Gathered":
         table = table.copy()
         report.with_groups(table, self._module, self._command)
-        self.extras = stream_extras.Extras(table)
+        self.extras = stream_extras.Extras(table, stretches=self._stretches)
         self.facts = DeviceFacts(table, self._trace)
         self.evidence = StreamedEvidence(self._assigned, table)
         if self._charts and len(table):

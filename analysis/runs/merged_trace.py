@@ -154,18 +154,18 @@ def _moved_ops(op_map: np.ndarray, ops: np.ndarray) -> np.ndarray:
 
 
 @contextmanager
-def open_merged(traces: list, argv: list[str], mode: str):
+def open_merged(traces: list, argv: list[str], mode: str, stretches: bool = True):
     """The (path, trace) pairs (traces opened block by block: analysis/read/stream_events.py) as
     one MergedSource on the common clock, with `argv` as its command and `mode` as its recording
     mode; its report is built block by block when first asked for (trace.report()) and valid
-    until the `with` ends."""
+    until the `with` ends. `stretches`: as stream_full.open_report's (False: no stretch table)."""
     from iowitness.analysis.measure import stream_full
 
     sources = [t.source for _, t in traces]
     data, where, op_maps = merged_data([(p, s.trace_data) for (p, _), s in zip(traces, sources)],
                                        [s.processes for s in sources], argv, mode)
     merged = MergedSource(sources, data, where, op_maps)
-    with stream_full.report_of(merged, ""):
+    with stream_full.report_of(merged, "", stretches=stretches):
         yield merged
 
 

@@ -52,7 +52,8 @@ def execute(args) -> int:
             source = stack.enter_context(stream_events.open_events(path))
             if source.trace_data.summary is not None:
                 raise UsageError(f"{path} is a --summary trace: no per-call timing to judge claims against")
-            traces.append((path, stack.enter_context(stream_full.report_of(source, path))))
+            # --json shows no host's stretches: their table is not gathered
+            traces.append((path, stack.enter_context(stream_full.report_of(source, path, stretches=not args.json))))
         cluster = judge(traces, tolerance)
         stack.callback(cluster.close)
         if args.json:

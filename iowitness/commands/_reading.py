@@ -15,13 +15,14 @@ def add_stream_option(parser, what: str = "the same report") -> None:
 
 
 @contextmanager
-def trace_of(path, charts: bool = False):
+def trace_of(path, charts: bool = False, stretches: bool = True):
     """The trace at `path`, its report() built block by block (gathering what the HTML page's
-    charts need too when `charts`); a --summary trace (no events, only the kernel's aggregates)
-    is loaded. Valid until the `with` ends."""
+    charts need too when `charts`; the open-to-close stretches' table, which only the text,
+    Markdown and HTML reports show, unless `stretches` is False); a --summary trace (no events,
+    only the kernel's aggregates) is loaded. Valid until the `with` ends."""
     from iowitness.analysis.measure import stream_full
 
-    with stream_full.open_report(path, charts=charts) as trace:
+    with stream_full.open_report(path, charts=charts, stretches=stretches) as trace:
         if trace is not None:
             yield trace
             return

@@ -118,7 +118,8 @@ def _entries(opened, inputs: list, tolerance, charts: bool = False) -> list[tupl
             continue
         key = _same_file(item)
         if key is None or key not in seen:
-            trace = opened.enter_context(_reading.trace_of(item, charts=charts))
+            # no form of compare shows the open-to-close stretches: their table is not gathered
+            trace = opened.enter_context(_reading.trace_of(item, charts=charts, stretches=False))
             entry = (trace, trace.report(), _claims.verdicts_for(trace, claim_args, required=False)[0])
             if key is None:
                 out.append(entry)

@@ -104,7 +104,8 @@ def execute(args) -> int:
         if table is not None:
             print(escape.csv(table), end="")
             return 0
-    with _reading.trace_of(args.trace, charts=bool(args.html)) as trace:
+    # --json shows no open-to-close stretch: their table is not gathered (5 % of its CPU)
+    with _reading.trace_of(args.trace, charts=bool(args.html), stretches=not args.json) as trace:
         return _report(trace, args, out)
 
 

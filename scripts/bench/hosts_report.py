@@ -15,6 +15,11 @@ Usage (as root, from the repository; OLD a checkout with its own .venv):
   .venv/bin/python scripts/bench/hosts_report.py --old /work/old --hosts 2 --events 5000000 \\
       --keep /var/tmp/hosts5m --runs 3
   .venv/bin/python scripts/bench/hosts_report.py --old /work/old --keep /var/tmp/hosts5m --reuse --runs 3
+  .venv/bin/python scripts/bench/hosts_report.py --hosts 2 --events 100000000 --keep /dev/shm/hosts200m --runs 0
+  .venv/bin/python scripts/bench/hosts_report.py --keep /dev/shm/hosts200m --reuse --runs 1   # this checkout alone
+
+Without --old only this checkout's commands run (the old path cannot read 200 M events: it held
+3.8 GiB at 10 M); --runs 0 records the run and stops.
 """
 
 from __future__ import annotations
@@ -98,7 +103,8 @@ def record(folder: Path, hosts: int, events: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", type=Path, required=True, help="a checkout from before, with its .venv")
+    parser.add_argument("--old", type=Path, help="a checkout from before, with its .venv (default: none, "
+                        "this checkout's commands alone)")
     parser.add_argument("--hosts", type=int, default=2)
     parser.add_argument("--events", type=int, default=5_000_000, help="fio reads per host")
     parser.add_argument("--keep", type=Path, required=True,
@@ -111,28 +117,34 @@ def main() -> int:
     args.keep = args.keep.resolve()   # the commands run in each checkout's folder
     if not args.reuse:
         record(args.keep, args.hosts, args.events)
+    if not args.runs:
+        return 0
+    checkouts = ([("old", args.old)] if args.old else []) + [("new", NEW)]
     traces = sorted(str(p) for p in args.keep.glob("host*.iwt"))
     claims = str(args.keep / "client.json")
     print(f"load average at start: {os.getloadavg()}; {len(traces)} hosts, "
           f"{sum(os.path.getsize(t) for t in traces) / 2**20:.0f} MiB of traces")
-    print("| form | old wall s | new wall s | old CPU s | new CPU s | old peak GiB | new peak GiB | output |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    names = [name for name, _ in checkouts]
+    print("| form | " + " | ".join(f"{n} {what}" for what in ("wall s", "CPU s", "peak GiB") for n in names)
+          + " | output | load average before, after |")
+    print("|" + " --- |" * (3 * len(names) + 3))
     with tempfile.TemporaryDirectory(prefix="iowitness-hosts-") as tmp:
         out = Path(tmp)
-        for checkout in (args.old, NEW):
+        for _, checkout in checkouts:
             write_bytecode(checkout)
         for form in args.forms:
             argv = ["report", *traces, "--claims", claims, *FORMS[form]]
-            runs: dict = {"old": [], "new": []}
+            runs: dict = {name: [] for name in names}
             outputs = {}
+            before = os.getloadavg()[0]
             for _ in range(args.runs):
-                for name, checkout in (("old", args.old), ("new", NEW)):
+                for name, checkout in checkouts:
                     wall, peak, stdout, cpu = timed(checkout, argv, out)
                     runs[name].append((wall, cpu, peak))
                     outputs[name] = stdout
-            same = "same bytes" if outputs["old"] == outputs["new"] else "DIFFERENT"
-            cells = [spread([r[i] for r in runs[n]]) for i in range(3) for n in ("old", "new")]
-            print(f"| {form} | {' | '.join(cells)} | {same} |")
+            same = ("same bytes" if outputs["old"] == outputs["new"] else "DIFFERENT") if args.old else "-"
+            cells = [spread([r[i] for r in runs[n]]) for i in range(3) for n in names]
+            print(f"| {form} | {' | '.join(cells)} | {same} | {before:.1f}, {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average at end: {os.getloadavg()}")
     return 0
 

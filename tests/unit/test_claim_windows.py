@@ -496,3 +496,26 @@ def test_a_clock_after_the_calls_stops_at_the_next_tests_data(tmp_path, monkeypa
     # its clock could have gone
     assert got.verdict == "disagrees", (got.verdict, got.reasons)
     assert any(r.startswith("even up to its processes' next data call") for r in got.reasons), got.reasons
+
+
+@pytest.mark.parametrize("option", ["timing_line", "timing_end_line"])
+def test_a_spec_line_that_cannot_be_placed_or_found_says_what_is_counted(option):
+    # GIVEN a claim printed at 5 ms whose spec names a line that starts or ends its timed period
+    import pandas as pd
+
+    from iowitness.analysis.judge.claim_windows import timed_end, timed_start
+    placed = (lambda c, lines: timed_start(c, pd.DataFrame(), lines)) if option == "timing_line" else timed_end
+    claim = SimpleNamespace(extra={option: "^measuring$"}, printed_ns=5 * MS, printed="rate 10 MB/s")
+    lines = [PrintedLine("warming up", 1 * MS, "stdout"), PrintedLine("measuring", 2 * MS, "stdout"),
+             PrintedLine("rate 10 MB/s", 5 * MS, "stdout")]
+    # WHEN the line is there THEN the period starts or ends at its time
+    assert placed(claim, lines)[0] == 2 * MS
+    # WHEN no line up to the claim's matches THEN no bound, and why: every call is counted
+    assert placed(claim, lines[:1] + lines[2:]) == (
+        None, f"no line {'before' if option == 'timing_line' else 'up to'} this one matches the spec's {option} "
+              "'^measuring$': every call is counted")
+    # WHEN the output has no times THEN no bound, and what is counted that the spec meant to leave out
+    untimed = SimpleNamespace(extra=claim.extra, printed_ns=None, printed=claim.printed)
+    left_in = "the warm-up" if option == "timing_line" else "those after the benchmark stopped its clock"
+    assert placed(untimed, lines) == (None, f"the spec's {option} cannot be placed: the output has no times, so "
+                                            f"every call of the phases is counted, {left_in} too")

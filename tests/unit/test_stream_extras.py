@@ -189,7 +189,8 @@ def test_each_accumulator_alone():
     events = iozone_like(big=520, small=60).frame()
     rep, trace = built(events)
     parts = {"groups": stream_extras.GroupTable(rep.phases), "outliers": stream_extras.Outliers(rep.phases),
-             "histograms": stream_extras.Histograms(rep.phases), "stretches": stream_extras.Stretches()}
+             "histograms": stream_extras.Histograms(rep.phases), "stretches": stream_extras.Stretches(),
+             "first start": stream_extras.Stretches(sums=False)}   # what --json, check and compare gather
     for e, a in Blocks(events, assigned_of(rep), 37).blocks():
         for part in parts.values():
             part.add(e, a)
@@ -198,6 +199,8 @@ def test_each_accumulator_alone():
     assert parts["histograms"].result() == machine.histograms(rep)
     pd.testing.assert_frame_equal(parts["stretches"].result(), stretches.stretch_frame(rep, trace), check_exact=True)
     assert parts["stretches"].t0 == int(events["start_ns"].min())
+    # AND without the stretches' sums: the same first start, no table
+    assert parts["first start"].result() is None and parts["first start"].t0 == int(events["start_ns"].min())
 
 
 # a seeded fuzz of small traces: several processes and threads at once, reopened files, ties,
