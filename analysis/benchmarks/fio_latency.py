@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from iowitness.analysis.benchmarks import fio_ramp
 from iowitness.analysis.judge import latency
 from iowitness.analysis.judge.claim import Claim
@@ -184,6 +186,7 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
         # fio's statistics are over the requests after its ramp: the last N (fio_ramp.py)
         skipped = len(values) - int(clat["N"])
         values = values[skipped:]
+    ordered = np.sort(values)   # once, for every statistic's band (latency.band)
     verdict.figures = {"mean of each request": latency.figure(values, "mean")}
     verdict.counts = {"requests": len(values), "statistics": len([n for n in clat if n != "N"])}
     verdict.ratio = clat["mean"] / verdict.figures["mean of each request"]
@@ -201,11 +204,11 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
 
     def gaps_band(statistic):
         if not gaps:
-            gaps.append(report.evidence.operations(verdict.phases, "around", claim.direction)[skipped:])
+            gaps.append(np.sort(report.evidence.operations(verdict.phases, "around", claim.direction)[skipped:]))
         return latency.band(gaps[0], statistic, tolerance)[1]
     for name in names:
         statistic = latency.statistic_name(name) or name
-        lo, hi, _ = latency.band(values, statistic, tolerance)
+        lo, hi, _ = latency.band(ordered, statistic, tolerance)
         # fio's text output rounds its figures to the unit it prints
         lo, hi = lo - claim.extra.get("resolution_s", 0.0), hi + claim.extra.get("resolution_s", 0.0)
         low = clat[name]
