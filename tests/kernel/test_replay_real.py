@@ -277,8 +277,9 @@ def in_flight(events) -> tuple[list[int], str]:
     return (np.arange(len(start)) - np.searchsorted(end, start, side="right")).tolist(), names
 
 
-@pytest.mark.parametrize("engine, prefix", [("libaio", "aio_"), ("io_uring", "uring_")])
-def test_fio_async_requests_are_replayed_at_their_recorded_depth(tmp_path, engine, prefix):
+@pytest.mark.parametrize("engine, prefix, timing", [("libaio", "aio_", "fast"), ("io_uring", "uring_", "fast"),
+                                                    ("io_uring", "uring_", "as-recorded")])
+def test_fio_async_requests_are_replayed_at_their_recorded_depth(tmp_path, engine, prefix, timing):
     # GIVEN fio, direct random reads and writes of 4 KiB through libaio or io_uring, 32 in flight
     fio = require_tool("fio")
     work = tmp_path / "w"
@@ -295,8 +296,10 @@ def test_fio_async_requests_are_replayed_at_their_recorded_depth(tmp_path, engin
     assert proc.returncode == 0, proc.stderr
     job = json.loads(report.read_text())["jobs"][0]
     truth = {"read": job["read"]["io_bytes"], "write": job["write"]["io_bytes"]}
-    # WHEN replayed by iowitness, as fast as it goes
-    replay(original, tmp_path / "into", tmp_path / "replay.iwt", "--timing", "fast")
+    # WHEN replayed by iowitness, as fast as it goes, or (io_uring) with its recorded think times,
+    # which the player restarts after a wait for completions only before the requests the
+    # original waited before
+    replay(original, tmp_path / "into", tmp_path / "replay.iwt", "--timing", timing)
     before, _ = in_flight(load(original).events)
     events = load(tmp_path / "replay.iwt").events
     after, names = in_flight(events)
@@ -312,8 +315,10 @@ def test_fio_async_requests_are_replayed_at_their_recorded_depth(tmp_path, engin
     assert max(before) == 31
     if engine == "libaio":
         assert after == before
-    else:
+    elif timing == "fast":
         assert 8 < max(after) <= max(before)
+    else:   # at the original's pace the disk may keep fewer in flight than fio had: never more
+        assert max(after) <= max(before)
 
 
 def test_sysbench_fileio_replayed_moves_its_events_bytes_each_way(tmp_path):
