@@ -139,7 +139,8 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
             "originals": [str(t) for t in [original, *again]], "among_originals": among, "run_ms": runs_ms,
             "after_wait_ns": {"original": _median(gaps_after_waits(original)),
                               "replays": [_median(gaps_after_waits(t)) for t in traces],
-                              "fast": _median(gaps_after_waits(fast))},
+                              "fast": _median(gaps_after_waits(fast)),
+                              "matched": [waits_matched(original, t) for t in traces]},
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)},
             "gaps_after": gaps_after(original, traces, fast)}
 
@@ -232,6 +233,10 @@ def players_ab(original: Path, base_player: str, replays: int, into: Path, out: 
                 got = _median(gaps_after_waits(trace))
                 if got is not None:
                     found[which].append(got - base)
+                same = waits_matched(original, trace)
+                if same and same["both_diff_ns"] is not None:   # at the calls before which both slept
+                    found.setdefault(f"{which}, at the calls before which both slept", []).append(
+                        same["both_diff_ns"])
     finally:
         shutil.copy2(tree, NATIVE_PLAYER)
     return found
@@ -301,12 +306,43 @@ def run_times(trace: Path) -> dict[str, float]:
 
 
 def gaps_after_waits(trace: Path):
-    """Per thread with libaio or io_uring requests, the time from the last completion it got
-    back to its next call, for each call before which it slept waiting for one (the completion
-    came after the thread was free again from its previous call, and an off-CPU record of the
-    thread asleep ended in between: the io_getevents that reaped a libaio request, the
-    io_uring_enter that waited for a completion; an io_uring completion posted while the
-    thread was busy is no wait). The plan's think time runs from that completion; the replay's
+    """gaps_after_waits_per_thread's gaps after the calls before which the thread slept, every
+    thread's together."""
+    import numpy as np
+
+    out = [gap[waited] for waited, gap in gaps_after_waits_per_thread(trace)]
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+def waits_matched(original: Path, trace: Path) -> dict | None:
+    """The replay's waits for completions set against the original's call for call (the k-th call
+    of the k-th thread with requests, both in their order): before how many calls each slept,
+    before how many both did, and at those the replay's time from the last completion to the
+    call less the original's, median. The medians of gaps_after_waits compare different calls
+    when the replay waits elsewhere than the original (an io_uring replay holds its ring to the
+    most it ever held); this compares the same ones. None when the threads' calls do not pair."""
+    import numpy as np
+
+    mine, theirs = gaps_after_waits_per_thread(original), gaps_after_waits_per_thread(trace)
+    if len(mine) != len(theirs) or any(len(a[0]) != len(b[0]) for a, b in zip(mine, theirs)):
+        return None
+    w0 = np.concatenate([w for w, _ in mine]) if mine else np.zeros(0, bool)
+    w1 = np.concatenate([w for w, _ in theirs]) if theirs else np.zeros(0, bool)
+    g0 = np.concatenate([g for _, g in mine]) if mine else np.zeros(0, np.int64)
+    g1 = np.concatenate([g for _, g in theirs]) if theirs else np.zeros(0, np.int64)
+    both = w0 & w1
+    return {"original": int(w0.sum()), "replay": int(w1.sum()), "both": int(both.sum()),
+            "both_diff_ns": float(np.median(g1[both] - g0[both])) if both.any() else None}
+
+
+def gaps_after_waits_per_thread(trace: Path) -> list:
+    """Per thread with libaio or io_uring requests (in tid order), for each of its calls but the
+    first: whether the thread slept waiting for a completion before it, and the time from the
+    last completion it got back to it. It slept before a call when that completion came after
+    the thread was free again from its previous call and an off-CPU record of the thread asleep
+    ended in between (the io_getevents that reaped a libaio request, the io_uring_enter that
+    waited for a completion; an io_uring completion posted while the thread was busy is no
+    wait). The plan's think time runs from that completion; the replay's
     gap there is that think time plus the way back from its own wait."""
     import numpy as np
 
@@ -317,7 +353,7 @@ def gaps_after_waits(trace: Path):
     off = run_.offcpu
     asleep = off[off["state"] != 0] if off is not None and len(off) else None
     out = []
-    for tid, mine in e.groupby("tid", sort=False):
+    for tid, mine in e.groupby("tid", sort=True):   # in tid order: the order the threads were made
         is_async = mine["syscall"].astype(str).str.startswith(("aio_", "uring_")).to_numpy()
         if not is_async.any():
             continue
@@ -330,8 +366,8 @@ def gaps_after_waits(trace: Path):
             else np.zeros(0, np.int64)
         slept = np.searchsorted(woke, start[1:], side="right") > np.searchsorted(woke, free[:-1], side="right")
         waited = (last > free[:-1]) & slept
-        out.append((start[1:] - last)[waited])
-    return np.concatenate(out) if out else np.zeros(0, np.int64)
+        out.append((waited, start[1:] - last))
+    return out
 
 
 def _median(values) -> float | None:
@@ -515,6 +551,15 @@ def main() -> int:
             print(f"  time from the last completion a thread waited for to its next call, median: original "
                   f"{waits['original']:,.0f} ns; replay - original {statistics.median(diffs):+,.0f} ns (replays "
                   f"{min(diffs):+,.0f} to {max(diffs):+,.0f}); at --timing fast {waits['fast'] or 0:,.0f} ns")
+            matched = [m for m in waits["matched"] if m]
+            same = [m["both_diff_ns"] for m in matched if m["both_diff_ns"] is not None]
+            if matched:
+                print(f"    call for call: the original slept before {matched[0]['original']} calls, the replays "
+                      f"before "
+                      f"{'/'.join(str(m['replay']) for m in matched)}, both before "
+                      f"{'/'.join(str(m['both']) for m in matched)}; there, replay - original "
+                      + (f"{statistics.median(same):+,.0f} ns (replays {min(same):+,.0f} to {max(same):+,.0f})"
+                         if same else "-"))
         print("  time from a call's end to its thread's next call, by the call (replay - original, call for call):")
         for kind, g in r["gaps_after"].items():
             d = g["replay_minus_original_ns"]
@@ -525,7 +570,8 @@ def main() -> int:
                   f"as-recorded {spread}  fast {fast} ns")
         for which, diffs in r.get("players_ab", {}).items():
             if diffs:
-                print(f"  {which} player, alternating: time after a wait for completions, replay - original, median "
+                print(f"  {which.replace(',', ' player,') if ',' in which else which + ' player'}, alternating: time "
+                      f"after a wait for completions, replay - original, median "
                       f"{statistics.median(diffs):+,.0f} ns (replays {min(diffs):+,.0f} to {max(diffs):+,.0f})")
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
