@@ -32,6 +32,21 @@ def replay(trace, into, out, *options):
     return iowitness("replay", "-q", str(trace), "--into", str(into), "-o", str(out), *options, timeout=300)
 
 
+def same_phases(original, replayed) -> dict:
+    """`iowitness compare` of the original and its replay: every phase of either is in both
+    (named from the original's command, so the benchmark's module names the replay's alike),
+    with the same bytes and calls. Returns the phases' metrics by name."""
+    compared = json.loads(iowitness("compare", "--json", str(original), str(replayed)).stdout)
+    assert compared["phases"] and all(p["present"] == [True, True] for p in compared["phases"]), \
+        [(p["name"], p["present"]) for p in compared["phases"]]
+    phases = {}
+    for phase in compared["phases"]:
+        metric = {m["metric"]: m["values"] for m in phase["metrics"]}
+        assert metric["bytes"][0] == metric["bytes"][1] and metric["ops"][0] == metric["ops"][1], phase["name"]
+        phases[phase["name"]] = metric
+    return phases
+
+
 def per_call(events) -> tuple[Counter, Counter]:
     """Calls per syscall, and bytes done per data syscall, of a trace's events."""
     names = events["syscall"].astype(str)
@@ -108,6 +123,8 @@ def test_threads_sharing_a_file_replayed_keep_their_calls_and_order(tmp_path):
     firsts = set(plan.threads["first"].tolist())
     waiting = [(int(c), replay_plan.OPS[plan.calls["op"][c]]) for c in plan.waits["call"]]
     assert all(c in firsts or op == "close" for c, op in waiting), waiting
+    # AND compare pairs each thread's phase with the same bytes and calls
+    same_phases(original, tmp_path / "replay.iwt")
 
 
 def test_fio_replayed_and_exported_moves_the_bytes_fio_reported(tmp_path):
@@ -141,11 +158,7 @@ def test_fio_replayed_and_exported_moves_the_bytes_fio_reported(tmp_path):
         sorted(map(tuple, fadvise[["offset", "requested", "flags"]].values.tolist()))
     # AND compare finds every phase of the original in the replay (named by fio's module from the
     # original's command), with the same bytes and calls
-    compared = json.loads(iowitness("compare", "--json", str(original), str(tmp_path / "replay.iwt")).stdout)
-    assert compared["phases"] and all(p["present"] == [True, True] for p in compared["phases"])
-    for phase in compared["phases"]:
-        metric = {m["metric"]: m["values"] for m in phase["metrics"]}
-        assert metric["bytes"][0] == metric["bytes"][1] and metric["ops"][0] == metric["ops"][1], phase["name"]
+    same_phases(original, tmp_path / "replay.iwt")
     # WHEN exported as fio iologs and replayed by fio itself
     out = tmp_path / "fio-replay"
     iowitness("export", str(original), "--fio-iolog", str(out))
@@ -258,11 +271,7 @@ def test_fio_disk_reads_replayed_as_recorded_keep_each_phases_bytes_and_calls(tm
             assert int(events[names == call]["ret"].sum()) == moved, (trace, call)
             assert int((names == call).sum()) == moved // 4096, (trace, call)
     # AND every phase of the original is in the replay with the same bytes and calls
-    compared = json.loads(iowitness("compare", "--json", str(original), str(replayed)).stdout)
-    assert compared["phases"] and all(p["present"] == [True, True] for p in compared["phases"])
-    for phase in compared["phases"]:
-        metric = {m["metric"]: m["values"] for m in phase["metrics"]}
-        assert metric["bytes"][0] == metric["bytes"][1] and metric["ops"][0] == metric["ops"][1], phase["name"]
+    same_phases(original, replayed)
 
 
 def in_flight(events) -> tuple[list[int], str]:
@@ -313,6 +322,8 @@ def test_fio_async_requests_are_replayed_at_their_recorded_depth(tmp_path, engin
     # time the disk decides) up to as many as the original ever had; fio kept up to 32
     # (--iodepth=32) in flight
     assert max(before) == 31
+    # AND compare pairs every phase (fio's layout and its mixed phase) with the same bytes and calls
+    same_phases(original, tmp_path / "replay.iwt")
     if engine == "libaio":
         assert after == before
     elif timing == "fast":
@@ -353,6 +364,8 @@ def test_sysbench_fileio_replayed_moves_its_events_bytes_each_way(tmp_path):
     again, moved_again = per_call(events)
     assert moved_again == moved and again["pread64"] == calls["pread64"] and again["pwrite64"] == calls["pwrite64"]
     assert set(events["path"].astype(str)) == {str(into / "test_file.0"), str(into / "test_file.1")}
+    # AND compare pairs every phase with the same bytes and calls
+    same_phases(original, tmp_path / "replay.iwt")
 
 
 @pytest.mark.parametrize("fs", ["xfs", "btrfs"])
