@@ -14,6 +14,8 @@ docs/replay.md keeps the figures with the command.
 
 Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work /tmp/replay-bench [--player python]
        [--into-root /mnt/btrfs/replays]   (replays on another file system, the originals on --work's)
+       [--into-fs xfs,btrfs]   (after the same-file-system replays, the first original replayed REPLAYS times
+                                more into each file system named, made fresh on a loop device and removed after)
        [--originals 3]   (the workload run 3 times, interleaved with the replays: its own spread, the same way;
                           then each phase's replays' median against the originals' median and range)
        [--base-player /tmp/player-main]   (replayed REPLAYS times again by that build and by the tree's,
@@ -111,8 +113,43 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
     fast = base / "replay-fast.iwt"
     run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / "into-fast"), "-o", str(fast),
          "--player", player, "--timing", "fast"])
+    rows = phase_rows(original, traces)
+    # per phase of the report (named, on its file, ranked in time), the duration less the
+    # time its thread spent preempted (runnable, off the CPU) in its window, in each trace: the
+    # error of the replay itself, apart from the machine's load at each run (signed: + slower);
+    # and the same for the workload's other runs against the first: how far it is from itself
+    base_phases = unloaded(original)
+    quiet: list[dict] = []
+    for label, runs in (("replay", traces), ("another original", again)):
+        spread: dict[tuple, list[float]] = {}
+        for trace in runs:
+            other = unloaded(trace)
+            for key, (d0, _, _) in base_phases.items():
+                if key in other and d0 > 0:
+                    spread.setdefault(key, []).append((other[key][0] - d0) / d0 * 100)
+        quiet += [{"phase": " ".join(map(str, key)), "of": label, "original_s": base_phases[key][0],
+                   "preempted_pct": base_phases[key][1], "error_pct_median": statistics.median(e),
+                   "error_pct_range": (min(e), max(e))} for key, e in spread.items()]
+    among = against_originals([original, *again], traces)
+    # the whole run's data calls, first to last, every thread's: the time a multi-threaded
+    # benchmark's own clock measures (threads_bench's one figure), whatever each thread's share;
+    # and where its threads' time went in it
+    runs_ms = {"originals": [run_times(t) for t in [original, *again]], "replays": [run_times(t) for t in traces]}
+    return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
+            "originals": [str(t) for t in [original, *again]], "among_originals": among, "run_ms": runs_ms,
+            "after_wait_ns": {"original": _median(gaps_after_waits(original)),
+                              "replays": [_median(gaps_after_waits(t)) for t in traces],
+                              "fast": _median(gaps_after_waits(fast)),
+                              "matched": [waits_matched(original, t) for t in traces]},
+            "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)},
+            "gaps_after": gaps_after(original, traces, fast)}
+
+
+def phase_rows(original: Path, traces: list[Path]) -> list[dict]:
+    """Per phase `compare` pairs (name, record size, rank): bytes and calls of each replay against
+    the original's (equal or not), and the wall-time error |replay - original| / original."""
     compared = json.loads(run([*IOWITNESS, "compare", "--json", str(original), *map(str, traces)]).stdout)
-    rows = []
+    rows: list[dict] = []
     for phase in compared["phases"]:
         metric = {m["metric"]: m["values"] for m in phase["metrics"]}
         if not all(phase["present"]) or "duration" not in metric:
@@ -124,50 +161,53 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                      "calls_equal": len(set(metric["ops"])) == 1, "original_s": d0,
                      "error_pct_median": statistics.median(errors) if errors else None,
                      "error_pct_range": (min(errors), max(errors)) if errors else None})
-    # per phase of the report (named, on its file, ranked in time), the duration less the
-    # time its thread spent preempted (runnable, off the CPU) in its window, in each trace: the
-    # error of the replay itself, apart from the machine's load at each run (signed: + slower);
-    # and the same for the workload's other runs against the first: how far it is from itself
-    base_phases = unloaded(original)
-    quiet = []
-    # per phase, its duration less preemption in every original and every replay: the replays'
-    # median set against the originals' own median and range (not against the first alone)
-    durations: dict[str, dict[tuple, list[float]]] = {"original": {}, "replay": {}}
-    for key, (d0, _) in base_phases.items():
-        durations["original"].setdefault(key, []).append(d0)
-    for label, runs in (("replay", traces), ("another original", again)):
-        spread: dict[tuple, list[float]] = {}
-        for trace in runs:
-            other = unloaded(trace)
-            for key, (d1, _) in other.items():
-                durations["replay" if label == "replay" else "original"].setdefault(key, []).append(d1)
-            for key, (d0, _) in base_phases.items():
-                if key in other and d0 > 0:
-                    spread.setdefault(key, []).append((other[key][0] - d0) / d0 * 100)
-        quiet += [{"phase": " ".join(map(str, key)), "of": label, "original_s": base_phases[key][0],
-                   "preempted_pct": base_phases[key][1], "error_pct_median": statistics.median(e),
-                   "error_pct_range": (min(e), max(e))} for key, e in spread.items()]
+    return rows
+
+
+def against_originals(originals: list[Path], replays: list[Path]) -> list[dict]:
+    """Per one-thread phase, its wall time in every original and every replay, both whole and less
+    its thread's preemption: the replays' median set against the originals' own median and range
+    (not against the first original alone)."""
+    durations: dict[str, dict[tuple, list[tuple[float, float]]]] = {"original": {}, "replay": {}}
+    for which, traces in (("original", originals), ("replay", replays)):
+        for trace in traces:
+            for key, (less, _, whole) in unloaded(trace).items():
+                durations[which].setdefault(key, []).append((less, whole))
     among = []
     for key, mine in durations["original"].items():
         theirs = durations["replay"].get(key)
         if not theirs or len(mine) < 2:
             continue
-        mid = statistics.median(mine)
-        among.append({"phase": " ".join(map(str, key)), "originals_ms": [d * 1e3 for d in mine],
-                      "replays_ms": [d * 1e3 for d in theirs],
-                      "replay_median_vs_originals_median_pct": (statistics.median(theirs) - mid) / mid * 100,
-                      "originals_range_pct": ((min(mine) - mid) / mid * 100, (max(mine) - mid) / mid * 100)})
-    # the whole run's data calls, first to last, every thread's: the time a multi-threaded
-    # benchmark's own clock measures (threads_bench's one figure), whatever each thread's share;
-    # and where its threads' time went in it
-    runs_ms = {"originals": [run_times(t) for t in [original, *again]], "replays": [run_times(t) for t in traces]}
-    return {"workload": name, "command": " ".join(argv), "phases": rows, "unloaded": quiet, "original": str(original),
-            "among_originals": among, "run_ms": runs_ms,
-            "after_wait_ns": {"original": _median(gaps_after_waits(original)),
-                              "replays": [_median(gaps_after_waits(t)) for t in traces],
-                              "fast": _median(gaps_after_waits(fast))},
-            "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)},
-            "gaps_after": gaps_after(original, traces, fast)}
+        row: dict = {"phase": " ".join(map(str, key))}
+        for k, suffix in ((0, ""), (1, "_whole")):
+            o, r = [d[k] for d in mine], [d[k] for d in theirs]
+            mid = statistics.median(o)
+            row |= {f"originals_ms{suffix}": [d * 1e3 for d in o], f"replays_ms{suffix}": [d * 1e3 for d in r],
+                    f"replay_median_vs_originals_median_pct{suffix}": (statistics.median(r) - mid) / mid * 100,
+                    f"originals_range_pct{suffix}": ((min(o) - mid) / mid * 100, (max(o) - mid) / mid * 100)}
+        among.append(row)
+    return among
+
+
+def into_file_system(fs: str, original: Path, originals: list[Path], replays: int, player: str,
+                     size_mb: int) -> dict:
+    """The original replayed `replays` times into `fs`, made fresh on a loop device of `size_mb`
+    (tests/support/blockdev.py: unmounted and detached after, whatever happens); each replay's
+    directory removed once its trace is written, so that the device need hold one replay."""
+    sys.path.insert(0, str(ROOT))
+    from tests.support.blockdev import loop_fs
+
+    base = original.parent
+    traces = []
+    with loop_fs(fs, size_mb) as (_, mnt):
+        for k in range(replays):
+            out = base / f"replay-{fs}-{k}.iwt"
+            into = Path(mnt) / f"into-{k}"
+            run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into), "-o", str(out), "--player", player])
+            shutil.rmtree(into, ignore_errors=True)
+            traces.append(out)
+    return {"fs": fs, "phases": phase_rows(original, traces), "among_originals": against_originals(originals, traces),
+            "run_ms": [run_times(t) for t in traces]}
 
 
 def players_ab(original: Path, base_player: str, replays: int, into: Path, out: Path) -> dict[str, list[float]]:
@@ -193,16 +233,20 @@ def players_ab(original: Path, base_player: str, replays: int, into: Path, out: 
                 got = _median(gaps_after_waits(trace))
                 if got is not None:
                     found[which].append(got - base)
+                same = waits_matched(original, trace)
+                if same and same["both_diff_ns"] is not None:   # at the calls before which both slept
+                    found.setdefault(f"{which}, at the calls before which both slept", []).append(
+                        same["both_diff_ns"])
     finally:
         shutil.copy2(tree, NATIVE_PLAYER)
     return found
 
 
-def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
+def unloaded(trace: Path) -> dict[tuple, tuple[float, float, float]]:
     """Per one-thread phase of the trace's report, keyed (name, file name, rank among the
     phases of that name on that file in time order): its duration (first to last data call) less the time its
-    thread spent preempted in that window (off-CPU records of state 0), and the preempted
-    share of the duration in %."""
+    thread spent preempted in that window (off-CPU records of state 0), the preempted
+    share of the duration in %, and the whole duration (s)."""
     import numpy as np
 
     from iowitness.analysis.read.run import load
@@ -210,7 +254,7 @@ def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
     report = json.loads(run([*IOWITNESS, "report", "--json", str(trace)]).stdout)
     off = load(trace).offcpu
     off = off[off["state"] == 0] if off is not None and len(off) else None
-    out: dict[tuple, tuple[float, float]] = {}
+    out: dict[tuple, tuple[float, float, float]] = {}
     seen: dict[tuple, int] = {}
     for p in sorted(report["phases"], key=lambda p: int(p["data_first_ns"] or 0)):
         if p.get("threads") != 1:   # several threads' preemptions overlap: not one figure
@@ -225,7 +269,7 @@ def unloaded(trace: Path) -> dict[tuple, tuple[float, float]]:
         span = max(b - a, 0)
         name = (p.get("benchmark_name") or p["name"], os.path.basename(str(p.get("path") or "")))
         rank = seen[name] = seen.get(name, -1) + 1
-        out[(*name, rank)] = ((span - lost) / 1e9, lost / span * 100 if span else 0.0)
+        out[(*name, rank)] = ((span - lost) / 1e9, lost / span * 100 if span else 0.0, span / 1e9)
     return out
 
 
@@ -262,12 +306,43 @@ def run_times(trace: Path) -> dict[str, float]:
 
 
 def gaps_after_waits(trace: Path):
-    """Per thread with libaio or io_uring requests, the time from the last completion it got
-    back to its next call, for each call before which it slept waiting for one (the completion
-    came after the thread was free again from its previous call, and an off-CPU record of the
-    thread asleep ended in between: the io_getevents that reaped a libaio request, the
-    io_uring_enter that waited for a completion; an io_uring completion posted while the
-    thread was busy is no wait). The plan's think time runs from that completion; the replay's
+    """gaps_after_waits_per_thread's gaps after the calls before which the thread slept, every
+    thread's together."""
+    import numpy as np
+
+    out = [gap[waited] for waited, gap in gaps_after_waits_per_thread(trace)]
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+def waits_matched(original: Path, trace: Path) -> dict | None:
+    """The replay's waits for completions set against the original's call for call (the k-th call
+    of the k-th thread with requests, both in their order): before how many calls each slept,
+    before how many both did, and at those the replay's time from the last completion to the
+    call less the original's, median. The medians of gaps_after_waits compare different calls
+    when the replay waits elsewhere than the original (an io_uring replay holds its ring to the
+    most it ever held); this compares the same ones. None when the threads' calls do not pair."""
+    import numpy as np
+
+    mine, theirs = gaps_after_waits_per_thread(original), gaps_after_waits_per_thread(trace)
+    if len(mine) != len(theirs) or any(len(a[0]) != len(b[0]) for a, b in zip(mine, theirs)):
+        return None
+    w0 = np.concatenate([w for w, _ in mine]) if mine else np.zeros(0, bool)
+    w1 = np.concatenate([w for w, _ in theirs]) if theirs else np.zeros(0, bool)
+    g0 = np.concatenate([g for _, g in mine]) if mine else np.zeros(0, np.int64)
+    g1 = np.concatenate([g for _, g in theirs]) if theirs else np.zeros(0, np.int64)
+    both = w0 & w1
+    return {"original": int(w0.sum()), "replay": int(w1.sum()), "both": int(both.sum()),
+            "both_diff_ns": float(np.median(g1[both] - g0[both])) if both.any() else None}
+
+
+def gaps_after_waits_per_thread(trace: Path) -> list:
+    """Per thread with libaio or io_uring requests (in tid order), for each of its calls but the
+    first: whether the thread slept waiting for a completion before it, and the time from the
+    last completion it got back to it. It slept before a call when that completion came after
+    the thread was free again from its previous call and an off-CPU record of the thread asleep
+    ended in between (the io_getevents that reaped a libaio request, the io_uring_enter that
+    waited for a completion; an io_uring completion posted while the thread was busy is no
+    wait). The plan's think time runs from that completion; the replay's
     gap there is that think time plus the way back from its own wait."""
     import numpy as np
 
@@ -278,7 +353,7 @@ def gaps_after_waits(trace: Path):
     off = run_.offcpu
     asleep = off[off["state"] != 0] if off is not None and len(off) else None
     out = []
-    for tid, mine in e.groupby("tid", sort=False):
+    for tid, mine in e.groupby("tid", sort=True):   # in tid order: the order the threads were made
         is_async = mine["syscall"].astype(str).str.startswith(("aio_", "uring_")).to_numpy()
         if not is_async.any():
             continue
@@ -291,8 +366,8 @@ def gaps_after_waits(trace: Path):
             else np.zeros(0, np.int64)
         slept = np.searchsorted(woke, start[1:], side="right") > np.searchsorted(woke, free[:-1], side="right")
         waited = (last > free[:-1]) & slept
-        out.append((start[1:] - last)[waited])
-    return np.concatenate(out) if out else np.zeros(0, np.int64)
+        out.append((waited, start[1:] - last))
+    return out
 
 
 def _median(values) -> float | None:
@@ -384,6 +459,30 @@ def player_cost(original: str, work: Path, player: str) -> dict:
             "cpu_s_per_million": cpu / calls * 1e6}
 
 
+def print_phases(rows: list[dict], among: list[dict]) -> None:
+    """The per-phase table: bytes and calls against the original, then each one-thread phase's
+    wall time, whole and less preemption, the replays' median against the originals'."""
+    for row in rows:
+        if "present" in row:
+            print(f"  {row['phase']:<28} not in every run: {row['present']}")
+            continue
+        med, rng = row["error_pct_median"], row["error_pct_range"]
+        print(f"  {row['phase']:<28} bytes equal {row['bytes_equal']!s:<5} calls equal {row['calls_equal']!s:<5} "
+              f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
+              f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
+    if among:
+        print("  the replays' median against the originals' median (the originals' own range), "
+              "whole | less preemption:")
+    for row in among:
+        whole = []
+        for suffix in ("_whole", ""):
+            lo, hi = row[f"originals_range_pct{suffix}"]
+            whole.append(f"originals {'/'.join(f'{d:.1f}' for d in row[f'originals_ms{suffix}'])} ms, replays "
+                         f"{'/'.join(f'{d:.1f}' for d in row[f'replays_ms{suffix}'])} ms: "
+                         f"{row[f'replay_median_vs_originals_median_pct{suffix}']:+6.1f} % ({lo:+.1f} to {hi:+.1f} %)")
+        print(f"    {row['phase']:<30} {whole[0]} | {whole[1]}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replays", type=int, default=5)
@@ -399,6 +498,12 @@ def main() -> int:
                                               "time after a wait for completions set against the original's")
     parser.add_argument("--into-root", help="replay under this directory (another file system: mount it first) "
                                             "instead of beside the original")
+    parser.add_argument("--into-fs", default="", help="comma-separated file systems (xfs, btrfs, ext4): after the "
+                                                     "same-file-system replays, the first original replayed REPLAYS "
+                                                     "times more into each, made fresh on a loop device")
+    parser.add_argument("--into-fs-only", help="only for workloads whose name contains one of these, comma-separated "
+                                               "(default: every one)")
+    parser.add_argument("--into-fs-mb", type=int, default=1024, help="the loop device's size (default %(default)s)")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -409,35 +514,26 @@ def main() -> int:
         if not shutil.which(command[0]) and not os.path.exists(command[0]):
             print(f"# {name}: {command[0]} not installed, skipped")
             continue
+        print(f"# {name}: from {time.strftime('%H:%M:%S', time.gmtime())} UTC, load {os.getloadavg()[0]:.2f}")
+        load_before = os.getloadavg()[0]
         r = fidelity(name, command, work, args.replays, args.player,
                      Path(args.into_root) if args.into_root else None, args.originals)
         r["player"] = player_cost(r["original"], work, args.player)
         if args.base_player:
             base = Path(r["original"]).parent
             r["players_ab"] = players_ab(Path(r["original"]), args.base_player, args.replays, base, base)
+        r["load"] = [load_before, os.getloadavg()[0]]   # the 1-minute load average before and after
         results.append(r)
-        print(f"## {name}\n$ {r['command']}")
-        for row in r["phases"]:
-            if "present" in row:
-                print(f"  {row['phase']:<28} not in every run: {row['present']}")
-                continue
-            med, rng = row["error_pct_median"], row["error_pct_range"]
-            print(f"  {row['phase']:<28} bytes equal {row['bytes_equal']!s:<5} calls equal {row['calls_equal']!s:<5} "
-                  f"original {row['original_s'] * 1e3:9.1f} ms  wall error median {med:6.1f} % "
-                  f"(range {rng[0]:.1f}-{rng[1]:.1f} %)")
+        (work / "results.json").write_text(json.dumps(results, indent=1))   # kept as it goes: a run cut short
+        print(f"## {name} (to {time.strftime('%H:%M:%S', time.gmtime())} UTC, load {r['load'][0]:.2f} then "
+              f"{r['load'][1]:.2f})\n$ {r['command']}")
+        print_phases(r["phases"], r["among_originals"])
         print("  less each run's preemption, signed (+: slower than the first original):")
         for row in r["unloaded"]:
             med, rng = row["error_pct_median"], row["error_pct_range"]
             print(f"    {row['of']:<16} {row['phase']:<30} original {row['original_s'] * 1e3:8.1f} ms "
                   f"({row['preempted_pct']:3.0f} % preempted besides)  error median {med:+7.1f} % "
                   f"(range {rng[0]:+.1f} to {rng[1]:+.1f} %)")
-        if r["among_originals"]:
-            print("  less preemption, the replays' median against the originals' median (the originals' own range):")
-        for row in r["among_originals"]:
-            lo, hi = row["originals_range_pct"]
-            print(f"    {row['phase']:<30} originals {'/'.join(f'{d:.1f}' for d in row['originals_ms'])} ms  "
-                  f"replays' median {row['replay_median_vs_originals_median_pct']:+6.1f} % "
-                  f"(originals {lo:+.1f} to {hi:+.1f} %)")
         runs = r["run_ms"]
         if len(runs["originals"]) > 1 and runs["replays"]:
             print("  the run's data calls, every thread's (replays' median against the originals'):")
@@ -455,6 +551,15 @@ def main() -> int:
             print(f"  time from the last completion a thread waited for to its next call, median: original "
                   f"{waits['original']:,.0f} ns; replay - original {statistics.median(diffs):+,.0f} ns (replays "
                   f"{min(diffs):+,.0f} to {max(diffs):+,.0f}); at --timing fast {waits['fast'] or 0:,.0f} ns")
+            matched = [m for m in waits["matched"] if m]
+            same = [m["both_diff_ns"] for m in matched if m["both_diff_ns"] is not None]
+            if matched:
+                print(f"    call for call: the original slept before {matched[0]['original']} calls, the replays "
+                      f"before "
+                      f"{'/'.join(str(m['replay']) for m in matched)}, both before "
+                      f"{'/'.join(str(m['both']) for m in matched)}; there, replay - original "
+                      + (f"{statistics.median(same):+,.0f} ns (replays {min(same):+,.0f} to {max(same):+,.0f})"
+                         if same else "-"))
         print("  time from a call's end to its thread's next call, by the call (replay - original, call for call):")
         for kind, g in r["gaps_after"].items():
             d = g["replay_minus_original_ns"]
@@ -465,7 +570,8 @@ def main() -> int:
                   f"as-recorded {spread}  fast {fast} ns")
         for which, diffs in r.get("players_ab", {}).items():
             if diffs:
-                print(f"  {which} player, alternating: time after a wait for completions, replay - original, median "
+                print(f"  {which.replace(',', ' player,') if ',' in which else which + ' player'}, alternating: time "
+                      f"after a wait for completions, replay - original, median "
                       f"{statistics.median(diffs):+,.0f} ns (replays {min(diffs):+,.0f} to {max(diffs):+,.0f})")
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
@@ -474,6 +580,24 @@ def main() -> int:
         print(f"  {args.player} player alone, fast: {pc['calls']:,} calls, {pc['ns_per_call']:,.0f} ns per call, "
               f"{pc['cpu_s_per_million']:.2f} CPU-s per million calls")
         sys.stdout.flush()
+    # then across file systems, once every workload has its same-file-system table: the same
+    # first original replayed into each file system, against the same originals
+    for r in results if args.into_fs else ():
+        if args.into_fs_only and not any(part in r["workload"] for part in args.into_fs_only.split(",")):
+            continue
+        r["into_fs"] = []
+        for fs in args.into_fs.split(","):
+            before = os.getloadavg()[0]
+            other = into_file_system(fs, Path(r["original"]), [Path(t) for t in r["originals"]], args.replays,
+                                     args.player, args.into_fs_mb)
+            other["load"] = [before, os.getloadavg()[0]]
+            r["into_fs"].append(other)
+            (work / "results.json").write_text(json.dumps(results, indent=1))
+            print(f"## {r['workload']} replayed into {fs} (a fresh loop device), against the originals on "
+                  f"{args.work}'s file system (to {time.strftime('%H:%M:%S', time.gmtime())} UTC, load "
+                  f"{before:.2f} then {other['load'][1]:.2f})")
+            print_phases(other["phases"], other["among_originals"])
+            sys.stdout.flush()
     (work / "results.json").write_text(json.dumps(results, indent=1))
     return 0
 
