@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from iowitness.analysis.benchmarks import iozone_bounds, iozone_clock, iozone_groups
-from iowitness.analysis.benchmarks.iozone_claims import BANNER, parse, without_report  # noqa: F401 (the interface)
+from iowitness.analysis.benchmarks.iozone_claims import BANNER, first_traced_test, parse, without_report  # noqa: F401 (the interface)
 from iowitness.analysis.judge.claim import Claim, Match
 from iowitness.analysis.read import recorded_paths
 
@@ -188,18 +188,20 @@ def _direction_matches(expected: str, operation: str) -> bool:
     return expected == "mixed" or expected == operation
 
 
-def name_units(units: pd.DataFrame, argv: list[str]) -> list[str | None]:
+def name_units(units: pd.DataFrame, argv: list[str], first_test: str | None = None) -> list[str | None]:
     """Names for phase units (single phases or concurrent groups) in time order.
 
     IOzone runs its tests in number order for every (file size, record size) pair of a
     sweep, so the expected names repeat; a unit whose direction does not fit the next
-    expected pass is matched to the next pass that fits.
+    expected pass is matched to the next pass that fits. `first_test`: the test the trace's
+    first unit is (a trace attached mid-run, first_traced_test), else IOzone's first.
     """
     try:
         sequence = [pass_ for t in tests(argv) for pass_ in IOZONE_TESTS[t]]
     except (ValueError, KeyError):   # "-i x", "-i 99": IOzone itself refuses them; no names then
         return [None] * len(units)
-    names, position = [], 0
+    names = []
+    position = next((k for k, (name, _) in enumerate(sequence) if name == first_test), 0)
     for operation in units["operation"]:
         for attempt in range(len(sequence)):
             name, direction = sequence[(position + attempt) % len(sequence)]
@@ -230,13 +232,14 @@ def own_files(argv: list[str], cwd: str | None = None):
 
 
 def name_phases(table: pd.DataFrame, argv: list[str], pid: int | None = None,
-                cwd: str | None = None) -> pd.Series | None:
-    """Each phase named after its group (a throughput-mode test's children share a name)."""
+                cwd: str | None = None, first_test: str | None = None) -> pd.Series | None:
+    """Each phase named after its group (a throughput-mode test's children share a name);
+    `first_test`: the test the trace's first group is, when it began mid-run."""
     if not len(table):
         return None
     units = table.sort_values("data_first_ns").groupby("group", sort=False).agg(
         operation=("operation", lambda ops: ops.iloc[0] if len(set(ops)) == 1 else "mixed"))
-    named = dict(zip(units.index, name_units(units, argv)))
+    named = dict(zip(units.index, name_units(units, argv, first_test)))
     return table["group"].map(named)
 
 

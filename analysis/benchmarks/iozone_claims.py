@@ -157,6 +157,18 @@ def parse(text: str) -> list[Claim]:
     return claims
 
 
+def first_traced_test(lines: list[str]) -> str | None:
+    """The test whose throughput lines come first in the output a trace attached mid-run
+    recorded ("Children see throughput for  2 rewriters"): IOzone prints a test's lines as it
+    ends, so the tests before it ended before the attach, and the trace's first group of
+    phases is this one's (under way at the attach, or begun after it). None: no such line."""
+    for line in lines:
+        m = _CHILDREN.match(line.expandtabs(8))
+        if m and m.group("name") in THROUGHPUT_TESTS:
+            return THROUGHPUT_TESTS[m.group("name")]
+    return None
+
+
 def without_report(claims: list[Claim]) -> list[Claim]:
     """The claims once each: drops the -R report's copies of the table's numbers."""
     return [c for c in claims if c.extra.get("from") != "report"]

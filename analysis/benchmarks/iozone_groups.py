@@ -32,7 +32,9 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     notes = _missing_members(claim, rows)
     last_ns = None
     if trace is not None and len(rows):
-        last_ns = _last_call_on(report.evidence, options.get("files") or [], rows, report.phases)
+        # the next test's first call bounds this one's closes: the trace's next phase, not the
+        # window's (a window ends at its line, and IOzone -t prints at its end, after its cleanup)
+        last_ns = _last_call_on(report.evidence, options.get("files") or [], rows, report.all_phases)
         if claim.scope == "parent":
             woke = parent_woke(trace, rows, max(int(rows["last_ns"].max()), last_ns or 0))
             if woke is not None:
@@ -66,7 +68,7 @@ def parent_woke(trace, rows: pd.DataFrame, last: int) -> tuple[int, int] | None:
     """(when, how long after `last`) the children's parent process came back on a CPU, when it
     was off it at `last` (the group's last close: asleep in its poll, or waiting for a CPU);
     None when it was on a CPU then or the trace has no off-CPU records of it. The parent is the
-    process that forked the members (trace.processes), else the traced command's."""
+    process that forked the members (trace.processes), else the traced or attached command's."""
     off = device.scheduler_records(trace)
     if off is None or not len(off):
         return None
@@ -76,8 +78,11 @@ def parent_woke(trace, rows: pd.DataFrame, last: int) -> tuple[int, int] | None:
     if processes is not None and len(processes) and "parent_tgid" in processes:
         forked = processes[processes["tgid"].isin([int(t) for t in rows["tgid"]])]
         parents = {int(p) for p in forked["parent_tgid"] if int(p)}
-    if not parents and trace.meta.get("pid"):
-        parents = {int(trace.meta["pid"])}
+    if not parents:
+        # the traced command's process (`run`), else the one attached to (`attach --pid`): IOzone
+        # -T's children are its threads
+        attached = [int(p["pid"]) for p in trace.meta.get("attached") or [] if isinstance(p, dict) and p.get("pid")]
+        parents = {int(trace.meta["pid"])} if trace.meta.get("pid") else set(attached[:1])
     if len(parents) != 1:
         return None
     parent = parents.pop()

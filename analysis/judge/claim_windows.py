@@ -84,11 +84,12 @@ def place(claims: list[Claim], lines: list, given: bool, attached: bool) -> str:
     timed = sorted((ln for ln in lines if ln.t_ns is not None), key=lambda ln: ln.t_ns)
     if not claims or not timed or len(timed) < len(lines):
         return ORDER_NOTE
-    texts = [ln.text.strip() for ln in timed]
+    texts = [same_text(ln.text) for ln in timed]
     found: list[int | None] = []
     cursor = 0
     for claim in claims:
-        j = next((k for k in range(cursor, len(texts)) if texts[k] == claim.printed), None)
+        printed_text = same_text(claim.printed or "")
+        j = next((k for k in range(cursor, len(texts)) if texts[k] == printed_text), None)
         if j is None and not given:
             # a claim whose `printed` is not a line (a report the benchmark wrote whole, fio's
             # JSON): printed by the end of the output
@@ -112,6 +113,12 @@ def place(claims: list[Claim], lines: list, given: bool, attached: bool) -> str:
                                            "which begins later (iowitness attached after this test): its calls "
                                            "are not in the trace")
     return TIMELINE_NOTE
+
+
+def same_text(line: str) -> str:
+    """A line as a claim's `printed` and a recorded line are compared: its tabs expanded (IOzone's
+    claims expand them, its output writes keep them) and its ends stripped."""
+    return line.expandtabs(8).strip()
 
 
 def _identity(claim: Claim) -> tuple:

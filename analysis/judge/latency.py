@@ -12,6 +12,7 @@ What one operation is, as the benchmark times it (a claim's `timed`):
                and "N calls+sync" say how many data calls (analysis/phasing/operations.py)
   call or sync every data call and every fsync/fdatasync, each one operation (sysbench
                fileio counts its periodic fsyncs among its events)
+  sync         every fsync/fdatasync, each one operation, no data call
 
 A benchmark that drops warm-up requests from its figures says how many (`skip`): the first
 operations of the phases, in time order, are left out of the trace's figure too.
@@ -186,7 +187,7 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
                direction: str | None) -> np.ndarray:
     """Seconds per operation in `phases`, in time order of the operations' starts (GAPS: a
     value per data call with its thread's calls around it, ThreadGaps)."""
-    if timed not in ("call", "call+sync", "open..close", "call or sync") + GAPS:
+    if timed not in ("call", "call+sync", "open..close", "call or sync", "sync") + GAPS:
         return several.spans(events, assigned, phases, timed, direction)
     kind = phase_module.call_kinds(events["syscall"])
     in_phases = np.isin(assigned["phase"].to_numpy(), phases)
@@ -197,10 +198,9 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
         per = frame.groupby("span").agg(start=("start", "min"), end=("end", "max")).sort_values("start")
         return (per["end"] - per["start"]).to_numpy(np.float64) / 1e9
     data = data_calls(events, assigned, phases, direction)
-    if timed in ("call", "call or sync"):
-        if timed == "call or sync":
-            data |= in_phases & (kind == phase_module.SYNC)
-        rows = np.flatnonzero(data)
+    if timed in ("call", "call or sync", "sync"):
+        syncs = in_phases & (kind == phase_module.SYNC)
+        rows = np.flatnonzero(syncs if timed == "sync" else data | syncs if timed == "call or sync" else data)
         return (end[rows] - start[rows]).astype(np.float64) / 1e9
     if timed in GAPS:   # the whole table as one block: one rule for both
         gaps = ThreadGaps(phases, timed, direction)

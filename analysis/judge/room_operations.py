@@ -24,7 +24,7 @@ import pandas as pd
 
 from iowitness.analysis.phasing import operations as several, phases as phase_module
 
-SINGLE = ("call", "call or sync")
+SINGLE = ("call", "call or sync", "sync")
 
 
 def roomed(timed: str | None) -> bool:
@@ -54,8 +54,8 @@ def spans(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed
     data = in_phases & np.isin(kind, wanted) & ~faults & ~phase_module.uncounted(assigned)
     syncs = in_phases & (kind == phase_module.SYNC)
     if timed in SINGLE:
-        rows = np.flatnonzero(data | (syncs & ~faults & ~phase_module.uncounted(assigned) if timed == SINGLE[1]
-                                      else np.zeros(len(data), bool)))
+        counted_syncs = syncs & ~faults & ~phase_module.uncounted(assigned)
+        rows = np.flatnonzero(data if timed == "call" else counted_syncs if timed == "sync" else data | counted_syncs)
         return _sorted(start[rows], end[rows], tid[rows])
     if timed == "open..close":
         # every call of one open file description, from its open's start to its last close's end

@@ -9,6 +9,9 @@ A benchmark's "operation" is not always one call. What a claim's `timed` may say
                  (a loop of n writes and an fdatasync, n found in the trace)
   N calls        N data calls of one thread (n small O_DSYNC writes timed as one)
   N calls+sync   N data calls of one thread and the syncs after the N-th
+  call or sync   every data call and every fsync/fdatasync, each one operation
+  sync           every fsync/fdatasync, each one operation, the data calls none (sysbench
+                 fileio's "fsyncs/s": its periodic fsyncs over its timed period)
 
 A rate claim (ops/s) counts operations, not calls: `per_operation(rows, timed)` gives the
 phase rows with `ops` (and `read_ops`) counting operations, so that every window figure of
@@ -36,6 +39,8 @@ from iowitness.analysis.phasing import phases as phase_module
 BASIC = ("call", "call+sync", "open..close")
 # every data call and every fsync/fdatasync, each one operation (sysbench fileio's events)
 EACH = "call or sync"
+# every fsync/fdatasync, each one operation, and no data call (sysbench fileio's fsyncs/s)
+SYNC = "sync"
 GROUPS = ("calls+sync",)
 # "8 calls", "8 calls+sync" (a whole number of data calls per operation)
 COUNTED = re.compile(r"^\s*(\d{1,9})\s*calls?\s*(\+\s*sync)?\s*$")
@@ -49,6 +54,8 @@ def parse(timed: str) -> tuple[str, int]:
     text = str(timed).strip()
     if text == EACH:
         return text, 1
+    if text == SYNC:
+        return text, 0
     if text in BASIC or text in GROUPS:
         return text, 1 if text in BASIC[:2] else 0
     m = COUNTED.match(text)
@@ -57,7 +64,8 @@ def parse(timed: str) -> tuple[str, int]:
         if n == 1:
             return ("call+sync" if m.group(2) else "call"), 1
         return ("calls+sync" if m.group(2) else "calls"), n
-    raise ValueError(f"{timed!r} is not one of {', '.join(BASIC + GROUPS + (EACH,))}, \"N calls\", \"N calls+sync\"")
+    known = ", ".join(BASIC + GROUPS + (EACH, SYNC))
+    raise ValueError(f"{timed!r} is not one of {known}, \"N calls\", \"N calls+sync\"")
 
 
 def canonical(timed: str) -> str:
@@ -90,6 +98,8 @@ def counts(rows: pd.DataFrame, timed: str) -> np.ndarray:
         return np.maximum(rows["fsyncs"].to_numpy(np.float64), 1.0)
     if kind == EACH:
         return ops + (rows["fsyncs"].to_numpy(np.float64) if "fsyncs" in rows else 0.0)
+    if kind == SYNC:
+        return rows["fsyncs"].to_numpy(np.float64) if "fsyncs" in rows else np.zeros(len(rows))
     return ops
 
 
@@ -128,6 +138,8 @@ def describe(rows: pd.DataFrame, timed: str) -> str:
     if kind == "calls+sync":
         per = n or (ops / syncs if syncs else ops)
         return f"{_calls(per, what)} and a sync"
+    if kind == SYNC:
+        return "an fsync or fdatasync"
     return _calls(n or 1, what)
 
 

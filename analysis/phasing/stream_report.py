@@ -78,7 +78,7 @@ def table_of(source, assigned, rider=None) -> pd.DataFrame:
     aio_done = getattr(source.trace, "aio_done", None)
     report.with_kernel_columns(table, aio_kernel.figures_streamed(table, assigned, aio_done))
     report.with_groups(table, module, command)
-    report.with_names(table, module, command, meta)
+    report.with_names(table, module, command, meta, getattr(source, "trace", None))
     return table
 
 

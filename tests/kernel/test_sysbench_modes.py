@@ -98,3 +98,22 @@ def test_sequential_writes_file_after_file_are_one_figure_over_the_run(tmp_path)
     assert len(rates) == 2 and all(line.startswith(("AGREES", "EXPLAINED")) and "phases 1–2" in line
                                    for line in rates), out
     assert "DISAGREES" not in out, out
+
+
+def test_fsyncs_per_second_is_a_claim_judged_on_the_traces_fsyncs(tmp_path):
+    # GIVEN sysbench's random writes with its periodic fsyncs (--file-fsync-freq=10; no final ones)
+    # WHEN it runs traced for 2,000 events, then is checked with its spec
+    printed, events, ev, out = run_and_check(tmp_path, "fsyncs", "--file-test-mode=rndwr", "--file-fsync-freq=10",
+                                             "--file-fsync-end=off", events=2000)
+    fsyncs_per_s = float(re.search(r"fsyncs/s:\s+([\d.]+)", printed).group(1))
+    writes_per_s = float(re.search(r"writes/s:\s+([\d.]+)", printed).group(1))
+    data = ev[ev["path"].astype(str).str.contains("test_file")]
+    syncs = int(data["syscall"].isin(["fsync", "fdatasync"]).sum())
+    # THEN sysbench's own count of fsyncs is the trace's: its events are its writes and its
+    # fsyncs, and both rates are over one time, so its fsyncs are that share of its 2,000 events
+    # (its "total time" line is not quite the time it divided by: 1.4838 s against 1.4843 s)
+    assert events == 2000 and round(events * fsyncs_per_s / (writes_per_s + fsyncs_per_s)) == syncs, (printed, syncs)
+    # AND its fsyncs/s is a claim, judged on those fsyncs (before: no claim)
+    [line] = [line for line in out.splitlines() if " fsync: claims " in line]
+    assert line.startswith("AGREES") and f"claims {fsyncs_per_s:g} ops/s" in line, out
+    assert "DISAGREES" not in out, out

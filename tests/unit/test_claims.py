@@ -701,7 +701,7 @@ def test_the_specs_shipped_in_docs_load():
      "ms/op, s/op, ns, us, ms), not 'MB/s'"),
     (VALID.replace('"MB/s"', '"us"') + 'timed = "call+fsync"\n',
      "spec [[claim]] 1 'timed': 'call+fsync' is not one of call, call+sync, open..close, calls+sync, call or sync, "
-     '"N calls", "N calls+sync"'),
+     'sync, "N calls", "N calls+sync"'),
     (VALID + 'skip = "1"\n', "spec [[claim]] 1 'skip': must be a whole number"),
     (VALID + 'rank = 0\n', "spec [[claim]] 1 'rank': must be 1 or more"),
     (VALID + 'requests = true\n', "spec [[claim]] 1 'requests': per-request lines are latencies: give a time per "

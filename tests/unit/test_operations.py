@@ -127,6 +127,25 @@ def test_every_call_and_every_sync_is_one_operation_as_sysbench_counts_its_event
     assert operations.canonical("call or sync") == "call or sync"
 
 
+def test_every_sync_alone_is_one_operation_as_sysbench_counts_its_fsyncs():
+    # GIVEN 10 rounds of 3 writes (10 µs each) and an fsync (100 µs): sysbench fileio's fsyncs/s
+    calls = Calls(latency=10_000).open(F, O_WRONLY | O_CREAT)
+    for _ in range(10):
+        for _ in range(3):
+            calls.write(4096).gap(1000)
+        calls.fsync(latency=100_000).gap(5000)
+    events = calls.frame()
+    assigned = stream_assign.of_frame(events)
+    # WHEN one operation is "sync"
+    # THEN the 10 fsyncs are the operations, each timed alone, and the writes none
+    times = latency.operations(events, assigned, [1], "sync", "mixed") * 1e6
+    assert list(times) == pytest.approx([100] * 10)
+    # AND an ops/s claim counts the phase's 10 fsyncs, not its 30 writes
+    table = stream_table.of_frame(events)
+    assert list(operations.per_operation(table, "sync")["ops"]) == [10]
+    assert operations.canonical("sync") == "sync" and operations.is_several("sync")
+
+
 def test_phases_are_written_as_ranges():
     assert phase_ranges.ranges([3]) == "phase 3"
     assert phase_ranges.ranges([1, 2, 3, 7]) == "phases 1–3, 7"
