@@ -146,11 +146,19 @@ def test_every_event_table_of_the_phase_tests_is_assigned_alike(module, name, mo
     monkeypatch.setattr(stream_assign, "of_frame", catching)
     getattr(module, name)()
     monkeypatch.undo()
-    # WHEN each is assigned in blocks
+    # WHEN each is assigned in blocks (a table an earlier case gave already is not cut again: the
+    # depth-8 run of test_inflight is built by two of its tests, 10-11 s each in blocks at load 14)
     # THEN every block size gives what one block gives
     for events, outside in caught:
         assert outside is None
-        assert_same_as_in_memory(events)
+        seen = (len(events), int(pd.util.hash_pandas_object(events, index=True).sum()))
+        if seen not in _CUT_ALREADY:
+            assert_same_as_in_memory(events)
+            _CUT_ALREADY.add(seen)
+
+
+# the event tables of the phase tests cut so far (this file runs in one process: --dist loadfile)
+_CUT_ALREADY: set[tuple[int, int]] = set()
 
 
 # --- the cases the streamed version must carry across blocks -------------------------------
