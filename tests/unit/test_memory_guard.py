@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from iowitness.analysis.read import memory_guard
 from iowitness.analysis.read.run import load
 from iowitness.errors import BadTrace, TooLarge
-from tests.support.cli import IOWITNESS
+from tests.support.cli import iowitness
 
 GIB = 1 << 30
 
@@ -83,6 +81,8 @@ def test_the_commands_that_can_stream_choose_it_for_a_trace_too_large(tmp_path, 
                     ["show", "--events", "--phase", "2", "-e", "read", str(path)],
                     ["report", str(path), "--html", str(tmp_path / "r.html")],
                     ["compare", str(path), str(path), "--html", str(tmp_path / "c.html")]):
-        proc = subprocess.run([*IOWITNESS, *command], capture_output=True, text=True, timeout=60)
+        # (each a fork of the warm command process, tests/support/cli.py, with this environment: ten
+        # fresh Pythons spent 15-18 s of a loaded machine on imports)
+        proc = iowitness(*command, check=False, timeout=60)
         assert proc.returncode == 6 and "not an iowitness trace" in proc.stderr, (command, proc.stderr)
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

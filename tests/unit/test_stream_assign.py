@@ -146,11 +146,19 @@ def test_every_event_table_of_the_phase_tests_is_assigned_alike(module, name, mo
     monkeypatch.setattr(stream_assign, "of_frame", catching)
     getattr(module, name)()
     monkeypatch.undo()
-    # WHEN each is assigned in blocks
+    # WHEN each is assigned in blocks (a table an earlier case gave already is not cut again: the
+    # depth-8 run of test_inflight is built by two of its tests, 10-11 s each in blocks at load 14)
     # THEN every block size gives what one block gives
     for events, outside in caught:
         assert outside is None
-        assert_same_as_in_memory(events)
+        seen = (len(events), int(pd.util.hash_pandas_object(events, index=True).sum()))
+        if seen not in _CUT_ALREADY:
+            assert_same_as_in_memory(events)
+            _CUT_ALREADY.add(seen)
+
+
+# the event tables of the phase tests cut so far (this file runs in one process: --dist loadfile)
+_CUT_ALREADY: set[tuple[int, int]] = set()
 
 
 # --- the cases the streamed version must carry across blocks -------------------------------
@@ -463,11 +471,13 @@ def test_random_traces_are_assigned_alike():
     for k in range(TRACES):
         events, own = random_trace(rng)
         outside = (lambda block, own=own: block["path"].isin(own).to_numpy()) if own else None
-        # WHEN each is assigned in blocks of 1,000 rows and of a few (1 row for every tenth trace)
+        # WHEN each is assigned in blocks of 1,000 rows and of a few: 1 row for every tenth trace, 2, 3
+        # or 5 for every other one of the rest, 37 for the others (the choice is drawn for every trace
+        # all the same: the traces are the ones the seed always gave)
         # THEN each is what phases.assign gives
+        few = 1 if k % 10 == 0 else rng.choice([2, 3, 5, 37])
         try:
-            expected = assert_same_as_in_memory(events, outside,
-                                                blocks=(1 if k % 10 == 0 else rng.choice([2, 3, 5, 37]), 1000))
+            expected = assert_same_as_in_memory(events, outside, blocks=(few if k % 10 == 0 or k % 2 else 37, 1000))
         except AssertionError as exc:
             raise AssertionError(f"random trace {k} differs: {exc}") from None
         identical += 1

@@ -218,7 +218,9 @@ def test_exporting_again_replaces_the_streamed_file(iozone_trace, tmp_path):
     assert again.read().equals(first.read())
 
 
-@pytest.mark.parametrize("chunk", range(4))
+# 20 seeds (40 before: the suite's time): a guard of block boundaries, not a search (the cases above
+# hold each rule); a failure names its seed
+@pytest.mark.parametrize("chunk", range(2))
 def test_random_small_traces(tmp_path, chunk):
     for seed in range(chunk * 10, chunk * 10 + 10):
         frame = random_trace(seed)

@@ -128,7 +128,10 @@ def test_access_patterns(shape):
                   "random": rng.randrange(1000) * REC, "backward": (999 - i) * REC,
                   "same record": 0, "sequential": i * REC}[shape]
         calls.pread(REC, offset)
-    table = same_table(calls.close().frame())
+    # (the wrapping stride's 3,000 calls outrun the pattern's sample, the first 2,001 data calls,
+    # rows 1 to 2,001 after the open: blocks of 13 rows put an edge right after it, 2,002 = 13 x 154,
+    # blocks of 1,000 one row before it; blocks of one row over 3,000 rows took 83 s at load 15)
+    table = same_table(calls.close().frame(), sizes=(13, 37, 1000) if shape == "wrapping stride" else BLOCKS)
     assert shape.split()[-1] in table["pattern"].iloc[0] or shape == "wrapping stride"
 
 
@@ -263,9 +266,9 @@ def random_trace(seed: int) -> pd.DataFrame:
     return calls.frame()
 
 
-# 100 seeds (300 before: the suite's time), half in blocks of 1 and 37 rows, half of 37 and 1,000:
-# a guard of block boundaries, not a search; a failure names its seed
-@pytest.mark.parametrize("chunk", range(4))
+# 50 seeds (300, then 100 before: the suite's time), half in blocks of 1 and 37 rows, half of 37 and
+# 1,000: a guard of block boundaries, not a search (the cases above hold each rule); a failure names its seed
+@pytest.mark.parametrize("chunk", range(2))
 def test_fuzzed_small_traces(chunk):
     for seed in range(chunk * 25, chunk * 25 + 25):
         events = random_trace(seed)
