@@ -115,5 +115,9 @@ def test_fsyncs_per_second_is_a_claim_judged_on_the_traces_fsyncs(tmp_path):
     assert events == 2000 and round(events * fsyncs_per_s / (writes_per_s + fsyncs_per_s)) == syncs, (printed, syncs)
     # AND its fsyncs/s is a claim, judged on those fsyncs (before: no claim)
     [line] = [line for line in out.splitlines() if " fsync: claims " in line]
-    assert line.startswith("AGREES") and f"claims {fsyncs_per_s:g} ops/s" in line, out
+    # (the line rounds a figure of 1,000 and more to a whole number: "claims 4,374 ops/s" on a quiet
+    # machine, "claims 832.1 ops/s" on a busy one)
+    claimed = re.search(r" fsync: claims ([\d,.]+) ops/s", line)
+    assert line.startswith("AGREES") and claimed, out
+    assert abs(float(claimed.group(1).replace(",", "")) - fsyncs_per_s) <= 0.5, (line, fsyncs_per_s)
     assert "DISAGREES" not in out, out
