@@ -109,15 +109,20 @@ def test_operations_of_n_calls_and_a_sync_are_timed_first_call_to_sync():
     assert list(operations.per_operation(table, "3 calls")["ops"]) == [10]
 
 
-def test_every_call_and_every_sync_is_one_operation_as_sysbench_counts_its_events():
-    # GIVEN 10 rounds of 3 writes (10 µs each) and an fsync (100 µs): sysbench fileio's events
+def _rounds_of_three_writes_and_an_fsync():
+    """10 rounds of 3 writes (10 µs each, 1 µs apart) and an fsync (100 µs), 5 µs between rounds."""
     calls = Calls(latency=10_000).open(F, O_WRONLY | O_CREAT)
     for _ in range(10):
         for _ in range(3):
             calls.write(4096).gap(1000)
         calls.fsync(latency=100_000).gap(5000)
     events = calls.frame()
-    assigned = stream_assign.of_frame(events)
+    return events, stream_assign.of_frame(events)
+
+
+def test_every_call_and_every_sync_is_one_operation_as_sysbench_counts_its_events():
+    # GIVEN 10 rounds of 3 writes (10 µs each) and an fsync (100 µs): sysbench fileio's events
+    events, assigned = _rounds_of_three_writes_and_an_fsync()
     # WHEN one operation is "call or sync"
     times = sorted(latency.operations(events, assigned, [1], "call or sync", "write") * 1e6)
     # THEN there are 40 operations, the 30 writes and the 10 fsyncs, each timed alone
@@ -129,13 +134,7 @@ def test_every_call_and_every_sync_is_one_operation_as_sysbench_counts_its_event
 
 def test_every_sync_alone_is_one_operation_as_sysbench_counts_its_fsyncs():
     # GIVEN 10 rounds of 3 writes (10 µs each) and an fsync (100 µs): sysbench fileio's fsyncs/s
-    calls = Calls(latency=10_000).open(F, O_WRONLY | O_CREAT)
-    for _ in range(10):
-        for _ in range(3):
-            calls.write(4096).gap(1000)
-        calls.fsync(latency=100_000).gap(5000)
-    events = calls.frame()
-    assigned = stream_assign.of_frame(events)
+    events, assigned = _rounds_of_three_writes_and_an_fsync()
     # WHEN one operation is "sync"
     # THEN the 10 fsyncs are the operations, each timed alone, and the writes none
     times = latency.operations(events, assigned, [1], "sync", "mixed") * 1e6
