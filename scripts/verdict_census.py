@@ -169,7 +169,18 @@ def main() -> int:
     if os.geteuid() != 0:
         print("verdict_census: run and attach need root: run it with sudo", file=sys.stderr)
         return 2
-    chosen = [b for b in BENCHMARKS if re.search(args.only, b.name)]
+    try:
+        only = re.compile(args.only)
+    except re.error as exc:
+        print(f"verdict_census: --only {args.only!r} is not a regular expression ({exc})", file=sys.stderr)
+        return 2
+    chosen = [b for b in BENCHMARKS if only.search(b.name)]
+    modes = args.modes.split(",")
+    if not chosen or args.rounds < 1 or set(modes) - {"run", "attach", "import"}:
+        print("verdict_census: nothing to run: --only matches none of "
+              f"{', '.join(b.name for b in BENCHMARKS)}, or --rounds is below 1, or --modes is not from "
+              "run,attach,import", file=sys.stderr)
+        return 2
     missing = sorted({b.argv[0] for b in chosen if b.build is None and shutil.which(b.argv[0]) is None})
     if missing:
         print(f"verdict_census: not installed: {', '.join(missing)} (scripts/setup.sh installs them)", file=sys.stderr)
@@ -184,7 +195,7 @@ def main() -> int:
         for round_ in range(1, args.rounds + 1):
             for bench in chosen:
                 exe = _built(bench.build, bench.libs, binaries) if bench.build else None
-                for mode in args.modes.split(","):
+                for mode in modes:
                     d = Path(tempfile.mkdtemp(prefix="iow-census-", dir="/var/tmp"))
                     counts = tally.setdefault((bench.name, mode), Counter())
                     load = os.getloadavg()[0]
