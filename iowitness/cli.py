@@ -141,16 +141,23 @@ def _loaded_parser():
     """build_parser() with SIGINT and SIGTERM held back while the modules load: a signal that
     lands inside a C extension's initialisation (numpy's, under load) comes out of the import
     as an ImportError and a traceback, not as the signal. Held, it is delivered as soon as the
-    modules are in, where it is one line and its exit code."""
-    held = {signal.SIGINT, signal.SIGTERM}
+    modules are in, where it is one line and its exit code. Held by a handler that only notes
+    it, not by the thread's signal mask: a process-directed signal goes to any thread that does
+    not block it, and Python runs its handler in the main thread whichever thread took it."""
+    held = (signal.SIGINT, signal.SIGTERM)
+    arrived: list[int] = []
     try:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    except (ValueError, OSError):
+        previous = {signum: signal.signal(signum, lambda signum, _frame: arrived.append(signum))
+                    for signum in held}
+    except ValueError:   # not the main thread: no handler can be set, and none is needed
         return build_parser()
     try:
         return build_parser()
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)
 
 
 def _main(argv: list[str] | None) -> int:
