@@ -392,8 +392,9 @@ def test_sysbench_fileio_replayed_moves_its_events_bytes_and_fsyncs(tmp_path):
     assert set(events["path"].astype(str)) == {str(into / "test_file.0"), str(into / "test_file.1")}
     # AND compare finds every phase in both, and each file's phases (one per thread) hold the
     # original's bytes, data calls and fsyncs exactly (compare pairs a file's phases by their rank
-    # in time: two threads' first reads of a file do not conflict, so the replay need not start
-    # them in the original's order, and compare's pairs may then set one thread against the other)
+    # in time: two threads' first calls on a file, reads or calls on other 4 KiB blocks, do not
+    # conflict, so the replay need not start them in the original's order, and compare's pairs
+    # may then set one thread against the other)
     compared = json.loads(iowitness("compare", "--json", str(original), str(tmp_path / "replay.iwt")).stdout)
     assert compared["phases"] and all(p["present"] == [True, True] for p in compared["phases"])
     by_file = phases_by_file(original)
