@@ -98,12 +98,18 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
         run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / f"into-{k}"), "-o", str(out),
              "--player", player])
         traces.append(out)
+        # removed once its trace is written, as each original's data directory is before the next
+        # run: kept, the replays' files piled up (5 x 32 MiB of IOzone's) and each replay ran
+        # beside more of them than the last (IOzone's write phase 30.8 to 40.6 ms in turn, its
+        # originals 30.8 to 38.7, replay31j's slot)
+        shutil.rmtree(into_base / f"into-{k}", ignore_errors=True)
         if k + 1 < originals:   # interleaved with the replays: the same machine's load for both
             again.append(base / f"orig-{k + 1}.iwt")
             record(again[-1])
     fast = base / "replay-fast.iwt"
     run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / "into-fast"), "-o", str(fast),
          "--player", player, "--timing", "fast"])
+    shutil.rmtree(into_base / "into-fast", ignore_errors=True)
     rows = phase_rows(original, traces)
     # per phase of the report (named, on its file, ranked in time), the duration less the
     # time its thread spent preempted (runnable, off the CPU) in its window, in each trace: the
