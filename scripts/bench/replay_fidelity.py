@@ -16,6 +16,8 @@ Usage: sudo .venv/bin/python scripts/bench/replay_fidelity.py --replays 5 --work
        [--into-root /mnt/btrfs/replays]   (replays on another file system, the originals on --work's)
        [--into-fs xfs,btrfs]   (after the same-file-system replays, the first original replayed REPLAYS times
                                 more into each file system named, made fresh on a loop device and removed after)
+       [--into-fs-originals 3]   (and the workload itself run 3 times on each of those file systems, interleaved
+                                  with the replays there: the replays against the originals on the same file system)
        [--originals 3]   (the workload run 3 times, interleaved with the replays: its own spread, the same way;
                           then each phase's replays' median against the originals' median and range)
        [--base-player /tmp/player-main]   (replayed REPLAYS times again by that build and by the tree's,
@@ -81,24 +83,13 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
              into_root: Path | None = None, originals: int = 1) -> dict:
     base = work / name.replace(" ", "_")
     shutil.rmtree(base, ignore_errors=True)
-    argv = [a.format(dir=base / "data", out=base) for a in command]
     original = base / "orig.iwt"
 
     def record(trace: Path) -> None:
-        """The workload run afresh under the probe (its data directory made anew: fio lays its
-        files out again, sysbench prepares them again)."""
-        shutil.rmtree(base / "data", ignore_errors=True)
-        (base / "data").mkdir(parents=True)
-        cwd = base
-        if argv[:2] == ["sysbench", "fileio"]:
-            cwd = base / "data"
-            run([*argv[:4], "prepare"], cwd=cwd)
-            # written to disk, as the replay's own copies are: otherwise the run's first fsyncs
-            # also write what prepare left dirty (4x slower fsyncs than the replay's, measured)
-            run(["sync"])
-        run([*IOWITNESS, "run", "-q", "-o", str(trace), "--file", str(base / "data"), "--", *argv], cwd=cwd)
+        record_run(command, base / "data", base, trace)
 
     record(original)
+    argv = [a.format(dir=base / "data", out=base) for a in command]
     traces = []
     again = []   # the workload's other runs, each against the first as a replay is: its own noise
     into_base = (into_root / name.replace(" ", "_")) if into_root else base
@@ -107,12 +98,18 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
         run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / f"into-{k}"), "-o", str(out),
              "--player", player])
         traces.append(out)
+        # removed once its trace is written, as each original's data directory is before the next
+        # run: kept, the replays' files piled up (5 x 32 MiB of IOzone's) and each replay ran
+        # beside more of them than the last (IOzone's write phase 30.8 to 40.6 ms in turn, its
+        # originals 30.8 to 38.7, replay31j's slot)
+        shutil.rmtree(into_base / f"into-{k}", ignore_errors=True)
         if k + 1 < originals:   # interleaved with the replays: the same machine's load for both
             again.append(base / f"orig-{k + 1}.iwt")
             record(again[-1])
     fast = base / "replay-fast.iwt"
     run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into_base / "into-fast"), "-o", str(fast),
          "--player", player, "--timing", "fast"])
+    shutil.rmtree(into_base / "into-fast", ignore_errors=True)
     rows = phase_rows(original, traces)
     # per phase of the report (named, on its file, ranked in time), the duration less the
     # time its thread spent preempted (runnable, off the CPU) in its window, in each trace: the
@@ -143,6 +140,22 @@ def fidelity(name: str, command: list[str], work: Path, replays: int, player: st
                               "matched": [waits_matched(original, t) for t in traces]},
             "own_gap_ns": {"original": median_gap(original), "replay_fast": median_gap(fast)},
             "gaps_after": gaps_after(original, traces, fast)}
+
+
+def record_run(command: list[str], data: Path, out: Path, trace: Path) -> None:
+    """The workload run afresh under the probe, its files in `data` (made anew: fio lays its
+    files out again, sysbench prepares them again), its own outputs in `out`."""
+    argv = [a.format(dir=data, out=out) for a in command]
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    cwd = out
+    if argv[:2] == ["sysbench", "fileio"]:
+        cwd = data
+        run([*argv[:4], "prepare"], cwd=cwd)
+        # written to disk, as the replay's own copies are: otherwise the run's first fsyncs
+        # also write what prepare left dirty (4x slower fsyncs than the replay's, measured)
+        run(["sync"])
+    run([*IOWITNESS, "run", "-q", "-o", str(trace), "--file", str(data), "--", *argv], cwd=cwd)
 
 
 def phase_rows(original: Path, traces: list[Path]) -> list[dict]:
@@ -190,24 +203,36 @@ def against_originals(originals: list[Path], replays: list[Path]) -> list[dict]:
 
 
 def into_file_system(fs: str, original: Path, originals: list[Path], replays: int, player: str,
-                     size_mb: int) -> dict:
+                     size_mb: int, command: list[str] | None = None, originals_there: int = 0) -> dict:
     """The original replayed `replays` times into `fs`, made fresh on a loop device of `size_mb`
     (tests/support/blockdev.py: unmounted and detached after, whatever happens); each replay's
-    directory removed once its trace is written, so that the device need hold one replay."""
+    directory removed once its trace is written, so that the device need hold one replay.
+    With `originals_there`, the workload (`command`) itself also run that many times on the same
+    device, interleaved with the replays: the replays set against the originals on that file
+    system (ARTC's measure of a replay across platforms: replay on B against original on B), as
+    well as against the `originals` the trace came from."""
     sys.path.insert(0, str(ROOT))
     from tests.support.blockdev import loop_fs
 
     base = original.parent
-    traces = []
+    traces: list[Path] = []
+    there: list[Path] = []
     with loop_fs(fs, size_mb) as (_, mnt):
-        for k in range(replays):
-            out = base / f"replay-{fs}-{k}.iwt"
-            into = Path(mnt) / f"into-{k}"
-            run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into), "-o", str(out), "--player", player])
-            shutil.rmtree(into, ignore_errors=True)
-            traces.append(out)
+        for k in range(max(replays, originals_there)):
+            if k < replays:
+                out = base / f"replay-{fs}-{k}.iwt"
+                into = Path(mnt) / f"into-{k}"
+                run([*IOWITNESS, "replay", "-q", str(original), "--into", str(into), "-o", str(out),
+                     "--player", player])
+                shutil.rmtree(into, ignore_errors=True)
+                traces.append(out)
+            if command and k < originals_there:
+                there.append(base / f"orig-{fs}-{k}.iwt")
+                record_run(command, Path(mnt) / "orig-data", base, there[-1])
+                shutil.rmtree(Path(mnt) / "orig-data", ignore_errors=True)
     return {"fs": fs, "phases": phase_rows(original, traces), "among_originals": against_originals(originals, traces),
-            "run_ms": [run_times(t) for t in traces]}
+            "among_originals_there": against_originals(there, traces) if there else [],
+            "run_ms": [run_times(t) for t in traces], "originals_there_run_ms": [run_times(t) for t in there]}
 
 
 def players_ab(original: Path, base_player: str, replays: int, into: Path, out: Path) -> dict[str, list[float]]:
@@ -483,12 +508,28 @@ def print_phases(rows: list[dict], among: list[dict]) -> None:
         print(f"    {row['phase']:<30} {whole[0]} | {whole[1]}")
 
 
+def print_run_times(originals: list[dict], replays: list[dict]) -> None:
+    """The run's data calls, first to last and where the threads' time went: the replays' median
+    against the originals' median and range (run_times, per trace)."""
+    if len(originals) < 2 or not replays:
+        return
+    print("  the run's data calls, every thread's (replays' median against the originals'):")
+    for key, words in RUN_TIMES.items():
+        mine, theirs = [t[key] for t in originals], [t[key] for t in replays]
+        mid = statistics.median(mine)
+        against = (f"{(statistics.median(theirs) - mid) / mid * 100:+.1f} % (originals "
+                   f"{(min(mine) - mid) / mid * 100:+.1f} to {(max(mine) - mid) / mid * 100:+.1f} %)" if mid
+                   else "-")
+        print(f"    {words:<14} originals {'/'.join(f'{d:.1f}' for d in mine)} ms, replays "
+              f"{'/'.join(f'{d:.1f}' for d in theirs)} ms; {against}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--scale", type=int, default=2, help="workload size multiplier (default %(default)s)")
     parser.add_argument("--work", default="/tmp/replay-bench")
-    parser.add_argument("--only", help="run only workloads whose name contains this")
+    parser.add_argument("--only", help="run only workloads whose name contains one of these, comma-separated")
     parser.add_argument("--player", choices=("native", "python"), default="native")
     parser.add_argument("--originals", type=int, default=1,
                         help="runs of the workload itself, the first replayed; each other one (interleaved with the "
@@ -504,12 +545,16 @@ def main() -> int:
     parser.add_argument("--into-fs-only", help="only for workloads whose name contains one of these, comma-separated "
                                                "(default: every one)")
     parser.add_argument("--into-fs-mb", type=int, default=1024, help="the loop device's size (default %(default)s)")
+    parser.add_argument("--into-fs-originals", type=int, default=0,
+                        help="with --into-fs: the workload itself also run this many times on each file system, "
+                             "interleaved with the replays there, and the replays set against those originals")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     results = []
-    for name, command in workloads(work, args.scale).items():
-        if args.only and args.only not in name:
+    commands = workloads(work, args.scale)
+    for name, command in commands.items():
+        if args.only and not any(part in name for part in args.only.split(",")):
             continue
         if not shutil.which(command[0]) and not os.path.exists(command[0]):
             print(f"# {name}: {command[0]} not installed, skipped")
@@ -534,17 +579,7 @@ def main() -> int:
             print(f"    {row['of']:<16} {row['phase']:<30} original {row['original_s'] * 1e3:8.1f} ms "
                   f"({row['preempted_pct']:3.0f} % preempted besides)  error median {med:+7.1f} % "
                   f"(range {rng[0]:+.1f} to {rng[1]:+.1f} %)")
-        runs = r["run_ms"]
-        if len(runs["originals"]) > 1 and runs["replays"]:
-            print("  the run's data calls, every thread's (replays' median against the originals'):")
-        for key, words in RUN_TIMES.items() if len(runs["originals"]) > 1 and runs["replays"] else ():
-            mine, theirs = [t[key] for t in runs["originals"]], [t[key] for t in runs["replays"]]
-            mid = statistics.median(mine)
-            against = (f"{(statistics.median(theirs) - mid) / mid * 100:+.1f} % (originals "
-                       f"{(min(mine) - mid) / mid * 100:+.1f} to {(max(mine) - mid) / mid * 100:+.1f} %)" if mid
-                       else "-")
-            print(f"    {words:<14} originals {'/'.join(f'{d:.1f}' for d in mine)} ms, replays "
-                  f"{'/'.join(f'{d:.1f}' for d in theirs)} ms; {against}")
+        print_run_times(r["run_ms"]["originals"], r["run_ms"]["replays"])
         waits = r["after_wait_ns"]
         if waits["original"] is not None:
             diffs = [w - waits["original"] for w in waits["replays"] if w is not None]
@@ -589,7 +624,7 @@ def main() -> int:
         for fs in args.into_fs.split(","):
             before = os.getloadavg()[0]
             other = into_file_system(fs, Path(r["original"]), [Path(t) for t in r["originals"]], args.replays,
-                                     args.player, args.into_fs_mb)
+                                     args.player, args.into_fs_mb, commands[r["workload"]], args.into_fs_originals)
             other["load"] = [before, os.getloadavg()[0]]
             r["into_fs"].append(other)
             (work / "results.json").write_text(json.dumps(results, indent=1))
@@ -597,6 +632,11 @@ def main() -> int:
                   f"{args.work}'s file system (to {time.strftime('%H:%M:%S', time.gmtime())} UTC, load "
                   f"{before:.2f} then {other['load'][1]:.2f})")
             print_phases(other["phases"], other["among_originals"])
+            if other["among_originals_there"]:
+                print(f"  against {len(other['originals_there_run_ms'])} runs of the workload itself on {fs} "
+                      "(replay on B against original on B):")
+                print_phases([], other["among_originals_there"])
+                print_run_times(other["originals_there_run_ms"], other["run_ms"])
             sys.stdout.flush()
     (work / "results.json").write_text(json.dumps(results, indent=1))
     return 0

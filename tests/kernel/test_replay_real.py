@@ -2,10 +2,11 @@
 
 The original runs are real workloads whose I/O is known independently of iowitness: known_io
 logs every call it makes on its target (tests/workloads/known_io.c), threads_bench writes a
-known number of 4 KiB records from several threads to one shared file, and fio reports its own
-bytes in its JSON output. The replay's trace, recorded by the same probe, must hold the same
-calls and bytes per file and direction; fio, replaying the exported iologs, must move the bytes
-the original fio reported."""
+known number of 4 KiB records from several threads to one shared file, fio reports its own
+bytes in its JSON output, and sysbench fileio counts its events (its reads, writes and
+fsyncs). The replay's trace, recorded by the same probe, must hold the same calls and bytes per
+file and direction; fio, replaying the exported iologs, must move the bytes the original fio
+reported."""
 
 from __future__ import annotations
 
@@ -339,40 +340,66 @@ def test_fio_async_requests_are_replayed_at_their_recorded_depth(tmp_path, engin
         assert max(after) <= max(before)
 
 
-def test_sysbench_fileio_replayed_moves_its_events_bytes_each_way(tmp_path):
+def phases_by_file(trace) -> dict[str, list[tuple[int, int, int]]]:
+    """`iowitness report --json`'s phases of a trace, per file name: each phase's (bytes, data
+    calls, fsyncs), sorted (the replay's threads have other ids, and its phases on one file are
+    matched with the original's as a whole)."""
+    report = json.loads(iowitness("report", "--json", str(trace)).stdout)
+    phases: dict[str, list[tuple[int, int, int]]] = {}
+    for phase in report["phases"]:
+        name = str(phase["path"]).rsplit("/", 1)[-1]
+        phases.setdefault(name, []).append((int(phase["bytes"]), int(phase["ops"]), int(phase["fsyncs"] or 0)))
+    return {name: sorted(rows) for name, rows in phases.items()}
+
+
+def test_sysbench_fileio_replayed_moves_its_events_bytes_and_fsyncs(tmp_path):
     # GIVEN sysbench fileio, 2 threads of random reads and writes of 16 KiB on 2 files it laid
-    # out beforehand (no fsync, so each of its events is one read or one write)
+    # out beforehand, with its periodic fsyncs (its default --file-fsync-freq, every 100
+    # requests of a thread; no final fsync per file, so that each of its events is one read, one
+    # write or one fsync), the files written to disk before it starts, as the replay's copies are
     sysbench = require_tool("sysbench")
     work = tmp_path / "w"
     work.mkdir()
     base = [sysbench, "fileio", "--file-num=2", "--file-total-size=4M", "--file-block-size=16384"]
     subprocess.run([*base, "prepare"], cwd=work, check=True, capture_output=True, timeout=120)
+    subprocess.run(["sync"], check=True, timeout=120)
     original = tmp_path / "orig.iwt"
     proc = iowitness("run", "-q", "-o", str(original), "--file", str(work), "--",
                      *base, "--file-test-mode=rndrw", "--threads=2", "--events=1500", "--time=0",
-                     "--file-fsync-freq=0", "--file-fsync-end=off", "run", cwd=work, timeout=300)
+                     "--file-fsync-end=off", "run", cwd=work, timeout=300)
     said = int(next(line for line in proc.stdout.splitlines() if "total number of events" in line).split()[-1])
     # WHEN replayed as recorded
     into = tmp_path / "into"
     replay(original, into, tmp_path / "replay.iwt")
     orig_events, events = load(original).events, load(tmp_path / "replay.iwt").events
-    # THEN the replay read and wrote sysbench's events, 16 KiB each (ground truth: its own count),
-    # on its own copies of the two files, from as many threads as the original's (sysbench's
-    # threads share out the events as they come: on a busy machine one may do them all), with
-    # the original's bytes each way
+    # THEN the original's reads, writes and fsyncs are sysbench's events (ground truth: its own
+    # count), fsyncs among them, and the replay made as many of each kind, 16 KiB a read or
+    # write, on its own copies of the two files, from as many threads as the original's
+    # (sysbench's threads share out the events as they come: on a busy machine one may do them all)
     threads = []
     for ev in (orig_events, events):
         names = ev["syscall"].astype(str)
         data = ev[names.isin(["pread64", "pwrite64"])]
-        assert len(data) == said == 1500 and int(data["ret"].sum()) == said * 16384
-        threads.append(sorted(data.groupby("tid").size().tolist()))
+        syncs = ev[names.isin(["fsync", "fdatasync"])]
+        assert len(data) + len(syncs) == said == 1500 and int(data["ret"].sum()) == len(data) * 16384
+        assert len(syncs) > 0 and (syncs["ret"] == 0).all()
+        threads.append(sorted(ev[names.isin(["pread64", "pwrite64", "fsync"])].groupby("tid").size().tolist()))
     assert threads[0] == threads[1]
     calls, moved = per_call(orig_events)
     again, moved_again = per_call(events)
-    assert moved_again == moved and again["pread64"] == calls["pread64"] and again["pwrite64"] == calls["pwrite64"]
+    assert moved_again == moved
+    assert [again[k] for k in ("pread64", "pwrite64", "fsync")] == [calls[k] for k in ("pread64", "pwrite64", "fsync")]
     assert set(events["path"].astype(str)) == {str(into / "test_file.0"), str(into / "test_file.1")}
-    # AND compare pairs every phase with the same bytes and calls
-    same_phases(original, tmp_path / "replay.iwt")
+    # AND compare finds every phase in both, and each file's phases (one per thread) hold the
+    # original's bytes, data calls and fsyncs exactly (compare pairs a file's phases by their rank
+    # in time: two threads' first calls on a file, reads or calls on other 4 KiB blocks, do not
+    # conflict, so the replay need not start them in the original's order, and compare's pairs
+    # may then set one thread against the other)
+    compared = json.loads(iowitness("compare", "--json", str(original), str(tmp_path / "replay.iwt")).stdout)
+    assert compared["phases"] and all(p["present"] == [True, True] for p in compared["phases"])
+    by_file = phases_by_file(original)
+    assert sum(f for rows in by_file.values() for _, _, f in rows) == calls["fsync"]
+    assert phases_by_file(tmp_path / "replay.iwt") == by_file
 
 
 @pytest.mark.parametrize("fs", ["xfs", "btrfs"])
