@@ -13,11 +13,12 @@ Every figure is numpy's over the array of seconds (`ns / 1e9`) bit for bit, whet
 are in memory or in the file: the mean and the standard deviation are numpy's pairwise sums
 rebuilt over the file's chunks (each chunk a node of numpy's own split of the whole array, so
 the same additions in the same order: a float mean over a different order changes the JSON's
-last digits), the order statistics are analysis/phasing/quantiles.py's radix select over the
-file (2 or 3 passes of it for latencies up to 16 ms or 68 s) instead of a sort of a copy.
+last digits), the order statistics are those a band reads, found together (fetch) by one
+partition of a copy in memory, or by analysis/phasing/quantiles.py's radix select over the file
+(2 or 3 passes of it for latencies up to 16 ms or 68 s), never a sorted copy of them all.
 
-Memory: at most the budget (default 64 MiB: 8 Mi operations) while held, one sorted copy of it
-for the order statistics; past it a chunk of 4 Mi values (32 MiB) at a time and 8 bytes an
+Memory: at most the budget (default 64 MiB: 8 Mi operations) while held, and a copy of it while
+its order statistics are found; past it a chunk of 4 Mi values (32 MiB) at a time and 8 bytes an
 operation on disk in $TMPDIR (a file with no name, gone when the process ends however it ends).
 """
 
@@ -48,8 +49,7 @@ class OperationValues:
         self._file: io.FileIO | None = None
         self._written = 0                    # values in the file
         self._memory: np.ndarray | None = None   # once finished in memory: all of them
-        self._sorted: np.ndarray | None = None
-        self._ranks: dict[int, int] = {}     # order statistics found in the file, by rank
+        self._ranks: dict[int, int] = {}     # order statistics found, by rank
         self.start = 0
         self.total = 0
 
@@ -66,7 +66,7 @@ class OperationValues:
             return
         self.total += len(ns)
         if not self.spilled and 8 * (self._held + len(ns)) <= self.budget:
-            self._parts.append(ns.copy())
+            self._parts.append(ns)   # the caller's own array (a block's selection), kept as it is
             self._held += len(ns)
             return
         if self._file is None:
@@ -157,18 +157,20 @@ class OperationValues:
     def at_ns(self, ranks) -> np.ndarray:
         """at() in nanoseconds."""
         ranks = np.asarray(ranks, dtype=np.int64)
-        if self._memory is not None:
-            if self._sorted is None:
-                self._sorted = np.sort(self._memory[self.start:])
-            return self._sorted[ranks]
         self.fetch(ranks)
         return np.array([self._ranks[int(r)] for r in ranks], dtype=np.int64)
 
     def fetch(self, ranks) -> None:
-        """Find these order statistics in the file, in one radix select (a few passes over it),
-        for at() to give without a pass of its own; nothing to do in memory."""
+        """Find these order statistics at once, for at() to give without a pass or a sort of its
+        own: in memory, one partition of a copy at them (freed after); in the file, one radix
+        select (a few passes over it)."""
         wanted = sorted({int(r) for r in ranks} - self._ranks.keys())
-        if self._memory is not None or not wanted:
+        if not wanted:
+            return
+        if self._memory is not None:
+            ordered = self._memory[self.start:].copy()
+            ordered.partition(wanted)
+            self._ranks.update(zip(wanted, (int(v) for v in ordered[wanted])))
             return
         n = len(self)
         low, high = np.iinfo(np.int64).max, np.iinfo(np.int64).min
