@@ -32,6 +32,7 @@ import numpy as np
 
 from iowitness import tuning
 from iowitness.analysis.phasing import quantiles
+from iowitness.errors import OutputError
 
 BUDGET_BYTES = tuning.count_from_env("IOWITNESS_OPERATION_BYTES", 64 << 20, least=0)
 # values per chunk read back from the file; above numpy's pairwise block of 128, so that each
@@ -69,19 +70,24 @@ class OperationValues:
             self._parts.append(ns)   # the caller's own array (a block's selection), kept as it is
             self._held += len(ns)
             return
-        if self._file is None:
-            # no name: removed when closed, and by the kernel when the process ends on an error
-            self._file = tempfile.TemporaryFile(prefix="iowitness-values-", buffering=0)
-        for part in self._parts + [ns]:
-            os.pwrite(self._file.fileno(), np.ascontiguousarray(part).tobytes(), 8 * self._written)
-            self._written += len(part)
+        try:
+            if self._file is None:
+                # no name: removed when closed, and by the kernel when the process ends on an error
+                self._file = tempfile.TemporaryFile(prefix="iowitness-values-", buffering=0)
+            for part in self._parts + [ns]:
+                _write_at(self._file.fileno(), np.ascontiguousarray(part).tobytes(), 8 * self._written)
+                self._written += len(part)
+        except OSError as exc:
+            raise OutputError(f"judging a latency claim: cannot write its operations' temporary file in "
+                              f"{tempfile.gettempdir()} ({exc.strerror or exc}): it needs 8 bytes per operation "
+                              "there; point TMPDIR at a file system with room") from None
         self._parts, self._held = [], 0
 
     def set(self, index: int, ns: int) -> None:
         """The value at `index` (from the first added) is `ns`."""
         if index < self._written:
             assert self._file is not None
-            os.pwrite(self._file.fileno(), np.int64(ns).tobytes(), 8 * index)
+            _write_at(self._file.fileno(), np.int64(ns).tobytes(), 8 * index)
             return
         at = index - self._written
         for part in self._parts:
@@ -180,3 +186,10 @@ class OperationValues:
                                  np.array([[0, r] for r in wanted], dtype=np.int64),
                                  (np.array([n]), np.array([low]), np.array([high])))
         self._ranks.update(zip(wanted, (int(v) for v in found)))
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    """All of `data` at `offset` (a write may take only part of it)."""
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, data[done:], offset + done)

@@ -5,12 +5,16 @@ left memory)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from iowitness.analysis.judge import latency
 from iowitness.analysis.phasing import operation_values
 from iowitness.analysis.phasing.operation_values import OperationValues
+from iowitness.errors import OutputError
 
 STATISTICS = ("mean", "stddev", "mdev", "min", "max", "median", "p1", "p5", "p90", "p99", "p99.5", "p99.9",
               "p99.99")
@@ -65,3 +69,24 @@ def test_a_value_set_later_lands_in_memory_or_in_the_file():
     assert values.spilled
     assert values.at_ns([0, 1, 2_999]).tolist() == np.sort(ns)[[0, 1, 2_999]].tolist()
     assert values.mean() == float((ns / 1e9).mean())
+
+
+def test_a_temporary_file_that_cannot_grow_is_one_error_saying_where_and_what_to_do():
+    # GIVEN a process whose files may not grow past 4 KiB (RLIMIT_FSIZE: Python ignores SIGXFSZ,
+    # so the write fails with EFBIG, as on a full $TMPDIR it fails with ENOSPC)
+    code = ("import resource, numpy as np\n"
+            "from iowitness.analysis.phasing.operation_values import OperationValues\n"
+            "from iowitness.errors import OutputError\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+            "values = OperationValues(0)\n"
+            "try:\n"
+            "    values.add(np.arange(10_000, dtype=np.int64))\n"
+            "except OutputError as exc:\n"
+            "    print(exc, exc.exit_code)\n")
+    # WHEN more than that is spilled
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # THEN one error says where the file was, why it failed, and what to do
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip()
+    assert len(line.splitlines()) == 1 and "temporary file in" in line and "point TMPDIR at" in line, line
+    assert line.endswith(f" {OutputError.exit_code}"), line
