@@ -35,8 +35,8 @@ from iowitness.analysis.phasing import quantiles
 from iowitness.errors import OutputError
 
 BUDGET_BYTES = tuning.count_from_env("IOWITNESS_OPERATION_BYTES", 64 << 20, least=0)
-# values per chunk read back from the file; above numpy's pairwise block of 128, so that each
-# chunk is one node of numpy's pairwise split
+# values per chunk read back from the file (32 MiB): each a node of numpy's pairwise split of the
+# whole array, summed by numpy itself (_pairwise)
 CHUNK = 4 << 20
 
 
