@@ -54,19 +54,20 @@ def test_figures_and_bands_are_numpys_bit_for_bit_in_memory_and_spilled(monkeypa
         assert latency.band(tail, name, 0.05) == latency.band(seconds[7:], name, 0.05), name
 
 
-def test_a_value_set_later_lands_in_memory_or_in_the_file():
-    # GIVEN 3,000 values spilled after 1,000 (a budget of 8,000 bytes)
+@pytest.mark.parametrize("budget", [8_000, 1 << 20])
+def test_a_value_set_later_lands_in_memory_or_in_the_file(budget):
+    # GIVEN 3,000 values added 500 at a time, spilled after 1,000 (a budget of 8,000 bytes) or held
     ns = np.arange(3_000, dtype=np.int64) * 10
-    values = OperationValues(8_000)
+    values = OperationValues(budget)
     for at in range(0, 3_000, 500):
-        values.add(ns[at:at + 500])
-    # WHEN values in the file and in the last block are given later
+        values.add(ns[at:at + 500].copy())
+    # WHEN values of the first block and of the last are given later
     values.set(10, 123_456)
     values.set(2_999, 7)
     values.finish()
     ns[10], ns[2_999] = 123_456, 7
     # THEN the values read back are those
-    assert values.spilled
+    assert values.spilled == (budget == 8_000)
     assert values.at_ns([0, 1, 2_999]).tolist() == np.sort(ns)[[0, 1, 2_999]].tolist()
     assert values.mean() == float((ns / 1e9).mean())
 
