@@ -371,8 +371,8 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     def judge_latency(claim: Claim, rows: pd.DataFrame, tolerance: float, missing: str):
         if not asked:   # the first latency judged asks every latency claim's requests: one pass
             asked.append(True)
-            report.evidence.ask([stream_evidence.operations_question([int(p) for p in find(c).rows["phase"]],
-                                                                     "call", c.direction)
+            report.evidence.ask([stream_evidence.values_question([int(p) for p in find(c).rows["phase"]],
+                                                                 "call", c.direction)
                                  for c in claims if "fio_latency" in c.extra])
         return fio_latency.judge(claim, rows, trace, report, tolerance, missing)
 

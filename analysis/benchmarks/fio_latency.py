@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from iowitness.analysis.benchmarks import fio_ramp
 from iowitness.analysis.judge import latency
 from iowitness.analysis.judge.claim import Claim
@@ -175,7 +173,8 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
         return cannot_judge(verdict, "no phase of the trace matches this job's latency")
     if missing:
         verdict.reasons.append(missing_reason(missing))
-    values = report.evidence.operations(verdict.phases, "call", claim.direction)
+    # the requests' latencies held as OperationValues: in memory up to a budget, in a file past it
+    values = report.evidence.operation_values(verdict.phases, "call", claim.direction)
     if not len(values):
         return cannot_judge(verdict, "the job's phases have no request the trace timed"
                             + (f": they are page faults, {MAPPED_LATENCY}{_faults_counted(claim, rows)}"
@@ -185,8 +184,9 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
     if ramp_s > 0 and clat["N"] == clat["N"] and int(clat["N"]) < len(values):
         # fio's statistics are over the requests after its ramp: the last N (fio_ramp.py)
         skipped = len(values) - int(clat["N"])
-        values = values[skipped:]
-    ordered = np.sort(values)   # once, for every statistic's band (latency.band)
+        values = values.tail(skipped)
+    statistics = [latency.statistic_name(n) or n for n in clat if n != "N"]
+    values.fetch(latency.ranks_read(len(values), statistics))   # once, for every statistic's band
     verdict.figures = {"mean of each request": latency.figure(values, "mean")}
     verdict.counts = {"requests": len(values), "statistics": len([n for n in clat if n != "N"])}
     verdict.ratio = clat["mean"] / verdict.figures["mean of each request"]
@@ -204,11 +204,12 @@ def judge(claim: Claim, rows, trace, report, tolerance: float, missing: str = ""
 
     def gaps_band(statistic):
         if not gaps:
-            gaps.append(np.sort(report.evidence.operations(verdict.phases, "around", claim.direction)[skipped:]))
+            gaps.append(report.evidence.operation_values(verdict.phases, "around", claim.direction).tail(skipped))
+            gaps[0].fetch(latency.ranks_read(len(gaps[0]), statistics))
         return latency.band(gaps[0], statistic, tolerance)[1]
     for name in names:
         statistic = latency.statistic_name(name) or name
-        lo, hi, _ = latency.band(ordered, statistic, tolerance)
+        lo, hi, _ = latency.band(values, statistic, tolerance)
         # fio's text output rounds its figures to the unit it prints
         lo, hi = lo - claim.extra.get("resolution_s", 0.0), hi + claim.extra.get("resolution_s", 0.0)
         low = clat[name]

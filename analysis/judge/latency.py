@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from typing import Union
 
 import numpy as np
 import pandas as pd
@@ -47,7 +48,7 @@ from iowitness.analysis.judge import seam
 from iowitness.analysis.judge.claim import Claim
 from iowitness.analysis.judge.verdict_rules import MAPPED_LATENCY, Verdict, cannot_judge, mapped, missing_reason
 from iowitness.analysis.measure.figures import fmt
-from iowitness.analysis.phasing import operations as several, phases as phase_module
+from iowitness.analysis.phasing import operation_values, operations as several, phases as phase_module, quantiles
 
 TIMED = ("call", "call+sync", "open..close", "calls+sync", "call or sync")
 STATISTICS = ("mean", "min", "max", "stddev", "mdev", "median", "pNN")
@@ -97,10 +98,16 @@ def quantile(name: str) -> float | None:
 GAPS = ("interval", "to next", "room", "around")
 
 
+# the value of a room whose call lacks a neighbouring call on a side: no bound
+LACKING = np.iinfo(np.int64).min
+
+
 class ThreadGaps:
     """operations() of GAPS over events given block by block in time order: memory of a value
-    per data call and one call per thread, not the rows of the phases. A thread's last data call
-    in a block waits for its next one (in a later block) to be given its value.
+    per data call and one call per thread, not the rows of the phases; with `into` (an
+    OperationValues, "interval" and "around" only) the values go there instead, in memory up to
+    its budget and in its file past it. A thread's last data call in a block waits for its next
+    one (in a later block) to be given its value.
 
         gaps = ThreadGaps(phases, "room", "read")
         for events, a in blocks:
@@ -108,11 +115,14 @@ class ThreadGaps:
         gaps.result()   # operations(all the events, all of a, phases, "room", "read")
     """
 
-    def __init__(self, phases: list[int], timed: str, direction: str | None):
-        assert timed in GAPS
-        self.phases, self.timed, self.direction = phases, timed, direction
-        self.parts: list[np.ndarray] = []        # per block: its data calls' values, in row order
+    def __init__(self, phases: list[int], timed: str, direction: str | None,
+                 into: operation_values.OperationValues | None = None):
+        assert timed in GAPS and (into is None or timed in ("interval", "around"))
+        self.phases, self.timed, self.direction, self.into = phases, timed, direction, into
+        self.parts: list[np.ndarray] = []        # per block: its data calls' values (ns), in row order
         self.followed: list[np.ndarray] = []     # per block: whether each has a next call
+        self.starts: list[int] = []              # per block: the index of its first value
+        self.given = 0
         # per thread: its last data call so far (block, position), start, end, and the end of the
         # call before it (None: none)
         self.pending: dict[int, tuple[int, int, int, int, int | None]] = {}
@@ -131,46 +141,61 @@ class ThreadGaps:
         last = np.r_[t[1:] != t[:-1], True]
         after, before = np.r_[s[1:], 0], np.r_[0, e[:-1]]
         known = ~first   # the end of the call before: a thread's first here has it from an earlier block, or none
-        k = len(self.parts)
+        k = len(self.starts)
         for i in np.flatnonzero(first):   # the thread's call before this block's first
             held = self.pending.pop(int(t[i]), None)
             if held is None:
                 continue
             block, at, start, end, earlier = held
-            self.parts[block][at] = self._value(start, end, int(s[i]), earlier)
-            self.followed[block][at] = True
+            self._set(block, at, self._value(start, end, int(s[i]), earlier))
             before[i], known[i] = end, True
-        values = np.zeros(len(rows), np.float64)
+        values = np.zeros(len(rows), np.int64)
         inner = ~last
         if self.timed in ("room", "around"):
-            lacking = np.inf if self.timed == "room" else (after[inner] - s[inner]) / 1e9
-            values[inner] = np.where(known[inner], (after[inner] - before[inner]) / 1e9, lacking)
+            lacking = LACKING if self.timed == "room" else after[inner] - s[inner]
+            values[inner] = np.where(known[inner], after[inner] - before[inner], lacking)
         else:
-            values[inner] = (after[inner] - s[inner]) / 1e9
+            values[inner] = after[inner] - s[inner]
         for i in np.flatnonzero(last):   # valued when its next call comes, or at the end
             earlier = int(before[i]) if known[i] else None
             self.pending[int(t[i])] = (k, int(by[i]), int(s[i]), int(e[i]), earlier)
             values[i] = self._value(int(s[i]), int(e[i]), None, earlier)
-        out = np.empty(len(rows), np.float64)
+        out = np.empty(len(rows), np.int64)
         out[by] = values
+        self.starts.append(self.given)
+        self.given += len(rows)
+        if self.into is not None:
+            self.into.add(out)
+            return
         followed = np.empty(len(rows), bool)
         followed[by] = inner
         self.parts.append(out)
         self.followed.append(followed)
 
-    def _value(self, start: int, end: int, next_start: int | None, earlier: int | None) -> float:
-        """A call's value given its thread's next call's start (None: it has none)."""
+    def _set(self, block: int, at: int, ns: int) -> None:
+        """A call's value, once its thread's next call came."""
+        if self.into is not None:
+            self.into.set(self.starts[block] + at, ns)
+            return
+        self.parts[block][at] = ns
+        self.followed[block][at] = True
+
+    def _value(self, start: int, end: int, next_start: int | None, earlier: int | None) -> int:
+        """A call's value (ns; LACKING: no bound) given its thread's next call's start (None: it has none)."""
         if self.timed == "room":
-            return np.inf if next_start is None or earlier is None else (next_start - earlier) / 1e9
+            return LACKING if next_start is None or earlier is None else next_start - earlier
         if self.timed == "around":
-            return ((end if next_start is None else next_start) - (start if earlier is None else earlier)) / 1e9
-        return (end - start) / 1e9 if next_start is None else (next_start - start) / 1e9
+            return (end if next_start is None else next_start) - (start if earlier is None else earlier)
+        return end - start if next_start is None else next_start - start
 
     def result(self) -> np.ndarray:
+        """The values in seconds (a room without a bound: infinite)."""
         if not self.parts:
             return np.empty(0, np.float64)
-        out = np.concatenate(self.parts)
-        return out[np.concatenate(self.followed)] if self.timed == "to next" else out
+        ns = np.concatenate(self.parts)
+        if self.timed == "to next":
+            ns = ns[np.concatenate(self.followed)]
+        return np.where(ns == LACKING, np.inf, ns / 1e9) if self.timed == "room" else ns / 1e9
 
 
 def data_calls(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], direction: str | None) -> np.ndarray:
@@ -197,11 +222,9 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
         frame = pd.DataFrame({"span": spans, "start": start[in_phases], "end": end[in_phases]})
         per = frame.groupby("span").agg(start=("start", "min"), end=("end", "max")).sort_values("start")
         return (per["end"] - per["start"]).to_numpy(np.float64) / 1e9
-    data = data_calls(events, assigned, phases, direction)
     if timed in ("call", "call or sync", "sync"):
-        syncs = in_phases & (kind == phase_module.SYNC)
-        rows = np.flatnonzero(syncs if timed == "sync" else data | syncs if timed == "call or sync" else data)
-        return (end[rows] - start[rows]).astype(np.float64) / 1e9
+        return durations_ns(events, assigned, phases, timed, direction).astype(np.float64) / 1e9
+    data = data_calls(events, assigned, phases, direction)
     if timed in GAPS:   # the whole table as one block: one rule for both
         gaps = ThreadGaps(phases, timed, direction)
         gaps.add(events, assigned)
@@ -224,10 +247,32 @@ def operations(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], 
     return (per["end"] - per["start"]).to_numpy(np.float64) / 1e9
 
 
-def figure(values: np.ndarray, name: str) -> float:
+def durations_ns(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], timed: str,
+                 direction: str | None) -> np.ndarray:
+    """operations() of single calls ("call", "call or sync", "sync") in whole nanoseconds."""
+    kind = phase_module.call_kinds(events["syscall"])
+    syncs = np.isin(assigned["phase"].to_numpy(), phases) & (kind == phase_module.SYNC)
+    data = data_calls(events, assigned, phases, direction) if timed != "sync" else syncs
+    rows = np.flatnonzero(syncs if timed == "sync" else data | syncs if timed == "call or sync" else data)
+    return events["end_ns"].to_numpy(np.int64)[rows] - events["start_ns"].to_numpy(np.int64)[rows]
+
+
+# a statistic's values: the array of seconds, or the same values held as OperationValues (in
+# memory up to a budget, in a file past it: fio's requests over several hosts)
+Values = Union[np.ndarray, operation_values.OperationValues]
+
+
+def figure(values: Values, name: str) -> float:
     """The statistic `name` of `values` (seconds): the trace's figure for the claim."""
     if not len(values):
         return float("nan")
+    if isinstance(values, operation_values.OperationValues):
+        if name in ("mean", "stddev", "mdev"):
+            ddof = 1 if name == "stddev" else 0
+            return values.mean() if name == "mean" else values.std(ddof) if len(values) > ddof else 0.0
+        # np.percentile's own arithmetic on the two order statistics around its position
+        return float(quantiles.percentiles(None, 1, [quantile(name) * 100], extent=([len(values)], [0], [0]),
+                                           select=lambda wanted: values.at_ns(wanted[:, 1]), divisor=1e9)[0, 0])
     if name == "mean":
         return float(values.mean())
     if name == "stddev":
@@ -237,7 +282,7 @@ def figure(values: np.ndarray, name: str) -> float:
     return float(np.percentile(values, quantile(name) * 100))
 
 
-def band(values: np.ndarray, name: str, tolerance: float) -> tuple[float, float, str]:
+def band(values: Values, name: str, tolerance: float) -> tuple[float, float, str]:
     """(lowest, highest) value that agrees with the trace's figure, and the rule in words."""
     n = len(values)
     q = quantile(name)
@@ -248,8 +293,10 @@ def band(values: np.ndarray, name: str, tolerance: float) -> tuple[float, float,
         rule = f"within {slack:.1%}{allowance} of the trace's {name} of {n:,} operations"
         return at * (1 - slack) - ALLOWANCE_S, at * (1 + slack) + ALLOWANCE_S, rule
     # a caller that asks for several statistics of one array sorts it once (fio's 20-odd
-    # percentiles of every request of several hosts): checking is linear, sorting is not
-    ordered = values if n < 2 or bool((values[1:] >= values[:-1]).all()) else np.sort(values)
+    # percentiles of every request of several hosts): checking is linear, sorting is not;
+    # OperationValues find their order statistics themselves (fetch: all of them in one select)
+    ordered = values if isinstance(values, operation_values.OperationValues) or n < 2 \
+        or bool((values[1:] >= values[:-1]).all()) else np.sort(values)
     low, high = rank_band(n, q)
     where = f"rank {_rank(high)}" if low == high else f"ranks {_rank(low)} and {_rank(high)}"
     rule = f"between the trace's values at {where} of {n:,} operations, {tolerance:.0%}{allowance}"
@@ -268,11 +315,28 @@ def rank_band(n: int, q: float) -> tuple[float, float]:
     return max(0.0, q * n - 1 - spread), min(n - 1.0, q * n + spread)
 
 
-def _at(ordered: np.ndarray, position: float) -> float:
+def _at(ordered: Values, position: float) -> float:
     """The sorted values at a fractional position: linear between the two around it."""
     below = int(math.floor(position))
     above = min(below + 1, len(ordered) - 1)
-    return float(ordered[below] + (ordered[above] - ordered[below]) * (position - below))
+    a, b = ordered.at([below, above]) if isinstance(ordered, operation_values.OperationValues) \
+        else (ordered[below], ordered[above])
+    return float(a + (b - a) * (position - below))
+
+
+def ranks_read(n: int, names) -> list[int]:
+    """The ranks (from 0) of n sorted values that band() and figure() read for these statistics:
+    what OperationValues.fetch finds in one select before they are asked one by one."""
+    ranks: set[int] = set()
+    for name in names:
+        q = quantile(name)
+        if q is None or not n:
+            continue
+        # band's two positions, and figure's (np.percentile: (n - 1) q, give or take its rounding)
+        for position in (*rank_band(n, q), (n - 1) * q):
+            below = int(math.floor(position))
+            ranks |= {r for r in range(below - 1, below + 3) if 0 <= r < n}
+    return sorted(ranks)
 
 
 def _rank(position: float) -> str:

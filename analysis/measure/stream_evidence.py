@@ -22,7 +22,7 @@ from pandas.api.types import union_categoricals
 
 from iowitness.analysis.judge import claim_windows, latency
 from iowitness.analysis.measure import buffering, evidence
-from iowitness.analysis.phasing import call_bounds, phases as phase_module
+from iowitness.analysis.phasing import call_bounds, operation_values, phases as phase_module
 from iowitness.analysis.read import distinct
 
 
@@ -83,6 +83,14 @@ class StreamedEvidence:
         # these phases, all it looks at (latency.operations reads no row outside them)
         events, a = self._rows_of(phases, ["syscall", "start_ns", "end_ns", "tid"], low)
         return latency.operations(events, a, phases, timed, direction)
+
+    def operation_values(self, phases: list[int], timed: str, direction: str | None,
+                         low: int | None = None) -> operation_values.OperationValues:
+        """operations() as OperationValues, in memory up to a budget and in a temporary file past
+        it (single calls, "interval" and "around": fio's requests and the gaps around them)."""
+        key = values_question(phases, timed, direction, low)
+        self.ask([key])
+        return self._cache[key]
 
     def _blocks(self, low: int | None):
         """The blocks, with the calls that started before `low` in no phase."""
@@ -191,6 +199,8 @@ class StreamedEvidence:
             return
         single = [k for k in keys if k[0] == "operations"]
         values: dict[tuple, list] = {k: [] for k in single}
+        held = {k: operation_values.OperationValues() for k in keys if k[0] == "values"}
+        gaps = {k: latency.ThreadGaps(list(k[1]), k[2], k[3], into=held[k]) for k in held if k[2] in latency.GAPS}
         walls = [k for k in keys if k[0] == "stonewall"]
         closes = [k for k in keys if k[0] == "closes"]
         asked = [k for k in keys if k[0] == "neighbours"]
@@ -202,6 +212,11 @@ class StreamedEvidence:
         for e, a in self._assigned.blocks():
             for k in single:
                 values[k].append(latency.operations(e, _from(e, a, k[4]), list(k[1]), k[2], k[3]))
+            for k, store in held.items():
+                if k in gaps:
+                    gaps[k].add(e, _from(e, a, k[4]))
+                else:
+                    store.add(latency.durations_ns(e, _from(e, a, k[4]), list(k[1]), k[2], k[3]))
             for k in walls:
                 _add_counts(counts[k], evidence.stonewall_counts(e, a, list(k[1]), k[2]))
             for k in closes:
@@ -210,6 +225,8 @@ class StreamedEvidence:
                 around.append(call_bounds.neighbours(e, tids, firsts, lasts))
         for k in single:
             self._cache[k] = np.concatenate(values[k]) if values[k] else np.empty(0, np.float64)
+        for k, store in held.items():
+            self._cache[k] = store.finish()
         for k, (counted, calls, later) in counts.items():
             self._cache[k] = (dict(sorted(counted.items())), dict(sorted(calls.items())), dict(sorted(later.items())))
         for k, parts in close_parts.items():
@@ -246,6 +263,12 @@ def _from(events: pd.DataFrame, a: pd.DataFrame, low: int | None) -> pd.DataFram
 def operations_question(phases: list[int], timed: str, direction: str | None, low: int | None = None) -> tuple:
     """StreamedEvidence.operations(phases, timed, direction, low) as a question for ask()."""
     return ("operations", tuple(int(p) for p in phases), timed, direction, low)
+
+
+def values_question(phases: list[int], timed: str, direction: str | None, low: int | None = None) -> tuple:
+    """StreamedEvidence.operation_values(phases, timed, direction, low) as a question for ask()."""
+    assert timed in ("call", "call or sync", "sync", "interval", "around"), timed
+    return ("values", tuple(int(p) for p in phases), timed, direction, low)
 
 
 def _by_row(key: tuple) -> bool:

@@ -38,18 +38,20 @@ Blocks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
 
 def percentiles(blocks: Blocks | None, phases: int, percents, extent=None, before_last_pass=None,
-                select=None) -> np.ndarray:
+                select=None, divisor: float = 1e3) -> np.ndarray:
     """(phases × len(percents)) float64 array: np.percentile(latency_ns / 1e3, percents) of
     each phase's values, NaN for a phase without any. `extent`: (count, minimum, maximum) per
     phase, when the caller counted them already (it saves pass 0). `before_last_pass`: called
     (without arguments) before the pass after which no other comes, if any does. `select`: when
     the caller holds the values sorted (analysis/phasing/latency_store.py), a function from the
-    (phase, rank) rows wanted to their values, in place of the passes over `blocks`."""
+    (phase, rank) rows wanted to their values, in place of the passes over `blocks`. `divisor`:
+    the values' unit, 1e3 for µs from nanoseconds, 1e9 for seconds."""
     return quantiles(blocks, phases, np.true_divide(np.asarray(percents, dtype=np.float64), 100), extent,
-                     before_last_pass, select)
+                     before_last_pass, select, divisor)
 
 
-def quantiles(blocks: Blocks | None, phases: int, q, extent=None, before_last_pass=None, select=None) -> np.ndarray:
+def quantiles(blocks: Blocks | None, phases: int, q, extent=None, before_last_pass=None, select=None,
+              divisor: float = 1e3) -> np.ndarray:
     """percentiles() at fractions `q` (0..1) instead of percents: np.quantile(latency_ns / 1e3,
     q) of each phase's values, bit for bit."""
     q = np.asarray(q, dtype=np.float64)
@@ -77,10 +79,17 @@ def quantiles(blocks: Blocks | None, phases: int, q, extent=None, before_last_pa
     found = {(int(p), int(r)): v for (p, r), v in zip(wanted, values)}
     out = np.full((phases, len(q)), np.nan)
     for p in np.flatnonzero(has):
-        a = np.array([found[(p, int(r))] for r in previous[p]], dtype=np.float64) / 1e3
-        b = np.array([found[(p, int(r))] for r in following[p]], dtype=np.float64) / 1e3
+        a = np.array([found[(p, int(r))] for r in previous[p]], dtype=np.float64) / divisor
+        b = np.array([found[(p, int(r))] for r in following[p]], dtype=np.float64) / divisor
         out[p] = _lerp(a, b, gamma[p])
     return out
+
+
+def select(blocks: Blocks, phases: int, wanted: np.ndarray, extent) -> np.ndarray:
+    """The value of rank wanted[i, 1] (from 0) among phase wanted[i, 0]'s values, for each i: the
+    radix select's order statistics themselves. `extent`: (count, minimum, maximum) per phase."""
+    _, lo, hi = (np.asarray(e, dtype=np.int64) for e in extent)
+    return _select(blocks, phases, wanted, lo, hi)
 
 
 def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ import pytest
 
 from iowitness.analysis.judge import latency
 from iowitness.analysis.phasing import stream_assign, stream_table
+from iowitness.analysis.phasing.operation_values import OperationValues
 from tests.support.blocks import Blocks
 from tests.support.synthetic import O_RDONLY, START_NS, Calls
 from tests.unit.test_stream_table import random_trace
@@ -97,3 +98,14 @@ def test_random_traces_block_by_block_are_the_rule_call_by_call(seed, timed):
                 gaps.add(e, a)
             # THEN the values are the rule's, one call at a time, in the table's order
             np.testing.assert_array_equal(gaps.result(), whole)
+            if timed not in ("interval", "around"):
+                continue
+            # AND likewise when they go to OperationValues spilled from the first (a value
+            # given later written into the file)
+            held = OperationValues(0)
+            gaps = latency.ThreadGaps(phases, timed, direction, into=held)
+            for e, a in Blocks(events, assigned, rows).blocks():
+                gaps.add(e, a)
+            held.finish()
+            np.testing.assert_array_equal(held.at_ns(np.arange(len(held))) / 1e9, np.sort(whole))
+            assert held.mean() == (float(whole.mean()) if len(whole) else held.mean())
