@@ -164,3 +164,30 @@ def test_a_parent_clock_started_at_the_go_before_the_groups_first_call_is_explai
     # AND doctored to 0.7x, below what any start the trace allows gives, it disagrees
     [v] = matching.match(rep, [_parent_line(0.7 * said, kind)], "iozone", COMMAND, trace=trace)
     assert v.verdict == "disagrees", v.reasons
+
+
+def test_a_parent_line_over_one_member_is_timed_by_the_parents_clock_not_the_calls():
+    # GIVEN IOzone -t 2's re-read as a busy machine makes it: child 0 let go after child 1 had
+    # finished (it saw the stop flag, opened, synced and closed its file, and read nothing: IOzone
+    # prints Min xfer as child 1's, its minimum restarting after a 0), child 1 reading all; the
+    # parent's line is the bytes over its clock, from the go to the last child's close (attached
+    # at load 8: "Parent sees 209,950 kB/s" against 905 MiB/s of calls, 0.23x, a false DISAGREES)
+    calls = Calls(tgid=1000)
+    calls.open("/data/f0", O_WRONLY, at=START_NS).at(GO + 2 * MS).fsync(latency=MS).close()
+    child_1 = calls.process(2000)
+    child_1.open("/data/f1", O_WRONLY, at=START_NS + 300_000).at(GO)
+    for _ in range(RECORDS):
+        child_1.write(REC, latency=200_000)
+    child_1.fsync(latency=30 * MS).close()
+    rep, trace = built(calls, COMMAND)
+    said = FILE / ((child_1.now - GO) / 1e9)
+    parent = claim(said, scope="parent", processes=2, file_size=FILE, record_size=REC)
+    # WHEN its line is judged
+    [v] = matching.match(rep, [parent], "iozone", COMMAND, trace=trace)
+    # THEN against the parent's window, to the last close: it agrees, one child moving no data
+    assert v.verdict == "agrees" and v.window == "parent to close", (v.window, v.reasons)
+    assert any("1 of the 2 processes moved no data" in r for r in v.reasons), v.reasons
+    # AND doctored to half, it disagrees
+    [v] = matching.match(rep, [claim(0.5 * said, scope="parent", processes=2, file_size=FILE, record_size=REC)],
+                         "iozone", COMMAND, trace=trace)
+    assert v.verdict == "disagrees", v.reasons
