@@ -184,7 +184,10 @@ def _attached_from_its_start(argv: list[str], d: Path, trace: Path) -> tuple[Pat
             deadline = time.monotonic() + ATTACH_TIMEOUT_S
             while "attached; recording" not in said.read_text():
                 if collector.poll() is not None or time.monotonic() > deadline:
-                    return trace, None, f"attach did not record in {ATTACH_TIMEOUT_S} s: {said.read_text()[-200:]}"
+                    # the benchmark's state says whether it was still there, stopped, for the collector
+                    return trace, None, (f"attach did not record in {ATTACH_TIMEOUT_S} s (the benchmark: state "
+                                         f"{_state(benchmark.pid) or 'gone'}, exit {benchmark.poll()}): "
+                                         f"{said.read_text()[-200:]}")
                 time.sleep(0.1)
         finally:
             os.kill(benchmark.pid, signal.SIGCONT)
