@@ -12,7 +12,7 @@ import pandas as pd
 from iowitness import units
 from iowitness.analysis import benchmarks
 from iowitness.analysis.phasing import aio_kernel, groups, phases as phase_module
-from iowitness.analysis.read import printed
+from iowitness.analysis.read import printed, recorded_paths
 
 OUTLIERS_PER_PHASE = 5
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histograms: 1 µs .. 16 s, log2
@@ -357,7 +357,7 @@ def with_names(table: pd.DataFrame, module, command: list, meta: dict, trace=Non
     # a trace attached mid-run: its first phases are the test the output it recorded names first
     first = module.first_traced_test([line.text for line in printed.lines_of(trace) if line.t_ns is not None]) \
         if trace is not None and mid_run(meta) and getattr(module, "first_traced_test", None) else None
-    names = module.name_phases(table, command, meta.get("pid"), cwd=meta.get("cwd"),
+    names = module.name_phases(table, command, recorded_paths.command_pid(meta), cwd=meta.get("cwd"),
                                **({"first_test": first} if first else {})) if module is not None else None
     if names is not None:
         table["benchmark_name"] = names

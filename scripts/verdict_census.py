@@ -4,16 +4,21 @@ per benchmark and way of recording, every DISAGREES and every failure printed wi
 and the traces of those kept (issue 30: "no false DISAGREES on any of them").
 
     sudo .venv/bin/python scripts/verdict_census.py --rounds 2 [--hogs 2] [--only REGEX]
-        [--modes run,attach,import] [--keep DIR]
+        [--modes run,attach,attach-mid,import] [--keep DIR]
 
 The benchmarks: IOzone, fio, dd and sysbench fileio as the project knows them, and the
 home-made workloads of tests/workloads/ with their specs (built with gcc here). Each runs in a
-fresh directory under /var/tmp. `attach` starts the benchmark with its output in a file,
-attaches after --attach-after seconds and judges with --claims (a longer run of it where the
-usual one ends before the probe is loaded; one that still does is "skipped"): the figures of
-the tests that ended before the attach are CANNOT JUDGE, never DISAGREES. per_test_lines and
-timeline_bench are attached to at a gate of their own by their kernel tests, not here. A benchmark, an iowitness command
-or a report that fails is counted apart ("failed"), never as a verdict.
+fresh directory under /var/tmp. `attach` starts the benchmark (its usual run, output in a
+file), stops it at once (SIGSTOP, before its first test), attaches to its PID, and lets it go
+(SIGCONT) only once iowitness says it is recording: however long the probe takes to load (11 s
+at load 19), every test runs under the attach, and its figures are judged from the output the
+trace recorded, as `attach -p` gives them. `attach-mid` is an attach as a user makes it to a
+benchmark already running: after --attach-after seconds, judged with --claims (a longer run of
+it where the usual one ends before the probe is loaded; one that still does is "skipped"): the
+figures of the tests that ended before the attach are CANNOT JUDGE, never DISAGREES.
+per_test_lines and timeline_bench are attached to at a gate of their own by their kernel tests,
+not here. A benchmark, an iowitness command or a report that fails is counted apart ("failed"),
+never as a verdict.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,6 +43,9 @@ WORKLOADS = ROOT / "tests" / "workloads"
 IOWITNESS = [str(ROOT / ".venv" / "bin" / "iowitness")]
 GCC_FLAGS = ("-O1", "-Wall", "-Wl,-z,now")
 VERDICTS = ("agrees", "explained", "cannot judge", "disagrees")
+MODES = ("run", "attach", "attach-mid", "import")
+# how long the probe may take to load under `attach` before the run counts as failed
+ATTACH_TIMEOUT_S = 180
 
 
 @dataclass
@@ -119,7 +128,7 @@ def _judged(trace: Path, bench: Benchmark, claims: Path | None) -> tuple[list[di
 def _record(mode: str, bench: Benchmark, d: Path, exe: Path | None,
             attach_after: float) -> tuple[Path, Path | None, str]:
     """(the trace, the output file to judge it with or None, why it failed or "")."""
-    argv = _argv(bench.longer if mode == "attach" and bench.longer else bench.argv, d, exe)
+    argv = _argv(bench.longer if mode == "attach-mid" and bench.longer else bench.argv, d, exe)
     trace = d / "run.iwt"
     if mode == "run":
         proc = subprocess.run([*IOWITNESS, "run", "-q", "-o", str(trace), "--", *argv], cwd=d,
@@ -135,6 +144,8 @@ def _record(mode: str, bench: Benchmark, d: Path, exe: Path | None,
         imported = subprocess.run([*IOWITNESS, "import", str(log), "-o", str(trace)], capture_output=True, text=True)
         return trace, None, "" if imported.returncode == 0 else \
             f"import exit {imported.returncode}: {imported.stderr[-200:]}"
+    if mode == "attach":
+        return _attached_from_its_start(argv, d, trace)
     out = d / "out.txt"
     with open(out, "w") as sink:
         benchmark = subprocess.Popen(argv, cwd=d, stdout=sink, stderr=subprocess.STDOUT)
@@ -151,6 +162,57 @@ def _record(mode: str, bench: Benchmark, d: Path, exe: Path | None,
         f"attach exit {collector.returncode}: {collector.stderr[-200:]}"
 
 
+def _attached_from_its_start(argv: list[str], d: Path, trace: Path) -> tuple[Path, Path | None, str]:
+    """`attach -p` to the benchmark held stopped from its first instant until the probe records.
+
+    The benchmark's own process (its command line is what the trace names) is stopped right
+    after its exec, before it has begun a test, and continued once the collector says
+    "attached; recording"; its figures are then judged from the output the trace recorded (no
+    --claims). A wait of minutes for the probe is no failure; a collector that never records is."""
+    out, said = d / "out.txt", d / "attach.err"
+    with open(out, "w") as sink, open(said, "w") as collector_err:
+        benchmark = subprocess.Popen(argv, cwd=d, stdout=sink, stderr=subprocess.STDOUT)
+        collector = None
+        try:
+            os.kill(benchmark.pid, signal.SIGSTOP)
+            while _state(benchmark.pid) not in ("T", "Z", ""):
+                time.sleep(0.01)
+            if benchmark.poll() is not None:
+                return trace, None, "skipped: ended before it could be stopped"
+            collector = subprocess.Popen([*IOWITNESS, "attach", "-p", str(benchmark.pid), "-o", str(trace)],
+                                         stdout=subprocess.DEVNULL, stderr=collector_err)
+            deadline = time.monotonic() + ATTACH_TIMEOUT_S
+            while "attached; recording" not in said.read_text():
+                if collector.poll() is not None or time.monotonic() > deadline:
+                    # the benchmark's state says whether it was still there, stopped, for the collector
+                    return trace, None, (f"attach did not record in {ATTACH_TIMEOUT_S} s (the benchmark: state "
+                                         f"{_state(benchmark.pid) or 'gone'}, exit {benchmark.poll()}): "
+                                         f"{said.read_text()[-200:]}")
+                time.sleep(0.1)
+        finally:
+            os.kill(benchmark.pid, signal.SIGCONT)
+            if collector is None or collector.returncode is not None:
+                benchmark.kill()
+            benchmark.wait()
+            if collector is not None and collector.poll() is None:
+                try:
+                    collector.wait(120)
+                except subprocess.TimeoutExpired:
+                    collector.terminate()
+                    collector.wait()
+    if collector.returncode != 0:
+        return trace, None, f"attach exit {collector.returncode}: {said.read_text()[-200:]}"
+    return trace, None, ""
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (T: stopped), or "" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 def _hog() -> None:
     while True:
         pass
@@ -162,7 +224,7 @@ def main() -> int:
     parser.add_argument("--modes", default="run,attach,import")
     parser.add_argument("--only", default="", help="a regular expression on the benchmarks' names")
     parser.add_argument("--hogs", type=int, default=0, help="CPU hogs to run beside (busy loops)")
-    parser.add_argument("--attach-after", type=float, default=0.5, help="seconds before attach -p")
+    parser.add_argument("--attach-after", type=float, default=0.5, help="seconds before attach -p (attach-mid)")
     parser.add_argument("--keep", type=Path, default=Path("/var/tmp/iowitness-census"),
                         help="where the traces of DISAGREES and failures are kept")
     args = parser.parse_args()
@@ -176,10 +238,10 @@ def main() -> int:
         return 2
     chosen = [b for b in BENCHMARKS if only.search(b.name)]
     modes = args.modes.split(",")
-    if not chosen or args.rounds < 1 or set(modes) - {"run", "attach", "import"}:
+    if not chosen or args.rounds < 1 or set(modes) - set(MODES):
         print("verdict_census: nothing to run: --only matches none of "
               f"{', '.join(b.name for b in BENCHMARKS)}, or --rounds is below 1, or --modes is not from "
-              "run,attach,import", file=sys.stderr)
+              f"{','.join(MODES)}", file=sys.stderr)
         return 2
     missing = sorted({b.argv[0] for b in chosen if b.build is None and shutil.which(b.argv[0]) is None})
     if missing:

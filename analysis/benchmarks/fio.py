@@ -353,7 +353,7 @@ def matcher(report, claims: list[Claim], argv: list[str], trace=None):
     """A job's phases in the claim's direction; fio prints one entry per clone of a job
     (numjobs=N), all under the job's name: the k-th entry is about the k-th clone."""
     phases = report.phases
-    root = trace.meta.get("pid") if trace is not None else None
+    root = recorded_paths.command_pid(trace.meta) if trace is not None else None
     cwd = trace.meta.get("cwd") if trace is not None else None
     # a job's rates and its latencies are counted apart: the k-th of each is about clone k
     entries = Counter((c.job, c.direction, "fio_latency" in c.extra) for c in claims)

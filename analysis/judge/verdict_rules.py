@@ -110,7 +110,9 @@ def judge(claim: Claim, rows: pd.DataFrame, window: str, tolerance: float, missi
     figures = figures_of(counted, claim.direction, kind, combine)
     if kind == "latency":
         window = "mean latency"
-    grouped = group is not None or stonewall is not None or (claim.scope == "parent" and parent_start_ns is not None)
+    # a parent's clock runs from its go to its last child's end, whatever the members: with one
+    # (the other child stopped before its first call) its line is no figure of the calls alone
+    grouped = group is not None or stonewall is not None or claim.scope == "parent"
     if grouped and kind not in ("latency", "elapsed"):
         figures.update(group_figures(counted, stonewall, claim.direction, kind, window, last_ns, parent_start_ns))
         if claim.scope == "parent":

@@ -9,6 +9,9 @@ recorded (absolute) path rather than one the reader's directory makes up.
 
 Example: `resolve("f1", "/data/bench")` is "/data/bench/f1"; `resolve("/tmp/x", "/data")` is
 "/tmp/x"; `resolve("f1", None)` is "f1".
+
+The process the recorded command is (command_pid): the one `run` started, or the first PID
+`attach -p` was given, whose command line the trace names.
 """
 
 from __future__ import annotations
@@ -34,3 +37,14 @@ def cwd_of(trace) -> str | None:
     meta = getattr(trace, "meta", None) or {}
     cwd = meta.get("cwd")
     return str(cwd) if cwd else None
+
+
+def command_pid(meta: dict) -> int | None:
+    """The PID of the recorded command's process: meta "pid" (`run`, an import), else the first
+    process `attach -p` was given (meta "attached", its command line the trace's command);
+    None when there is neither (`attach --file`). fio's own process lays out its files: under
+    an attach made before that, its phases are fio's layout only if this names it."""
+    if meta.get("pid"):
+        return int(meta["pid"])
+    given = [p for p in meta.get("attached") or [] if isinstance(p, dict) and p.get("pid")]
+    return int(given[0]["pid"]) if given else None

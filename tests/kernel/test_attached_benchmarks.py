@@ -6,7 +6,10 @@ is left to the run test."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,8 @@ from iowitness.analysis.judge import trace_verdicts as judged
 from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.attach import attached_from_start
+from tests.support.cli import IOWITNESS
+from tests.support.collectors import stop, wait_attached
 
 pytestmark = pytest.mark.kernel
 
@@ -61,3 +66,44 @@ def test_postmark_attached(tmp_path):
     verdicts = judged.verdicts(trace, spec=str(SPECS / "postmark.toml"))
     assert len(verdicts) == 3
     assert all(v.ok for v in verdicts), [(v.claim.printed, v.ratio, v.reasons[:1]) for v in verdicts]
+
+
+def test_fio_attached_before_its_layout_names_the_layout_and_judges_the_job(tmp_path):
+    fio = require_tool("fio")
+    # GIVEN fio's randrw job, stopped right after its exec (before it lays out its file), attached
+    # to by its own PID, and let go once the collector records (the verdict census's attach mode)
+    trace_path, printed = tmp_path / "att.iwt", tmp_path / "att.out"
+    with open(printed, "w") as output:
+        proc = subprocess.Popen([fio, "--name=mix", "--rw=randrw", "--bs=4k", "--size=8m", "--ioengine=psync",
+                                 f"--directory={tmp_path}"], stdout=output, stderr=subprocess.STDOUT)
+    collector = None
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)
+        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace_path)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_attached(collector)
+        os.kill(proc.pid, signal.SIGCONT)
+        assert proc.wait(120) == 0 and collector.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+        stop(proc)
+        if collector is not None:
+            stop(collector)
+    trace = load(trace_path)
+    phases = trace.phases()
+    own = phases[phases["tid"] == proc.pid]
+    if not len(own):
+        pytest.skip("fio laid its file out before it was stopped (its parent got no CPU in time)")
+    # WHEN reported and judged, from the output the trace recorded (no --claims)
+    verdicts = judged.verdicts(trace)
+    # THEN fio's own process's writes are its layout, under attach as under run (the attached
+    # trace has no "pid": before, the layout was named the job's, and the job's write rate was
+    # set against it, 0.34x)
+    assert set(own["benchmark_name"]) == {"fio layout"}, phases[["tid", "benchmark_name"]]
+    # AND the job's rates are judged over the job's phase: each agrees or is explained
+    rates = [v for v in verdicts if v.claim.bytes_per_s is not None]
+    assert {v.claim.direction for v in rates} == {"read", "write"}, [v.claim.printed for v in verdicts]
+    for v in rates:
+        assert v.verdict in ("agrees", "explained"), (v.claim.printed, v.verdict, v.reasons[:2])
+        assert not set(v.phases) & set(int(p) for p in own["phase"]), (v.claim.printed, v.phases)

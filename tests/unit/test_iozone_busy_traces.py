@@ -51,3 +51,17 @@ def test_a_child_stopped_before_its_first_read_leaves_its_test_a_member_short(na
         assert by[(test, "max process")].verdict == "agrees", by[(test, "max process")].reasons
     # AND nothing disagrees (the read's parent line was judged over read and re-read, 2 s apart: 24x)
     assert not [v for v in verdicts if v.verdict == "disagrees"], [(v.claim.printed, v.reasons[:1]) for v in verdicts]
+
+
+def test_a_parent_line_over_a_one_member_test_is_judged_on_the_parents_clock():
+    # GIVEN IOzone -t 2 attached to (load 8): the re-read's child on f1 read nothing (let go after
+    # the other had read all), and the parent, asleep from the go to 60 ms after the last close,
+    # printed 209,950 kB/s for the re-readers: 32 MiB over its 156 ms, against 905 MiB/s of calls
+    verdicts = [v for v in _verdicts("iozone_t2_attached_reread_one_member.iwt") if v.claim.test == "reread"]
+    parent = next(v for v in verdicts if v.claim.scope == "parent")
+    # WHEN judged THEN over the parent's window, to its wake after the last close (before: the
+    # calls' own figure, 0.23x, a false DISAGREES), and no figure of the test disagrees
+    assert parent.verdict == "agrees" and parent.window == "parent to close", parent.reasons
+    assert abs(parent.ratio - 1) < 0.01, parent.figures
+    assert any("woke 60.0 ms later" in r for r in parent.reasons), parent.reasons
+    assert not [v for v in verdicts if v.verdict == "disagrees"], [(v.claim.printed, v.reasons[0]) for v in verdicts]
