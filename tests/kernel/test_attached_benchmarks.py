@@ -6,9 +6,7 @@ is left to the run test."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.attach import attached_from_start
 from tests.support.cli import IOWITNESS
-from tests.support.collectors import stop, wait_attached
+from tests.support.collectors import attach_while_stopped
 
 pytestmark = pytest.mark.kernel
 
@@ -76,20 +74,7 @@ def test_fio_attached_before_its_layout_names_the_layout_and_judges_the_job(tmp_
     with open(printed, "w") as output:
         proc = subprocess.Popen([fio, "--name=mix", "--rw=randrw", "--bs=4k", "--size=8m", "--ioengine=psync",
                                  f"--directory={tmp_path}"], stdout=output, stderr=subprocess.STDOUT)
-    collector = None
-    try:
-        os.kill(proc.pid, signal.SIGSTOP)
-        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace_path)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_attached(collector)
-        os.kill(proc.pid, signal.SIGCONT)
-        assert proc.wait(120) == 0 and collector.wait(60) == 0
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGCONT)
-        stop(proc)
-        if collector is not None:
-            stop(collector)
+    attach_while_stopped(proc, trace_path, IOWITNESS)
     trace = load(trace_path)
     phases = trace.phases()
     own = phases[phases["tid"] == proc.pid]

@@ -11,17 +11,15 @@ each child move (16 MiB a pass, one file each)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 
 import pytest
 
 from tests.support.cli import IOWITNESS, iowitness
-from tests.support.collectors import stop, wait_attached
+from tests.support.collectors import attach_while_stopped, stop
 
 pytestmark = pytest.mark.kernel
 FIRST_DONE = b"Child[1] xfer count"   # the last line of the first test's block (-C)
@@ -33,7 +31,6 @@ def _attached_after_the_first_test(where) -> tuple:
     initial writers and its rewriters."""
     output, trace = where / "iozone.out", where / "iozone.iwt"
     command = ["iozone", "-T", "-t", "2", "-C", "-s", "16m", "-r", "4k", "-i", "0", "-i", "1", "-F", "f1", "f2"]
-    collector = None
     with open(output, "w") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, cwd=where)
     try:
@@ -41,19 +38,10 @@ def _attached_after_the_first_test(where) -> tuple:
         while FIRST_DONE not in output.read_bytes():
             assert proc.poll() is None and time.monotonic() < deadline, output.read_text()
             time.sleep(0.002)
-        os.kill(proc.pid, signal.SIGSTOP)
-        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_attached(collector)
-        os.kill(proc.pid, signal.SIGCONT)
-        assert proc.wait(120) == 0
-        assert collector.wait(60) == 0
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGCONT)
+    except BaseException:
         stop(proc)
-        if collector is not None:
-            stop(collector)
+        raise
+    attach_while_stopped(proc, trace, IOWITNESS)
     return trace, output
 
 

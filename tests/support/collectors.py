@@ -1,5 +1,6 @@
 """Collectors run as separate processes by a test (one `iowitness attach` per host, say):
-wait until one is recording, and stop a process however it has to be stopped."""
+wait until one is recording, attach to a benchmark held stopped, and stop a process however it
+has to be stopped."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import select
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 
 def wait_attached(collector: subprocess.Popen, timeout: float = 60) -> None:
@@ -37,3 +39,24 @@ def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def attach_while_stopped(proc: subprocess.Popen, trace: Path, command: list[str]) -> None:
+    """Stop `proc` (SIGSTOP), attach `command` (iowitness's, as a list) to it writing `trace`,
+    let it go once the collector records, and wait for both to end well; whatever happens,
+    neither is left running or stopped."""
+    collector = None
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)
+        collector = subprocess.Popen([*command, "attach", "--pid", str(proc.pid), "-o", str(trace)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_attached(collector)
+        os.kill(proc.pid, signal.SIGCONT)
+        assert proc.wait(120) == 0
+        assert collector.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+        stop(proc)
+        if collector is not None:
+            stop(collector)
