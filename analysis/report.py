@@ -120,7 +120,9 @@ def ended_early(meta: dict) -> str | None:
 def mid_run(meta: dict) -> str | None:
     """How far into the benchmark an attached trace began, so that no figure is read as the
     whole run's; None for a trace that saw the run from its start (`run`)."""
-    if meta.get("mode") != "attach":
+    if meta.get("mode") != "attach" or meta.get("command_exec"):
+        # a process attached to at a gate that then exec'd the benchmark: the trace saw the
+        # benchmark from its exec, as `run` does
         return None
     given = [p for p in meta.get("attached") or [] if isinstance(p, dict)][:1]
     if not given:
@@ -131,6 +133,25 @@ def mid_run(meta: dict) -> str | None:
         return f"the trace began when iowitness attached to {who}, mid-run: what it did before is not in it"
     return (f"the trace began {units.seconds(float(p['age_s']))} after {who} started (attached mid-run): a phase "
             "under way then is seen from its middle, and a claim about a whole test covers more than the trace saw")
+
+
+def output_opened_before(meta: dict) -> str | None:
+    """A regular file on the attached benchmark's fd 1 or 2, opened before the trace: its writes
+    there are taken for output (analysis/phasing/output_fds.py), which is right for a shell's
+    `> file` and wrong for a file the program opened itself (dd's of=); the trace holds neither
+    open, so the report says which it took. None under `run`, or when the benchmark was exec'd
+    after the attach (its opens are in the trace)."""
+    if meta.get("mode") != "attach" or meta.get("command_exec"):
+        return None
+    given = [p for p in meta.get("attached") or [] if isinstance(p, dict)][:1]
+    files = (given[0].get("output_files") or {}) if given else {}
+    if not files:
+        return None
+    fd, path = sorted(files.items())[0]
+    who = f"{given[0].get('comm') or 'the process'} (PID {given[0].get('pid')})"
+    return (f"fd {fd} of {who} was open on {path} before the attach: its writes there are taken for its output "
+            "(a shell's `> file`); if the program opened it itself (dd's of=), they were data that no figure "
+            "counts: attach before it opens the file, or record with iowitness run")
 
 
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:
