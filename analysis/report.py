@@ -13,6 +13,7 @@ from iowitness import units
 from iowitness.analysis import benchmarks
 from iowitness.analysis.phasing import aio_kernel, groups, phases as phase_module
 from iowitness.analysis.read import printed, recorded_paths
+from iowitness.collector.format import printed_timeline
 
 OUTLIERS_PER_PHASE = 5
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histograms: 1 µs .. 16 s, log2
@@ -136,22 +137,19 @@ def mid_run(meta: dict) -> str | None:
 
 
 def output_opened_before(meta: dict) -> str | None:
-    """A regular file on the attached benchmark's fd 1 or 2, opened before the trace: its writes
-    there are taken for output (analysis/phasing/output_fds.py), which is right for a shell's
-    `> file` and wrong for a file the program opened itself (dd's of=); the trace holds neither
-    open, so the report says which it took. None under `run`, or when the benchmark was exec'd
-    after the attach (its opens are in the trace)."""
-    if meta.get("mode") != "attach" or meta.get("command_exec"):
+    """A regular file on an attached program's fd 1 or 2, opened before the trace, that its
+    command line names (dd's of=): its writes there are data, not output, which the trace
+    alone cannot show (it holds no open of it: printed_timeline.named_output_paths); None
+    when there is none."""
+    found = printed_timeline.named_output_paths(meta)
+    if not found:
         return None
-    given = [p for p in meta.get("attached") or [] if isinstance(p, dict)][:1]
-    files = (given[0].get("output_files") or {}) if given else {}
-    if not files:
-        return None
-    fd, path = sorted(files.items())[0]
-    who = f"{given[0].get('comm') or 'the process'} (PID {given[0].get('pid')})"
-    return (f"fd {fd} of {who} was open on {path} before the attach: its writes there are taken for its output "
-            "(a shell's `> file`); if the program opened it itself (dd's of=), they were data that no figure "
-            "counts: attach before it opens the file, or record with iowitness run")
+    pid, fd, path = found[0]
+    comm = next((p.get("comm") for p in meta.get("attached") or [] if isinstance(p, dict) and p.get("pid") == pid),
+                None) or "the process"
+    return (f"fd {fd} of {comm} (PID {pid}) was open on {path} before the attach, a file its command line names "
+            "(as dd's of= is): its writes there are taken for data, not output; a shell's `> file` of the same "
+            "name would be output")
 
 
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:
