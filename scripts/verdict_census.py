@@ -195,7 +195,10 @@ def _attached_from_its_start(argv: list[str], d: Path, trace: Path) -> tuple[Pat
                                          f"{said.read_text()[-200:]}")
                 time.sleep(0.1)
         finally:
-            os.kill(benchmark.pid, signal.SIGCONT)
+            try:
+                os.kill(benchmark.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass   # it ended before it could be stopped, and poll() reaped it
             if collector is None or collector.returncode is not None:
                 benchmark.kill()
             benchmark.wait()
@@ -269,6 +272,8 @@ def main() -> int:
     unjudged: dict[str, Counter] = {}   # mode -> CANNOT JUDGE reasons (as reason_kind gives them)
     found: list[str] = []
     binaries = Path(tempfile.mkdtemp(prefix="iow-census-bin-"))
+    # a census stopped early (SIGTERM, Ctrl-C) still prints what it judged so far
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         for round_ in range(1, args.rounds + 1):
             for bench in chosen:
@@ -304,6 +309,8 @@ def main() -> int:
                     finally:
                         shutil.rmtree(d, ignore_errors=True)
                     print(f"round {round_} {bench.name:24} {mode:7} {dict(counts)}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        found.append("stopped early: the table holds the benchmarks judged before the stop")
     finally:
         for h in hogs:
             h.terminate()
