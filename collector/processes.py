@@ -22,8 +22,9 @@ def describe(pid: int) -> dict:
 
 def output_files(pid: int) -> dict[str, str]:
     """{"1": path} for each of fd 1 and 2 open on a regular file now. Opened before the trace,
-    such a file is taken for the program's output (a shell's `> file`); the trace cannot tell
-    it from one the program opened itself (dd's of= is its fd 1), so reports say which it was."""
+    such a file is the program's output (a shell's `> file`) unless the program opened it
+    itself (dd's of= is its fd 1), which the trace cannot show: its command line naming the file
+    tells (collector/format/printed_timeline.named_output_paths)."""
     found = {}
     for fd in ("1", "2"):
         try:
