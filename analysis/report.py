@@ -13,6 +13,7 @@ from iowitness import units
 from iowitness.analysis import benchmarks
 from iowitness.analysis.phasing import aio_kernel, groups, phases as phase_module
 from iowitness.analysis.read import printed, recorded_paths
+from iowitness.collector.format import printed_timeline
 
 OUTLIERS_PER_PHASE = 5
 LATENCY_BINS_US = [0] + [2 ** k for k in range(0, 25)]  # of the latency histograms: 1 µs .. 16 s, log2
@@ -120,7 +121,9 @@ def ended_early(meta: dict) -> str | None:
 def mid_run(meta: dict) -> str | None:
     """How far into the benchmark an attached trace began, so that no figure is read as the
     whole run's; None for a trace that saw the run from its start (`run`)."""
-    if meta.get("mode") != "attach":
+    if meta.get("mode") != "attach" or meta.get("command_exec"):
+        # a process attached to at a gate that then exec'd the benchmark: the trace saw the
+        # benchmark from its exec, as `run` does
         return None
     given = [p for p in meta.get("attached") or [] if isinstance(p, dict)][:1]
     if not given:
@@ -131,6 +134,22 @@ def mid_run(meta: dict) -> str | None:
         return f"the trace began when iowitness attached to {who}, mid-run: what it did before is not in it"
     return (f"the trace began {units.seconds(float(p['age_s']))} after {who} started (attached mid-run): a phase "
             "under way then is seen from its middle, and a claim about a whole test covers more than the trace saw")
+
+
+def output_opened_before(meta: dict) -> str | None:
+    """A regular file on an attached program's fd 1 or 2, opened before the trace, that its
+    command line names (dd's of=): its writes there are data, not output, which the trace
+    alone cannot show (it holds no open of it: printed_timeline.named_output_paths); None
+    when there is none."""
+    found = printed_timeline.named_output_paths(meta)
+    if not found:
+        return None
+    pid, fd, path = found[0]
+    comm = next((p.get("comm") for p in meta.get("attached") or [] if isinstance(p, dict) and p.get("pid") == pid),
+                None) or "the process"
+    return (f"fd {fd} of {comm} (PID {pid}) was open on {path} before the attach, a file its command line names "
+            "(as dd's of= is): its writes there are taken for data, not output; a shell's `> file` of the same "
+            "name would be output")
 
 
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:

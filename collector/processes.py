@@ -2,19 +2,50 @@
 
 `attach --pid` records this at attach time, so that a trace that begins mid-run still names
 its benchmark (and the analysis can recognise it from its command line), and says how long the
-benchmark had been running before the trace began.
+benchmark had been running before the trace began; and again when the process attached to execs
+a program (a shell gate, `sh -c 'read go; exec iozone ...'`): the benchmark is what it runs.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 
 def describe(pid: int) -> dict:
     """{pid, comm, cmdline, cwd, age_s}: what can be read now; a field that cannot is None."""
     return {"pid": pid, "comm": _read(f"/proc/{pid}/comm", lambda raw: raw.decode(errors="replace").strip()),
-            "cmdline": _read(f"/proc/{pid}/cmdline", _argv), "cwd": _link(f"/proc/{pid}/cwd"), "age_s": age_s(pid)}
+            "cmdline": _read(f"/proc/{pid}/cmdline", _argv), "cwd": _link(f"/proc/{pid}/cwd"), "age_s": age_s(pid),
+            "output_files": output_files(pid)}
+
+
+def output_files(pid: int) -> dict[str, str]:
+    """{"1": path} for each of fd 1 and 2 open on a regular file now. Opened before the trace,
+    such a file is the program's output (a shell's `> file`) unless the program opened it
+    itself (dd's of= is its fd 1), which the trace cannot show: its command line naming the file
+    tells (collector/format/printed_timeline.named_output_paths)."""
+    found = {}
+    for fd in ("1", "2"):
+        try:
+            if stat.S_ISREG(os.stat(f"/proc/{pid}/fd/{fd}").st_mode):
+                found[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+    return found
+
+
+def after_exec(pid: int, executed: str) -> dict:
+    """What `pid` runs after it exec'd `executed` (the probe's EXEC fact: the path as passed):
+    {pid, path, comm, cmdline, cwd}, read now. The command line is None when the process is gone,
+    or runs another program by now (it exec'd again, or its PID was given to another process):
+    the path alone then names the program."""
+    cwd = _link(f"/proc/{pid}/cwd")
+    exe = _link(f"/proc/{pid}/exe")
+    now = describe(pid)
+    same = exe is not None and os.path.realpath(os.path.join(cwd or "/", executed)) == exe
+    return {"pid": pid, "path": executed, "comm": now["comm"] if same else None,
+            "cmdline": now["cmdline"] if same else None, "cwd": cwd if same else None}
 
 
 def alive(pid: int) -> bool:

@@ -122,6 +122,10 @@ class Recorder:
         # a process that has exited by the drain has its relative paths resolved by these
         self._cwd: dict[int, str] = {}
         self._parent: dict[int, int] = {}
+        # attach --pid: the process attached to first (its command line is the trace's), and what
+        # it last exec'd while traced (processes.after_exec): the trace's command at the end
+        self.command_pid: int | None = None
+        self.command_exec: dict | None = None
         # the first counters once the probe is attached: the diskstats cross-check starts there
         if probe.attached:
             self.sample_device_counters()
@@ -161,6 +165,7 @@ class Recorder:
         facts = self.probe.facts.read()
         if facts.size:
             self._describe_files(facts)
+            self._note_command_exec(facts)
             self.writer.write_facts(facts)
             self.stats.facts += facts.size
             self._note_new_devices()
@@ -171,6 +176,17 @@ class Recorder:
             self.writer.write_printed(printed.read())
         self.stats.block += block.size
         return events.size + facts.size + block.size + offcpu.size
+
+    def _note_command_exec(self, facts: np.ndarray) -> None:
+        """The command's process exec'd (a gate that execs the benchmark): read what it runs now,
+        while it likely still runs it."""
+        if self.command_pid is None:
+            return
+        execs = facts[(facts["kind"] == layout().enums["iow_meta_kind"]["IOW_META_EXEC"])
+                      & (facts["tgid"] == self.command_pid)]
+        for fact in execs:
+            path = os.fsdecode(bytes(fact["path"]).split(b"\0", 1)[0])
+            self.command_exec = {**processes.after_exec(self.command_pid, path), "ts_ns": int(fact["ts_ns"])}
 
     def _note_new_devices(self) -> None:
         """A device the probe just started watching (a target opened on it) gets its counters read
@@ -425,6 +441,13 @@ class Recorder:
         self.writer.flush()   # the records still gathered in the writer count in trace_file_bytes
         end = {"clock_end": clock_pair(), "stop_reason": self._stop_reason, "counters": counters,
                "files": list(self.stats.files.values()), **end_meta}
+        if self.command_exec is not None:
+            # the process attached to ran another program since: that is the benchmark (START's
+            # command stays what was attached to, in "attached")
+            end["command_exec"] = self.command_exec
+            end["command"] = self.command_exec["cmdline"] or [self.command_exec["path"]]
+            if self.command_exec["cwd"]:
+                end["cwd"] = self.command_exec["cwd"]
         # a backend without the block probe (bpftrace) leaves it out: reports then say so,
         # instead of "no block device under the target files"
         end["device_view"] = self.device_view() if getattr(self.probe, "has_device_view", True) else None

@@ -16,6 +16,11 @@ trace recorded, as `attach -p` gives them. `attach-mid` is an attach as a user m
 benchmark already running: after --attach-after seconds, judged with --claims (a longer run of
 it where the usual one ends before the probe is loaded; one that still does is "skipped"): the
 figures of the tests that ended before the attach are CANNOT JUDGE, never DISAGREES.
+The stop of `attach` lands only once Popen has returned, after the exec: on a busy machine the
+benchmark may have run for milliseconds before it, into its first test (seen: threads_bench's
+first thread done, ops_bench openclose 83 of its 300 operations), and that test's figures are
+then CANNOT JUDGE because the trace began mid-test. So each mode's CANNOT JUDGE reasons are
+counted under the table, numbers and names taken out, to tell such a reason from a new one.
 per_test_lines and timeline_bench are attached to at a gate of their own by their kernel tests,
 not here. A benchmark, an iowitness command or a report that fails is counted apart ("failed"),
 never as a verdict.
@@ -190,7 +195,10 @@ def _attached_from_its_start(argv: list[str], d: Path, trace: Path) -> tuple[Pat
                                          f"{said.read_text()[-200:]}")
                 time.sleep(0.1)
         finally:
-            os.kill(benchmark.pid, signal.SIGCONT)
+            try:
+                os.kill(benchmark.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass   # it ended before it could be stopped, and poll() reaped it
             if collector is None or collector.returncode is not None:
                 benchmark.kill()
             benchmark.wait()
@@ -211,6 +219,16 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return ""
+
+
+def reason_kind(reason: str) -> str:
+    """A verdict's reason with its numbers and program names taken out, cut at 160 characters:
+    the same words count as one reason whatever the run's figures, PIDs and program (the trace
+    began "1.912 s after threads_bench (PID 32645) started" and "2.245 s after ops_bench (PID
+    1398)" are one reason)."""
+    kind = re.sub(r"after \S+ \(PID", "after NAME (PID", reason)
+    kind = re.sub(r"\d[\d,.]*", "#", kind)
+    return kind[:160]
 
 
 def _hog() -> None:
@@ -251,8 +269,11 @@ def main() -> int:
     for h in hogs:
         h.start()
     tally: dict[tuple[str, str], Counter] = {}
+    unjudged: dict[str, Counter] = {}   # mode -> CANNOT JUDGE reasons (as reason_kind gives them)
     found: list[str] = []
     binaries = Path(tempfile.mkdtemp(prefix="iow-census-bin-"))
+    # a census stopped early (SIGTERM, Ctrl-C) still prints what it judged so far
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         for round_ in range(1, args.rounds + 1):
             for bench in chosen:
@@ -274,6 +295,8 @@ def main() -> int:
                             found.append(f"round {round_} {bench.name} [{mode}] FAILED: {why}")
                         for v in verdicts:
                             counts[v["verdict"]] += 1
+                            if v["verdict"] == "cannot judge":
+                                unjudged.setdefault(mode, Counter())[reason_kind(v["reasons"][0])] += 1
                             if v["verdict"] == "disagrees":
                                 found.append(f"round {round_} {bench.name} [{mode}] (load {load:.1f}) DISAGREES: "
                                              f"{v['claim']['printed'][:80]!r}: {v['reasons'][0][:200]}")
@@ -286,6 +309,8 @@ def main() -> int:
                     finally:
                         shutil.rmtree(d, ignore_errors=True)
                     print(f"round {round_} {bench.name:24} {mode:7} {dict(counts)}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        found.append("stopped early: the table holds the benchmarks judged before the stop")
     finally:
         for h in hogs:
             h.terminate()
@@ -293,6 +318,10 @@ def main() -> int:
     print(f"{'benchmark':26} {'mode':7} " + " ".join(f"{v:>12}" for v in (*VERDICTS, "failed", "skipped")))
     for (name, mode), counts in tally.items():
         print(f"{name:26} {mode:7} " + " ".join(f"{counts[v]:>12}" for v in (*VERDICTS, "failed", "skipped")))
+    for mode, reasons in unjudged.items():
+        print(f"CANNOT JUDGE under {mode}, by reason (numbers as #, names as NAME):")
+        for reason, n in reasons.most_common():
+            print(f"  {n:5} {reason}")
     for line in found:
         print(line)
     return 1 if found else 0

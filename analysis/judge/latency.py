@@ -489,7 +489,15 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
     # numbered requests (ioping's request=k) each name their operation: the trace's others are
     # the requests whose lines the spec leaves out (ioping's "(warmup)" request 1)
     numbered = all(c.extra.get("request") for c in claims) and len(set(numbers)) == len(numbers)
-    accounted = count == len(claims) or (numbered and max(numbers) == count)
+
+    def accounted_for(operations: int) -> bool:
+        return operations == len(claims) or (numbered and max(numbers) == operations)
+
+    accounted = accounted_for(count)
+    if shift < 0:
+        # the requests that ran before the trace began are counted apart: the verdict is about
+        # each of the others, whole in the trace, not about a test seen from its middle
+        verdict.counts["before_trace"] = -shift
     if count != len(claims):
         summary += (f"; the benchmark printed {len(claims):,} requests, the trace has {count:,} {timed} operations"
                     + (f": numbered up to {max(numbers):,}, {count - len(claims):,} more are requests whose "
@@ -504,7 +512,7 @@ def judge_requests(claims: list[Claim], rows: pd.DataFrame, trace, report, toler
             if (name, extra_skip) == (timed, 0):
                 continue
             other = _pairs(claimed_s, numbers, every[name][skip + extra_skip:], tolerance)
-            if other is not None and other[0].mean() >= REQUESTS_SHARE and other[3] == len(claims):
+            if other is not None and other[0].mean() >= REQUESTS_SHARE and accounted_for(other[3]):
                 verdict.verdict = "explained"
                 verdict.ratio = float(np.nanmedian(other[1]))
                 why = []

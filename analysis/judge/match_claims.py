@@ -142,7 +142,10 @@ def match(report, claims: list[Claim], source: str, command: list[str] | None,
             # files, 225 against 494 files/s, "too short to tell why" first)
             unjudged = verdict.verdict == "cannot judge" and partial is began_late \
                 and not (seen is not None and seen.before_trace)
-            if verdict.verdict == "disagrees" or unjudged or (verdict.verdict == "explained"
+            # per-request lines whose requests before the trace are counted apart (request_anchor's
+            # shift) are each judged whole: another account that fits them is no coincidence
+            whole = bool(verdict.counts.get("before_trace"))
+            if verdict.verdict == "disagrees" or unjudged or (verdict.verdict == "explained" and not whole
                                                               and _begun_before_trace(report.phases, verdict.phases)):
                 # another account that fits the part of a test the trace saw, under way at the
                 # attach, is a coincidence (fio attached mid-run: its 4 s rate "fits the time

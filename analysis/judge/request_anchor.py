@@ -13,7 +13,9 @@ The lines must agree: more than half of them, and at least two, give the same nu
 before the first request (a benchmark that prints its lines in bursts gives each line of a
 burst another). A number of 0 changes nothing: the phase holds only the requests. A negative
 one is a trace that began after the benchmark's first requests (attached mid-run): request n is
-then the trace's operation n minus that many.
+then the trace's operation n minus that many. Lines written in bursts or all at the end (a stdout
+that is a file) agree on no number; the least they give still bounds it, and a negative least is
+such a start.
 
     start_ns, shift, why = first_request(lines, phases, report) or (None, 0, "")
 
@@ -64,7 +66,9 @@ def first_request(lines: list[Claim], phases: list[int], report) -> tuple[int | 
     ended = report.evidence.calls_ended_by(phases, lines[0].direction, [c.printed_ns or 0 for c in lines])
     before = [int(c) - (skip + n) * per for c, n in zip(ended, numbers)]
     (calls, agreeing), = Counter(before).most_common(1)
-    if not calls or agreeing < AGREEING_LINES or agreeing * 2 <= len(lines):
+    if agreeing < AGREEING_LINES or agreeing * 2 <= len(lines):
+        return _begun_after_first_requests(before, per, len(lines))
+    if not calls:
         return None
     said = f"each request line was written just after its own operation ({agreeing:,} of {len(lines):,} lines say so)"
     if calls < 0:
@@ -78,6 +82,24 @@ def first_request(lines: list[Claim], phases: list[int], report) -> tuple[int | 
     return start, 0, (f"the benchmark's requests start at call {calls + 1:,} of the phase: {said}, so the "
                       f"{calls:,} calls before are not its requests (what it did before timing: its file's "
                       "preparation)")
+
+
+def _begun_after_first_requests(before: list[int], per: int, lines: int) -> tuple[None, int, str] | None:
+    """The shift of a trace that began after the benchmark's first requests, from request lines
+    that agree on no count of calls before the first request: lines written in bursts or all at
+    the benchmark's end (to a stdout that is a file); None when they do not show such a start.
+
+    No line is written before its own operation ended, so each line's count is at least the true
+    one, and the least of them bounds it from above. A least count below 0 is a trace that began
+    after that many operations' calls (latency_bench attached in its request 1, stopped 4.7 s in
+    it, prints its 2,000 lines at its end: they said 1,998 calls before down to -1, the last)."""
+    least = min(before)
+    if least >= 0 or least % per:
+        return None
+    return None, least // per, (f"the trace begins at the benchmark's request {1 - least // per:,}: its {lines:,} "
+                                "request lines were written together, and none before its own operation ended; "
+                                f"one was written when the trace held {-least // per:,} operation(s) fewer than "
+                                "its number: the requests before ran before the trace began")
 
 
 def counted_start(claim: Claim, phases: list[int], report) -> tuple[int | None, str]:

@@ -36,7 +36,7 @@ class OutputFds:
         """From the facts of `source`'s trace (none known: every fd 1 and 2 is output)."""
         trace = getattr(source, "trace", None)
         facts = getattr(trace, "_facts", None)
-        return cls(OwnFiles(facts, getattr(trace, "_meta_kinds", None) or {}))
+        return cls(OwnFiles(facts, getattr(trace, "_meta_kinds", None) or {}, getattr(trace, "meta", None)))
 
     def rows(self, c: dict, kind: np.ndarray) -> np.ndarray:
         """The rows of block `c` (stream_walk's columns) that are data calls on the output."""

@@ -18,6 +18,7 @@ the captured text's, with no time. Nothing here imports pandas or the analysis.
 
 from __future__ import annotations
 
+import os
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
@@ -64,20 +65,23 @@ class OwnFiles:
     out.txt'` (the shell's child opens out.txt before the exec), a stdout redirected before an
     `attach`. A file the program opened itself after its exec and then wrote through fd 1 or 2
     (`dd of=FILE` reopens it as its fd 1; a program that closed its stdout and opened a file)
-    is data. Known from the trace's facts and events: a FILE fact is an open the trace saw (fd
-    >= 0; files registered at an attach have fd -1), as is an open event (the probe sends a
-    FILE fact only for a file's first open as a target: `dd of=/dev/stdout > out` opens out a
-    second time), an EXEC fact a program's start.
+    is data, and so is a file open on fd 1 or 2 before an attach that the program's command
+    line names (named_outputs: dd's of=). Known from the trace's facts and events: a FILE fact
+    is an open the trace saw (fd >= 0; files registered at an attach have fd -1), as is an open
+    event (the probe sends a FILE fact only for a file's first open as a target: `dd
+    of=/dev/stdout > out` opens out a second time), an EXEC fact a program's start.
 
     Used by the timeline (such writes are no lines) and by the analysis's event walk
     (analysis/phasing/output_fds.py: other calls on fd 1 and 2 are no data)."""
 
-    def __init__(self, facts: np.ndarray | None, meta_kinds: dict):
+    def __init__(self, facts: np.ndarray | None, meta_kinds: dict, meta: dict | None = None):
         kinds = {name: number for number, name in (meta_kinds or {}).items()}
         self.execs: dict[int, list[int]] = {}
         self.opens: dict[tuple[int, int, int], list[int]] = {}
         if facts is None or not len(facts):
             return
+        for key in named_outputs(facts, kinds, meta):
+            self.opens[key] = [0]   # opened by the program itself, before the trace began
         for tgid, ts in zip(*(facts[facts["kind"] == kinds.get("exec", -1)][k].tolist() for k in ("tgid", "ts_ns"))):
             self.execs.setdefault(int(tgid), []).append(int(ts))
         opened = facts[(facts["kind"] == kinds.get("file", -1)) & (facts["fd"] >= 0)]
@@ -106,6 +110,38 @@ class OwnFiles:
         j = bisect_right(execs, times[i])
         # an exec between the open and the call: the file is the new program's output
         return not (j < len(execs) and execs[j] <= t_ns)
+
+
+def named_output_paths(meta: dict | None) -> list[tuple[int, str, str]]:
+    """(pid, fd, path) of each regular file a process attached to had on its fd 1 or 2 at the
+    attach (attach --pid's `output_files`) that its own command line names: `dd of=FILE` opens
+    FILE as its fd 1, while a shell's `> FILE` is gone from the program's argv. The trace holds
+    neither open, so the name is what tells them apart. Not for a process that exec'd after
+    the attach: its fds were set before its program started."""
+    meta = meta or {}
+    exec_pid = (meta.get("command_exec") or {}).get("pid")
+    found = []
+    for process in meta.get("attached") or []:
+        if not isinstance(process, dict) or process.get("pid") == exec_pid:
+            continue
+        cwd = process.get("cwd") or "/"
+        named = {os.path.normpath(os.path.join(cwd, word.split("=", 1)[-1]))
+                 for word in process.get("cmdline") or [] if isinstance(word, str)}
+        found += [(int(process["pid"]), fd, path) for fd, path in sorted((process.get("output_files") or {}).items())
+                  if path in named]
+    return found
+
+
+def named_outputs(facts: np.ndarray, kinds: dict, meta: dict | None) -> list[tuple[int, int, int]]:
+    """(tgid, dev, ino) of the files named_output_paths finds, from their registration at the
+    attach (FILE facts with fd -1)."""
+    registered = facts[(facts["kind"] == kinds.get("file", -1)) & (facts["fd"] < 0)]
+    found = []
+    for pid, _, path in named_output_paths(meta):
+        for fact in registered[registered["tgid"] == pid]:
+            if bytes(fact["path"]).split(b"\0", 1)[0].decode(errors="replace") == path:
+                found.append((pid, int(fact["dev"]), int(fact["ino"])))
+    return found
 
 
 @dataclass(frozen=True)

@@ -298,7 +298,7 @@ def _read(path, data: memoryview, version: int, file_size: int, damage: str | No
     _attach_device_view(trace, records, batches, dtypes, samples, not device_blocks)
     # the output timeline (traces since it exists; None before): the lines with their times,
     # and the output's text rebuilt from it where the capture did not see the writes
-    own = printed_timeline.OwnFiles(records[FACTS], meta_kinds)
+    own = printed_timeline.OwnFiles(records[FACTS], meta_kinds, meta)
     if keep_events and PRINTED in records and len(records[PRINTED]):
         # opens of files already targets have no FILE fact: the events hold them (read whole
         # here; a trace read block by block knows its FILE facts only, docs/tracing.md)

@@ -66,6 +66,7 @@ def execute(args) -> int:
         command = attached[0]["cmdline"] if attached else None
         recorder = _recording.open_recording(args, probe, path, "attach", command, attached)
         path = recorder.writer.path
+        recorder.command_pid = args.pids[0] if args.pids else None
         for pid in pids:
             probe.add_process(pid)
             probe.wake_on_exit(pid)

@@ -2,12 +2,15 @@
 with their shipped specs: the benchmark waits behind a gate in the process the collector
 attaches to, then execs. Ground truth: the programs' own counts (ioping's requests and bytes,
 postmark's files). bonnie++ under attach (its per-char figures, 4 of 4 AGREE) takes ~40 s and
-is left to the run test."""
+is left to the run test. And dd attached after it opened its of= file as its fd 1: its writes
+there are data, the file being named by its command line (docs/tracing.md)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +19,8 @@ from iowitness.analysis.judge import trace_verdicts as judged
 from iowitness.analysis.read.run import load
 from tests.conftest import require_tool
 from tests.support.attach import attached_from_start
-from tests.support.cli import IOWITNESS
-from tests.support.collectors import attach_while_stopped
+from tests.support.cli import IOWITNESS, iowitness
+from tests.support.collectors import attach_while_stopped, stop, wait_attached
 
 pytestmark = pytest.mark.kernel
 
@@ -92,3 +95,51 @@ def test_fio_attached_before_its_layout_names_the_layout_and_judges_the_job(tmp_
     for v in rates:
         assert v.verdict in ("agrees", "explained"), (v.claim.printed, v.verdict, v.reasons[:2])
         assert not set(v.phases) & set(int(p) for p in own["phase"]), (v.claim.printed, v.phases)
+
+
+def test_dd_attached_after_it_opened_its_of_file_says_where_its_writes_went(tmp_path):
+    dd = require_tool("dd")
+    # GIVEN dd copying from a FIFO to of=FILE (GNU dd opens of= as its fd 1), attached after that
+    # open: it waits in its first read until the FIFO is fed
+    fifo, target, trace = tmp_path / "in.fifo", tmp_path / "dd.bin", tmp_path / "dd.iwt"
+    os.mkfifo(fifo)
+    feed = os.open(fifo, os.O_RDWR)   # a writer already there: dd's open of if= does not wait
+    proc = subprocess.Popen([dd, f"if={fifo}", f"of={target}", "bs=4k", "count=16", "iflag=fullblock"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    collector = None
+    try:
+        deadline = time.monotonic() + 60
+        while not _fd_points_at(proc.pid, 1, target):
+            assert proc.poll() is None and time.monotonic() < deadline, "dd did not open its of= file"
+            time.sleep(0.01)
+        # WHEN attached by PID, then fed 64 KiB
+        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_attached(collector)
+        os.write(feed, b"d" * 65536)
+        assert proc.wait(60) == 0 and collector.wait(60) == 0
+    finally:
+        os.close(feed)
+        stop(proc)
+        if collector is not None:
+            stop(collector)
+    assert target.stat().st_size == 65536   # dd's own work: 16 blocks of 4 KiB
+    # THEN dd's writes to it are data (its command line names the file on its fd 1): a phase of
+    # its 64 KiB, and the report says in one line why (before: taken for output, no data phase,
+    # and dd's figure "no phase of the trace matches this claim")
+    shown = load(trace)
+    writes = shown.events[(shown.events["path"].astype(str) == str(target))
+                          & (shown.events["syscall"].astype(str) == "write")]
+    assert int(writes["ret"].sum()) == 65536, writes
+    report = iowitness("report", str(trace)).stdout
+    said = [line for line in report.splitlines()
+            if line.startswith(f"WARNING: fd 1 of dd (PID {proc.pid}) was open on {target} before the attach")]
+    assert len(said) == 1 and "taken for data, not output" in said[0], report
+    assert "DISAGREES" not in report and "no phase of the trace matches" not in report, report
+
+
+def _fd_points_at(pid: int, fd: int, path: Path) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}") == str(path)
+    except OSError:
+        return False

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from tests.support.cli import IOWITNESS, iowitness
-from tests.support.collectors import attach_while_stopped, stop
+from tests.support.collectors import attach_while_stopped, stop, wait_attached
 
 pytestmark = pytest.mark.kernel
 FIRST_DONE = b"Child[1] xfer count"   # the last line of the first test's block (-C)
@@ -76,3 +76,39 @@ def test_tests_before_the_attach_say_so_and_the_later_ones_match_their_phases(tm
     # MiB or less: the children's figure of each later test agrees (or is explained)
     children = {test: v for v, test, scope in verdicts if scope == "children"}
     assert all(children[test] in ("AGREES", "EXPLAINED") for test in ("rewrite", "read", "reread")), report.stdout
+
+
+def test_iozone_execd_by_a_gate_attached_to_is_recognised_and_judged_whole(tmp_path):
+    if shutil.which("iozone") is None:
+        pytest.skip("iozone is not installed (scripts/setup.sh installs it)")
+    # GIVEN IOzone -t 2 started through a shell that waits on its stdin, then execs it
+    command = ["iozone", "-i", "0", "-i", "1", "-t", "2", "-s", "8m", "-r", "64k", "-F", "f1", "f2"]
+    output, trace = tmp_path / "iozone.out", tmp_path / "gate.iwt"
+    with open(output, "w") as out:
+        gate = subprocess.Popen(["sh", "-c", "read go; exec " + " ".join(command)], stdin=subprocess.PIPE,
+                                stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+    collector = None
+    try:
+        # WHEN attached to by the shell's PID, then let go
+        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(gate.pid), "-o", str(trace)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_attached(collector)
+        gate.communicate(b"go\n", timeout=120)
+        assert gate.returncode == 0 and collector.wait(60) == 0, output.read_text()
+    finally:
+        stop(gate)
+        if collector is not None:
+            stop(collector)
+    printed = output.read_text()
+    figures = len(re.findall(r"(?:Children|Parent) see|(?:Min|Max|Avg) throughput per process|Min xfer", printed))
+    assert figures == 24, printed   # IOzone's own: 4 tests, 6 figures each
+    # THEN the trace's command is what the shell exec'd (before: the shell's, "not recognised")
+    shown = iowitness("show", str(trace)).stdout
+    assert re.search(r"^command +" + re.escape(" ".join(command)) + "$", shown, re.M), shown
+    report = iowitness("report", str(trace)).stdout
+    assert "benchmark: iozone" in report.splitlines()[0], report
+    # AND every figure IOzone printed is judged, none DISAGREES, and none is cut to CANNOT JUDGE
+    # as if the trace began mid-run: it saw IOzone from its exec
+    verdicts = VERDICT.findall(report)
+    assert len(verdicts) == figures and "DISAGREES" not in report, report
+    assert "attached mid-run" not in report and "no phase of the trace matches" not in report, report

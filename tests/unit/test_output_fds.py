@@ -53,3 +53,28 @@ def test_an_attach_takes_the_files_open_before_it_as_output():
     own = OwnFiles(_facts([(1, 10, 5, -1, 9)]), KINDS)
     c, kind = _block([(20, 5, 1, 9), (21, 5, 2, 9)])
     assert OutputFds(own).rows(c, kind).tolist() == [True, True]
+
+
+def _registered(tgid: int, ino: int, path: str):
+    """A file registered at an attach (fd -1) by `tgid`, named `path`."""
+    facts = _facts([(1, 10, tgid, -1, ino)])
+    raw = path.encode()
+    facts[0]["path"][:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    return facts
+
+
+def test_a_file_on_stdout_before_an_attach_that_the_command_line_names_is_data():
+    # GIVEN dd attached after it opened of=dd.bin (relative, in /w) as its fd 1: /proc showed
+    # /w/dd.bin on fd 1 at the attach, and the collector registered it
+    facts = _registered(5, 9, "/w/dd.bin")
+    meta = {"mode": "attach", "attached": [{"pid": 5, "comm": "dd", "cwd": "/w", "output_files": {"1": "/w/dd.bin"},
+                                            "cmdline": ["dd", "if=/dev/zero", "of=dd.bin", "bs=1M"]}]}
+    c, kind = _block([(20, 5, 1, 9), (30, 5, 2, 7)])
+    # THEN its writes through fd 1 are data; its stderr stays output
+    assert OutputFds(OwnFiles(facts, KINDS, meta)).rows(c, kind).tolist() == [False, True]
+    # AND a shell's `> dd.out` (a name the program's argv does not hold) stays output, as does
+    # a named file on the fd of a process that exec'd after the attach (its fds came before)
+    redirected = {**meta, "attached": [{**meta["attached"][0], "cmdline": ["dd", "if=/dev/zero", "bs=1M"]}]}
+    assert OutputFds(OwnFiles(facts, KINDS, redirected)).rows(c, kind).tolist() == [True, True]
+    execd = {**meta, "command_exec": {"pid": 5, "path": "/bin/dd", "ts_ns": 15}}
+    assert OutputFds(OwnFiles(facts, KINDS, execd)).rows(c, kind).tolist() == [True, True]

@@ -103,7 +103,8 @@ def test_request_lines_attached_after_the_first_requests_are_each_about_their_ow
     [requests] = [v for v in _judge(calls, lines, monkeypatch) if v.claim.extra.get("requests")]
     # THEN request n is the trace's (n - 4)-th write: each line within its own (before: "none for
     # the printed requests", the numbers past the trace's count)
-    assert requests.verdict == "agrees" and requests.counts == {"requests": 6, "within": 6}, requests.reasons
+    assert requests.verdict == "agrees", requests.reasons
+    assert requests.counts == {"requests": 6, "within": 6, "before_trace": 4}
     assert any(r.startswith("the trace begins at the benchmark's request 5") for r in requests.reasons)
 
 
@@ -159,3 +160,63 @@ def test_a_count_line_needs_its_count_group(tmp_path):
     # WHEN loaded THEN one line says what is missing
     with pytest.raises(spec.SpecError, match=r"'count_line': has no \(\?P<count>"):
         spec.load(bad)
+
+
+LATENCY_SPEC = ROOT / "tests" / "workloads" / "latency_bench.toml"
+
+
+def _latency_bench_attached_in_request_1(count: int = 300) -> tuple[Calls, list[tuple[str, int]]]:
+    """`latency_bench PATH COUNT 4096 sync` (tests/workloads/latency_bench.c) attached while
+    stopped inside its request 1, as the census's attach can land on a busy machine: the trace
+    holds that request's fdatasync, not its pwrite; then one pwrite and fdatasync per request.
+    Its stdout a file: every line and the summary written at its end, 4 KiB at a time."""
+    calls = Calls().open("/d/lat", O_RDWR | O_CREAT, traced=False)
+    took_us = [4_701_797.953]   # request 1: the stop lies inside its clock
+    calls.fsync(syscall="fdatasync", latency=300_000).gap(3_000)
+    for k in range(1, count):
+        write_ns, sync_ns = 20_000 + k % 7 * 1_000, 300_000 + k % 13 * 40_000
+        calls.pwrite(4 * KiB, k * 4 * KiB, latency=write_ns)
+        calls.fsync(syscall="fdatasync", latency=sync_ns)
+        took_us.append((write_ns + sync_ns + 2_000) / 1e3)   # its clock: 2 µs around the two calls
+        calls.gap(3_000)
+    calls.close().gap(50_000)
+    mean = sum(took_us) / count
+    mdev = (sum(t * t for t in took_us) / count - mean * mean) ** 0.5
+    texts = [f"req {k + 1} 4096 bytes {t:.3f} us" for k, t in enumerate(took_us)]
+    texts.append(f"{count} requests, min/avg/max/mdev = {min(took_us):.3f}/{mean:.3f}/{max(took_us):.3f}/"
+                 f"{mdev:.3f} us")
+    # each line's time: the write that ended it, one per 4 KiB of the buffer, 10 µs apart
+    end, written, lines = calls.now, 0, []
+    for text in texts:
+        written += len(text) + 1
+        lines.append((text, end + (written // 4096 + 1) * 10_000))
+    return calls, lines
+
+
+def test_request_lines_printed_at_the_end_of_a_trace_attached_in_request_1_are_each_judged(monkeypatch):
+    # GIVEN latency_bench attached inside its request 1 (its pwrite before the trace), printing
+    # its 300 lines at its end into a file, and judged with its shipped spec (timed = "call")
+    calls, lines = _latency_bench_attached_in_request_1()
+    meta = {"command": ["./latency_bench", "/d/lat", "300", "4096", "sync"], "mode": "attach",
+            "attached": [{"pid": 1000, "comm": "latency_bench", "age_s": 4.6}]}
+    trace = SimpleNamespace(events=calls.frame(), meta={"pid": None, **meta},
+                            output={"stdout": "".join(text + "\n" for text, _ in lines), "stderr": ""})
+    monkeypatch.setattr(printed, "lines_of", lambda tr: [PrintedLine(text, t, "stdout") for text, t in lines])
+    source, claims = judged.claims_of(trace, None, spec=str(LATENCY_SPEC))
+    verdicts = matching.match(stream_full.build(trace), claims, source, meta["command"], trace=trace)
+    # WHEN the request lines are judged
+    [requests] = [v for v in verdicts if v.claim.extra.get("requests")]
+    # THEN request n is the trace's operation n - 1, and requests 2 to 300 are each within their
+    # own pwrite and fdatasync: EXPLAINED (the spec says call), request 1 counted as before the
+    # trace (before: the k-th line against the k-th operation, 0 of 300 within, CANNOT JUDGE)
+    assert requests.verdict == "explained", requests.reasons
+    assert requests.counts["before_trace"] == 1 and requests.counts["requests"] == 300
+    assert requests.reasons[0].startswith("299 of 300 requests within"), requests.reasons[0]
+    assert any(r.startswith("the trace begins at the benchmark's request 2: its 300 request lines were written "
+                            "together") for r in requests.reasons), requests.reasons
+    # AND the summary, over request 1 too (its 4.7 s max), is never DISAGREES: the trace saw
+    # only the end of that request
+    for v in verdicts:
+        assert v.verdict != "disagrees", (v.claim.printed, v.reasons)
+    [most] = [v for v in verdicts if v.claim.extra.get("statistic") == "max"]
+    assert most.verdict == "cannot judge" and "attached mid-run" in most.reasons[0], most.reasons
