@@ -29,13 +29,14 @@ import pandas as pd
 from iowitness.analysis.benchmarks import fio, fio_latency
 from iowitness.analysis.judge import match_claims as matching, verdict_rules
 from iowitness.analysis.judge.claim import UnparsableOutput
-from iowitness.analysis.runs import merged_trace
+from iowitness.analysis.runs import pooled_hosts
 from iowitness.analysis.runs.dataset import clock_offset_ns
 from iowitness.analysis.runs.hosts import Cluster, Host, timeline
 from iowitness.errors import UsageError
 
 ALL_CLIENTS = "All clients"
 DEFAULT_PORT = 8765        # fio's (fio HOWTO, "Client/Server")
+POOLED_ARGV = ["fio"]   # the pooled trace's command: fio's, with none of a job's options
 TIME_COLUMNS = ("first_ns", "last_ns", "data_first_ns", "data_last_ns", "sync_end_ns", "close_end_ns")
 
 
@@ -163,11 +164,12 @@ def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Clus
                 if not _is_latency(claim):
                     all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
                     continue
-                if pooled is None:   # every host's requests on one clock, made once; only judged,
-                    # never shown, so without the stretches' table
-                    pooled = stack.enter_context(merged_trace.open_merged([(h.path, h.trace) for h in hosts],
-                                                                          ["fio"], "cluster", stretches=False))
-                all_verdicts.append(_judge_total_latency(claim, hosts, pooled.trace, pooled.where, tolerance))
+                if pooled is None:   # every host's requests on one clock, made once from the hosts'
+                    # own reports (analysis/runs/pooled_hosts.py); only judged, never shown
+                    pooled = stack.enter_context(pooled_hosts.open_pooled(
+                        [(h.path, h.trace) for h in hosts], POOLED_ARGV, "cluster",
+                        same_phases=_same_own_files(hosts, POOLED_ARGV)))
+                all_verdicts.append(_judge_total_latency(claim, hosts, pooled, tolerance))
     return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
 
 
@@ -213,24 +215,37 @@ def _phases_by_host(rows: pd.DataFrame) -> str:
         f"{host} phase {phases}" for host, phases in named.items())
 
 
-def _judge_total_latency(claim, hosts: list[Host], pooled, where, tolerance: float):
+def _judge_total_latency(claim, hosts: list[Host], pooled, tolerance: float):
     """An all-clients latency figure (fio's statistics over every host's requests) against the
     same statistics over every host's requests of that group and direction, pooled on one
-    clock (analysis/runs/merged_trace.py): the phases each host's own latency claim was matched to."""
+    clock (analysis/runs/pooled_hosts.py): the phases each host's own latency claim was matched to."""
     parts, engines, counted = [], [], set()
-    for host, place in zip(hosts, where):
+    for k, host in enumerate(hosts):
         for v in _same_figure(host, claim):
             table = host.trace.report().phases
-            parts.append(merged_trace.phases_of(pooled, place, table[table["phase"].isin(v.phases)]))
+            parts.append(pooled.rows_of(k, table[table["phase"].isin(v.phases)]))
             engines.append(v.claim.extra.get("ioengine"))
             counted.add(host.name)
     rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"phase": []})
     if "ioengine" not in claim.extra and engines and len(set(engines)) == 1 and engines[0]:
         claim.extra["ioengine"] = engines[0]   # "All clients" carries no job options
-    verdict = fio_latency.judge(claim, rows, pooled, pooled.report(), tolerance, pooled.missing)
+    verdict = fio_latency.judge(claim, rows, pooled.trace, pooled.report, tolerance, pooled.trace.missing)
     verdict.reasons.append(f"over every host's requests of the group pooled on one clock ({len(rows)} phases of "
                            f"{len(counted)} hosts; phase numbers of that pooled trace, not of each host's)")
     return verdict
+
+
+def _same_own_files(hosts: list[Host], pooled_argv: list[str]) -> bool:
+    """Whether fio's own files (in no phase) are the same under each host's command line as under
+    the pooled trace's, for every file the host opened: then the pooled trace's phases are the
+    hosts' own (analysis/runs/pooled_hosts.py)."""
+    pooled_cwd = hosts[0].trace.meta.get("cwd") if hosts else None
+    pooled_own = fio.own_files(pooled_argv, pooled_cwd)
+    for host in hosts:
+        own = fio.own_files(host.trace.meta.get("command") or [], host.trace.meta.get("cwd"))
+        if any(own(str(path)) != pooled_own(str(path)) for path in set(host.trace.files["path"])):
+            return False
+    return True
 
 
 def _timeline_note(rows: pd.DataFrame, direction, claim) -> str:

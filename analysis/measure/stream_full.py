@@ -112,7 +112,8 @@ def _build(source, assigned, charts: bool = False, stretches: bool = True) -> re
     return report.Report(table, extras.groups, extras.outliers, benchmark, trace,
                          device=from_facts(trace, table, gathered.facts), evidence=evidence,
                          histograms=extras.histograms, stretches=extras.stretches, t0=extras.t0,
-                         event_blocks=assigned.blocks, chart_extents=gathered.extents_of_calls)
+                         event_blocks=assigned.blocks, chart_extents=gathered.extents_of_calls,
+                         phase_first_ns=assigned.phase_first_ns)
 
 
 class _Gathered:
