@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from contextlib import ExitStack
 
 import pandas as pd
@@ -29,7 +30,8 @@ import pandas as pd
 from iowitness.analysis.benchmarks import fio, fio_latency
 from iowitness.analysis.judge import match_claims as matching, verdict_rules
 from iowitness.analysis.judge.claim import UnparsableOutput
-from iowitness.analysis.runs import pooled_hosts
+from iowitness.analysis.measure import stream_full
+from iowitness.analysis.runs import host_workers, pooled_hosts
 from iowitness.analysis.runs.dataset import clock_offset_ns
 from iowitness.analysis.runs.hosts import Cluster, Host, timeline
 from iowitness.errors import UsageError
@@ -145,32 +147,58 @@ def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Clus
     hosts = hosts_of(doc)
     assign(hosts, traces)
     for host in hosts:
-        argv = _argv(host.entries)
         # an attached trace's command is the server's; its jobs came over the network
-        host.trace.meta["command"], host.trace.meta["benchmark"] = argv, "fio"
-        try:
-            claims = fio.parse(_fio_doc(doc, host.entries))
-        except UnparsableOutput:   # a host whose jobs moved no data: nothing it claims
-            claims = []
-        host.verdicts = matching.match(host.trace.report(), claims, "fio", argv, tolerance, host.trace.missing,
-                                       trace=host.trace)
-    base = min(clock_offset_ns(h.trace.meta) or 0 for h in hosts)
+        host.trace.meta["command"], host.trace.meta["benchmark"] = _argv(host.entries), "fio"
     totals = [e for e in doc["client_stats"] if isinstance(e, dict) and e.get("jobname") == ALL_CLIENTS]
+    total_claims = fio.parse(_fio_doc(doc, totals)) if totals else []
     all_verdicts = []
-    if totals:
-        with ExitStack() as stack:
-            pooled = None
-            for claim in fio.parse(_fio_doc(doc, totals)):
-                if not _is_latency(claim):
-                    all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
-                    continue
-                if pooled is None:   # every host's requests on one clock, made once from the hosts'
-                    # own reports (analysis/runs/pooled_hosts.py); only judged, never shown
-                    pooled = stack.enter_context(pooled_hosts.open_pooled(
-                        [(h.path, h.trace) for h in hosts], POOLED_ARGV, "cluster",
-                        same_phases=_same_own_files(hosts, POOLED_ARGV)))
-                all_verdicts.append(_judge_total_latency(claim, hosts, pooled, tolerance))
+    with ExitStack() as stack:
+        # each host's report and verdicts in a process of its own, on the machine's cores
+        # (analysis/runs/host_workers.py), with the requests the all-clients latency asks of it
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="iowitness-hosts-"))
+        results = host_workers.each(len(hosts), lambda k: _judge_host(hosts[k], doc, tolerance, total_claims,
+                                                                      folder))
+        requests = None
+        for host, result in zip(hosts, results):
+            if result is not None:   # judged in its own process
+                host.verdicts = result["verdicts"]
+                host_workers.with_report(host.trace, result["report"])
+                requests = (requests or []) + [pooled_hosts.saved_requests(result["requests"])]
+        base = min(clock_offset_ns(h.trace.meta) or 0 for h in hosts)
+        pooled = None
+        for claim in total_claims:
+            if not _is_latency(claim):
+                all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
+                continue
+            if pooled is None:   # every host's requests on one clock, made once from the hosts'
+                # own reports (analysis/runs/pooled_hosts.py); only judged, never shown
+                pooled = stack.enter_context(pooled_hosts.open_pooled(
+                    [(h.path, h.trace) for h in hosts], POOLED_ARGV, "cluster",
+                    same_phases=_same_own_files(hosts, POOLED_ARGV), requests=requests))
+            all_verdicts.append(_judge_total_latency(claim, hosts, pooled, tolerance))
     return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
+
+
+def _judge_host(host: Host, doc: dict, tolerance: float, total_claims: list, folder: str) -> dict | None:
+    """The host's own claims judged against its own trace; in a host's own process, also its
+    report's parts and the requests the all-clients latency claims will ask of it (saved in
+    `folder`), handed back (None in the command's own process: nothing to hand back)."""
+    try:
+        claims = fio.parse(_fio_doc(doc, host.entries))
+    except UnparsableOutput:   # a host whose jobs moved no data: nothing it claims
+        claims = []
+    argv = host.trace.meta["command"]
+    host.verdicts = matching.match(host.trace.report(), claims, "fio", argv, tolerance, host.trace.missing,
+                                   trace=host.trace)
+    if not host_workers.in_child():
+        return None
+    asked = {(tuple(sorted({int(p) for v in _same_figure(host, claim) for p in v.phases})), claim.direction)
+             for claim in total_claims if _is_latency(claim)}
+    requests = pooled_hosts.save_requests(host.trace.report(), [(list(p), d) for p, d in sorted(
+        asked, key=repr) if p], folder)
+    result = {"verdicts": host.verdicts, "report": host_workers.report_parts(host.trace), "requests": requests}
+    stream_full.release(host.trace)
+    return result
 
 
 def _aligned_rows(host: Host, phases: list[int], base: int) -> pd.DataFrame:

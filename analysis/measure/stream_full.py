@@ -90,6 +90,15 @@ class _Lazy:
             self._assigned = None
 
 
+def release(trace) -> None:
+    """The report of a trace opened by report_of dropped and its temporary files removed now,
+    before the `with` ends: a host's own process (analysis/runs/host_workers.py) ends without it."""
+    lazy = getattr(getattr(trace, "_build_report", None), "__self__", None)
+    if isinstance(lazy, _Lazy):
+        lazy.close()
+    trace._report = None
+
+
 def build(trace) -> report.Report:
     """The report of a trace held in memory (analysis/read/run.py Trace: the Python API's
     `trace.report()`; anything with `events` and `meta`),

@@ -27,6 +27,8 @@ Cost per question: one pass over each host's blocks for its requests' start time
 
 from __future__ import annotations
 
+import os
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -73,9 +75,11 @@ class Pooled:
 
 
 @contextmanager
-def open_pooled(traces: list, argv: list[str], mode: str, same_phases: bool = True):
+def open_pooled(traces: list, argv: list[str], mode: str, same_phases: bool = True, requests: list | None = None):
     """The (path, trace) pairs (each opened block by block, its report built) pooled on one
-    clock (see the module's text), valid until the `with` ends."""
+    clock (see the module's text), valid until the `with` ends. `requests`: per host, where its
+    requests come from (report_requests, the default: its report in this process; or
+    saved_requests: written by the host's own process)."""
     sources = [t.source for _, t in traces]
     reports = [t.report() for _, t in traces]
     data, where, _ = merged_trace.merged_data([(p, s.trace_data) for (p, _), s in zip(traces, sources)],
@@ -86,7 +90,8 @@ def open_pooled(traces: list, argv: list[str], mode: str, same_phases: bool = Tr
             yield Pooled(merged.trace, merged.trace.report(), merged.where, merged=merged.trace)
         return
     trace = merged_trace.MergedTrace(data, sum(s.event_count for s in sources))
-    yield Pooled(trace, _PooledReport(PooledEvidence(reports, numbers, where)), where, numbers)
+    requests = requests or [report_requests(r) for r in reports]
+    yield Pooled(trace, _PooledReport(PooledEvidence(requests, numbers, where)), where, numbers)
 
 
 def _numbers(firsts: list, where: list) -> list[np.ndarray] | None:
@@ -112,40 +117,96 @@ class PooledEvidence:
     """The pooled trace's requests (StreamedEvidence.operation_values' questions), each host's
     own values merged in the merged trace's order."""
 
-    def __init__(self, reports: list, numbers: list[np.ndarray], where: list):
-        self._reports, self._numbers, self._where = reports, numbers, where
+    def __init__(self, requests: list, numbers: list[np.ndarray], where: list):
+        self._requests, self._numbers, self._where = requests, numbers, where
         self._cache: dict = {}
 
     def operation_values(self, phases: list[int], timed: str, direction: str | None,
                          low: int | None = None) -> OperationValues:
         # one value per data call (a request, or the gap around it: each thread's own calls,
         # all of one host): the merge changes their order only
-        assert timed in ("call", "around", "interval") and low is None, (timed, low)
+        assert timed in QUESTIONS and low is None, (timed, low)
         key = (tuple(int(p) for p in phases), timed, direction)
         if key not in self._cache:
-            wanted = set(key[0])
             parts = []
-            for k, report in enumerate(self._reports):
-                mine = [int(n) for n in np.flatnonzero(np.isin(self._numbers[k], list(wanted)))]
+            for k, requests in enumerate(self._requests):
+                mine = [int(n) for n in np.flatnonzero(np.isin(self._numbers[k], list(key[0])))]
                 if mine:
-                    values = report.evidence.operation_values(mine, timed, direction)
-                    parts.append(self._timed(report, mine, direction, values, self._where[k].shift_ns))
+                    parts.append(_moved(requests(mine, timed, direction), self._where[k].shift_ns))
             pooled = OperationValues()
             for block in merged_trace.in_time_order(parts):
                 pooled.add(block["ns"])
             self._cache[key] = pooled.finish()
         return self._cache[key]
 
-    @staticmethod
-    def _timed(report, phases: list[int], direction: str | None, values: OperationValues, shift_ns: int):
-        """A host's values with their requests' start times on the common clock, block by block."""
+
+# what the pooled trace is asked of its requests (fio_latency.judge): each request's latency, and
+# the time around it (from its thread's previous call's end to its next call's start)
+QUESTIONS = ("call", "around")
+
+
+def _moved(blocks, shift_ns: int):
+    for block in blocks:
+        yield {"start_ns": block["start_ns"] + shift_ns, "ns": block["ns"]}
+
+
+def report_requests(report):
+    """A host's requests of a question from its report (built in this process), block by block:
+    each one's start time (the host's clock) and value, in the host's order."""
+    def requests(phases: list[int], timed: str, direction: str | None):
+        values = report.evidence.operation_values(phases, timed, direction)
         given = 0
-        for events, assigned in report.event_blocks():
-            rows = np.flatnonzero(latency.data_calls(events, assigned, phases, direction))
-            if not len(rows):
-                continue
-            start = events["start_ns"].to_numpy(np.int64)[rows] + shift_ns
-            yield {"start_ns": start, "ns": values.ns_at(given, len(rows))}
-            given += len(rows)
+        for starts in _starts(report, phases, direction):
+            yield {"start_ns": starts, "ns": values.ns_at(given, len(starts))}
+            given += len(starts)
         if given != len(values):
             raise ValueError(f"pooled_hosts: {given} requests read, {len(values)} values asked")
+    return requests
+
+
+def _starts(report, phases: list[int], direction: str | None):
+    """The start times of the requests of `phases` in `direction` (every question's: a value per
+    data call), block by block."""
+    for events, assigned in report.event_blocks():
+        rows = np.flatnonzero(latency.data_calls(events, assigned, phases, direction))
+        if len(rows):
+            yield events["start_ns"].to_numpy(np.int64)[rows]
+
+
+def save_requests(report, questions: list[tuple[list[int], str | None]], folder: str) -> dict:
+    """In a host's own process (analysis/runs/host_workers.py): every QUESTIONS of each (phases,
+    direction) asked of its report and written to files in `folder`, the start times once per
+    (phases, direction); for saved_requests in the command's process. 8 bytes a request per file."""
+    saved: dict = {}
+    for phases, direction in questions:
+        phases = sorted(int(p) for p in phases)
+        fd, starts_path = tempfile.mkstemp(prefix="starts-", suffix=".i8", dir=folder)
+        with os.fdopen(fd, "wb") as out:
+            count = 0
+            for starts in _starts(report, phases, direction):
+                out.write(starts.tobytes())
+                count += len(starts)
+        for timed in QUESTIONS:
+            values = report.evidence.operation_values(phases, timed, direction)
+            fd, values_path = tempfile.mkstemp(prefix=f"{timed}-", suffix=".i8", dir=folder)
+            with os.fdopen(fd, "wb") as out:
+                for at in range(0, len(values), SAVED_CHUNK):
+                    out.write(values.ns_at(at, min(SAVED_CHUNK, len(values) - at)).tobytes())
+            if len(values) != count:
+                raise ValueError(f"pooled_hosts: {count} requests read, {len(values)} values asked")
+            saved[(tuple(phases), timed, direction)] = (starts_path, values_path, count)
+    return saved
+
+
+def saved_requests(saved: dict):
+    """A host's requests as save_requests wrote them, block by block."""
+    def requests(phases: list[int], timed: str, direction: str | None):
+        starts_path, values_path, count = saved[(tuple(phases), timed, direction)]
+        for at in range(0, count, SAVED_CHUNK):
+            n = min(SAVED_CHUNK, count - at)
+            yield {"start_ns": np.fromfile(starts_path, np.int64, n, offset=8 * at),
+                   "ns": np.fromfile(values_path, np.int64, n, offset=8 * at)}
+    return requests
+
+
+SAVED_CHUNK = 1 << 20   # requests read or written at a time (8 MiB a file)
