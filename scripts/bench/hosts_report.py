@@ -7,10 +7,11 @@ The run is real: fio --server on 127.0.0.2, 127.0.0.3, ... (one "host" each), ea
 own `iowitness attach --pid`, and fio --client driving 4 KiB cached random reads on every host,
 EVENTS reads each (fio's io_size over a 64 MiB file), then fio's JSON output kept as the claims. Made for issue 29
 (a report over several hosts read block by block, its memory bounded): OLD is a checkout from
-before (it loads each host's trace whole), NEW this one. Each command is a fresh process
-(CPU and the largest process's peak memory from os.wait4, the peak of all its processes at once
-sampled from /proc every 0.1 s: a host's own processes, analysis/runs/host_workers.py; run as a user's would: bytecode
-written first, untimed, and without this machine's PYTHONDONTWRITEBYTECODE).
+before, NEW this one. Each command is a fresh process: CPU (every process of it) and the largest
+process's peak memory from os.wait4, and the peak of all its processes at once (proportional set
+sizes, sampled from /proc every 0.1 s: a host's own processes, analysis/runs/host_workers.py);
+run as a user's would: bytecode written first, untimed, and without this machine's
+PYTHONDONTWRITEBYTECODE.
 
 Usage (as root, from the repository; OLD a checkout with its own .venv):
   .venv/bin/python scripts/bench/hosts_report.py --old /work/old --hosts 2 --events 5000000 \\
@@ -46,8 +47,9 @@ from tests.support.collectors import stop as _stop  # noqa: E402  (stop, then ki
 FORMS = {"text": [], "json": ["--json"]}
 
 
-def _tree_rss(root: int) -> int:
-    """Bytes resident in `root` and every process under it now (a host's own processes too)."""
+def _tree_pss(root: int) -> int:
+    """Bytes resident in `root` and every process under it now (a host's own processes too), each
+    page shared by n of them counted 1/n (the kernel's proportional set size)."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -61,11 +63,11 @@ def _tree_rss(root: int) -> int:
         more = {pid for pid, parent in parents.items() if parent in tree} - tree
         grown, tree = bool(more), tree | more
     total = 0
-    for pid in tree:
+    for pid in tree:   # proportional: the pages a forked process shares with its parent counted once
         try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError, ValueError):
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total += 1024 * int(next(line for line in f if line.startswith("Pss:")).split()[1])
+        except (OSError, StopIteration, IndexError, ValueError):
             continue
     return total
 
@@ -82,7 +84,7 @@ def timed(checkout: Path, argv: list[str]) -> tuple[float, float, bytes, float, 
 
     def sample():
         while not done.wait(0.1):
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            peak[0] = max(peak[0], _tree_pss(proc.pid))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
