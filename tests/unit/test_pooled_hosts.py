@@ -9,10 +9,13 @@ give."""
 from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from iowitness.analysis.benchmarks import fio_hosts
 from iowitness.analysis.measure import stream_full
 from iowitness.analysis.read import stream_events
 from iowitness.analysis.read.run import load
@@ -108,3 +111,19 @@ def test_hosts_numbered_by_calls_at_the_same_nanosecond_are_pooled_by_the_merged
             assert sorted(numbers) == list(range(1, 5))
             calls = pooled.report.evidence.operation_values(numbers, "call", "write")
             np.testing.assert_array_equal(calls.ns_at(0, len(calls)), _writes_in_pooled_order(paths, [0, 0]))
+
+
+def test_a_hosts_fio_log_files_keep_the_pooled_trace_from_the_hosts_reports():
+    # GIVEN two fio hosts whose traces opened a data file, and on one host a job writing fio's
+    # latency log (one of fio's own files: in no phase of that host, but a phase of a trace
+    # whose command names no job, as the pooled trace's)
+    def host(command, paths):
+        trace = SimpleNamespace(meta={"command": command, "cwd": "/srv"}, files=pd.DataFrame({"path": paths}))
+        return SimpleNamespace(trace=trace)
+
+    plain = host(["fio", "--name=r", "--rw=randread"], ["/srv/data.bin"])
+    logging = host(["fio", "--name=r", "--rw=randread", "--write_lat_log=lat"], ["/srv/data.bin", "/srv/lat_lat.1.log"])
+    # WHEN asked whether the pooled trace's phases are the hosts' own
+    # THEN yes for the plain hosts, no once a host's log file would be a phase of the pooled trace
+    assert fio_hosts._same_own_files([plain, plain], fio_hosts.POOLED_ARGV)
+    assert not fio_hosts._same_own_files([plain, logging], fio_hosts.POOLED_ARGV)
