@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 from multiprocessing import connection
 from typing import Any, Callable, TypeVar
 
 from iowitness import tuning
-from iowitness.errors import TooLarge
+from iowitness.errors import IowitnessError, TooLarge
 
 T = TypeVar("T")
 
@@ -95,9 +96,15 @@ def _child(k: int, writer) -> None:
     except BaseException as exc:   # said by the command's process, as if raised there
         result = (False, exc)
     try:
-        writer.send(result)
+        # unpickled here first: an error whose class cannot be made again from its pickle
+        # (Interrupted takes its signal too) would fail in the command's process instead
+        writer.send_bytes(pickle.dumps(pickle.loads(pickle.dumps(result))))
     except Exception as exc:   # a result or an error that cannot be pickled
-        writer.send((False, RuntimeError(f"host {k}'s result could not be handed back: {exc!r}")))
+        said: BaseException = RuntimeError(f"host {k}'s result could not be handed back: {exc!r}")
+        if not result[0] and isinstance(result[1], IowitnessError):   # its line and its exit code kept
+            said = IowitnessError(str(result[1]))
+            said.exit_code = result[1].exit_code
+        writer.send((False, said))
     writer.close()
 
 

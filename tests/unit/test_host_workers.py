@@ -13,7 +13,7 @@ import time
 import pytest
 
 from iowitness.analysis.runs import host_workers
-from iowitness.errors import TooLarge, UsageError
+from iowitness.errors import Interrupted, TooLarge, UsageError
 
 
 def test_each_hosts_work_runs_in_a_process_of_its_own_and_comes_back_in_order(monkeypatch):
@@ -73,3 +73,19 @@ def test_a_process_that_dies_is_said_in_one_line(monkeypatch):
         host_workers.each(2, work)
     assert "\n" not in str(caught.value) and "IOWITNESS_HOST_PROCESSES=1" in str(caught.value)
     assert caught.value.exit_code == 7
+
+
+def test_an_error_that_cannot_be_unpickled_keeps_its_line_and_exit_code(monkeypatch):
+    # GIVEN two hosts, the second's work ended by SIGTERM (Interrupted takes the signal as well as
+    # its message, so its pickle cannot make it again)
+    monkeypatch.setenv("IOWITNESS_HOST_PROCESSES", "2")
+
+    def work(k):
+        if k == 1:
+            raise Interrupted("interrupted by SIGTERM", signal.SIGTERM)
+        return k
+
+    # WHEN they run THEN the same line comes out here with the same exit code (143)
+    with pytest.raises(Exception) as caught:
+        host_workers.each(2, work)
+    assert str(caught.value) == "interrupted by SIGTERM" and caught.value.exit_code == 143
