@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from contextlib import ExitStack
 
 import pandas as pd
@@ -29,13 +30,15 @@ import pandas as pd
 from iowitness.analysis.benchmarks import fio, fio_latency
 from iowitness.analysis.judge import match_claims as matching, verdict_rules
 from iowitness.analysis.judge.claim import UnparsableOutput
-from iowitness.analysis.runs import merged_trace
+from iowitness.analysis.measure import stream_full
+from iowitness.analysis.runs import host_workers, pooled_hosts
 from iowitness.analysis.runs.dataset import clock_offset_ns
 from iowitness.analysis.runs.hosts import Cluster, Host, timeline
 from iowitness.errors import UsageError
 
 ALL_CLIENTS = "All clients"
 DEFAULT_PORT = 8765        # fio's (fio HOWTO, "Client/Server")
+POOLED_ARGV = ["fio"]   # the pooled trace's command: fio's, with none of a job's options
 TIME_COLUMNS = ("first_ns", "last_ns", "data_first_ns", "data_last_ns", "sync_end_ns", "close_end_ns")
 
 
@@ -144,31 +147,58 @@ def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Clus
     hosts = hosts_of(doc)
     assign(hosts, traces)
     for host in hosts:
-        argv = _argv(host.entries)
         # an attached trace's command is the server's; its jobs came over the network
-        host.trace.meta["command"], host.trace.meta["benchmark"] = argv, "fio"
-        try:
-            claims = fio.parse(_fio_doc(doc, host.entries))
-        except UnparsableOutput:   # a host whose jobs moved no data: nothing it claims
-            claims = []
-        host.verdicts = matching.match(host.trace.report(), claims, "fio", argv, tolerance, host.trace.missing,
-                                       trace=host.trace)
-    base = min(clock_offset_ns(h.trace.meta) or 0 for h in hosts)
+        host.trace.meta["command"], host.trace.meta["benchmark"] = _argv(host.entries), "fio"
     totals = [e for e in doc["client_stats"] if isinstance(e, dict) and e.get("jobname") == ALL_CLIENTS]
+    total_claims = fio.parse(_fio_doc(doc, totals)) if totals else []
     all_verdicts = []
-    if totals:
-        with ExitStack() as stack:
-            pooled = None
-            for claim in fio.parse(_fio_doc(doc, totals)):
-                if not _is_latency(claim):
-                    all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
-                    continue
-                if pooled is None:   # every host's requests on one clock, made once; only judged,
-                    # never shown, so without the stretches' table
-                    pooled = stack.enter_context(merged_trace.open_merged([(h.path, h.trace) for h in hosts],
-                                                                          ["fio"], "cluster", stretches=False))
-                all_verdicts.append(_judge_total_latency(claim, hosts, pooled.trace, pooled.where, tolerance))
+    with ExitStack() as stack:
+        # each host's report and verdicts in a process of its own, on the machine's cores
+        # (analysis/runs/host_workers.py), with the requests the all-clients latency asks of it
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="iowitness-hosts-"))
+        results = host_workers.each(len(hosts), lambda k: _judge_host(hosts[k], doc, tolerance, total_claims,
+                                                                      folder))
+        requests = None
+        for host, result in zip(hosts, results):
+            if result is not None:   # judged in its own process
+                host.verdicts = result["verdicts"]
+                host_workers.with_report(host.trace, result["report"])
+                requests = (requests or []) + [pooled_hosts.saved_requests(result["requests"])]
+        base = min(clock_offset_ns(h.trace.meta) or 0 for h in hosts)
+        pooled = None
+        for claim in total_claims:
+            if not _is_latency(claim):
+                all_verdicts.append(_judge_total(claim, hosts, base, tolerance))
+                continue
+            if pooled is None:   # every host's requests on one clock, made once from the hosts'
+                # own reports (analysis/runs/pooled_hosts.py); only judged, never shown
+                pooled = stack.enter_context(pooled_hosts.open_pooled(
+                    [(h.path, h.trace) for h in hosts], POOLED_ARGV, "cluster",
+                    same_phases=_same_own_files(hosts, POOLED_ARGV), requests=requests))
+            all_verdicts.append(_judge_total_latency(claim, hosts, pooled, tolerance))
     return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
+
+
+def _judge_host(host: Host, doc: dict, tolerance: float, total_claims: list, folder: str) -> dict | None:
+    """The host's own claims judged against its own trace; in a host's own process, also its
+    report's parts and the requests the all-clients latency claims will ask of it (saved in
+    `folder`), handed back (None in the command's own process: nothing to hand back)."""
+    try:
+        claims = fio.parse(_fio_doc(doc, host.entries))
+    except UnparsableOutput:   # a host whose jobs moved no data: nothing it claims
+        claims = []
+    argv = host.trace.meta["command"]
+    host.verdicts = matching.match(host.trace.report(), claims, "fio", argv, tolerance, host.trace.missing,
+                                   trace=host.trace)
+    if not host_workers.in_child():
+        return None
+    asked = {(tuple(sorted({int(p) for v in _same_figure(host, claim) for p in v.phases})), claim.direction)
+             for claim in total_claims if _is_latency(claim)}
+    requests = pooled_hosts.save_requests(host.trace.report(), [(list(p), d) for p, d in sorted(
+        asked, key=repr) if p], folder)
+    result = {"verdicts": host.verdicts, "report": host_workers.report_parts(host.trace), "requests": requests}
+    stream_full.release(host.trace)
+    return result
 
 
 def _aligned_rows(host: Host, phases: list[int], base: int) -> pd.DataFrame:
@@ -213,24 +243,37 @@ def _phases_by_host(rows: pd.DataFrame) -> str:
         f"{host} phase {phases}" for host, phases in named.items())
 
 
-def _judge_total_latency(claim, hosts: list[Host], pooled, where, tolerance: float):
+def _judge_total_latency(claim, hosts: list[Host], pooled, tolerance: float):
     """An all-clients latency figure (fio's statistics over every host's requests) against the
     same statistics over every host's requests of that group and direction, pooled on one
-    clock (analysis/runs/merged_trace.py): the phases each host's own latency claim was matched to."""
+    clock (analysis/runs/pooled_hosts.py): the phases each host's own latency claim was matched to."""
     parts, engines, counted = [], [], set()
-    for host, place in zip(hosts, where):
+    for k, host in enumerate(hosts):
         for v in _same_figure(host, claim):
             table = host.trace.report().phases
-            parts.append(merged_trace.phases_of(pooled, place, table[table["phase"].isin(v.phases)]))
+            parts.append(pooled.rows_of(k, table[table["phase"].isin(v.phases)]))
             engines.append(v.claim.extra.get("ioengine"))
             counted.add(host.name)
     rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"phase": []})
     if "ioengine" not in claim.extra and engines and len(set(engines)) == 1 and engines[0]:
         claim.extra["ioengine"] = engines[0]   # "All clients" carries no job options
-    verdict = fio_latency.judge(claim, rows, pooled, pooled.report(), tolerance, pooled.missing)
+    verdict = fio_latency.judge(claim, rows, pooled.trace, pooled.report, tolerance, pooled.trace.missing)
     verdict.reasons.append(f"over every host's requests of the group pooled on one clock ({len(rows)} phases of "
                            f"{len(counted)} hosts; phase numbers of that pooled trace, not of each host's)")
     return verdict
+
+
+def _same_own_files(hosts: list[Host], pooled_argv: list[str]) -> bool:
+    """Whether fio's own files (in no phase) are the same under each host's command line as under
+    the pooled trace's, for every file the host opened: then the pooled trace's phases are the
+    hosts' own (analysis/runs/pooled_hosts.py)."""
+    pooled_cwd = hosts[0].trace.meta.get("cwd") if hosts else None
+    pooled_own = fio.own_files(pooled_argv, pooled_cwd)
+    for host in hosts:
+        own = fio.own_files(host.trace.meta.get("command") or [], host.trace.meta.get("cwd"))
+        if any(own(str(path)) != pooled_own(str(path)) for path in set(host.trace.files["path"])):
+            return False
+    return True
 
 
 def _timeline_note(rows: pd.DataFrame, direction, claim) -> str:

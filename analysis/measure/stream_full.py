@@ -90,6 +90,15 @@ class _Lazy:
             self._assigned = None
 
 
+def release(trace) -> None:
+    """The report of a trace opened by report_of dropped and its temporary files removed now,
+    before the `with` ends: a host's own process (analysis/runs/host_workers.py) ends without it."""
+    lazy = getattr(getattr(trace, "_build_report", None), "__self__", None)
+    if isinstance(lazy, _Lazy):
+        lazy.close()
+    trace._report = None
+
+
 def build(trace) -> report.Report:
     """The report of a trace held in memory (analysis/read/run.py Trace: the Python API's
     `trace.report()`; anything with `events` and `meta`),
@@ -112,7 +121,8 @@ def _build(source, assigned, charts: bool = False, stretches: bool = True) -> re
     return report.Report(table, extras.groups, extras.outliers, benchmark, trace,
                          device=from_facts(trace, table, gathered.facts), evidence=evidence,
                          histograms=extras.histograms, stretches=extras.stretches, t0=extras.t0,
-                         event_blocks=assigned.blocks, chart_extents=gathered.extents_of_calls)
+                         event_blocks=assigned.blocks, chart_extents=gathered.extents_of_calls,
+                         phase_first_ns=assigned.phase_first_ns)
 
 
 class _Gathered:

@@ -113,6 +113,10 @@ class OperationValues:
         other.start = min(self.start + k, self.total)
         return other
 
+    def ns_at(self, at: int, n: int) -> np.ndarray:
+        """n values (ns) in order from the at-th of those kept (a tail's first is 0)."""
+        return self._read(self.start + at, n)
+
     def _read(self, at: int, n: int) -> np.ndarray:
         """n values (ns) from position `at` (counted from the first added)."""
         if self._memory is not None:

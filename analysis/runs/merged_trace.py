@@ -19,6 +19,7 @@ that start after another host's latest are held until that host's next block com
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -75,7 +76,7 @@ class MergedSource:
     def blocks(self):
         """The merged events table, block by block (a new pass each call)."""
         given = 0
-        for merged in _in_time_order([self._moved(k) for k in range(len(self._sources))]):
+        for merged in in_time_order([self._moved(k) for k in range(len(self._sources))]):
             # a merge can give several hosts' blocks at once: handed on a block's worth at a time
             for at in range(0, len(merged["start_ns"]), self.block_rows):
                 raw = {name: column[at:at + self.block_rows] for name, column in merged.items()}
@@ -105,7 +106,7 @@ class MergedSource:
         pass   # the hosts' sources are their opener's to close
 
 
-def _in_time_order(hosts: list) -> "iter":
+def in_time_order(hosts: list) -> Iterator[dict]:
     """Merge the hosts' raw blocks (each host's in time order) into one stream in time order.
     A row is given once no host can still bring an earlier one: rows starting before the
     smallest last start among the hosts not yet read to the end. A host whose pending rows all

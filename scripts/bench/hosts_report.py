@@ -7,9 +7,11 @@ The run is real: fio --server on 127.0.0.2, 127.0.0.3, ... (one "host" each), ea
 own `iowitness attach --pid`, and fio --client driving 4 KiB cached random reads on every host,
 EVENTS reads each (fio's io_size over a 64 MiB file), then fio's JSON output kept as the claims. Made for issue 29
 (a report over several hosts read block by block, its memory bounded): OLD is a checkout from
-before (it loads each host's trace whole), NEW this one. Each command is a fresh process
-(pipeline_old_new.timed: CPU and peak memory from os.wait4; run as a user's would: bytecode
-written first, untimed, and without this machine's PYTHONDONTWRITEBYTECODE).
+before, NEW this one. Each command is a fresh process: CPU (every process of it) and the largest
+process's peak memory from os.wait4, and the peak of all its processes at once (proportional set
+sizes, sampled from /proc every 0.1 s: a host's own processes, analysis/runs/host_workers.py);
+run as a user's would: bytecode written first, untimed, and without this machine's
+PYTHONDONTWRITEBYTECODE.
 
 Usage (as root, from the repository; OLD a checkout with its own .venv):
   .venv/bin/python scripts/bench/hosts_report.py --old /work/old --hosts 2 --events 5000000 \\
@@ -30,19 +32,70 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipeline_old_new import NEW, spread, timed  # noqa: E402  (a sibling script)
+from pipeline_old_new import NEW, spread, user_environment  # noqa: E402  (a sibling script)
 from report_10m import write_bytecode  # noqa: E402
 
 sys.path.insert(0, str(NEW))
 from tests.support.collectors import stop as _stop  # noqa: E402  (stop, then kill after 30 s)
 
 FORMS = {"text": [], "json": ["--json"]}
+
+
+def _tree_pss(root: int) -> int:
+    """Bytes resident in `root` and every process under it now (a host's own processes too), each
+    page shared by n of them counted 1/n (the kernel's proportional set size)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    parents[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    tree, grown = {root}, True
+    while grown:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        grown, tree = bool(more), tree | more
+    total = 0
+    for pid in tree:   # proportional: the pages a forked process shares with its parent counted once
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total += 1024 * int(next(line for line in f if line.startswith("Pss:")).split()[1])
+        except (OSError, StopIteration, IndexError, ValueError):
+            continue
+    return total
+
+
+def timed(checkout: Path, argv: list[str]) -> tuple[float, float, bytes, float, float]:
+    """(wall seconds, peak GiB of the largest process, output, CPU seconds: user + system of
+    every process, peak GiB of all its processes at once: sampled every 0.1 s) of one command
+    of `checkout`'s iowitness."""
+    begin = time.perf_counter()
+    proc = subprocess.Popen([str(checkout / ".venv/bin/python"), "-m", "iowitness.cli", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=checkout,
+                            env=user_environment(IOWITNESS_NO_MEMORY_CHECK="1", COLUMNS="200"))
+    peak, done = [0], threading.Event()
+
+    def sample():
+        while not done.wait(0.1):
+            peak[0] = max(peak[0], _tree_pss(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout = proc.stdout.read()
+    done.set()
+    sampler.join()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - begin
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        sys.exit(f"{checkout}: {' '.join(argv)} failed ({os.waitstatus_to_exitcode(status)})")
+    return wall, usage.ru_maxrss / 2**20, stdout, usage.ru_utime + usage.ru_stime, peak[0] / 2**30
 
 
 def _free_port(address: str) -> int:
@@ -125,26 +178,28 @@ def main() -> int:
     print(f"load average at start: {os.getloadavg()}; {len(traces)} hosts, "
           f"{sum(os.path.getsize(t) for t in traces) / 2**20:.0f} MiB of traces")
     names = [name for name, _ in checkouts]
-    print("| form | " + " | ".join(f"{n} {what}" for what in ("wall s", "CPU s", "peak GiB") for n in names)
+    columns = ("wall s", "CPU s", "peak GiB", "all processes GiB")
+    print("| form | " + " | ".join(f"{n} {what}" for what in columns for n in names)
           + " | output | load average before, after |")
-    print("|" + " --- |" * (3 * len(names) + 3))
-    with tempfile.TemporaryDirectory(prefix="iowitness-hosts-") as tmp:
-        out = Path(tmp)
-        for _, checkout in checkouts:
-            write_bytecode(checkout)
-        for form in args.forms:
-            argv = ["report", *traces, "--claims", claims, *FORMS[form]]
-            runs: dict = {name: [] for name in names}
-            outputs = {}
-            before = os.getloadavg()[0]
-            for _ in range(args.runs):
-                for name, checkout in checkouts:
-                    wall, peak, stdout, cpu = timed(checkout, argv, out)
-                    runs[name].append((wall, cpu, peak))
-                    outputs[name] = stdout
-            same = ("same bytes" if outputs["old"] == outputs["new"] else "DIFFERENT") if args.old else "-"
-            cells = [spread([r[i] for r in runs[n]]) for i in range(3) for n in names]
-            print(f"| {form} | {' | '.join(cells)} | {same} | {before:.1f}, {os.getloadavg()[0]:.1f} |", flush=True)
+    print("|" + " --- |" * (len(columns) * len(names) + 3))
+    for _, checkout in checkouts:
+        write_bytecode(checkout)
+    for form in args.forms:
+        argv = ["report", *traces, "--claims", claims, *FORMS[form]]
+        runs: dict = {name: [] for name in names}
+        outputs: dict = {}
+        before = os.getloadavg()[0]
+        for _ in range(args.runs):
+            for name, checkout in checkouts:
+                wall, peak, stdout, cpu, together = timed(checkout, argv)
+                runs[name].append((wall, cpu, peak, together))
+                # every run's output against the first's: the same bytes each time, and old against new
+                outputs.setdefault(name, stdout)
+                if outputs[name] != stdout:
+                    outputs[name] = b"(differs from run to run)"
+        same = ("same bytes" if outputs["old"] == outputs["new"] else "DIFFERENT") if args.old else "-"
+        cells = [spread([r[i] for r in runs[n]]) for i in range(len(columns)) for n in names]
+        print(f"| {form} | {' | '.join(cells)} | {same} | {before:.1f}, {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average at end: {os.getloadavg()}")
     return 0
 

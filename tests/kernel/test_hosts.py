@@ -10,6 +10,7 @@ hosts' rates: the test tells the two apart.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -139,3 +140,15 @@ def test_a_trace_of_no_client_host_is_refused_in_one_line(cluster, tmp_path):
     proc = iowitness("report", str(traces[0]), str(traces[1]), "--claims", str(client_json), check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "no trace for fio client host(s)" in proc.stderr
+
+
+def test_hosts_judged_in_processes_of_their_own_print_what_one_process_prints(cluster):
+    _, traces, client_json, _ = cluster
+    argv = ["report", *map(str, traces), "--claims", str(client_json)]
+    for form in ([], ["--json"]):
+        # WHEN the run is reported with each host judged in a process of its own (one per core),
+        # and with every host judged in the command's own process
+        apart = iowitness(*argv, *form)
+        together = iowitness(*argv, *form, env={**os.environ, "IOWITNESS_HOST_PROCESSES": "1"})
+        # THEN both print the same bytes
+        assert apart.stdout == together.stdout and apart.stdout
