@@ -15,7 +15,7 @@ echo "test.sh: ruff check (lint)" >&2
 .venv/bin/ruff check .
 echo "test.sh: scripts/typecheck.py (mypy on the installed package's layout)" >&2
 .venv/bin/python scripts/typecheck.py
-# the unit tier on two processes (pytest-xdist, a test file per process at a time: its module
+# the unit tier on four processes (pytest-xdist, a test file per process at a time: its module
 # fixtures are made once); the kernel tier on two processes too, but for the files that measure
 # time or cost or touch what the whole machine shares (marked `serial` by tests/conftest.py: they
 # run after, one at a time); then the recording tests once more through the compatible probe
@@ -24,8 +24,10 @@ echo "test.sh: scripts/typecheck.py (mypy on the installed package's layout)" >&
 # end, with the first failure's exit code
 failed=0
 part() { "$@" || { code=$?; [ "$failed" -ne 0 ] || failed=$code; echo "test.sh: failed (exit $code): $*" >&2; }; }
-echo "test.sh: the unit tier (two processes)" >&2
-part .venv/bin/python -m pytest -n 2 --dist loadfile --durations=30 tests/unit
+# the unit tier on four processes on this 2-core machine: it is CPU only, and beside other work (two
+# CPU hogs: docs/suite-time.md) four processes take a larger share of the cores than two
+echo "test.sh: the unit tier (four processes)" >&2
+part .venv/bin/python -m pytest -n 4 --dist loadfile --durations=30 tests/unit
 echo "test.sh: the kernel tier (two processes, a file per process at a time)" >&2
 part .venv/bin/python -m pytest -n 2 --dist loadfile -m "not serial" --durations=40 tests/kernel
 echo "test.sh: the kernel tier's serial files (tests/conftest.py SERIAL), one at a time" >&2
