@@ -16,7 +16,7 @@ echo "test.sh: ruff check (lint)" >&2
 echo "test.sh: scripts/typecheck.py (mypy on the installed package's layout)" >&2
 .venv/bin/python scripts/typecheck.py
 # the unit tier on four processes (pytest-xdist, a test file per process at a time: its module
-# fixtures are made once); the kernel tier on two processes too, but for the files that measure
+# fixtures are made once); the kernel tier on two processes, but for the files that measure
 # time or cost or touch what the whole machine shares (marked `serial` by tests/conftest.py: they
 # run after, one at a time); then the recording tests once more through the compatible probe
 # (serial: test_run.py holds a serial test).
