@@ -76,6 +76,21 @@ SERIAL = (
 )
 
 
+# The kernel files that take longest (30-110 s each beside two CPU hogs in the lead's fresh-clone
+# runs of 2026-12-07, docs/performance.md "The test suite's time"), longest first: on two
+# processes they are sent first, so that neither process ends on a minute-long file while the
+# other waits. pytest-xdist alone sends the files with the most tests first, which put these
+# files of two or three tests 39th to 48th of 63. Every other file follows, most tests first as
+# xdist would send it (pytest_configure turns xdist's own order off: it would sort by the count
+# again). test_packaging and test_install_paths are apart: their wheel builds take turns
+# (tests/support/wheel.py)
+LONGEST_FIRST = (
+    "test_stream_report_real.py", "test_verdicts_real.py", "test_bpftrace_backend.py", "test_dataset_real.py",
+    "test_packaging.py", "test_html_real.py", "test_dbench.py", "test_replay_real.py", "test_fs_mark.py",
+    "test_report_reading.py", "test_phases_real.py", "test_install_paths.py",
+)
+
+
 def pytest_addoption(parser):
     parser.addoption("--probe", choices=("auto", "fast", "compat"), default=None,
                      help="which compiled probe the kernel tests record with (sets IOWITNESS_PROBE for "
@@ -85,6 +100,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if config.getoption("--probe"):
         os.environ["IOWITNESS_PROBE"] = config.getoption("--probe")
+    if hasattr(config.option, "loadscopereorder"):   # (pytest-xdist's; the order is _longest_first's)
+        config.option.loadscopereorder = False
 
 
 def _kernel_skip_reason() -> str | None:
@@ -94,7 +111,23 @@ def _kernel_skip_reason() -> str | None:
     return None
 
 
+def _longest_first(items) -> None:
+    """Files in LONGEST_FIRST's order, then the others with the most tests first (ties in collection
+    order), each file's tests in their own order: the order pytest-xdist's --dist loadfile sends them."""
+    count: dict[str, int] = {}
+    for item in items:
+        count[str(item.fspath)] = count.get(str(item.fspath), 0) + 1
+
+    def rank(item) -> tuple[int, int]:
+        name = Path(str(item.fspath)).name
+        if name in LONGEST_FIRST:
+            return 0, LONGEST_FIRST.index(name)
+        return 1, -count[str(item.fspath)]
+    items.sort(key=rank)   # stable: a file's tests stay together and in order
+
+
 def pytest_collection_modifyitems(config, items):
+    _longest_first(items)
     # the checks read the kernel's BTF (0.6-1.5 s a process): only where a kernel test was collected
     kernel = [item for item in items if "tests/kernel" in str(item.fspath).replace(os.sep, "/")]
     reason = _kernel_skip_reason() if kernel else None

@@ -13,16 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.wheel import build_wheel
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """A wheel built from this checkout the way `pip install .` builds it."""
-    wheels = tmp_path_factory.mktemp("wheels")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
-                   check=True, capture_output=True, timeout=600)
-    return next(wheels.glob("iowitness-*.whl"))
+    return build_wheel(tmp_path_factory.mktemp("wheels"))
 
 
 def test_wheel_carries_the_probe_and_works_when_installed(tmp_path, wheel):
@@ -87,9 +86,15 @@ def test_run_and_report_in_a_venv_without_pyarrow_and_matplotlib(tmp_path, wheel
     # GIVEN a fresh venv with iowitness installed from its wheel, its declared dependencies
     # only (numpy, pandas, zstandard: pip resolves them, from its cache when it has them)
     venv = tmp_path / "lean"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True,
+                   timeout=120)
     python = str(venv / "bin" / "python")
-    install = subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)],
+    # (the pip outside installs into the venv, run by the venv's Python (--python): a copy of pip in
+    # the venv, ensurepip's, took 28 s at load 7, and compiling every module of numpy and pandas
+    # 7 of 11 CPU-s of their install; neither is part of what is tested, and Python compiles what
+    # the commands import when they import it)
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile",
+                              "--disable-pip-version-check", str(wheel)],
                              capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr
     missing = subprocess.run([python, "-c", "import importlib.util as u; "
