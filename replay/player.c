@@ -85,6 +85,9 @@ static const char *op_names[OP_COUNT] = {"open", "close", "read", "write", "prea
 /* the plan's own flag of a request (replay/plan_layout.py WAITED_BEFORE): the original waited
  * for a completion before it */
 #define WAITED_BEFORE (1u << 30)
+/* and the plan's flag of a request before which the original thread also slept
+ * (plan_layout.SLEPT_BEFORE): where fio's io_uring_enter waited for a completion */
+#define SLEPT_BEFORE (1u << 29)
 
 struct __attribute__((packed)) plan_thread { uint32_t tgid, tid; int64_t first, count; };
 struct __attribute__((packed)) plan_call {
@@ -550,13 +553,17 @@ static void note_wait(int *waited, int64_t since)
 		*waited = REAP_WAITED;
 }
 
-static int reap(struct stats *s, struct ring *r, int64_t keep)
+static int reap(struct stats *s, struct ring *r, int64_t keep, int one_if_none)
 {
 	int waited = REAP_NONE;
 
 	if (r->uring && r->inflight) {
 		unsigned head = *r->q.cq_head, tail = __atomic_load_n(r->q.cq_tail, __ATOMIC_ACQUIRE);
 
+		/* where the original slept for a completion (SLEPT_BEFORE) it had found none posted:
+		 * when none is posted here either, wait for one, as its io_uring_enter did */
+		if (one_if_none && head == tail && keep > r->inflight - 1)
+			keep = r->inflight - 1;
 		for (; head != tail; head++, r->inflight--)
 			completed(s, (const struct plan_call *)(uintptr_t)r->q.cqes[head & *r->q.cq_mask].user_data,
 				  r->q.cqes[head & *r->q.cq_mask].res);
@@ -949,11 +956,12 @@ static void *run_thread(void *arg)
 			 * counts it). io_uring: the trace's depth counts completions the kernel posted
 			 * while the benchmark was busy, which it did not wait for (fio waits only when
 			 * its whole queue is in flight): the posted ones are taken, and the player waits
-			 * only when the ring holds as many as it ever held in the original */
-			reaped = reap(s, r, r->uring ? r->most : c->depth);
+			 * for one where the original slept for one (SLEPT_BEFORE) and none is posted, and
+			 * otherwise only when the ring holds as many as it ever held in the original */
+			reaped = reap(s, r, r->uring ? r->most : c->depth, r->uring && (c->flags & SLEPT_BEFORE));
 		} else if (c->depth == 0) {
 			for (int k = 0; k < n_rings; k++) {
-				int got = reap(s, &rings[k], 0);
+				int got = reap(s, &rings[k], 0, 0);
 
 				if (got > reaped)
 					reaped = got;
@@ -1059,7 +1067,7 @@ static void *run_thread(void *arg)
 		advance(t);
 	}
 	for (int k = 0; k < n_rings; k++) {
-		(void)reap(s, &rings[k], 0);
+		(void)reap(s, &rings[k], 0, 0);
 		if (rings[k].uring) {
 			close(rings[k].q.fd);
 		} else {
