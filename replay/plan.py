@@ -249,7 +249,6 @@ def build(path: str, data=None) -> Plan:
     bounds = np.searchsorted(thread_index, np.arange(len(first_seen) + 1))
     gap = np.empty(len(calls), dtype=np.int64)
     preempted = _preempted(data.offcpu)
-    woke = asleep_ends(data.offcpu)
     held = start_held(data.offcpu, calls["tgid"][bounds[:-1]], tid[bounds[:-1]], s[bounds[:-1]], t0)
     for t in range(len(first_seen)):
         a, b = bounds[t], bounds[t + 1]
@@ -261,11 +260,7 @@ def build(path: str, data=None) -> Plan:
             # its time runs from the last of its requests' ends before the call, when later
             latest = _last_end_before(e[a:b][is_async[a:b]], s[a + 1:b])
             # a request the original waited before: marked for the player (WAITED_BEFORE)
-            waited = (latest > since[1:]) & is_async[a + 1:b]
-            calls["flags"][a + 1:b][waited] |= np.uint32(plan_layout.WAITED_BEFORE)
-            # and before which it slept (SLEPT_BEFORE): where the player waits for a completion
-            calls["flags"][a + 1:b][waited & woke_between(woke.get(int(tid[a])), since[1:], s[a + 1:b])] |= \
-                np.uint32(plan_layout.SLEPT_BEFORE)
+            calls["flags"][a + 1:b][(latest > since[1:]) & is_async[a + 1:b]] |= np.uint32(plan_layout.WAITED_BEFORE)
             since[1:] = np.maximum(since[1:], latest)
         gap[a + 1:b] = s[a + 1:b] - since[1:]
         lost = preempted.get(int(tid[a]))
@@ -395,24 +390,6 @@ def _preempted(offcpu) -> dict:
             return np.where(k >= 0, before[np.maximum(k, 0)] + inside, 0)
         out[int(tid)] = lost
     return out
-
-
-def asleep_ends(offcpu) -> dict:
-    """Per recorded thread, the sorted times it came back on a CPU after sleeping (an off-CPU
-    record of state other than 0: a wait, for I/O or a completion, not a preemption)."""
-    if offcpu is None or not len(offcpu):
-        return {}
-    mine = offcpu[offcpu["state"] != 0]
-    tids, on = mine["tid"].astype(np.int64), mine["on_ns"].astype(np.int64)
-    return {int(t): np.sort(on[tids == t]) for t in np.unique(tids)}
-
-
-def woke_between(woke, after, upto) -> np.ndarray:
-    """For each pair (after, upto], whether the thread came back from a sleep in it (`woke`:
-    asleep_ends' times of one thread, or None)."""
-    if woke is None or not len(woke):
-        return np.zeros(len(upto), dtype=bool)
-    return np.searchsorted(woke, upto, side="right") > np.searchsorted(woke, after, side="right")
 
 
 def _depths(calls, is_async, start, end) -> np.ndarray:

@@ -25,10 +25,5 @@ CALL = np.dtype([("op", "u1"), ("file", "i4"), ("tgid", "u4"), ("fd", "i4"), ("r
 # waited for a completion before it, so its think time ran from that completion (player.c restarts
 # the think time after a reap that waited only there; elsewhere its wait overlaps the think time)
 WAITED_BEFORE = 1 << 30
-# and its bit for a request before which the original thread also slept (an off-CPU record of it
-# asleep ended between its previous call and the request): where fio's io_uring_enter waited with
-# min_complete > 0 and found no completion posted. The io_uring player waits for one there (when
-# none is posted), not where its ring holds as many as the original's ever held
-SLEPT_BEFORE = 1 << 29
 WAIT = np.dtype([("call", "i8"), ("thread", "u4"), ("count", "i8")])
 THREAD = np.dtype([("tgid", "u4"), ("tid", "u4"), ("first", "i8"), ("count", "i8")])

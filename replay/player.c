@@ -85,9 +85,6 @@ static const char *op_names[OP_COUNT] = {"open", "close", "read", "write", "prea
 /* the plan's own flag of a request (replay/plan_layout.py WAITED_BEFORE): the original waited
  * for a completion before it */
 #define WAITED_BEFORE (1u << 30)
-/* and the plan's flag of a request before which the original thread also slept
- * (plan_layout.SLEPT_BEFORE): where fio's io_uring_enter waited for a completion */
-#define SLEPT_BEFORE (1u << 29)
 
 struct __attribute__((packed)) plan_thread { uint32_t tgid, tid; int64_t first, count; };
 struct __attribute__((packed)) plan_call {
@@ -553,17 +550,13 @@ static void note_wait(int *waited, int64_t since)
 		*waited = REAP_WAITED;
 }
 
-static int reap(struct stats *s, struct ring *r, int64_t keep, int one_if_none)
+static int reap(struct stats *s, struct ring *r, int64_t keep)
 {
 	int waited = REAP_NONE;
 
 	if (r->uring && r->inflight) {
 		unsigned head = *r->q.cq_head, tail = __atomic_load_n(r->q.cq_tail, __ATOMIC_ACQUIRE);
 
-		/* where the original slept for a completion (SLEPT_BEFORE) it had found none posted:
-		 * when none is posted here either, wait for one, as its io_uring_enter did */
-		if (one_if_none && head == tail && keep > r->inflight - 1)
-			keep = r->inflight - 1;
 		for (; head != tail; head++, r->inflight--)
 			completed(s, (const struct plan_call *)(uintptr_t)r->q.cqes[head & *r->q.cq_mask].user_data,
 				  r->q.cqes[head & *r->q.cq_mask].res);
@@ -956,12 +949,15 @@ static void *run_thread(void *arg)
 			 * counts it). io_uring: the trace's depth counts completions the kernel posted
 			 * while the benchmark was busy, which it did not wait for (fio waits only when
 			 * its whole queue is in flight): the posted ones are taken, and the player waits
-			 * for one where the original slept for one (SLEPT_BEFORE) and none is posted, and
-			 * otherwise only when the ring holds as many as it ever held in the original */
-			reaped = reap(s, r, r->uring ? r->most : c->depth, r->uring && (c->flags & SLEPT_BEFORE));
+			 * only when the ring holds as many as it ever held in the original. Not where fio
+			 * slept (the trace's off-CPU records say where): there fio's whole queue was in
+			 * flight (a posted completion returns its wait at once), and a replay that waited
+			 * there for one with fewer in flight ran at a lower depth (fio's mixed phase +77.5 %
+			 * against +6.0 %, 5 replays each, 2026-12-07 replay31k, performance-log.md) */
+			reaped = reap(s, r, r->uring ? r->most : c->depth);
 		} else if (c->depth == 0) {
 			for (int k = 0; k < n_rings; k++) {
-				int got = reap(s, &rings[k], 0, 0);
+				int got = reap(s, &rings[k], 0);
 
 				if (got > reaped)
 					reaped = got;
@@ -1067,7 +1063,7 @@ static void *run_thread(void *arg)
 		advance(t);
 	}
 	for (int k = 0; k < n_rings; k++) {
-		(void)reap(s, &rings[k], 0, 0);
+		(void)reap(s, &rings[k], 0);
 		if (rings[k].uring) {
 			close(rings[k].q.fd);
 		} else {

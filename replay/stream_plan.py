@@ -42,7 +42,7 @@ import numpy as np
 from iowitness.collector.format import tracestream
 from iowitness.errors import NotFound, UsageError
 from iowitness.replay import cache, order, paths, plan as inmemory
-from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, SLEPT_BEFORE, THREAD, WAIT, WAITED_BEFORE, WRITES
+from iowitness.replay.plan_layout import ASYNC, CALL, OP, READS, THREAD, WAIT, WAITED_BEFORE, WRITES
 
 BLOCK_ROWS = 1 << 18    # trace events decoded at once
 WINDOW_ROWS = 1 << 18   # calls taken from each run per window
@@ -577,7 +577,6 @@ class _Builder:
         """Think times, depths, classes and waits; the calls written at their place."""
         n_threads, n_files = len(self.threads), len(self.rels)
         preempted = inmemory._preempted(self.offcpu)
-        woke = inmemory.asleep_ends(self.offcpu)
         seqs = np.zeros(n_threads, dtype=np.int64)
         prev_end = np.full(n_threads, self.t0, dtype=np.int64)   # a thread's time runs from here
         started = np.zeros(n_threads, dtype=bool)
@@ -623,8 +622,6 @@ class _Builder:
                         if not started[t]:
                             waited[0] = False
                         calls["flags"][rows[waited]] |= np.uint32(WAITED_BEFORE)
-                        slept = waited & inmemory.woke_between(woke.get(int(self.threads["tid"][t])), since, st)
-                        calls["flags"][rows[slept]] |= np.uint32(SLEPT_BEFORE)
                         if started[t]:
                             since = np.maximum(since, latest)
                         else:

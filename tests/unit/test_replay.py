@@ -301,11 +301,9 @@ def test_the_players_open_each_file_by_its_absolute_path_in_dir(tmp_path, player
     assert sorted(line.split('"')[1] for line in opens) == [f"{real}/a/one", f"{real}/b/two"]
 
 
-def write_async_trace(path, requests: list[tuple[int, int]], then_fsync_at: int,
-                      asleep: list[tuple[float, float]] = ()) -> None:
+def write_async_trace(path, requests: list[tuple[int, int]], then_fsync_at: int) -> None:
     """A trace of one thread (tgid 50) opening /w/a, submitting libaio writes of 4 KiB at
-    (submitted us, completed us), then an fsync and a close; `asleep`: (off us, on us) of the
-    thread's off-CPU records asleep (state 1), on the requests' clock."""
+    (submitted us, completed us), then an fsync and a close."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -330,12 +328,6 @@ def write_async_trace(path, requests: list[tuple[int, int]], then_fsync_at: int,
     with TraceWriter(str(path), start) as writer:
         writer.write_events(events)
         writer.write_facts(meta)
-        if asleep:
-            offcpu = np.zeros(len(asleep), lay.structs["iow_offcpu"])
-            offcpu["tid"], offcpu["tgid"], offcpu["state"] = 50, 50, 1
-            offcpu["off_ns"] = [t0 + 10_000 + int(off * 1000) for off, _ in asleep]
-            offcpu["on_ns"] = [t0 + 10_000 + int(on * 1000) for _, on in asleep]
-            writer.write_device(np.zeros(0, lay.structs["iow_block"]), offcpu)
         writer.write_counters({"events": len(rows), "lost_events": 0, "lost_meta": 0})
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": t0 + 10**6}})
 
@@ -363,30 +355,6 @@ def test_async_requests_are_planned_at_the_depth_the_original_had(tmp_path):
     # wait only there
     from iowitness.replay.plan_layout import WAITED_BEFORE
     assert [bool(f & WAITED_BEFORE) for f in p.calls["flags"].tolist()] == [False] * 5 + [True, False, False]
-
-
-def test_a_request_the_original_slept_before_is_marked_for_the_player(tmp_path):
-    # GIVEN the same requests, the thread asleep from 4 to 11 us (in the wait that got the
-    # second completion back at 11 us, before the fifth request at 12 us) and from 1.2 to 1.8 us
-    # (a sleep that got no completion back: no wait for one)
-    trace = tmp_path / "t.iwt"
-    write_async_trace(trace, [(0, 10), (1, 11), (2, 20), (3, 21), (12, 25)], then_fsync_at=30,
-                      asleep=[(1.2, 1.8), (4, 11)])
-    # WHEN planned, in memory and streamed
-    from iowitness.replay import stream_plan
-    from iowitness.replay.plan_layout import SLEPT_BEFORE, WAITED_BEFORE
-    p = plan.build(str(trace))
-    streamed = tmp_path / "streamed.bin"
-    stream_plan.build_native(str(trace), str(streamed))
-    whole = tmp_path / "whole.bin"
-    p.save_native(str(whole))
-    # THEN the fifth request, before which the thread slept and got a completion back, is
-    # marked SLEPT_BEFORE (the io_uring player waits for a completion there), besides
-    # WAITED_BEFORE; no other is, and the streamed plan is the same bytes
-    flags = p.calls["flags"].tolist()
-    assert [bool(f & SLEPT_BEFORE) for f in flags] == [False] * 5 + [True, False, False]
-    assert [bool(f & WAITED_BEFORE) for f in flags] == [False] * 5 + [True, False, False]
-    assert streamed.read_bytes() == whole.read_bytes()
 
 
 def test_async_requests_are_refused_by_the_python_player_in_one_line(tmp_path):
