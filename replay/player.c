@@ -949,7 +949,11 @@ static void *run_thread(void *arg)
 			 * counts it). io_uring: the trace's depth counts completions the kernel posted
 			 * while the benchmark was busy, which it did not wait for (fio waits only when
 			 * its whole queue is in flight): the posted ones are taken, and the player waits
-			 * only when the ring holds as many as it ever held in the original */
+			 * only when the ring holds as many as it ever held in the original. Not where fio
+			 * slept (the trace's off-CPU records say where): there fio's whole queue was in
+			 * flight (a posted completion returns its wait at once), and a replay that waited
+			 * there for one with fewer in flight ran at a lower depth (fio's mixed phase +77.5 %
+			 * against +6.0 %, 5 replays each, 2026-12-07 replay31k, performance-log.md) */
 			reaped = reap(s, r, r->uring ? r->most : c->depth);
 		} else if (c->depth == 0) {
 			for (int k = 0; k < n_rings; k++) {

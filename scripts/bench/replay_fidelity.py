@@ -235,12 +235,15 @@ def into_file_system(fs: str, original: Path, originals: list[Path], replays: in
             "run_ms": [run_times(t) for t in traces], "originals_there_run_ms": [run_times(t) for t in there]}
 
 
-def players_ab(original: Path, base_player: str, replays: int, into: Path, out: Path) -> dict[str, list[float]]:
+def players_ab(original: Path, base_player: str, replays: int, into: Path, out: Path,
+               phases: dict | None = None) -> dict[str, list[float]]:
     """The recorded original replayed `replays` times by the tree's native player and as often by
     `base_player` (an earlier build), alternating, the order reversed each time: each replay's
     median time from the last completion a thread waited for to its next call, less the
     original's. The base build is put in the native player's place for its replays, and the
-    tree's put back after each."""
+    tree's put back after each. `phases`, when given, gets per build each one-thread phase's
+    time less preemption per replay ({build: {phase: [s, ...]}}) and the calls before which
+    the original and the replay slept ({build + " sleeps": [[original, replay, both], ...]})."""
     from iowitness.commands.replay import NATIVE_PLAYER
 
     tree = out / "tree-player"
@@ -259,6 +262,12 @@ def players_ab(original: Path, base_player: str, replays: int, into: Path, out: 
                 if got is not None:
                     found[which].append(got - base)
                 same = waits_matched(original, trace)
+                if phases is not None:
+                    for key, (less, _, _) in unloaded(trace).items():
+                        phases.setdefault(which, {}).setdefault(" ".join(map(str, key)), []).append(less)
+                    if same:
+                        phases.setdefault(f"{which} sleeps", []).append(
+                            [same["original"], same["replay"], same["both"]])
                 if same and same["both_diff_ns"] is not None:   # at the calls before which both slept
                     found.setdefault(f"{which}, at the calls before which both slept", []).append(
                         same["both_diff_ns"])
@@ -566,7 +575,9 @@ def main() -> int:
         r["player"] = player_cost(r["original"], work, args.player)
         if args.base_player:
             base = Path(r["original"]).parent
-            r["players_ab"] = players_ab(Path(r["original"]), args.base_player, args.replays, base, base)
+            r["players_ab_phases"] = {}
+            r["players_ab"] = players_ab(Path(r["original"]), args.base_player, args.replays, base, base,
+                                         r["players_ab_phases"])
         r["load"] = [load_before, os.getloadavg()[0]]   # the 1-minute load average before and after
         results.append(r)
         (work / "results.json").write_text(json.dumps(results, indent=1))   # kept as it goes: a run cut short
@@ -608,6 +619,21 @@ def main() -> int:
                 print(f"  {which.replace(',', ' player,') if ',' in which else which + ' player'}, alternating: time "
                       f"after a wait for completions, replay - original, median "
                       f"{statistics.median(diffs):+,.0f} ns (replays {min(diffs):+,.0f} to {max(diffs):+,.0f})")
+        ab = r.get("players_ab_phases") or {}
+        for row in r["among_originals"] if ab else ():   # each build's replays against the originals
+            mid = statistics.median(row["originals_ms"])
+            said = []
+            for which in ("tree", "base"):
+                ms = [x * 1e3 for x in ab.get(which, {}).get(row["phase"], [])]
+                if ms:
+                    said.append(f"{which} {statistics.median(ms):.1f} ms "
+                                f"({(statistics.median(ms) - mid) / mid * 100:+.1f} %, {min(ms):.1f}-{max(ms):.1f})")
+            print(f"  {row['phase']:<28} less preemption, originals' median {mid:.1f} ms; alternating: "
+                  + "; ".join(said))
+        for which in ("tree", "base"):
+            if ab.get(f"{which} sleeps"):
+                print(f"  {which} player: calls before which the original / the replay / both slept: "
+                      + ", ".join("/".join(map(str, x)) for x in ab[f"{which} sleeps"]))
         gap = r["own_gap_ns"]
         print(f"  time between a thread's calls, median: original {gap['original']:,.0f} ns, "
               f"{args.player} replay at --timing fast {gap['replay_fast']:,.0f} ns")
