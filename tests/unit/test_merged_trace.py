@@ -6,30 +6,15 @@ hand and sorted stably by start time: not the merge under test."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack, contextmanager
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from iowitness.analysis.measure import stream_full
 from iowitness.analysis.read import stream_events
 from iowitness.analysis.read.run import load
 from iowitness.analysis.runs import merged_trace
+from tests.support.hosts import opened_hosts
 from tests.support.trace_mutants import dd_events, write_dd_trace
-
-
-@contextmanager
-def _hosts(paths, shifts_ns, block_rows=stream_events.BLOCK_ROWS):
-    """The traces at `paths` opened block by block, host k's clock moved `shifts_ns[k]` later."""
-    with ExitStack() as stack:
-        traces = []
-        for path, shift in zip(paths, shifts_ns):
-            source = stack.enter_context(stream_events.open_events(path, block_rows=block_rows))
-            clock = source.trace_data.meta["clock_start"]
-            source.trace_data.meta["clock_start"] = {**clock, "offset_ns": clock["offset_ns"] + shift}
-            traces.append((str(path), stack.enter_context(stream_full.report_of(source, str(path)))))
-        yield traces
 
 
 def _expected(paths, shifts_ns, lifts):
@@ -62,7 +47,7 @@ def test_two_hosts_with_the_same_process_numbers_stay_apart(tmp_path):
     write_dd_trace(tmp_path / "a.iwt")
     write_dd_trace(tmp_path / "b.iwt")
     paths = [tmp_path / "a.iwt", tmp_path / "b.iwt"]
-    with _hosts(paths, [0, 5_000_000]) as traces:
+    with opened_hosts(paths, [0, 5_000_000]) as traces:
         # WHEN they are merged
         with merged_trace.open_merged(traces, ["dd"], "cluster") as merged:
             trace, where = merged.trace, merged.where
@@ -100,7 +85,7 @@ def test_blocks_of_several_hosts_come_in_time_order_with_the_earlier_host_first_
     for path in paths:
         write_dd_trace(path, events)
     shifts = [0, shift_ns, 2 * shift_ns]
-    with _hosts(paths, shifts, block_rows) as traces:
+    with opened_hosts(paths, shifts, block_rows) as traces:
         # WHEN they are merged
         with merged_trace.open_merged(traces, ["dd"], "cluster") as merged:
             count, table = _merged_table(merged.blocks())
@@ -113,7 +98,7 @@ def test_blocks_of_several_hosts_come_in_time_order_with_the_earlier_host_first_
             assert set(next(iter(merged.blocks()))["syscall"].cat.categories) >= set(table["syscall"])
             phases = merged.trace.report().phases
     # AND the phases do not depend on the block size
-    with _hosts(paths, shifts) as traces, merged_trace.open_merged(traces, ["dd"], "cluster") as whole:
+    with opened_hosts(paths, shifts) as traces, merged_trace.open_merged(traces, ["dd"], "cluster") as whole:
         pd.testing.assert_frame_equal(phases, whole.trace.report().phases)
 
 
@@ -122,7 +107,7 @@ def test_a_merged_run_without_events_gives_one_empty_block(tmp_path):
     paths = [tmp_path / "a.iwt", tmp_path / "b.iwt"]
     for path in paths:
         write_dd_trace(path, dd_events()[:0])
-    with _hosts(paths, [0, 0]) as traces, merged_trace.open_merged(traces, ["dd"], "cluster") as merged:
+    with opened_hosts(paths, [0, 0]) as traces, merged_trace.open_merged(traces, ["dd"], "cluster") as merged:
         # WHEN its blocks are read THEN one empty block with the table's columns comes
         blocks = list(merged.blocks())
         assert len(blocks) == 1 and len(blocks[0]) == 0 and "syscall" in blocks[0]

@@ -8,7 +8,6 @@ give."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack, contextmanager
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,24 +15,11 @@ import pandas as pd
 import pytest
 
 from iowitness.analysis.benchmarks import fio_hosts
-from iowitness.analysis.measure import stream_full
 from iowitness.analysis.read import stream_events
 from iowitness.analysis.read.run import load
 from iowitness.analysis.runs import merged_trace, pooled_hosts
+from tests.support.hosts import opened_hosts
 from tests.support.trace_mutants import dd_events, write_dd_trace
-
-
-@contextmanager
-def _hosts(paths, shifts_ns, block_rows=stream_events.BLOCK_ROWS):
-    """The traces at `paths` opened block by block, host k's clock moved `shifts_ns[k]` later."""
-    with ExitStack() as stack:
-        traces = []
-        for path, shift in zip(paths, shifts_ns):
-            source = stack.enter_context(stream_events.open_events(path, block_rows=block_rows))
-            clock = source.trace_data.meta["clock_start"]
-            source.trace_data.meta["clock_start"] = {**clock, "offset_ns": clock["offset_ns"] + shift}
-            traces.append((str(path), stack.enter_context(stream_full.report_of(source, str(path)))))
-        yield traces
 
 
 def _write_hosts(tmp_path, count: int):
@@ -68,7 +54,7 @@ def test_pooled_phases_and_requests_are_the_merged_traces(tmp_path, shift_ns, bl
     # GIVEN three hosts' traces of two writing threads each, their clocks `shift_ns` apart
     paths = _write_hosts(tmp_path, 3)
     shifts = [0, shift_ns, 2 * shift_ns]
-    with _hosts(paths, shifts, block_rows) as traces:
+    with opened_hosts(paths, shifts, block_rows) as traces:
         # WHEN every host's phases and requests are pooled from the hosts' own reports
         with pooled_hosts.open_pooled(traces, ["dd"], "cluster") as pooled:
             assert pooled.numbers is not None   # no tie: the hosts' reports say the numbers
@@ -101,7 +87,7 @@ def test_hosts_numbered_by_calls_at_the_same_nanosecond_are_pooled_by_the_merged
     # GIVEN two hosts whose phases start at the same nanoseconds on the common clock (the merged
     # trace orders them by their streams' first appearance, which the hosts' reports do not say)
     paths = _write_hosts(tmp_path, 2)
-    with _hosts(paths, [0, 0]) as traces:
+    with opened_hosts(paths, [0, 0]) as traces:
         # WHEN they are pooled
         with pooled_hosts.open_pooled(traces, ["dd"], "cluster") as pooled:
             # THEN the pooled trace is the merged trace itself, and its requests are every host's
