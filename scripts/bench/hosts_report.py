@@ -42,6 +42,7 @@ from pipeline_old_new import NEW, spread, user_environment  # noqa: E402  (a sib
 from report_10m import write_bytecode  # noqa: E402
 
 sys.path.insert(0, str(NEW))
+from iowitness.collector.processes import descendants  # noqa: E402
 from tests.support.collectors import stop as _stop  # noqa: E402  (stop, then kill after 30 s)
 
 FORMS = {"text": [], "json": ["--json"]}
@@ -50,20 +51,8 @@ FORMS = {"text": [], "json": ["--json"]}
 def _tree_pss(root: int) -> int:
     """Bytes resident in `root` and every process under it now (a host's own processes too), each
     page shared by n of them counted 1/n (the kernel's proportional set size)."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    parents[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    tree, grown = {root}, True
-    while grown:
-        more = {pid for pid, parent in parents.items() if parent in tree} - tree
-        grown, tree = bool(more), tree | more
     total = 0
-    for pid in tree:   # proportional: the pages a forked process shares with its parent counted once
+    for pid in descendants({root}):   # proportional: the pages a forked process shares with its parent counted once
         try:
             with open(f"/proc/{pid}/smaps_rollup") as f:
                 total += 1024 * int(next(line for line in f if line.startswith("Pss:")).split()[1])
