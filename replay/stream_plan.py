@@ -59,6 +59,47 @@ SYNC_READ_OPS = np.array([OP[o] for o in cache.SYNC_READS])
 GROWING_OPS = np.array([OP[o] for o in order.POSITIONED_WRITES + ("write", "writev")])
 
 
+def _is(ops) -> np.ndarray:
+    """A lookup table of the plan's op codes: `_is(READ_OPS)[op]` is np.isin(op, READ_OPS) in one
+    gather (np.isin compares every row with each code in turn); op codes are 0 to len(OP) - 1."""
+    table = np.zeros(256, dtype=bool)
+    table[np.asarray(ops)] = True
+    return table
+
+
+IS_ASYNC, IS_READ, IS_WRITE, IS_IO, IS_SYNC_READ, IS_GROWING = (
+    _is(ops) for ops in (ASYNC_OPS, READ_OPS, WRITE_OPS, IO_OPS, SYNC_READ_OPS, GROWING_OPS))
+# (-1, a call not replayed, is the last slot: in none)
+IS_URING = _is([OP["uring_read"], OP["uring_write"], OP["uring_fsync"]])
+IS_URING_IO = _is([OP["uring_read"], OP["uring_write"]])
+IS_OPENING = _is([OP["open"], OP["dup"]])
+IS_POSITIONED_READ, IS_POSITIONED_WRITE, IS_SYNC = (
+    _is([OP[o] for o in kind]) for kind in (order.POSITIONED_READS, order.POSITIONED_WRITES, order.SYNCS))
+
+
+def _unique(values, return_index: bool = False, return_inverse: bool = False):
+    """np.unique(values, return_index=, return_inverse=) (those asked, in that order), without its
+    sort when every value is the same (a block of one thread's calls on one file): the same arrays."""
+    if len(values) and values[0] == values[-1] and bool((values == values[0]).all()):
+        out = [values[:1].copy()]
+        if return_index:
+            out.append(np.zeros(1, dtype=np.intp))
+        if return_inverse:
+            out.append(np.zeros(len(values), dtype=np.intp))
+        return tuple(out) if len(out) > 1 else out[0]
+    return np.unique(values, return_index=return_index, return_inverse=return_inverse)
+
+
+def _codes(values) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) of small non-negative integers (a block's op codes, u16):
+    by a count and a lookup table, not a sort."""
+    counts = np.bincount(values)
+    codes = np.flatnonzero(counts)
+    table = np.zeros(len(counts), dtype=np.intp)
+    table[codes] = np.arange(len(codes))
+    return codes.astype(values.dtype), table[values]
+
+
 class NativePlan:
     """What `iowitness replay` needs of a plan written by build_native (the calls are in the file)."""
 
@@ -168,13 +209,15 @@ class _Spill:
         start = inmemory._int64(cols["start_ns"])
         end = start + inmemory._int64(cols["latency_ns"])
         flags = cols["flags"]
-        codes, op_index = np.unique(cols["op"], return_inverse=True)
+        op = cols["op"]
+        codes, op_index = _codes(op) if op.dtype.kind == "u" and op.dtype.itemsize <= 2 else \
+            np.unique(op, return_inverse=True)
         names = self._code_names(codes)
         as_op = np.array([OP.get(inmemory.RECORDED.get(name, ""), -1) for name in names], dtype=np.int16)
         target = as_op[op_index]
         fcntl = np.array([name == "fcntl" for name in names], dtype=bool)[op_index]
         target[fcntl & np.isin(flags, [inmemory.F_DUPFD, inmemory.F_DUPFD_CLOEXEC])] = OP["dup"]
-        is_uring = np.isin(target, [OP["uring_read"], OP["uring_write"], OP["uring_fsync"]])
+        is_uring = IS_URING[target]
         fixed = is_uring & ((flags & inmemory.URING_FIXED_FILE) != 0)
         target[fixed] = -1
         keep = (target >= 0) & (ret >= 0)
@@ -186,10 +229,10 @@ class _Spill:
                 self.skipped[what] = self.skipped.get(what, 0) + int(counts[k])
         fd = cols["fd"]
         too_high = keep & ((fd >= inmemory.MAX_FD) | (fd < -1) | ((target != OP["open"]) & (fd < 0))
-                           | (np.isin(target, [OP["open"], OP["dup"]]) & (ret >= inmemory.MAX_FD)))
+                           | (IS_OPENING[target] & (ret >= inmemory.MAX_FD)))
         self.too_high |= bool(too_high.any())
         key = (cols["dev"].astype(np.uint64) << np.uint64(44)) ^ cols["ino"].astype(np.uint64)
-        uniq_keys, first_at = np.unique(key, return_index=True)
+        uniq_keys, first_at = _unique(key, return_index=True)
         for k, at in zip(uniq_keys.tolist(), first_at.tolist()):
             if k not in self.devs:
                 self.devs[k] = int(cols["dev"][at])   # the device whole (the key keeps its low 20 bits)
@@ -197,23 +240,27 @@ class _Spill:
         rows = np.flatnonzero(keep)
         if not len(rows):
             return
-        rec = np.zeros(len(rows), SPILL)
-        rec["start"], rec["end"] = start[rows], end[rows]
+        # every call kept (a loop of reads and writes): the columns themselves, not a copy of each
+        rows_of = (lambda column: column) if len(rows) == len(keep) else (lambda column: column[rows])
+        rec = np.empty(len(rows), SPILL)   # every field is set below
+        rec["start"], rec["end"] = rows_of(start), rows_of(end)
         rec["row"] = cols.first_row + rows
-        rec["op"] = target[rows]
-        rec["fd"], rec["ret"], rec["flags"] = fd[rows], ret[rows], flags[rows]
-        rec["offset"] = cols["offset"][rows]
-        requested = cols["requested"][rows].astype(np.uint64).view(np.int64)
-        rec["size"] = np.where(np.isin(rec["op"], WRITE_OPS), rec["ret"], requested)
-        rec["ring"] = cols["ring"][rows] if "ring" in cols else 0
-        is_io = np.isin(rec["op"], IO_OPS)
-        big = is_io & ((rec["size"] > inmemory.MAX_CALL_BYTES) | (rec["size"] < 0))
+        op_kept = rows_of(target)
+        rec["op"] = op_kept
+        rec["fd"], rec["ret"], rec["flags"] = rows_of(fd), rows_of(ret), rows_of(flags)
+        rec["offset"] = rows_of(cols["offset"])
+        requested = rows_of(cols["requested"]).astype(np.uint64).view(np.int64)
+        rec["size"] = np.where(IS_WRITE[op_kept], rows_of(ret), requested)
+        rec["ring"] = rows_of(cols["ring"]) if "ring" in cols else 0
+        is_io = IS_IO[op_kept]
+        size = rec["size"]
+        big = is_io & ((size > inmemory.MAX_CALL_BYTES) | (size < 0))
         if big.any():
-            self.too_big = max(self.too_big, int(rec["size"][big].max()))
-        self.has_async |= bool(np.isin(rec["op"], ASYNC_OPS).any())
+            self.too_big = max(self.too_big, int(size[big].max()))
+        self.has_async |= bool(IS_ASYNC[op_kept].any())
         # the file each call used: its (dev, ino), and which of that inode's paths (plan._files_of)
-        kk = key[rows]
-        uniq, which = np.unique(kk, return_inverse=True)
+        kk = rows_of(key)
+        uniq, which = _unique(kk, return_inverse=True)
         which = which.reshape(-1)
         for j, k in enumerate(uniq.tolist()):
             times = self.fact_times.get(int(k))
@@ -232,19 +279,25 @@ class _Spill:
             ids = np.array([self.files.setdefault((signed, int(q)), len(self.files)) for q in positions.tolist()],
                            dtype=np.int32)
             rec["file"][mine] = ids[back.reshape(-1)]
-        tkey = (cols["tgid"][rows].astype(np.int64) << 32) | cols["tid"][rows].astype(np.int64)
-        tkeys, tw = np.unique(tkey, return_inverse=True)
+        tkey = (rows_of(cols["tgid"]).astype(np.int64) << 32) | rows_of(cols["tid"]).astype(np.int64)
+        tkeys, tw = _unique(tkey, return_inverse=True)
         tids = np.array([self.threads.setdefault(int(k), len(self.threads)) for k in tkeys], dtype=np.int32)
         rec["thread"] = tids[tw.reshape(-1)]
         while len(self.thread_first) < len(self.threads):
             self.thread_first.append([None, None, 0, 0])
         counts = np.bincount(tw.reshape(-1), minlength=len(tkeys))
         largest = np.zeros(len(tkeys), dtype=np.int64)
-        np.maximum.at(largest, tw.reshape(-1)[is_io], rec["size"][is_io])
-        order_in_block = np.lexsort((rec["row"], rec["start"]))
+        if len(tkeys) == 1:
+            largest[0] = size[is_io].max(initial=0)
+        else:
+            np.maximum.at(largest, tw.reshape(-1)[is_io], size[is_io])
+        # rows are in file order: (start, row) order is start's stable order, none when starts do not fall
+        kept_start = rows_of(start)
+        in_order = bool((kept_start[1:] >= kept_start[:-1]).all())
+        order_in_block = np.arange(len(rec)) if in_order else np.argsort(kept_start, kind="stable")
         first_of = np.full(len(tkeys), -1)
         # each thread's first call in (start, row) order within the block
-        uniq, at = np.unique(tw.reshape(-1)[order_in_block], return_index=True)
+        uniq, at = _unique(tw.reshape(-1)[order_in_block], return_index=True)
         first_of[uniq] = order_in_block[at]
         for j, t in enumerate(tids.tolist()):
             entry = self.thread_first[t]
@@ -256,7 +309,7 @@ class _Spill:
             entry[3] = max(entry[3], int(largest[j]))
         block_t0 = int(rec["start"].min())
         self.t0 = block_t0 if self.t0 is None else min(self.t0, block_t0)
-        if not bool((order_in_block[1:] > order_in_block[:-1]).all()):   # a ring's block is in order but for a few
+        if not in_order:   # a ring's block is in order but for a few
             rec = rec[order_in_block]
         self.file.write(rec.data.cast("B"))
         self.runs.append((self.records, len(rec)))
@@ -325,7 +378,7 @@ def _plan_order(start, thread, seq, file=None) -> np.ndarray:
     ties in plan order). Rows come in (start, row) order: when no two starts are equal, only
     the files need sorting."""
     if len(start) < 2 or bool((start[1:] > start[:-1]).all()):
-        if file is None:
+        if file is None or (file[0] == file[-1] and bool((file == file[0]).all())):
             return np.arange(len(start))
         return np.argsort(file, kind="stable")
     keys = (seq, thread, start) if file is None else (seq, thread, start, file)
@@ -523,10 +576,11 @@ class _Builder:
         for w in _windows(self.spill.path, self.spill.runs, self.window_rows):
             c = self._calls(w, seqs)
             order_ = _plan_order(w["start"], c["thread"], c["seq"], c["file"])
-            file = c["file"][order_]
-            op, offset, ret, size = w["op"][order_], w["offset"][order_], w["ret"][order_], w["size"][order_]
-            flags = w["flags"][order_]
-            r, wr = np.isin(op, READ_OPS), np.isin(op, WRITE_OPS)
+            ordered = w if order_[-1] == len(w) - 1 and bool((order_[1:] > order_[:-1]).all()) else w[order_]
+            file = c["file"] if ordered is w else c["file"][order_]
+            op, offset, ret, size = ordered["op"], ordered["offset"], ordered["ret"], ordered["size"]
+            flags = ordered["flags"]
+            r, wr = IS_READ[op], IS_WRITE[op]
             read_end = np.where(r, offset + np.maximum(ret, 0), 0)
             write_end = np.where(wr, offset + size, 0)
             edges = np.flatnonzero(np.diff(file)) + 1
@@ -545,7 +599,7 @@ class _Builder:
                     self.unwritten[f] = max(int(self.unwritten[f]), int(unwritten.max()))
                 if self.read_counts[f] < cache.FIRST_READS:
                     rows = order_[a:b]
-                    mine = rows[np.isin(op[a:b], SYNC_READ_OPS) & (ret[a:b] > 0)]
+                    mine = rows[IS_SYNC_READ[op[a:b]] & (ret[a:b] > 0)]
                     mine = mine[:cache.FIRST_READS - int(self.read_counts[f])]
                     if len(mine):
                         self.first_reads[f].append((w[mine], tid_of[w["thread"][mine]]))
@@ -604,14 +658,17 @@ class _Builder:
                 calls["offset"], calls["size"], calls["ring"] = w["offset"], w["size"], w["ring"]
                 calls["start_ns"] = w["start"] - self.t0
                 s, e = w["start"], w["end"]
-                is_async = np.isin(w["op"], ASYNC_OPS)
+                is_async = IS_ASYNC[w["op"]]
                 gap = np.empty(len(w), dtype=np.int64)
-                by_thread = np.argsort(thread, kind="stable")
-                tb = thread[by_thread]
-                edges = np.flatnonzero(np.diff(tb)) + 1
+                alone = thread[0] == thread[-1] and bool((thread == thread[0]).all())   # one thread's window
+                if alone:
+                    by_thread, edges = np.arange(len(w)), np.zeros(0, dtype=np.intp)
+                else:
+                    by_thread = np.argsort(thread, kind="stable")
+                    edges = np.flatnonzero(np.diff(thread[by_thread])) + 1
                 for rows in np.split(by_thread, edges):
                     t = int(thread[rows[0]])
-                    st, en, asy = s[rows], e[rows], is_async[rows]
+                    st, en, asy = (s, e, is_async) if alone else (s[rows], e[rows], is_async[rows])
                     e_thread = np.where(asy, st, en)
                     since = np.concatenate([[prev_end[t]], e_thread[:-1]])
                     a_state = async_ends[t]
@@ -638,7 +695,10 @@ class _Builder:
                         g = g - off
                     if not started[t]:   # its process's wait for a CPU before it began (plan.start_held)
                         g[0] -= self.start_held[t]
-                    gap[rows] = g
+                    if alone:
+                        gap = g
+                    else:
+                        gap[rows] = g
                     prev_end[t] = e_thread[-1]
                     started[t] = True
                 calls["gap_ns"] = np.maximum(gap, 0)
@@ -668,16 +728,16 @@ class _Builder:
         """order.classes for a window, the files' sizes so far carried in `grow`."""
         op = calls["op"]
         cls = np.full(len(calls), order.BARRIER, dtype=np.int8)
-        cls[np.isin(op, [OP[o] for o in order.POSITIONED_READS])] = order.READ
-        cls[np.isin(op, [OP[o] for o in order.POSITIONED_WRITES])] = order.WRITE
-        cls[np.isin(op, [OP[o] for o in order.SYNCS])] = order.SYNC
-        is_uring = np.isin(op, [OP["uring_read"], OP["uring_write"]])
+        cls[IS_POSITIONED_READ[op]] = order.READ
+        cls[IS_POSITIONED_WRITE[op]] = order.WRITE
+        cls[IS_SYNC[op]] = order.SYNC
+        is_uring = IS_URING_IO[op]
         cls[is_uring & ((calls["flags"] & order.URING_FILE_POS) != 0)] = order.BARRIER
         ranged = (cls == order.READ) | (cls == order.WRITE)
         first = calls["offset"] // order.BLOCK
         last = (calls["offset"] + np.maximum(calls["size"], 1) - 1) // order.BLOCK
         cls[ranged & ((calls["offset"] < 0) | (last - first >= order.LONG_CALL_BLOCKS))] = order.BARRIER
-        writes = np.flatnonzero(np.isin(op, GROWING_OPS))
+        writes = np.flatnonzero(IS_GROWING[op])
         writes = writes[_plan_order(w["start"][writes], thread[writes], seq[writes])]
         ends = calls["offset"][writes] + calls["size"][writes]
         wf = calls["file"][writes]
