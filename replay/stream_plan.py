@@ -49,7 +49,9 @@ WINDOW_ROWS = 1 << 18   # calls taken from each run per window
 RANK_TABLE_MIN = 1 << 16   # _rank_of: a lookup table spans at least this many blocks,
 RANK_TABLE_SPREAD = 4      # or this many times the blocks it is built from and asked for
 
-SPILL = np.dtype([("start", "i8"), ("end", "i8"), ("row", "i8"), ("thread", "i4"), ("file", "i4"), ("op", "i2"),
+# a call's row in the trace is not kept: records are spilled in (start, row) order, run after run in
+# file order, so the spill's own order is the row's among equal starts (_windows)
+SPILL = np.dtype([("start", "i8"), ("end", "i8"), ("thread", "i4"), ("file", "i4"), ("op", "i2"),
                   ("ring", "u2"), ("fd", "i4"), ("flags", "u4"), ("ret", "i8"), ("offset", "i8"), ("size", "i8")])
 ASYNC_OPS = np.array([OP[o] for o in ASYNC])
 READ_OPS = np.array([OP[o] for o in READS])
@@ -244,7 +246,6 @@ class _Spill:
         rows_of = (lambda column: column) if len(rows) == len(keep) else (lambda column: column[rows])
         rec = np.empty(len(rows), SPILL)   # every field is set below
         rec["start"], rec["end"] = rows_of(start), rows_of(end)
-        rec["row"] = cols.first_row + rows
         op_kept = rows_of(target)
         rec["op"] = op_kept
         rec["fd"], rec["ret"], rec["flags"] = rows_of(fd), rows_of(ret), rows_of(flags)
@@ -302,7 +303,7 @@ class _Spill:
         for j, t in enumerate(tids.tolist()):
             entry = self.thread_first[t]
             r = first_of[j]
-            s, w = int(rec["start"][r]), int(rec["row"][r])
+            s, w = int(rec["start"][r]), cols.first_row + int(rows[r])
             if entry[0] is None or (s, w) < (entry[0], entry[1]):
                 entry[0], entry[1] = s, w
             entry[2] += int(counts[j])
@@ -369,8 +370,9 @@ def _windows(path: str, runs: list[tuple[int, int]], window_rows: int):
             if len(parts) == 1:
                 yield parts[0]   # one run's: in order already
             else:
+                # parts in run order, each in its run's order: among equal starts, the trace's row order
                 window = np.concatenate(parts)
-                yield window[np.lexsort((window["row"], window["start"]))]
+                yield window[np.argsort(window["start"], kind="stable")]
 
 
 def _plan_order(start, thread, seq, file=None) -> np.ndarray:

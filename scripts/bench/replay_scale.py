@@ -23,6 +23,11 @@ Usage: sudo .venv/bin/python scripts/bench/replay_scale.py --seconds 10 [--work 
                                               (no gap is waited for) but after the whole plan is built)
        sudo .venv/bin/python scripts/bench/replay_scale.py --workload fio-randread --pairs 5 [--work DIR]
        sudo .venv/bin/python scripts/bench/replay_scale.py --workload iozone --pairs 5
+       sudo .venv/bin/python scripts/bench/replay_scale.py --seconds 60 --against main/.venv/bin/iowitness --cycles 3
+            (old against new: each cycle records pread_loop afresh, then replays it at --timing fast with the
+             other tree's iowitness and with this tree's, in turns (which goes first alternates): each replay's
+             wall, CPU and peak RSS, and its wall / the original's; medians and ranges; the load average;
+             with --original TRACE --original-wall S, that one trace in every cycle)
 """
 
 from __future__ import annotations
@@ -131,6 +136,40 @@ def pairs(args) -> None:
     print(f"load average after: {os.getloadavg()}")
 
 
+def against(args, exe: str, target: str) -> None:
+    """--against: old (another tree's iowitness) and new (this tree's) replays of the same original, in turns."""
+    runs: dict[str, list[dict]] = {"other": [], "this tree": []}
+    print(f"load average before: {os.getloadavg()}; other: {args.against}", flush=True)
+    for k in range(args.cycles):
+        if args.original:   # one trace for every cycle, its recording's wall given
+            orig, rec = args.original, {"wall_s": args.original_wall, "cpu_s": float("nan")}
+        else:
+            orig = os.path.join(args.work, "orig.iwt")
+            rec = measured([*IOWITNESS, "run", "-q", "-o", orig, "--file", target, "--", exe, target,
+                            str(args.seconds)], cwd=ROOT)
+        o = span(orig)
+        print(f"cycle {k + 1}: original wall {rec['wall_s']:.1f} s, CPU {rec['cpu_s']:.1f} s, {o['events']:,} events "
+              f"(lost {o['lost']:,}), calls' span {o['span_s']:.2f} s; load {os.getloadavg()}", flush=True)
+        order = (("other", [args.against]), ("this tree", IOWITNESS))
+        for name, command in order if k % 2 == 0 else order[::-1]:
+            into = os.path.join(args.work, "into")
+            rep = measured([*command, "replay", "-q", orig, "--into", into, "--timing", "fast", "-o",
+                            os.path.join(args.work, "replay.iwt")], cwd=ROOT)
+            r = span(os.path.join(args.work, "replay.iwt"))
+            rep.update(ratio=rep["wall_s"] / rec["wall_s"], events=r["events"], original_events=o["events"])
+            runs[name].append(rep)
+            print(f"  {name}: replay wall {rep['wall_s']:.1f} s ({rep['ratio']:.2f} x the original's), CPU "
+                  f"{rep['cpu_s']:.1f} s, peak RSS of its largest process {rep['peak_mib']:.0f} MiB, {r['events']:,} "
+                  f"events (lost {r['lost']:,}); load {os.getloadavg()[0]:.1f}", flush=True)
+            shutil.rmtree(into, ignore_errors=True)
+    for name, rs in runs.items():
+        for key, what in (("wall_s", "wall s"), ("ratio", "wall / original's"), ("cpu_s", "CPU s"),
+                          ("peak_mib", "peak RSS MiB")):
+            v = [r[key] for r in rs]
+            print(f"{name}: {what} median {statistics.median(v):.2f} (range {min(v):.2f} to {max(v):.2f}, {len(v)})")
+    print(f"load average after: {os.getloadavg()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="how long the original loops")
@@ -143,6 +182,12 @@ def main() -> None:
     ap.add_argument("--workload", choices=sorted(WORKLOADS), help="a benchmark instead of pread_loop, recorded afresh "
                     "for each of --pairs replays")
     ap.add_argument("--pairs", type=int, default=5, help="with --workload: originals, each replayed once per --timing")
+    ap.add_argument("--against", metavar="IOWITNESS", help="another tree's iowitness command: old against new, "
+                    "--cycles originals recorded afresh, each replayed at --timing fast by both in turns")
+    ap.add_argument("--cycles", type=int, default=3, help="with --against: originals recorded (or, with --original, "
+                    "replays of it by each)")
+    ap.add_argument("--original-wall", type=float, help="with --against and --original: the wall time of the "
+                    "original's recording, seconds (replay_scale.py's line 'original: ...')")
     ap.add_argument("--build-child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.build_child:
@@ -162,6 +207,9 @@ def main() -> None:
     target = os.path.join(args.work, "data", "file")
     with open(target, "wb") as f:
         f.write(b"x" * 4096)
+    if args.against:
+        against(args, exe, target)
+        return
     orig = args.original or os.path.join(args.work, "orig.iwt")
     print(f"load average before: {os.getloadavg()}")
     o = None
