@@ -43,6 +43,8 @@ def child(source: str | None, trace: str, out: str) -> None:
         spec.loader.exec_module(module)
     else:
         from iowitness.replay import stream_plan as module
+    if hasattr(module, "keep_heap"):   # as stream_plan.start_apart's process runs the build
+        module.keep_heap()
     t, c = time.perf_counter(), time.process_time()
     info = module.build_native(trace, out)
     print(json.dumps({"wall": time.perf_counter() - t, "cpu": time.process_time() - c,
