@@ -79,17 +79,23 @@ IS_POSITIONED_READ, IS_POSITIONED_WRITE, IS_SYNC = (
     _is([OP[o] for o in kind]) for kind in (order.POSITIONED_READS, order.POSITIONED_WRITES, order.SYNCS))
 
 
-def _unique(values, return_index: bool = False, return_inverse: bool = False):
-    """np.unique(values, return_index=, return_inverse=) (those asked, in that order), without its
-    sort when every value is the same (a block of one thread's calls on one file): the same arrays."""
-    if len(values) and values[0] == values[-1] and bool((values == values[0]).all()):
-        out = [values[:1].copy()]
-        if return_index:
-            out.append(np.zeros(1, dtype=np.intp))
-        if return_inverse:
-            out.append(np.zeros(len(values), dtype=np.intp))
-        return tuple(out) if len(out) > 1 else out[0]
-    return np.unique(values, return_index=return_index, return_inverse=return_inverse)
+def _one_value(values) -> bool:
+    return bool(len(values)) and values[0] == values[-1] and bool((values == values[0]).all())
+
+
+def _unique_index(values) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_index=True), without its sort when every value is the same (a block
+    of one thread's calls on one file): the same arrays."""
+    if _one_value(values):
+        return values[:1].copy(), np.zeros(1, dtype=np.intp)
+    return np.unique(values, return_index=True)
+
+
+def _unique_inverse(values) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True), as _unique_index."""
+    if _one_value(values):
+        return values[:1].copy(), np.zeros(len(values), dtype=np.intp)
+    return np.unique(values, return_inverse=True)
 
 
 def _codes(values) -> tuple[np.ndarray, np.ndarray]:
@@ -234,7 +240,7 @@ class _Spill:
                            | (IS_OPENING[target] & (ret >= inmemory.MAX_FD)))
         self.too_high |= bool(too_high.any())
         key = (cols["dev"].astype(np.uint64) << np.uint64(44)) ^ cols["ino"].astype(np.uint64)
-        uniq_keys, first_at = _unique(key, return_index=True)
+        uniq_keys, first_at = _unique_index(key)
         for k, at in zip(uniq_keys.tolist(), first_at.tolist()):
             if k not in self.devs:
                 self.devs[k] = int(cols["dev"][at])   # the device whole (the key keeps its low 20 bits)
@@ -261,7 +267,7 @@ class _Spill:
         self.has_async |= bool(IS_ASYNC[op_kept].any())
         # the file each call used: its (dev, ino), and which of that inode's paths (plan._files_of)
         kk = rows_of(key)
-        uniq, which = _unique(kk, return_inverse=True)
+        uniq, which = _unique_inverse(kk)
         which = which.reshape(-1)
         for j, k in enumerate(uniq.tolist()):
             times = self.fact_times.get(int(k))
@@ -281,7 +287,7 @@ class _Spill:
                            dtype=np.int32)
             rec["file"][mine] = ids[back.reshape(-1)]
         tkey = (rows_of(cols["tgid"]).astype(np.int64) << 32) | rows_of(cols["tid"]).astype(np.int64)
-        tkeys, tw = _unique(tkey, return_inverse=True)
+        tkeys, tw = _unique_inverse(tkey)
         tids = np.array([self.threads.setdefault(int(k), len(self.threads)) for k in tkeys], dtype=np.int32)
         rec["thread"] = tids[tw.reshape(-1)]
         while len(self.thread_first) < len(self.threads):
@@ -298,7 +304,7 @@ class _Spill:
         order_in_block = np.arange(len(rec)) if in_order else np.argsort(kept_start, kind="stable")
         first_of = np.full(len(tkeys), -1)
         # each thread's first call in (start, row) order within the block
-        uniq, at = _unique(tw.reshape(-1)[order_in_block], return_index=True)
+        uniq, at = _unique_index(tw.reshape(-1)[order_in_block])
         first_of[uniq] = order_in_block[at]
         for j, t in enumerate(tids.tolist()):
             entry = self.thread_first[t]
@@ -380,7 +386,7 @@ def _plan_order(start, thread, seq, file=None) -> np.ndarray:
     ties in plan order). Rows come in (start, row) order: when no two starts are equal, only
     the files need sorting."""
     if len(start) < 2 or bool((start[1:] > start[:-1]).all()):
-        if file is None or (file[0] == file[-1] and bool((file == file[0]).all())):
+        if file is None or _one_value(file):
             return np.arange(len(start))
         return np.argsort(file, kind="stable")
     keys = (seq, thread, start) if file is None else (seq, thread, start, file)
@@ -662,7 +668,7 @@ class _Builder:
                 s, e = w["start"], w["end"]
                 is_async = IS_ASYNC[w["op"]]
                 gap = np.empty(len(w), dtype=np.int64)
-                alone = thread[0] == thread[-1] and bool((thread == thread[0]).all())   # one thread's window
+                alone = _one_value(thread)   # one thread's window
                 if alone:
                     by_thread, edges = np.arange(len(w)), np.zeros(0, dtype=np.intp)
                 else:
