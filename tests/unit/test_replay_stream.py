@@ -24,13 +24,15 @@ DEV = (8 << 20) | 1
 
 
 def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, requests: bool = True,
-                      appending: bool = False) -> None:
+                      appending: bool = False, tied: bool = False) -> None:
     """Threads in 2 processes, each on its own file and on 3 shared ones (inodes 10-12), calls
     of 1-40 us at random offsets in 256 KiB (so blocks are shared), the events written in order
     of their end (as the probe's ring holds them) with some swapped. `requests`: libaio and
     io_uring requests among them (else those are preads). `appending`: each thread's pwrite64 of a
     shared file at its own ascending offsets (thread t's k-th call at (t * 600 + k) x 4 KiB), so
-    that the thread writing highest grows the file, as threads_bench's do, among the reads."""
+    that the thread writing highest grows the file, as threads_bench's do, among the reads.
+    `tied`: the calls' starts cut to 50 us, so that many calls of several threads, in several
+    blocks of the file, start at the same nanosecond (the trace's row order breaks the tie)."""
     lay = layout()
     op = {name: number for number, name in lay.names("iow_op", "IOW_OP_").items()}
     kind = {name: number for number, name in lay.names("iow_meta_kind", "IOW_META_").items()}
@@ -55,7 +57,7 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
             ino = own if rng.random() < 0.4 else int(rng.choice(shared))
             fd = opened[ino]
             lat = int(rng.integers(1_000, 40_000))
-            row = dict(start_ns=now, latency_ns=lat, tgid=tgid, tid=tid, ino=ino, fd=fd,
+            row = dict(start_ns=now - now % 50_000 if tied else now, latency_ns=lat, tgid=tgid, tid=tid, ino=ino, fd=fd,
                        offset=int(rng.integers(0, 64)) * 4096 + int(rng.integers(0, 2)) * 100)
             pick = rng.random()
             size = int(rng.choice([512, 4096, 8192, 300_000]))
@@ -146,14 +148,16 @@ def write_messy_trace(path, seed: int, threads: int = 6, calls: int = 600, reque
         writer.close({"exit_code": 0, "clock_end": {"monotonic_ns": int(events["start_ns"].max()) + 10**6}})
 
 
-@pytest.mark.parametrize(("seed", "rows", "appending"), [(1, 64, False), (2, 64, False), (3, 700, False),
-                                                         (1, 1 << 18, False), (4, 64, True)])
-def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, rows, appending):
+@pytest.mark.parametrize(("seed", "rows", "appending", "tied"), [
+    (1, 64, False, False), (2, 64, False, False), (3, 700, False, False), (1, 1 << 18, False, False),
+    (4, 64, True, False), (5, 64, False, True)])
+def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, rows, appending, tied):
     # GIVEN a messy trace of 6 threads sharing 3 files, read in blocks and windows of `rows`
     # (and one whose threads write the shared files at their own ascending offsets: writes that
-    # grow the files, which order with the reads, not with the other writes)
+    # grow the files, which order with the reads, not with the other writes; and one whose calls
+    # start at the same nanosecond across threads and blocks, which the spill orders without the row)
     trace = tmp_path / "t.iwt"
-    write_messy_trace(trace, seed, appending=appending)
+    write_messy_trace(trace, seed, appending=appending, tied=tied)
     # WHEN planned both ways
     whole = plan.build(str(trace))
     whole.save_native(str(tmp_path / "a.bin"))
@@ -164,6 +168,32 @@ def test_the_streamed_plan_is_the_in_memory_plan_byte_for_byte(tmp_path, seed, r
     assert (info.count, info.wait_count, info.files, info.skipped) == (len(whole.calls), len(whole.waits),
                                                                        whole.files, whole.skipped)
     assert info.source == whole.source and info.has_async
+
+
+def test_one_thread_s_plan_is_the_in_memory_plan_byte_for_byte(tmp_path):
+    # GIVEN one thread's trace (every block one thread: the build's ways without a sort), in blocks of 64
+    trace = tmp_path / "t.iwt"
+    write_messy_trace(trace, 6, threads=1, requests=False)
+    # WHEN planned both ways
+    plan.build(str(trace)).save_native(str(tmp_path / "a.bin"))
+    stream_plan.build_native(str(trace), str(tmp_path / "b.bin"), block_rows=64, window_rows=64)
+    # THEN the same bytes
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+
+
+@pytest.mark.parametrize("values", [np.full(1000, 7, np.uint64), np.array([5], np.int64),
+                                    np.array([3, 1, 3, 2, 1], np.int64), np.array([2, 9, 2], np.uint16)])
+def test_the_build_s_sortless_uniques_are_np_unique(values):
+    # GIVEN one value repeated, one value, several (op codes as the trace's u16 among them)
+    # WHEN found by the build's helpers
+    got = [stream_plan._unique_index(values), stream_plan._unique_inverse(values)]
+    want = [np.unique(values, return_index=True), np.unique(values, return_inverse=True)]
+    if values.dtype == np.uint16:
+        got.append(stream_plan._codes(values))
+        want.append(np.unique(values, return_inverse=True))
+    # THEN the arrays np.unique gives, of its dtypes
+    for (a, b), (c, d) in zip(got, want):
+        assert a.dtype == c.dtype and np.array_equal(a, c) and np.array_equal(b, d)
 
 
 def test_blocks_looked_up_by_search_give_the_plan_a_table_gives(tmp_path, monkeypatch):
