@@ -34,13 +34,20 @@ def displaced(tmp_path, seed: int):
                        [(11, "/data/f", T0 - 1)], seed=seed)
 
 
+@pytest.fixture(scope="module")
+def displaced_traces(tmp_path_factory):
+    """Seed: (path, loaded events) of the three traces below, each written and loaded once for
+    the three budgets (0.4 CPU-s a trace)."""
+    folder = tmp_path_factory.mktemp("displaced")
+    return {seed: (path, load(path).events) for seed in range(3) for path in [displaced(folder, seed)]}
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("budget", BUDGETS)
-def test_every_pass_gives_the_loaded_table(tmp_path, monkeypatch, seed, budget):
+def test_every_pass_gives_the_loaded_table(displaced_traces, monkeypatch, seed, budget):
     # GIVEN a trace whose records are far out of time order, and a budget for the kept blocks
-    path = displaced(tmp_path, seed)
+    path, events = displaced_traces[seed]
     monkeypatch.setattr(block_cache, "BUDGET_BYTES", budget)
-    events = load(path).events
     with stream_events.open_events(path, block_rows=37) as source:
         assert source.straggler_count > 0
         # WHEN the blocks are read in three passes, the third left half way and read again
@@ -65,9 +72,9 @@ def test_every_pass_gives_the_loaded_table(tmp_path, monkeypatch, seed, budget):
         assert kept == len(passes[0]) and resume is None
 
 
-def test_a_caller_adding_a_column_does_not_change_the_next_pass(tmp_path):
+def test_a_caller_adding_a_column_does_not_change_the_next_pass(displaced_traces):
     # GIVEN a trace whose blocks are all kept
-    path = displaced(tmp_path, 0)
+    path, _ = displaced_traces[0]
     with stream_events.open_events(path, block_rows=1000) as source:
         first = []
         for block in source.blocks():

@@ -30,6 +30,14 @@ def loaded(trace_path):
     return load(trace_path).report()
 
 
+@pytest.fixture(scope="module")
+def small_loaded(tmp_path_factory):
+    """The same IOzone shape in 3,000 events: the same 48 phases, of 44 calls each."""
+    path = tmp_path_factory.mktemp("bins") / "iozone-small.iwt"
+    script("report_10m").build_trace(path, 3_000, 4, 2)
+    return load(path).report()
+
+
 def _in_blocks(report, rows):
     cut = Blocks(report.trace.events, assigned_of(report), rows)
     return lambda: (report_module.Calls(events, a) for events, a in cut.blocks())
@@ -54,10 +62,13 @@ def _same(a: chart_bins.Charts, b: chart_bins.Charts) -> None:
 
 # blocks of 7 rows, not 1: one-row blocks of this 30,000-event trace took 503 s on a loaded
 # machine (a whole block's overhead per event); 7 rows still put a block edge inside every phase's
-# run thousands of times, and tests/unit/test_stream_assign.py holds blocks of one row
+# run, and tests/unit/test_stream_assign.py holds blocks of one row. The 7-row blocks cut the
+# 3,000-event trace of the same shape (its 48 phases of 44 calls, not 466: 423 blocks, not 4,282,
+# six block edges or more inside every phase); 37 and 1,000 rows cut the 30,000-event one
 @pytest.mark.parametrize("rows", [7 if rows == 1 else rows for rows in BLOCKS])
-def test_blocks_give_the_bins_of_all_the_calls_at_once(loaded, rows):
-    # GIVEN an IOzone-shaped report, its phases with thousands of calls and with a few
+def test_blocks_give_the_bins_of_all_the_calls_at_once(request, rows):
+    # GIVEN an IOzone-shaped report, its phases with hundreds of calls (or dozens)
+    loaded = request.getfixturevalue("small_loaded" if rows == 7 else "loaded")
     chosen = [int(p) for p in loaded.phases["phase"]]
     whole = chart_bins.gather(loaded, chosen)
     # WHEN its calls are counted in blocks, THEN every bin holds the same figure

@@ -99,15 +99,15 @@ def in_cpu_order(start, latency) -> np.ndarray:
 
 
 def test_records_in_time_order(tmp_path):
-    # GIVEN 3,000 reads written in start-time order, as one thread makes them
-    start = T0 + np.arange(3000) * 2000
+    # GIVEN 1,500 reads written in start-time order, as one thread makes them (two blocks of 1,000)
+    start = T0 + np.arange(1500) * 2000
     path = write_trace(tmp_path / "t.iwt", records(start, 1500), [(11, "/data/f", T0 - 1)])
     # WHEN the events are read block by block
     # THEN the blocks are the loaded table, and nothing was kept out of order
     events = same_as_loaded(path)
-    assert len(events) == 3000
+    assert len(events) == 1500
     with stream_events.open_events(path, block_rows=37) as source:
-        assert source.straggler_count == 0 and source.event_count == 3000
+        assert source.straggler_count == 0 and source.event_count == 1500
 
 
 def test_records_interleaved_like_several_cpus(tmp_path):
@@ -130,10 +130,11 @@ def test_records_interleaved_like_several_cpus(tmp_path):
         assert source.straggler_count == 0
 
 
-def test_one_long_call_written_after_ten_thousand_later_calls(tmp_path):
-    # GIVEN an fsync that starts first and lasts 2 s, and 10,000 writes that start after it
-    # and return before it: the fsync's record is written after theirs
-    writes = records(T0 + 1000 + np.arange(10_000) * 150, 100, op="write")
+def test_one_long_call_written_after_three_thousand_later_calls(tmp_path):
+    # GIVEN an fsync that starts first and lasts 2 s, and 3,000 writes that start after it
+    # and return before it: the fsync's record is written after theirs, three blocks of 1,000
+    # rows late (a straggler is two blocks or more late)
+    writes = records(T0 + 1000 + np.arange(3_000) * 150, 100, op="write")
     fsync = records([T0], 2 * 10**9, op="fsync")
     after = records(T0 + 2 * 10**9 + 10**6 + np.arange(500) * 150, 100, op="close")
     path = write_trace(tmp_path / "t.iwt", np.concatenate([writes, fsync, after]), [(11, "/data/f", T0 - 1)],
@@ -148,10 +149,10 @@ def test_one_long_call_written_after_ten_thousand_later_calls(tmp_path):
 
 
 def test_ties_in_start_time_keep_file_order(tmp_path):
-    # GIVEN 3,000 calls starting at one of six instants, in random file order (the stable sort
+    # GIVEN 1,500 calls starting at one of six instants, in random file order (the stable sort
     # keeps file order among equal start times), each row told apart by its offset
     rng = np.random.default_rng(2)
-    start = T0 + rng.integers(0, 6, 3000) * 1000
+    start = T0 + rng.integers(0, 6, 1500) * 1000
     path = write_trace(tmp_path / "t.iwt", records(start, 10), [(11, "/data/f", T0 - 1)])
     # WHEN the events are read block by block
     # THEN the blocks are the loaded table, ties in the file's order
@@ -244,9 +245,10 @@ def test_random_displacements(tmp_path, seed):
     start = T0 + np.sort(rng.integers(0, n * 50, n))
     latency = (rng.pareto(1.0, n) * 200).astype(np.int64)
     path = write_trace(tmp_path / "t.iwt", records(start, latency)[in_cpu_order(start, latency)], seed=seed)
-    # WHEN the events are read block by block
+    # WHEN the events are read block by block (blocks of 1 row, a block a chunk of the file: 480
+    # blocks, 4.0 of the 5.7 CPU-s of a seed, on two seeds; every seed in blocks of 37, 250, 1,000)
     # THEN the blocks are the loaded table
-    same_as_loaded(path, (1, 37, 250, 1000))
+    same_as_loaded(path, (1, 37, 250, 1000) if seed < 2 else (37, 250, 1000))
 
 
 def test_damaged_copies_read_as_loading_reads_them(tmp_path):
