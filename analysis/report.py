@@ -139,6 +139,23 @@ def mid_run(meta: dict) -> str | None:
             "under way then is seen from its middle, and a claim about a whole test covers more than the trace saw")
 
 
+def gate_programs_note(meta: dict) -> str | None:
+    """Which of the programs a shell attached to ran is taken for the benchmark, and why
+    (collector/gate_programs.py); None when it ran one or none."""
+    ran = meta.get("gate_programs")
+    if not ran:
+        return None
+    programs = ran["programs"]
+    shown = ", ".join(f"{os.path.basename(p['path'])} (PID {p['pid']})" for p in programs[:8])
+    more = ran["count"] - min(len(programs), 8)
+    chosen = programs[ran["chosen"]]
+    name = os.path.basename(chosen["path"])
+    return (f"the shell attached to (PID {ran['shell']}) ran {ran['count']} programs: {shown}"
+            + (f" and {more} more" if more > 0 else "")
+            + f"; the benchmark is taken to be {name} (PID {chosen['pid']}), {ran['why']}: its command line "
+            f"says how the output is read, and the other programs' output is in it too")
+
+
 def output_opened_before(meta: dict) -> str | None:
     """A regular file on an attached program's fd 1 or 2, opened before the trace, that its
     command line names (dd's of=): its writes there are data, not output, which the trace
