@@ -157,19 +157,18 @@ def gate_programs_note(meta: dict) -> str | None:
 
 
 def output_opened_before(meta: dict) -> str | None:
-    """A regular file on an attached program's fd 1 or 2, opened before the trace, that its
-    command line names (dd's of=): its writes there are data, not output, which the trace
-    alone cannot show (it holds no open of it: printed_timeline.named_output_paths); None
-    when there is none."""
-    found = printed_timeline.named_output_paths(meta)
+    """A regular file on an attached program's fd 1 or 2, opened before the trace, that the
+    program opened itself (its command line names it, dd's of=, or its open flags are no shell
+    redirection's): its writes there are data, not output, which the trace alone cannot show
+    (it holds no open of it: printed_timeline.own_output_paths); None when there is none."""
+    found = printed_timeline.own_output_paths(meta)
     if not found:
         return None
-    pid, fd, path = found[0]
+    pid, fd, path, why = found[0]
     comm = next((p.get("comm") for p in meta.get("attached") or [] if isinstance(p, dict) and p.get("pid") == pid),
                 None) or "the process"
-    return (f"fd {fd} of {comm} (PID {pid}) was open on {path} before the attach, a file its command line names "
-            "(as dd's of= is): its writes there are taken for data, not output; a shell's `> file` of the same "
-            "name would be output")
+    return (f"fd {fd} of {comm} (PID {pid}) was open on {path} before the attach, {why}: its writes there "
+            "are taken for data, not output; a shell's `> file` of the same name would be output")
 
 
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:

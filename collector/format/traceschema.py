@@ -124,7 +124,7 @@ def parse_json(payload, what: str):
 
 CLOCK = {"monotonic_ns": Need(NS), "realtime_ns": NS, "offset_ns": INT}
 PROCESS = {"pid": Need(U32), "comm": Maybe(TEXT), "cwd": Maybe(TEXT), "cmdline": Maybe([TEXT]),
-           "age_s": Maybe(NUMBER), "output_files": Maybe(MapOf(TEXT))}
+           "age_s": Maybe(NUMBER), "output_files": Maybe(MapOf(TEXT)), "output_flags": Maybe(MapOf(U32))}
 FILE = {"dev": Need(U32), "ino": U64, "path": Maybe(TEXT), "device": Maybe(TEXT), "mount_point": Maybe(TEXT),
         "fs_type": Maybe(TEXT), "source": Maybe(TEXT), "block_device": Maybe(TEXT)}
 DEVICE = {"device": Need(TEXT), "dev": Need(U32), "name": Maybe(TEXT)}

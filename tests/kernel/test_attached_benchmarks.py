@@ -7,9 +7,11 @@ there are data, the file being named by its command line (docs/tracing.md)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -143,3 +145,53 @@ def _fd_points_at(pid: int, fd: int, path: Path) -> bool:
         return os.readlink(f"/proc/{pid}/fd/{fd}") == str(path)
     except OSError:
         return False
+
+
+# a program that puts its data file on its fd 1 itself, for reading and writing, then waits on
+# its stdin and writes 64 blocks of 4 KiB backwards with pwrite, and reads them back
+OWN_STDOUT = """
+import os, sys
+os.close(1)
+assert os.open("data.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644) == 1   # in its cwd
+sys.stdin.readline()
+block = b"o" * 4096
+for i in reversed(range(64)):
+    os.pwrite(1, block, i * 4096)
+for i in range(64):
+    assert os.pread(1, 4096, i * 4096) == block
+"""
+
+
+def test_an_unnamed_file_a_program_put_on_its_fd_1_before_the_attach_is_data(tmp_path):
+    # GIVEN a program that closed its stdout and opened data.bin for reading and writing (fd 1),
+    # a name its command line does not hold, attached after that open, before its work
+    target, trace = tmp_path / "data.bin", tmp_path / "own.iwt"
+    proc = subprocess.Popen([sys.executable, "-c", OWN_STDOUT], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
+    collector = None
+    try:
+        deadline = time.monotonic() + 120
+        while not _fd_points_at(proc.pid, 1, target):
+            assert proc.poll() is None and time.monotonic() < deadline, "the program did not open its file"
+            time.sleep(0.01)
+        # WHEN attached by PID, then let go
+        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_attached(collector, timeout=180)
+        _, err = proc.communicate(b"go\n", timeout=120)
+        assert proc.returncode == 0 and collector.wait(60) == 0, err
+    finally:
+        stop(proc)
+        if collector is not None:
+            stop(collector)
+    assert target.stat().st_size == 64 * 4096   # the program's own work
+    # THEN its pwrites and preads through fd 1 are data: 256 KiB written, 256 KiB read back
+    # (before: taken for a shell's `> file`, its output: no phase at all)
+    phases = json.loads(iowitness("report", "--json", str(trace)).stdout)["phases"]
+    moved = {op: sum(p["bytes"] for p in phases if p["operation"] == op) for op in ("write", "read")}
+    assert moved == {"write": 64 * 4096, "read": 64 * 4096}, phases
+    # AND the report says why in one line: the open flags, no shell redirection's
+    report = iowitness("report", str(trace)).stdout
+    said = [line for line in report.splitlines()
+            if re.match(rf"WARNING: fd 1 of \S+ \(PID {proc.pid}\) was open on {re.escape(str(target))} before", line)]
+    assert len(said) == 1 and "opened for reading and writing, as no shell's > or >> opens" in said[0], report
