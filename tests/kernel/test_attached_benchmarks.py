@@ -108,23 +108,11 @@ def test_dd_attached_after_it_opened_its_of_file_says_where_its_writes_went(tmp_
     feed = os.open(fifo, os.O_RDWR)   # a writer already there: dd's open of if= does not wait
     proc = subprocess.Popen([dd, f"if={fifo}", f"of={target}", "bs=4k", "count=16", "iflag=fullblock"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    collector = None
     try:
-        deadline = time.monotonic() + 60
-        while not _fd_points_at(proc.pid, 1, target):
-            assert proc.poll() is None and time.monotonic() < deadline, "dd did not open its of= file"
-            time.sleep(0.01)
         # WHEN attached by PID, then fed 64 KiB
-        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_attached(collector)
-        os.write(feed, b"d" * 65536)
-        assert proc.wait(60) == 0 and collector.wait(60) == 0
+        _attached_once_open(proc, target, trace, lambda: os.write(feed, b"d" * 65536))
     finally:
         os.close(feed)
-        stop(proc)
-        if collector is not None:
-            stop(collector)
     assert target.stat().st_size == 65536   # dd's own work: 16 blocks of 4 KiB
     # THEN dd's writes to it are data (its command line names the file on its fd 1): a phase of
     # its 64 KiB, and the report says in one line why (before: taken for output, no data phase,
@@ -138,6 +126,25 @@ def test_dd_attached_after_it_opened_its_of_file_says_where_its_writes_went(tmp_
             if line.startswith(f"WARNING: fd 1 of dd (PID {proc.pid}) was open on {target} before the attach")]
     assert len(said) == 1 and "taken for data, not output" in said[0], report
     assert "DISAGREES" not in report and "no phase of the trace matches" not in report, report
+
+
+def _attached_once_open(proc: subprocess.Popen, target: Path, trace: Path, let_go) -> None:
+    """Attach to `proc` by its PID once its fd 1 is open on `target`, then `let_go()`; both end well."""
+    collector = None
+    try:
+        deadline = time.monotonic() + 120
+        while not _fd_points_at(proc.pid, 1, target):
+            assert proc.poll() is None and time.monotonic() < deadline, f"{proc.args[0]} did not open {target}"
+            time.sleep(0.01)
+        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_attached(collector, timeout=180)   # the probe's load took 60 s and more at load 27
+        let_go()
+        assert proc.wait(120) == 0 and collector.wait(60) == 0, proc.stderr.read()
+    finally:
+        stop(proc)
+        if collector is not None:
+            stop(collector)
 
 
 def _fd_points_at(pid: int, fd: int, path: Path) -> bool:
@@ -168,22 +175,12 @@ def test_an_unnamed_file_a_program_put_on_its_fd_1_before_the_attach_is_data(tmp
     target, trace = tmp_path / "data.bin", tmp_path / "own.iwt"
     proc = subprocess.Popen([sys.executable, "-c", OWN_STDOUT], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
-    collector = None
-    try:
-        deadline = time.monotonic() + 120
-        while not _fd_points_at(proc.pid, 1, target):
-            assert proc.poll() is None and time.monotonic() < deadline, "the program did not open its file"
-            time.sleep(0.01)
-        # WHEN attached by PID, then let go
-        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_attached(collector, timeout=180)
-        _, err = proc.communicate(b"go\n", timeout=120)
-        assert proc.returncode == 0 and collector.wait(60) == 0, err
-    finally:
-        stop(proc)
-        if collector is not None:
-            stop(collector)
+
+    def let_go():
+        proc.stdin.write(b"go\n")
+        proc.stdin.close()
+    # WHEN attached by PID, then let go
+    _attached_once_open(proc, target, trace, let_go)
     assert target.stat().st_size == 64 * 4096   # the program's own work
     # THEN its pwrites and preads through fd 1 are data: 256 KiB written, 256 KiB read back
     # (before: taken for a shell's `> file`, its output: no phase at all)
