@@ -139,20 +139,36 @@ def mid_run(meta: dict) -> str | None:
             "under way then is seen from its middle, and a claim about a whole test covers more than the trace saw")
 
 
+def gate_programs_note(meta: dict) -> str | None:
+    """Which of the programs a shell attached to ran is taken for the benchmark, and why
+    (collector/gate_programs.py); None when it ran one or none."""
+    ran = meta.get("gate_programs")
+    if not ran:
+        return None
+    programs = ran["programs"]
+    shown = ", ".join(f"{os.path.basename(p['path'])} (PID {p['pid']})" for p in programs[:8])
+    more = ran["count"] - min(len(programs), 8)
+    chosen = programs[ran["chosen"]]
+    name = os.path.basename(chosen["path"])
+    return (f"the shell attached to (PID {ran['shell']}) ran {ran['count']} programs: {shown}"
+            + (f" and {more} more" if more > 0 else "")
+            + f"; the benchmark is taken to be {name} (PID {chosen['pid']}), {ran['why']}: its command line "
+            f"says how the output is read, and the other programs' output is in it too")
+
+
 def output_opened_before(meta: dict) -> str | None:
-    """A regular file on an attached program's fd 1 or 2, opened before the trace, that its
-    command line names (dd's of=): its writes there are data, not output, which the trace
-    alone cannot show (it holds no open of it: printed_timeline.named_output_paths); None
-    when there is none."""
-    found = printed_timeline.named_output_paths(meta)
+    """A regular file on an attached program's fd 1 or 2, opened before the trace, that the
+    program opened itself (its command line names it, dd's of=, or its open flags are no shell
+    redirection's): its writes there are data, not output, which the trace alone cannot show
+    (it holds no open of it: printed_timeline.own_output_paths); None when there is none."""
+    found = printed_timeline.own_output_paths(meta)
     if not found:
         return None
-    pid, fd, path = found[0]
+    pid, fd, path, why = found[0]
     comm = next((p.get("comm") for p in meta.get("attached") or [] if isinstance(p, dict) and p.get("pid") == pid),
                 None) or "the process"
-    return (f"fd {fd} of {comm} (PID {pid}) was open on {path} before the attach, a file its command line names "
-            "(as dd's of= is): its writes there are taken for data, not output; a shell's `> file` of the same "
-            "name would be output")
+    return (f"fd {fd} of {comm} (PID {pid}) was open on {path} before the attach, {why}: its writes there "
+            "are taken for data, not output; a shell's `> file` of the same name would be output")
 
 
 def outliers(calls: "Calls", table: pd.DataFrame, per_phase: int = OUTLIERS_PER_PHASE) -> pd.DataFrame:

@@ -17,20 +17,35 @@ def describe(pid: int) -> dict:
     """{pid, comm, cmdline, cwd, age_s}: what can be read now; a field that cannot is None."""
     return {"pid": pid, "comm": _read(f"/proc/{pid}/comm", lambda raw: raw.decode(errors="replace").strip()),
             "cmdline": _read(f"/proc/{pid}/cmdline", _argv), "cwd": _link(f"/proc/{pid}/cwd"), "age_s": age_s(pid),
-            "output_files": output_files(pid)}
+            "output_files": output_files(pid), "output_flags": output_flags(pid)}
 
 
 def output_files(pid: int) -> dict[str, str]:
     """{"1": path} for each of fd 1 and 2 open on a regular file now. Opened before the trace,
     such a file is the program's output (a shell's `> file`) unless the program opened it
     itself (dd's of= is its fd 1), which the trace cannot show: its command line naming the file
-    tells (collector/format/printed_timeline.named_output_paths)."""
+    tells (collector/format/printed_timeline.own_output_paths), or its open flags (output_flags)."""
     found = {}
     for fd in ("1", "2"):
         try:
             if stat.S_ISREG(os.stat(f"/proc/{pid}/fd/{fd}").st_mode):
                 found[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
+            continue
+    return found
+
+
+def output_flags(pid: int) -> dict[str, int]:
+    """{"1": flags} for each of fd 1 and 2 open on a regular file now: its open flags as
+    /proc/PID/fdinfo shows them (O_CREAT and O_TRUNC are gone by then). A shell opens `> file`
+    write-only (`>>` with O_APPEND), never for reading too, never O_DIRECT, O_SYNC or O_DSYNC:
+    such a file was opened by the program itself (printed_timeline.own_output_paths)."""
+    found = {}
+    for fd in output_files(pid):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                found[fd] = next(int(line.split()[1], 8) for line in f if line.startswith("flags:"))
+        except (OSError, StopIteration, ValueError, IndexError):
             continue
     return found
 

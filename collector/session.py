@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iowitness import units
-from iowitness.collector import backends, blockdev, mounts, processes, stats_windows, targets
+from iowitness.collector import backends, blockdev, gate_programs, mounts, processes, stats_windows, targets
 from iowitness.collector.format.traceformat import STATS_SAMPLED, dev_name, lost_total, not_followed
 from iowitness.collector.format.tracewriter import TraceWriter
 from iowitness.collector.probe import Probe
@@ -122,10 +122,9 @@ class Recorder:
         # a process that has exited by the drain has its relative paths resolved by these
         self._cwd: dict[int, str] = {}
         self._parent: dict[int, int] = {}
-        # attach --pid: the process attached to first (its command line is the trace's), and what
-        # it last exec'd while traced (processes.after_exec): the trace's command at the end
-        self.command_pid: int | None = None
-        self.command_exec: dict | None = None
+        # attach --pid: the programs the process attached to runs (collector/gate_programs.py):
+        # the one that is the benchmark is the trace's command at the end
+        self.gate: gate_programs.GatePrograms | None = None
         # the first counters once the probe is attached: the diskstats cross-check starts there
         if probe.attached:
             self.sample_device_counters()
@@ -165,7 +164,8 @@ class Recorder:
         facts = self.probe.facts.read()
         if facts.size:
             self._describe_files(facts)
-            self._note_command_exec(facts)
+            if self.gate is not None:
+                self.gate.note(facts, layout().enums["iow_meta_kind"])
             self.writer.write_facts(facts)
             self.stats.facts += facts.size
             self._note_new_devices()
@@ -176,17 +176,6 @@ class Recorder:
             self.writer.write_printed(printed.read())
         self.stats.block += block.size
         return events.size + facts.size + block.size + offcpu.size
-
-    def _note_command_exec(self, facts: np.ndarray) -> None:
-        """The command's process exec'd (a gate that execs the benchmark): read what it runs now,
-        while it likely still runs it."""
-        if self.command_pid is None:
-            return
-        execs = facts[(facts["kind"] == layout().enums["iow_meta_kind"]["IOW_META_EXEC"])
-                      & (facts["tgid"] == self.command_pid)]
-        for fact in execs:
-            path = os.fsdecode(bytes(fact["path"]).split(b"\0", 1)[0])
-            self.command_exec = {**processes.after_exec(self.command_pid, path), "ts_ns": int(fact["ts_ns"])}
 
     def _note_new_devices(self) -> None:
         """A device the probe just started watching (a target opened on it) gets its counters read
@@ -441,13 +430,17 @@ class Recorder:
         self.writer.flush()   # the records still gathered in the writer count in trace_file_bytes
         end = {"clock_end": clock_pair(), "stop_reason": self._stop_reason, "counters": counters,
                "files": list(self.stats.files.values()), **end_meta}
-        if self.command_exec is not None:
-            # the process attached to ran another program since: that is the benchmark (START's
-            # command stays what was attached to, in "attached")
-            end["command_exec"] = self.command_exec
-            end["command"] = self.command_exec["cmdline"] or [self.command_exec["path"]]
-            if self.command_exec["cwd"]:
-                end["cwd"] = self.command_exec["cwd"]
+        benchmark, programs = (self.gate.benchmark(time.clock_gettime_ns(time.CLOCK_MONOTONIC)) if self.gate
+                               else (None, None))
+        if benchmark is not None:
+            # the process attached to ran another program since, or a shell attached to ran one:
+            # that is the benchmark (START's command stays what was attached to, in "attached")
+            end["command_exec"] = benchmark
+            end["command"] = benchmark["cmdline"] or [benchmark["path"]]
+            if benchmark["cwd"]:
+                end["cwd"] = benchmark["cwd"]
+        if programs is not None:
+            end["gate_programs"] = programs
         # a backend without the block probe (bpftrace) leaves it out: reports then say so,
         # instead of "no block device under the target files"
         end["device_view"] = self.device_view() if getattr(self.probe, "has_device_view", True) else None

@@ -14,7 +14,7 @@ import pandas as pd
 from iowitness import units
 from iowitness.analysis.judge.verdict_rules import claimed
 from iowitness.analysis.measure import device, device_checks, figures
-from iowitness.analysis.report import mid_run, output_opened_before, unseen
+from iowitness.analysis.report import gate_programs_note, mid_run, output_opened_before, unseen
 from iowitness.collector import backends
 from iowitness.collector.format.traceformat import names_lost_text, not_followed, not_followed_text
 from iowitness.escape import visible
@@ -202,6 +202,9 @@ def warnings(trace) -> list[str]:
     taken = output_opened_before(trace.meta)
     if taken:
         out.append(taken + ".")
+    chosen = gate_programs_note(trace.meta)
+    if chosen:
+        out.append(chosen + ".")
     return out
 
 

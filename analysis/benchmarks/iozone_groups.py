@@ -30,7 +30,7 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     """What a group claim is about: its members (`rows`, the group's table row `group`), the
     children that moved no data, the end of the test's last call and the stonewall."""
     notes = _missing_members(claim, rows)
-    last_ns = None
+    last_ns = latest_ns = None
     if trace is not None and len(rows):
         # the next test's first call bounds this one's closes: the trace's next phase, not the
         # window's (a window ends at its line, and IOzone -t prints at its end, after its cleanup)
@@ -42,6 +42,8 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
                 notes.append(f"the parent was off the CPU at its children's last close and woke "
                              f"{units.seconds(asleep_ns / 1e9)} later: it reads its clock only then (iozone.c "
                              "polls its children's state between sleeps), so its time runs to that wake")
+            closed = max(int(rows["last_ns"].max()), last_ns or 0)
+            latest_ns = parent_last_wake(trace, rows, closed, claim.printed_ns)
     stonewall = stonewall_of(rows, group, report.evidence if trace is not None else None,
                              claim.file_size, claim.processes) \
         if options.get("stonewall", True) else None
@@ -50,7 +52,7 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
     def refine(verdict, judged, tolerance):
         from_ready(claim, verdict, judged, stonewall, around, options, tolerance)
         if not options.get("delay_start_us"):   # with -d its clock starts at the last go (_last_go)
-            parent_from_ready(claim, verdict, judged, stonewall, around, last_ns, tolerance)
+            parent_from_ready(claim, verdict, judged, stonewall, around, last_ns, tolerance, latest_ns)
         late_stop(verdict, stonewall)
 
     judge = None
@@ -69,8 +71,35 @@ def match(claim: Claim, rows: pd.DataFrame, group, report, trace, options: dict)
 def parent_woke(trace, rows: pd.DataFrame, last: int) -> tuple[int, int] | None:
     """(when, how long after `last`) the children's parent process came back on a CPU, when it
     was off it at `last` (the group's last close: asleep in its poll, or waiting for a CPU);
-    None when it was on a CPU then or the trace has no off-CPU records of it. The parent is the
-    process that forked the members (trace.processes), else the traced or attached command's."""
+    None when it was on a CPU then or the trace has no off-CPU records of it."""
+    mine = _parent_records(trace, rows)
+    if mine is None:
+        return None
+    around = mine[(mine["off_ns"].astype("int64") <= last) & (mine["on_ns"].astype("int64") > last)]
+    if not len(around):
+        return None
+    woke = int(around["on_ns"].astype("int64").max())
+    return woke, woke - last
+
+
+def parent_last_wake(trace, rows: pd.DataFrame, after: int, line_ns: int | None) -> int | None:
+    """The parent's last return to a CPU after `after` (its first wake after the last close)
+    and before `line_ns`, the write of the claim's line; None when there is none. The parent
+    reads its clock at one of its wakes between the two: at the first when it then sees every
+    child done, at a later one when a child had not yet said so (at load 25, IOzone -O -t 2's
+    parent slept 55 ms more after its first wake, woke, and printed its line 0.16 ms later:
+    its "Parent sees" figure is the one timed to that last wake)."""
+    mine = _parent_records(trace, rows)
+    if mine is None or line_ns is None:
+        return None
+    on = mine["on_ns"].astype("int64")
+    later = on[(on > after) & (on <= line_ns)]
+    return int(later.max()) if len(later) else None
+
+
+def _parent_records(trace, rows: pd.DataFrame):
+    """The off-CPU records of the children's parent: the process that forked the members
+    (trace.processes), else the traced or attached command's; None when unknown or none."""
     off = device.scheduler_records(trace)
     if off is None or not len(off):
         return None
@@ -88,12 +117,7 @@ def parent_woke(trace, rows: pd.DataFrame, last: int) -> tuple[int, int] | None:
     if len(parents) != 1:
         return None
     parent = parents.pop()
-    mine = off[(off["tgid"] == parent) & (off["tid"] == parent)]
-    around = mine[(mine["off_ns"].astype("int64") <= last) & (mine["on_ns"].astype("int64") > last)]
-    if not len(around):
-        return None
-    woke = int(around["on_ns"].astype("int64").max())
-    return woke, woke - last
+    return off[(off["tgid"] == parent) & (off["tid"] == parent)]
 
 
 def questions(claim: Claim, rows: pd.DataFrame, options: dict) -> list[tuple]:
@@ -203,29 +227,33 @@ def from_ready(claim, verdict, rows, stonewall, around: Around | None, options, 
 
 
 def parent_from_ready(claim, verdict, rows, stonewall, around: Around | None, last_ns: int | None,
-                      tolerance) -> None:
-    """A "Parent sees" claim that disagrees only because the parent's clock started before the
-    group's first call: EXPLAINED when timed from the children's barrier the parent's figure
-    brackets the claim with the one timed from that first call.
+                      tolerance, latest_ns: int | None = None) -> None:
+    """A "Parent sees" claim that disagrees only because the parent's clock ran beyond the
+    group's calls: EXPLAINED when timed from the children's barrier to the parent's last wake
+    before its line, the parent's figure brackets the claim with the one timed from the group's
+    first call to its first wake after the last close.
 
     iozone.c's parent reads its clock (starttime1) right after it lets the children go, and it
     lets none go before every child has opened its file and said it is ready. A child that was
     not on a CPU at the signal makes its first call later, by a wait inside the parent's time
     and inside no call (IOzone -O -t 2, a rewrite of 2,048 writes of 4 KiB a child, some 10 ms:
-    the parent's line at 0.94x at load 17). Its count is each child's records until it saw the
-    stop: between what it had done at the stonewall and all it did (late_stop), so the claim
-    lies between the count at the stonewall timed from the barrier and every record timed from
-    the first call. With -d the parent's clock starts at the last go (_last_go): not here."""
+    the parent's line at 0.94x at load 17). It stops its clock at a wake once it sees every
+    child done, which may be a later wake than the first after the last close (parent_last_wake:
+    0.87x at load 25). Its count is each child's records until it saw the stop: between what it
+    had done at the stonewall and all it did (late_stop), so the claim lies between the count
+    at the stonewall timed over the longest span and every record timed over the shortest.
+    With -d the parent's clock starts at the last go (_last_go): not here."""
     kind, value = _kind_and_value(claim)
     if verdict.verdict != "disagrees" or claim.scope != "parent" or verdict.kind != kind \
-            or kind not in ("bytes", "ops") or value is None or around is None or around.ready is None \
-            or not len(rows):
+            or kind not in ("bytes", "ops") or value is None or not len(rows):
         return
     go = int(rows["data_first_ns"].min())
-    ready, ready_call = around.ready
-    if ready >= go:
+    ready = around.ready if around is not None and around.ready is not None and around.ready[0] < go else None
+    later = latest_ns if latest_ns is not None and latest_ns > max(int(rows["last_ns"].max()), last_ns or 0) else None
+    if ready is None and later is None:
         return
-    early = stonewalling.group_figures(rows, stonewall, claim.direction, kind, "calls", last_ns, ready)
+    early = stonewalling.group_figures(rows, stonewall, claim.direction, kind, "calls", later or last_ns,
+                                       ready[0] if ready else None)
     names = [name for name in ("parent to close", "parent stonewall") if name in early and name in verdict.figures]
     if not names:
         return
@@ -235,14 +263,23 @@ def parent_from_ready(claim, verdict, rows, stonewall, around: Around | None, la
         return
     fmt = active_figures.fmt
     verdict.verdict = "explained"
-    verdict.figures["parent from ready"] = float(low)
+    verdict.figures["parent from ready" if ready else "parent to its last wake"] = float(low)
+    edges = []
+    if ready:
+        edges.append(f"starts when it lets the children go, no earlier than the children's barrier (IOzone lets no "
+                     f"child go before every child is ready, each after its {ready[1]}; the last of those ended "
+                     f"{units.seconds((go - ready[0]) / 1e9)} before the group's first call)")
+    if later:
+        closed = max(int(rows["last_ns"].max()), last_ns or 0)
+        edges.append(f"stops at one of its wakes between the last close and its line, once it sees every child "
+                     f"done (the last of them {units.seconds((later - closed) / 1e9)} after its first)")
+    else:
+        edges.append("stops when it sees the last child done")
     verdict.reasons[0] = (
-        f"the parent's clock starts when it lets the children go, no earlier than the children's barrier "
-        f"(IOzone lets no child go before every child is ready, each after its {ready_call}; the last of those "
-        f"ended {units.seconds((go - ready) / 1e9)} before the group's first call), and stops when it sees the "
-        f"last child done; so timed, with each child's count between the stonewall and all its records, the "
-        f"parent figure is {fmt(low, kind)}, from the group's first call {fmt(high, kind)}; the claim, "
-        f"{fmt(value, kind)}, lies between: children waiting for a CPU at the start signal, which no call shows")
+        f"the parent's clock {', and '.join(edges)}; so timed, with each child's count between the stonewall "
+        f"and all its records, the parent figure is {fmt(low, kind)}, from the group's first call to its first "
+        f"wake {fmt(high, kind)}; the claim, {fmt(value, kind)}, lies between: children or the parent waiting "
+        "for a CPU, which no call shows")
 
 
 def late_stop(verdict, stonewall) -> None:

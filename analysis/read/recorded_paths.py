@@ -10,8 +10,9 @@ recorded (absolute) path rather than one the reader's directory makes up.
 Example: `resolve("f1", "/data/bench")` is "/data/bench/f1"; `resolve("/tmp/x", "/data")` is
 "/tmp/x"; `resolve("f1", None)` is "f1".
 
-The process the recorded command is (command_pid): the one `run` started, or the first PID
-`attach -p` was given, whose command line the trace names.
+The process the recorded command is (command_pid): the one `run` started, the program an
+attached gate ran (its own exec, or a shell's child), or the first PID `attach -p` was given,
+whose command line the trace names.
 """
 
 from __future__ import annotations
@@ -40,11 +41,15 @@ def cwd_of(trace) -> str | None:
 
 
 def command_pid(meta: dict) -> int | None:
-    """The PID of the recorded command's process: meta "pid" (`run`, an import), else the first
-    process `attach -p` was given (meta "attached", its command line the trace's command);
+    """The PID of the recorded command's process: meta "pid" (`run`, an import), else the program
+    an attached gate ran (meta "command_exec"), else the first process `attach -p` was given
+    (meta "attached", its command line the trace's command);
     None when there is neither (`attach --file`). fio's own process lays out its files: under
     an attach made before that, its phases are fio's layout only if this names it."""
     if meta.get("pid"):
         return int(meta["pid"])
+    ran = (meta.get("command_exec") or {}).get("pid")
+    if ran:   # the program a gate attached to exec'd, or a shell attached to forked (gate_programs)
+        return int(ran)
     given = [p for p in meta.get("attached") or [] if isinstance(p, dict) and p.get("pid")]
     return int(given[0]["pid"]) if given else None

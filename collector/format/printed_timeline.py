@@ -65,8 +65,9 @@ class OwnFiles:
     out.txt'` (the shell's child opens out.txt before the exec), a stdout redirected before an
     `attach`. A file the program opened itself after its exec and then wrote through fd 1 or 2
     (`dd of=FILE` reopens it as its fd 1; a program that closed its stdout and opened a file)
-    is data, and so is a file open on fd 1 or 2 before an attach that the program's command
-    line names (named_outputs: dd's of=). Known from the trace's facts and events: a FILE fact
+    is data, and so is a file open on fd 1 or 2 before an attach that the program opened itself
+    as far as the attach tells (named_outputs: its command line names it, dd's of=, or its open
+    flags are no shell redirection's). Known from the trace's facts and events: a FILE fact
     is an open the trace saw (fd >= 0; files registered at an attach have fd -1), as is an open
     event (the probe sends a FILE fact only for a file's first open as a target: `dd
     of=/dev/stdout > out` opens out a second time), an EXEC fact a program's start.
@@ -112,12 +113,16 @@ class OwnFiles:
         return not (j < len(execs) and execs[j] <= t_ns)
 
 
-def named_output_paths(meta: dict | None) -> list[tuple[int, str, str]]:
-    """(pid, fd, path) of each regular file a process attached to had on its fd 1 or 2 at the
-    attach (attach --pid's `output_files`) that its own command line names: `dd of=FILE` opens
-    FILE as its fd 1, while a shell's `> FILE` is gone from the program's argv. The trace holds
-    neither open, so the name is what tells them apart. Not for a process that exec'd after
-    the attach: its fds were set before its program started."""
+def own_output_paths(meta: dict | None) -> list[tuple[int, str, str, str]]:
+    """(pid, fd, path, why) of each regular file a process attached to had on its fd 1 or 2 at the
+    attach (attach --pid's `output_files`) that the program opened itself, as far as the attach
+    can tell: its own command line names it (`dd of=FILE` opens FILE as its fd 1, while a
+    shell's `> FILE` is gone from the program's argv), or its open flags are none a shell's
+    redirection gives (`output_flags`: open for reading too, O_DIRECT, O_SYNC or O_DSYNC; a
+    shell's `>` is write-only, `>>` adds O_APPEND). The trace holds no open of it. A file the
+    program opened write-only, unnamed, and writes with write(2) looks exactly like a redirect
+    and stays output. Not for a process that exec'd after the attach: its fds were set before
+    its program started."""
     meta = meta or {}
     exec_pid = (meta.get("command_exec") or {}).get("pid")
     found = []
@@ -127,17 +132,34 @@ def named_output_paths(meta: dict | None) -> list[tuple[int, str, str]]:
         cwd = process.get("cwd") or "/"
         named = {os.path.normpath(os.path.join(cwd, word.split("=", 1)[-1]))
                  for word in process.get("cmdline") or [] if isinstance(word, str)}
-        found += [(int(process["pid"]), fd, path) for fd, path in sorted((process.get("output_files") or {}).items())
-                  if path in named]
+        flags = process.get("output_flags") or {}
+        for fd, path in sorted((process.get("output_files") or {}).items()):
+            why = ("a file its command line names (as dd's of= is)" if path in named
+                   else _not_a_redirect(flags.get(fd)))
+            if why:
+                found.append((int(process["pid"]), fd, path, why))
     return found
 
 
+def _not_a_redirect(flags: int | None) -> str | None:
+    """Why a file with these open flags was not opened by a shell's `>` or `>>`; None if it may be."""
+    if flags is None:
+        return None
+    shown = [name for name, bit in (("O_DIRECT", getattr(os, "O_DIRECT", 0o40000)), ("O_SYNC", os.O_SYNC))
+             if bit and flags & bit == bit]
+    if "O_SYNC" not in shown and flags & os.O_DSYNC:
+        shown.append("O_DSYNC")
+    said = (["for reading and writing"] if flags & os.O_ACCMODE == os.O_RDWR else []) + (
+        ["with " + " and ".join(shown)] if shown else [])
+    return f"opened {', '.join(said)}, as no shell's > or >> opens its output" if said else None
+
+
 def named_outputs(facts: np.ndarray, kinds: dict, meta: dict | None) -> list[tuple[int, int, int]]:
-    """(tgid, dev, ino) of the files named_output_paths finds, from their registration at the
+    """(tgid, dev, ino) of the files own_output_paths finds, from their registration at the
     attach (FILE facts with fd -1)."""
     registered = facts[(facts["kind"] == kinds.get("file", -1)) & (facts["fd"] < 0)]
     found = []
-    for pid, _, path in named_output_paths(meta):
+    for pid, _, path, _ in own_output_paths(meta):
         for fact in registered[registered["tgid"] == pid]:
             if bytes(fact["path"]).split(b"\0", 1)[0].decode(errors="replace") == path:
                 found.append((pid, int(fact["dev"]), int(fact["ino"])))

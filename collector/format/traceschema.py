@@ -124,7 +124,7 @@ def parse_json(payload, what: str):
 
 CLOCK = {"monotonic_ns": Need(NS), "realtime_ns": NS, "offset_ns": INT}
 PROCESS = {"pid": Need(U32), "comm": Maybe(TEXT), "cwd": Maybe(TEXT), "cmdline": Maybe([TEXT]),
-           "age_s": Maybe(NUMBER), "output_files": Maybe(MapOf(TEXT))}
+           "age_s": Maybe(NUMBER), "output_files": Maybe(MapOf(TEXT)), "output_flags": Maybe(MapOf(U32))}
 FILE = {"dev": Need(U32), "ino": U64, "path": Maybe(TEXT), "device": Maybe(TEXT), "mount_point": Maybe(TEXT),
         "fs_type": Maybe(TEXT), "source": Maybe(TEXT), "block_device": Maybe(TEXT)}
 DEVICE = {"device": Need(TEXT), "dev": Need(U32), "name": Maybe(TEXT)}
@@ -139,9 +139,14 @@ META = {
     "command": Maybe([TEXT]), "benchmark": Maybe(TEXT), "pid": Maybe(U32), "mode": Maybe(TEXT), "cwd": Maybe(TEXT),
     "backend": Maybe(TEXT),
     "attached": Maybe([PROCESS]), "files": [FILE],
-    # attach --pid: the process attached to exec'd while traced; END's command is what it ran
+    # attach --pid: the process attached to exec'd while traced, or a shell attached to ran a
+    # program (its pid the shell's child); END's command is what it ran (collector/gate_programs.py)
     "command_exec": Maybe({"pid": Need(U32), "path": Need(TEXT), "ts_ns": Need(NS), "comm": Maybe(TEXT),
                            "cmdline": Maybe([TEXT]), "cwd": Maybe(TEXT)}),
+    # a shell attached to ran several programs: each, and which one is command_exec and why
+    "gate_programs": Maybe({"shell": Need(U32), "count": Need(NS), "chosen": Need(NS), "why": Need(TEXT),
+                            "programs": [{"pid": Need(U32), "path": Need(TEXT), "cmdline": Maybe([TEXT]),
+                                          "ts_ns": Need(NS), "lasted_ns": Need(NS), "opened_target": FLAG}]}),
     "targets": [{"dev": Need(U32), "ino": Need(U64), "path": Need(TEXT)}],
     "clock_start": CLOCK, "clock_end": CLOCK,
     "collector_cpu_s": Maybe({"user": Need(NUMBER), "system": Need(NUMBER)}),

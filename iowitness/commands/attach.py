@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 
-from iowitness.collector import processes, targets
+from iowitness.collector import gate_programs, processes, targets
 from iowitness.collector.session import processes_gone
 from iowitness.commands import _recording
 from iowitness.errors import NotFound, OutputError, UsageError
@@ -66,7 +66,7 @@ def execute(args) -> int:
         command = attached[0]["cmdline"] if attached else None
         recorder = _recording.open_recording(args, probe, path, "attach", command, attached)
         path = recorder.writer.path
-        recorder.command_pid = args.pids[0] if args.pids else None
+        recorder.gate = gate_programs.GatePrograms(args.pids[0], attached[0]["comm"]) if args.pids else None
         for pid in pids:
             probe.add_process(pid)
             probe.wake_on_exit(pid)

@@ -7,9 +7,11 @@ there are data, the file being named by its command line (docs/tracing.md)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -106,23 +108,11 @@ def test_dd_attached_after_it_opened_its_of_file_says_where_its_writes_went(tmp_
     feed = os.open(fifo, os.O_RDWR)   # a writer already there: dd's open of if= does not wait
     proc = subprocess.Popen([dd, f"if={fifo}", f"of={target}", "bs=4k", "count=16", "iflag=fullblock"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    collector = None
     try:
-        deadline = time.monotonic() + 60
-        while not _fd_points_at(proc.pid, 1, target):
-            assert proc.poll() is None and time.monotonic() < deadline, "dd did not open its of= file"
-            time.sleep(0.01)
         # WHEN attached by PID, then fed 64 KiB
-        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_attached(collector)
-        os.write(feed, b"d" * 65536)
-        assert proc.wait(60) == 0 and collector.wait(60) == 0
+        _attached_once_open(proc, target, trace, lambda: os.write(feed, b"d" * 65536))
     finally:
         os.close(feed)
-        stop(proc)
-        if collector is not None:
-            stop(collector)
     assert target.stat().st_size == 65536   # dd's own work: 16 blocks of 4 KiB
     # THEN dd's writes to it are data (its command line names the file on its fd 1): a phase of
     # its 64 KiB, and the report says in one line why (before: taken for output, no data phase,
@@ -138,8 +128,67 @@ def test_dd_attached_after_it_opened_its_of_file_says_where_its_writes_went(tmp_
     assert "DISAGREES" not in report and "no phase of the trace matches" not in report, report
 
 
+def _attached_once_open(proc: subprocess.Popen, target: Path, trace: Path, let_go) -> None:
+    """Attach to `proc` by its PID once its fd 1 is open on `target`, then `let_go()`; both end well."""
+    collector = None
+    try:
+        deadline = time.monotonic() + 120
+        while not _fd_points_at(proc.pid, 1, target):
+            assert proc.poll() is None and time.monotonic() < deadline, f"{proc.args[0]} did not open {target}"
+            time.sleep(0.01)
+        collector = subprocess.Popen([*IOWITNESS, "attach", "--pid", str(proc.pid), "-o", str(trace)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_attached(collector, timeout=180)   # the probe's load took 60 s and more at load 27
+        let_go()
+        assert proc.wait(120) == 0 and collector.wait(60) == 0, proc.stderr.read()
+    finally:
+        stop(proc)
+        if collector is not None:
+            stop(collector)
+
+
 def _fd_points_at(pid: int, fd: int, path: Path) -> bool:
     try:
         return os.readlink(f"/proc/{pid}/fd/{fd}") == str(path)
     except OSError:
         return False
+
+
+# a program that puts its data file on its fd 1 itself, for reading and writing, then waits on
+# its stdin and writes 64 blocks of 4 KiB backwards with pwrite, and reads them back
+OWN_STDOUT = """
+import os, sys
+os.close(1)
+assert os.open("data.bin", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644) == 1   # in its cwd
+sys.stdin.readline()
+block = b"o" * 4096
+for i in reversed(range(64)):
+    os.pwrite(1, block, i * 4096)
+for i in range(64):
+    assert os.pread(1, 4096, i * 4096) == block
+"""
+
+
+def test_an_unnamed_file_a_program_put_on_its_fd_1_before_the_attach_is_data(tmp_path):
+    # GIVEN a program that closed its stdout and opened data.bin for reading and writing (fd 1),
+    # a name its command line does not hold, attached after that open, before its work
+    target, trace = tmp_path / "data.bin", tmp_path / "own.iwt"
+    proc = subprocess.Popen([sys.executable, "-c", OWN_STDOUT], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
+
+    def let_go():
+        proc.stdin.write(b"go\n")
+        proc.stdin.close()
+    # WHEN attached by PID, then let go
+    _attached_once_open(proc, target, trace, let_go)
+    assert target.stat().st_size == 64 * 4096   # the program's own work
+    # THEN its pwrites and preads through fd 1 are data: 256 KiB written, 256 KiB read back
+    # (before: taken for a shell's `> file`, its output: no phase at all)
+    phases = json.loads(iowitness("report", "--json", str(trace)).stdout)["phases"]
+    moved = {op: sum(p["bytes"] for p in phases if p["operation"] == op) for op in ("write", "read")}
+    assert moved == {"write": 64 * 4096, "read": 64 * 4096}, phases
+    # AND the report says why in one line: the open flags, no shell redirection's
+    report = iowitness("report", str(trace)).stdout
+    said = [line for line in report.splitlines()
+            if re.match(rf"WARNING: fd 1 of \S+ \(PID {proc.pid}\) was open on {re.escape(str(target))} before", line)]
+    assert len(said) == 1 and "opened for reading and writing, as no shell's > or >> opens" in said[0], report

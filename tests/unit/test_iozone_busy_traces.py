@@ -65,3 +65,18 @@ def test_a_parent_line_over_a_one_member_test_is_judged_on_the_parents_clock():
     assert abs(parent.ratio - 1) < 0.01, parent.figures
     assert any("woke 60.0 ms later" in r for r in parent.reasons), parent.reasons
     assert not [v for v in verdicts if v.verdict == "disagrees"], [(v.claim.printed, v.reasons[0]) for v in verdicts]
+
+
+def test_a_parent_that_slept_again_after_the_last_close_is_timed_to_its_last_wake():
+    # GIVEN IOzone -O -t 2 at load 25: the rewrite's parent woke 4.0 ms after the children's last
+    # close, slept 55.4 ms more, woke and printed "Parent sees ... 8514.07 ops/sec"
+    verdicts = {(v.claim.test, v.claim.scope): v for v in _verdicts("iozone_O_t2_parent_second_wake.iwt")}
+    parent = verdicts[("rewrite", "parent")]
+    # WHEN judged THEN it is explained by the parent's clock from the children's barrier to its
+    # last wake before its line (8,434 ops/s) and from the first call to its first wake (9,771):
+    # before, DISAGREES at 0.87x
+    assert parent.verdict == "explained", parent.reasons
+    assert 8_400 < parent.figures["parent from ready"] < 8_514.07 < parent.figures["parent to close"], parent.figures
+    assert "stops at one of its wakes between the last close and its line" in parent.reasons[0], parent.reasons
+    # AND no figure of the run disagrees
+    assert not [v for v in verdicts.values() if v.verdict == "disagrees"], verdicts

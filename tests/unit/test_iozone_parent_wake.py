@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.benchmarks.iozone_groups import parent_woke
+from iowitness.analysis.benchmarks.iozone_groups import parent_last_wake, parent_woke
 
 OFF = [("off_ns", "<u8"), ("on_ns", "<u8"), ("tgid", "<u4"), ("tid", "<u4"), ("state", "<u4"), ("pad0", "<u4")]
 PARENT, CHILDREN = 100, (101, 102)
@@ -45,3 +45,22 @@ def test_a_parent_on_a_cpu_at_the_last_close_changes_nothing():
     # THEN there is no wake to time it to, and without off-CPU records neither
     assert parent_woke(trace, ROWS, LAST) is None
     assert parent_woke(SimpleNamespace(offcpu=None, meta={"pid": PARENT}, processes=None), ROWS, LAST) is None
+
+
+def test_a_parent_that_sleeps_again_after_its_first_wake_is_bounded_by_its_last_wake_before_its_line():
+    # GIVEN the trace of IOzone -O -t 2's rewrite at load 25 (busy30L, run 13 of 30): the parent
+    # asleep at the last close, up 4.0 ms after it, asleep again for 55.4 ms (a child not yet done
+    # to its eyes), up, then its "Parent sees" line 0.16 ms later; a wake after the line is the
+    # next test's
+    line = LAST + 59_660_000
+    trace = _trace([(PARENT, LAST - 400_000_000, LAST + 4_000_000, 1),
+                    (PARENT, LAST + 4_080_000, LAST + 59_500_000, 1),
+                    (PARENT, LAST + 59_800_000, LAST + 80_000_000, 1)])
+    # WHEN asked THEN the first wake is 4 ms after the close, and the last before the line 59.5 ms
+    # after it: the parent read its clock at one of the two (at the second: the printed 8,514
+    # ops/s timed from the children's barrier, where the first wake gives 9,771)
+    assert parent_woke(trace, ROWS, LAST) == (LAST + 4_000_000, 4_000_000)
+    assert parent_last_wake(trace, ROWS, LAST + 4_000_000, line) == LAST + 59_500_000
+    # AND with no wake between the first and the line, or no line time, there is none
+    assert parent_last_wake(trace, ROWS, LAST + 4_000_000, LAST + 50_000_000) is None
+    assert parent_last_wake(trace, ROWS, LAST + 4_000_000, None) is None

@@ -4,10 +4,13 @@ truth: the calls and facts a shell's redirection and `dd of=FILE` make, written 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from iowitness.analysis.phasing.output_fds import OutputFds
 from iowitness.analysis.phasing.phases import WRITE
+from iowitness.analysis.report import output_opened_before
 from iowitness.collector.format.printed_timeline import OwnFiles
 from iowitness.probes.layout import layout
 
@@ -78,3 +81,28 @@ def test_a_file_on_stdout_before_an_attach_that_the_command_line_names_is_data()
     assert OutputFds(OwnFiles(facts, KINDS, redirected)).rows(c, kind).tolist() == [True, True]
     execd = {**meta, "command_exec": {"pid": 5, "path": "/bin/dd", "ts_ns": 15}}
     assert OutputFds(OwnFiles(facts, KINDS, execd)).rows(c, kind).tolist() == [True, True]
+
+
+def test_a_file_on_stdout_before_an_attach_opened_as_no_shell_opens_output_is_data():
+    # GIVEN a program attached after it put an unnamed file on its fd 1 itself (closed stdout,
+    # then opened /w/data.bin): /proc's fdinfo showed its open flags at the attach
+    facts = _registered(5, 9, "/w/data.bin")
+    base = {"pid": 5, "comm": "bench", "cwd": "/w", "output_files": {"1": "/w/data.bin"}, "cmdline": ["bench"]}
+    c, kind = _block([(20, 5, 1, 9), (30, 5, 2, 7)])
+
+    def rows(flags):
+        meta = {"mode": "attach", "attached": [{**base, "output_flags": {"1": flags}}]}
+        return OutputFds(OwnFiles(facts, KINDS, meta)).rows(c, kind).tolist()
+    # THEN open for reading and writing, or O_DIRECT, O_SYNC or O_DSYNC (no shell's > or >>
+    # opens its output so): its writes through fd 1 are data, its stderr stays output
+    for flags in (os.O_RDWR, os.O_WRONLY | os.O_DIRECT, os.O_WRONLY | os.O_SYNC, os.O_WRONLY | os.O_DSYNC):
+        assert rows(flags | 0o100000) == [False, True], oct(flags)
+    # AND write-only, or write-only with O_APPEND (a shell's `>` and `>>`): output, as before
+    for flags in (os.O_WRONLY, os.O_WRONLY | os.O_APPEND):
+        assert rows(flags | 0o100000) == [True, True], oct(flags)
+    # AND the report's line says why
+    meta = {"mode": "attach", "attached": [{**base, "output_flags": {"1": os.O_RDWR | os.O_DIRECT}}]}
+    assert output_opened_before(meta) == (
+        "fd 1 of bench (PID 5) was open on /w/data.bin before the attach, opened for reading and writing, "
+        "with O_DIRECT, as no shell's > or >> opens its output: its writes there are taken for data, not output; "
+        "a shell's `> file` of the same name would be output")
