@@ -187,6 +187,9 @@ def _judge_host(host: Host, doc: dict, tolerance: float, total_claims: list, fol
     except UnparsableOutput:   # a host whose jobs moved no data: nothing it claims
         claims = []
     argv = host.trace.meta["command"]
+    if any(_is_latency(claim) for claim in total_claims):
+        # what the all-clients latency pools of this host's requests, in the pass of its own
+        host.trace.report().evidence.pooled_with = pooled_hosts.POOLED_WITH
     host.verdicts = matching.match(host.trace.report(), claims, "fio", argv, tolerance, host.trace.missing,
                                    trace=host.trace)
     if not host_workers.in_child():

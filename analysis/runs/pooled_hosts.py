@@ -23,7 +23,8 @@ of their host, so in none of the pooled trace's.
 
 Memory: a number per phase of each host, and a block of each host's requests while merged; the
 values in memory up to their budget, past it in a temporary file (analysis/phasing/operation_values.py).
-Cost per question: one pass over each host's blocks for its requests' start times.
+Cost: none of its own over the hosts' events; their start times and the gaps around them come in
+the pass that reads their latencies for the host's own verdicts (POOLED_WITH).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.judge import latency
+from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.phasing.operation_values import OperationValues
 from iowitness.analysis.runs import merged_trace
 
@@ -134,6 +135,9 @@ class PooledEvidence:
 # what the pooled trace is asked of its requests (fio_latency.judge): each request's latency, and
 # the time around it (from its thread's previous call's end to its next call's start)
 QUESTIONS = ("call", "around")
+# what each host's evidence answers with its requests' latencies, in the same pass
+# (StreamedEvidence.pooled_with): their start times, and the time around each
+POOLED_WITH = ("start", "around")
 
 
 def _moved(blocks, shift_ns: int):
@@ -145,23 +149,14 @@ def report_requests(report):
     """A host's requests of a question from its report (built in this process), block by block:
     each one's start time (the host's clock) and value, in the host's order."""
     def requests(phases: list[int], timed: str, direction: str | None):
+        starts = report.evidence.operation_values(phases, "start", direction)
         values = report.evidence.operation_values(phases, timed, direction)
-        given = 0
-        for starts in _starts(report, phases, direction):
-            yield {"start_ns": starts, "ns": values.ns_at(given, len(starts))}
-            given += len(starts)
-        if given != len(values):
-            raise ValueError(f"pooled_hosts: {given} requests read, {len(values)} values asked")
+        if len(starts) != len(values):
+            raise ValueError(f"pooled_hosts: {len(starts)} requests read, {len(values)} values asked")
+        for at in range(0, len(values), SAVED_CHUNK):
+            n = min(SAVED_CHUNK, len(values) - at)
+            yield {"start_ns": starts.ns_at(at, n), "ns": values.ns_at(at, n)}
     return requests
-
-
-def _starts(report, phases: list[int], direction: str | None):
-    """The start times of the requests of `phases` in `direction` (every question's: a value per
-    data call), block by block."""
-    for events, assigned in report.event_blocks():
-        rows = np.flatnonzero(latency.data_calls(events, assigned, phases, direction))
-        if len(rows):
-            yield events["start_ns"].to_numpy(np.int64)[rows]
 
 
 def save_requests(report, questions: list[tuple[list[int], str | None]], folder: str) -> dict:
@@ -169,24 +164,28 @@ def save_requests(report, questions: list[tuple[list[int], str | None]], folder:
     direction) asked of its report and written to files in `folder`, the start times once per
     (phases, direction); for saved_requests in the command's process. 8 bytes a request per file."""
     saved: dict = {}
+    # in one pass when the host's own verdicts did not ask them
+    report.evidence.ask([stream_evidence.values_question(phases, timed, direction) for phases, direction in questions
+                         for timed in ("start", *QUESTIONS)])
     for phases, direction in questions:
         phases = sorted(int(p) for p in phases)
-        fd, starts_path = tempfile.mkstemp(prefix="starts-", suffix=".i8", dir=folder)
-        with os.fdopen(fd, "wb") as out:
-            count = 0
-            for starts in _starts(report, phases, direction):
-                out.write(starts.tobytes())
-                count += len(starts)
+        starts_path, count = _written(report.evidence.operation_values(phases, "start", direction), "starts-", folder)
         for timed in QUESTIONS:
-            values = report.evidence.operation_values(phases, timed, direction)
-            fd, values_path = tempfile.mkstemp(prefix=f"{timed}-", suffix=".i8", dir=folder)
-            with os.fdopen(fd, "wb") as out:
-                for at in range(0, len(values), SAVED_CHUNK):
-                    out.write(values.ns_at(at, min(SAVED_CHUNK, len(values) - at)).tobytes())
-            if len(values) != count:
-                raise ValueError(f"pooled_hosts: {count} requests read, {len(values)} values asked")
+            values_path, asked = _written(report.evidence.operation_values(phases, timed, direction), f"{timed}-",
+                                          folder)
+            if asked != count:
+                raise ValueError(f"pooled_hosts: {count} requests read, {asked} values asked")
             saved[(tuple(phases), timed, direction)] = (starts_path, values_path, count)
     return saved
+
+
+def _written(values, prefix: str, folder: str) -> tuple[str, int]:
+    """`values` (OperationValues) written to a new file in `folder`: its path and their count."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".i8", dir=folder)
+    with os.fdopen(fd, "wb") as out:
+        for at in range(0, len(values), SAVED_CHUNK):
+            out.write(values.ns_at(at, min(SAVED_CHUNK, len(values) - at)).tobytes())
+    return path, len(values)
 
 
 def saved_requests(saved: dict):
