@@ -194,8 +194,11 @@ class StreamedEvidence:
         would; a question answered before is not asked again. A benchmark that knows which it
         will ask (IOzone's groups: iozone_groups.questions; fio's latency claims: fio.matcher)
         asks them together: one pass instead of one each."""
-        keys = keys + [("values", k[1], timed, k[3], k[4]) for k in keys if k[0] == "values" and k[2] == "call"
-                       for timed in self.pooled_with]
+        # what a run over several hosts pools rides along, straight to a file (no budget held in
+        # memory: they are written out for the pooling anyway, analysis/runs/pooled_hosts.py)
+        riding = {("values", k[1], timed, k[3], k[4]) for k in keys if k[0] == "values" and k[2] == "call"
+                  for timed in self.pooled_with} - set(keys)
+        keys = keys + sorted(riding, key=repr)
         keys = list(dict.fromkeys(k for k in keys if k not in self._cache))
         for k in [k for k in keys if k[0] == "operations" and not _by_row(k)]:
             self.operations(*k[1:])   # operations across rows: from the rows of their phases
@@ -204,7 +207,7 @@ class StreamedEvidence:
             return
         single = [k for k in keys if k[0] == "operations"]
         values: dict[tuple, list] = {k: [] for k in single}
-        held = {k: operation_values.OperationValues() for k in keys if k[0] == "values"}
+        held = {k: operation_values.OperationValues(0 if k in riding else None) for k in keys if k[0] == "values"}
         gaps = {k: latency.ThreadGaps(list(k[1]), k[2], k[3], into=held[k]) for k in held if k[2] in latency.GAPS}
         walls = [k for k in keys if k[0] == "stonewall"]
         closes = [k for k in keys if k[0] == "closes"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.read import stream_events
 from iowitness.analysis.read.run import load
 from iowitness.analysis.runs import merged_trace, pooled_hosts
@@ -112,3 +113,30 @@ def test_hosts_numbered_by_calls_at_the_same_nanosecond_are_numbered_as_the_merg
         # (each host's first thread's phase, the host of the earlier open first, then the second threads')
         first, second = earlier_stream, 1 - earlier_stream
         assert rows[first]["phase"].tolist()[0] == 1 and rows[second]["phase"].tolist()[0] == 2
+
+
+def test_a_hosts_requests_ride_along_in_the_pass_of_their_latencies(tmp_path):
+    # GIVEN a host's trace of two writing threads, its evidence told what the pooling will ask
+    [path] = _write_hosts(tmp_path, 1)
+    events = load(path).events
+    writes = (events["syscall"].astype(str) == "write").to_numpy()
+    with opened_hosts([path], [0], 64) as [(_, trace)]:
+        evidence = trace.report().evidence
+        evidence.pooled_with = pooled_hosts.POOLED_WITH
+        phases = [int(p) for p in trace.report().phases["phase"]]
+        # WHEN the latencies are asked (as fio's matcher asks them: one pass)
+        evidence.ask([stream_evidence.values_question(phases[::-1], "call", "write")])
+        # THEN their start times and the gaps around them were answered in that pass, to a file,
+        # and are the events' own: each write's start, one per latency, in the same order
+        starts = evidence.operation_values(phases, "start", "write")
+        calls = evidence.operation_values(phases, "call", "write")
+        around = evidence.operation_values(phases, "around", "write")
+        assert starts.spilled and around.spilled and not calls.spilled
+        np.testing.assert_array_equal(starts.ns_at(0, len(starts)),
+                                      events["start_ns"].to_numpy().astype(np.int64)[writes])
+        np.testing.assert_array_equal(calls.ns_at(0, len(calls)),
+                                      events["latency_ns"].to_numpy().astype(np.int64)[writes])
+    # AND the gaps are those the same question gives asked alone
+    with opened_hosts([path], [0], 64) as [(_, trace)]:
+        alone = trace.report().evidence.operation_values(phases, "around", "write")
+        np.testing.assert_array_equal(around.ns_at(0, len(around)), alone.ns_at(0, len(alone)))
