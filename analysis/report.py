@@ -36,9 +36,10 @@ class Report:
     t0: int | None = None                # the trace's first start time
     event_blocks: object = field(default=None, repr=False)   # a new pass over (events, assigned) blocks per call
     chart_extents: object = field(default=None, repr=False)  # each phase's calls' extent, when opened for charts
-    # per phase number: the start of the call that numbers it (stream_assign: phases are numbered
-    # by it, ties in stream order); what a run over several hosts numbers its pooled phases by
-    phase_first_ns: np.ndarray | None = field(default=None, repr=False)
+    # per phase number: the start of the call that numbers it and of its stream's first event
+    # (stream_assign: phases are numbered by the first, ties in stream order, streams numbered by
+    # first appearance); what a run over several hosts numbers its pooled phases by
+    phase_keys_ns: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def all_phases(self) -> pd.DataFrame:

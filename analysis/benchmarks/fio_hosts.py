@@ -173,8 +173,7 @@ def judge(doc: dict, traces: list[tuple[str, object]], tolerance: float) -> Clus
             if pooled is None:   # every host's requests on one clock, made once from the hosts'
                 # own reports (analysis/runs/pooled_hosts.py); only judged, never shown
                 pooled = stack.enter_context(pooled_hosts.open_pooled(
-                    [(h.path, h.trace) for h in hosts], POOLED_ARGV, "cluster",
-                    same_phases=_same_own_files(hosts, POOLED_ARGV), requests=requests))
+                    [(h.path, h.trace) for h in hosts], POOLED_ARGV, "cluster", requests=requests))
             all_verdicts.append(_judge_total_latency(claim, hosts, pooled, tolerance))
     return Cluster(hosts, all_verdicts, timeline(hosts, base), doc)
 
@@ -188,6 +187,9 @@ def _judge_host(host: Host, doc: dict, tolerance: float, total_claims: list, fol
     except UnparsableOutput:   # a host whose jobs moved no data: nothing it claims
         claims = []
     argv = host.trace.meta["command"]
+    if any(_is_latency(claim) for claim in total_claims):
+        # what the all-clients latency pools of this host's requests, in the pass of its own
+        host.trace.report().evidence.pooled_with = pooled_hosts.POOLED_WITH
     host.verdicts = matching.match(host.trace.report(), claims, "fio", argv, tolerance, host.trace.missing,
                                    trace=host.trace)
     if not host_workers.in_child():
@@ -261,19 +263,6 @@ def _judge_total_latency(claim, hosts: list[Host], pooled, tolerance: float):
     verdict.reasons.append(f"over every host's requests of the group pooled on one clock ({len(rows)} phases of "
                            f"{len(counted)} hosts; phase numbers of that pooled trace, not of each host's)")
     return verdict
-
-
-def _same_own_files(hosts: list[Host], pooled_argv: list[str]) -> bool:
-    """Whether fio's own files (in no phase) are the same under each host's command line as under
-    the pooled trace's, for every file the host opened: then the pooled trace's phases are the
-    hosts' own (analysis/runs/pooled_hosts.py)."""
-    pooled_cwd = hosts[0].trace.meta.get("cwd") if hosts else None
-    pooled_own = fio.own_files(pooled_argv, pooled_cwd)
-    for host in hosts:
-        own = fio.own_files(host.trace.meta.get("command") or [], host.trace.meta.get("cwd"))
-        if any(own(str(path)) != pooled_own(str(path)) for path in set(host.trace.files["path"])):
-            return False
-    return True
 
 
 def _timeline_note(rows: pd.DataFrame, direction, claim) -> str:

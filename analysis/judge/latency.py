@@ -257,6 +257,11 @@ def durations_ns(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int]
     return events["end_ns"].to_numpy(np.int64)[rows] - events["start_ns"].to_numpy(np.int64)[rows]
 
 
+def starts_ns(events: pd.DataFrame, assigned: pd.DataFrame, phases: list[int], direction: str | None) -> np.ndarray:
+    """The start times of durations_ns's values of single calls ("call"), in the same order."""
+    return events["start_ns"].to_numpy(np.int64)[data_calls(events, assigned, phases, direction)]
+
+
 # a statistic's values: the array of seconds, or the same values held as OperationValues (in
 # memory up to a budget, in a file past it: fio's requests over several hosts)
 Values = Union[np.ndarray, operation_values.OperationValues]

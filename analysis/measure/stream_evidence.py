@@ -34,6 +34,9 @@ class StreamedEvidence:
         self._fed = False
         self._cache: dict = {}
         self.data_calls_seen = False   # any read, write or fault (report.unseen asks)
+        # asked with every question of single calls' values, in its pass (`timed` kinds): what a
+        # run over several hosts pools of each host's requests (analysis/runs/pooled_hosts.py)
+        self.pooled_with: tuple[str, ...] = ()
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
         kind = phase_module.call_kinds(events["syscall"])
@@ -191,6 +194,11 @@ class StreamedEvidence:
         would; a question answered before is not asked again. A benchmark that knows which it
         will ask (IOzone's groups: iozone_groups.questions; fio's latency claims: fio.matcher)
         asks them together: one pass instead of one each."""
+        # what a run over several hosts pools rides along, straight to a file (no budget held in
+        # memory: they are written out for the pooling anyway, analysis/runs/pooled_hosts.py)
+        riding = {("values", k[1], timed, k[3], k[4]) for k in keys if k[0] == "values" and k[2] == "call"
+                  for timed in self.pooled_with} - set(keys)
+        keys = keys + sorted(riding, key=repr)
         keys = list(dict.fromkeys(k for k in keys if k not in self._cache))
         for k in [k for k in keys if k[0] == "operations" and not _by_row(k)]:
             self.operations(*k[1:])   # operations across rows: from the rows of their phases
@@ -199,7 +207,7 @@ class StreamedEvidence:
             return
         single = [k for k in keys if k[0] == "operations"]
         values: dict[tuple, list] = {k: [] for k in single}
-        held = {k: operation_values.OperationValues() for k in keys if k[0] == "values"}
+        held = {k: operation_values.OperationValues(0 if k in riding else None) for k in keys if k[0] == "values"}
         gaps = {k: latency.ThreadGaps(list(k[1]), k[2], k[3], into=held[k]) for k in held if k[2] in latency.GAPS}
         walls = [k for k in keys if k[0] == "stonewall"]
         closes = [k for k in keys if k[0] == "closes"]
@@ -215,6 +223,8 @@ class StreamedEvidence:
             for k, store in held.items():
                 if k in gaps:
                     gaps[k].add(e, _from(e, a, k[4]))
+                elif k[2] == "start":
+                    store.add(latency.starts_ns(e, _from(e, a, k[4]), list(k[1]), k[3]))
                 else:
                     store.add(latency.durations_ns(e, _from(e, a, k[4]), list(k[1]), k[2], k[3]))
             for k in walls:
@@ -266,9 +276,11 @@ def operations_question(phases: list[int], timed: str, direction: str | None, lo
 
 
 def values_question(phases: list[int], timed: str, direction: str | None, low: int | None = None) -> tuple:
-    """StreamedEvidence.operation_values(phases, timed, direction, low) as a question for ask()."""
-    assert timed in ("call", "call or sync", "sync", "interval", "around"), timed
-    return ("values", tuple(int(p) for p in phases), timed, direction, low)
+    """StreamedEvidence.operation_values(phases, timed, direction, low) as a question for ask()
+    (the phases in any order: the same question). "start": each data call's start time
+    (latency.starts_ns), one per "call" value, in the same order."""
+    assert timed in ("call", "call or sync", "sync", "interval", "around", "start"), timed
+    return ("values", tuple(sorted(int(p) for p in phases)), timed, direction, low)
 
 
 def _by_row(key: tuple) -> bool:

@@ -122,7 +122,7 @@ def _build(source, assigned, charts: bool = False, stretches: bool = True) -> re
                          device=from_facts(trace, table, gathered.facts), evidence=evidence,
                          histograms=extras.histograms, stretches=extras.stretches, t0=extras.t0,
                          event_blocks=assigned.blocks, chart_extents=gathered.extents_of_calls,
-                         phase_first_ns=assigned.phase_first_ns)
+                         phase_keys_ns=assigned.phase_keys_ns)
 
 
 class _Gathered:

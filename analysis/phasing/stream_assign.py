@@ -85,10 +85,12 @@ class Assigned:
         self.phase_count = len(pos)
         self._number = np.empty(len(pos), dtype=np.int64)
         self._number[np.lexsort((pos, stream, start))] = np.arange(1, len(pos) + 1)
-        # per phase number: the start of the call that numbers it (a run over several hosts numbers
-        # its pooled phases by these: analysis/runs/pooled_hosts.py)
-        self.phase_first_ns = np.zeros(len(pos) + 1, dtype=np.int64)
-        self.phase_first_ns[self._number] = start.astype(np.int64)
+        # per phase number: the start of the call that numbers it and the start of its stream's
+        # first event (its place among the streams: a run over several hosts numbers its pooled
+        # phases by these, ties included: analysis/runs/pooled_hosts.py)
+        self.phase_keys_ns = np.zeros((len(pos) + 1, 2), dtype=np.int64)
+        self.phase_keys_ns[self._number, 0] = start.astype(np.int64)
+        self.phase_keys_ns[self._number, 1] = walk.streams.get("first_ns")[stream]
         # a stream's first data call always starts a phase: its first phase, for the calls before it
         self._first_phase = np.full(len(first_data), -1, dtype=np.int64)
         firsts = pos == first_data[stream]
@@ -122,7 +124,7 @@ class Assigned:
         renumbered = np.zeros(self.phase_count + 1, dtype=np.int64)
         numbers_kept = np.sort(self._number[kept])
         renumbered[numbers_kept] = np.arange(1, int(kept.sum()) + 1)
-        self.phase_first_ns = np.r_[np.int64(0), self.phase_first_ns[numbers_kept]]
+        self.phase_keys_ns = np.r_[np.zeros((1, 2), np.int64), self.phase_keys_ns[numbers_kept]]
         self._number = renumbered[self._number[target]]
         self.phase_count = int(kept.sum())
 

@@ -103,7 +103,8 @@ class Column:
 class PerStream:
     """Named int64 arrays indexed by stream number, growing as streams appear."""
 
-    FIELDS = {"span": -1, "first_row": -1, "first_data": -1, "calls": 0, "runs": 0, "reads": 0, "fills": 0,
+    FIELDS = {"span": -1, "first_row": -1, "first_ns": -1, "first_data": -1, "calls": 0, "runs": 0, "reads": 0,
+              "fills": 0,
               "has": 0, "tgid": 0, "tid": 0, "file": 0, "bytes": 0, "positioned": 0,
               **{f"l{i}_{name}": 0 for i in (1, 2) for name in ("kind", "off", "req", "done", "pos", "rip")}}
 
@@ -225,7 +226,7 @@ class Walk:
         self._check_order(c)
         fd = self._description_fds(c, kind, ok)
         span = self._spans(c, kind, ok, fd)
-        stream = self._streams(at, span, c["tid"])
+        stream = self._streams(at, span, c["tid"], c["start"])
         bits = np.where(code, CODE, 0).astype(np.uint8)
         self._data_calls(at, c, kind, stream, bits)
         if self.streams.count >= 2 ** 31:
@@ -318,8 +319,9 @@ class Walk:
         self._description.update(zip(key[ends].tolist(), description[segment[ends]].tolist()))
         return description[segment_of]
 
-    def _streams(self, at: int, span: np.ndarray, tid: np.ndarray) -> np.ndarray:
-        """Stream numbers, in order of first appearance (phases._streams's numbering)."""
+    def _streams(self, at: int, span: np.ndarray, tid: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """Stream numbers, in order of first appearance (phases._streams's numbering); each new
+        stream's first row and its start time."""
         if not len(span):
             return np.empty(0, np.int64)
         pair = (span << 32) | tid
@@ -331,6 +333,7 @@ class Walk:
         self._stream_of.update(zip(unique[new].tolist(), ids[new].tolist()))
         self.streams["span"][ids[new]] = span[first[new]]
         self.streams["first_row"][ids[new]] = at + first[new]
+        self.streams["first_ns"][ids[new]] = start[first[new]].astype(np.int64)
         return ids[inverse.ravel()]
 
     def _data_calls(self, at: int, c, kind, stream, bits) -> None:

@@ -111,7 +111,7 @@ def _child(k: int, writer) -> None:
 # what a Report holds that is plain data (pickled back from a host's process); the rest (its
 # evidence, its passes over the blocks) are the process's own and end with it
 REPORT_PARTS = ("phases", "groups", "outliers", "benchmark", "device", "histograms", "stretches", "t0",
-                "phase_first_ns")
+                "phase_keys_ns")
 
 
 def report_parts(trace) -> dict:

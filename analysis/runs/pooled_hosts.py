@@ -14,15 +14,17 @@ own values (the host's verdict asked them already) merged by their start times.
         pooled.report.evidence.operation_values(list(rows["phase"]), "call", "read")
         pooled.trace.missing
 
-When the hosts' reports cannot say the pooled numbers (two hosts' phases numbered by calls that
-started at the same nanosecond: the merged trace then orders them by their streams' first
-appearance), or the caller says the merged trace's phases are not the hosts' (`same_phases`
-False: a benchmark's own files told apart by its command line), the pooled trace is the merged
-trace itself, its report built block by block, as before.
+Two hosts' phases numbered by calls that started at the same nanosecond are ordered as the merged
+trace orders them: by their streams' first appearance in the merged events (each stream's first
+event on the common clock, the earlier host first at a tie), which each host's report says
+(Report.phase_keys_ns). The pooled trace's phases are the hosts' own whatever its command line:
+a benchmark's own files (fio's logs, told apart by each host's command line) are in no phase
+of their host, so in none of the pooled trace's.
 
 Memory: a number per phase of each host, and a block of each host's requests while merged; the
 values in memory up to their budget, past it in a temporary file (analysis/phasing/operation_values.py).
-Cost per question: one pass over each host's blocks for its requests' start times.
+Cost: none of its own over the hosts' events; their start times and the gaps around them come in
+the pass that reads their latencies for the host's own verdicts (POOLED_WITH).
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ from __future__ import annotations
 import os
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from iowitness.analysis.judge import latency
+from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.phasing.operation_values import OperationValues
 from iowitness.analysis.runs import merged_trace
 
@@ -55,13 +57,10 @@ class Pooled:
     (its evidence), `rows_of` (a host's phase rows as the pooled trace's)."""
     trace: object
     report: object
-    where: list                                    # per host: its Placement on the common clock
-    numbers: list | None = field(default=None)     # per host: pooled number by host phase number
-    merged: object = field(default=None, repr=False)   # the merged trace, when built (the fallback)
+    where: list       # per host: its Placement on the common clock
+    numbers: list     # per host: pooled number by host phase number
 
     def rows_of(self, k: int, host_rows: pd.DataFrame) -> pd.DataFrame:
-        if self.numbers is None:
-            return merged_trace.phases_of(self.merged, self.where[k], host_rows)
         place, rows = self.where[k], host_rows.copy()
         for column in TIME_COLUMNS:
             if column in rows:
@@ -75,7 +74,7 @@ class Pooled:
 
 
 @contextmanager
-def open_pooled(traces: list, argv: list[str], mode: str, same_phases: bool = True, requests: list | None = None):
+def open_pooled(traces: list, argv: list[str], mode: str, requests: list | None = None):
     """The (path, trace) pairs (each opened block by block, its report built) pooled on one
     clock (see the module's text), valid until the `with` ends. `requests`: per host, where its
     requests come from (report_requests, the default: its report in this process; or
@@ -84,33 +83,26 @@ def open_pooled(traces: list, argv: list[str], mode: str, same_phases: bool = Tr
     reports = [t.report() for _, t in traces]
     data, where, _ = merged_trace.merged_data([(p, s.trace_data) for (p, _), s in zip(traces, sources)],
                                               [s.processes for s in sources], argv, mode)
-    numbers = _numbers([r.phase_first_ns for r in reports], where) if same_phases else None
-    if numbers is None:
-        with merged_trace.open_merged(traces, argv, mode, stretches=False) as merged:
-            yield Pooled(merged.trace, merged.trace.report(), merged.where, merged=merged.trace)
-        return
+    numbers = _numbers([r.phase_keys_ns for r in reports], where)
     trace = merged_trace.MergedTrace(data, sum(s.event_count for s in sources))
     requests = requests or [report_requests(r) for r in reports]
     yield Pooled(trace, _PooledReport(PooledEvidence(requests, numbers, where)), where, numbers)
 
 
-def _numbers(firsts: list, where: list) -> list[np.ndarray] | None:
-    """Per host, the pooled number of each of its phases (index: the host's number), by the start
-    of the call that numbers each on the common clock, a host's own order kept; None at a tie of
-    two hosts (or a report that does not say its phases' starts)."""
-    if any(f is None for f in firsts):
-        return None
-    keys = [np.asarray(f[1:], np.int64) + place.shift_ns for f, place in zip(firsts, where)]
-    key = np.concatenate(keys)
-    host = np.concatenate([np.full(len(k), i) for i, k in enumerate(keys)])
-    local = np.concatenate([np.arange(1, len(k) + 1) for k in keys])
-    order = np.lexsort((local, host, key))
-    ordered_key, ordered_host = key[order], host[order]
-    if ((ordered_key[1:] == ordered_key[:-1]) & (ordered_host[1:] != ordered_host[:-1])).any():
-        return None
-    pooled = np.empty(len(key), np.int64)
-    pooled[order] = np.arange(1, len(key) + 1)
-    return [np.r_[np.int64(-1), pooled[host == i]] for i in range(len(keys))]
+def _numbers(keys_ns: list[np.ndarray], where: list) -> list[np.ndarray]:
+    """Per host, the pooled number of each of its phases (index: the host's number), as the
+    merged trace numbers them (analysis/phasing/stream_assign.py): by the start of the call that
+    numbers each on the common clock; at a tie, by its stream's first appearance in the merged
+    events (its first event's start on the common clock, then the earlier host), then by the
+    host's own order (its streams' order, then the calls')."""
+    moved = [np.asarray(k[1:], np.int64) + place.shift_ns for k, place in zip(keys_ns, where)]
+    start = np.concatenate([m[:, 0] for m in moved])
+    stream = np.concatenate([m[:, 1] for m in moved])
+    host = np.concatenate([np.full(len(m), i) for i, m in enumerate(moved)])
+    local = np.concatenate([np.arange(1, len(m) + 1) for m in moved])
+    pooled = np.empty(len(start), np.int64)
+    pooled[np.lexsort((local, host, stream, start))] = np.arange(1, len(start) + 1)
+    return [np.r_[np.int64(-1), pooled[host == i]] for i in range(len(moved))]
 
 
 class PooledEvidence:
@@ -143,6 +135,9 @@ class PooledEvidence:
 # what the pooled trace is asked of its requests (fio_latency.judge): each request's latency, and
 # the time around it (from its thread's previous call's end to its next call's start)
 QUESTIONS = ("call", "around")
+# what each host's evidence answers with its requests' latencies, in the same pass
+# (StreamedEvidence.pooled_with): their start times, and the time around each
+POOLED_WITH = ("start", "around")
 
 
 def _moved(blocks, shift_ns: int):
@@ -154,23 +149,14 @@ def report_requests(report):
     """A host's requests of a question from its report (built in this process), block by block:
     each one's start time (the host's clock) and value, in the host's order."""
     def requests(phases: list[int], timed: str, direction: str | None):
+        starts = report.evidence.operation_values(phases, "start", direction)
         values = report.evidence.operation_values(phases, timed, direction)
-        given = 0
-        for starts in _starts(report, phases, direction):
-            yield {"start_ns": starts, "ns": values.ns_at(given, len(starts))}
-            given += len(starts)
-        if given != len(values):
-            raise ValueError(f"pooled_hosts: {given} requests read, {len(values)} values asked")
+        if len(starts) != len(values):
+            raise ValueError(f"pooled_hosts: {len(starts)} requests read, {len(values)} values asked")
+        for at in range(0, len(values), SAVED_CHUNK):
+            n = min(SAVED_CHUNK, len(values) - at)
+            yield {"start_ns": starts.ns_at(at, n), "ns": values.ns_at(at, n)}
     return requests
-
-
-def _starts(report, phases: list[int], direction: str | None):
-    """The start times of the requests of `phases` in `direction` (every question's: a value per
-    data call), block by block."""
-    for events, assigned in report.event_blocks():
-        rows = np.flatnonzero(latency.data_calls(events, assigned, phases, direction))
-        if len(rows):
-            yield events["start_ns"].to_numpy(np.int64)[rows]
 
 
 def save_requests(report, questions: list[tuple[list[int], str | None]], folder: str) -> dict:
@@ -178,24 +164,28 @@ def save_requests(report, questions: list[tuple[list[int], str | None]], folder:
     direction) asked of its report and written to files in `folder`, the start times once per
     (phases, direction); for saved_requests in the command's process. 8 bytes a request per file."""
     saved: dict = {}
+    # in one pass when the host's own verdicts did not ask them
+    report.evidence.ask([stream_evidence.values_question(phases, timed, direction) for phases, direction in questions
+                         for timed in ("start", *QUESTIONS)])
     for phases, direction in questions:
         phases = sorted(int(p) for p in phases)
-        fd, starts_path = tempfile.mkstemp(prefix="starts-", suffix=".i8", dir=folder)
-        with os.fdopen(fd, "wb") as out:
-            count = 0
-            for starts in _starts(report, phases, direction):
-                out.write(starts.tobytes())
-                count += len(starts)
+        starts_path, count = _written(report.evidence.operation_values(phases, "start", direction), "starts-", folder)
         for timed in QUESTIONS:
-            values = report.evidence.operation_values(phases, timed, direction)
-            fd, values_path = tempfile.mkstemp(prefix=f"{timed}-", suffix=".i8", dir=folder)
-            with os.fdopen(fd, "wb") as out:
-                for at in range(0, len(values), SAVED_CHUNK):
-                    out.write(values.ns_at(at, min(SAVED_CHUNK, len(values) - at)).tobytes())
-            if len(values) != count:
-                raise ValueError(f"pooled_hosts: {count} requests read, {len(values)} values asked")
+            values_path, asked = _written(report.evidence.operation_values(phases, timed, direction), f"{timed}-",
+                                          folder)
+            if asked != count:
+                raise ValueError(f"pooled_hosts: {count} requests read, {asked} values asked")
             saved[(tuple(phases), timed, direction)] = (starts_path, values_path, count)
     return saved
+
+
+def _written(values, prefix: str, folder: str) -> tuple[str, int]:
+    """`values` (OperationValues) written to a new file in `folder`: its path and their count."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".i8", dir=folder)
+    with os.fdopen(fd, "wb") as out:
+        for at in range(0, len(values), SAVED_CHUNK):
+            out.write(values.ns_at(at, min(SAVED_CHUNK, len(values) - at)).tobytes())
+    return path, len(values)
 
 
 def saved_requests(saved: dict):

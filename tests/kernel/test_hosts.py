@@ -68,10 +68,12 @@ def cluster(tmp_path_factory):
             stack.callback(stop, collector, signal.SIGINT)
             wait_attached(collector)
             job = tmp / f"job{k}.fio"
-            # the server runs the job in its own directory: each host writes its own file
-            job.write_text(f"[w]\nfilename=data.bin\nrw=write\nbs=16k\nsize={SIZE}\nrate={RATES[k]}\n")
+            # the server runs the job in its own directory: each host writes its own file; the
+            # second host's job logs its latencies too (fio's own files: the client writes them)
+            log = "write_lat_log=lat\n" if k == 1 else ""
+            job.write_text(f"[w]\nfilename=data.bin\nrw=write\nbs=16k\nsize={SIZE}\nrate={RATES[k]}\n{log}")
             argv += [f"--client=ip:{address},{port}", str(job)]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp)
         assert proc.returncode == 0, proc.stderr
         client_json.write_text(proc.stdout)
     # (the collectors stopped on SIGINT and saved their traces; the servers are gone)
@@ -129,6 +131,9 @@ def test_the_all_clients_latency_is_judged_over_every_hosts_requests(cluster):
     assert latency["counts"]["requests"] == everyone["write"]["total_ios"]
     assert any("pooled on one clock" in r for r in latency["reasons"])
     assert latency["verdict"] in ("agrees", "explained"), latency
+    # AND its phases are the hosts' own, one a host, numbered 1.. on the pooled trace (a host's job
+    # logging its latencies, fio's own files, brings none)
+    assert sorted(latency["phases"]) == [1, 2, 3], latency["phases"]
     # AND the all-clients rate says which host each of its phase numbers is of
     [total] = [v for v in out["all_clients"] if v["claim"].get("bytes_per_s")]
     [by_host] = [r for r in total["reasons"] if r.startswith("phases by host")]

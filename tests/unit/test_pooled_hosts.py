@@ -8,13 +8,10 @@ give."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
-import pandas as pd
 import pytest
 
-from iowitness.analysis.benchmarks import fio_hosts
+from iowitness.analysis.measure import stream_evidence
 from iowitness.analysis.read import stream_events
 from iowitness.analysis.read.run import load
 from iowitness.analysis.runs import merged_trace, pooled_hosts
@@ -57,7 +54,6 @@ def test_pooled_phases_and_requests_are_the_merged_traces(tmp_path, shift_ns, bl
     with opened_hosts(paths, shifts, block_rows) as traces:
         # WHEN every host's phases and requests are pooled from the hosts' own reports
         with pooled_hosts.open_pooled(traces, ["dd"], "cluster") as pooled:
-            assert pooled.numbers is not None   # no tie: the hosts' reports say the numbers
             rows = [pooled.rows_of(k, t.report().phases) for k, (_, t) in enumerate(traces)]
             numbers = [int(p) for r in rows for p in r["phase"]]
             calls = pooled.report.evidence.operation_values(numbers, "call", "write")
@@ -83,33 +79,64 @@ def test_pooled_phases_and_requests_are_the_merged_traces(tmp_path, shift_ns, bl
             assert calls.mean() == merged_calls.mean() and calls.std(1) == merged_calls.std(1)
 
 
-def test_hosts_numbered_by_calls_at_the_same_nanosecond_are_pooled_by_the_merged_trace(tmp_path):
-    # GIVEN two hosts whose phases start at the same nanoseconds on the common clock (the merged
-    # trace orders them by their streams' first appearance, which the hosts' reports do not say)
+@pytest.mark.parametrize("earlier_stream", [0, 1], ids=["the earlier host's stream first", "the later host's"])
+def test_hosts_numbered_by_calls_at_the_same_nanosecond_are_numbered_as_the_merged_trace(tmp_path, earlier_stream):
+    # GIVEN two hosts whose phases start at the same nanoseconds on the common clock, within a
+    # host too (two threads), and whose first streams appeared first on host `earlier_stream`
+    # (its open 1 us earlier): the merged trace orders tied phases by their streams' first
+    # appearance in the merged events, the earlier host first at a tie
     paths = _write_hosts(tmp_path, 2)
+    if earlier_stream:
+        events = load(paths[1]).events
+        records = dd_events()
+        records["start_ns"][2::2] = records["start_ns"][1::2][:len(records[2::2])]
+        records["tid"][2::2] += 1
+        records["latency_ns"] = events["latency_ns"].to_numpy()
+        records["start_ns"][0] -= 1_000
+        write_dd_trace(paths[1], records)
     with opened_hosts(paths, [0, 0]) as traces:
-        # WHEN they are pooled
+        # WHEN they are pooled from the hosts' own reports
         with pooled_hosts.open_pooled(traces, ["dd"], "cluster") as pooled:
-            # THEN the pooled trace is the merged trace itself, and its requests are every host's
-            assert pooled.numbers is None and pooled.merged is not None
             rows = [pooled.rows_of(k, t.report().phases) for k, (_, t) in enumerate(traces)]
             numbers = [int(p) for r in rows for p in r["phase"]]
-            assert sorted(numbers) == list(range(1, 5))
             calls = pooled.report.evidence.operation_values(numbers, "call", "write")
-            np.testing.assert_array_equal(calls.ns_at(0, len(calls)), _writes_in_pooled_order(paths, [0, 0]))
+            calls_ns = calls.ns_at(0, len(calls))
+        # THEN every host's requests come in stable time order of their starts
+        np.testing.assert_array_equal(calls_ns, _writes_in_pooled_order(paths, [0, 0]))
+        # AND the phases' numbers are the merged trace's: the ties ordered by the streams
+        with merged_trace.open_merged(traces, ["dd"], "cluster", stretches=False) as merged:
+            assert sorted(numbers) == list(range(1, len(merged.trace.report().phases) + 1))
+            for k, (_, t) in enumerate(traces):
+                mine = merged_trace.phases_of(merged.trace, merged.where[k], t.report().phases)
+                assert rows[k]["phase"].tolist() == mine["phase"].tolist()
+                assert rows[k]["tid"].tolist() == mine["tid"].tolist()
+        # (each host's first thread's phase, the host of the earlier open first, then the second threads')
+        first, second = earlier_stream, 1 - earlier_stream
+        assert rows[first]["phase"].tolist()[0] == 1 and rows[second]["phase"].tolist()[0] == 2
 
 
-def test_a_hosts_fio_log_files_keep_the_pooled_trace_from_the_hosts_reports():
-    # GIVEN two fio hosts whose traces opened a data file, and on one host a job writing fio's
-    # latency log (one of fio's own files: in no phase of that host, but a phase of a trace
-    # whose command names no job, as the pooled trace's)
-    def host(command, paths):
-        trace = SimpleNamespace(meta={"command": command, "cwd": "/srv"}, files=pd.DataFrame({"path": paths}))
-        return SimpleNamespace(trace=trace)
-
-    plain = host(["fio", "--name=r", "--rw=randread"], ["/srv/data.bin"])
-    logging = host(["fio", "--name=r", "--rw=randread", "--write_lat_log=lat"], ["/srv/data.bin", "/srv/lat_lat.1.log"])
-    # WHEN asked whether the pooled trace's phases are the hosts' own
-    # THEN yes for the plain hosts, no once a host's log file would be a phase of the pooled trace
-    assert fio_hosts._same_own_files([plain, plain], fio_hosts.POOLED_ARGV)
-    assert not fio_hosts._same_own_files([plain, logging], fio_hosts.POOLED_ARGV)
+def test_a_hosts_requests_ride_along_in_the_pass_of_their_latencies(tmp_path):
+    # GIVEN a host's trace of two writing threads, its evidence told what the pooling will ask
+    [path] = _write_hosts(tmp_path, 1)
+    events = load(path).events
+    writes = (events["syscall"].astype(str) == "write").to_numpy()
+    with opened_hosts([path], [0], 64) as [(_, trace)]:
+        evidence = trace.report().evidence
+        evidence.pooled_with = pooled_hosts.POOLED_WITH
+        phases = [int(p) for p in trace.report().phases["phase"]]
+        # WHEN the latencies are asked (as fio's matcher asks them: one pass)
+        evidence.ask([stream_evidence.values_question(phases[::-1], "call", "write")])
+        # THEN their start times and the gaps around them were answered in that pass, to a file,
+        # and are the events' own: each write's start, one per latency, in the same order
+        starts = evidence.operation_values(phases, "start", "write")
+        calls = evidence.operation_values(phases, "call", "write")
+        around = evidence.operation_values(phases, "around", "write")
+        assert starts.spilled and around.spilled and not calls.spilled
+        np.testing.assert_array_equal(starts.ns_at(0, len(starts)),
+                                      events["start_ns"].to_numpy().astype(np.int64)[writes])
+        np.testing.assert_array_equal(calls.ns_at(0, len(calls)),
+                                      events["latency_ns"].to_numpy().astype(np.int64)[writes])
+    # AND the gaps are those the same question gives asked alone
+    with opened_hosts([path], [0], 64) as [(_, trace)]:
+        alone = trace.report().evidence.operation_values(phases, "around", "write")
+        np.testing.assert_array_equal(around.ns_at(0, len(around)), alone.ns_at(0, len(alone)))
