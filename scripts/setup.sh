@@ -53,6 +53,13 @@ SRC
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# bpftrace (the tests' second tracer, and `--backend bpftrace`) attaches syscall tracepoints through
+# tracefs, which a freshly booted machine may not have mounted; iowitness itself does not need it
+if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/tracing ] && [ ! -d /sys/kernel/tracing/events ]; then
+    echo "setup: mounting tracefs on /sys/kernel/tracing (for bpftrace)" >&2
+    mount -t tracefs nodev /sys/kernel/tracing || echo "setup: could not mount tracefs; bpftrace's tests will fail" >&2
+fi
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv" >&2
