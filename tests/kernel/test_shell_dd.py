@@ -35,9 +35,10 @@ def test_dd_under_a_shells_c_is_judged_as_dd(shell, exec_, traced, workdir):
     # THEN it is dd's write, its clock up to the end of the fdatasync, and it agrees; beside two
     # CPU hogs its 64 calls (about 80 ms) can be preempted past 5 %, and a phase that short is
     # then CANNOT JUDGE "too short to tell why" (one run of dash at 0.91x), or EXPLAINED by a wait
-    # for a CPU inside dd's clock, which the off-CPU records show (8.7 ms between its open and its
-    # first write in a fresh-clone run beside two hogs): judged as dd, never DISAGREES, never "no
-    # phase matches" as before the shell was read
+    # for a CPU inside dd's clock, which the off-CPU records show (a fresh-clone run beside two hogs
+    # was held 8.7 ms between its open and its first write; only what follows its reopen's close is
+    # inside its clock, tests/support/dd_clock.py): judged as dd, never DISAGREES, never "no phase
+    # matches" as before the shell was read
     assert source == "dd" and verdict.claim.test == "dd write", verdict.claim
     assert verdict.window == "+fsync" and verdict.verdict != "disagrees", (verdict.window, verdict.reasons)
     assert verdict.reasons[0].endswith("too short to tell why") or dd_clock.why_not_honest(verdict, trace) is None, \
