@@ -15,6 +15,10 @@ posix_fadvise on the 8 MiB it just wrote) but only to its last read: it then wri
 state and closes the file, outside its runtime (`--rw=randwrite --verify=crc32c`: reads of
 11.5 ms, fio's 14 ms runtime; from the open to the last read 13.1 ms, rounded up).
 
+A benchmark whose module says where its clock sits around its calls (extra `clock_edges`:
+dd's starts after its output's open, dup2 and close of the first fd, coreutils dd.c) is left to
+judge/rate_edges.py: from the open, this window would count a wait before its clock started.
+
 Only a claim that disagrees, or that a phase too short to tell why left unjudged, is looked
 at: when a window's figure fits it within the tolerance,
 or to the benchmark's clock tick (fio's whole milliseconds, judge/clock_tick.py), it is
@@ -61,7 +65,7 @@ def apply(verdicts: list[Verdict], phases: pd.DataFrame, tolerance: float) -> No
         too_short = verdict.verdict == "cannot judge" and bool(verdict.reasons) and \
             verdict.reasons[0].endswith(clock_tick.TOO_SHORT)
         if not (verdict.verdict == "disagrees" or too_short) or kind not in ("bytes", "ops") or not value or \
-                not verdict.phases:
+                not verdict.phases or "clock_edges" in verdict.claim.extra:
             continue
         if any(p not in by_phase.index for p in verdict.phases):
             continue

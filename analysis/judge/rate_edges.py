@@ -32,8 +32,10 @@ rate, above it for a time):
   DISAGREES     below all of it (the tolerance allowed): no clock between those edges gives it
 
 dd's figure is held the same way, as its module says in its claim's extra clock_edges
-(coreutils dd.c: its clock starts after its output's open and stops after it has printed
-"records in/out", so its close is inside the clock and only its own line bounds the end): a
+(coreutils dd.c: its clock starts after its output's open, which fd_reopen makes an openat, a
+dup2 onto fd 1 and a close of the first fd, and stops after it has printed "records in/out", so
+its close is inside the clock and only its own line bounds the end; the reopen's close bounds
+the start, as the call before the window that is none of its data calls' kinds): a
 256 MiB write whose thread waited 20.9 ms for a CPU printed 0.929x of its calls' rate
 (tests/unit/test_rate_edges_dd.py, on that run's trace).
 
@@ -153,7 +155,9 @@ def edges(row, window: str, calls: pd.DataFrame, lines: list, tgid: int, t0: int
     first = int(row["data_first_ns"])
     end = int(row["data_last_ns"]) if end_col is None else int(max(row["data_last_ns"], row[end_col]))
     start, stop, name = calls["start"].to_numpy(np.int64), calls["end"].to_numpy(np.int64), calls["syscall"].to_numpy()
-    inside = (start >= first) & (stop <= end)
+    # the window's own kinds are those among its data calls (a loop's lseeks), not the fsync or
+    # close after them: dd's reopen of its output closes the first fd before its clock starts
+    inside = (start >= first) & (stop <= int(row["data_last_ns"]))
     kinds = phase_module.call_kinds(pd.Series(name[inside], dtype="category")) if inside.any() else np.empty(0)
     own = set(name[inside][~np.isin(kinds, (phase_module.READ, phase_module.WRITE))]) if inside.any() else set()
     # the call before: walk back past the window's own kinds (a loop's lseek is inside its clock)

@@ -75,12 +75,13 @@ def test_a_directory_link_planted_by_a_user_is_never_followed(attack, good_trace
     good_trace = good_traces[0]
     root_only, users = attack
     # WHEN root writes every kind of output under the planted link, also a level deeper
-    procs = [iowitness("run", "-q", "-o", str(users / "sub" / "t.iwt"), "--", "true", check=False),
+    procs = [iowitness("run", "-q", "-o", str(users / "sub" / "t.iwt"), "--", "true", check=False, refused=True),
              iowitness("report", str(good_trace), "--html", str(users / "sub" / "r.html"), check=False),
              iowitness("export", str(good_trace), "--parquet", str(users / "sub" / "e.parquet"), check=False),
              iowitness("export", *map(str, good_traces), "--parquet", str(users / "sub" / "ds"),
                        check=False),
-             iowitness("run", "-q", "-o", str(users / "sub" / ".." / "sub" / "t.iwt"), "--", "true", check=False)]
+             iowitness("run", "-q", "-o", str(users / "sub" / ".." / "sub" / "t.iwt"), "--", "true", check=False,
+                       refused=True)]
     # THEN each is refused in one line, exit 5, naming the link
     for proc in procs:
         assert proc.returncode == 5, proc.stderr
@@ -128,7 +129,8 @@ def test_a_device_node_or_fifo_given_as_output_is_never_replaced(tmp_path, good_
             os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
         made[path] = os.lstat(path)
     # WHEN root records, reports and exports there (a FIFO must not make any of them wait)
-    procs = [iowitness("run", "-q", "-o", str(tmp_path / "t.iwt"), "--", "true", check=False, timeout=60),
+    procs = [iowitness("run", "-q", "-o", str(tmp_path / "t.iwt"), "--", "true", check=False, timeout=60,
+                       refused=True),
              iowitness("report", str(good_trace), "--html", str(tmp_path / "r.html"), check=False, timeout=60),
              iowitness("export", str(good_trace), "--parquet", str(tmp_path / "e.parquet"), check=False,
                        timeout=60)]

@@ -10,7 +10,8 @@ threads finished as at interpreter exit, an uncaught exception printed as Python
 
 What a fork cannot give falls back to a real start-up (tests/support/cli.py): another working
 directory (which iowitness a `-m` run imports depends on it), a command that launches or follows
-other processes (run, attach, replay: its output pipes stay open while they live), an environment that changes how the
+other processes (run, attach, replay: its output pipes stay open while they live; but for one the
+caller expects refused for its words, `refused=True`, which starts nothing), an environment that changes how the
 interpreter or the loader starts (PYTHON*, LD_*), a call while another one is under way (a
 thread of the same test), and IOWITNESS_TEST_FORKS=0 (every call a real start-up). Tests whose
 point is the process itself (signals, start-up time, another venv) start it themselves.
@@ -190,11 +191,14 @@ _made = threading.Lock()
 
 
 def forked(args: list[str], *, timeout: float | None = None, env: dict[str, str] | None = None,
-           cwd=None, input: str | None = None, **kwargs) -> subprocess.CompletedProcess | None:
-    """The command's result from a fork of the warm server; None when only a real start-up will do."""
+           cwd=None, input: str | None = None, refused: bool = False,
+           **kwargs) -> subprocess.CompletedProcess | None:
+    """The command's result from a fork of the warm server; None when only a real start-up will do.
+    refused: a launcher the caller expects refused before it starts anything (a bad option), whose
+    output no benchmark holds open."""
     global _server
     env = dict(os.environ if env is None else env)
-    if (kwargs or os.environ.get("IOWITNESS_TEST_FORKS") == "0" or (args and str(args[0]) in LAUNCHERS)
+    if (kwargs or os.environ.get("IOWITNESS_TEST_FORKS") == "0" or (args and str(args[0]) in LAUNCHERS and not refused)
             or any(key.startswith(("PYTHON", "LD_")) and env.get(key) != os.environ.get(key)
                    for key in {*env, *os.environ})):
         return None
