@@ -298,7 +298,7 @@ class DeviceFacts:
         return _Stretches(off[near][sel], on[near][sel], self._o_state[mine][near][sel], lo, hi)
 
     def add(self, events: pd.DataFrame, a: pd.DataFrame) -> None:
-        """One block of events and of phases.assign's rows for them, the blocks in time order."""
+        """One block of events and of the phase assignment's rows for them, the blocks in time order."""
         if not self.wanted or not len(events):
             return
         self.tgids.update(pd.unique(events["tgid"].to_numpy()).tolist())

@@ -1,11 +1,11 @@
-"""analysis/phasing/phases.py `assign`, streamed: the same span, phase, operation, warm-up and fill per
-event, from events that come block by block, with memory per fd, stream, span and phase.
+"""Each event's span, phase, operation, warm-up and fill (the phases' rules: analysis/phasing/phases.py),
+from events that come block by block, with memory per fd, stream, span and phase.
 
     with stream_assign.assign(source, outside) as assigned:     # source: anything with .blocks()
         for events_block, assigned_block in assigned.blocks():    # a new pass each call
             ...
 
-Three steps, because two rules of phases.assign look at a whole stream before any of its
+Three steps, because two of the rules look at a whole stream before any of its
 phases can be named: a stream is "mixed" by its run count over the whole trace, and phases
 are numbered by the time of their first call.
 
@@ -14,7 +14,7 @@ are numbered by the time of their first call.
    temporary file; per stream, its counts; per run, where it starts.
 2. Over the runs alone: which streams are mixed, hence which runs start a phase, and the
    phases' numbers.
-3. Per block asked for: each call's phase from its stream's state, as phases.assign gives it;
+3. Per block asked for: each call's phase from its stream's state;
    kept in a file on the first whole pass, read from it on the later ones.
 
 Per-event intermediates live in files (np.memmap windows of one block), never in memory.
@@ -58,7 +58,7 @@ class Assigned:
         streams = walk.streams
         runs, calls = streams.get("runs"), streams.get("calls")
         reads, fills = streams.get("reads").astype(np.float64), streams.get("fills").astype(np.float64)
-        # the same comparisons as phases.assign, on the same (float64) counts
+        # the phases' rules compare float64 counts
         self._mixed = (runs > 2) & (calls < MIXED_RUN_LENGTH * runs)
         self._writing = self._mixed & (reads > 0) & (fills >= PATTERN_SHARE * reads)
         self._stream_span = streams.get("span")
@@ -69,7 +69,7 @@ class Assigned:
     def _number_phases(self) -> None:
         """Which runs start a phase (every run of a plain stream, the first of a mixed one), and
         each phase's number: by the time of its first call, ties in stream order (stream by
-        stream in order of first appearance, time order within one), as phases.assign's
+        stream in order of first appearance, time order within one), as the assignment's
         stable argsort over its stream-ordered phases gives."""
         walk = self._walk
         first_data = walk.streams.get("first_data")
@@ -228,7 +228,7 @@ def _carried_forward(key: np.ndarray, value: np.ndarray, state: np.ndarray) -> n
 
 
 def assign(source, outside=None, *, folder: str | None = None) -> Assigned:
-    """phases.assign over `source` (anything whose .blocks() yields the events table block by
+    """The assignment over `source` (anything whose .blocks() yields the events table block by
     block, a new pass each call). `outside`: None, or a callable(events_block) -> bool array,
     true for calls that are in no phase whatever they do (the benchmark's own files).
     `folder`: where the temporary files go (the system's temporary folder by default)."""

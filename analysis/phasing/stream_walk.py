@@ -1,7 +1,7 @@
 """The one pass over the events behind analysis/phasing/stream_assign.py: each event's stream and what
-it is, as phases.assign would find them, with state per fd, per file, per stream and per run.
+it is, as the phases' rules find them, with state per fd, per file, per stream and per run.
 
-What phases.assign does on whole columns is done here block by block, each block seeded with
+The rules are applied here block by block, each block seeded with
 what earlier blocks left: a key's open file description (`_spans`), a file's last open and
 mapping by each process (`_fd_of_last`), a stream's last two data calls and its run so far
 (the run cut, the warm-up rules, `_buffer_fills`). Results go to temporary files:
@@ -159,7 +159,7 @@ class _Lookups:
 
 
 def _extract(block: pd.DataFrame, outside, lookups: _Lookups) -> dict[str, np.ndarray]:
-    """What the walk needs of a block, as phases.assign reads it from the events table."""
+    """What the walk needs of a block, as read from the events table."""
     fd = block["fd"].to_numpy(np.int64)
     flags = block["flags"].to_numpy(np.int64)
     what = lookups(block["syscall"])
@@ -255,7 +255,7 @@ class Walk:
             self._last_start = start[-1]
         self._by_file |= bool(c["fixed"].any() or c["on_map"].any())
         if self._unsorted and self._by_file:
-            # phases.assign's merge_asof needs them sorted too, and fails otherwise
+            # merge_asof needs them sorted too, and fails otherwise
             raise ValueError("stream_assign: events out of start_ns order, with io_uring registered files or "
                              "mapped-file calls to resolve: the events must be in time order")
 
@@ -461,7 +461,7 @@ class _Runs:
 
 
 def _fd_of_last(c, rows, makers, fd, base, last: dict) -> np.ndarray:
-    """phases._fd_of_last on one chunk: the makers of earlier chunks are the last one per file
+    """phases._fd_of_last's rule on one chunk: the makers of earlier chunks are the last one per file
     and process, placed before any start so that pd.merge_asof takes them as it takes them
     over the whole trace (the last maker at or before the row's start; an equal start counts)."""
     keys = list(zip(*(c[f"{k}_raw"][rows].tolist() for k in FILE_KEYS)))

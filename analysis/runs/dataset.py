@@ -166,7 +166,7 @@ def _file_systems(meta: dict) -> tuple[dict[int, str], dict[str, str]]:
 
 
 def events_rows(events: pd.DataFrame, assigned: pd.DataFrame, meta: dict) -> pd.DataFrame:
-    """The rows of events_table for some consecutive rows of the events and of phases.assign's
+    """The rows of events_table for some consecutive rows of the events and of the phase assignment's
     result (the whole table, or one block of a streamed one), indexed as `events` is: every
     column a plain type (_plain), so blocks whose categories differ give the same types."""
     columns = pd.DataFrame({name: events[name] for name in events.columns})

@@ -1,11 +1,11 @@
-"""phases.assign streamed (analysis/phasing/stream_assign.py): the same frame, event for event, as the
-in-memory function gives, whatever the blocks.
+"""The phases' assignment streamed (analysis/phasing/stream_assign.py): the same frame, event for event, as the
+whole table given as one block, whatever the blocks.
 
 Every case builds a trace in memory and compares pd.concat of the streamed blocks with
 stream_assign.of_frame(events, outside) exactly, for blocks of 1, 37 and 1,000 rows, so that every
 piece of state (a stream's last two data calls, a run, a description, a file's last open)
 crosses block boundaries. The cases of the existing phase tests are reused as they are:
-their events are caught on their way into phases.assign.
+their events are caught on their way into the assignment.
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def test_each_case_is_assigned_alike_in_blocks(name):
     # GIVEN a trace with the feature
     events = CASES[name]()
     # WHEN it is assigned in blocks of 1, 37 and 1,000 rows
-    # THEN each gives exactly what phases.assign gives
+    # THEN each gives exactly what the whole frame as one block gives
     assert_same_as_in_memory(events)
 
 
@@ -331,7 +331,7 @@ def test_the_benchmarks_own_files_are_in_no_phase_alike():
     calls.open("/out.json", O_WRONLY | O_CREAT | O_TRUNC).write(300).close().write(REC, fd=3).close(fd=3)
     events = calls.frame()
     # WHEN they are left out by a per-block callable
-    # THEN the streamed assignment leaves them out as phases.assign does
+    # THEN the streamed assignment leaves them out as the whole frame does
     assert_same_as_in_memory(events, lambda block: block["path"].isin(["/job.fio", "/out.json"]).to_numpy())
 
 
@@ -474,7 +474,7 @@ def test_random_traces_are_assigned_alike():
         # WHEN each is assigned in blocks of 1,000 rows and of a few: 1 row for every tenth trace, 2, 3
         # or 5 for every other one of the rest, 37 for the others (the choice is drawn for every trace
         # all the same: the traces are the ones the seed always gave)
-        # THEN each is what phases.assign gives
+        # THEN each is what the whole frame as one block gives
         few = 1 if k % 10 == 0 else rng.choice([2, 3, 5, 37])
         try:
             expected = assert_same_as_in_memory(events, outside, blocks=(few if k % 10 == 0 or k % 2 else 37, 1000))
