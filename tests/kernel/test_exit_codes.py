@@ -192,7 +192,9 @@ def _bpf_map_open(pid: int) -> bool:
 def _when_loading(proc: subprocess.Popen, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not _bpf_map_open(proc.pid):
-        assert proc.poll() is None and time.monotonic() < deadline, "the probe was never loaded"
+        # its own words when it ended first (once under CI load: exit 4 before a map was seen open)
+        assert proc.poll() is None, f"attach ended ({proc.returncode}) before the probe loaded: {proc.communicate()[1]!r}"
+        assert time.monotonic() < deadline, "the probe was never loaded"
         time.sleep(0.002)
 
 
